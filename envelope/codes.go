@@ -1,0 +1,259 @@
+package envelope
+
+import "sort"
+
+// Kind classifies a stable code.
+type Kind string
+
+// The kinds of stable codes.
+const (
+	KindReason     Kind = "reason"
+	KindWarning    Kind = "warning"
+	KindProblem    Kind = "problem"
+	KindFieldError Kind = "field_error"
+)
+
+// Code describes one stable code. Codes never change meaning once published;
+// docs/codes.md is rendered from this registry and a test keeps them equal.
+type Code struct {
+	Code string
+	Kind Kind
+	// Message is the fixed text that accompanies the code in a reason,
+	// warning or field error. It never contains caller or upstream text.
+	Message string
+	// Meaning says what the code means for the caller, Recovery what to do.
+	Meaning  string
+	Recovery string
+	// Retryable is the problem's retryable member; for reasons it says
+	// whether repeating the call later (not unchanged, immediately) can help.
+	Retryable bool
+	// Continuation is the continuation kind a reason offers by default.
+	Continuation string
+	// Problems only: HTTP status, title and the next_action template.
+	Status     int
+	Title      string
+	NextAction string
+}
+
+// Incomplete reason codes.
+const (
+	MorePagesAvailable         = "MORE_PAGES_AVAILABLE"
+	ResultLimitReached         = "RESULT_LIMIT_REACHED"
+	TimeBudgetExceeded         = "TIME_BUDGET_EXCEEDED"
+	SourceUnavailable          = "SOURCE_UNAVAILABLE"
+	VisibilityRestricted       = "VISIBILITY_RESTRICTED"
+	CursorExpired              = "CURSOR_EXPIRED"
+	RateLimited                = "RATE_LIMITED"
+	UpstreamReportedIncomplete = "UPSTREAM_REPORTED_INCOMPLETE"
+	InconsistentSnapshot       = "INCONSISTENT_SNAPSHOT"
+	ContractViolation          = "CONTRACT_VIOLATION"
+)
+
+// Warning codes.
+const (
+	WarnNoSnapshot          = "NO_SNAPSHOT"
+	WarnStaleIndex          = "STALE_INDEX"
+	WarnPartialFieldSet     = "PARTIAL_FIELD_SET"
+	WarnDefaultScopeApplied = "DEFAULT_SCOPE_APPLIED"
+	WarnEstimatedTotal      = "ESTIMATED_TOTAL"
+	WarnDeprecatedField     = "DEPRECATED_FIELD"
+	WarnValueNormalized     = "VALUE_NORMALIZED"
+)
+
+// Problem codes.
+const (
+	ProblemInvalidArguments    = "INVALID_ARGUMENTS"
+	ProblemUpstreamAuth        = "UPSTREAM_UNAUTHORIZED"
+	ProblemUpstreamForbidden   = "UPSTREAM_FORBIDDEN"
+	ProblemUpstreamRejected    = "UPSTREAM_REJECTED_REQUEST"
+	ProblemUpstreamNotFound    = "UPSTREAM_NOT_FOUND"
+	ProblemUpstreamBadResponse = "UPSTREAM_BAD_RESPONSE"
+	ProblemInternal            = "INTERNAL_ERROR"
+)
+
+// Field error codes (the code member of a problem's errors[] entries).
+const (
+	FieldRequired        = "required"
+	FieldType            = "type"
+	FieldUnknownArgument = "unknown_argument"
+	FieldUnknownResource = "unknown_resource"
+	FieldUnknownFilter   = "unknown_filter"
+	FieldUnknownField    = "unknown_field"
+	FieldSensitive       = "sensitive_field"
+	FieldOutOfRange      = "out_of_range"
+	FieldOverCap         = "over_cap"
+	FieldEnum            = "enum"
+	FieldFormat          = "format"
+	FieldCursorTampered  = "cursor_tampered"
+	FieldCursorMismatch  = "cursor_mismatch"
+	FieldInvalid         = "invalid"
+)
+
+var registry = []Code{
+	// Incomplete reasons.
+	{Code: MorePagesAvailable, Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
+		Message:  "more matching items are available through continuation.cursor",
+		Meaning:  "the scan is not finished or not every match was delivered; the rest is reachable through the cursor over the same frozen scan",
+		Recovery: "call the same tool with the same arguments and continuation.cursor"},
+	{Code: ResultLimitReached, Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
+		Message:  "a result limit stopped the scan or the delivery before matches ran out",
+		Meaning:  "a limit (limit_source: upstream, airlock or caller) stopped the scan or the delivery before matches ran out",
+		Recovery: "continue with the cursor, raise the caller's budget within the cap, or narrow the filter when the upstream caps results"},
+	{Code: TimeBudgetExceeded, Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
+		Message:  "the deadline stopped the scan before the planned work was done",
+		Meaning:  "the deadline stopped the scan; the work done is in coverage",
+		Recovery: "continue with the cursor, or call again with a larger deadline_ms"},
+	{Code: SourceUnavailable, Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
+		Message:  "a source did not answer; its records are missing from this answer",
+		Meaning:  "the named source or partition did not answer; the other sources' items are returned",
+		Recovery: "wait, then continue with the cursor to retry the unavailable source"},
+	{Code: VisibilityRestricted, Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+		Message:  "the credential cannot see part of the requested domain; hidden records are not counted",
+		Meaning:  "the upstream reported that the configured credential sees a restricted view; absence in this answer proves nothing about hidden records",
+		Recovery: "do not treat absence as proof; ask an operator to run the query with a credential that sees the whole domain"},
+	{Code: CursorExpired, Kind: KindReason, Continuation: ContinueRestart, Retryable: true,
+		Message:  "the continuation became invalid; the scan was not restarted or merged",
+		Meaning:  "the upstream or airlock continuation expired; the items returned so far cannot be combined with a new scan",
+		Recovery: "start a new scan without a cursor and use only its result"},
+	{Code: RateLimited, Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
+		Message:  "an upstream quota stopped the scan",
+		Meaning:  "the upstream rate limit stopped the scan; retry_after_seconds says when it may continue",
+		Recovery: "wait at least retry_after_seconds, then continue with the cursor"},
+	{Code: UpstreamReportedIncomplete, Kind: KindReason, Continuation: ContinueNarrowQuery, Retryable: false,
+		Message:  "the upstream reported that its own answer is incomplete",
+		Meaning:  "the upstream said so itself (signal: incomplete_results, timed_out, unreachable, total_gte)",
+		Recovery: "narrow the filter so the upstream can answer completely"},
+	{Code: InconsistentSnapshot, Kind: KindReason, Continuation: ContinueRestart, Retryable: true,
+		Message:  "the collection changed during the scan in a way that may hide records",
+		Meaning:  "the scan saw the total change or an id twice (signal) on a dialect without a snapshot",
+		Recovery: "start a new scan; if the collection keeps changing, narrow the filter"},
+	{Code: ContractViolation, Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+		Message:  "records broke the decision-field contract and were withheld",
+		Meaning:  "records whose decision fields broke the configured contract were withheld (field, rule, count, sample_id)",
+		Recovery: "report the drift to the operator; do not act on the withheld part of the scope"},
+
+	// Warnings.
+	{Code: WarnNoSnapshot, Kind: KindWarning,
+		Message:  "the upstream has no snapshot: records changed during the scan may be missed or seen in a newer state",
+		Meaning:  "the scan covered the scope without a snapshot; records created or changed while it ran may be absent or newer",
+		Recovery: "re-read targets before acting; airlock does this at commit time"},
+	{Code: WarnStaleIndex, Kind: KindWarning,
+		Message:  "the upstream answered from an index older than the configured freshness",
+		Meaning:  "the upstream's index lags its source (revision says when it was built)",
+		Recovery: "check the authoritative source before acting on fresh changes"},
+	{Code: WarnPartialFieldSet, Kind: KindWarning,
+		Message:  "some items lack fields that were requested; the upstream omitted them",
+		Meaning:  "the listed fields were requested but some items came without them",
+		Recovery: "do not read a missing field as null; request the item individually if needed"},
+	{Code: WarnDefaultScopeApplied, Kind: KindWarning,
+		Message:  "a default scope from the configuration was applied",
+		Meaning:  "the resource's configured default filter narrowed the scope (fields names it)",
+		Recovery: "pass the field explicitly in filter to choose another scope"},
+	{Code: WarnEstimatedTotal, Kind: KindWarning,
+		Message:  "the upstream's total is an estimate",
+		Meaning:  "a total reported by the upstream is an estimate, not a count",
+		Recovery: "use coverage.total_matched with total_relation for claims"},
+	{Code: WarnDeprecatedField, Kind: KindWarning,
+		Message:  "a deprecated field or alias was used",
+		Meaning:  "the listed field is deprecated or was read through a temporary alias",
+		Recovery: "move to the field's current name before the alias ends"},
+	{Code: WarnValueNormalized, Kind: KindWarning,
+		Message:  "values were normalized to the declared form",
+		Meaning:  "values of the listed fields arrived in another form (case, whitespace) and were normalized",
+		Recovery: "none needed; compare against the normalized values"},
+
+	// Problems.
+	{Code: ProblemInvalidArguments, Kind: KindProblem, Status: 400, Title: "Invalid arguments", Retryable: false,
+		Meaning:    "one or more arguments are invalid; errors[] names every bad field",
+		Recovery:   "fix every field listed in errors[] and call again",
+		NextAction: "Fix every field listed in errors[] (see each entry's message and example), then call the tool again. Do not resend the same arguments."},
+	{Code: ProblemUpstreamAuth, Kind: KindProblem, Status: 502, Title: "Upstream rejected the credential", Retryable: false,
+		Meaning:    "the upstream answered 401: the configured credential is missing, expired or wrong",
+		Recovery:   "stop; an operator must fix the credential in airlock's configuration",
+		NextAction: "Stop and tell the user that the upstream credential was rejected. Retrying will not help; an operator must fix the credential."},
+	{Code: ProblemUpstreamForbidden, Kind: KindProblem, Status: 502, Title: "Upstream refused access", Retryable: false,
+		Meaning:    "the upstream answered 403: the credential lacks permission for this resource",
+		Recovery:   "stop; an operator must grant the permission or use another credential",
+		NextAction: "Stop and tell the user that the credential lacks permission for this resource. Retrying will not help."},
+	{Code: ProblemUpstreamRejected, Kind: KindProblem, Status: 502, Title: "Upstream rejected the request", Retryable: false,
+		Meaning:    "the upstream answered 400 or 422 to a request airlock built from the arguments",
+		Recovery:   "change the arguments named in errors[], or report a configuration problem when errors[] is empty",
+		NextAction: "Change the arguments named in errors[] and call again. If errors[] is empty, stop and report the request_id to an operator."},
+	{Code: ProblemUpstreamNotFound, Kind: KindProblem, Status: 502, Title: "Upstream resource not found", Retryable: false,
+		Meaning:    "the upstream answered 404 for the configured list endpoint",
+		Recovery:   "stop; the configuration points at an endpoint that does not exist",
+		NextAction: "Stop and report the request_id to an operator: the configured endpoint does not exist."},
+	{Code: ProblemUpstreamBadResponse, Kind: KindProblem, Status: 502, Title: "Upstream response not understood", Retryable: false,
+		Meaning:    "the upstream answered with a body airlock could not read as the configured shape",
+		Recovery:   "stop; report the request_id to an operator",
+		NextAction: "Stop and report the request_id to an operator: the upstream's response did not match its configured shape."},
+	{Code: ProblemInternal, Kind: KindProblem, Status: 500, Title: "Internal error", Retryable: false,
+		Meaning:    "airlock failed in a way it did not expect; nothing was written",
+		Recovery:   "report the request_id to an operator",
+		NextAction: "Stop and report the request_id to an operator."},
+
+	// Field errors.
+	{Code: FieldRequired, Kind: KindFieldError, Message: "this field is required", Meaning: "a required argument is missing", Recovery: "provide it"},
+	{Code: FieldType, Kind: KindFieldError, Message: "this field has the wrong type", Meaning: "the value has the wrong JSON type", Recovery: "send the type shown in the example"},
+	{Code: FieldUnknownArgument, Kind: KindFieldError, Message: "this argument is not accepted by the tool", Meaning: "the tool has no such argument", Recovery: "remove it"},
+	{Code: FieldUnknownResource, Kind: KindFieldError, Message: "no resource with this name is configured", Meaning: "the resource is not in the configuration", Recovery: "call describe_resources and use one of its names"},
+	{Code: FieldUnknownFilter, Kind: KindFieldError, Message: "this filter is not declared for the resource", Meaning: "the resource does not declare the filter", Recovery: "use a filter listed by describe_resources"},
+	{Code: FieldUnknownField, Kind: KindFieldError, Message: "this field is not declared for the resource", Meaning: "the resource does not declare the field", Recovery: "use a field listed by describe_resources"},
+	{Code: FieldSensitive, Kind: KindFieldError, Message: "this field is sensitive and never leaves airlock", Meaning: "the field is marked sensitive in the configuration", Recovery: "remove it"},
+	{Code: FieldOutOfRange, Kind: KindFieldError, Message: "this value is out of range", Meaning: "the number is below the minimum or above the maximum", Recovery: "use a value within the range in the example"},
+	{Code: FieldOverCap, Kind: KindFieldError, Message: "this budget exceeds the configured hard cap", Meaning: "the budget is above the cap from the configuration", Recovery: "use at most the cap (describe_resources lists it)"},
+	{Code: FieldEnum, Kind: KindFieldError, Message: "this value is not one of the allowed values", Meaning: "the value is not in the allowed set", Recovery: "use one of the allowed values"},
+	{Code: FieldFormat, Kind: KindFieldError, Message: "this value does not have the expected format", Meaning: "the value does not match the expected format", Recovery: "follow the example"},
+	{Code: FieldCursorTampered, Kind: KindFieldError, Message: "this cursor was not issued by airlock or was altered", Meaning: "the cursor failed its integrity check", Recovery: "use the cursor exactly as returned, or start without one"},
+	{Code: FieldCursorMismatch, Kind: KindFieldError, Message: "this cursor belongs to another query", Meaning: "the cursor was issued for other arguments", Recovery: "send the same resource, filter, fields and group_by as the call that returned the cursor"},
+	{Code: FieldInvalid, Kind: KindFieldError, Message: "this value is not valid here", Meaning: "the value breaks a rule of the tool", Recovery: "follow the example"},
+}
+
+var byCode = func() map[string]Code {
+	m := make(map[string]Code, len(registry))
+	for _, c := range registry {
+		if _, dup := m[c.Code]; dup {
+			panic("envelope: duplicate code " + c.Code)
+		}
+		m[c.Code] = c
+	}
+	return m
+}()
+
+// Lookup returns the registered code.
+func Lookup(code string) (Code, bool) {
+	c, ok := byCode[code]
+	return c, ok
+}
+
+// Codes returns a copy of the registry, sorted by kind then code.
+func Codes() []Code {
+	out := append([]Code(nil), registry...)
+	order := map[Kind]int{KindReason: 0, KindWarning: 1, KindProblem: 2, KindFieldError: 3}
+	sort.SliceStable(out, func(i, j int) bool {
+		if order[out[i].Kind] != order[out[j].Kind] {
+			return order[out[i].Kind] < order[out[j].Kind]
+		}
+		return out[i].Code < out[j].Code
+	})
+	return out
+}
+
+func mustLookup(code string, kind Kind) Code {
+	c, ok := byCode[code]
+	if !ok || c.Kind != kind {
+		panic("envelope: unregistered " + string(kind) + " code " + code)
+	}
+	return c
+}
+
+// NewReason returns a reason with the code's fixed message. It panics on an
+// unregistered code: a typo is a bug, not a runtime condition.
+func NewReason(code string) Reason {
+	return Reason{Code: code, Message: mustLookup(code, KindReason).Message}
+}
+
+// NewWarning returns a warning with the code's fixed message.
+func NewWarning(code, source string) Warning {
+	return Warning{Code: code, Message: mustLookup(code, KindWarning).Message, Source: source}
+}

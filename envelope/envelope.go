@@ -1,0 +1,207 @@
+// Package envelope defines the result envelope that every airlock tool returns,
+// the RFC 9457 problems it carries on failure, and the registry of stable codes
+// (incomplete reasons, warnings, problems) with their JSON Schema.
+//
+// The envelope exists so that an agent can never mistake a partial answer for
+// a complete one: Complete is the decision field and is always present. This
+// package must never put caller- or upstream-supplied text into a message or a
+// next_action: those come from fixed templates only.
+package envelope
+
+import "encoding/json"
+
+// Status is the coarse outcome of a tool call. It is never "success": a partial
+// answer is "partial".
+type Status string
+
+// The three statuses.
+const (
+	StatusComplete Status = "complete"
+	StatusPartial  Status = "partial"
+	StatusError    Status = "error"
+)
+
+// Continuation kinds: each names a real recovery route.
+const (
+	ContinueNextCursor        = "next_cursor"
+	ContinueRetryAfter        = "retry_after"
+	ContinueRetryWithDeadline = "retry_with_deadline"
+	ContinueNarrowQuery       = "narrow_query"
+	ContinueRestart           = "restart"
+	ContinueNone              = "none"
+)
+
+// Limit sources for RESULT_LIMIT_REACHED.
+const (
+	LimitUpstream = "upstream"
+	LimitAirlock  = "airlock"
+	LimitCaller   = "caller"
+)
+
+// Envelope is the object every tool result carries, as structuredContent and
+// serialized as text. Data holds the tool-specific payload; Problem is set only
+// when Status is StatusError.
+type Envelope struct {
+	Status            Status       `json:"status"`
+	Complete          bool         `json:"complete"`
+	IncompleteReasons []Reason     `json:"incomplete_reasons"`
+	Continuation      Continuation `json:"continuation"`
+	Scope             *Scope       `json:"scope,omitempty"`
+	Coverage          *Coverage    `json:"coverage,omitempty"`
+	Warnings          []Warning    `json:"warnings"`
+	Data              any          `json:"data,omitempty"`
+	Problem           *Problem     `json:"problem,omitempty"`
+}
+
+// Reason says why a response cannot support claims about the unreturned part
+// of the requested scope. Code is one of the registered reason codes; Message
+// comes from the code's fixed template.
+type Reason struct {
+	Code              string `json:"code"`
+	Message           string `json:"message"`
+	Limit             *int   `json:"limit,omitempty"`
+	LimitSource       string `json:"limit_source,omitempty"`
+	Source            string `json:"source,omitempty"`
+	RetryAfterSeconds *int   `json:"retry_after_seconds,omitempty"`
+	// Signal names how the upstream reported incompleteness
+	// (UPSTREAM_REPORTED_INCOMPLETE) or how a change was detected
+	// (INCONSISTENT_SNAPSHOT).
+	Signal string `json:"signal,omitempty"`
+	// Field, Rule, Count and SampleID describe CONTRACT_VIOLATION.
+	Field    string `json:"field,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Count    *int   `json:"count,omitempty"`
+	SampleID string `json:"sample_id,omitempty"`
+}
+
+// Warning is about trust, freshness or interpretation; it never makes an
+// answer incomplete.
+type Warning struct {
+	Code     string   `json:"code"`
+	Message  string   `json:"message"`
+	Source   string   `json:"source,omitempty"`
+	Revision string   `json:"revision,omitempty"`
+	Fields   []string `json:"fields,omitempty"`
+}
+
+// Continuation names the recovery route for an incomplete answer.
+type Continuation struct {
+	Kind              string   `json:"kind"`
+	Cursor            string   `json:"cursor,omitempty"`
+	RetryAfterSeconds *int     `json:"retry_after_seconds,omitempty"`
+	MinimumSeconds    *int     `json:"minimum_seconds,omitempty"`
+	Narrow            []string `json:"narrow,omitempty"`
+}
+
+// Scope makes Complete concrete: what exactly was (or was not) covered.
+type Scope struct {
+	Resource    string         `json:"resource"`
+	Environment string         `json:"environment"`
+	Upstream    string         `json:"upstream"`
+	Filter      map[string]any `json:"filter"`
+	Visibility  string         `json:"visibility"`
+	Snapshot    *string        `json:"snapshot"`
+	Consistency string         `json:"consistency"`
+}
+
+// Coverage reports the work done.
+type Coverage struct {
+	Pages         int              `json:"pages"`
+	ItemsScanned  int              `json:"items_scanned"`
+	TotalMatched  int              `json:"total_matched"`
+	TotalRelation string           `json:"total_relation"`
+	ElapsedMS     int64            `json:"elapsed_ms"`
+	Sources       []SourceCoverage `json:"sources"`
+}
+
+// SourceCoverage is one source's (partition's, region's) share of the work.
+// Status is "complete", "partial", "unavailable" or "not_started".
+type SourceCoverage struct {
+	Name         string `json:"name"`
+	Status       string `json:"status"`
+	Pages        int    `json:"pages"`
+	ItemsScanned int    `json:"items_scanned"`
+	Reason       string `json:"reason,omitempty"`
+}
+
+// Source statuses.
+const (
+	SourceComplete   = "complete"
+	SourcePartial    = "partial"
+	SourceDown       = "unavailable"
+	SourceNotStarted = "not_started"
+)
+
+// Total relations.
+const (
+	RelationEq  = "eq"
+	RelationGte = "gte"
+)
+
+// Finish sets Status and Complete from the reasons: no reason means complete.
+// It also makes the lists non-nil so that they always serialize as arrays.
+func (e *Envelope) Finish() {
+	if e.IncompleteReasons == nil {
+		e.IncompleteReasons = []Reason{}
+	}
+	if e.Warnings == nil {
+		e.Warnings = []Warning{}
+	}
+	if e.Problem != nil {
+		e.Status, e.Complete = StatusError, false
+		if e.Continuation.Kind == "" {
+			e.Continuation.Kind = ContinueNone
+		}
+		return
+	}
+	e.Complete = len(e.IncompleteReasons) == 0
+	if e.Complete {
+		e.Status = StatusComplete
+		e.Continuation = Continuation{Kind: ContinueNone}
+		return
+	}
+	e.Status = StatusPartial
+	if e.Continuation.Kind == "" {
+		e.Continuation.Kind = ContinueNone
+	}
+}
+
+// HasReason reports whether the envelope carries the reason code.
+func (e *Envelope) HasReason(code string) bool {
+	for _, r := range e.IncompleteReasons {
+		if r.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// HasWarning reports whether the envelope carries the warning code.
+func (e *Envelope) HasWarning(code string) bool {
+	for _, w := range e.Warnings {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorEnvelope wraps a problem in an otherwise empty error envelope.
+func ErrorEnvelope(p *Problem) *Envelope {
+	e := &Envelope{Problem: p}
+	e.Finish()
+	return e
+}
+
+// Marshal serializes the envelope; it cannot fail for envelopes built from
+// this package's types, so a failure is reported as a bug by panicking.
+func (e *Envelope) Marshal() []byte {
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic("envelope: marshal: " + err.Error())
+	}
+	return b
+}
+
+// Ptr returns a pointer to v; a helper for the optional numeric members.
+func Ptr[T any](v T) *T { return &v }

@@ -1,0 +1,125 @@
+package envelope
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ProblemTypeBase prefixes a problem's type URI; the fragment is the code in
+// lower case, which is also the anchor in docs/errors.md.
+const ProblemTypeBase = "https://github.com/airlock-mcp/airlock/blob/main/docs/errors.md#"
+
+// State changed values, on problems about writes.
+const (
+	StateNone    = "none"
+	StatePartial = "partial"
+	StateUnknown = "unknown"
+)
+
+// maxFieldErrors caps errors[] so that a problem stays a few hundred tokens.
+const maxFieldErrors = 20
+
+// Problem is an RFC 9457 problem with airlock's extension members. Build it
+// with NewProblem so that title, status, retryable and next_action come from
+// the registry.
+type Problem struct {
+	Type              string       `json:"type"`
+	Title             string       `json:"title"`
+	Status            int          `json:"status"`
+	Detail            string       `json:"detail"`
+	Instance          string       `json:"instance,omitempty"`
+	Code              string       `json:"code"`
+	Retryable         bool         `json:"retryable"`
+	RetryAfterSeconds *int         `json:"retry_after_seconds,omitempty"`
+	NextAction        string       `json:"next_action"`
+	RequestID         string       `json:"request_id,omitempty"`
+	Errors            []FieldError `json:"errors,omitempty"`
+	StateChanged      string       `json:"state_changed,omitempty"`
+}
+
+// FieldError names one invalid field. Field is a dotted path into the
+// arguments; Code is a registered field-error code; Example is a valid value.
+type FieldError struct {
+	Field   string `json:"field"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Example any    `json:"example,omitempty"`
+}
+
+// NewProblem returns the registered problem for code, with the detail given.
+// detail must be built by the caller from fixed text and sanitized names only.
+func NewProblem(code, detail string) *Problem {
+	c := mustLookup(code, KindProblem)
+	if detail == "" {
+		detail = c.Meaning + "."
+	}
+	return &Problem{
+		Type:       ProblemTypeBase + strings.ToLower(code),
+		Title:      c.Title,
+		Status:     c.Status,
+		Detail:     truncate(detail, 400),
+		Code:       code,
+		Retryable:  c.Retryable,
+		NextAction: c.NextAction,
+	}
+}
+
+// WithRequest sets the request id and the instance URI derived from it.
+func (p *Problem) WithRequest(requestID string) *Problem {
+	p.RequestID = requestID
+	if requestID != "" {
+		p.Instance = "urn:uuid:" + requestID
+	}
+	return p
+}
+
+// NewFieldError returns a field error with the code's fixed message.
+func NewFieldError(field, code string, example any) FieldError {
+	return FieldError{Field: SafeName(field), Code: code, Message: mustLookup(code, KindFieldError).Message, Example: example}
+}
+
+// InvalidArguments builds the INVALID_ARGUMENTS problem listing every error.
+func InvalidArguments(errs []FieldError) *Problem {
+	names := make([]string, 0, len(errs))
+	for _, e := range errs {
+		names = append(names, e.Field)
+	}
+	detail := fmt.Sprintf("%d argument(s) are invalid: %s.", len(errs), strings.Join(names, ", "))
+	if len(errs) == 1 {
+		detail = fmt.Sprintf("The argument %s is invalid: %s.", errs[0].Field, errs[0].Message)
+	}
+	p := NewProblem(ProblemInvalidArguments, detail)
+	if len(errs) > maxFieldErrors {
+		errs = errs[:maxFieldErrors]
+	}
+	p.Errors = errs
+	return p
+}
+
+// SafeName reduces a caller-supplied name (a field path, a filter key) to a
+// short string of safe characters so that it can be named in a problem
+// without carrying instructions or markup.
+func SafeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 64 {
+			b.WriteString("…")
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+			r == '_', r == '.', r == '-', r == '[', r == ']':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('?')
+		}
+	}
+	return b.String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

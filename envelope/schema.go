@@ -1,0 +1,163 @@
+package envelope
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+//go:embed envelope.schema.json
+var schemaJSON []byte
+
+// Schema returns the envelope's JSON Schema (draft 2020-12), as published.
+func Schema() []byte { return bytes.Clone(schemaJSON) }
+
+// OutputSchema returns the envelope schema with data narrowed to dataSchema,
+// ready to be a tool's outputSchema. The meta keywords $schema and $id are
+// dropped: MCP's default dialect is 2020-12, and clients that validate with a
+// draft-07 engine reject an unknown meta-schema URI.
+func OutputSchema(dataSchema map[string]any) json.RawMessage {
+	var doc map[string]any
+	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
+		panic("envelope: embedded schema: " + err.Error())
+	}
+	delete(doc, "$schema")
+	delete(doc, "$id")
+	if dataSchema != nil {
+		doc["properties"].(map[string]any)["data"] = dataSchema
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic("envelope: output schema: " + err.Error())
+	}
+	return b
+}
+
+// Validator validates documents against one compiled schema.
+type Validator struct{ schema *jsonschema.Schema }
+
+// CompileSchema compiles a 2020-12 schema document.
+func CompileSchema(name string, schema []byte) (*Validator, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	url := "mem://airlock/" + name + ".json"
+	if err := c.AddResource(url, bytes.NewReader(schema)); err != nil {
+		return nil, fmt.Errorf("add schema %q: %w", name, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("compile schema %q: %w", name, err)
+	}
+	return &Validator{schema: s}, nil
+}
+
+// Validate checks a JSON document; the error lists every violation with its
+// location in the document.
+func (v *Validator) Validate(doc []byte) error {
+	val, err := DecodeJSON(doc)
+	if err != nil {
+		return fmt.Errorf("not json: %w", err)
+	}
+	return v.ValidateValue(val)
+}
+
+// DecodeJSON decodes a document the way the validator expects (numbers as
+// json.Number, so that integers stay integers).
+func DecodeJSON(doc []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the document")
+	}
+	return v, nil
+}
+
+// ValidateValue checks an already decoded value (see DecodeJSON).
+func (v *Validator) ValidateValue(val any) error {
+	if err := v.schema.Validate(val); err != nil {
+		var ve *jsonschema.ValidationError
+		if ok := asValidation(err, &ve); ok {
+			var lines []string
+			for _, e := range ve.BasicOutput().Errors {
+				if e.Error == "" || strings.HasPrefix(e.Error, "doesn't validate with") {
+					continue
+				}
+				lines = append(lines, fmt.Sprintf("%s: %s", e.InstanceLocation, e.Error))
+			}
+			return fmt.Errorf("schema violations:\n  %s", strings.Join(lines, "\n  "))
+		}
+		return err
+	}
+	return nil
+}
+
+// Violation is one schema violation, located by a JSON pointer into the
+// instance and identified by the failing keyword.
+type Violation struct {
+	Pointer string
+	Keyword string
+	Message string
+}
+
+// Violations validates val and returns every leaf violation.
+func (v *Validator) Violations(val any) []Violation {
+	err := v.schema.Validate(val)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !asValidation(err, &ve) {
+		return []Violation{{Pointer: "", Keyword: "", Message: err.Error()}}
+	}
+	var out []Violation
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			kw := e.KeywordLocation
+			if i := strings.LastIndex(kw, "/"); i >= 0 {
+				kw = kw[i+1:]
+			}
+			out = append(out, Violation{Pointer: e.InstanceLocation, Keyword: kw, Message: e.Message})
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return out
+}
+
+func asValidation(err error, target **jsonschema.ValidationError) bool {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if ok {
+		*target = ve
+	}
+	return ok
+}
+
+var (
+	envOnce      sync.Once
+	envValidator *Validator
+)
+
+// ValidateEnvelope validates a serialized envelope against the published schema.
+func ValidateEnvelope(doc []byte) error {
+	envOnce.Do(func() {
+		v, err := CompileSchema("envelope", schemaJSON)
+		if err != nil {
+			panic("envelope: embedded schema does not compile: " + err.Error())
+		}
+		envValidator = v
+	})
+	return envValidator.Validate(doc)
+}
