@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/tools"
+)
+
+// tour drives airlock through a real MCP client connection and prints what
+// an agent would see.
+type tour struct {
+	ctx context.Context
+	c   *client.Client
+	out io.Writer
+	api *fixtures.Server
+	n   int
+}
+
+func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+
+	api := &fixtures.Server{}
+	apiSrv := httptest.NewServer(api)
+	defer apiSrv.Close()
+
+	logger := newLogger(io.Discard)
+	deps, err := buildDeps(ctx, fixtures.DemoConfig(apiSrv.URL), demoEnv, logger)
+	if err != nil {
+		return err
+	}
+	mcpSrv, err := tools.NewServer(deps)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: tools.NewHTTPHandler(mcpSrv, tools.HTTPOptions{Logger: logger}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+
+	endpoint := "http://" + ln.Addr().String() + "/mcp"
+	c, err := client.NewStreamableHttpClient(endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		return fmt.Errorf("start client: %w", err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-demo", Version: tools.Version}
+	res, err := c.Initialize(ctx, init)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return fmt.Errorf("list tools: %w", err)
+	}
+	var names []string
+	for _, t := range list.Tools {
+		names = append(names, t.Name)
+	}
+	t := &tour{ctx: ctx, c: c, out: stdout, api: api}
+	t.printf("airlock demo\n")
+	t.printf("  demo API: %s (three data sets, each in another pagination dialect)\n", apiSrv.URL)
+	t.printf("  airlock:  %s, %s %s over streamable HTTP (protocol %s)\n", endpoint, res.ServerInfo.Name, res.ServerInfo.Version, res.ProtocolVersion)
+	t.printf("  tools:    %s\n", strings.Join(names, ", "))
+	return t.readTour()
+}
+
+func (t *tour) printf(format string, args ...any) { fmt.Fprintf(t.out, format, args...) }
+
+func (t *tour) step(title string) {
+	t.n++
+	t.printf("\n%d. %s\n", t.n, title)
+}
+
+// call invokes a tool and prints the request and the envelope's verdict.
+func (t *tour) call(tool string, args map[string]any) (*envelope.Envelope, map[string]any, error) {
+	b, _ := json.Marshal(args)
+	t.printf("   → %s %s\n", tool, b)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	res, err := t.c.CallTool(t.ctx, req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", tool, err)
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil, nil, err
+	}
+	var env envelope.Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, nil, fmt.Errorf("%s: result is not an envelope: %w", tool, err)
+	}
+	var data map[string]any
+	if d, ok := env.Data.(map[string]any); ok {
+		data = d
+	}
+	t.verdict(&env, data)
+	return &env, data, nil
+}
+
+func (t *tour) verdict(env *envelope.Envelope, data map[string]any) {
+	if env.Problem != nil {
+		t.printf("   ← error %s: %s\n", env.Problem.Code, env.Problem.Detail)
+		return
+	}
+	line := fmt.Sprintf("   ← status %s, complete %v", env.Status, env.Complete)
+	if data != nil {
+		if items, ok := data["items"].([]any); ok {
+			line += fmt.Sprintf(", %d item(s) returned", len(items))
+		}
+		if tm, ok := data["total_matched"]; ok {
+			line += fmt.Sprintf(", total_matched %v (%v)", tm, data["total_relation"])
+		}
+	}
+	if env.Coverage != nil {
+		line += fmt.Sprintf(", %d page(s) read", env.Coverage.Pages)
+	}
+	t.printf("%s\n", line)
+	for _, r := range env.IncompleteReasons {
+		extra := ""
+		if r.Limit != nil {
+			extra += fmt.Sprintf(" limit=%d limit_source=%s", *r.Limit, r.LimitSource)
+		}
+		if r.Source != "" {
+			extra += " source=" + r.Source
+		}
+		if r.RetryAfterSeconds != nil {
+			extra += fmt.Sprintf(" retry_after_seconds=%d", *r.RetryAfterSeconds)
+		}
+		t.printf("     reason %s%s\n", r.Code, extra)
+	}
+	if env.Continuation.Kind != envelope.ContinueNone {
+		t.printf("     continuation %s\n", env.Continuation.Kind)
+	}
+	for _, w := range env.Warnings {
+		t.printf("     warning %s\n", w.Code)
+	}
+}
+
+func (t *tour) say(lines ...string) {
+	for _, l := range lines {
+		t.printf("   %s\n", l)
+	}
+}
+
+func expect(cond bool, what string) error {
+	if !cond {
+		return errors.New("demo: unexpected answer: " + what)
+	}
+	return nil
+}
+
+func (t *tour) readTour() error {
+	t.step("What can airlock read?")
+	_, data, err := t.call("describe_resources", map[string]any{})
+	if err != nil {
+		return err
+	}
+	if rs, ok := data["resources"].([]any); ok {
+		for _, r := range rs {
+			m := r.(map[string]any)
+			p := m["pagination"].(map[string]any)
+			t.printf("     %-17s %-7s dialect, consistency %s\n", m["name"], p["dialect"], p["consistency"])
+		}
+	}
+
+	t.step(`"How many projects are inactive?" with a budget of 2 pages`)
+	env, _, err := t.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0, "max_pages": 2})
+	if err != nil {
+		return err
+	}
+	if err := expect(!env.Complete && env.HasReason(envelope.ResultLimitReached), "a capped scan must be partial"); err != nil {
+		return err
+	}
+	t.say("The scan stopped at the caller's page limit: the count is a lower bound (gte), and",
+		"complete is false. A plain wrapper would have answered with a number that looks final.")
+
+	t.step("The same question with the default budget")
+	env, _, err = t.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0, "group_by": []any{"owner"}})
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Complete, "the full scan must be complete"); err != nil {
+		return err
+	}
+	t.say("Every page was read: complete is true and the total is exact (eq). Only now may an",
+		"agent make a claim about all inactive projects.")
+
+	t.step(`"Which projects does team-legacy own?"`)
+	env, _, err = t.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"owner": "team-legacy"}})
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Complete, "an empty complete answer"); err != nil {
+		return err
+	}
+	t.say("Empty and complete: the whole scope was read, so this is proof of absence.")
+
+	t.step(`"Which service accounts does team-legacy own?"`)
+	env, _, err = t.call("search_all", map[string]any{"resource": "service_accounts", "filter": map[string]any{"owner": "team-legacy"}})
+	if err != nil {
+		return err
+	}
+	if err := expect(!env.Complete && env.HasReason(envelope.VisibilityRestricted), "an empty partial answer"); err != nil {
+		return err
+	}
+	t.say("Also empty, but partial: the demo credential cannot see every service account, so",
+		"this empty list proves nothing. The two empty answers look alike only without the envelope.")
+
+	t.step(`"Which service accounts have no owner?"`)
+	env, data, err = t.call("search_all", map[string]any{"resource": "service_accounts", "filter": map[string]any{"owner": nil}, "max_items": 5})
+	if err != nil {
+		return err
+	}
+	if err := expect(!env.Complete, "restricted view"); err != nil {
+		return err
+	}
+	if items, ok := data["items"].([]any); ok && len(items) > 0 {
+		b, _ := json.Marshal(items[0])
+		t.printf("     first item: %s\n", b)
+	}
+	t.say("Found accounts are positive evidence about themselves; the list as a whole is not the",
+		"set of all ownerless accounts. continuation.cursor pages through the rest of this frozen scan.")
+
+	t.step(`"Which subscriptions are past due?" while the apac partition is down`)
+	t.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{DownPartitions: map[string]bool{"apac": true}, RetryAfter: "30"})
+	env, _, err = t.call("search_all", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due"}, "max_items": 3, "group_by": []any{"region"}})
+	if err != nil {
+		return err
+	}
+	t.api.ClearFaults()
+	if err := expect(!env.Complete && env.HasReason(envelope.SourceUnavailable), "a partition down"); err != nil {
+		return err
+	}
+	if env.Coverage != nil {
+		for _, s := range env.Coverage.Sources {
+			t.printf("     source %-5s %-11s %d page(s)\n", s.Name, s.Status, s.Pages)
+		}
+	}
+	t.say("eu and us answered and their matches are here; apac did not, and the envelope names it",
+		"and says when to retry instead of letting an empty region look like a clean one.")
+	t.printf("\nThe tour is over: every answer said whether it covered the whole scope.\n")
+	return nil
+}

@@ -1,0 +1,222 @@
+// Command airlock is an MCP server that lets AI agents use real HTTP APIs
+// without confident, wrong, bulk changes.
+//
+//	airlock serve --config airlock.yaml            # stdio, for an MCP client
+//	airlock serve --config airlock.yaml --http 127.0.0.1:8765
+//	airlock serve --demo                           # the built-in demo API
+//	airlock check --config airlock.yaml            # validate a configuration
+//	airlock demo                                   # a guided tour
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/tools"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+const usage = `airlock: an MCP server between AI agents and HTTP APIs.
+
+Usage:
+  airlock serve (--config FILE | --demo) [--http ADDR] [--allow-origin URL]...
+  airlock check --config FILE
+  airlock demo
+
+serve speaks MCP over stdio unless --http is given; then it serves streamable
+HTTP at /mcp and SSE at /sse. A non-loopback --http address requires
+AIRLOCK_HTTP_TOKEN. Logs go to stderr.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, args[1:], stdin, stdout, stderr)
+	case "check":
+		err = check(args[1:], stdout, stderr)
+	case "demo":
+		err = demo(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "airlock: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		var ce upstream.ConfigErrors
+		if errors.As(err, &ce) {
+			fmt.Fprintf(stderr, "airlock: the configuration has %d error(s):\n", len(ce))
+			for _, e := range ce {
+				fmt.Fprintf(stderr, "  %s\n", e.Error())
+			}
+			return 1
+		}
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("AIRLOCK_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (YAML)")
+	demoMode := fs.Bool("demo", false, "serve the built-in demo API")
+	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio")
+	var origins stringList
+	fs.Var(&origins, "allow-origin", "browser origin allowed to call the HTTP transport (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := newLogger(stderr)
+	var cfgBytes []byte
+	getenv := os.Getenv
+	switch {
+	case *demoMode && *configPath != "":
+		return errors.New("use --config or --demo, not both")
+	case *demoMode:
+		api := httptest.NewUnstartedServer(&fixtures.Server{})
+		api.Start()
+		defer api.Close()
+		logger.Info("demo API started", "url", api.URL)
+		cfgBytes = fixtures.DemoConfig(api.URL)
+		getenv = demoEnv
+	case *configPath != "":
+		b, err := os.ReadFile(*configPath)
+		if err != nil {
+			return fmt.Errorf("read config: %w", err)
+		}
+		cfgBytes = b
+	default:
+		return errors.New("serve needs --config FILE or --demo")
+	}
+	deps, err := buildDeps(ctx, cfgBytes, getenv, logger)
+	if err != nil {
+		return err
+	}
+	mcpSrv, err := tools.NewServer(deps)
+	if err != nil {
+		return err
+	}
+	if *httpAddr == "" {
+		stdio := server.NewStdioServer(mcpSrv)
+		stdio.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelError))
+		logger.Info("serving MCP over stdio")
+		if err := stdio.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			return err
+		}
+		return nil
+	}
+	token := os.Getenv("AIRLOCK_HTTP_TOKEN")
+	host, _, err := net.SplitHostPort(*httpAddr)
+	if err != nil {
+		return fmt.Errorf("--http: %w", err)
+	}
+	if !tools.IsLoopback(host) && token == "" {
+		return errors.New("--http binds a non-loopback address: set AIRLOCK_HTTP_TOKEN so that clients must present a bearer token")
+	}
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		return err
+	}
+	h := tools.NewHTTPHandler(mcpSrv, tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger})
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("serving MCP over HTTP", "mcp", "http://"+ln.Addr().String()+"/mcp", "sse", "http://"+ln.Addr().String()+"/sse")
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// demoEnv supplies the demo credential unless the environment sets one.
+func demoEnv(k string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	if k == fixtures.DemoTokenEnv {
+		return fixtures.DefaultToken
+	}
+	return ""
+}
+
+func buildDeps(ctx context.Context, cfgBytes []byte, getenv func(string) string, logger *slog.Logger) (*tools.Deps, error) {
+	cfg, err := upstream.ParseConfig(cfgBytes)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: logger, Getenv: getenv})
+	if err != nil {
+		return nil, err
+	}
+	return tools.NewDeps(rt, logger), nil
+}
+
+func check(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (YAML)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *configPath == "" {
+		return errors.New("check needs --config FILE")
+	}
+	cfg, err := upstream.LoadConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "configuration ok: environment %q, %d upstream(s), %d resource(s)\n", cfg.Environment, len(cfg.Upstreams), len(cfg.Resources))
+	for _, line := range cfg.Summary(os.Getenv) {
+		fmt.Fprintln(stdout, "  "+line)
+	}
+	return nil
+}

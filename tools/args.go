@@ -1,0 +1,147 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// argChecker validates arguments against a tool's input schema and reports
+// every violation as a field error.
+type argChecker struct {
+	once sync.Once
+	v    *envelope.Validator
+	err  error
+}
+
+var checkers sync.Map // tool name -> *argChecker
+
+func schemaFor(name string, schema map[string]any) (*envelope.Validator, error) {
+	c, _ := checkers.LoadOrStore(name, &argChecker{})
+	ac := c.(*argChecker)
+	ac.once.Do(func() {
+		b, _ := json.Marshal(schema)
+		ac.v, ac.err = envelope.CompileSchema(name+"-input", b)
+	})
+	return ac.v, ac.err
+}
+
+var quoted = regexp.MustCompile(`'([^']*)'`)
+
+// decodeArgs validates raw against the schema, then decodes each top-level
+// argument into dst independently, so that one bad argument does not hide
+// the others from the semantic checks. It returns the schema's field errors
+// and the set of argument names that had one.
+func decodeArgs(name string, schema map[string]any, raw json.RawMessage, dst any) ([]envelope.FieldError, map[string]bool) {
+	bad := map[string]bool{}
+	doc, err := envelope.DecodeJSON(raw)
+	if err != nil {
+		return []envelope.FieldError{envelope.NewFieldError("arguments", envelope.FieldType, map[string]any{})}, map[string]bool{"*": true}
+	}
+	v, err := schemaFor(name, schema)
+	if err != nil {
+		panic("tools: input schema of " + name + " does not compile: " + err.Error())
+	}
+	var errs []envelope.FieldError
+	seen := map[string]bool{}
+	for _, vio := range v.Violations(doc) {
+		field := pointerToPath(vio.Pointer)
+		code := envelope.FieldInvalid
+		switch vio.Keyword {
+		case "required":
+			code = envelope.FieldRequired
+		case "additionalProperties":
+			code = envelope.FieldUnknownArgument
+		case "type":
+			code = envelope.FieldType
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems":
+			code = envelope.FieldOutOfRange
+		case "enum", "const":
+			code = envelope.FieldEnum
+		case "pattern", "format", "minLength", "maxLength":
+			code = envelope.FieldFormat
+		}
+		fieldsHere := []string{field}
+		if code == envelope.FieldRequired || code == envelope.FieldUnknownArgument {
+			fieldsHere = nil
+			for _, m := range quoted.FindAllStringSubmatch(vio.Message, -1) {
+				fieldsHere = append(fieldsHere, joinPath(pointerToPath(vio.Pointer), m[1]))
+			}
+		}
+		for _, f := range fieldsHere {
+			key := f + "/" + code
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			bad[topLevel(f)] = true
+			errs = append(errs, envelope.NewFieldError(f, code, exampleAt(schema, f)))
+		}
+	}
+	// Lenient per-argument decode.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err == nil {
+		rv := reflect.ValueOf(dst).Elem()
+		rt := rv.Type()
+		for i := 0; i < rt.NumField(); i++ {
+			tag := strings.Split(rt.Field(i).Tag.Get("json"), ",")[0]
+			val, ok := fields[tag]
+			if !ok || bad[tag] {
+				continue
+			}
+			dec := json.NewDecoder(bytes.NewReader(val))
+			dec.UseNumber()
+			ptr := reflect.New(rt.Field(i).Type)
+			if dec.Decode(ptr.Interface()) == nil {
+				rv.Field(i).Set(ptr.Elem())
+			}
+		}
+	}
+	return errs, bad
+}
+
+func pointerToPath(p string) string {
+	p = strings.TrimPrefix(p, "/")
+	if p == "" {
+		return ""
+	}
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+		if s != "" && strings.Trim(s, "0123456789") == "" && i > 0 {
+			parts[i] = "[" + s + "]"
+			continue
+		}
+		parts[i] = s
+	}
+	return strings.ReplaceAll(strings.Join(parts, "."), ".[", "[")
+}
+
+func joinPath(base, name string) string {
+	if base == "" {
+		return name
+	}
+	return base + "." + name
+}
+
+func topLevel(field string) string {
+	if i := strings.IndexAny(field, ".["); i >= 0 {
+		return field[:i]
+	}
+	return field
+}
+
+// exampleAt returns the schema's example for a top-level argument.
+func exampleAt(schema map[string]any, field string) any {
+	props, _ := schema["properties"].(map[string]any)
+	p, _ := props[topLevel(field)].(map[string]any)
+	if ex, ok := p["examples"].([]any); ok && len(ex) > 0 {
+		return ex[0]
+	}
+	return nil
+}

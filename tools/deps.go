@@ -1,0 +1,62 @@
+package tools
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// Deps are what the tools need. Build them with NewDeps.
+type Deps struct {
+	Runtime *upstream.Runtime
+	Logger  *slog.Logger
+	Clock   upstream.Clock
+	Scans   *ScanCache
+	Cursors CursorKey
+}
+
+// NewDeps fills the defaults: a wall clock, a fresh cursor key and a scan
+// cache that keeps frozen scans for 15 minutes.
+func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Deps{
+		Runtime: rt,
+		Logger:  logger,
+		Clock:   upstream.WallClock,
+		Scans:   NewScanCache(15*time.Minute, 64, 256<<20, upstream.WallClock),
+		Cursors: NewCursorKey(),
+	}
+}
+
+// Specs returns every tool.
+func (d *Deps) Specs() []Spec {
+	return []Spec{DescribeResources(d), SearchAll(d)}
+}
+
+// Version is airlock's version, reported to MCP clients.
+var Version = "0.1.0"
+
+// NewServer assembles the MCP server with every tool registered.
+func NewServer(d *Deps) (*server.MCPServer, error) {
+	srv := server.NewMCPServer("airlock", Version,
+		server.WithToolCapabilities(false),
+		server.WithInstructions(Instructions),
+	)
+	if err := Register(srv, d.Logger, d.Specs()...); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// Instructions are sent to clients at initialization: the rules an agent
+// must follow to read airlock's answers correctly.
+const Instructions = `airlock answers every call with an envelope. Rules:
+- Treat an empty or short list as proof of absence only when complete is true.
+- When complete is false, read incomplete_reasons and follow continuation (next_cursor, retry_after, restart, narrow_query); never invent a cursor.
+- A partial answer may support a read-only, bounded investigation, never a bulk change.
+- Surface incomplete_reasons to the user before asking to act on a result.`

@@ -1,0 +1,178 @@
+// Package tools holds airlock's MCP tools (schemas and handlers) and the
+// server assembly on mcp-go: stdio, streamable HTTP and SSE.
+//
+// Every tool answers with the envelope. What the model should read is a tool
+// result (isError with a problem when it failed); a Go error from a handler
+// means a bug in airlock. No handler may echo caller or upstream text into a
+// next_action.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/google/uuid"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// Hints are a tool's four MCP annotations. Build them with NewHints so that
+// every one is chosen on purpose.
+type Hints struct {
+	ReadOnly, Destructive, Idempotent, OpenWorld bool
+	set                                          bool
+}
+
+// NewHints sets all four annotations.
+func NewHints(readOnly, destructive, idempotent, openWorld bool) Hints {
+	return Hints{ReadOnly: readOnly, Destructive: destructive, Idempotent: idempotent, OpenWorld: openWorld, set: true}
+}
+
+// Spec is one tool: its definition and handler.
+type Spec struct {
+	Name        string
+	Title       string
+	Description string
+	Input       map[string]any // JSON Schema of the arguments
+	Data        map[string]any // JSON Schema of the envelope's data
+	Hints       Hints
+	// Writes declares that the tool changes something outside airlock.
+	Writes  bool
+	Handler func(ctx context.Context, call *Call) *envelope.Envelope
+}
+
+// Call is one invocation: the raw arguments and the request id that
+// correlates logs, upstream requests and the problem.
+type Call struct {
+	RequestID string
+	Raw       json.RawMessage
+	Request   mcp.CallToolRequest
+}
+
+// Tool returns the MCP tool definition.
+func (s Spec) Tool() mcp.Tool {
+	in, _ := json.Marshal(s.Input)
+	t := mcp.NewTool(s.Name,
+		mcp.WithDescription(s.Description),
+		mcp.WithRawInputSchema(in),
+		mcp.WithRawOutputSchema(envelope.OutputSchema(s.Data)),
+		mcp.WithToolAnnotation(mcp.ToolAnnotation{
+			Title:           s.Title,
+			ReadOnlyHint:    mcp.ToBoolPtr(s.Hints.ReadOnly),
+			DestructiveHint: mcp.ToBoolPtr(s.Hints.Destructive),
+			IdempotentHint:  mcp.ToBoolPtr(s.Hints.Idempotent),
+			OpenWorldHint:   mcp.ToBoolPtr(s.Hints.OpenWorld),
+		}),
+	)
+	t.InputSchema = mcp.ToolInputSchema{}
+	t.Title = s.Title
+	return t
+}
+
+// check enforces the annotation rules at registration.
+func (s Spec) check() error {
+	switch {
+	case !s.Hints.set:
+		return fmt.Errorf("tool %q: annotations not set; use NewHints", s.Name)
+	case s.Writes && s.Hints.ReadOnly:
+		return fmt.Errorf("tool %q writes but is annotated read-only", s.Name)
+	case s.Hints.ReadOnly && s.Hints.Destructive:
+		return fmt.Errorf("tool %q is read-only and destructive", s.Name)
+	case !s.Writes && s.Hints.Destructive:
+		return fmt.Errorf("tool %q does not write but is annotated destructive", s.Name)
+	case s.Handler == nil || s.Input == nil:
+		return fmt.Errorf("tool %q: missing handler or input schema", s.Name)
+	}
+	return nil
+}
+
+// Register adds the tools to the server after checking their annotations.
+func Register(srv *server.MCPServer, logger *slog.Logger, specs ...Spec) error {
+	for _, s := range specs {
+		if err := s.check(); err != nil {
+			return err
+		}
+	}
+	for _, s := range specs {
+		srv.AddTool(s.Tool(), handler(s, logger))
+	}
+	return nil
+}
+
+func handler(s Spec, logger *slog.Logger) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		call := &Call{RequestID: newRequestID(), Request: req}
+		raw, merr := rawArguments(req)
+		call.Raw = raw
+		log := logger.With("tool", s.Name, "request_id", call.RequestID)
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				res = Result(envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "").WithRequest(call.RequestID)))
+			}
+		}()
+		if merr != nil {
+			return Result(envelope.ErrorEnvelope(envelope.InvalidArguments([]envelope.FieldError{
+				envelope.NewFieldError("arguments", envelope.FieldType, map[string]any{}),
+			}).WithRequest(call.RequestID))), nil
+		}
+		env := s.Handler(ctx, call)
+		if env.Problem != nil && env.Problem.RequestID == "" {
+			env.Problem.WithRequest(call.RequestID)
+		}
+		env.Finish()
+		log.Info("tool call", "status", env.Status, "complete", env.Complete, "reasons", reasonCodes(env))
+		return Result(env), nil
+	}
+}
+
+func reasonCodes(e *envelope.Envelope) []string {
+	var out []string
+	for _, r := range e.IncompleteReasons {
+		out = append(out, r.Code)
+	}
+	if e.Problem != nil {
+		out = append(out, e.Problem.Code)
+	}
+	return out
+}
+
+func rawArguments(req mcp.CallToolRequest) (json.RawMessage, error) {
+	switch a := req.GetRawArguments().(type) {
+	case json.RawMessage:
+		if len(a) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+		return a, nil
+	case nil:
+		return json.RawMessage("{}"), nil
+	default:
+		b, err := json.Marshal(a)
+		return b, err
+	}
+}
+
+func newRequestID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// Result renders an envelope as an MCP tool result: structured content and
+// the same JSON as text, isError when it carries a problem.
+func Result(env *envelope.Envelope) *mcp.CallToolResult {
+	env.Finish()
+	b := env.Marshal()
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
+		StructuredContent: json.RawMessage(b),
+		IsError:           env.Status == envelope.StatusError,
+	}
+}

@@ -1,0 +1,402 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+type searchArgs struct {
+	Resource   string         `json:"resource"`
+	Filter     map[string]any `json:"filter"`
+	Fields     []string       `json:"fields"`
+	GroupBy    []string       `json:"group_by"`
+	MaxItems   *int           `json:"max_items"`
+	MaxPages   *int           `json:"max_pages"`
+	DeadlineMS *int           `json:"deadline_ms"`
+	Cursor     string         `json:"cursor"`
+}
+
+var budgetProps = map[string]any{
+	"max_items": map[string]any{"type": "integer", "minimum": 0, "examples": []any{50},
+		"description": "Most items to return inline (0 = counts only). Default and hard cap per resource: see describe_resources."},
+	"max_pages": map[string]any{"type": "integer", "minimum": 1, "examples": []any{100},
+		"description": "Most upstream pages to read in this call. Default and hard cap per resource."},
+	"deadline_ms": map[string]any{"type": "integer", "minimum": 100, "examples": []any{15000},
+		"description": "Time budget for this call in milliseconds. Default and hard cap per resource."},
+}
+
+func searchInputSchema() map[string]any {
+	props := map[string]any{
+		"resource": map[string]any{"type": "string", "minLength": 1, "examples": []any{"service_accounts"},
+			"description": "Resource name from describe_resources."},
+		"filter": map[string]any{"type": "object", "examples": []any{map[string]any{"owner": nil}},
+			"description": "Declared filters: field -> value (equality), a list of values (any of), or null (missing or null). Every filter is applied by airlock to every item.",
+			"additionalProperties": map[string]any{"type": []any{"string", "number", "integer", "boolean", "null", "array"},
+				"items": map[string]any{"type": []any{"string", "number", "integer", "boolean"}}}},
+		"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "name"}},
+			"description": "Fields to return per item (declared, non-sensitive). Default: the resource's default fields."},
+		"group_by": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "maxItems": 5, "examples": []any{[]any{"status"}},
+			"description": "Fields to count matches by, over everything scanned."},
+		"cursor": map[string]any{"type": "string", "minLength": 1, "examples": []any{"<continuation.cursor>"},
+			"description": "continuation.cursor from a previous answer to the same query: continues the same frozen scan."},
+	}
+	for k, v := range budgetProps {
+		props[k] = v
+	}
+	return map[string]any{"type": "object", "properties": props, "required": []any{"resource"}, "additionalProperties": false}
+}
+
+func searchDataSchema() map[string]any {
+	return map[string]any{
+		"type":     "object",
+		"required": []any{"resource", "items", "total_matched", "total_relation", "groups", "delivered"},
+		"properties": map[string]any{
+			"resource":       map[string]any{"type": "string"},
+			"items":          map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+			"total_matched":  map[string]any{"type": "integer", "minimum": 0},
+			"total_relation": map[string]any{"enum": []any{"eq", "gte"}},
+			"groups": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "array", "items": map[string]any{
+				"type": "object", "required": []any{"value", "count"}, "properties": map[string]any{"value": map[string]any{}, "count": map[string]any{"type": "integer"}}}}},
+			"delivered": map[string]any{"type": "object", "required": []any{"offset", "count", "remaining"}, "properties": map[string]any{
+				"offset": map[string]any{"type": "integer"}, "count": map[string]any{"type": "integer"}, "remaining": map[string]any{"type": "integer"}}},
+			"upstream_total_estimate": map[string]any{"type": "integer"},
+		},
+	}
+}
+
+// SearchAll is the search_all tool: it scans the whole requested scope,
+// paginating internally within a budget, and says exactly how much of the
+// scope the answer covers.
+func SearchAll(d *Deps) Spec {
+	return Spec{
+		Name:  "search_all",
+		Title: "Search a whole resource scope",
+		Description: `Scan every page of a resource's scope within a budget and return matching items, exact or lower-bound totals, group counts, and the completeness envelope.
+An empty list proves absence only when complete is true. When complete is false, incomplete_reasons say why (MORE_PAGES_AVAILABLE, RESULT_LIMIT_REACHED, TIME_BUDGET_EXCEEDED, SOURCE_UNAVAILABLE, VISIBILITY_RESTRICTED, CURSOR_EXPIRED, RATE_LIMITED, UPSTREAM_REPORTED_INCOMPLETE, INCONSISTENT_SNAPSHOT, CONTRACT_VIOLATION) and continuation says how to go on: next_cursor (call again with the same arguments and cursor), retry_after (wait, then use the cursor), restart (call again without cursor), narrow_query (filter more), none.
+Problems: INVALID_ARGUMENTS (fix every field in errors[]), UPSTREAM_UNAUTHORIZED / UPSTREAM_FORBIDDEN (stop), UPSTREAM_REJECTED_REQUEST, UPSTREAM_NOT_FOUND, UPSTREAM_BAD_RESPONSE (stop, report request_id).`,
+		Input:   searchInputSchema(),
+		Data:    searchDataSchema(),
+		Hints:   NewHints(true, false, true, true),
+		Handler: d.searchAll,
+	}
+}
+
+// budget is a validated budget with who set each part.
+type budget struct {
+	maxItems    int
+	maxPages    int
+	pagesSource string
+	deadline    time.Duration
+}
+
+// checkBudget validates the caller's budget against the resource's caps.
+func checkBudget(r *upstream.Resource, maxItems, maxPages, deadlineMS *int, bad map[string]bool) (budget, []envelope.FieldError) {
+	l := r.Limits
+	b := budget{maxItems: l.MaxItems.Default, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
+		deadline: time.Duration(l.DeadlineMS.Default) * time.Millisecond}
+	var errs []envelope.FieldError
+	if maxItems != nil && !bad["max_items"] {
+		if *maxItems > l.MaxItems.Cap {
+			errs = append(errs, envelope.NewFieldError("max_items", envelope.FieldOverCap, l.MaxItems.Cap))
+		}
+		b.maxItems = *maxItems
+	}
+	if maxPages != nil && !bad["max_pages"] {
+		if *maxPages > l.MaxPages.Cap {
+			errs = append(errs, envelope.NewFieldError("max_pages", envelope.FieldOverCap, l.MaxPages.Cap))
+		}
+		b.maxPages, b.pagesSource = *maxPages, envelope.LimitCaller
+	}
+	if deadlineMS != nil && !bad["deadline_ms"] {
+		if *deadlineMS > l.DeadlineMS.Cap {
+			errs = append(errs, envelope.NewFieldError("deadline_ms", envelope.FieldOverCap, l.DeadlineMS.Cap))
+		}
+		b.deadline = time.Duration(*deadlineMS) * time.Millisecond
+	}
+	return b, errs
+}
+
+// checkFields validates requested field names: declared and not sensitive.
+func checkFields(r *upstream.Resource, arg string, names []string) []envelope.FieldError {
+	var errs []envelope.FieldError
+	for i, f := range names {
+		path := arg + "[" + itoa(i) + "]"
+		fc, ok := r.Field(f)
+		switch {
+		case !ok:
+			errs = append(errs, envelope.NewFieldError(path, envelope.FieldUnknownField, r.DefaultFields()[0]))
+		case fc.Sensitive:
+			errs = append(errs, envelope.NewFieldError(path, envelope.FieldSensitive, r.DefaultFields()[0]))
+		}
+	}
+	return errs
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
+	var a searchArgs
+	errs, bad := decodeArgs("search_all", searchInputSchema(), call.Raw, &a)
+	r, ok := d.Runtime.Resources[a.Resource]
+	if !ok && !bad["resource"] && a.Resource != "" {
+		errs = append(errs, envelope.NewFieldError("resource", envelope.FieldUnknownResource, d.Runtime.ResourceNames()))
+	}
+	if !ok {
+		return invalid(errs)
+	}
+	if !bad["filter"] {
+		errs = append(errs, r.CheckFilter(a.Filter)...)
+	}
+	if !bad["fields"] {
+		errs = append(errs, checkFields(r, "fields", a.Fields)...)
+	}
+	if !bad["group_by"] {
+		errs = append(errs, checkFields(r, "group_by", a.GroupBy)...)
+	}
+	b, berrs := checkBudget(r, a.MaxItems, a.MaxPages, a.DeadlineMS, bad)
+	errs = append(errs, berrs...)
+
+	filter, warnings := effectiveFilter(r, a.Filter)
+	fields := a.Fields
+	if len(fields) == 0 {
+		fields = r.DefaultFields()
+	}
+	fp := fingerprint(r.Name, filter, fields, a.GroupBy, b.maxItems > 0)
+
+	var fs *frozenScan
+	offset := 0
+	expired := false
+	if a.Cursor != "" && !bad["cursor"] {
+		p, state := d.Cursors.decode(a.Cursor)
+		switch {
+		case state == cursorTampered:
+			errs = append(errs, envelope.NewFieldError("cursor", envelope.FieldCursorTampered, nil))
+		case state == cursorOtherKey:
+			expired = true
+		case p.Fingerprint != fp:
+			errs = append(errs, envelope.NewFieldError("cursor", envelope.FieldCursorMismatch, nil))
+		default:
+			if fs, ok = d.Scans.get(p.Scan); !ok {
+				expired = true
+			}
+			offset = p.Offset
+		}
+	}
+	if len(errs) > 0 {
+		return invalid(errs)
+	}
+	scope := &envelope.Scope{
+		Resource: r.Name, Environment: d.Runtime.Environment, Upstream: r.Host(), Filter: nonNilMap(filter),
+		Visibility: r.Visibility(), Consistency: r.Consistency(),
+	}
+	for _, f := range append(append([]string(nil), fields...), a.GroupBy...) {
+		if fc, ok := r.Field(f); ok && fc.Deprecated {
+			w := envelope.NewWarning(envelope.WarnDeprecatedField, r.Name)
+			w.Fields = []string{f}
+			warnings = append(warnings, w)
+		}
+	}
+	if expired {
+		rs := envelope.NewReason(envelope.CursorExpired)
+		rs.Source = "airlock"
+		return &envelope.Envelope{
+			IncompleteReasons: []envelope.Reason{rs}, Continuation: envelope.Continuation{Kind: envelope.ContinueRestart},
+			Scope: scope, Warnings: warnings,
+			Coverage: &envelope.Coverage{TotalRelation: envelope.RelationGte, Sources: []envelope.SourceCoverage{}},
+			Data:     map[string]any{"resource": r.Name, "items": []any{}, "total_matched": 0, "total_relation": envelope.RelationGte, "groups": map[string]any{}, "delivered": map[string]any{"offset": 0, "count": 0, "remaining": 0}},
+		}
+	}
+	if fs == nil {
+		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}}
+		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID}
+		if b.maxItems > 0 {
+			spec.Sink = sink
+		}
+		fs = &frozenScan{id: uuid.NewString(), fingerprint: fp, scan: r.NewScan(spec), sink: sink}
+	}
+	out := fs.scan.Outcome()
+	if offset == 0 || out.Resumable {
+		if err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline}); err != nil {
+			return scanProblem(err)
+		}
+		out = fs.scan.Outcome()
+	}
+	d.Scans.put(fs)
+	return d.deliver(r, fs, out, offset, b, scope, warnings)
+}
+
+// effectiveFilter applies the resource's default filter to keys the caller
+// did not set, and says so.
+func effectiveFilter(r *upstream.Resource, filter map[string]any) (map[string]any, []envelope.Warning) {
+	out := map[string]any{}
+	for k, v := range filter {
+		out[k] = v
+	}
+	var applied []string
+	for k, v := range r.Config.DefaultFilter {
+		if _, set := out[k]; !set {
+			out[k] = normalizeYAML(v)
+			applied = append(applied, k)
+		}
+	}
+	if len(applied) == 0 {
+		return out, nil
+	}
+	sort.Strings(applied)
+	w := envelope.NewWarning(envelope.WarnDefaultScopeApplied, r.Name)
+	w.Fields = applied
+	return out, []envelope.Warning{w}
+}
+
+// normalizeYAML turns YAML-decoded values into the JSON-decoded forms the
+// matcher compares (numbers as json.Number).
+func normalizeYAML(v any) any {
+	switch x := v.(type) {
+	case int:
+		return json.Number(itoa(x))
+	case float64:
+		b, _ := json.Marshal(x)
+		return json.Number(b)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeYAML(e)
+		}
+		return out
+	}
+	return v
+}
+
+func nonNilMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcome, offset int, b budget, scope *envelope.Scope, warnings []envelope.Warning) *envelope.Envelope {
+	env := &envelope.Envelope{Scope: scope}
+	if out.Snapshot != nil {
+		scope.Snapshot = out.Snapshot
+	}
+	items, frozenLen := fs.sink.slice(offset, b.maxItems, r.Limits.ResponseBytes)
+	next := offset + len(items)
+	reasons := append([]envelope.Reason(nil), out.Reasons...)
+	cont := envelope.Continuation{Kind: out.Continuation, Narrow: out.Narrow}
+	if out.Continuation == envelope.ContinueRetryAfter {
+		cont.RetryAfterSeconds = envelope.Ptr(out.RetryAfterSeconds)
+	}
+	if b.maxItems > 0 {
+		fs.sink.mu.Lock()
+		dropped := fs.sink.dropped
+		missing := sortedSet(fs.sink.missing)
+		fs.sink.mu.Unlock()
+		if next < frozenLen {
+			rs := envelope.NewReason(envelope.ResultLimitReached)
+			if len(items) < b.maxItems {
+				rs.Limit, rs.LimitSource = envelope.Ptr(r.Limits.ResponseBytes), envelope.LimitAirlock
+			} else {
+				rs.Limit, rs.LimitSource = envelope.Ptr(b.maxItems), envelope.LimitCaller
+			}
+			reasons = append(reasons, rs)
+			if cont.Kind != envelope.ContinueRestart && cont.Kind != envelope.ContinueRetryAfter {
+				cont.Kind = envelope.ContinueNextCursor
+			}
+		} else if dropped > 0 {
+			rs := envelope.NewReason(envelope.ResultLimitReached)
+			rs.Limit, rs.LimitSource = envelope.Ptr(r.Limits.ScanItems), envelope.LimitAirlock
+			reasons = append(reasons, rs)
+			if cont.Kind == envelope.ContinueNone {
+				cont.Kind = envelope.ContinueNarrowQuery
+			}
+		}
+		if len(missing) > 0 {
+			w := envelope.NewWarning(envelope.WarnPartialFieldSet, r.Name)
+			w.Fields = missing
+			warnings = append(warnings, w)
+		}
+	}
+	switch cont.Kind {
+	case envelope.ContinueNextCursor, envelope.ContinueRetryAfter:
+		cont.Cursor = d.Cursors.encode(cursorPayload{Scan: fs.id, Offset: next, Fingerprint: fs.fingerprint})
+	}
+	if cont.Kind == envelope.ContinueNextCursor {
+		reasons = append([]envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}, reasons...)
+	}
+	if cont.Kind == envelope.ContinueNarrowQuery && len(cont.Narrow) == 0 {
+		cont.Narrow = []string{"filter"}
+	}
+	if cont.Kind != envelope.ContinueNarrowQuery && cont.Kind != envelope.ContinueNextCursor {
+		cont.Narrow = nil
+	}
+	env.IncompleteReasons = reasons
+	env.Continuation = cont
+	warnings = append(warnings, out.Warnings...)
+	relation := envelope.RelationEq
+	if !out.ScanComplete {
+		relation = envelope.RelationGte
+	}
+	data := map[string]any{
+		"resource": r.Name, "items": rawItems(items), "total_matched": out.Matched, "total_relation": relation,
+		"groups": out.Groups, "delivered": map[string]any{"offset": offset, "count": len(items), "remaining": max(frozenLen-next, 0)},
+	}
+	if out.UpstreamEstimate != nil {
+		data["upstream_total_estimate"] = *out.UpstreamEstimate
+		warnings = append(warnings, envelope.NewWarning(envelope.WarnEstimatedTotal, r.Name))
+	}
+	env.Warnings = warnings
+	env.Data = data
+	env.Coverage = &envelope.Coverage{
+		Pages: out.Pages, ItemsScanned: out.ItemsScanned, TotalMatched: out.Matched, TotalRelation: relation,
+		ElapsedMS: out.Elapsed.Milliseconds(), Sources: nonNilSources(out.Sources),
+	}
+	return env
+}
+
+func rawItems(items []json.RawMessage) []json.RawMessage {
+	if items == nil {
+		return []json.RawMessage{}
+	}
+	return items
+}
+
+func nonNilSources(s []envelope.SourceCoverage) []envelope.SourceCoverage {
+	if s == nil {
+		return []envelope.SourceCoverage{}
+	}
+	return s
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func invalid(errs []envelope.FieldError) *envelope.Envelope {
+	return envelope.ErrorEnvelope(envelope.InvalidArguments(errs))
+}
+
+// scanProblem turns a scan failure into the problem envelope.
+func scanProblem(err error) *envelope.Envelope {
+	se, ok := err.(*upstream.ScanError)
+	if !ok {
+		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+	}
+	p := envelope.NewProblem(se.Code, se.Detail)
+	p.Errors = se.Errors
+	return envelope.ErrorEnvelope(p)
+}

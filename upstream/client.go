@@ -1,0 +1,449 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// DefaultMaxRetryWait is the longest Retry-After airlock sleeps through inside
+// one call; a longer wait is reported (RATE_LIMITED) instead of slept.
+const DefaultMaxRetryWait = 5 * time.Second
+
+// Client talks to one upstream: credential, retries, rate limit, bounded
+// concurrency and size-limited bodies. It is safe for concurrent use.
+type Client struct {
+	Name         string
+	base         *url.URL
+	http         *retryablehttp.Client
+	credHeader   string
+	credValue    string
+	headers      map[string]string
+	reqIDHeader  string
+	maxBody      int64
+	maxRetryWait time.Duration
+	sem          chan struct{}
+	limiter      *limiter
+	logger       *slog.Logger
+	clock        Clock
+}
+
+// Response is a read upstream response.
+type Response struct {
+	Status   int
+	Header   http.Header
+	Body     []byte
+	Attempts int
+	Duration time.Duration
+}
+
+// FailureKind classifies a failed exchange.
+type FailureKind int
+
+// Failure kinds.
+const (
+	FailStatus     FailureKind = iota + 1 // the upstream answered with an error status
+	FailTimeout                           // no answer within the timeout
+	FailConnection                        // refused, reset, DNS
+	FailTooLarge                          // body over max_body_bytes
+	FailCanceled                          // the caller's context ended
+)
+
+// HTTPError is a failed exchange. It never holds the credential.
+type HTTPError struct {
+	Kind       FailureKind
+	Status     int
+	Header     http.Header
+	Body       []byte
+	RetryAfter time.Duration // zero when the upstream gave none
+	Attempts   int
+	// Sent is true when the request may have reached the upstream (it
+	// matters for writes: a timeout after sending is an unknown outcome).
+	Sent bool
+}
+
+func (e *HTTPError) Error() string {
+	switch e.Kind {
+	case FailStatus:
+		return fmt.Sprintf("upstream status %d", e.Status)
+	case FailTimeout:
+		return "upstream timeout"
+	case FailConnection:
+		return "upstream connection failed"
+	case FailTooLarge:
+		return "upstream body over the size limit"
+	default:
+		return "request canceled"
+	}
+}
+
+type ctxKey int
+
+const reqInfoKey ctxKey = 1
+
+// reqInfo travels in the request context so that the retry policy knows
+// whether the request may be repeated.
+type reqInfo struct {
+	idempotent bool
+	mu         sync.Mutex
+	attempts   int
+}
+
+func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) {
+	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("base_url: %w", err)
+	}
+	c := &Client{
+		Name: name, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
+		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
+	}
+	if c.reqIDHeader == "" {
+		c.reqIDHeader = DefaultRequestIDHeadr
+	}
+	if c.maxBody == 0 {
+		c.maxBody = DefaultMaxBodyBytes
+	}
+	if cr := cfg.Credential; cr != nil {
+		secret, err := loadSecret(cr, opts.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		c.credHeader = cr.Header
+		if c.credHeader == "" {
+			c.credHeader = "Authorization"
+		}
+		scheme := "Bearer"
+		if cr.Scheme != nil {
+			scheme = *cr.Scheme
+		}
+		c.credValue = strings.TrimSpace(scheme + " " + secret)
+	}
+	conc := cfg.Concurrency
+	if conc == 0 {
+		conc = DefaultConcurrency
+	}
+	c.sem = make(chan struct{}, conc)
+	if cfg.RateLimit.PerSecond > 0 {
+		c.limiter = newLimiter(cfg.RateLimit.PerSecond, max(cfg.RateLimit.Burst, 1))
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	retries := DefaultRetries
+	if cfg.Retries != nil {
+		retries = *cfg.Retries
+	}
+	hc := &http.Client{
+		Timeout:   timeout,
+		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+				return errors.New("redirect to another host refused")
+			}
+			if len(via) >= 5 {
+				return errors.New("too many redirects")
+			}
+			return nil
+		},
+	}
+	rc := &retryablehttp.Client{
+		HTTPClient:   hc,
+		Logger:       c.logger,
+		RetryWaitMin: orDefault(cfg.Backoff.Min, 100*time.Millisecond),
+		RetryWaitMax: orDefault(cfg.Backoff.Max, 2*time.Second),
+		RetryMax:     retries,
+		CheckRetry:   c.checkRetry,
+		Backoff:      c.backoff,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		RequestLogHook: func(_ retryablehttp.Logger, r *http.Request, _ int) {
+			if info, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok {
+				info.mu.Lock()
+				info.attempts++
+				info.mu.Unlock()
+			}
+		},
+	}
+	c.http = rc
+	return c, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func loadSecret(cr *CredentialConfig, getenv func(string) string) (string, error) {
+	if cr.Env != "" {
+		v := strings.TrimSpace(getenv(cr.Env))
+		if v == "" {
+			return "", fmt.Errorf("credential: environment variable %q is empty or unset", cr.Env)
+		}
+		return v, nil
+	}
+	b, err := os.ReadFile(cr.File)
+	if err != nil {
+		return "", fmt.Errorf("credential: read file %q: %w", cr.File, errors.Unwrap(err))
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("credential: file %q is empty", cr.File)
+	}
+	return v, nil
+}
+
+// Host is the upstream's host, for scope and approval screens.
+func (c *Client) Host() string { return c.base.Host }
+
+// SetMaxRetryWait changes how long a single call sleeps through Retry-After.
+func (c *Client) SetMaxRetryWait(d time.Duration) { c.maxRetryWait = d }
+
+// ResolveURL joins a path template result and query with the base URL.
+func (c *Client) ResolveURL(base *url.URL, path string, q url.Values) *url.URL {
+	if base == nil {
+		base = c.base
+	}
+	u := *base
+	u.Path = strings.TrimRight(base.Path, "/") + path
+	u.RawQuery = q.Encode()
+	return &u
+}
+
+// SameOrigin reports whether u may receive the credential.
+func (c *Client) SameOrigin(base, u *url.URL) bool {
+	if base == nil {
+		base = c.base
+	}
+	return u.Scheme == base.Scheme && u.Host == base.Host
+}
+
+// Request is one outbound request.
+type Request struct {
+	Method    string
+	URL       *url.URL
+	Body      []byte
+	Header    http.Header
+	RequestID string
+	// Idempotent allows retries. Reads are idempotent; a write is only when
+	// it carries an idempotency key the upstream honours.
+	Idempotent bool
+}
+
+// Do sends the request with retries, the rate limit and the concurrency
+// bound, and reads the body up to the size limit. A non-2xx status is
+// returned as *HTTPError with the body kept for the problem builder.
+func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
+	if c.limiter != nil {
+		if err := c.limiter.wait(ctx); err != nil {
+			return nil, &HTTPError{Kind: FailCanceled}
+		}
+	}
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, &HTTPError{Kind: FailCanceled}
+	}
+	defer func() { <-c.sem }()
+
+	info := &reqInfo{idempotent: r.Idempotent}
+	ctx = context.WithValue(ctx, reqInfoKey, info)
+	var body any
+	if r.Body != nil {
+		body = r.Body
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	if r.Body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.RequestID != "" {
+		req.Header.Set(c.reqIDHeader, r.RequestID)
+	}
+	if c.credValue != "" {
+		req.Header.Set(c.credHeader, c.credValue)
+	}
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	info.mu.Lock()
+	attempts := info.attempts
+	info.mu.Unlock()
+	dur := time.Since(start)
+	if err != nil && resp == nil {
+		kind := classify(ctx, err)
+		c.logger.Debug("upstream request failed", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "attempts", attempts, "kind", int(kind))
+		return nil, &HTTPError{Kind: kind, Attempts: attempts, Sent: attempts > 0 && !isDialError(err)}
+	}
+	defer resp.Body.Close()
+	b, rerr := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
+	if rerr != nil {
+		return nil, &HTTPError{Kind: classify(ctx, rerr), Status: resp.StatusCode, Attempts: attempts, Sent: true}
+	}
+	if int64(len(b)) > c.maxBody {
+		return nil, &HTTPError{Kind: FailTooLarge, Status: resp.StatusCode, Header: resp.Header, Attempts: attempts, Sent: true}
+	}
+	c.logger.Debug("upstream request", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "attempts", attempts, "ms", dur.Milliseconds())
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return out, &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
+			RetryAfter: RetryAfter(resp.Header, c.clock.Now()), Attempts: attempts, Sent: true}
+	}
+	return out, nil
+}
+
+func classify(ctx context.Context, err error) FailureKind {
+	if ctx.Err() != nil {
+		return FailCanceled
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return FailTimeout
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return FailTimeout
+	}
+	return FailConnection
+}
+
+// isDialError reports whether the request never left: the connection could
+// not be made, so the upstream cannot have seen it.
+func isDialError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// checkRetry is airlock's retry policy: only idempotent requests are
+// retried; 429/503 only when the upstream's wait fits the caller's deadline
+// and airlock's own bound; other 5xx and connection failures with backoff.
+func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	info, _ := ctx.Value(reqInfoKey).(*reqInfo)
+	if info == nil || !info.idempotent {
+		return false, nil
+	}
+	remaining := time.Duration(math.MaxInt64)
+	if dl, ok := ctx.Deadline(); ok {
+		remaining = time.Until(dl)
+	}
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && strings.Contains(ue.Error(), "redirect") {
+			return false, nil
+		}
+		return remaining > c.http.RetryWaitMax, nil
+	}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		wait := RetryAfter(resp.Header, c.clock.Now())
+		if wait == 0 {
+			wait = c.http.RetryWaitMax
+		}
+		return wait <= c.maxRetryWait && wait < remaining, nil
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return remaining > c.http.RetryWaitMax, nil
+	}
+	return false, nil
+}
+
+func (c *Client) backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
+	if resp != nil {
+		if d := RetryAfter(resp.Header, c.clock.Now()); d > 0 {
+			return d
+		}
+	}
+	return retryablehttp.DefaultBackoff(minWait, maxWait, attempt, nil)
+}
+
+// RetryAfter reads how long the upstream asked to wait: Retry-After as
+// seconds or an HTTP date, or GitHub-style x-ratelimit-reset (epoch seconds)
+// when x-ratelimit-remaining is 0. It returns zero when there is no such
+// signal, and at least one second when there is one.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+			return max(time.Duration(s)*time.Second, time.Second)
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(t.Sub(now).Round(time.Second), time.Second)
+		}
+	}
+	if h.Get("X-RateLimit-Remaining") == "0" {
+		if s, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			return max(time.Unix(s, 0).Sub(now).Round(time.Second), time.Second)
+		}
+	}
+	return 0
+}
+
+// limiter is a token bucket: rate tokens per second, up to burst.
+type limiter struct {
+	mu     sync.Mutex
+	rate   float64
+	burst  float64
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(rate float64, burst int) *limiter {
+	return &limiter{rate: rate, burst: float64(burst), tokens: float64(burst), last: time.Now()}
+}
+
+func (l *limiter) wait(ctx context.Context) error {
+	l.mu.Lock()
+	now := time.Now()
+	l.tokens = math.Min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	l.last = now
+	l.tokens--
+	var d time.Duration
+	if l.tokens < 0 {
+		d = time.Duration(-l.tokens / l.rate * float64(time.Second))
+	}
+	l.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		l.tokens++
+		l.mu.Unlock()
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,604 @@
+// Package upstream describes HTTP APIs in a strict YAML configuration and
+// reads them: pagination dialects, retries, rate limits, and the scan engine
+// that says exactly how much of a requested scope it covered and why not.
+//
+// It must never read a credential from anything but the configuration's env
+// var or file, never follow a continuation to another host, and never report a
+// scan as complete when any part of the scope went unread.
+package upstream
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the parsed configuration file. Parse it with ParseConfig, then
+// call Initialize to build the runtime objects.
+type Config struct {
+	Environment string                     `yaml:"environment"`
+	Upstreams   map[string]*UpstreamConfig `yaml:"upstreams"`
+	Resources   map[string]*ResourceConfig `yaml:"resources"`
+
+	root *yaml.Node
+}
+
+// UpstreamConfig describes one HTTP API.
+type UpstreamConfig struct {
+	BaseURL         string            `yaml:"base_url"`
+	Credential      *CredentialConfig `yaml:"credential"`
+	Timeout         time.Duration     `yaml:"timeout"`
+	Retries         *int              `yaml:"retries"`
+	Backoff         BackoffConfig     `yaml:"backoff"`
+	RateLimit       RateLimitConfig   `yaml:"rate_limit"`
+	Concurrency     int               `yaml:"concurrency"`
+	MaxBodyBytes    int64             `yaml:"max_body_bytes"`
+	RequestIDHeader string            `yaml:"request_id_header"`
+	Headers         map[string]string `yaml:"headers"`
+}
+
+// CredentialConfig says where the credential comes from: an environment
+// variable or a file, never a tool argument.
+type CredentialConfig struct {
+	Env    string  `yaml:"env"`
+	File   string  `yaml:"file"`
+	Header string  `yaml:"header"`
+	Scheme *string `yaml:"scheme"`
+}
+
+// BackoffConfig bounds the wait between retries when the upstream gives no
+// Retry-After.
+type BackoffConfig struct {
+	Min time.Duration `yaml:"min"`
+	Max time.Duration `yaml:"max"`
+}
+
+// RateLimitConfig is the client-side rate limit (token bucket).
+type RateLimitConfig struct {
+	PerSecond float64 `yaml:"per_second"`
+	Burst     int     `yaml:"burst"`
+}
+
+// ResourceConfig describes one listable collection.
+type ResourceConfig struct {
+	Upstream      string                   `yaml:"upstream"`
+	Description   string                   `yaml:"description"`
+	List          ListConfig               `yaml:"list"`
+	Pagination    PaginationConfig         `yaml:"pagination"`
+	IDField       string                   `yaml:"id_field"`
+	VersionField  string                   `yaml:"version_field"`
+	Fields        map[string]*FieldConfig  `yaml:"fields"`
+	DefaultFields []string                 `yaml:"default_fields"`
+	Filters       map[string]*FilterConfig `yaml:"filters"`
+	DefaultFilter map[string]any           `yaml:"default_filter"`
+	Sources       []SourceConfig           `yaml:"sources"`
+	Visibility    *VisibilityConfig        `yaml:"visibility"`
+	Incomplete    *IncompleteConfig        `yaml:"incomplete"`
+	ResultCap     int                      `yaml:"result_cap"`
+	Freshness     *FreshnessConfig         `yaml:"freshness"`
+	Limits        LimitsConfig             `yaml:"limits"`
+}
+
+// ListConfig is the list endpoint.
+type ListConfig struct {
+	Path   string            `yaml:"path"`
+	Params map[string]string `yaml:"params"`
+	Items  string            `yaml:"items"`
+}
+
+// PaginationConfig selects a dialect and names its parameters and response
+// paths. Unset names take the dialect's conventional defaults.
+type PaginationConfig struct {
+	Dialect       string `yaml:"dialect"`
+	Consistency   string `yaml:"consistency"`
+	PageSize      int    `yaml:"page_size"`
+	PageSizeParam string `yaml:"page_size_param"`
+	// cursor
+	HasMore     string `yaml:"has_more"`
+	CursorParam string `yaml:"cursor_param"`
+	NextCursor  string `yaml:"next_cursor"`
+	// offset and page
+	OffsetParam string `yaml:"offset_param"`
+	PageParam   string `yaml:"page_param"`
+	FirstPage   *int   `yaml:"first_page"`
+	Total       string `yaml:"total"`
+	Concurrency int    `yaml:"concurrency"`
+	// continue
+	ContinueParam   string `yaml:"continue_param"`
+	ContinuePath    string `yaml:"continue_path"`
+	ResourceVersion string `yaml:"resource_version"`
+}
+
+// FieldConfig declares one field of a resource's items.
+type FieldConfig struct {
+	Path        string   `yaml:"path"`
+	Type        string   `yaml:"type"`
+	Nullable    bool     `yaml:"nullable"`
+	Enum        []string `yaml:"enum"`
+	Sensitive   bool     `yaml:"sensitive"`
+	Deprecated  bool     `yaml:"deprecated"`
+	Normalize   string   `yaml:"normalize"`
+	Description string   `yaml:"description"`
+}
+
+// FilterConfig declares a filter. Param, when set, is sent upstream; airlock
+// always re-checks the filter on every item it reads (an upstream that
+// ignores an unknown parameter must not widen the scope).
+type FilterConfig struct {
+	Param string `yaml:"param"`
+	Field string `yaml:"field"`
+	Op    string `yaml:"op"`
+	// NullParam is sent as the parameter's value for a null filter value.
+	NullParam   string `yaml:"null_param"`
+	Description string `yaml:"description"`
+}
+
+// SourceConfig is one partition or region of a fanned-out resource.
+type SourceConfig struct {
+	Name    string            `yaml:"name"`
+	BaseURL string            `yaml:"base_url"`
+	Params  map[string]string `yaml:"params"`
+	// Match names filter values this source holds; a filter that asks for
+	// another value leaves the source out of scope.
+	Match map[string]string `yaml:"match"`
+}
+
+// VisibilityConfig says how the upstream reveals a restricted view.
+type VisibilityConfig struct {
+	Header           string   `yaml:"header"`
+	Field            string   `yaml:"field"`
+	RestrictedValues []string `yaml:"restricted_values"`
+	Description      string   `yaml:"description"`
+}
+
+// IncompleteConfig names response paths through which the upstream says its
+// own answer is incomplete.
+type IncompleteConfig struct {
+	Flags         []string `yaml:"flags"`
+	TotalRelation string   `yaml:"total_relation"`
+}
+
+// FreshnessConfig names where the upstream says how old its index is.
+type FreshnessConfig struct {
+	Header string        `yaml:"header"`
+	Field  string        `yaml:"field"`
+	MaxAge time.Duration `yaml:"max_age"`
+}
+
+// LimitsConfig holds budget defaults and hard caps.
+type LimitsConfig struct {
+	MaxItems      Limit `yaml:"max_items"`
+	MaxPages      Limit `yaml:"max_pages"`
+	DeadlineMS    Limit `yaml:"deadline_ms"`
+	ResponseBytes int   `yaml:"response_bytes"`
+	ScanItems     int   `yaml:"scan_items"`
+}
+
+// Limit is a default and a hard cap.
+type Limit struct {
+	Default int `yaml:"default"`
+	Cap     int `yaml:"cap"`
+}
+
+// Dialect names.
+const (
+	DialectCursor   = "cursor"
+	DialectLink     = "link"
+	DialectOffset   = "offset"
+	DialectPage     = "page"
+	DialectContinue = "continue"
+)
+
+// Consistency levels.
+const (
+	ConsistencySnapshot = "snapshot"
+	ConsistencyKeyset   = "keyset"
+	ConsistencyNone     = "none"
+)
+
+// Field types.
+var fieldTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "array": true, "object": true, "timestamp": true}
+
+// ConfigError is one problem in a configuration file, with its line.
+type ConfigError struct {
+	Line int
+	Path string
+	Msg  string
+}
+
+func (e ConfigError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Path, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+}
+
+// ConfigErrors is every problem found in a configuration file.
+type ConfigErrors []ConfigError
+
+func (es ConfigErrors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LoadConfig reads and parses a configuration file.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return ParseConfig(b)
+}
+
+// ParseConfig parses a configuration strictly: unknown keys are errors with
+// line numbers, and every semantic problem is reported, not only the first.
+// The error is a ConfigErrors.
+func ParseConfig(b []byte) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, ConfigErrors{{Path: "config", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			var errs ConfigErrors
+			for _, m := range te.Errors {
+				errs = append(errs, yamlTypeError(m))
+			}
+			return nil, errs
+		}
+		return nil, ConfigErrors{{Path: "config", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	cfg.root = &root
+	if errs := cfg.validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	return &cfg, nil
+}
+
+// yamlTypeError turns "line 7: field foo not found in type upstream.X" into
+// a ConfigError that does not mention Go types.
+func yamlTypeError(m string) ConfigError {
+	line := 0
+	rest := m
+	if strings.HasPrefix(m, "line ") {
+		if i := strings.Index(m, ": "); i > 0 {
+			line, _ = strconv.Atoi(m[5:i])
+			rest = m[i+2:]
+		}
+	}
+	if strings.HasPrefix(rest, "field ") && strings.Contains(rest, " not found in type ") {
+		key := strings.TrimPrefix(rest[:strings.Index(rest, " not found in type ")], "field ")
+		return ConfigError{Line: line, Path: key, Msg: "unknown key"}
+	}
+	if i := strings.Index(rest, " into "); i > 0 && strings.HasPrefix(rest, "cannot unmarshal ") {
+		rest = "wrong type: " + strings.TrimPrefix(rest[:i], "cannot unmarshal ")
+	}
+	return ConfigError{Line: line, Path: "value", Msg: rest}
+}
+
+// line finds the line of a dotted path in the YAML tree (0 when unknown).
+// Path elements are map keys or list indexes.
+func (c *Config) line(path ...string) int {
+	if c.root == nil || len(c.root.Content) == 0 {
+		return 0
+	}
+	n := c.root.Content[0]
+	best := n.Line
+	for _, p := range path {
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					next = n.Content[i+1]
+					best = n.Content[i].Line
+					break
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(p); err == nil && i < len(n.Content) {
+				next = n.Content[i]
+				best = next.Line
+			}
+		}
+		if next == nil {
+			return best
+		}
+		n = next
+	}
+	return best
+}
+
+type errList struct {
+	c    *Config
+	errs ConfigErrors
+}
+
+func (l *errList) add(msg string, path ...string) {
+	l.errs = append(l.errs, ConfigError{Line: l.c.line(path...), Path: strings.Join(path, "."), Msg: msg})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (c *Config) validate() ConfigErrors {
+	l := &errList{c: c}
+	if c.Environment == "" {
+		l.add("required: name the environment (it is shown beside every answer)", "environment")
+	}
+	if len(c.Upstreams) == 0 {
+		l.add("required: at least one upstream", "upstreams")
+	}
+	for _, name := range sortedKeys(c.Upstreams) {
+		u := c.Upstreams[name]
+		if u == nil {
+			l.add("empty upstream", "upstreams", name)
+			continue
+		}
+		validateUpstream(l, name, u)
+	}
+	if len(c.Resources) == 0 {
+		l.add("required: at least one resource", "resources")
+	}
+	for _, name := range sortedKeys(c.Resources) {
+		r := c.Resources[name]
+		if r == nil {
+			l.add("empty resource", "resources", name)
+			continue
+		}
+		c.validateResource(l, name, r)
+	}
+	sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Line < l.errs[j].Line })
+	return l.errs
+}
+
+func validateUpstream(l *errList, name string, u *UpstreamConfig) {
+	p := []string{"upstreams", name}
+	at := func(k string) []string { return append(append([]string(nil), p...), k) }
+	if u.BaseURL == "" {
+		l.add("required", at("base_url")...)
+	} else if bu, err := url.Parse(u.BaseURL); err != nil || (bu.Scheme != "http" && bu.Scheme != "https") || bu.Host == "" {
+		l.add("must be an absolute http or https URL", at("base_url")...)
+	} else if bu.User != nil {
+		l.add("must not carry credentials; use credential.env or credential.file", at("base_url")...)
+	}
+	if c := u.Credential; c != nil {
+		if (c.Env == "") == (c.File == "") {
+			l.add("set exactly one of env or file", at("credential")...)
+		}
+	}
+	if u.Timeout < 0 {
+		l.add("must not be negative", at("timeout")...)
+	}
+	if u.Retries != nil && (*u.Retries < 0 || *u.Retries > 10) {
+		l.add("must be between 0 and 10", at("retries")...)
+	}
+	if u.RateLimit.PerSecond < 0 || u.RateLimit.Burst < 0 {
+		l.add("must not be negative", at("rate_limit")...)
+	}
+	if u.Concurrency < 0 || u.Concurrency > 64 {
+		l.add("must be between 1 and 64", at("concurrency")...)
+	}
+	for h := range u.Headers {
+		if strings.EqualFold(h, "authorization") || strings.EqualFold(h, "cookie") {
+			l.add("credentials belong in credential, not in headers", at("headers")...)
+		}
+	}
+}
+
+func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
+	p := []string{"resources", name}
+	at := func(k ...string) []string { return append(append([]string(nil), p...), k...) }
+	if r.Upstream == "" {
+		l.add("required", at("upstream")...)
+	} else if _, ok := c.Upstreams[r.Upstream]; !ok {
+		l.add(fmt.Sprintf("no upstream named %q", r.Upstream), at("upstream")...)
+	}
+	if r.List.Path == "" || !strings.HasPrefix(r.List.Path, "/") {
+		l.add("required: an absolute path such as /v1/items", at("list", "path")...)
+	}
+	if r.IDField == "" {
+		l.add("required: the field holding each item's stable id", at("id_field")...)
+	}
+	pg := r.Pagination
+	switch pg.Dialect {
+	case DialectCursor:
+		if pg.HasMore == "" && pg.NextCursor == "" {
+			l.add("the cursor dialect needs has_more (cursor = last id) or next_cursor (a response path)", at("pagination")...)
+		}
+	case DialectLink, DialectOffset, DialectPage, DialectContinue:
+	case "":
+		l.add("required: one of cursor, link, offset, page, continue", at("pagination", "dialect")...)
+	default:
+		l.add("unknown dialect; use one of cursor, link, offset, page, continue", at("pagination", "dialect")...)
+	}
+	switch pg.Consistency {
+	case "", ConsistencySnapshot, ConsistencyKeyset, ConsistencyNone:
+	default:
+		l.add("use one of snapshot, keyset, none", at("pagination", "consistency")...)
+	}
+	if pg.Consistency == ConsistencySnapshot && pg.Dialect != DialectContinue && pg.Dialect != "" {
+		l.add("only the continue dialect carries a snapshot; declare keyset or none", at("pagination", "consistency")...)
+	}
+	if pg.PageSize < 0 || pg.PageSize > 10000 {
+		l.add("must be between 1 and 10000", at("pagination", "page_size")...)
+	}
+	if pg.Concurrency < 0 || pg.Concurrency > 32 {
+		l.add("must be between 1 and 32", at("pagination", "concurrency")...)
+	}
+	if len(r.Fields) == 0 {
+		l.add("required: declare the fields airlock may read", at("fields")...)
+	}
+	if r.IDField != "" && len(r.Fields) > 0 {
+		if _, ok := r.Fields[r.IDField]; !ok {
+			l.add("the id field must be declared in fields", at("id_field")...)
+		}
+	}
+	for _, fname := range sortedKeys(r.Fields) {
+		f := r.Fields[fname]
+		if f == nil {
+			l.add("empty field", at("fields", fname)...)
+			continue
+		}
+		if !fieldTypes[f.Type] {
+			l.add("type must be one of string, integer, number, boolean, timestamp, array, object", at("fields", fname, "type")...)
+		}
+		if len(f.Enum) > 0 && f.Type != "string" {
+			l.add("enum is only for string fields", at("fields", fname, "enum")...)
+		}
+		switch f.Normalize {
+		case "", "lower", "trim":
+		default:
+			l.add("normalize must be lower or trim", at("fields", fname, "normalize")...)
+		}
+		if f.Sensitive && fname == r.IDField {
+			l.add("the id field cannot be sensitive", at("fields", fname, "sensitive")...)
+		}
+	}
+	for i, fname := range r.DefaultFields {
+		f, ok := r.Fields[fname]
+		if !ok {
+			l.add(fmt.Sprintf("field %q is not declared", fname), at("default_fields", strconv.Itoa(i))...)
+		} else if f != nil && f.Sensitive {
+			l.add(fmt.Sprintf("field %q is sensitive and cannot be returned", fname), at("default_fields", strconv.Itoa(i))...)
+		}
+	}
+	for _, fname := range sortedKeys(r.Filters) {
+		f := r.Filters[fname]
+		if f == nil {
+			r.Filters[fname] = &FilterConfig{}
+			f = r.Filters[fname]
+		}
+		field := f.Field
+		if field == "" {
+			field = fname
+		}
+		if _, ok := r.Fields[field]; !ok {
+			l.add(fmt.Sprintf("filters on field %q, which is not declared", field), at("filters", fname)...)
+		}
+		switch f.Op {
+		case "", "eq", "contains":
+		default:
+			l.add("op must be eq or contains", at("filters", fname, "op")...)
+		}
+	}
+	for _, k := range sortedKeys(r.DefaultFilter) {
+		if _, ok := r.Filters[k]; !ok {
+			l.add("default_filter names an undeclared filter", at("default_filter", k)...)
+		}
+	}
+	seen := map[string]bool{}
+	for i, s := range r.Sources {
+		ix := strconv.Itoa(i)
+		if s.Name == "" {
+			l.add("required", at("sources", ix, "name")...)
+		} else if seen[s.Name] {
+			l.add("duplicate source name", at("sources", ix, "name")...)
+		}
+		seen[s.Name] = true
+		if s.BaseURL != "" {
+			if bu, err := url.Parse(s.BaseURL); err != nil || bu.Host == "" || bu.User != nil {
+				l.add("must be an absolute URL without credentials", at("sources", ix, "base_url")...)
+			}
+		}
+		for k := range s.Match {
+			if _, ok := r.Filters[k]; !ok {
+				l.add("match names an undeclared filter", at("sources", ix, "match", k)...)
+			}
+		}
+	}
+	if v := r.Visibility; v != nil {
+		if (v.Header == "") == (v.Field == "") {
+			l.add("set exactly one of header or field", at("visibility")...)
+		}
+		if len(v.RestrictedValues) == 0 {
+			l.add("required: the values that mean the view is restricted", at("visibility", "restricted_values")...)
+		}
+	}
+	if f := r.Freshness; f != nil {
+		if (f.Header == "") == (f.Field == "") {
+			l.add("set exactly one of header or field", at("freshness")...)
+		}
+		if f.MaxAge <= 0 {
+			l.add("required: a positive duration", at("freshness", "max_age")...)
+		}
+	}
+	if r.ResultCap < 0 {
+		l.add("must not be negative", at("result_cap")...)
+	}
+	for _, lim := range []struct {
+		name string
+		v    Limit
+	}{{"max_items", r.Limits.MaxItems}, {"max_pages", r.Limits.MaxPages}, {"deadline_ms", r.Limits.DeadlineMS}} {
+		if lim.v.Default < 0 || lim.v.Cap < 0 {
+			l.add("must not be negative", at("limits", lim.name)...)
+		}
+		if lim.v.Cap > 0 && lim.v.Default > lim.v.Cap {
+			l.add("default is above the cap", at("limits", lim.name)...)
+		}
+	}
+	if r.Limits.ResponseBytes < 0 || r.Limits.ScanItems < 0 {
+		l.add("must not be negative", at("limits")...)
+	}
+}
+
+// Summary describes the configuration in a few lines for `airlock check`:
+// each upstream (and whether its credential is present) and each resource.
+func (c *Config) Summary(getenv func(string) string) []string {
+	var out []string
+	for _, name := range sortedKeys(c.Upstreams) {
+		u := c.Upstreams[name]
+		cred := "no credential"
+		if cr := u.Credential; cr != nil && cr.Env != "" {
+			state := "set"
+			if getenv(cr.Env) == "" {
+				state = "NOT SET"
+			}
+			cred = fmt.Sprintf("credential from $%s (%s)", cr.Env, state)
+		} else if cr != nil {
+			state := "readable"
+			if _, err := os.Stat(cr.File); err != nil {
+				state = "NOT READABLE"
+			}
+			cred = fmt.Sprintf("credential from file %s (%s)", cr.File, state)
+		}
+		out = append(out, fmt.Sprintf("upstream %s: %s, %s", name, u.BaseURL, cred))
+	}
+	for _, name := range sortedKeys(c.Resources) {
+		r := c.Resources[name]
+		p := resolvePagination(r.Pagination)
+		srcs := ""
+		if len(r.Sources) > 0 {
+			names := make([]string, len(r.Sources))
+			for i, s := range r.Sources {
+				names[i] = s.Name
+			}
+			srcs = ", sources " + strings.Join(names, "/")
+		}
+		out = append(out, fmt.Sprintf("resource %s: GET %s via %s, dialect %s (consistency %s), %d fields, %d filters%s",
+			name, r.List.Path, r.Upstream, p.Dialect, p.Consistency, len(r.Fields), len(r.Filters), srcs))
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package upstream
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// CheckFilter validates a caller's filter against the resource and returns
+// every problem at once. Values are JSON-decoded (json.Number for numbers).
+func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
+	var errs []envelope.FieldError
+	for _, name := range sortedKeys(filter) {
+		path := "filter." + name
+		fc, ok := r.Config.Filters[name]
+		if !ok {
+			errs = append(errs, envelope.NewFieldError(path, envelope.FieldUnknownFilter, r.filterExample()))
+			continue
+		}
+		field := r.filterField(name, fc)
+		fd, _ := r.Field(field)
+		v := filter[name]
+		if arr, isArr := v.([]any); isArr {
+			if len(arr) == 0 {
+				errs = append(errs, envelope.NewFieldError(path, envelope.FieldInvalid, []any{exampleFor(fd)}))
+				continue
+			}
+			for i, e := range arr {
+				if fe, bad := checkScalar(path+"["+strconv.Itoa(i)+"]", e, fd, fc); bad {
+					errs = append(errs, fe)
+				}
+			}
+			continue
+		}
+		if fe, bad := checkScalar(path, v, fd, fc); bad {
+			errs = append(errs, fe)
+		}
+	}
+	return errs
+}
+
+func (r *Resource) filterExample() map[string]any {
+	for _, name := range sortedKeys(r.Config.Filters) {
+		fd, _ := r.Field(r.filterField(name, r.Config.Filters[name]))
+		return map[string]any{name: exampleFor(fd)}
+	}
+	return map[string]any{}
+}
+
+func (r *Resource) filterField(name string, fc *FilterConfig) string {
+	if fc != nil && fc.Field != "" {
+		return fc.Field
+	}
+	return name
+}
+
+func checkScalar(path string, v any, fd *FieldConfig, fc *FilterConfig) (envelope.FieldError, bool) {
+	if fd == nil {
+		return envelope.FieldError{}, false
+	}
+	if v == nil {
+		if !fd.Nullable {
+			return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
+		}
+		return envelope.FieldError{}, false
+	}
+	want := fd.Type
+	if fc != nil && fc.Op == "contains" {
+		want = "string"
+	}
+	switch want {
+	case "string", "timestamp", "array":
+		s, ok := v.(string)
+		if !ok {
+			return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
+		}
+		if len(fd.Enum) > 0 && !inEnum(s, fd) {
+			return envelope.NewFieldError(path, envelope.FieldEnum, fd.Enum[0]), true
+		}
+	case "integer", "number":
+		n, ok := v.(json.Number)
+		if !ok {
+			return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
+		}
+		if want == "integer" {
+			if _, err := n.Int64(); err != nil {
+				return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
+			}
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return envelope.NewFieldError(path, envelope.FieldType, true), true
+		}
+	default:
+		return envelope.NewFieldError(path, envelope.FieldInvalid, nil), true
+	}
+	return envelope.FieldError{}, false
+}
+
+func inEnum(s string, fd *FieldConfig) bool {
+	for _, e := range fd.Enum {
+		if e == s || fd.Normalize == "lower" && strings.EqualFold(e, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func exampleFor(fd *FieldConfig) any {
+	if fd == nil {
+		return "value"
+	}
+	switch {
+	case len(fd.Enum) > 0:
+		return fd.Enum[0]
+	case fd.Type == "integer" || fd.Type == "number":
+		return 1
+	case fd.Type == "boolean":
+		return true
+	case fd.Type == "timestamp":
+		return "2026-01-31T00:00:00Z"
+	}
+	return "value"
+}
+
+// Matches reports whether an item matches every filter. airlock applies
+// every filter itself, including those it also sends upstream: an upstream
+// that ignores a parameter must not widen the scope.
+func (r *Resource) Matches(doc map[string]any, filter map[string]any) bool {
+	for name, want := range filter {
+		fc := r.Config.Filters[name]
+		field := r.filterField(name, fc)
+		fd, _ := r.Field(field)
+		got, _ := getPath(doc, r.FieldPath(field))
+		contains := fc != nil && fc.Op == "contains"
+		if !matchValue(got, want, fd, contains) {
+			return false
+		}
+	}
+	return true
+}
+
+func matchValue(got, want any, fd *FieldConfig, contains bool) bool {
+	if arr, ok := want.([]any); ok {
+		for _, w := range arr {
+			if matchValue(got, w, fd, contains) {
+				return true
+			}
+		}
+		return false
+	}
+	if contains {
+		list, ok := got.([]any)
+		if !ok {
+			return false
+		}
+		for _, e := range list {
+			if scalarEqual(e, want, fd) {
+				return true
+			}
+		}
+		return false
+	}
+	return scalarEqual(got, want, fd)
+}
+
+func scalarEqual(got, want any, fd *FieldConfig) bool {
+	if want == nil {
+		return got == nil
+	}
+	switch w := want.(type) {
+	case string:
+		g, ok := got.(string)
+		if !ok {
+			return false
+		}
+		if fd != nil && fd.Normalize == "lower" {
+			return strings.EqualFold(g, w)
+		}
+		return g == w
+	case bool:
+		g, ok := got.(bool)
+		return ok && g == w
+	case json.Number, float64:
+		gf, ok1 := toFloat(got)
+		wf, ok2 := toFloat(w)
+		return ok1 && ok2 && gf == wf
+	}
+	return false
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// Project returns the requested fields of an item (by declared name) and
+// the names of requested fields the item lacks (absent, not null).
+func (r *Resource) Project(doc map[string]any, fields []string) (map[string]any, []string) {
+	out := make(map[string]any, len(fields))
+	var missing []string
+	for _, f := range fields {
+		v, ok := getPath(doc, r.FieldPath(f))
+		if !ok {
+			missing = append(missing, f)
+			continue
+		}
+		out[f] = v
+	}
+	return out, missing
+}

@@ -1,0 +1,57 @@
+package upstream
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/airlock-mcp/airlock/fixtures"
+)
+
+// demo starts the fixture API and initializes the demo configuration.
+func demo(t *testing.T) (*fixtures.Server, *Runtime) {
+	t.Helper()
+	srv := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	rt := runtimeFor(t, fixtures.DemoConfig(ts.URL))
+	return srv, rt
+}
+
+func runtimeFor(t *testing.T, yaml []byte) *Runtime {
+	t.Helper()
+	cfg, err := ParseConfig(yaml)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	rt, err := cfg.Initialize(context.Background(), Options{Getenv: func(k string) string {
+		if k == fixtures.DemoTokenEnv {
+			return fixtures.DefaultToken
+		}
+		return "admin-token"
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+type collect struct{ ids []string }
+
+func (c *collect) Add(it *Item) error { c.ids = append(c.ids, it.ID); return nil }
+
+func scanAll(t *testing.T, r *Resource, filter map[string]any, b Budget) (*collect, Outcome, error) {
+	t.Helper()
+	sink := &collect{}
+	s := r.NewScan(ScanSpec{Filter: filter, Sink: sink, RequestID: "test"})
+	if b.Deadline == 0 {
+		b.Deadline = 30 * time.Second
+	}
+	if b.MaxPages == 0 {
+		b.MaxPages = 10000
+		b.PagesLimitSource = "airlock"
+	}
+	err := s.Run(context.Background(), b)
+	return sink, s.Outcome(), err
+}

@@ -1,0 +1,269 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Defaults applied where the configuration is silent. They are deliberately
+// conservative: a response budget well under what MCP clients truncate at.
+const (
+	DefaultTimeout        = 10 * time.Second
+	DefaultRetries        = 2
+	DefaultConcurrency    = 4
+	DefaultMaxBodyBytes   = 16 << 20
+	DefaultPageSize       = 100
+	DefaultMaxItems       = 50
+	DefaultMaxItemsCap    = 1000
+	DefaultMaxPages       = 200
+	DefaultMaxPagesCap    = 5000
+	DefaultDeadlineMS     = 15000
+	DefaultDeadlineMSCap  = 120000
+	DefaultResponseBytes  = 12000
+	DefaultScanItems      = 200000
+	DefaultRequestIDHeadr = "X-Request-Id"
+)
+
+// Runtime is an initialized configuration: upstream clients and resources.
+type Runtime struct {
+	Environment string
+	Upstreams   map[string]*Client
+	Resources   map[string]*Resource
+}
+
+// Resource is a resource with every default resolved.
+type Resource struct {
+	Name        string
+	Description string
+	Upstream    *Client
+	Config      ResourceConfig
+	Pagination  PaginationConfig
+	Sources     []SourceConfig
+	Limits      LimitsConfig
+	dialect     dialect
+}
+
+// Options are the runtime dependencies of Initialize.
+type Options struct {
+	Logger *slog.Logger
+	// Getenv reads credentials from the environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Clock drives the client-side rate limiter; nil means the wall clock.
+	Clock Clock
+}
+
+// Clock is the time source logic uses, so that tests can move it.
+type Clock interface {
+	Now() time.Time
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// WallClock is the real clock.
+var WallClock Clock = wallClock{}
+
+// Initialize builds the runtime from a parsed configuration: loads each
+// credential (failing at start-up, not at the first call), creates the HTTP
+// clients and resolves every default.
+func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Clock == nil {
+		opts.Clock = WallClock
+	}
+	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}}
+	var errs []string
+	for _, name := range sortedKeys(c.Upstreams) {
+		cl, err := newClient(name, c.Upstreams[name], opts)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("upstream %q: %v", name, err))
+			continue
+		}
+		rt.Upstreams[name] = cl
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("initialize: %s", strings.Join(errs, "; "))
+	}
+	for _, name := range sortedKeys(c.Resources) {
+		rc := c.Resources[name]
+		cl, ok := rt.Upstreams[rc.Upstream]
+		if !ok {
+			return nil, fmt.Errorf("resource %q: no upstream named %q", name, rc.Upstream)
+		}
+		r := &Resource{Name: name, Description: rc.Description, Upstream: cl, Config: *rc}
+		r.Pagination = resolvePagination(rc.Pagination)
+		r.Limits = resolveLimits(rc.Limits)
+		r.Sources = rc.Sources
+		if len(r.Sources) == 0 {
+			r.Sources = []SourceConfig{{Name: name}}
+		}
+		if r.Config.List.Items == "" {
+			r.Config.List.Items = defaultItemsPath(r.Pagination.Dialect)
+		}
+		if r.Config.List.Items == "." {
+			r.Config.List.Items = ""
+		}
+		r.dialect = newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
+		rt.Resources[name] = r
+	}
+	return rt, nil
+}
+
+// ResourceNames returns the resource names, sorted.
+func (rt *Runtime) ResourceNames() []string {
+	names := make([]string, 0, len(rt.Resources))
+	for n := range rt.Resources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func defaultItemsPath(dialect string) string {
+	switch dialect {
+	case DialectCursor:
+		return "data"
+	case DialectLink:
+		return ""
+	default:
+		return "items"
+	}
+}
+
+func resolvePagination(p PaginationConfig) PaginationConfig {
+	if p.PageSize == 0 {
+		p.PageSize = DefaultPageSize
+	}
+	if p.Concurrency == 0 {
+		p.Concurrency = 1
+	}
+	set := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	switch p.Dialect {
+	case DialectCursor:
+		set(&p.PageSizeParam, "limit")
+		if p.HasMore != "" {
+			set(&p.CursorParam, "starting_after")
+		} else {
+			set(&p.CursorParam, "cursor")
+		}
+		set(&p.Consistency, ConsistencyKeyset)
+	case DialectLink:
+		set(&p.PageSizeParam, "per_page")
+		set(&p.Consistency, ConsistencyNone)
+	case DialectOffset:
+		set(&p.PageSizeParam, "limit")
+		set(&p.OffsetParam, "offset")
+		set(&p.Total, "total")
+		set(&p.Consistency, ConsistencyNone)
+	case DialectPage:
+		set(&p.PageSizeParam, "per_page")
+		set(&p.PageParam, "page")
+		set(&p.Total, "total")
+		if p.FirstPage == nil {
+			one := 1
+			p.FirstPage = &one
+		}
+		set(&p.Consistency, ConsistencyNone)
+	case DialectContinue:
+		set(&p.PageSizeParam, "limit")
+		set(&p.ContinueParam, "continue")
+		set(&p.ContinuePath, "metadata.continue")
+		set(&p.ResourceVersion, "metadata.resourceVersion")
+		set(&p.Consistency, ConsistencySnapshot)
+	}
+	return p
+}
+
+func resolveLimits(l LimitsConfig) LimitsConfig {
+	def := func(lim *Limit, d, c int) {
+		if lim.Cap == 0 {
+			lim.Cap = c
+			if lim.Default > c {
+				lim.Cap = lim.Default
+			}
+		}
+		if lim.Default == 0 {
+			lim.Default = min(d, lim.Cap)
+		}
+	}
+	def(&l.MaxItems, DefaultMaxItems, DefaultMaxItemsCap)
+	def(&l.MaxPages, DefaultMaxPages, DefaultMaxPagesCap)
+	def(&l.DeadlineMS, DefaultDeadlineMS, DefaultDeadlineMSCap)
+	if l.ResponseBytes == 0 {
+		l.ResponseBytes = DefaultResponseBytes
+	}
+	if l.ScanItems == 0 {
+		l.ScanItems = DefaultScanItems
+	}
+	return l
+}
+
+// Host is the upstream host shown in scope (never with credentials).
+func (r *Resource) Host() string { return r.Upstream.Host() }
+
+// Field returns a declared field.
+func (r *Resource) Field(name string) (*FieldConfig, bool) {
+	f, ok := r.Config.Fields[name]
+	return f, ok && f != nil
+}
+
+// FieldPath is where a declared field lives in an item.
+func (r *Resource) FieldPath(name string) string {
+	if f, ok := r.Field(name); ok && f.Path != "" {
+		return f.Path
+	}
+	return name
+}
+
+// DefaultFields returns the fields delivered when the caller names none:
+// the configured default_fields, else every non-sensitive declared field.
+func (r *Resource) DefaultFields() []string {
+	if len(r.Config.DefaultFields) > 0 {
+		return append([]string(nil), r.Config.DefaultFields...)
+	}
+	var out []string
+	for _, n := range sortedKeys(r.Config.Fields) {
+		if f := r.Config.Fields[n]; f != nil && !f.Sensitive {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Consistency is the declared consistency of the resource's dialect.
+func (r *Resource) Consistency() string { return r.Pagination.Consistency }
+
+// Visibility describes, for scope.visibility, what the credential can see.
+func (r *Resource) Visibility() string {
+	if r.Config.Visibility != nil && r.Config.Visibility.Description != "" {
+		return r.Config.Visibility.Description
+	}
+	return "records readable by the configured credential"
+}
+
+// sourceURL resolves the base URL for a source.
+func (r *Resource) sourceBase(src SourceConfig) *url.URL {
+	if src.BaseURL != "" {
+		u, err := url.Parse(src.BaseURL)
+		if err == nil {
+			return u
+		}
+	}
+	return r.Upstream.base
+}

@@ -1,0 +1,892 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// Item is one record read from the upstream.
+type Item struct {
+	ID      string
+	Version string
+	Source  string
+	Doc     map[string]any
+}
+
+// Sink receives every matching item in scan order. An error from Add stops
+// the scan and is returned by Run.
+type Sink interface {
+	Add(*Item) error
+}
+
+// ScanSpec is what a scan reads. Filter must already be validated against
+// the resource (see Resource.CheckFilter).
+type ScanSpec struct {
+	Filter    map[string]any
+	GroupBy   []string
+	RequestID string
+	Sink      Sink
+}
+
+// Budget bounds one Run. PagesLimitSource says who set MaxPages (caller or
+// airlock), for RESULT_LIMIT_REACHED.
+type Budget struct {
+	MaxPages         int
+	PagesLimitSource string
+	Deadline         time.Duration
+}
+
+// ScanError ends a whole call with a problem: the scan cannot go on in a way
+// that retrying or continuing would fix.
+type ScanError struct {
+	Code   string
+	Status int
+	Source string
+	Detail string
+	Errors []envelope.FieldError
+	Err    error
+}
+
+func (e *ScanError) Error() string {
+	return fmt.Sprintf("%s (source %q, status %d): %v", e.Code, e.Source, e.Status, e.Err)
+}
+
+type srcStatus int
+
+const (
+	srcPending srcStatus = iota
+	srcDone
+	srcCutPages
+	srcCutDeadline
+	srcUnavailable
+	srcRateLimited
+	srcExpired
+	srcOutOfScope
+)
+
+type sourceScan struct {
+	cfg        SourceConfig
+	base       *url.URL
+	state      pageState
+	status     srcStatus
+	pages      int
+	items      int
+	lastID     string
+	retryAfter time.Duration
+	capped     bool
+	shortOf    int
+}
+
+type groupKey struct{ field, key string }
+
+// Scan is one resumable scan of a resource's scope. Run it, read its
+// Outcome, and Run it again to continue where a budget stopped it. A Scan is
+// safe for concurrent use; Runs are serialized.
+type Scan struct {
+	r    *Resource
+	spec ScanSpec
+
+	runMu sync.Mutex // one Run at a time
+	mu    sync.Mutex
+	srcs  []*sourceScan
+
+	pages, scanned, matched int
+	groups                  map[groupKey]int
+	groupVals               map[groupKey]any
+	seen                    map[uint64]struct{}
+	seed                    maphash.Seed
+	elapsed                 time.Duration
+	snapshot                string
+	estimate                *int
+	sticky                  []envelope.Reason
+	stickySeen              map[string]bool
+	warnings                []envelope.Warning
+	warnSeen                map[string]bool
+	normalized              map[string]bool
+	violations              map[string]*violation
+
+	// per run
+	budget    Budget
+	pagesLeft int
+	fatal     error
+	cancelRun context.CancelFunc
+}
+
+type violation struct {
+	field, rule, sample string
+	count               int
+}
+
+// NewScan prepares a scan of the resource with the given spec.
+func (r *Resource) NewScan(spec ScanSpec) *Scan {
+	s := &Scan{
+		r: r, spec: spec, groups: map[groupKey]int{}, groupVals: map[groupKey]any{},
+		seen: map[uint64]struct{}{}, seed: maphash.MakeSeed(), stickySeen: map[string]bool{},
+		warnSeen: map[string]bool{}, normalized: map[string]bool{}, violations: map[string]*violation{},
+	}
+	for _, src := range r.Sources {
+		ss := &sourceScan{cfg: src, base: r.sourceBase(src)}
+		if !src.inScope(spec.Filter) {
+			ss.status = srcOutOfScope
+		}
+		s.srcs = append(s.srcs, ss)
+	}
+	return s
+}
+
+// inScope reports whether a source can hold records matching the filter.
+func (src SourceConfig) inScope(filter map[string]any) bool {
+	for k, held := range src.Match {
+		want, ok := filter[k]
+		if !ok {
+			continue
+		}
+		if !matchesAny(want, held) {
+			return false
+		}
+	}
+	return true
+}
+
+func matchesAny(want any, held string) bool {
+	if arr, ok := want.([]any); ok {
+		for _, w := range arr {
+			if fmt.Sprint(w) == held {
+				return true
+			}
+		}
+		return false
+	}
+	return fmt.Sprint(want) == held
+}
+
+// Resource returns the scanned resource.
+func (s *Scan) Resource() *Resource { return s.r }
+
+// Spec returns the scan's spec.
+func (s *Scan) Spec() ScanSpec { return s.spec }
+
+// Run continues the scan within the budget. Sources that stopped for a
+// budget, a rate limit or an outage are tried again; sources whose cursor
+// expired are not (the scan must be restarted, never merged). A non-nil
+// error is a *ScanError (or the sink's error): the call ends with a problem.
+func (s *Scan) Run(ctx context.Context, b Budget) error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	start := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, b.Deadline)
+	defer cancel()
+
+	s.mu.Lock()
+	s.budget, s.pagesLeft, s.fatal, s.cancelRun = b, b.MaxPages, nil, cancel
+	var todo []*sourceScan
+	for _, src := range s.srcs {
+		switch src.status {
+		case srcPending, srcCutPages, srcCutDeadline, srcUnavailable, srcRateLimited:
+			src.status, src.retryAfter = srcPending, 0
+			todo = append(todo, src)
+		}
+	}
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, src := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runSource(runCtx, src)
+		}()
+	}
+	wg.Wait()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.elapsed += time.Since(start)
+	return s.fatal
+}
+
+func (s *Scan) takePages(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n = min(n, s.pagesLeft)
+	s.pagesLeft -= n
+	return n
+}
+
+func (s *Scan) setStatus(src *sourceScan, st srcStatus) {
+	s.mu.Lock()
+	src.status = st
+	s.mu.Unlock()
+}
+
+func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
+	for {
+		s.mu.Lock()
+		st := src.state
+		s.mu.Unlock()
+		if st.Done {
+			s.finishSource(src)
+			return
+		}
+		if plans := s.r.dialect.plan(st); plans != nil {
+			if !s.runParallel(ctx, src, plans) {
+				return
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			s.stopForContext(ctx, src)
+			return
+		}
+		if s.takePages(1) == 0 {
+			s.setStatus(src, srcCutPages)
+			return
+		}
+		pg, err := s.fetch(ctx, src, st)
+		if err != nil {
+			s.fail(ctx, src, err)
+			return
+		}
+		if err := s.process(src, st, pg); err != nil {
+			s.fail(ctx, src, err)
+			return
+		}
+	}
+}
+
+// runParallel fetches planned pages in windows of the configured
+// concurrency and processes each window in page order. It returns false
+// when the source stopped.
+func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageState) bool {
+	c := s.r.Pagination.Concurrency
+	for i := 0; i < len(plans); i += c {
+		want := plans[i:min(i+c, len(plans))]
+		if ctx.Err() != nil {
+			s.stopForContext(ctx, src)
+			return false
+		}
+		n := s.takePages(len(want))
+		if n == 0 {
+			s.setStatus(src, srcCutPages)
+			return false
+		}
+		window := want[:n]
+		type result struct {
+			pg  page
+			err error
+		}
+		results := make([]result, n)
+		var wg sync.WaitGroup
+		for j := range window {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pg, err := s.fetch(ctx, src, window[j])
+				results[j] = result{pg, err}
+			}()
+		}
+		wg.Wait()
+		for j := range window {
+			if results[j].err != nil {
+				s.fail(ctx, src, results[j].err)
+				return false
+			}
+			if err := s.process(src, window[j], results[j].pg); err != nil {
+				s.fail(ctx, src, err)
+				return false
+			}
+		}
+		if n < len(want) {
+			s.setStatus(src, srcCutPages)
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Scan) stopForContext(ctx context.Context, src *sourceScan) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.setStatus(src, srcCutDeadline)
+		return
+	}
+	// Canceled: by a fatal error elsewhere, or by the caller going away.
+	s.setStatus(src, srcCutDeadline)
+}
+
+func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
+	r := s.r
+	q := url.Values{}
+	for k, v := range r.Config.List.Params {
+		q.Set(k, v)
+	}
+	for k, v := range src.cfg.Params {
+		q.Set(k, v)
+	}
+	r.filterParams(q, s.spec.Filter)
+	var u *url.URL
+	if next := r.dialect.query(q, st); next != nil {
+		u = src.base.ResolveReference(next)
+		if !r.Upstream.SameOrigin(src.base, u) {
+			return page{}, badResponse("the continuation points at another host; it was not followed")
+		}
+	} else {
+		u = r.Upstream.ResolveURL(src.base, r.Config.List.Path, q)
+	}
+	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: s.spec.RequestID, Idempotent: true})
+	if err != nil {
+		return page{}, err
+	}
+	doc, err := decodeJSONBody(resp)
+	if err != nil {
+		return page{}, err
+	}
+	raw, ok := getPath(doc, r.Config.List.Items)
+	items, isArr := raw.([]any)
+	if !ok || !isArr {
+		if ok && raw == nil {
+			items = []any{}
+		} else {
+			return page{}, badResponse("items are not an array at %q", r.Config.List.Items)
+		}
+	}
+	pg, err := r.dialect.parse(resp, doc, items, st)
+	if err != nil {
+		return pg, err
+	}
+	pg.doc = doc
+	if !pg.next.Done && sameContinuation(st, pg.next) {
+		return pg, badResponse("the upstream returned the same continuation twice")
+	}
+	pg.header = resp.Header
+	return pg, nil
+}
+
+func sameContinuation(a, b pageState) bool {
+	if !a.Started {
+		return false
+	}
+	if a.NextURL != nil && b.NextURL != nil {
+		return a.NextURL.String() == b.NextURL.String()
+	}
+	return a.Cursor != "" && a.Cursor == b.Cursor && a.Offset == b.Offset && a.Page == b.Page
+}
+
+// decodeJSONBody decodes a JSON response body, numbers as json.Number.
+func decodeJSONBody(resp *Response) (any, error) {
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+			return nil, badResponse("the content type is not JSON")
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(resp.Body))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, badResponse("the body is not valid JSON")
+	}
+	if dec.More() {
+		return nil, badResponse("the body has data after the JSON document")
+	}
+	return doc, nil
+}
+
+// filterParams sends the upstream-side filters.
+func (r *Resource) filterParams(q url.Values, filter map[string]any) {
+	for _, name := range sortedKeys(filter) {
+		fc := r.Config.Filters[name]
+		if fc == nil || fc.Param == "" {
+			continue
+		}
+		v := filter[name]
+		switch x := v.(type) {
+		case nil:
+			if fc.NullParam != "" {
+				q.Set(fc.Param, fc.NullParam)
+			}
+		case []any:
+			parts := make([]string, len(x))
+			for i, e := range x {
+				parts[i] = scalarString(e)
+			}
+			q.Set(fc.Param, strings.Join(parts, ","))
+		default:
+			q.Set(fc.Param, scalarString(x))
+		}
+	}
+}
+
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case json.Number:
+		return x.String()
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
+	r := s.r
+	var he *HTTPError
+	fatal := func(code string, status int, detail string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		src.status = srcUnavailable
+		if s.fatal == nil {
+			s.fatal = &ScanError{Code: code, Status: status, Source: src.cfg.Name, Detail: detail, Err: err}
+			s.cancelRun()
+		}
+	}
+	switch {
+	case errors.Is(err, errBadResponse):
+		fatal(envelope.ProblemUpstreamBadResponse, 0, "The upstream's response for source "+envelope.SafeName(src.cfg.Name)+" did not match the configured shape: "+strings.TrimPrefix(err.Error(), errBadResponse.Error()+": ")+".")
+	case errors.As(err, &he):
+		switch he.Kind {
+		case FailCanceled:
+			s.stopForContext(ctx, src)
+		case FailTooLarge:
+			fatal(envelope.ProblemUpstreamBadResponse, he.Status, "The upstream's response body was larger than the configured limit.")
+		case FailTimeout, FailConnection:
+			if ctx.Err() != nil {
+				s.stopForContext(ctx, src)
+				return
+			}
+			s.mu.Lock()
+			src.status = srcUnavailable
+			s.mu.Unlock()
+		case FailStatus:
+			switch st := he.Status; {
+			case st == http.StatusUnauthorized:
+				fatal(envelope.ProblemUpstreamAuth, st, "The upstream answered 401 to the configured credential.")
+			case st == http.StatusForbidden:
+				fatal(envelope.ProblemUpstreamForbidden, st, "The upstream answered 403: the credential may not list this resource.")
+			case st == http.StatusNotFound:
+				fatal(envelope.ProblemUpstreamNotFound, st, "The upstream answered 404 for the configured list path.")
+			case st == http.StatusGone && r.Pagination.Dialect == DialectContinue:
+				s.setStatus(src, srcExpired)
+			case st == http.StatusTooManyRequests:
+				s.mu.Lock()
+				src.status, src.retryAfter = srcRateLimited, max(he.RetryAfter, time.Second)
+				s.mu.Unlock()
+			case st >= 500:
+				s.mu.Lock()
+				src.status, src.retryAfter = srcUnavailable, he.RetryAfter
+				s.mu.Unlock()
+			default:
+				fatal(envelope.ProblemUpstreamRejected, st, fmt.Sprintf("The upstream answered %d to a list request airlock built from the arguments.", st))
+			}
+		}
+	default:
+		var se *ScanError
+		if errors.As(err, &se) {
+			s.mu.Lock()
+			if s.fatal == nil {
+				s.fatal = se
+				s.cancelRun()
+			}
+			s.mu.Unlock()
+			return
+		}
+		fatal(envelope.ProblemInternal, 0, "")
+	}
+}
+
+// process accounts for one page: signals, consistency checks, items.
+func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
+	r := s.r
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages++
+	src.pages++
+	s.readSignalsLocked(src, pg)
+	if pg.snapshot != "" && s.snapshot == "" {
+		s.snapshot = pg.snapshot
+	}
+	if pg.estimate != nil {
+		e := src.items + len(pg.items) + *pg.estimate
+		s.estimate = &e
+	}
+	if pg.total != nil && st.Total != nil && *pg.total != *st.Total {
+		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_changed")
+	}
+	if pg.hasBoundary && pg.boundary != src.lastID {
+		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "page_boundary_shifted")
+	}
+	idPath := r.FieldPath(r.Config.IDField)
+	verPath := ""
+	if r.Config.VersionField != "" {
+		verPath = r.FieldPath(r.Config.VersionField)
+	}
+	for _, raw := range pg.items {
+		doc, ok := raw.(map[string]any)
+		if !ok {
+			return badResponse("an item is not a JSON object")
+		}
+		id, ok := itemID(doc, idPath)
+		if !ok {
+			s.violationLocked(r.Config.IDField, "required", "")
+			src.items++
+			s.scanned++
+			continue
+		}
+		src.lastID = id
+		h := maphash.String(s.seed, src.cfg.Name+"\x00"+id)
+		if _, dup := s.seen[h]; dup {
+			s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "duplicate_id")
+			continue
+		}
+		s.seen[h] = struct{}{}
+		src.items++
+		s.scanned++
+		s.normalizeLocked(doc)
+		if !r.Matches(doc, s.spec.Filter) {
+			continue
+		}
+		s.matched++
+		for _, g := range s.spec.GroupBy {
+			v, _ := getPath(doc, r.FieldPath(g))
+			k := groupKey{g, canonicalKey(v)}
+			if _, seen := s.groupVals[k]; !seen {
+				s.groupVals[k] = v
+			}
+			s.groups[k]++
+		}
+		if s.spec.Sink != nil {
+			it := &Item{ID: id, Source: src.cfg.Name, Doc: doc}
+			if verPath != "" {
+				it.Version, _ = itemID(doc, verPath)
+			}
+			if err := s.spec.Sink.Add(it); err != nil {
+				return &ScanError{Code: envelope.ProblemInternal, Detail: "airlock could not record the scanned items.", Err: err}
+			}
+		}
+	}
+	if len(pg.items) > 0 {
+		if id, ok := itemID(pg.items[len(pg.items)-1], idPath); ok {
+			src.lastID = id
+		}
+	}
+	src.state = pg.next
+	return nil
+}
+
+func (s *Scan) finishSource(src *sourceScan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src.status = srcDone
+	if c := s.r.Config.ResultCap; c > 0 && src.items >= c {
+		src.capped = true
+		return
+	}
+	if t := src.state.Total; t != nil && src.items < *t && !s.stickySeen[envelope.InconsistentSnapshot+"/"+src.cfg.Name] {
+		// The upstream stopped before its own total without any sign of a
+		// change: it capped the result.
+		src.capped, src.shortOf = true, *t
+	}
+}
+
+func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
+	r := s.r
+	if v := r.Config.Visibility; v != nil {
+		var got string
+		if v.Header != "" {
+			got = pg.header.Get(v.Header)
+		} else if x, ok := getPath(pg.doc, v.Field); ok {
+			got = scalarString(x)
+		}
+		for _, rv := range v.RestrictedValues {
+			if got != "" && strings.EqualFold(got, rv) {
+				s.addStickyLocked(envelope.VisibilityRestricted, src.cfg.Name, "")
+			}
+		}
+	}
+	if inc := r.Config.Incomplete; inc != nil {
+		for _, f := range inc.Flags {
+			if x, ok := getPath(pg.doc, f); ok && x == true {
+				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, lastSegment(f))
+			}
+		}
+		if inc.TotalRelation != "" {
+			if x, ok := getPath(pg.doc, inc.TotalRelation); ok && scalarString(x) == "gte" {
+				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, "total_gte")
+			}
+		}
+	}
+	if f := r.Config.Freshness; f != nil {
+		var ts string
+		if f.Header != "" {
+			ts = pg.header.Get(f.Header)
+		} else if x, ok := getPath(pg.doc, f.Field); ok {
+			ts = scalarString(x)
+		}
+		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.clock.Now().Sub(t) > f.MaxAge {
+			if !s.warnSeen[envelope.WarnStaleIndex] {
+				s.warnSeen[envelope.WarnStaleIndex] = true
+				w := envelope.NewWarning(envelope.WarnStaleIndex, src.cfg.Name)
+				w.Revision = t.UTC().Format(time.RFC3339)
+				s.warnings = append(s.warnings, w)
+			}
+		}
+	}
+}
+
+func lastSegment(p string) string {
+	if i := strings.LastIndex(p, "."); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func (s *Scan) addStickyLocked(code, source, signal string) {
+	key := code + "/" + source
+	if s.stickySeen[key] {
+		return
+	}
+	s.stickySeen[key] = true
+	rs := envelope.NewReason(code)
+	rs.Source, rs.Signal = source, signal
+	s.sticky = append(s.sticky, rs)
+}
+
+func (s *Scan) violationLocked(field, rule, sample string) {
+	k := field + "/" + rule
+	v := s.violations[k]
+	if v == nil {
+		v = &violation{field: field, rule: rule, sample: sample}
+		s.violations[k] = v
+	}
+	v.count++
+}
+
+func (s *Scan) normalizeLocked(doc map[string]any) {
+	for name, f := range s.r.Config.Fields {
+		if f == nil || f.Normalize == "" {
+			continue
+		}
+		path := s.r.FieldPath(name)
+		v, ok := getPath(doc, path)
+		str, isStr := v.(string)
+		if !ok || !isStr {
+			continue
+		}
+		n := str
+		switch f.Normalize {
+		case "lower":
+			n = strings.ToLower(strings.TrimSpace(str))
+		case "trim":
+			n = strings.TrimSpace(str)
+		}
+		if n != str {
+			setPath(doc, path, n)
+			s.normalized[name] = true
+		}
+	}
+}
+
+func setPath(doc map[string]any, path string, v any) {
+	parts := strings.Split(path, ".")
+	cur := doc
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			return
+		}
+		cur = next
+	}
+	cur[parts[len(parts)-1]] = v
+}
+
+// canonicalKey is a group's key: the JSON encoding of the value, so that
+// null and "null" stay apart.
+func canonicalKey(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// Group is one value of a group_by field and its count.
+type Group struct {
+	Value any `json:"value"`
+	Count int `json:"count"`
+}
+
+// Outcome is what a scan can claim after its last Run.
+type Outcome struct {
+	// Reasons are the scan's incomplete reasons (delivery reasons are the
+	// caller's to add). ScanComplete is true when there are none.
+	Reasons      []envelope.Reason
+	Warnings     []envelope.Warning
+	ScanComplete bool
+	// Continuation is the scan's recovery route; Resumable says a later Run
+	// can read more of the scope.
+	Continuation      string
+	Resumable         bool
+	RetryAfterSeconds int
+	Narrow            []string
+	Pages             int
+	ItemsScanned      int
+	Matched           int
+	Elapsed           time.Duration
+	Sources           []envelope.SourceCoverage
+	Snapshot          *string
+	UpstreamEstimate  *int
+	Groups            map[string][]Group
+}
+
+// Outcome summarizes the scan so far.
+func (s *Scan) Outcome() Outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := Outcome{Pages: s.pages, ItemsScanned: s.scanned, Matched: s.matched, Elapsed: s.elapsed, Groups: map[string][]Group{}}
+	var restart, retry, cursor, narrow bool
+	var cutPages, cutDeadline bool
+	retryAfter := 0
+	for _, src := range s.srcs {
+		cov := envelope.SourceCoverage{Name: src.cfg.Name, Pages: src.pages, ItemsScanned: src.items}
+		switch src.status {
+		case srcOutOfScope:
+			continue
+		case srcDone:
+			cov.Status = envelope.SourceComplete
+			if src.capped {
+				cov.Status, cov.Reason = envelope.SourcePartial, envelope.ResultLimitReached
+				rs := envelope.NewReason(envelope.ResultLimitReached)
+				limit := src.items
+				if c := s.r.Config.ResultCap; c > 0 {
+					limit = c
+				}
+				rs.Limit, rs.LimitSource, rs.Source = envelope.Ptr(limit), envelope.LimitUpstream, src.cfg.Name
+				o.Reasons = append(o.Reasons, rs)
+				narrow = true
+			}
+		case srcCutPages:
+			cov.Status, cov.Reason = envelope.SourcePartial, envelope.ResultLimitReached
+			cutPages, cursor = true, true
+		case srcCutDeadline, srcPending:
+			cov.Status, cov.Reason = envelope.SourcePartial, envelope.TimeBudgetExceeded
+			if src.pages == 0 {
+				cov.Status = envelope.SourceNotStarted
+			}
+			cutDeadline, cursor = true, true
+		case srcUnavailable:
+			cov.Status, cov.Reason = envelope.SourceDown, envelope.SourceUnavailable
+			rs := envelope.NewReason(envelope.SourceUnavailable)
+			rs.Source = src.cfg.Name
+			wait := max(int(src.retryAfter/time.Second), 10)
+			rs.RetryAfterSeconds = envelope.Ptr(wait)
+			o.Reasons = append(o.Reasons, rs)
+			retry, retryAfter = true, max(retryAfter, wait)
+		case srcRateLimited:
+			cov.Status, cov.Reason = envelope.SourcePartial, envelope.RateLimited
+			rs := envelope.NewReason(envelope.RateLimited)
+			rs.Source = src.cfg.Name
+			wait := max(int((src.retryAfter+time.Second-1)/time.Second), 1)
+			rs.RetryAfterSeconds = envelope.Ptr(wait)
+			o.Reasons = append(o.Reasons, rs)
+			retry, retryAfter = true, max(retryAfter, wait)
+		case srcExpired:
+			cov.Status, cov.Reason = envelope.SourcePartial, envelope.CursorExpired
+			rs := envelope.NewReason(envelope.CursorExpired)
+			rs.Source = src.cfg.Name
+			o.Reasons = append(o.Reasons, rs)
+			restart = true
+		}
+		o.Sources = append(o.Sources, cov)
+	}
+	if cutPages {
+		rs := envelope.NewReason(envelope.ResultLimitReached)
+		rs.Limit, rs.LimitSource = envelope.Ptr(s.budget.MaxPages), s.budget.PagesLimitSource
+		o.Reasons = append(o.Reasons, rs)
+	}
+	if cutDeadline {
+		o.Reasons = append(o.Reasons, envelope.NewReason(envelope.TimeBudgetExceeded))
+	}
+	for _, rs := range s.sticky {
+		o.Reasons = append(o.Reasons, rs)
+		switch rs.Code {
+		case envelope.InconsistentSnapshot:
+			restart = true
+		case envelope.UpstreamReportedIncomplete:
+			narrow = true
+		}
+	}
+	for _, k := range sortedKeys(s.violations) {
+		v := s.violations[k]
+		rs := envelope.NewReason(envelope.ContractViolation)
+		rs.Field, rs.Rule, rs.Count, rs.SampleID = v.field, v.rule, envelope.Ptr(v.count), v.sample
+		o.Reasons = append(o.Reasons, rs)
+	}
+	o.ScanComplete = len(o.Reasons) == 0
+	o.Resumable = cursor || retry
+	switch {
+	case restart:
+		o.Continuation = envelope.ContinueRestart
+		o.Resumable = false
+	case retry:
+		o.Continuation, o.RetryAfterSeconds = envelope.ContinueRetryAfter, retryAfter
+	case cursor:
+		o.Continuation = envelope.ContinueNextCursor
+	case narrow:
+		o.Continuation = envelope.ContinueNarrowQuery
+		for _, name := range sortedKeys(s.r.Config.Filters) {
+			o.Narrow = append(o.Narrow, "filter."+name)
+		}
+	default:
+		o.Continuation = envelope.ContinueNone
+	}
+	o.Warnings = append(o.Warnings, s.warnings...)
+	if len(s.normalized) > 0 {
+		w := envelope.NewWarning(envelope.WarnValueNormalized, s.r.Name)
+		w.Fields = sortedKeys(s.normalized)
+		o.Warnings = append(o.Warnings, w)
+	}
+	if s.pages > 1 && s.r.Consistency() != ConsistencySnapshot {
+		o.Warnings = append(o.Warnings, envelope.NewWarning(envelope.WarnNoSnapshot, s.r.Name))
+	}
+	if s.snapshot != "" {
+		o.Snapshot = envelope.Ptr(s.snapshot)
+	}
+	if !o.ScanComplete && s.estimate != nil {
+		o.UpstreamEstimate = envelope.Ptr(*s.estimate)
+	}
+	for k, n := range s.groups {
+		o.Groups[k.field] = append(o.Groups[k.field], Group{Value: s.groupVals[k], Count: n})
+	}
+	for _, g := range s.spec.GroupBy {
+		gs := o.Groups[g]
+		sort.Slice(gs, func(i, j int) bool {
+			if gs[i].Count != gs[j].Count {
+				return gs[i].Count > gs[j].Count
+			}
+			return canonicalKey(gs[i].Value) < canonicalKey(gs[j].Value)
+		})
+		if gs == nil {
+			gs = []Group{}
+		}
+		o.Groups[g] = gs
+	}
+	return o
+}
