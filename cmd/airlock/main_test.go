@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/airlock-mcp/airlock/fixtures"
+)
+
+// TestMain lets the test binary act as airlock itself, so that tests can
+// spawn a real process speaking MCP over stdio.
+func TestMain(m *testing.M) {
+	if os.Getenv("AIRLOCK_TEST_AS_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestStdio_RealProcessServesTools(t *testing.T) {
+	c, err := client.NewStdioMCPClient(os.Args[0], []string{"AIRLOCK_TEST_AS_MAIN=1"}, "serve", "--demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "t", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil || len(list.Tools) < 2 {
+		t.Fatalf("tools: %v %v", list, err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "search_all"
+	req.Params.Arguments = map[string]any{"resource": "service_accounts", "filter": map[string]any{"owner": nil}, "max_items": 3}
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if sc["complete"] != false || !strings.Contains(string(mustJSON(sc)), "VISIBILITY_RESTRICTED") {
+		t.Fatalf("the demo credential sees a restricted view: %v", sc)
+	}
+}
+
+func TestCheck_PrintsResources(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.yaml")
+	if err := os.WriteFile(path, fixtures.DemoConfig("https://api.example.com"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", path}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"configuration ok", "resource subscriptions", "dialect offset", "sources eu/us/apac", "AIRLOCK_DEMO_TOKEN"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestCheck_ReportsEveryErrorWithLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	bad := `environment: prod
+upstreams:
+  billing:
+    base_url: https://billing.example.com
+    colour: blue
+resources:
+  invoices:
+    upstream: billing
+    list: {path: /v1/invoices}
+    pagination: {dialect: cursor, has_more: has_more, sideways: true}
+    id_field: id
+    fields:
+      id: {type: string}
+`
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", path}, nil, &out, &errb); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"2 error(s)", "line 5: colour: unknown key", "line 10: sideways: unknown key"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+}
+
+func TestServe_RefusesPublicAddressWithoutToken(t *testing.T) {
+	t.Setenv("AIRLOCK_HTTP_TOKEN", "")
+	var out, errb bytes.Buffer
+	code := run([]string{"serve", "--demo", "--http", "0.0.0.0:0"}, nil, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "AIRLOCK_HTTP_TOKEN") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+func TestDemo_RunsTheTourAndExitsZero(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"VISIBILITY_RESTRICTED", "SOURCE_UNAVAILABLE", "complete true", "complete false"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the tour lacks %q", want)
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}

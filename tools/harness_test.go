@@ -1,0 +1,234 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// harness is a fixture API, airlock over streamable HTTP, and a real MCP
+// client connected to it. Every result it sees is validated against the
+// output schema the tool advertised in tools/list.
+type harness struct {
+	t       testing.TB
+	api     *fixtures.Server
+	apiURL  string
+	deps    *Deps
+	client  *client.Client
+	schemas map[string]*envelope.Validator
+}
+
+type harnessOpt func(*harnessCfg)
+
+type harnessCfg struct {
+	config func(baseURL string) []byte
+	getenv func(string) string
+}
+
+func withConfig(f func(baseURL string) []byte) harnessOpt {
+	return func(c *harnessCfg) { c.config = f }
+}
+
+func withResources(rs ...fixtures.Resource) harnessOpt {
+	return withConfig(func(u string) []byte { return fixtures.Config(u, rs...) })
+}
+
+func withEnv(f func(string) string) harnessOpt { return func(c *harnessCfg) { c.getenv = f } }
+
+func testEnv(k string) string {
+	if k == fixtures.DemoTokenEnv {
+		return fixtures.DefaultAdminToken
+	}
+	return ""
+}
+
+func newHarness(t testing.TB, opts ...harnessOpt) *harness {
+	t.Helper()
+	cfg := harnessCfg{config: fixtures.DemoConfig, getenv: func(k string) string {
+		if k == fixtures.DemoTokenEnv {
+			return fixtures.DefaultToken
+		}
+		return ""
+	}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	api := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+	c, err := upstream.ParseConfig(cfg.config(apiSrv.URL))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := NewDeps(rt, nil)
+	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}}
+	h.connect()
+	return h
+}
+
+func (h *harness) connect() {
+	t := h.t
+	srv, err := NewServer(h.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	c, err := client.NewStreamableHttpClient(hs.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range list.Tools {
+		b, err := json.Marshal(tool.RawOutputSchema)
+		if len(tool.RawOutputSchema) == 0 {
+			b, err = json.Marshal(tool.OutputSchema)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := envelope.CompileSchema(tool.Name+"-output", b)
+		if err != nil {
+			t.Fatalf("tool %s: output schema does not compile: %v", tool.Name, err)
+		}
+		h.schemas[tool.Name] = v
+	}
+	h.client = c
+}
+
+// result is one tool call as the client saw it.
+type result struct {
+	env  *envelope.Envelope
+	data map[string]any
+	raw  []byte
+	res  *mcp.CallToolResult
+}
+
+func (r result) items() []map[string]any {
+	var out []map[string]any
+	for _, it := range r.data["items"].([]any) {
+		out = append(out, it.(map[string]any))
+	}
+	return out
+}
+
+func (r result) ids() []string {
+	var out []string
+	for _, it := range r.items() {
+		out = append(out, it["id"].(string))
+	}
+	return out
+}
+
+func (r result) reasonCodes() []string {
+	var out []string
+	for _, rs := range r.env.IncompleteReasons {
+		out = append(out, rs.Code)
+	}
+	return out
+}
+
+func (r result) reason(code string) envelope.Reason {
+	for _, rs := range r.env.IncompleteReasons {
+		if rs.Code == code {
+			return rs
+		}
+	}
+	return envelope.Reason{}
+}
+
+func (r result) totalMatched() int {
+	n, _ := r.data["total_matched"].(float64)
+	return int(n)
+}
+
+// call invokes a tool over MCP and checks the result's contract: it
+// validates against the advertised output schema, its text mirrors its
+// structured content, and isError matches the status.
+func (h *harness) call(tool string, args map[string]any) result {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	res, err := h.client.CallTool(ctx, req)
+	if err != nil {
+		h.t.Fatalf("%s: %v", tool, err)
+	}
+	raw := []byte(res.RawStructuredContent)
+	if len(raw) == 0 {
+		raw, _ = json.Marshal(res.StructuredContent)
+	}
+	if v := h.schemas[tool]; v == nil {
+		h.t.Fatalf("tool %s was not listed", tool)
+	} else if err := v.Validate(raw); err != nil {
+		h.t.Fatalf("%s result breaks its output schema: %v\n%s", tool, err, raw)
+	}
+	if len(res.Content) != 1 {
+		h.t.Fatalf("%s: want one text content, got %d", tool, len(res.Content))
+	}
+	text, ok := res.Content[0].(mcp.TextContent)
+	if !ok {
+		h.t.Fatalf("%s: content is not text", tool)
+	}
+	var a, b any
+	_ = json.Unmarshal([]byte(text.Text), &a)
+	_ = json.Unmarshal(raw, &b)
+	if ja, _ := json.Marshal(a); string(ja) != string(mustJSON(b)) {
+		h.t.Fatalf("%s: text content does not mirror structured content", tool)
+	}
+	var env envelope.Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		h.t.Fatal(err)
+	}
+	if res.IsError != (env.Status == envelope.StatusError) {
+		h.t.Fatalf("%s: isError %v with status %q", tool, res.IsError, env.Status)
+	}
+	var data map[string]any
+	if m, ok := b.(map[string]any); ok {
+		data, _ = m["data"].(map[string]any)
+	}
+	return result{env: &env, data: data, raw: raw, res: res}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
