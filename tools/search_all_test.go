@@ -24,10 +24,10 @@ func fieldsOf(p *envelope.Problem) map[string]string {
 func TestBadInput_ListsEveryBadFieldAtOnce(t *testing.T) {
 	h := newHarness(t)
 	r := h.call("search_all", map[string]any{
-		"resource": "subscriptions",
-		"filter":   map[string]any{"status": "overdue", "colour": "red", "amount_due": "lots"},
-		"fields":   []any{"id", "nope"},
-		"group_by": []any{"region", "secret"},
+		"resource":  "subscriptions",
+		"filter":    map[string]any{"status": "overdue", "colour": "red", "amount_due": "lots"},
+		"fields":    []any{"id", "nope"},
+		"group_by":  []any{"region", "secret"},
 		"max_items": 5000, "max_pages": -1, "deadline_ms": 999999999,
 		"surprise": true,
 	})
