@@ -11,6 +11,7 @@ const (
 	KindWarning    Kind = "warning"
 	KindProblem    Kind = "problem"
 	KindFieldError Kind = "field_error"
+	KindBlocker    Kind = "blocker"
 )
 
 // Code describes one stable code. Codes never change meaning once published;
@@ -47,6 +48,7 @@ const (
 	UpstreamReportedIncomplete = "UPSTREAM_REPORTED_INCOMPLETE"
 	InconsistentSnapshot       = "INCONSISTENT_SNAPSHOT"
 	ContractViolation          = "CONTRACT_VIOLATION"
+	OperationRunning           = "OPERATION_RUNNING"
 )
 
 // Warning codes.
@@ -69,6 +71,22 @@ const (
 	ProblemUpstreamNotFound    = "UPSTREAM_NOT_FOUND"
 	ProblemUpstreamBadResponse = "UPSTREAM_BAD_RESPONSE"
 	ProblemInternal            = "INTERNAL_ERROR"
+	ProblemUpstreamUnavailable = "UPSTREAM_UNAVAILABLE"
+	ProblemSelectionNotFound   = "SELECTION_NOT_FOUND"
+	ProblemSelectionExpired    = "SELECTION_EXPIRED"
+	ProblemSelectionStale      = "SELECTION_STALE"
+	ProblemDigestMismatch      = "DIGEST_MISMATCH"
+	ProblemActionMismatch      = "ACTION_MISMATCH"
+	ProblemNotCommittable      = "SELECTION_NOT_COMMITTABLE"
+	ProblemAlreadyCommitted    = "ALREADY_COMMITTED"
+	ProblemOperationNotFound   = "OPERATION_NOT_FOUND"
+)
+
+// Blocker codes (why a selection is not committable, besides the scan's
+// incomplete reasons).
+const (
+	BlockerAmbiguous  = "AMBIGUOUS_RECORDS"
+	BlockerMaxTargets = "MAX_TARGETS_EXCEEDED"
 )
 
 // Field error codes (the code member of a problem's errors[] entries).
@@ -87,6 +105,7 @@ const (
 	FieldCursorTampered  = "cursor_tampered"
 	FieldCursorMismatch  = "cursor_mismatch"
 	FieldInvalid         = "invalid"
+	FieldUnknownAction   = "unknown_action"
 )
 
 var registry = []Code{
@@ -131,6 +150,11 @@ var registry = []Code{
 		Message:  "records broke the decision-field contract and were withheld",
 		Meaning:  "records whose decision fields broke the configured contract were withheld (field, rule, count, sample_id)",
 		Recovery: "report the drift to the operator; do not act on the withheld part of the scope"},
+
+	{Code: OperationRunning, Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
+		Message:  "the operation is still running; its counts are a snapshot",
+		Meaning:  "a commit returned before every target had an outcome (the wait budget ran out); the operation keeps running",
+		Recovery: "wait retry_after_seconds, then call get_operation with the operation_id; never commit again"},
 
 	// Warnings.
 	{Code: WarnNoSnapshot, Kind: KindWarning,
@@ -192,6 +216,53 @@ var registry = []Code{
 		Recovery:   "report the request_id to an operator",
 		NextAction: "Stop and report the request_id to an operator."},
 
+	{Code: ProblemUpstreamUnavailable, Kind: KindProblem, Status: 503, Title: "Upstream unavailable", Retryable: true,
+		Meaning:    "the upstream did not answer (timeouts, connection failures, 5xx) for a request that must succeed as a whole",
+		Recovery:   "wait retry_after_seconds (or a few seconds), then call again",
+		NextAction: "Wait the number of seconds in retry_after_seconds (or 10 seconds when absent), then call the tool again with the same arguments."},
+	{Code: ProblemSelectionNotFound, Kind: KindProblem, Status: 404, Title: "Selection not found", Retryable: false,
+		Meaning:    "no selection has this id",
+		Recovery:   "call preview_selection to create one",
+		NextAction: "Call preview_selection again to build a selection, then use the selection_id and digest it returns."},
+	{Code: ProblemSelectionExpired, Kind: KindProblem, Status: 410, Title: "Selection expired", Retryable: false,
+		Meaning:    "the selection's expires_at has passed; it can no longer be committed or approved",
+		Recovery:   "preview again",
+		NextAction: "Call preview_selection again with the same arguments, review the new selection, and commit the new selection_id with its digest."},
+	{Code: ProblemSelectionStale, Kind: KindProblem, Status: 409, Title: "Selection is stale", Retryable: false,
+		Meaning:    "the action's configuration changed since the preview, so the preview no longer describes what the commit would do",
+		Recovery:   "preview again",
+		NextAction: "Call preview_selection again: the action's definition changed since this selection was previewed."},
+	{Code: ProblemDigestMismatch, Kind: KindProblem, Status: 409, Title: "Digest does not match", Retryable: false,
+		Meaning:    "expected_digest is not the selection's digest: the commit does not name what was previewed",
+		Recovery:   "use the digest returned by preview_selection for this selection_id, or preview again",
+		NextAction: "Use exactly the digest that preview_selection returned for this selection_id. If you do not have it, call preview_selection again."},
+	{Code: ProblemActionMismatch, Kind: KindProblem, Status: 409, Title: "Action differs from the preview", Retryable: false,
+		Meaning:    "the action (type or params) is not the one previewed with this selection",
+		Recovery:   "commit the previewed action, or preview the new action",
+		NextAction: "Send the same action (type and params) that was previewed, or call preview_selection again with the new action."},
+	{Code: ProblemNotCommittable, Kind: KindProblem, Status: 409, Title: "Selection is not committable", Retryable: false,
+		Meaning:    "the selection has blockers (an incomplete scan, ambiguous records, too many targets); errors[] lists them",
+		Recovery:   "resolve the blockers (complete the scan, exclude or name the ambiguous records) and preview again",
+		NextAction: "Do not commit. Resolve the blockers listed in the selection's committable_reasons, then call preview_selection again."},
+	{Code: ProblemAlreadyCommitted, Kind: KindProblem, Status: 409, Title: "Already committed", Retryable: false,
+		Meaning:    "this selection and action were committed under another idempotency key",
+		Recovery:   "read the existing operation with get_operation",
+		NextAction: "Do not commit again. Call get_operation with the operation_id in detail to read the existing operation."},
+	{Code: ProblemOperationNotFound, Kind: KindProblem, Status: 404, Title: "Operation not found", Retryable: false,
+		Meaning:    "no operation has this id",
+		Recovery:   "use the operation_id returned by commit_bulk_action",
+		NextAction: "Use the operation_id that commit_bulk_action returned."},
+
+	// Blockers.
+	{Code: BlockerAmbiguous, Kind: KindBlocker,
+		Message:  "records have a decision field missing or unreadable; they are neither in nor out",
+		Meaning:  "count records could not be classified (a filter, exclusion, precondition or effect field is missing or unreadable)",
+		Recovery: "exclude them with an explicit rule, fix the upstream or the contract, or name the intended ids"},
+	{Code: BlockerMaxTargets, Kind: KindBlocker,
+		Message:  "the selection has more members than the action's max_targets",
+		Meaning:  "count members exceed limit (max_targets, a guard, never an authorization)",
+		Recovery: "narrow the filter or add exclusions"},
+
 	// Field errors.
 	{Code: FieldRequired, Kind: KindFieldError, Message: "this field is required", Meaning: "a required argument is missing", Recovery: "provide it"},
 	{Code: FieldType, Kind: KindFieldError, Message: "this field has the wrong type", Meaning: "the value has the wrong JSON type", Recovery: "send the type shown in the example"},
@@ -207,6 +278,7 @@ var registry = []Code{
 	{Code: FieldCursorTampered, Kind: KindFieldError, Message: "this cursor was not issued by airlock or was altered", Meaning: "the cursor failed its integrity check", Recovery: "use the cursor exactly as returned, or start without one"},
 	{Code: FieldCursorMismatch, Kind: KindFieldError, Message: "this cursor belongs to another query", Meaning: "the cursor was issued for other arguments", Recovery: "send the same resource, filter, fields and group_by as the call that returned the cursor"},
 	{Code: FieldInvalid, Kind: KindFieldError, Message: "this value is not valid here", Meaning: "the value breaks a rule of the tool", Recovery: "follow the example"},
+	{Code: FieldUnknownAction, Kind: KindFieldError, Message: "no action with this type is configured for the resource", Meaning: "the action type is not in the configuration", Recovery: "call describe_resources and use one of the resource's actions"},
 }
 
 var byCode = func() map[string]Code {
@@ -229,7 +301,7 @@ func Lookup(code string) (Code, bool) {
 // Codes returns a copy of the registry, sorted by kind then code.
 func Codes() []Code {
 	out := append([]Code(nil), registry...)
-	order := map[Kind]int{KindReason: 0, KindWarning: 1, KindProblem: 2, KindFieldError: 3}
+	order := map[Kind]int{KindReason: 0, KindWarning: 1, KindProblem: 2, KindBlocker: 3, KindFieldError: 4}
 	sort.SliceStable(out, func(i, j int) bool {
 		if order[out[i].Kind] != order[out[j].Kind] {
 			return order[out[i].Kind] < order[out[j].Kind]

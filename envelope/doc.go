@@ -20,6 +20,7 @@ func RenderCodesDoc() string {
 		{KindReason, "Incomplete reasons", "In `incomplete_reasons`. Any one of them makes `complete` false: the answer cannot support claims about the unreturned part of the scope."},
 		{KindWarning, "Warnings", "In `warnings`. About trust, freshness or interpretation; they never make an answer incomplete."},
 		{KindProblem, "Problems", "In `problem` when `status` is `error` (MCP `isError: true`). See [errors.md](errors.md) for bodies."},
+		{KindBlocker, "Blockers", "In a selection's `committable_reasons`, beside the scan's incomplete reasons: why a reviewable selection cannot be committed."},
 		{KindFieldError, "Field errors", "The `code` of an entry in a problem's `errors[]`."},
 	}
 	for _, s := range sections {

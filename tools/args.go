@@ -50,37 +50,14 @@ func decodeArgs(name string, schema map[string]any, raw json.RawMessage, dst any
 	var errs []envelope.FieldError
 	seen := map[string]bool{}
 	for _, vio := range v.Violations(doc) {
-		field := pointerToPath(vio.Pointer)
-		code := envelope.FieldInvalid
-		switch vio.Keyword {
-		case "required":
-			code = envelope.FieldRequired
-		case "additionalProperties":
-			code = envelope.FieldUnknownArgument
-		case "type":
-			code = envelope.FieldType
-		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems":
-			code = envelope.FieldOutOfRange
-		case "enum", "const":
-			code = envelope.FieldEnum
-		case "pattern", "format", "minLength", "maxLength":
-			code = envelope.FieldFormat
-		}
-		fieldsHere := []string{field}
-		if code == envelope.FieldRequired || code == envelope.FieldUnknownArgument {
-			fieldsHere = nil
-			for _, m := range quoted.FindAllStringSubmatch(vio.Message, -1) {
-				fieldsHere = append(fieldsHere, joinPath(pointerToPath(vio.Pointer), m[1]))
-			}
-		}
-		for _, f := range fieldsHere {
-			key := f + "/" + code
+		for _, fe := range violationErrors("", vio, schema) {
+			key := fe.Field + "/" + fe.Code
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
-			bad[topLevel(f)] = true
-			errs = append(errs, envelope.NewFieldError(f, code, exampleAt(schema, f)))
+			bad[topLevel(fe.Field)] = true
+			errs = append(errs, fe)
 		}
 	}
 	// Lenient per-argument decode.
@@ -103,6 +80,52 @@ func decodeArgs(name string, schema map[string]any, raw json.RawMessage, dst any
 		}
 	}
 	return errs, bad
+}
+
+// violationErrors renders one schema violation as field errors under
+// prefix: one per property a required or additionalProperties keyword
+// names. Examples come from the schema's top-level properties.
+func violationErrors(prefix string, vio envelope.Violation, schema map[string]any) []envelope.FieldError {
+	field := joinPath(prefix, pointerToPath(vio.Pointer))
+	code := keywordCode(vio.Keyword)
+	fields := []string{field}
+	if code == envelope.FieldRequired || code == envelope.FieldUnknownArgument {
+		fields = nil
+		for _, m := range quoted.FindAllStringSubmatch(vio.Message, -1) {
+			fields = append(fields, joinPath(field, m[1]))
+		}
+		if fields == nil {
+			fields = []string{field}
+		}
+	}
+	out := make([]envelope.FieldError, 0, len(fields))
+	for _, f := range fields {
+		rel := f
+		if prefix != "" {
+			rel = strings.TrimPrefix(strings.TrimPrefix(f, prefix), ".")
+		}
+		out = append(out, envelope.NewFieldError(f, code, exampleAt(schema, rel)))
+	}
+	return out
+}
+
+// keywordCode maps a failing JSON Schema keyword to a field-error code.
+func keywordCode(keyword string) string {
+	switch keyword {
+	case "required":
+		return envelope.FieldRequired
+	case "additionalProperties", "maxProperties":
+		return envelope.FieldUnknownArgument
+	case "type":
+		return envelope.FieldType
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems":
+		return envelope.FieldOutOfRange
+	case "enum", "const":
+		return envelope.FieldEnum
+	case "pattern", "format", "minLength", "maxLength":
+		return envelope.FieldFormat
+	}
+	return envelope.FieldInvalid
 }
 
 func pointerToPath(p string) string {

@@ -26,6 +26,10 @@ func NewCursorKey() CursorKey {
 	if _, err := rand.Read(secret); err != nil {
 		panic("tools: no randomness: " + err.Error())
 	}
+	return cursorKeyFrom(secret)
+}
+
+func cursorKeyFrom(secret []byte) CursorKey {
 	sum := sha256.Sum256(secret)
 	return CursorKey{ID: hex.EncodeToString(sum[:4]), Secret: secret}
 }
@@ -33,7 +37,8 @@ func NewCursorKey() CursorKey {
 type cursorPayload struct {
 	Key         string `json:"k"`
 	Scan        string `json:"s"`
-	Offset      int    `json:"o"`
+	Offset      int    `json:"o,omitempty"`
+	After       string `json:"a,omitempty"`
 	Fingerprint string `json:"f"`
 }
 

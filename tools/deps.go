@@ -1,11 +1,13 @@
 package tools
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -16,6 +18,10 @@ type Deps struct {
 	Clock   upstream.Clock
 	Scans   *ScanCache
 	Cursors CursorKey
+	// Store keeps selections and operations; without one, the selection
+	// tools answer INTERNAL_ERROR.
+	Store  selection.Store
+	Engine *selection.Engine
 }
 
 // NewDeps fills the defaults: a wall clock, a fresh cursor key and a scan
@@ -33,9 +39,28 @@ func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
 	}
 }
 
+// UseStore attaches the store, builds the commit engine and takes the
+// cursor key from the store, so that cursors outlive a restart. background
+// is the context operations run in after a commit call returns.
+func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) error {
+	d.Store = s
+	d.Engine = &selection.Engine{Store: s, Runtime: d.Runtime, Clock: d.Clock, Logger: d.Logger, Background: background}
+	key, err := s.SetMetaIfAbsent(ctx, "cursor_key", NewCursorKey().Secret)
+	if err != nil {
+		return err
+	}
+	d.Cursors = cursorKeyFrom(key)
+	return nil
+}
+
+// Previewer builds selections with the deps' store and clock.
+func (d *Deps) Previewer() *selection.Previewer {
+	return &selection.Previewer{Store: d.Store, Clock: d.Clock, Logger: d.Logger}
+}
+
 // Specs returns every tool.
 func (d *Deps) Specs() []Spec {
-	return []Spec{DescribeResources(d), SearchAll(d)}
+	return []Spec{DescribeResources(d), SearchAll(d), PreviewSelection(d), GetSelection(d), CommitBulkAction(d), GetOperation(d)}
 }
 
 // Version is airlock's version, reported to MCP clients.

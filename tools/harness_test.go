@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -74,6 +76,19 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		t.Fatal(err)
 	}
 	deps := NewDeps(rt, nil)
+	store, err := selection.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg, stop := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		stop()
+		deps.Engine.Wait()
+		store.Close()
+	})
+	if err := deps.UseStore(context.Background(), bg, store); err != nil {
+		t.Fatal(err)
+	}
 	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}}
 	h.connect()
 	return h

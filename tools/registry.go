@@ -52,6 +52,9 @@ type Call struct {
 	RequestID string
 	Raw       json.RawMessage
 	Request   mcp.CallToolRequest
+	// Client names the MCP client (from its initialize), for records of
+	// who asked.
+	Client string
 }
 
 // Tool returns the MCP tool definition.
@@ -106,7 +109,7 @@ func Register(srv *server.MCPServer, logger *slog.Logger, specs ...Spec) error {
 
 func handler(s Spec, logger *slog.Logger) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		call := &Call{RequestID: newRequestID(), Request: req}
+		call := &Call{RequestID: newRequestID(), Request: req, Client: clientInfo(ctx)}
 		raw, merr := rawArguments(req)
 		call.Raw = raw
 		log := logger.With("tool", s.Name, "request_id", call.RequestID)
@@ -129,6 +132,16 @@ func handler(s Spec, logger *slog.Logger) server.ToolHandlerFunc {
 		log.Info("tool call", "status", env.Status, "complete", env.Complete, "reasons", reasonCodes(env))
 		return Result(env), nil
 	}
+}
+
+// clientInfo names the calling MCP client, as it introduced itself.
+func clientInfo(ctx context.Context) string {
+	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		if info := s.GetClientInfo(); info.Name != "" {
+			return "mcp client " + envelope.SafeName(info.Name) + " " + envelope.SafeName(info.Version)
+		}
+	}
+	return "mcp client"
 }
 
 func reasonCodes(e *envelope.Envelope) []string {

@@ -245,7 +245,7 @@ func effectiveFilter(r *upstream.Resource, filter map[string]any) (map[string]an
 	var applied []string
 	for k, v := range r.Config.DefaultFilter {
 		if _, set := out[k]; !set {
-			out[k] = normalizeYAML(v)
+			out[k] = upstream.NormalizeValue(v)
 			applied = append(applied, k)
 		}
 	}
@@ -256,25 +256,6 @@ func effectiveFilter(r *upstream.Resource, filter map[string]any) (map[string]an
 	w := envelope.NewWarning(envelope.WarnDefaultScopeApplied, r.Name)
 	w.Fields = applied
 	return out, []envelope.Warning{w}
-}
-
-// normalizeYAML turns YAML-decoded values into the JSON-decoded forms the
-// matcher compares (numbers as json.Number).
-func normalizeYAML(v any) any {
-	switch x := v.(type) {
-	case int:
-		return json.Number(itoa(x))
-	case float64:
-		b, _ := json.Marshal(x)
-		return json.Number(b)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalizeYAML(e)
-		}
-		return out
-	}
-	return v
 }
 
 func nonNilMap(m map[string]any) map[string]any {

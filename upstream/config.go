@@ -28,6 +28,7 @@ type Config struct {
 	Environment string                     `yaml:"environment"`
 	Upstreams   map[string]*UpstreamConfig `yaml:"upstreams"`
 	Resources   map[string]*ResourceConfig `yaml:"resources"`
+	Actions     map[string]*ActionConfig   `yaml:"actions"`
 
 	root *yaml.Node
 }
@@ -86,6 +87,10 @@ type ResourceConfig struct {
 	ResultCap     int                      `yaml:"result_cap"`
 	Freshness     *FreshnessConfig         `yaml:"freshness"`
 	Limits        LimitsConfig             `yaml:"limits"`
+	Get           *GetConfig               `yaml:"get"`
+	ReviewFields  []string                 `yaml:"review_fields"`
+	ReviewGroups  []string                 `yaml:"review_groups"`
+	SelectionTTL  time.Duration            `yaml:"selection_ttl"`
 }
 
 // ListConfig is the list endpoint.
@@ -370,6 +375,14 @@ func (c *Config) validate() ConfigErrors {
 		}
 		c.validateResource(l, name, r)
 	}
+	for _, name := range sortedKeys(c.Actions) {
+		a := c.Actions[name]
+		if a == nil {
+			l.add("empty action", "actions", name)
+			continue
+		}
+		c.validateAction(l, name, a)
+	}
 	sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Line < l.errs[j].Line })
 	return l.errs
 }
@@ -561,6 +574,22 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	}
 	if r.Limits.ResponseBytes < 0 || r.Limits.ScanItems < 0 {
 		l.add("must not be negative", at("limits")...)
+	}
+	if r.Get != nil && (!strings.HasPrefix(r.Get.Path, "/") || !strings.Contains(r.Get.Path, "{{id}}")) {
+		l.add("must be an absolute path containing {{id}}", at("get", "path")...)
+	}
+	for key, list := range map[string][]string{"review_fields": r.ReviewFields, "review_groups": r.ReviewGroups} {
+		for i, fname := range list {
+			f, ok := r.Fields[fname]
+			if !ok {
+				l.add(fmt.Sprintf("field %q is not declared", fname), at(key, strconv.Itoa(i))...)
+			} else if f != nil && f.Sensitive {
+				l.add(fmt.Sprintf("field %q is sensitive and cannot be reviewed", fname), at(key, strconv.Itoa(i))...)
+			}
+		}
+	}
+	if r.SelectionTTL < 0 {
+		l.add("must not be negative", at("selection_ttl")...)
 	}
 }
 

@@ -35,6 +35,7 @@ type Runtime struct {
 	Environment string
 	Upstreams   map[string]*Client
 	Resources   map[string]*Resource
+	Actions     map[string]*Action
 }
 
 // Resource is a resource with every default resolved.
@@ -83,7 +84,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 	if opts.Clock == nil {
 		opts.Clock = WallClock
 	}
-	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}}
+	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{}}
 	var errs []string
 	for _, name := range sortedKeys(c.Upstreams) {
 		cl, err := newClient(name, c.Upstreams[name], opts)
@@ -117,6 +118,10 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 		}
 		r.dialect = newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
 		rt.Resources[name] = r
+	}
+	for _, name := range sortedKeys(c.Actions) {
+		ac := c.Actions[name]
+		rt.Actions[name] = newAction(name, *ac, rt.Resources[ac.Resource])
 	}
 	return rt, nil
 }
@@ -212,6 +217,26 @@ func resolveLimits(l LimitsConfig) LimitsConfig {
 		l.ScanItems = DefaultScanItems
 	}
 	return l
+}
+
+// ActionNames returns the action names, sorted.
+func (rt *Runtime) ActionNames() []string { return sortedKeys(rt.Actions) }
+
+// ReviewFields are the fields a selection's manifest may show: the
+// configured allowlist, else the default fields.
+func (r *Resource) ReviewFields() []string {
+	if len(r.Config.ReviewFields) > 0 {
+		return append([]string(nil), r.Config.ReviewFields...)
+	}
+	return r.DefaultFields()
+}
+
+// SelectionTTL is how long a selection of this resource stays committable.
+func (r *Resource) SelectionTTL() time.Duration {
+	if r.Config.SelectionTTL > 0 {
+		return r.Config.SelectionTTL
+	}
+	return 15 * time.Minute
 }
 
 // Host is the upstream host shown in scope (never with credentials).

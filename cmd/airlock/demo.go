@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,6 +51,16 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	dir, err := os.MkdirTemp("", "airlock-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	closeStore, err := attachStore(ctx, context.Background(), deps, filepath.Join(dir, "airlock.db"), logger)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	mcpSrv, err := tools.NewServer(deps)
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ import (
 const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 
 Usage:
-  airlock serve (--config FILE | --demo) [--http ADDR] [--allow-origin URL]...
+  airlock serve (--config FILE | --demo) [--http ADDR] [--store PATH] [--allow-origin URL]...
   airlock check --config FILE
   airlock demo
 
@@ -106,6 +106,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	configPath := fs.String("config", "", "configuration file (YAML)")
 	demoMode := fs.Bool("demo", false, "serve the built-in demo API")
 	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio")
+	storePath := fs.String("store", "", "SQLite store for selections and operations (default under the user's state directory)")
 	var origins stringList
 	fs.Var(&origins, "allow-origin", "browser origin allowed to call the HTTP transport (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -137,6 +138,14 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	// Operations outlive the call that started them, not the server.
+	background, stopBackground := context.WithCancel(context.Background())
+	defer stopBackground()
+	closeStore, err := attachStore(ctx, background, deps, *storePath, logger)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	mcpSrv, err := tools.NewServer(deps)
 	if err != nil {
 		return err

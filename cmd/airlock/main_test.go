@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestStdio_RealProcessServesTools(t *testing.T) {
-	c, err := client.NewStdioMCPClient(os.Args[0], []string{"AIRLOCK_TEST_AS_MAIN=1"}, "serve", "--demo")
+	c, err := client.NewStdioMCPClient(os.Args[0], []string{"AIRLOCK_TEST_AS_MAIN=1", "XDG_STATE_HOME=" + t.TempDir()}, "serve", "--demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +103,7 @@ resources:
 
 func TestServe_RefusesPublicAddressWithoutToken(t *testing.T) {
 	t.Setenv("AIRLOCK_HTTP_TOKEN", "")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	var out, errb bytes.Buffer
 	code := run([]string{"serve", "--demo", "--http", "0.0.0.0:0"}, nil, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "AIRLOCK_HTTP_TOKEN") {

@@ -1,0 +1,476 @@
+package selection
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// Blocker codes: why a reviewable selection cannot be committed, besides
+// the scan's own incomplete reasons.
+const (
+	BlockAmbiguous  = envelope.BlockerAmbiguous
+	BlockMaxTargets = envelope.BlockerMaxTargets
+)
+
+// maxGroupValues bounds the distinct values kept per review dimension.
+const maxGroupValues = 200
+
+// PreviewRequest is what preview_selection asks for, validated.
+type PreviewRequest struct {
+	Resource     *upstream.Resource
+	Action       *upstream.Action
+	Params       map[string]any
+	Filter       map[string]any
+	Exclude      []upstream.RuleConfig
+	IDs          []string
+	Budget       upstream.Budget
+	RequestID    string
+	Environment  string
+	RequestedBy  string
+	Compensates  string
+	Irreversible []string
+}
+
+// Previewer builds frozen selections.
+type Previewer struct {
+	Store  Store
+	Clock  upstream.Clock
+	Logger *slog.Logger
+}
+
+// PreviewResult is a finished selection with the scan's outcome.
+type PreviewResult struct {
+	Selection *Selection
+	Outcome   upstream.Outcome
+}
+
+// classifier turns scanned items into records and streams them to the
+// store in batches, counting as it goes.
+type classifier struct {
+	ctx     context.Context
+	store   Store
+	sel     *Selection
+	req     PreviewRequest
+	review  []string
+	groups  []string
+	effect  []string
+	mu      sync.Mutex
+	batch   []Record
+	sum     Summary
+	excl    map[int]int
+	gcount  map[string]map[string]*upstream.Group
+	bcount  map[string]map[string]*upstream.Group
+	samples []Record
+}
+
+func (c *classifier) Add(it *upstream.Item) error {
+	rec := c.classify(it.ID, it.Version, it.Source, it.Doc)
+	return c.add(rec)
+}
+
+func (c *classifier) add(rec Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sum.Scanned++
+	switch rec.Disposition {
+	case Member:
+		c.sum.Members++
+		for _, g := range c.groups {
+			bump(c.gcount, g, rec.Groups[g])
+		}
+		for _, f := range c.effect {
+			bump(c.bcount, f, rec.Before[f])
+		}
+	case Excluded:
+		c.sum.Excluded++
+		c.excl[rec.Rule]++
+	case Ambiguous:
+		c.sum.Ambiguous++
+		if len(c.samples) < 20 {
+			c.samples = append(c.samples, rec)
+		}
+	}
+	c.batch = append(c.batch, rec)
+	if len(c.batch) >= 1000 {
+		return c.flushLocked()
+	}
+	return nil
+}
+
+func (c *classifier) flushLocked() error {
+	if len(c.batch) == 0 {
+		return nil
+	}
+	err := c.store.PutRecords(c.ctx, c.sel.ID, c.batch)
+	c.batch = c.batch[:0]
+	return err
+}
+
+func bump(m map[string]map[string]*upstream.Group, dim string, v any) {
+	vals := m[dim]
+	if vals == nil {
+		vals = map[string]*upstream.Group{}
+		m[dim] = vals
+	}
+	k := string(mustCanonical(v))
+	g := vals[k]
+	if g == nil {
+		if len(vals) >= maxGroupValues {
+			k = "\x00other"
+			if g = vals[k]; g == nil {
+				g = &upstream.Group{Value: map[string]any{"other_values": true}}
+				vals[k] = g
+			}
+		} else {
+			g = &upstream.Group{Value: v}
+			vals[k] = g
+		}
+	}
+	g.Count++
+}
+
+func mustCanonical(v any) []byte {
+	b, err := Canonical(v)
+	if err != nil {
+		b, _ = json.Marshal(fmt.Sprint(v))
+	}
+	return b
+}
+
+// classify decides a record's disposition: ambiguous when a decision field
+// is missing or unreadable, excluded by the first matching rule, excluded
+// when the precondition fails, else a member.
+func (c *classifier) classify(id, version, source string, doc map[string]any) Record {
+	r := c.req.Resource
+	rec := Record{ID: id, Version: version, Source: source, Rule: 0}
+	rec.Review, _ = r.Project(doc, c.review)
+	rec.Groups = map[string]any{}
+	for _, g := range c.groups {
+		v, _ := upstream.GetPath(doc, r.FieldPath(g))
+		rec.Groups[g] = v
+	}
+	before, missing := r.Project(doc, c.effect)
+	rec.Before = before
+	for _, f := range sortedKeys(c.req.Filter) {
+		if _, ok := upstream.GetPath(doc, r.FieldPath(filterField(r, f))); !ok {
+			rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("filter field %s is missing", filterField(r, f))
+			return rec
+		}
+	}
+	for i, rule := range c.req.Exclude {
+		match, ok := r.EvalRule(doc, rule)
+		if !ok {
+			rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("field %s is missing or unreadable for exclusion rule %d", rule.Field, i)
+			return rec
+		}
+		if match {
+			rec.Disposition, rec.Rule = Excluded, i
+			return rec
+		}
+	}
+	for _, rule := range c.req.Action.Config.Precondition {
+		match, ok := r.EvalRule(doc, rule)
+		if !ok {
+			rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("field %s is missing or unreadable for the precondition", rule.Field)
+			return rec
+		}
+		if !match {
+			rec.Disposition, rec.Rule = Excluded, RulePrecondition
+			return rec
+		}
+	}
+	if len(missing) > 0 {
+		rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("field %s that the action changes is missing", missing[0])
+		return rec
+	}
+	rec.Disposition = Member
+	return rec
+}
+
+func filterField(r *upstream.Resource, name string) string {
+	if fc := r.Config.Filters[name]; fc != nil && fc.Field != "" {
+		return fc.Field
+	}
+	return name
+}
+
+// Preview scans the scope (or reads the named ids), classifies every
+// record, streams the records into the store, and freezes the selection
+// with its digest.
+func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewResult, error) {
+	r, a := req.Resource, req.Action
+	now := p.Clock.Now()
+	act := Action{Type: a.Name, Params: req.Params}
+	actionDigest, err := ActionDigest(act)
+	if err != nil {
+		return nil, err
+	}
+	kind := KindScope
+	if req.IDs != nil {
+		kind = KindExplicit
+	}
+	ttl := r.SelectionTTL()
+	if a.Config.ExpiresAfter > 0 {
+		ttl = a.Config.ExpiresAfter
+	}
+	sel := &Selection{
+		ID: "sel_" + uuid.NewString(), Resource: r.Name, Environment: req.Environment, Upstream: r.Host(), Kind: kind,
+		Selector: Selector{Filter: nonNil(req.Filter), Exclude: req.Exclude, IDs: req.IDs},
+		Action:   act, ActionDigest: actionDigest, ActionSpecDigest: a.SpecDigest, State: StateBuilding,
+		CreatedAt: now, ExpiresAt: now.Add(ttl), RequestedBy: req.RequestedBy, Compensates: req.Compensates,
+	}
+	if sel.Selector.Exclude == nil {
+		sel.Selector.Exclude = []upstream.RuleConfig{}
+	}
+	if err := p.Store.CreateSelection(ctx, sel); err != nil {
+		return nil, err
+	}
+	c := &classifier{ctx: ctx, store: p.Store, sel: sel, req: req, review: r.ReviewFields(), groups: reviewGroups(r),
+		effect: a.EffectFields(), excl: map[int]int{}, gcount: map[string]map[string]*upstream.Group{}, bcount: map[string]map[string]*upstream.Group{}}
+
+	var out upstream.Outcome
+	if kind == KindScope {
+		scan := r.NewScan(upstream.ScanSpec{Filter: req.Filter, RequestID: req.RequestID, Sink: c})
+		if err := scan.Run(ctx, req.Budget); err != nil {
+			p.fail(sel)
+			return nil, err
+		}
+		out = scan.Outcome()
+	} else {
+		out, err = p.readExplicit(ctx, req, c)
+		if err != nil {
+			p.fail(sel)
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	err = c.flushLocked()
+	c.mu.Unlock()
+	if err != nil {
+		p.fail(sel)
+		return nil, err
+	}
+
+	sum := c.sum
+	sum.Groups = groupList(c.gcount)
+	sum.Effect = p.effects(a, req.Params, c.bcount)
+	sum.Exclusions = exclusionList(req.Exclude, c.excl)
+	sum.ScanReasons = out.Reasons
+	sum.Warnings = out.Warnings
+	sum.Snapshot = out.Snapshot
+	sum.Consistency = r.Consistency()
+	sum.Irreversible = append(append([]string(nil), a.Config.Irreversible...), req.Irreversible...)
+	sum.Coverage = &envelope.Coverage{Pages: out.Pages, ItemsScanned: out.ItemsScanned, TotalMatched: out.Matched,
+		TotalRelation: envelope.RelationEq, ElapsedMS: out.Elapsed.Milliseconds(), Sources: out.Sources}
+	if !out.ScanComplete {
+		sum.Coverage.TotalRelation = envelope.RelationGte
+	}
+	if sum.Coverage.Sources == nil {
+		sum.Coverage.Sources = []envelope.SourceCoverage{}
+	}
+	sel.Summary = sum
+	sel.Blockers = blockers(out, sum, a)
+	sel.Committable = len(sel.Blockers) == 0
+
+	d, err := NewDigester(sel)
+	if err != nil {
+		p.fail(sel)
+		return nil, err
+	}
+	if err := p.Store.EachRecord(ctx, sel.ID, d.Add); err != nil {
+		p.fail(sel)
+		return nil, err
+	}
+	if sel.Digest, err = d.Sum(); err != nil {
+		p.fail(sel)
+		return nil, err
+	}
+	sel.State = StateReady
+	fin := p.Clock.Now()
+	sel.FinishedAt = &fin
+	sel.ExpiresAt = fin.Add(ttl)
+	if err := p.Store.FinishSelection(ctx, sel); err != nil {
+		return nil, err
+	}
+	return &PreviewResult{Selection: sel, Outcome: out}, nil
+}
+
+func (p *Previewer) fail(sel *Selection) {
+	sel.State = StateFailed
+	// Best effort: a failed selection is never committable either way.
+	if err := p.Store.FinishSelection(context.WithoutCancel(context.Background()), sel); err != nil && p.Logger != nil {
+		p.Logger.Warn("could not mark selection failed", "selection_id", sel.ID, "err", err)
+	}
+}
+
+func reviewGroups(r *upstream.Resource) []string {
+	if len(r.Config.ReviewGroups) > 0 {
+		return r.Config.ReviewGroups
+	}
+	var out []string
+	for _, f := range r.ReviewFields() {
+		if fc, ok := r.Field(f); ok && len(fc.Enum) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// readExplicit reads each named id through the resource's get endpoint.
+func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *classifier) (upstream.Outcome, error) {
+	r := req.Resource
+	ids := append([]string(nil), req.IDs...)
+	sort.Strings(ids)
+	var out upstream.Outcome
+	start := time.Now()
+	for i, id := range ids {
+		if i > 0 && id == ids[i-1] {
+			continue
+		}
+		doc, version, found, err := r.Read(ctx, id, req.RequestID)
+		if err != nil {
+			return out, readError(err)
+		}
+		out.Pages++
+		if !found {
+			if err := c.add(Record{ID: id, Disposition: Excluded, Rule: RuleNotFound, Note: "not found"}); err != nil {
+				return out, err
+			}
+			continue
+		}
+		out.ItemsScanned++
+		if !r.Matches(doc, req.Filter) {
+			if err := c.add(Record{ID: id, Disposition: Excluded, Rule: RuleFilter, Version: version}); err != nil {
+				return out, err
+			}
+			continue
+		}
+		out.Matched++
+		if err := c.add(c.classify(id, version, r.Name, doc)); err != nil {
+			return out, err
+		}
+	}
+	out.Elapsed = time.Since(start)
+	out.ScanComplete = true
+	out.Continuation = envelope.ContinueNone
+	out.Sources = []envelope.SourceCoverage{{Name: r.Name, Status: envelope.SourceComplete, Pages: out.Pages, ItemsScanned: out.ItemsScanned}}
+	return out, nil
+}
+
+// readError maps a failed single-item read to a scan error.
+func readError(err error) error {
+	var he *upstream.HTTPError
+	if errors.As(err, &he) && he.Kind == upstream.FailStatus {
+		code := envelope.ProblemUpstreamRejected
+		switch he.Status {
+		case 401:
+			code = envelope.ProblemUpstreamAuth
+		case 403:
+			code = envelope.ProblemUpstreamForbidden
+		}
+		return &upstream.ScanError{Code: code, Status: he.Status, Err: err}
+	}
+	if upstream.IsBadResponse(err) {
+		return &upstream.ScanError{Code: envelope.ProblemUpstreamBadResponse, Err: err, Detail: "The upstream's item did not match the configured shape."}
+	}
+	return &upstream.ScanError{Code: envelope.ProblemUpstreamUnavailable, Err: err, Detail: "The upstream did not answer while airlock read the named ids."}
+}
+
+func groupList(m map[string]map[string]*upstream.Group) map[string][]upstream.Group {
+	out := map[string][]upstream.Group{}
+	for dim, vals := range m {
+		var gs []upstream.Group
+		for _, g := range vals {
+			gs = append(gs, *g)
+		}
+		sort.Slice(gs, func(i, j int) bool {
+			if gs[i].Count != gs[j].Count {
+				return gs[i].Count > gs[j].Count
+			}
+			return string(mustCanonical(gs[i].Value)) < string(mustCanonical(gs[j].Value))
+		})
+		out[dim] = gs
+	}
+	return out
+}
+
+func (p *Previewer) effects(a *upstream.Action, params map[string]any, before map[string]map[string]*upstream.Group) []Effect {
+	after, _ := a.After(params)
+	var out []Effect
+	for _, f := range a.EffectFields() {
+		bs := groupList(map[string]map[string]*upstream.Group{f: before[f]})[f]
+		if bs == nil {
+			bs = []upstream.Group{}
+		}
+		out = append(out, Effect{Field: f, After: after[f], Before: bs})
+	}
+	return out
+}
+
+func exclusionList(rules []upstream.RuleConfig, counts map[int]int) []ExclusionCount {
+	var out []ExclusionCount
+	for i, r := range rules {
+		out = append(out, ExclusionCount{Rule: i, Field: r.Field, Op: r.Op, Value: r.Value, Reason: r.Reason, Count: counts[i]})
+	}
+	for _, special := range []struct {
+		rule   int
+		reason string
+	}{
+		{RulePrecondition, "fails the action's precondition"},
+		{RuleFilter, "does not match the filter"},
+		{RuleNotFound, "named id not found"},
+	} {
+		if n := counts[special.rule]; n > 0 {
+			out = append(out, ExclusionCount{Rule: special.rule, Reason: special.reason, Count: n})
+		}
+	}
+	if out == nil {
+		out = []ExclusionCount{}
+	}
+	return out
+}
+
+func blockers(out upstream.Outcome, sum Summary, a *upstream.Action) []Blocker {
+	var bs []Blocker
+	bs = append(bs, out.Reasons...)
+	if sum.Ambiguous > 0 {
+		b := envelope.Reason{Code: BlockAmbiguous, Message: mustMessage(BlockAmbiguous), Count: envelope.Ptr(sum.Ambiguous)}
+		bs = append(bs, b)
+	}
+	if sum.Members > a.Config.MaxTargets {
+		b := envelope.Reason{Code: BlockMaxTargets, Message: mustMessage(BlockMaxTargets), Limit: envelope.Ptr(a.Config.MaxTargets), LimitSource: envelope.LimitAirlock, Count: envelope.Ptr(sum.Members)}
+		bs = append(bs, b)
+	}
+	if bs == nil {
+		bs = []Blocker{}
+	}
+	return bs
+}
+
+func mustMessage(code string) string {
+	c, ok := envelope.Lookup(code)
+	if !ok {
+		panic("selection: unregistered code " + code)
+	}
+	return c.Message
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,657 @@
+package selection
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+)
+
+// SQLite is the default Store: one file, WAL mode. Writes go through a
+// single connection; reads use a small pool.
+type SQLite struct {
+	w, r *sql.DB
+	path string
+}
+
+// DefaultStorePath is the store under the user's state directory:
+// $XDG_STATE_HOME/airlock/airlock.db, else ~/.local/state/airlock/airlock.db.
+func DefaultStorePath() (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no state directory: %w", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "airlock", "airlock.db"), nil
+}
+
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS selections (
+	id TEXT PRIMARY KEY,
+	doc TEXT NOT NULL,
+	state TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS records (
+	selection_id TEXT NOT NULL,
+	id TEXT NOT NULL,
+	disposition TEXT NOT NULL,
+	rule INTEGER NOT NULL,
+	note TEXT NOT NULL,
+	version TEXT NOT NULL,
+	source TEXT NOT NULL,
+	review TEXT NOT NULL,
+	before TEXT NOT NULL,
+	groups TEXT NOT NULL,
+	PRIMARY KEY (selection_id, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS operations (
+	id TEXT PRIMARY KEY,
+	selection_id TEXT NOT NULL,
+	action_digest TEXT NOT NULL,
+	mode TEXT NOT NULL,
+	status TEXT NOT NULL,
+	doc TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS operations_once ON operations(selection_id, action_digest) WHERE mode = 'execute';
+CREATE INDEX IF NOT EXISTS operations_by_selection ON operations(selection_id, created_at);
+CREATE TABLE IF NOT EXISTS targets (
+	operation_id TEXT NOT NULL,
+	id TEXT NOT NULL,
+	outcome TEXT NOT NULL,
+	version TEXT NOT NULL,
+	before TEXT NOT NULL,
+	doc TEXT NOT NULL,
+	PRIMARY KEY (operation_id, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS targets_by_outcome ON targets(operation_id, outcome, id);
+CREATE TABLE IF NOT EXISTS approvals (
+	id TEXT PRIMARY KEY,
+	selection_id TEXT NOT NULL,
+	doc TEXT NOT NULL,
+	used_by TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS approvals_by_selection ON approvals(selection_id, created_at);
+CREATE TABLE IF NOT EXISTS audit (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	at INTEGER NOT NULL,
+	operation_id TEXT NOT NULL,
+	selection_id TEXT NOT NULL,
+	doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_by_operation ON audit(operation_id, seq);
+CREATE INDEX IF NOT EXISTS audit_by_selection ON audit(selection_id, seq);
+`
+
+// OpenSQLite opens (creating if needed) the store at path.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store directory: %w", err)
+	}
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"} {
+		q.Add("_pragma", p)
+	}
+	dsn := "file:" + path + "?" + q.Encode()
+	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	r.SetMaxOpenConns(4)
+	s := &SQLite{w: w, r: r, path: path}
+	if _, err := w.ExecContext(ctx, sqliteSchema); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store schema: %w", err)
+	}
+	_ = os.Chmod(path, 0o600)
+	return s, nil
+}
+
+// Path is the store's file.
+func (s *SQLite) Path() string { return s.path }
+
+// Close closes the store.
+func (s *SQLite) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("selection: marshal: " + err.Error())
+	}
+	return string(b)
+}
+
+func (s *SQLite) CreateSelection(ctx context.Context, sel *Selection) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO selections (id, doc, state, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		sel.ID, mustJSON(sel), sel.State, sel.CreatedAt.UnixNano(), sel.ExpiresAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("create selection: %w", err)
+	}
+	return nil
+}
+
+func (s *SQLite) PutRecords(ctx context.Context, selectionID string, recs []Record) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("put records: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO records (selection_id, id, disposition, rule, note, version, source, review, before, groups)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("put records: %w", err)
+	}
+	defer stmt.Close()
+	for _, r := range recs {
+		if _, err := stmt.ExecContext(ctx, selectionID, r.ID, r.Disposition, r.Rule, r.Note, r.Version, r.Source,
+			mustJSON(nonNil(r.Review)), mustJSON(nonNil(r.Before)), mustJSON(nonNil(r.Groups))); err != nil {
+			return fmt.Errorf("put record %q: %w", r.ID, err)
+		}
+	}
+	return tx.Commit()
+}
+
+func nonNil(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func (s *SQLite) FinishSelection(ctx context.Context, sel *Selection) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE selections SET doc = ?, state = ?, expires_at = ? WHERE id = ?`,
+		mustJSON(sel), sel.State, sel.ExpiresAt.UnixNano(), sel.ID)
+	if err != nil {
+		return fmt.Errorf("finish selection: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func (s *SQLite) Selection(ctx context.Context, id string) (*Selection, error) {
+	var doc string
+	err := s.r.QueryRowContext(ctx, `SELECT doc FROM selections WHERE id = ?`, id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read selection: %w", err)
+	}
+	var sel Selection
+	if err := unmarshal(doc, &sel); err != nil {
+		return nil, err
+	}
+	return &sel, nil
+}
+
+func unmarshal(doc string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode stored document: %w", err)
+	}
+	return nil
+}
+
+func scanRecord(rows *sql.Rows) (Record, error) {
+	var r Record
+	var review, before, groups string
+	if err := rows.Scan(&r.ID, &r.Disposition, &r.Rule, &r.Note, &r.Version, &r.Source, &review, &before, &groups); err != nil {
+		return r, err
+	}
+	if err := errors.Join(unmarshal(review, &r.Review), unmarshal(before, &r.Before), unmarshal(groups, &r.Groups)); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+const recordCols = `id, disposition, rule, note, version, source, review, before, groups`
+
+func (s *SQLite) Records(ctx context.Context, selectionID string, q RecordQuery) ([]Record, error) {
+	where := []string{"selection_id = ?", "id > ?"}
+	args := []any{selectionID, q.After}
+	if q.Disposition != "" {
+		where = append(where, "disposition = ?")
+		args = append(args, q.Disposition)
+	}
+	for _, k := range sortedKeys(q.Group) {
+		where = append(where, "json_extract(groups, ?) IS json_extract(?, '$')")
+		args = append(args, "$."+quoteJSONKey(k), q.Group[k])
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	args = append(args, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+recordCols+` FROM records WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read records: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read records: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// quoteJSONKey quotes a key for a JSON path.
+func quoteJSONKey(k string) string {
+	b, _ := json.Marshal(k)
+	return string(b)
+}
+
+func (s *SQLite) EachRecord(ctx context.Context, selectionID string, fn func(Record) error) error {
+	// Page by keyset so that no read transaction is held open for long.
+	after := ""
+	for {
+		recs, err := s.Records(ctx, selectionID, RecordQuery{After: after, Limit: 2000})
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(recs) < 2000 {
+			return nil
+		}
+		after = recs[len(recs)-1].ID
+	}
+}
+
+func (s *SQLite) CreateOperation(ctx context.Context, op *Operation) (*Operation, bool, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("create operation: %w", err)
+	}
+	defer tx.Rollback()
+	if op.Mode == ModeExecute {
+		var doc string
+		err := tx.QueryRowContext(ctx, `SELECT doc FROM operations WHERE selection_id = ? AND action_digest = ? AND mode = 'execute'`,
+			op.SelectionID, op.ActionDigest).Scan(&doc)
+		if err == nil {
+			var existing Operation
+			if err := unmarshal(doc, &existing); err != nil {
+				return nil, false, err
+			}
+			return &existing, false, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, false, fmt.Errorf("create operation: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO operations (id, selection_id, action_digest, mode, status, doc, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		op.ID, op.SelectionID, op.ActionDigest, op.Mode, op.Status, mustJSON(op), op.CreatedAt.UnixNano(), op.UpdatedAt.UnixNano()); err != nil {
+		return nil, false, fmt.Errorf("create operation: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, fmt.Errorf("create operation: %w", err)
+	}
+	return op, true, nil
+}
+
+func (s *SQLite) Operation(ctx context.Context, id string) (*Operation, error) {
+	var doc string
+	err := s.r.QueryRowContext(ctx, `SELECT doc FROM operations WHERE id = ?`, id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read operation: %w", err)
+	}
+	var op Operation
+	return &op, unmarshal(doc, &op)
+}
+
+func (s *SQLite) OperationsOf(ctx context.Context, selectionID string) ([]*Operation, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT doc FROM operations WHERE selection_id = ? ORDER BY created_at, id`, selectionID)
+	if err != nil {
+		return nil, fmt.Errorf("read operations: %w", err)
+	}
+	defer rows.Close()
+	var out []*Operation
+	for rows.Next() {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			return nil, err
+		}
+		var op Operation
+		if err := unmarshal(doc, &op); err != nil {
+			return nil, err
+		}
+		out = append(out, &op)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) UpdateOperation(ctx context.Context, op *Operation) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE operations SET status = ?, doc = ?, updated_at = ? WHERE id = ?`,
+		op.Status, mustJSON(op), op.UpdatedAt.UnixNano(), op.ID)
+	if err != nil {
+		return fmt.Errorf("update operation: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func (s *SQLite) InitTargets(ctx context.Context, operationID, selectionID string) (int, error) {
+	res, err := s.w.ExecContext(ctx, `INSERT INTO targets (operation_id, id, outcome, version, before, doc)
+		SELECT ?, id, 'pending', version, before, '{}' FROM records WHERE selection_id = ? AND disposition = 'member'`,
+		operationID, selectionID)
+	if err != nil {
+		return 0, fmt.Errorf("init targets: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// targetDoc is what a target row keeps besides its key, outcome, version
+// and before-values.
+type targetDoc struct {
+	HTTPStatus int            `json:"http_status,omitempty"`
+	Problem    any            `json:"problem,omitempty"`
+	Note       string         `json:"note,omitempty"`
+	After      map[string]any `json:"after,omitempty"`
+	RequestID  string         `json:"request_id,omitempty"`
+	Attempts   int            `json:"attempts,omitempty"`
+	AttemptAt  *time.Time     `json:"attempt_at,omitempty"`
+	DoneAt     *time.Time     `json:"done_at,omitempty"`
+}
+
+func (s *SQLite) Journal(ctx context.Context, operationID string, entries []Target) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `UPDATE targets SET outcome = ?, version = ?, doc = ? WHERE operation_id = ? AND id = ?`)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer stmt.Close()
+	for _, t := range entries {
+		doc := targetDoc{HTTPStatus: t.HTTPStatus, Note: t.Note, After: t.After, RequestID: t.RequestID,
+			Attempts: t.Attempts, AttemptAt: t.AttemptAt, DoneAt: t.DoneAt}
+		if t.Problem != nil {
+			doc.Problem = t.Problem
+		}
+		res, err := stmt.ExecContext(ctx, t.Outcome, t.Version, mustJSON(doc), operationID, t.ID)
+		if err != nil {
+			return fmt.Errorf("journal %q: %w", t.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("journal %q: %w", t.ID, ErrNotFound)
+		}
+	}
+	return tx.Commit()
+}
+
+func (s *SQLite) Targets(ctx context.Context, operationID string, q TargetQuery) ([]Target, error) {
+	where := "operation_id = ? AND id > ?"
+	args := []any{operationID, q.After}
+	if q.Outcome != "" {
+		where += " AND outcome = ?"
+		args = append(args, q.Outcome)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	args = append(args, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, outcome, version, before, doc FROM targets WHERE `+where+` ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read targets: %w", err)
+	}
+	defer rows.Close()
+	var out []Target
+	for rows.Next() {
+		var t Target
+		var before, doc string
+		if err := rows.Scan(&t.ID, &t.Outcome, &t.Version, &before, &doc); err != nil {
+			return nil, fmt.Errorf("read targets: %w", err)
+		}
+		t.OperationID = operationID
+		if err := decodeTarget(&t, before, doc); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func decodeTarget(t *Target, before, doc string) error {
+	var d struct {
+		targetDoc
+		Problem json.RawMessage `json:"problem,omitempty"`
+	}
+	if err := errors.Join(unmarshal(before, &t.Before), unmarshal(doc, &d)); err != nil {
+		return err
+	}
+	t.HTTPStatus, t.Note, t.After, t.RequestID, t.Attempts, t.AttemptAt, t.DoneAt =
+		d.HTTPStatus, d.Note, d.After, d.RequestID, d.Attempts, d.AttemptAt, d.DoneAt
+	if len(d.Problem) > 0 {
+		if err := json.Unmarshal(d.Problem, &t.Problem); err != nil {
+			return fmt.Errorf("decode target problem: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *SQLite) CountTargets(ctx context.Context, operationID string) (map[string]int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT outcome, COUNT(*) FROM targets WHERE operation_id = ? GROUP BY outcome`, operationID)
+	if err != nil {
+		return nil, fmt.Errorf("count targets: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var k string
+		var n int
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) Recover(ctx context.Context, staleBefore time.Time) ([]string, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT doc FROM operations WHERE status = ? AND updated_at < ?`, OpRunning, staleBefore.UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	var ops []*Operation
+	for rows.Next() {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		var op Operation
+		if err := unmarshal(doc, &op); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ops = append(ops, &op)
+	}
+	rows.Close()
+	var ids []string
+	for _, op := range ops {
+		if _, err := tx.ExecContext(ctx, `UPDATE targets SET outcome = 'unknown',
+			doc = json_set(doc, '$.note', 'airlock stopped while this write was in flight; its outcome was not observed')
+			WHERE operation_id = ? AND outcome = 'in_flight'`, op.ID); err != nil {
+			return nil, fmt.Errorf("recover: %w", err)
+		}
+		op.Status = OpInterrupted
+		op.StopReason = "airlock stopped while the operation was running; writes in flight are unknown until reconciled"
+		if _, err := tx.ExecContext(ctx, `UPDATE operations SET status = ?, doc = ? WHERE id = ?`, op.Status, mustJSON(op), op.ID); err != nil {
+			return nil, fmt.Errorf("recover: %w", err)
+		}
+		ids = append(ids, op.ID)
+	}
+	return ids, tx.Commit()
+}
+
+func (s *SQLite) Meta(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return v, err
+}
+
+func (s *SQLite) SetMetaIfAbsent(ctx context.Context, key string, value []byte) ([]byte, error) {
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, key, value); err != nil {
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	var v []byte
+	if err := s.w.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v); err != nil {
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	return v, nil
+}
+
+func (s *SQLite) PutApproval(ctx context.Context, a *Approval) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO approvals (id, selection_id, doc, used_by, created_at) VALUES (?, ?, ?, ?, ?)`,
+		a.ID, a.SelectionID, mustJSON(a), a.UsedBy, a.CreatedAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("put approval: %w", err)
+	}
+	return nil
+}
+
+func (s *SQLite) Approvals(ctx context.Context, selectionID string) ([]*Approval, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT doc FROM approvals WHERE selection_id = ? ORDER BY created_at, id`, selectionID)
+	if err != nil {
+		return nil, fmt.Errorf("read approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []*Approval
+	for rows.Next() {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			return nil, err
+		}
+		var a Approval
+		if err := unmarshal(doc, &a); err != nil {
+			return nil, err
+		}
+		out = append(out, &a)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) UseApproval(ctx context.Context, approvalID, operationID string, at time.Time) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("use approval: %w", err)
+	}
+	defer tx.Rollback()
+	var doc, usedBy string
+	err = tx.QueryRowContext(ctx, `SELECT doc, used_by FROM approvals WHERE id = ?`, approvalID).Scan(&doc, &usedBy)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("use approval: %w", err)
+	}
+	if usedBy != "" {
+		return ErrConflict
+	}
+	var a Approval
+	if err := unmarshal(doc, &a); err != nil {
+		return err
+	}
+	a.UsedAt, a.UsedBy = &at, operationID
+	if _, err := tx.ExecContext(ctx, `UPDATE approvals SET doc = ?, used_by = ? WHERE id = ? AND used_by = ''`, mustJSON(&a), operationID, approvalID); err != nil {
+		return fmt.Errorf("use approval: %w", err)
+	}
+	return tx.Commit()
+}
+
+func (s *SQLite) Audit(ctx context.Context, events []AuditEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer tx.Rollback()
+	for _, e := range events {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit (at, operation_id, selection_id, doc) VALUES (?, ?, ?, ?)`,
+			e.At.UnixNano(), e.OperationID, e.SelectionID, mustJSON(e)); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+func (s *SQLite) AuditTrail(ctx context.Context, operationID string) ([]AuditEvent, error) {
+	op, err := s.Operation(ctx, operationID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT doc FROM audit WHERE operation_id = ? OR (operation_id = '' AND selection_id = ?) ORDER BY seq`,
+		operationID, op.SelectionID)
+	if err != nil {
+		return nil, fmt.Errorf("read audit: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEvent
+	for rows.Next() {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			return nil, err
+		}
+		var e AuditEvent
+		if err := unmarshal(doc, &e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,313 @@
+// Package storetest is the contract suite every selection.Store must pass.
+// Call Run from a test in the implementation's package.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-mcp/airlock/selection"
+)
+
+// Opener returns a fresh, empty store for one test; Reopen (optional)
+// closes a store and opens the same data again, to check durability.
+type Opener struct {
+	Open   func(t *testing.T) selection.Store
+	Reopen func(t *testing.T, s selection.Store) selection.Store
+}
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func newSelection(id string) *selection.Selection {
+	return &selection.Selection{ID: id, Resource: "subscriptions", Environment: "test", Upstream: "api.test", Kind: selection.KindScope,
+		Selector: selection.Selector{Filter: map[string]any{"status": "past_due"}}, Action: selection.Action{Type: "pause", Params: map[string]any{}},
+		ActionDigest: "sha256:a", ActionSpecDigest: "sha256:s", State: selection.StateBuilding, CreatedAt: t0, ExpiresAt: t0.Add(15 * time.Minute),
+		Blockers: []selection.Blocker{}}
+}
+
+func rec(id, disp string, group any) selection.Record {
+	return selection.Record{ID: id, Disposition: disp, Version: "v-" + id, Review: map[string]any{"id": id, "n": json.Number("1.5")},
+		Before: map[string]any{"paused": false}, Groups: map[string]any{"region": group}}
+}
+
+// Run runs the contract suite.
+func Run(t *testing.T, o Opener) {
+	ctx := context.Background()
+	t.Run("SelectionRoundTrip", func(t *testing.T) {
+		s := o.Open(t)
+		if _, err := s.Selection(ctx, "sel_missing"); !errors.Is(err, selection.ErrNotFound) {
+			t.Fatalf("unknown selection: want ErrNotFound, got %v", err)
+		}
+		sel := newSelection("sel_1")
+		if err := s.CreateSelection(ctx, sel); err != nil {
+			t.Fatal(err)
+		}
+		sel.State, sel.Digest, sel.Committable = selection.StateReady, "sha256:d", true
+		sel.Summary.Members = 3
+		if err := s.FinishSelection(ctx, sel); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Selection(ctx, "sel_1")
+		if err != nil || got.State != selection.StateReady || got.Digest != "sha256:d" || !got.Committable || got.Summary.Members != 3 || !got.ExpiresAt.Equal(sel.ExpiresAt) {
+			t.Fatalf("round trip: %+v %v", got, err)
+		}
+		if err := s.FinishSelection(ctx, newSelection("sel_other")); !errors.Is(err, selection.ErrNotFound) {
+			t.Fatalf("finishing an unknown selection: want ErrNotFound, got %v", err)
+		}
+	})
+
+	t.Run("RecordsInByteOrderWithFilters", func(t *testing.T) {
+		s := o.Open(t)
+		sel := newSelection("sel_2")
+		if err := s.CreateSelection(ctx, sel); err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{"b", "B", "a", "10", "9", "é", "a-1", "Z"}
+		var recs []selection.Record
+		for i, id := range ids {
+			disp := selection.Member
+			if i%3 == 2 {
+				disp = selection.Excluded
+			}
+			var g any = "eu"
+			switch i % 4 {
+			case 1:
+				g = nil
+			case 2:
+				g = "null"
+			}
+			recs = append(recs, rec(id, disp, g))
+		}
+		if err := s.PutRecords(ctx, sel.ID, recs[:4]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutRecords(ctx, sel.ID, recs[4:]); err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(ids)
+		sort.Strings(want) // byte order
+		var got []string
+		after := ""
+		for {
+			page, err := s.Records(ctx, sel.ID, selection.RecordQuery{After: after, Limit: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, r := range page {
+				got = append(got, r.ID)
+			}
+			after = page[len(page)-1].ID
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("records in %v, want byte order %v", got, want)
+		}
+		var streamed []string
+		if err := s.EachRecord(ctx, sel.ID, func(r selection.Record) error { streamed = append(streamed, r.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(streamed, want) {
+			t.Fatalf("EachRecord in %v, want %v", streamed, want)
+		}
+		members, err := s.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, Limit: 100})
+		if err != nil || len(members) != 6 {
+			t.Fatalf("members: %d %v", len(members), err)
+		}
+		r := members[0]
+		if r.Version == "" || r.Review["n"] != json.Number("1.5") || r.Before["paused"] != false {
+			t.Fatalf("record fields lost: %+v", r)
+		}
+		nullGroup, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": "null"}, Limit: 100})
+		strGroup, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"null"`}, Limit: 100})
+		eu, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"eu"`}, Limit: 100})
+		if len(nullGroup) != 2 || len(strGroup) != 2 || len(eu) != 4 {
+			t.Fatalf("group filter: null %d, \"null\" %d, eu %d; want 2, 2, 4", len(nullGroup), len(strGroup), len(eu))
+		}
+	})
+
+	t.Run("OneExecuteOperationPerSelectionAndAction", func(t *testing.T) {
+		s := o.Open(t)
+		const n = 8
+		var wg sync.WaitGroup
+		created := make(chan string, n)
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				op := &selection.Operation{ID: fmt.Sprintf("op_%d", i), SelectionID: "sel_3", ActionDigest: "sha256:a", Mode: selection.ModeExecute,
+					Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0, Counts: map[string]int{}}
+				got, ok, err := s.CreateOperation(ctx, op)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if ok {
+					created <- got.ID
+				}
+			}()
+		}
+		wg.Wait()
+		close(created)
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if len(created) != 1 {
+			t.Fatalf("%d operations created for one selection and action, want 1", len(created))
+		}
+		dry := &selection.Operation{ID: "op_dry", SelectionID: "sel_3", ActionDigest: "sha256:a", Mode: selection.ModeDryRun, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+		if _, ok, err := s.CreateOperation(ctx, dry); err != nil || !ok {
+			t.Fatalf("a dry run is not limited to one: %v %v", ok, err)
+		}
+		other := &selection.Operation{ID: "op_other", SelectionID: "sel_3", ActionDigest: "sha256:b", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+		if _, ok, err := s.CreateOperation(ctx, other); err != nil || !ok {
+			t.Fatalf("another action on the same selection is another operation: %v %v", ok, err)
+		}
+		ops, err := s.OperationsOf(ctx, "sel_3")
+		if err != nil || len(ops) != 3 {
+			t.Fatalf("operations of the selection: %d %v", len(ops), err)
+		}
+	})
+
+	t.Run("JournalIsAtomicAndOrdered", func(t *testing.T) {
+		s := o.Open(t)
+		sel := newSelection("sel_4")
+		_ = s.CreateSelection(ctx, sel)
+		_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("t1", selection.Member, "eu"), rec("t2", selection.Member, "eu"), rec("t3", selection.Excluded, "eu")})
+		op := &selection.Operation{ID: "op_4", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+		_, _, _ = s.CreateOperation(ctx, op)
+		n, err := s.InitTargets(ctx, op.ID, sel.ID)
+		if err != nil || n != 2 {
+			t.Fatalf("targets are the members: %d %v", n, err)
+		}
+		ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+		if len(ts) != 2 || ts[0].Outcome != selection.TargetPending || ts[0].Version != "v-t1" || ts[0].Before["paused"] != false {
+			t.Fatalf("initial targets: %+v", ts)
+		}
+		now := t0.Add(time.Second)
+		err = s.Journal(ctx, op.ID, []selection.Target{
+			{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1"},
+			{ID: "nope", Outcome: selection.TargetSucceeded},
+		})
+		if err == nil {
+			t.Fatal("journaling an unknown target must fail")
+		}
+		ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+		if ts[0].Outcome != selection.TargetPending {
+			t.Fatalf("a failed journal call applied part of its entries: %+v", ts[0])
+		}
+		if err := s.Journal(ctx, op.ID, []selection.Target{
+			{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1", Version: "v-t1"},
+			{ID: "t1", Outcome: selection.TargetSucceeded, Attempts: 1, AttemptAt: &now, DoneAt: &now, HTTPStatus: 200, After: map[string]any{"paused": true}, Version: "v-t1"},
+			{ID: "t2", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, Version: "v-t2"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+		if ts[0].Outcome != selection.TargetSucceeded || ts[0].HTTPStatus != 200 || ts[0].After["paused"] != true || ts[0].Before["paused"] != false {
+			t.Fatalf("entries apply in order: %+v", ts[0])
+		}
+		succeeded, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Outcome: selection.TargetSucceeded, Limit: 10})
+		if len(succeeded) != 1 || succeeded[0].ID != "t1" {
+			t.Fatalf("outcome filter: %+v", succeeded)
+		}
+		counts, _ := s.CountTargets(ctx, op.ID)
+		if counts[selection.TargetSucceeded] != 1 || counts[selection.TargetInFlight] != 1 {
+			t.Fatalf("counts %v", counts)
+		}
+		// Recovery: a stale running operation is interrupted; its in-flight
+		// target becomes unknown, never failed or pending.
+		ids, err := s.Recover(ctx, t0.Add(time.Hour))
+		if err != nil || len(ids) != 1 || ids[0] != op.ID {
+			t.Fatalf("recover: %v %v", ids, err)
+		}
+		got, _ := s.Operation(ctx, op.ID)
+		ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+		if got.Status != selection.OpInterrupted || ts[1].Outcome != selection.TargetUnknown || ts[1].Note == "" || ts[0].Outcome != selection.TargetSucceeded {
+			t.Fatalf("after recovery: %s, %+v", got.Status, ts)
+		}
+		if ids, _ := s.Recover(ctx, t0.Add(2*time.Hour)); len(ids) != 0 {
+			t.Fatalf("recovering twice interrupts nothing more: %v", ids)
+		}
+	})
+
+	t.Run("RecoverLeavesFreshOperationsAlone", func(t *testing.T) {
+		s := o.Open(t)
+		op := &selection.Operation{ID: "op_fresh", SelectionID: "sel_5", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0.Add(time.Hour)}
+		_, _, _ = s.CreateOperation(ctx, op)
+		if ids, _ := s.Recover(ctx, t0.Add(time.Minute)); len(ids) != 0 {
+			t.Fatalf("an operation updated after the cut-off is not stale: %v", ids)
+		}
+	})
+
+	t.Run("MetaApprovalsAudit", func(t *testing.T) {
+		s := o.Open(t)
+		v, err := s.SetMetaIfAbsent(ctx, "k", []byte("first"))
+		if err != nil || string(v) != "first" {
+			t.Fatalf("meta: %q %v", v, err)
+		}
+		if v, _ := s.SetMetaIfAbsent(ctx, "k", []byte("second")); string(v) != "first" {
+			t.Fatalf("meta is set once: %q", v)
+		}
+		a := &selection.Approval{ID: "apr_1", SelectionID: "sel_6", Digest: "sha256:d", ActionDigest: "sha256:a", Decision: selection.DecisionApproved,
+			Who: "alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), Acknowledgements: []string{}}
+		if err := s.PutApproval(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UseApproval(ctx, "apr_1", "op_1", t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UseApproval(ctx, "apr_1", "op_2", t0); !errors.Is(err, selection.ErrConflict) {
+			t.Fatalf("an approval is used once: %v", err)
+		}
+		list, _ := s.Approvals(ctx, "sel_6")
+		if len(list) != 1 || list[0].UsedBy != "op_1" {
+			t.Fatalf("approvals: %+v", list)
+		}
+		op := &selection.Operation{ID: "op_a", SelectionID: "sel_6", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpCompleted, CreatedAt: t0, UpdatedAt: t0}
+		_, _, _ = s.CreateOperation(ctx, op)
+		events := []selection.AuditEvent{
+			{At: t0, Kind: selection.AuditDecision, SelectionID: "sel_6", Event: "approved", Actor: "alice"},
+			{At: t0.Add(time.Second), Kind: selection.AuditCall, OperationID: "op_a", SelectionID: "sel_6", Event: "write", Method: "POST", Status: 200},
+			{At: t0, Kind: selection.AuditDecision, SelectionID: "sel_other", Event: "approved"},
+		}
+		if err := s.Audit(ctx, events); err != nil {
+			t.Fatal(err)
+		}
+		trail, err := s.AuditTrail(ctx, "op_a")
+		if err != nil || len(trail) != 2 || trail[0].Event != "approved" || trail[1].Method != "POST" {
+			t.Fatalf("audit trail: %+v %v", trail, err)
+		}
+	})
+
+	if o.Reopen != nil {
+		t.Run("SurvivesReopen", func(t *testing.T) {
+			s := o.Open(t)
+			sel := newSelection("sel_7")
+			_ = s.CreateSelection(ctx, sel)
+			_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("x", selection.Member, "eu")})
+			op := &selection.Operation{ID: "op_7", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+			_, _, _ = s.CreateOperation(ctx, op)
+			_, _ = s.InitTargets(ctx, op.ID, sel.ID)
+			now := t0
+			if err := s.Journal(ctx, op.ID, []selection.Target{{ID: "x", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now}}); err != nil {
+				t.Fatal(err)
+			}
+			s = o.Reopen(t, s)
+			ts, err := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+			if err != nil || len(ts) != 1 || ts[0].Outcome != selection.TargetInFlight {
+				t.Fatalf("the journal did not survive a reopen: %+v %v", ts, err)
+			}
+		})
+	}
+}

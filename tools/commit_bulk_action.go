@@ -1,0 +1,183 @@
+package tools
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/selection"
+)
+
+type commitArgs struct {
+	SelectionID    string     `json:"selection_id"`
+	ExpectedDigest string     `json:"expected_digest"`
+	Action         *actionArg `json:"action"`
+	Mode           string     `json:"mode"`
+	IdempotencyKey string     `json:"idempotency_key"`
+	Resume         bool       `json:"resume"`
+	WaitMS         *int       `json:"wait_ms"`
+}
+
+func commitInputSchema() map[string]any {
+	return map[string]any{
+		"type": "object", "additionalProperties": false,
+		"required": []any{"selection_id", "expected_digest", "action", "mode"},
+		"properties": map[string]any{
+			"selection_id":    map[string]any{"type": "string", "minLength": 1, "examples": []any{"sel_…"}},
+			"expected_digest": map[string]any{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$", "examples": []any{"sha256:…"}, "description": "The digest preview_selection returned."},
+			"action":          actionSchema,
+			"mode": map[string]any{"enum": []any{"execute", "dry_run"}, "examples": []any{"dry_run"},
+				"description": "Required, no default: dry_run runs every check and reports per target what would happen, writing nothing; execute writes."},
+			"idempotency_key": map[string]any{"type": "string", "minLength": 8, "maxLength": 200, "examples": []any{"pause-eu-2026-12-02"},
+				"description": "Optional. The natural key is (selection, action): committing them again returns the existing operation."},
+			"resume": map[string]any{"type": "boolean", "examples": []any{true},
+				"description": "Continue an interrupted operation: unknown targets are reconciled by re-reading them, then the targets that never started run."},
+			"wait_ms": map[string]any{"type": "integer", "minimum": 0, "maximum": 120000, "examples": []any{20000},
+				"description": "How long to wait for the operation before answering status running (default 20000)."},
+		},
+	}
+}
+
+func operationDataSchema() map[string]any {
+	return map[string]any{
+		"type":     "object",
+		"required": []any{"operation_id", "status", "mode", "counts", "total", "results"},
+		"properties": map[string]any{
+			"operation_id": map[string]any{"type": "string"},
+			"status":       map[string]any{"enum": []any{"running", "completed", "completed_with_failures", "stopped", "interrupted"}},
+			"mode":         map[string]any{"enum": []any{"execute", "dry_run"}},
+			"counts":       map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "integer"}},
+			"total":        map[string]any{"type": "integer"},
+			"results":      map[string]any{"type": "array"},
+		},
+	}
+}
+
+// CommitBulkAction is the commit_bulk_action tool.
+func CommitBulkAction(d *Deps) Spec {
+	return Spec{
+		Name:  "commit_bulk_action",
+		Title: "Commit an action to a frozen selection",
+		Description: `Run the previewed action on exactly the members of a frozen selection. Requires selection_id, expected_digest and the same action (type and params) that preview_selection returned, and mode (execute or dry_run; no default). Every target's outcome is journaled: succeeded, failed, skipped (precondition changed, not found) or unknown (sent, no answer observed; reconciled by re-reading, never blindly re-sent). Committing the same selection and action again returns the existing operation.
+Answers operation_id, status, counts and the first results; OPERATION_RUNNING means poll get_operation.
+Problems (nothing was written, state_changed none): SELECTION_NOT_FOUND, SELECTION_EXPIRED, SELECTION_STALE (preview again), DIGEST_MISMATCH, ACTION_MISMATCH, SELECTION_NOT_COMMITTABLE, ALREADY_COMMITTED, INVALID_ARGUMENTS.`,
+		Input:   commitInputSchema(),
+		Data:    operationDataSchema(),
+		Hints:   NewHints(false, true, true, true),
+		Writes:  true,
+		Handler: d.commit,
+	}
+}
+
+func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
+	var a commitArgs
+	errs, bad := decodeArgs("commit_bulk_action", commitInputSchema(), call.Raw, &a)
+	if bad["selection_id"] {
+		return invalidWrite(errs)
+	}
+	sel, fail := d.loadSelection(ctx, a.SelectionID)
+	if fail != nil {
+		fail.Problem.StateChanged = envelope.StateNone
+		return fail
+	}
+	if r := d.Runtime.Resources[sel.Resource]; r != nil && a.Action != nil && !bad["action"] {
+		if _, aerrs := checkAction(r, d.Runtime, a.Action, "action"); len(aerrs) > 0 {
+			errs = append(errs, aerrs...)
+		}
+	}
+	if len(errs) > 0 {
+		return invalidWrite(errs)
+	}
+	wait := 20 * time.Second
+	if a.WaitMS != nil {
+		wait = time.Duration(*a.WaitMS) * time.Millisecond
+	}
+	params := a.Action.Params
+	if params == nil {
+		params = map[string]any{}
+	}
+	req := selection.CommitRequest{
+		SelectionID: a.SelectionID, ExpectedDigest: a.ExpectedDigest, Action: selection.Action{Type: a.Action.Type, Params: params},
+		Mode: a.Mode, IdempotencyKey: a.IdempotencyKey, Resume: a.Resume, Wait: wait, RequestID: call.RequestID, Who: call.Client,
+	}
+	var waiting atomic.Bool
+	waiting.Store(true)
+	defer waiting.Store(false)
+	if tok := progressToken(call); tok != nil {
+		srv := server.ServerFromContext(ctx)
+		req.Progress = func(done, total int) {
+			// A notification sent as the handler returns can arrive after
+			// the result; send only while the handler still waits.
+			if srv == nil || !waiting.Load() {
+				return
+			}
+			_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": tok, "progress": done, "total": total, "message": "targets with an outcome",
+			})
+		}
+	}
+	res, p := d.Engine.Commit(ctx, req)
+	waiting.Store(false)
+	if p != nil {
+		return envelope.ErrorEnvelope(p)
+	}
+	return d.operationEnvelope(ctx, res.Operation, res.Replayed, selection.TargetQuery{Limit: 20})
+}
+
+func invalidWrite(errs []envelope.FieldError) *envelope.Envelope {
+	env := invalid(errs)
+	env.Problem.StateChanged = envelope.StateNone
+	return env
+}
+
+func progressToken(call *Call) any {
+	if m := call.Request.Params.Meta; m != nil {
+		return m.ProgressToken
+	}
+	return nil
+}
+
+// operationEnvelope renders an operation with a page of its results.
+func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, replayed bool, q selection.TargetQuery) *envelope.Envelope {
+	limit := q.Limit
+	q.Limit = limit + 1
+	ts, err := d.Store.Targets(ctx, op.ID, q)
+	if err != nil {
+		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+	}
+	next := ""
+	if len(ts) > limit {
+		ts = ts[:limit]
+		next = d.Cursors.encode(cursorPayload{Scan: op.ID, After: ts[len(ts)-1].ID, Fingerprint: fingerprint(op.ID, q.Outcome)})
+	}
+	results := make([]selection.Target, 0, len(ts))
+	results = append(results, ts...)
+	data := map[string]any{
+		"operation_id": op.ID, "selection_id": op.SelectionID, "digest": op.Digest, "action": op.Action,
+		"mode": op.Mode, "status": op.Status, "counts": op.Counts, "total": op.Total, "replayed": replayed,
+		"results": results, "created_at": op.CreatedAt.UTC().Format(time.RFC3339),
+	}
+	if op.StopReason != "" {
+		data["stop_reason"] = op.StopReason
+	}
+	if op.FinishedAt != nil {
+		data["finished_at"] = op.FinishedAt.UTC().Format(time.RFC3339)
+	}
+	if op.ApprovalID != "" {
+		data["approval_id"] = op.ApprovalID
+	}
+	env := &envelope.Envelope{Data: data}
+	switch {
+	case op.Status == selection.OpRunning:
+		env.IncompleteReasons = []envelope.Reason{envelope.NewReason(envelope.OperationRunning)}
+		env.Continuation = envelope.Continuation{Kind: envelope.ContinueRetryAfter, RetryAfterSeconds: envelope.Ptr(2)}
+	case next != "":
+		env.IncompleteReasons = []envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}
+		env.Continuation = envelope.Continuation{Kind: envelope.ContinueNextCursor, Cursor: next}
+		data["results_cursor"] = next
+	}
+	return env
+}

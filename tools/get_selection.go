@@ -1,0 +1,141 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/selection"
+)
+
+type getSelectionArgs struct {
+	SelectionID string         `json:"selection_id"`
+	Cursor      string         `json:"cursor"`
+	PageSize    *int           `json:"page_size"`
+	Disposition string         `json:"disposition"`
+	Group       map[string]any `json:"group"`
+	Fields      []string       `json:"fields"`
+}
+
+func getSelectionInputSchema() map[string]any {
+	return map[string]any{
+		"type": "object", "required": []any{"selection_id"}, "additionalProperties": false,
+		"properties": map[string]any{
+			"selection_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"sel_…"}},
+			"cursor":       map[string]any{"type": "string", "minLength": 1, "examples": []any{"<manifest.next_cursor>"}},
+			"page_size":    map[string]any{"type": "integer", "minimum": 1, "maximum": 500, "examples": []any{100}},
+			"disposition": map[string]any{"enum": []any{"member", "excluded", "ambiguous"}, "examples": []any{"member"},
+				"description": "Which records to page through (default member: the targets)."},
+			"group": map[string]any{"type": "object", "examples": []any{map[string]any{"region": "eu"}},
+				"description": "Keep records whose review dimension has this value (dimensions are the keys of groups)."},
+			"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "customer_name"}}},
+		},
+	}
+}
+
+// GetSelection is the get_selection tool.
+func GetSelection(d *Deps) Spec {
+	return Spec{
+		Name:  "get_selection",
+		Title: "Page through a frozen selection",
+		Description: `Page through the frozen manifest of a selection: members (the targets), excluded or ambiguous records, optionally one group (e.g. {"region": "eu"}). Pages are consistent: they read the frozen set, never the upstream.
+complete is true on the last page; MORE_PAGES_AVAILABLE with next_cursor otherwise. Problems: INVALID_ARGUMENTS, SELECTION_NOT_FOUND.`,
+		Input:   getSelectionInputSchema(),
+		Data:    map[string]any{"type": "object", "required": []any{"selection_id", "digest", "items"}},
+		Hints:   NewHints(true, false, true, false),
+		Handler: d.getSelection,
+	}
+}
+
+func (d *Deps) loadSelection(ctx context.Context, id string) (*selection.Selection, *envelope.Envelope) {
+	if d.Store == nil {
+		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "airlock runs without a store; selections are unavailable."))
+	}
+	sel, err := d.Store.Selection(ctx, id)
+	if errors.Is(err, selection.ErrNotFound) {
+		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemSelectionNotFound, ""))
+	}
+	if err != nil {
+		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+	}
+	return sel, nil
+}
+
+func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope {
+	var a getSelectionArgs
+	errs, bad := decodeArgs("get_selection", getSelectionInputSchema(), call.Raw, &a)
+	if len(errs) > 0 && bad["selection_id"] {
+		return invalid(errs)
+	}
+	sel, fail := d.loadSelection(ctx, a.SelectionID)
+	if fail != nil {
+		return fail
+	}
+	r := d.Runtime.Resources[sel.Resource]
+	if r != nil && !bad["fields"] {
+		errs = append(errs, checkReviewFields(r, a.Fields)...)
+	}
+	q := selection.RecordQuery{Disposition: a.Disposition, Limit: 50, Group: map[string]string{}}
+	if q.Disposition == "" {
+		q.Disposition = selection.Member
+	}
+	if a.PageSize != nil {
+		q.Limit = *a.PageSize
+	}
+	for k, v := range a.Group {
+		if _, ok := sel.Summary.Groups[k]; !ok {
+			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldUnknownField, keysOf(sel.Summary.Groups)))
+			continue
+		}
+		b, err := selection.Canonical(v)
+		if err != nil {
+			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldType, nil))
+			continue
+		}
+		q.Group[k] = string(b)
+	}
+	if a.Cursor != "" && !bad["cursor"] {
+		p, state := d.Cursors.decode(a.Cursor)
+		switch {
+		case state != cursorOK:
+			errs = append(errs, envelope.NewFieldError("cursor", envelope.FieldCursorTampered, nil))
+		case p.Scan != sel.ID || p.Fingerprint != manifestFingerprint(sel.ID, q, a.Fields):
+			errs = append(errs, envelope.NewFieldError("cursor", envelope.FieldCursorMismatch, nil))
+		default:
+			q.After = p.After
+		}
+	}
+	if len(errs) > 0 {
+		return invalid(errs)
+	}
+	items, next, err := d.manifestPage(ctx, sel, q, a.Fields)
+	if err != nil {
+		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+	}
+	env := &envelope.Envelope{
+		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),
+			Visibility: d.visibility(sel.Resource), Snapshot: sel.Summary.Snapshot, Consistency: sel.Summary.Consistency},
+		Data: map[string]any{
+			"selection_id": sel.ID, "digest": sel.Digest, "action_digest": sel.ActionDigest, "kind": sel.Kind,
+			"expires_at": sel.ExpiresAt.UTC().Format(time.RFC3339), "expired": !d.Clock.Now().Before(sel.ExpiresAt),
+			"committable": sel.Committable, "disposition": q.Disposition, "items": items,
+			"counts": map[string]any{"members": sel.Summary.Members, "excluded": sel.Summary.Excluded, "ambiguous": sel.Summary.Ambiguous},
+		},
+	}
+	if next != "" {
+		env.IncompleteReasons = []envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}
+		env.Continuation = envelope.Continuation{Kind: envelope.ContinueNextCursor, Cursor: next}
+	}
+	return env
+}
+
+func keysOf[V any](m map[string]V) []string {
+	return sortedSet(func() map[string]bool {
+		out := map[string]bool{}
+		for k := range m {
+			out[k] = true
+		}
+		return out
+	}())
+}
