@@ -159,7 +159,10 @@ func TestDigestChangesWithAnythingReviewed(t *testing.T) {
 		"before value": func(s *Selection, r []Record) []Record { r[0].Before["paused"] = true; return r },
 		"disposition":  func(s *Selection, r []Record) []Record { r[1].Disposition = Member; return r },
 		"member added": func(s *Selection, r []Record) []Record { return append(r, Record{ID: "c", Disposition: Member}) },
-		"exclusion":    func(s *Selection, r []Record) []Record { s.Selector.Exclude = append(s.Selector.Exclude, ruleFor("tags")); return r },
+		"exclusion": func(s *Selection, r []Record) []Record {
+			s.Selector.Exclude = append(s.Selector.Exclude, ruleFor("tags"))
+			return r
+		},
 	}
 	for name, m := range mutations {
 		sel, recs := base()
