@@ -172,7 +172,11 @@ func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *u
 		r := e.start(op, sel, a, req.Progress)
 		return e.wait(ctx, r, op.ID, req.Wait, true)
 	}
-	return &CommitResult{Operation: op, Replayed: true}, nil
+	fresh, err := e.Operation(ctx, op.ID)
+	if err != nil {
+		return nil, e.internal("read operation", err)
+	}
+	return &CommitResult{Operation: fresh, Replayed: true}, nil
 }
 
 // wait waits for the run up to the wait budget, then returns the
@@ -188,12 +192,9 @@ func (e *Engine) wait(ctx context.Context, r *run, opID string, budget time.Dura
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	op, err := e.Store.Operation(context.WithoutCancel(ctx), opID)
+	op, err := e.Operation(context.WithoutCancel(ctx), opID)
 	if err != nil {
 		return nil, e.internal("read operation", err)
-	}
-	if op.Status == OpRunning {
-		op.Counts = r.snapshotCounts()
 	}
 	return &CommitResult{Operation: op, Replayed: replayed}, nil
 }
@@ -219,6 +220,7 @@ type run struct {
 	lastNotify time.Time
 	pauseUntil time.Time
 	reconciled map[string]bool
+	canaryDone bool
 }
 
 func (e *Engine) start(op *Operation, sel *Selection, a *upstream.Action, progress func(int, int)) *run {
@@ -375,6 +377,17 @@ func (r *run) pendingPass(ctx context.Context) int {
 		if r.a.Config.Bulk != nil {
 			r.runBulk(ctx, batch)
 			continue
+		}
+		// The first write of a run goes alone: a structural failure (a
+		// refused credential, an unexpected status) stops the run before
+		// any other target is attempted.
+		if !r.canaryDone {
+			r.canaryDone = true
+			r.one(ctx, batch[0])
+			batch = batch[1:]
+			if r.stopped.Load() || len(batch) == 0 {
+				continue
+			}
 		}
 		work := make(chan Target)
 		var wg sync.WaitGroup
@@ -893,15 +906,22 @@ func (e *Engine) Recover(ctx context.Context) ([]string, error) {
 	return e.Store.Recover(ctx, e.Clock.Now())
 }
 
-// Operation returns an operation, with live counts when it is running here.
+// Operation returns an operation with its counts read from the journal
+// (an interrupted operation's stored counts are those of its last
+// heartbeat).
 func (e *Engine) Operation(ctx context.Context, id string) (*Operation, error) {
 	op, err := e.Store.Operation(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if op.Status == OpRunning {
-		if counts, err := e.Store.CountTargets(ctx, id); err == nil {
-			op.Counts = counts
+	counts, err := e.Store.CountTargets(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	op.Counts = counts
+	if op.Total == 0 {
+		for _, n := range counts {
+			op.Total += n
 		}
 	}
 	return op, nil

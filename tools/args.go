@@ -149,6 +149,9 @@ func joinPath(base, name string) string {
 	if base == "" {
 		return name
 	}
+	if name == "" {
+		return base
+	}
 	return base + "." + name
 }
 

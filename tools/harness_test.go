@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,29 @@ type harnessOpt func(*harnessCfg)
 type harnessCfg struct {
 	config func(baseURL string) []byte
 	getenv func(string) string
+	clock  upstream.Clock
+}
+
+func withClock(c upstream.Clock) harnessOpt { return func(h *harnessCfg) { h.clock = c } }
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Now()} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 func withConfig(f func(baseURL string) []byte) harnessOpt {
@@ -76,6 +100,9 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		t.Fatal(err)
 	}
 	deps := NewDeps(rt, nil)
+	if cfg.clock != nil {
+		deps.Clock = cfg.clock
+	}
 	store, err := selection.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
