@@ -638,4 +638,3 @@ func TestResume_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
 		}
 	}
 }
-
