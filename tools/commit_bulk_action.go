@@ -62,7 +62,7 @@ func CommitBulkAction(d *Deps) Spec {
 		Name:  "commit_bulk_action",
 		Title: "Commit an action to a frozen selection",
 		Description: `Run the previewed action on exactly the members of a frozen selection. Requires selection_id, expected_digest and the same action (type and params) that preview_selection returned, and mode (execute or dry_run; no default). Every target's outcome is journaled: succeeded, failed, skipped (precondition changed, not found) or unknown (sent, no answer observed; reconciled by re-reading, never blindly re-sent). Committing the same selection and action again returns the existing operation.
-Answers operation_id, status, counts and the first results; OPERATION_RUNNING means poll get_operation.
+Answers operation_id, status, counts (every target) and the first results (get_operation pages through all, filterable by outcome); OPERATION_RUNNING means the wait budget ran out: poll get_operation.
 Problems (nothing was written, state_changed none): SELECTION_NOT_FOUND, SELECTION_EXPIRED, SELECTION_STALE (preview again), DIGEST_MISMATCH, ACTION_MISMATCH, SELECTION_NOT_COMMITTABLE, ALREADY_COMMITTED, INVALID_ARGUMENTS.`,
 		Input:   commitInputSchema(),
 		Data:    operationDataSchema(),
@@ -124,7 +124,7 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	if p != nil {
 		return envelope.ErrorEnvelope(p)
 	}
-	return d.operationEnvelope(ctx, res.Operation, res.Replayed, selection.TargetQuery{Limit: 20})
+	return d.operationEnvelope(ctx, res.Operation, res.Replayed, selection.TargetQuery{Limit: 20}, false)
 }
 
 func invalidWrite(errs []envelope.FieldError) *envelope.Envelope {
@@ -140,8 +140,10 @@ func progressToken(call *Call) any {
 	return nil
 }
 
-// operationEnvelope renders an operation with a page of its results.
-func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, replayed bool, q selection.TargetQuery) *envelope.Envelope {
+// operationEnvelope renders an operation with a page of its results. When
+// paged is false (commit_bulk_action), the results are the first ones and
+// the counts account for every target; get_operation pages through all.
+func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, replayed bool, q selection.TargetQuery, paged bool) *envelope.Envelope {
 	limit := q.Limit
 	q.Limit = limit + 1
 	ts, err := d.Store.Targets(ctx, op.ID, q)
@@ -174,9 +176,11 @@ func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, r
 	case op.Status == selection.OpRunning:
 		env.IncompleteReasons = []envelope.Reason{envelope.NewReason(envelope.OperationRunning)}
 		env.Continuation = envelope.Continuation{Kind: envelope.ContinueRetryAfter, RetryAfterSeconds: envelope.Ptr(2)}
-	case next != "":
+	case next != "" && paged:
 		env.IncompleteReasons = []envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}
 		env.Continuation = envelope.Continuation{Kind: envelope.ContinueNextCursor, Cursor: next}
+	}
+	if next != "" {
 		data["results_cursor"] = next
 	}
 	return env

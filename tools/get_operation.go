@@ -34,7 +34,7 @@ func GetOperation(d *Deps) Spec {
 		Name:  "get_operation",
 		Title: "Read an operation and its per-target journal",
 		Description: `Read an operation: status (running, completed, completed_with_failures, stopped, interrupted), stop_reason, counts per outcome, and per-target results (id, outcome, http_status, problem, before, after, time), paged and filterable by outcome.
-An operation that is interrupted can be resumed with commit_bulk_action and resume: true. Problems: INVALID_ARGUMENTS, OPERATION_NOT_FOUND.`,
+complete is true once the operation finished and this page holds its last results. An operation that is interrupted can be resumed with commit_bulk_action and resume: true. Problems: INVALID_ARGUMENTS, OPERATION_NOT_FOUND.`,
 		Input:   getOperationInputSchema(),
 		Data:    operationDataSchema(),
 		Hints:   NewHints(true, false, true, false),
@@ -76,5 +76,5 @@ func (d *Deps) getOperation(ctx context.Context, call *Call) *envelope.Envelope 
 	if len(errs) > 0 {
 		return invalid(errs)
 	}
-	return d.operationEnvelope(ctx, op, false, q)
+	return d.operationEnvelope(ctx, op, false, q, true)
 }

@@ -97,11 +97,15 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		names = append(names, t.Name)
 	}
 	t := &tour{ctx: ctx, c: c, out: stdout, api: api}
+	defer api.ClearFaults()
 	t.printf("airlock demo\n")
 	t.printf("  demo API: %s (three data sets, each in another pagination dialect)\n", apiSrv.URL)
 	t.printf("  airlock:  %s, %s %s over streamable HTTP (protocol %s)\n", endpoint, res.ServerInfo.Name, res.ServerInfo.Version, res.ProtocolVersion)
 	t.printf("  tools:    %s\n", strings.Join(names, ", "))
-	return t.readTour()
+	if err := t.readTour(); err != nil {
+		return err
+	}
+	return t.writeTour()
 }
 
 func (t *tour) printf(format string, args ...any) { fmt.Fprintf(t.out, format, args...) }
@@ -279,6 +283,121 @@ func (t *tour) readTour() error {
 	}
 	t.say("eu and us answered and their matches are here; apac did not, and the envelope names it",
 		"and says when to retry instead of letting an empty region look like a clean one.")
-	t.printf("\nThe tour is over: every answer said whether it covered the whole scope.\n")
+	return nil
+}
+
+func num(v any) int {
+	f, _ := v.(float64)
+	return int(f)
+}
+
+// writeTour previews a bulk action, shows refusals and a dry run, then
+// executes it while the upstream misbehaves.
+func (t *tour) writeTour() error {
+	action := map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}
+	t.step(`"Pause collection on past-due subscriptions in eu, except disputed and legal_hold"`)
+	env, p, err := t.call("preview_selection", map[string]any{
+		"resource": "subscriptions", "filter": map[string]any{"status": "past_due", "region": "eu"},
+		"exclude": []any{
+			map[string]any{"field": "tags", "op": "contains", "value": "disputed", "reason": "disputed invoices stay"},
+			map[string]any{"field": "tags", "op": "contains", "value": "legal_hold", "reason": "under legal hold"},
+		},
+		"action": action, "page_size": 3})
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Complete && p["committable"] == true, "a committable selection"); err != nil {
+		return err
+	}
+	counts := p["counts"].(map[string]any)
+	t.printf("     selection %s (%s), expires %s\n", p["selection_id"], p["kind"], p["expires_at"])
+	t.printf("     digest %s\n", p["digest"])
+	t.printf("     %s on %s: %d members, %d excluded, %d ambiguous\n", p["environment"], p["upstream"], num(counts["members"]), num(counts["excluded"]), num(counts["ambiguous"]))
+	for _, e := range p["exclusions"].([]any) {
+		m := e.(map[string]any)
+		if num(m["rule"]) >= 0 {
+			t.printf("     excluded %3d: %s %s %v (%s)\n", num(m["count"]), m["field"], m["op"], m["value"], m["reason"])
+		} else {
+			t.printf("     excluded %3d: %s\n", num(m["count"]), m["reason"])
+		}
+	}
+	for _, e := range p["effect"].([]any) {
+		m := e.(map[string]any)
+		var before []string
+		for _, b := range m["before"].([]any) {
+			g := b.(map[string]any)
+			before = append(before, fmt.Sprintf("%v (%d)", g["value"], num(g["count"])))
+		}
+		t.printf("     effect: %s %s -> %v\n", m["field"], strings.Join(before, ", "), m["after"])
+	}
+	items := p["manifest"].(map[string]any)["items"].([]any)
+	for _, it := range items {
+		f := it.(map[string]any)["fields"].(map[string]any)
+		t.printf("     member %s  %-32v %6v %v\n", f["id"], f["customer_name"], f["amount_due"], f["currency"])
+	}
+	t.say("The manifest is frozen: get_selection pages through all of it, and the commit must name",
+		"this selection_id, this digest and this exact action.")
+
+	t.step("A commit that names the wrong digest")
+	env, _, err = t.call("commit_bulk_action", map[string]any{"selection_id": p["selection_id"], "action": action, "mode": "execute",
+		"expected_digest": "sha256:" + strings.Repeat("0", 64)})
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Problem != nil && env.Problem.Code == envelope.ProblemDigestMismatch, "a refused commit"); err != nil {
+		return err
+	}
+	t.printf("     state_changed %s; next_action: %s\n", env.Problem.StateChanged, env.Problem.NextAction)
+
+	commit := map[string]any{"selection_id": p["selection_id"], "expected_digest": p["digest"], "action": action}
+	t.step("A dry run")
+	commit["mode"] = "dry_run"
+	_, op, err := t.call("commit_bulk_action", commit)
+	if err != nil {
+		return err
+	}
+	t.printf("     %s: %v\n", op["status"], op["counts"])
+
+	// Between the preview and the commit, one member changes upstream and
+	// one write will be applied without its answer arriving.
+	ids := []string{}
+	for _, it := range items {
+		ids = append(ids, it.(map[string]any)["id"].(string))
+	}
+	moved, hung := ids[0], ids[1]
+	t.api.Collection(fixtures.DatasetSubscriptions).Update(moved, func(r fixtures.Record) { r["status"] = "active"; r["version"] = 2 })
+	t.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{ApplyThenHang: map[string]bool{hung: true}, Hang: 3 * time.Second})
+
+	t.step("Execute, while " + moved + " was paid meanwhile and the answer for " + hung + " never arrives")
+	commit["mode"] = "execute"
+	_, op, err = t.call("commit_bulk_action", commit)
+	if err != nil {
+		return err
+	}
+	t.printf("     operation %s: %s %v\n", op["operation_id"], op["status"], op["counts"])
+
+	t.step("get_operation: what happened to each target")
+	_, op, err = t.call("get_operation", map[string]any{"operation_id": op["operation_id"], "page_size": 500})
+	if err != nil {
+		return err
+	}
+	for _, r := range op["results"].([]any) {
+		m := r.(map[string]any)
+		if m["id"] == moved || m["id"] == hung {
+			t.printf("     %s %-9s %s\n", m["id"], m["outcome"], m["note"])
+		}
+	}
+	oc := map[string]string{}
+	for _, r := range op["results"].([]any) {
+		m := r.(map[string]any)
+		oc[m["id"].(string)] = m["outcome"].(string)
+	}
+	if err := expect(oc[moved] == "skipped" && oc[hung] == "succeeded" && t.api.Applied(fixtures.DatasetSubscriptions, moved) == 0, "skipped and reconciled targets"); err != nil {
+		return err
+	}
+	t.say("The changed subscription was skipped, never written. The write whose answer was lost was",
+		"journaled as in flight, found applied when re-read, and recorded as succeeded: it was not",
+		"sent twice. Every target has exactly one outcome in the journal.")
+	t.printf("\nThe tour is over: every answer said whether it covered the whole scope, and every write\nnamed the frozen selection it acted on.\n")
 	return nil
 }
