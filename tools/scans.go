@@ -51,8 +51,19 @@ func (f *frozenSink) Add(it *upstream.Item) error {
 	return nil
 }
 
-// slice returns items from off, bounded by count and bytes (at least one
-// item when any remain, so that delivery always progresses).
+// wireCost is what an item costs in a tool result: once in the structured
+// content and once, escaped, in the text copy.
+func wireCost(item json.RawMessage) int {
+	text, err := json.Marshal(string(item))
+	if err != nil {
+		return 3 * len(item)
+	}
+	return len(item) + len(text) + 2
+}
+
+// slice returns items from off, bounded by count and by the wire cost of
+// both copies (at least one item when any remain, so that delivery always
+// progresses).
 func (f *frozenSink) slice(off, count, budget int) ([]json.RawMessage, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -62,7 +73,7 @@ func (f *frozenSink) slice(off, count, budget int) ([]json.RawMessage, int) {
 	var out []json.RawMessage
 	used := 0
 	for i := off; i < len(f.items) && len(out) < count; i++ {
-		n := len(f.items[i]) + 1
+		n := wireCost(f.items[i])
 		if len(out) > 0 && used+n > budget {
 			break
 		}

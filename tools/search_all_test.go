@@ -392,3 +392,19 @@ func TestResponseSizeStaysBounded(t *testing.T) {
 		t.Fatalf("a cut delivery says so: %v", r.reasonCodes())
 	}
 }
+
+// TestResponseSizeStaysBounded_WithEscapeHeavyItems: the text copy escapes
+// quotes and backslashes; the budget counts that copy too.
+func TestResponseSizeStaysBounded_WithEscapeHeavyItems(t *testing.T) {
+	h := newHarness(t, withResources(res(fixtures.DialectOffset, "")), withEnv(testEnv))
+	c := seq(300)
+	for _, id := range c.IDs() {
+		c.Update(id, func(r fixtures.Record) { r["customer_name"] = strings.Repeat(`"\<`, 170) })
+	}
+	h.api.SetCollection(fixtures.DatasetSubscriptions, c)
+	r := h.call("search_all", map[string]any{"resource": "subs", "max_items": 1000, "fields": []any{"id", "customer_name"}})
+	b, _ := json.Marshal(r.res)
+	if len(b) > 32<<10 || len(r.ids()) == 0 {
+		t.Fatalf("a result of %d bytes with %d items: the budget must count the escaped text copy", len(b), len(r.ids()))
+	}
+}

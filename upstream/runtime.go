@@ -25,7 +25,7 @@ const (
 	DefaultMaxPagesCap    = 5000
 	DefaultDeadlineMS     = 15000
 	DefaultDeadlineMSCap  = 120000
-	DefaultResponseBytes  = 12000
+	DefaultResponseBytes  = 24000
 	DefaultScanItems      = 200000
 	DefaultRequestIDHeadr = "X-Request-Id"
 )

@@ -268,52 +268,56 @@ func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
 	}
 }
 
-// runParallel fetches planned pages in windows of the configured
-// concurrency and processes each window in page order. It returns false
-// when the source stopped.
+// runParallel keeps up to the configured concurrency of planned pages in
+// flight and processes them strictly in page order, requesting the next
+// page as each one is processed (no batch waits for its slowest page). It
+// returns false when the source stopped.
 func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageState) bool {
-	c := s.r.Pagination.Concurrency
-	for i := 0; i < len(plans); i += c {
-		want := plans[i:min(i+c, len(plans))]
-		if ctx.Err() != nil {
-			s.stopForContext(ctx, src)
-			return false
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // pages fetched past a stop are abandoned
+	type result struct {
+		pg   page
+		err  error
+		done chan struct{}
+	}
+	results := make([]*result, len(plans))
+	next := 0
+	launch := func() {
+		if next >= len(plans) || ctx.Err() != nil || s.takePages(1) == 0 {
+			return
 		}
-		n := s.takePages(len(want))
-		if n == 0 {
-			s.setStatus(src, srcCutPages)
-			return false
-		}
-		window := want[:n]
-		type result struct {
-			pg  page
-			err error
-		}
-		results := make([]result, n)
-		var wg sync.WaitGroup
-		for j := range window {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				pg, err := s.fetch(ctx, src, window[j])
-				results[j] = result{pg, err}
-			}()
-		}
-		wg.Wait()
-		for j := range window {
-			if results[j].err != nil {
-				s.fail(ctx, src, results[j].err)
-				return false
+		r := &result{done: make(chan struct{})}
+		results[next] = r
+		st := plans[next]
+		next++
+		go func() {
+			defer close(r.done)
+			r.pg, r.err = s.fetch(ctx, src, st)
+		}()
+	}
+	for range s.r.Pagination.Concurrency {
+		launch()
+	}
+	for i := range plans {
+		r := results[i]
+		if r == nil {
+			if ctx.Err() != nil {
+				s.stopForContext(ctx, src)
+			} else {
+				s.setStatus(src, srcCutPages)
 			}
-			if err := s.process(src, window[j], results[j].pg); err != nil {
-				s.fail(ctx, src, err)
-				return false
-			}
-		}
-		if n < len(want) {
-			s.setStatus(src, srcCutPages)
 			return false
 		}
+		<-r.done
+		if r.err != nil {
+			s.fail(ctx, src, r.err)
+			return false
+		}
+		if err := s.process(src, plans[i], r.pg); err != nil {
+			s.fail(ctx, src, err)
+			return false
+		}
+		launch()
 	}
 	return true
 }

@@ -1,0 +1,249 @@
+// Package interop checks airlock against the official TypeScript MCP SDK
+// client (client.mjs), over stdio and streamable HTTP: the SDK must accept
+// every tool's outputSchema and annotations and validate every result against
+// them. It holds tests only and must never be imported.
+//
+// The tests skip when node or interop/node_modules is missing, unless
+// AIRLOCK_REQUIRE_INTEROP=1 (set by CI), which turns the skip into a failure.
+package interop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// requireEnv is the variable that makes missing prerequisites a failure.
+const requireEnv = "AIRLOCK_REQUIRE_INTEROP"
+
+func TestOfficialTypeScriptSDK_AcceptsSchemasAndValidatesResults(t *testing.T) {
+	node := requireNode(t)
+	bin := buildAirlock(t)
+
+	t.Run("stdio", func(t *testing.T) {
+		runClient(t, node, "stdio", bin, "serve", "--demo", "--store", filepath.Join(t.TempDir(), "airlock.db"))
+	})
+	t.Run("streamable_http", func(t *testing.T) {
+		url := startHTTPServer(t, bin)
+		runClient(t, node, "http", url)
+	})
+}
+
+// requireNode returns the node executable, or skips (fails under
+// AIRLOCK_REQUIRE_INTEROP=1) when node or the SDK is not installed.
+func requireNode(t *testing.T) string {
+	t.Helper()
+	missing := func(reason string) {
+		t.Helper()
+		if os.Getenv(requireEnv) == "1" {
+			t.Fatalf("%s, and %s=1 requires the interop test", reason, requireEnv)
+		}
+		t.Skipf("skipping the TypeScript SDK interop test: %s (set %s=1 to make this a failure)", reason, requireEnv)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not on PATH")
+	}
+	sdk := filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json")
+	if _, err := os.Stat(sdk); err != nil {
+		missing("interop/node_modules/@modelcontextprotocol/sdk is missing; run `npm ci` in interop/")
+	}
+	return node
+}
+
+// buildAirlock builds cmd/airlock from the module root (the parent of this
+// package's directory) into a temporary directory.
+func buildAirlock(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is not on PATH: %v", err)
+	}
+	trackInputs(t, "..")
+	bin := filepath.Join(t.TempDir(), "airlock")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/airlock")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/airlock: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// trackInputs stats every file of the module (but .git and node_modules) so
+// that go test's result cache, which sees only what this process touches,
+// reruns the test when airlock's sources or client.mjs change; the binary and
+// node read them in other processes.
+func trackInputs(t *testing.T, root string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed while walking: someone is editing
+		}
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == ".git" || name == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if _, err := os.Stat(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk module sources: %v", err)
+	}
+}
+
+// runClient runs client.mjs and fails with its whole output unless it exits 0
+// with a summary that says ok.
+func runClient(t *testing.T, node, mode, target string, serverArgs ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs", mode, target}, serverArgs...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		t.Fatalf("node client.mjs %s %s: %v\nstdout:\n%s\nstderr:\n%s", mode, target, err, stdout.Bytes(), stderr.Bytes())
+	}
+	var summary struct {
+		OK bool `json:"ok"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &summary); err != nil || !summary.OK {
+		t.Fatalf("node client.mjs %s: want a JSON summary with ok=true on stdout (decode error: %v)\nstdout:\n%s\nstderr:\n%s", mode, err, stdout.Bytes(), stderr.Bytes())
+	}
+	t.Logf("node client.mjs %s: %s", mode, bytes.TrimSpace(stdout.Bytes()))
+}
+
+// startHTTPServer starts `airlock serve --demo --http` on a free loopback port
+// and returns the /mcp URL once it answers. The server is stopped on cleanup;
+// its log is shown if the test fails.
+func startHTTPServer(t *testing.T, bin string) string {
+	t.Helper()
+	addr := freeLoopbackAddr(t)
+	var logBuf syncBuffer
+	cmd := exec.Command(bin, "serve", "--demo", "--http", addr, "--store", filepath.Join(t.TempDir(), "airlock.db"))
+	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		// SIGTERM first so that the server shuts down its demo API too.
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			_ = cmd.Process.Kill()
+		}
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("airlock serve --http log:\n%s", logBuf.String())
+		}
+	})
+
+	url := "http://" + addr + "/mcp"
+	if err := waitForHTTP(t.Context(), url, exited, 30*time.Second); err != nil {
+		select {
+		case <-exited:
+			err = fmt.Errorf("%w (server exited: %v)", err, waitErr)
+		default:
+		}
+		t.Fatalf("airlock serve --http %s: %v", addr, err)
+	}
+	return url
+}
+
+// freeLoopbackAddr returns a loopback address whose port was free a moment
+// ago, so that the URL is known before the server starts (with :0 it would
+// only appear in the server's log).
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on a free port: %v", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatalf("close probe listener: %v", err)
+	}
+	return addr
+}
+
+// waitForHTTP polls url with HEAD until any HTTP response arrives, the
+// process exits, or the timeout passes. A HEAD on /mcp may hold the stream
+// open, so each attempt is cancelled as soon as the headers are in.
+func waitForHTTP(ctx context.Context, url string, exited <-chan struct{}, timeout time.Duration) error {
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errors.New("server exited before answering")
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		attempt, cancel := context.WithTimeout(ctx, time.Second)
+		req, err := http.NewRequestWithContext(attempt, http.MethodHead, url, nil)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("build probe request: %w", err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			cancel()
+			return nil
+		}
+		cancel()
+		lastErr = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("no answer at %q within %s: %w", url, timeout, lastErr)
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a child process writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.TrimRight(b.buf.String(), "\n")
+}
