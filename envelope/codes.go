@@ -80,6 +80,15 @@ const (
 	ProblemNotCommittable      = "SELECTION_NOT_COMMITTABLE"
 	ProblemAlreadyCommitted    = "ALREADY_COMMITTED"
 	ProblemOperationNotFound   = "OPERATION_NOT_FOUND"
+
+	ProblemUpstreamConflict       = "UPSTREAM_CONFLICT"
+	ProblemUpstreamRateLimited    = "UPSTREAM_RATE_LIMITED"
+	ProblemUpstreamServerError    = "UPSTREAM_SERVER_ERROR"
+	ProblemUpstreamTimeout        = "UPSTREAM_TIMEOUT"
+	ProblemUpstreamConnection     = "UPSTREAM_CONNECTION_FAILED"
+	ProblemUpstreamErrorInSuccess = "UPSTREAM_ERROR_IN_SUCCESS"
+	ProblemUpstreamTooLarge       = "UPSTREAM_RESPONSE_TOO_LARGE"
+	ProblemUpstreamContentType    = "UPSTREAM_CONTENT_TYPE_CHANGED"
 )
 
 // Blocker codes (why a selection is not committable, besides the scan's
@@ -91,21 +100,22 @@ const (
 
 // Field error codes (the code member of a problem's errors[] entries).
 const (
-	FieldRequired        = "required"
-	FieldType            = "type"
-	FieldUnknownArgument = "unknown_argument"
-	FieldUnknownResource = "unknown_resource"
-	FieldUnknownFilter   = "unknown_filter"
-	FieldUnknownField    = "unknown_field"
-	FieldSensitive       = "sensitive_field"
-	FieldOutOfRange      = "out_of_range"
-	FieldOverCap         = "over_cap"
-	FieldEnum            = "enum"
-	FieldFormat          = "format"
-	FieldCursorTampered  = "cursor_tampered"
-	FieldCursorMismatch  = "cursor_mismatch"
-	FieldInvalid         = "invalid"
-	FieldUnknownAction   = "unknown_action"
+	FieldRequired         = "required"
+	FieldType             = "type"
+	FieldUnknownArgument  = "unknown_argument"
+	FieldUnknownResource  = "unknown_resource"
+	FieldUnknownFilter    = "unknown_filter"
+	FieldUnknownField     = "unknown_field"
+	FieldSensitive        = "sensitive_field"
+	FieldOutOfRange       = "out_of_range"
+	FieldOverCap          = "over_cap"
+	FieldEnum             = "enum"
+	FieldFormat           = "format"
+	FieldCursorTampered   = "cursor_tampered"
+	FieldCursorMismatch   = "cursor_mismatch"
+	FieldInvalid          = "invalid"
+	FieldUnknownAction    = "unknown_action"
+	FieldUpstreamRejected = "upstream_rejected"
 )
 
 var registry = []Code{
@@ -217,9 +227,41 @@ var registry = []Code{
 		NextAction: "Stop and report the request_id to an operator."},
 
 	{Code: ProblemUpstreamUnavailable, Kind: KindProblem, Status: 503, Title: "Upstream unavailable", Retryable: true,
-		Meaning:    "the upstream did not answer (timeouts, connection failures, 5xx) for a request that must succeed as a whole",
-		Recovery:   "wait retry_after_seconds (or a few seconds), then call again",
-		NextAction: "Wait the number of seconds in retry_after_seconds (or 10 seconds when absent), then call the tool again with the same arguments."},
+		Meaning:    "the upstream answered 503 (maintenance or overload); nothing was changed by this request",
+		Recovery:   "wait retry_after_seconds (or 10 seconds when absent), then call again",
+		NextAction: "Wait {retry_after_seconds} seconds, then call the tool again with the same arguments. Do not call sooner."},
+	{Code: ProblemUpstreamConflict, Kind: KindProblem, Status: 409, Title: "Upstream target changed", Retryable: false,
+		Meaning:    "the upstream answered 409 or 412 to a conditional write: the target changed since it was read",
+		Recovery:   "re-read the target (preview again); the write was not applied",
+		NextAction: "Do not repeat the write. Call preview_selection again to see the target's current state."},
+	{Code: ProblemUpstreamRateLimited, Kind: KindProblem, Status: 429, Title: "Upstream rate limit", Retryable: true,
+		Meaning:    "the upstream's quota is exhausted; airlock will not call it again until retry_after_seconds have passed",
+		Recovery:   "wait retry_after_seconds, then call again",
+		NextAction: "Wait {retry_after_seconds} seconds before calling any tool on this upstream again. Calling sooner is answered by airlock without reaching the upstream."},
+	{Code: ProblemUpstreamServerError, Kind: KindProblem, Status: 502, Title: "Upstream server error", Retryable: true,
+		Meaning:    "the upstream failed with a 5xx other than 503; airlock already retried what was safe to retry",
+		Recovery:   "wait a little, then call again once; report the request_id if it persists",
+		NextAction: "Wait {retry_after_seconds} seconds, then call again once. If it fails again, stop and report the request_id to an operator."},
+	{Code: ProblemUpstreamTimeout, Kind: KindProblem, Status: 504, Title: "Upstream timed out", Retryable: true,
+		Meaning:    "the upstream did not answer in time; for a write, whether it applied is in state_changed",
+		Recovery:   "wait, then call again; a write with state_changed unknown is reconciled by airlock, never re-sent blindly",
+		NextAction: "Wait {retry_after_seconds} seconds, then call again. Never repeat a write whose state_changed is unknown: read get_operation instead."},
+	{Code: ProblemUpstreamConnection, Kind: KindProblem, Status: 502, Title: "Upstream unreachable", Retryable: true,
+		Meaning:    "the connection to the upstream failed or was reset",
+		Recovery:   "wait, then call again",
+		NextAction: "Wait {retry_after_seconds} seconds, then call again. If it keeps failing, stop and report the request_id to an operator."},
+	{Code: ProblemUpstreamErrorInSuccess, Kind: KindProblem, Status: 502, Title: "Upstream error behind a success status", Retryable: false,
+		Meaning:    "the upstream answered 2xx but its body is an error object (ok false, an error member, errors true); airlock never treats it as success",
+		Recovery:   "stop; report the request_id to an operator",
+		NextAction: "Do not treat this as a success and do not repeat it. Stop and report the request_id to an operator."},
+	{Code: ProblemUpstreamTooLarge, Kind: KindProblem, Status: 502, Title: "Upstream response too large", Retryable: false,
+		Meaning:    "the upstream's body was larger than max_body_bytes",
+		Recovery:   "narrow the request (smaller page size or filter), or raise max_body_bytes in the configuration",
+		NextAction: "Narrow the request with a more specific filter. If that is not possible, report the request_id to an operator."},
+	{Code: ProblemUpstreamContentType, Kind: KindProblem, Status: 502, Title: "Upstream content type changed", Retryable: false,
+		Meaning:    "the upstream answered with a content type other than JSON (often a login, proxy or maintenance page)",
+		Recovery:   "stop; an operator must check the upstream",
+		NextAction: "Stop and report the request_id to an operator: the upstream is not answering with JSON."},
 	{Code: ProblemSelectionNotFound, Kind: KindProblem, Status: 404, Title: "Selection not found", Retryable: false,
 		Meaning:    "no selection has this id",
 		Recovery:   "call preview_selection to create one",
@@ -278,6 +320,7 @@ var registry = []Code{
 	{Code: FieldCursorTampered, Kind: KindFieldError, Message: "this cursor was not issued by airlock or was altered", Meaning: "the cursor failed its integrity check", Recovery: "use the cursor exactly as returned, or start without one"},
 	{Code: FieldCursorMismatch, Kind: KindFieldError, Message: "this cursor belongs to another query", Meaning: "the cursor was issued for other arguments", Recovery: "send the same resource, filter, fields and group_by as the call that returned the cursor"},
 	{Code: FieldInvalid, Kind: KindFieldError, Message: "this value is not valid here", Meaning: "the value breaks a rule of the tool", Recovery: "follow the example"},
+	{Code: FieldUpstreamRejected, Kind: KindFieldError, Message: "the upstream rejected the value sent for this field", Meaning: "the upstream named this field in its validation errors", Recovery: "change the value (see describe_resources for the field's type and the action's parameters)"},
 	{Code: FieldUnknownAction, Kind: KindFieldError, Message: "no action with this type is configured for the resource", Meaning: "the action type is not in the configuration", Recovery: "call describe_resources and use one of the resource's actions"},
 }
 

@@ -53,15 +53,38 @@ func NewProblem(code, detail string) *Problem {
 	if detail == "" {
 		detail = c.Meaning + "."
 	}
-	return &Problem{
+	p := &Problem{
 		Type:       ProblemTypeBase + strings.ToLower(code),
 		Title:      c.Title,
 		Status:     c.Status,
 		Detail:     truncate(detail, 400),
 		Code:       code,
 		Retryable:  c.Retryable,
-		NextAction: c.NextAction,
+		NextAction: renderNextAction(c.NextAction, DefaultRetryAfter),
 	}
+	if strings.Contains(c.NextAction, "{retry_after_seconds}") {
+		p.RetryAfterSeconds = Ptr(DefaultRetryAfter)
+	}
+	return p
+}
+
+// DefaultRetryAfter is the wait next_action names when the upstream gave
+// none.
+const DefaultRetryAfter = 10
+
+// SetRetryAfter sets retry_after_seconds and renders it into next_action,
+// whose template may say {retry_after_seconds}.
+func (p *Problem) SetRetryAfter(secs int) *Problem {
+	secs = max(secs, 1)
+	p.RetryAfterSeconds = &secs
+	p.NextAction = renderNextAction(mustLookup(p.Code, KindProblem).NextAction, secs)
+	return p
+}
+
+// renderNextAction fills a template's only placeholder with a number
+// airlock computed; without one it uses a default wait.
+func renderNextAction(tmpl string, secs int) string {
+	return strings.ReplaceAll(tmpl, "{retry_after_seconds}", fmt.Sprint(secs))
 }
 
 // WithRequest sets the request id and the instance URI derived from it.
@@ -108,7 +131,7 @@ func SafeName(s string) string {
 		}
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
-			r == '_', r == '.', r == '-', r == '[', r == ']':
+			r == '_', r == '.', r == '-', r == '[', r == ']', r == '/', r == '+':
 			b.WriteRune(r)
 		default:
 			b.WriteRune('?')

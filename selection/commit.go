@@ -474,19 +474,9 @@ func (r *run) call(method, path, target string, status int, d time.Duration, req
 }
 
 func readProblem(err error) *envelope.Problem {
-	var he *upstream.HTTPError
-	if errors.As(err, &he) && he.Kind == upstream.FailStatus {
-		switch he.Status {
-		case 401:
-			return envelope.NewProblem(envelope.ProblemUpstreamAuth, "")
-		case 403:
-			return envelope.NewProblem(envelope.ProblemUpstreamForbidden, "")
-		}
-	}
-	if upstream.IsBadResponse(err) {
-		return envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "")
-	}
-	return envelope.NewProblem(envelope.ProblemUpstreamUnavailable, "")
+	p := upstream.ProblemFor(err, nil)
+	p.StateChanged = envelope.StateNone
+	return p
 }
 
 // one runs one target: re-read when needed, journal the intent, write,
@@ -546,21 +536,31 @@ func (r *run) one(ctx context.Context, t Target) {
 		defer cancel()
 	}
 	start := time.Now()
-	_, err = r.a.Resource.Upstream.Do(wctx, req)
+	resp, err := r.a.Resource.Upstream.Do(wctx, req)
 	r.call(req.Method, r.a.Config.Request.Path, t.ID, statusOf(err, true), time.Since(start), reqID)
-	r.classify(intent, err)
+	r.classify(intent, resp, err)
 }
 
-// classify turns a write's result into the target's outcome.
-func (r *run) classify(t Target, err error) {
+// classify turns a write's result into the target's outcome. Every failure
+// carries the problem of its failure mode, with state_changed saying
+// whether the write may have applied.
+func (r *run) classify(t Target, resp *upstream.Response, err error) {
 	if err == nil {
-		r.finish(t, TargetSucceeded, http.StatusOK, nil, "", r.after)
-		r.applyStopRules("", http.StatusOK)
+		if berr := upstream.CheckWriteResponse(resp); berr != nil {
+			// A 2xx whose body is an error or unreadable is never a
+			// success: whether it applied is unknown until re-read.
+			p := upstream.ProblemFor(berr, nil)
+			p.StateChanged = envelope.StateUnknown
+			r.finish(t, TargetUnknown, resp.Status, p, "the upstream answered 2xx with a body that is not a success; whether it applied is unknown", nil)
+			return
+		}
+		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.after)
+		r.applyStopRules("", resp.Status)
 		return
 	}
+	p := upstream.ProblemFor(err, r.a.ParamFor)
 	var he *upstream.HTTPError
 	if !errors.As(err, &he) {
-		p := envelope.NewProblem(envelope.ProblemInternal, "")
 		p.StateChanged = envelope.StateUnknown
 		r.finish(t, TargetUnknown, 0, p, "the write failed in an unexpected way; its outcome was not observed", nil)
 		return
@@ -571,19 +571,16 @@ func (r *run) classify(t Target, err error) {
 			r.finish(t, TargetPending, 0, nil, "not sent: airlock was stopping", nil)
 			return
 		}
-		p := envelope.NewProblem(envelope.ProblemUpstreamUnavailable, "The write was sent but no answer was observed; it may or may not have been applied.")
 		p.StateChanged = envelope.StateUnknown
 		r.finish(t, TargetUnknown, he.Status, p, "sent, but no answer was observed before the timeout", nil)
 		return
 	case upstream.FailConnection:
 		if !he.Sent {
-			p := envelope.NewProblem(envelope.ProblemUpstreamUnavailable, "The upstream could not be reached; the write was not sent.")
 			p.StateChanged = envelope.StateNone
-			r.finish(t, TargetFailed, 0, p, "not sent: connection refused", nil)
+			r.finish(t, TargetFailed, 0, p, "not sent: the connection could not be made", nil)
 			r.applyStopRules(p.Code, 0)
 			return
 		}
-		p := envelope.NewProblem(envelope.ProblemUpstreamUnavailable, "The connection broke after the write was sent; it may or may not have been applied.")
 		p.StateChanged = envelope.StateUnknown
 		r.finish(t, TargetUnknown, 0, p, "the connection broke after sending", nil)
 		return
@@ -591,35 +588,29 @@ func (r *run) classify(t Target, err error) {
 	st := he.Status
 	switch {
 	case st == http.StatusNotFound:
-		r.finish(t, TargetSkipped, st, nil, "not found", nil)
+		p.StateChanged = envelope.StateNone
+		r.finish(t, TargetSkipped, st, p, "not found", nil)
 	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
-		r.finish(t, TargetSkipped, st, nil, "precondition changed: the upstream refused the conditional write", nil)
+		p.StateChanged = envelope.StateNone
+		r.finish(t, TargetSkipped, st, p, "precondition changed: the upstream refused the conditional write", nil)
 	case st == http.StatusTooManyRequests:
 		// A 429 is a refusal before processing: the target goes back to
 		// pending and the run pauses for the upstream's wait.
 		r.finish(t, TargetPending, st, nil, "rate limited before processing; it will be sent again", nil)
 		r.rateLimited(he.RetryAfter)
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
-		code := envelope.ProblemUpstreamAuth
-		if st == http.StatusForbidden {
-			code = envelope.ProblemUpstreamForbidden
-		}
-		p := envelope.NewProblem(code, "")
 		p.StateChanged = envelope.StateNone
 		r.finish(t, TargetFailed, st, p, "", nil)
-		r.applyStopRules(code, st)
+		r.applyStopRules(p.Code, st)
 	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
-		p := envelope.NewProblem(envelope.ProblemUpstreamRejected, fmt.Sprintf("The upstream answered %d to the write.", st))
 		p.StateChanged = envelope.StateNone
 		r.finish(t, TargetFailed, st, p, "", nil)
 		r.applyStopRules(p.Code, st)
 	case st >= 500:
-		p := envelope.NewProblem(envelope.ProblemUpstreamUnavailable, fmt.Sprintf("The upstream answered %d to the write; whether it applied is unknown.", st))
 		p.StateChanged = envelope.StateUnknown
 		r.finish(t, TargetUnknown, st, p, "the upstream failed while handling the write", nil)
 		r.applyStopRules("", st)
 	default:
-		p := envelope.NewProblem(envelope.ProblemUpstreamRejected, fmt.Sprintf("The upstream answered %d, a status the action does not expect.", st))
 		p.StateChanged = envelope.StateUnknown
 		r.finish(t, TargetFailed, st, p, "", nil)
 		r.stop(fmt.Sprintf("unexpected status %d from the upstream: the operation stopped", st))
@@ -775,7 +766,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) {
 		r.call(req.Method, r.a.Config.Bulk.Path, strings.Join(idsOf(send), ","), statusOf(err, true), time.Since(start), reqID)
 		if err != nil {
 			for _, t := range intents {
-				r.classify(t, err)
+				r.classify(t, resp, err)
 			}
 			continue
 		}

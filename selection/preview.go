@@ -3,7 +3,6 @@ package selection
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -370,21 +369,7 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 
 // readError maps a failed single-item read to a scan error.
 func readError(err error) error {
-	var he *upstream.HTTPError
-	if errors.As(err, &he) && he.Kind == upstream.FailStatus {
-		code := envelope.ProblemUpstreamRejected
-		switch he.Status {
-		case 401:
-			code = envelope.ProblemUpstreamAuth
-		case 403:
-			code = envelope.ProblemUpstreamForbidden
-		}
-		return &upstream.ScanError{Code: code, Status: he.Status, Err: err}
-	}
-	if upstream.IsBadResponse(err) {
-		return &upstream.ScanError{Code: envelope.ProblemUpstreamBadResponse, Err: err, Detail: "The upstream's item did not match the configured shape."}
-	}
-	return &upstream.ScanError{Code: envelope.ProblemUpstreamUnavailable, Err: err, Detail: "The upstream did not answer while airlock read the named ids."}
+	return &upstream.ScanError{Problem: upstream.ProblemFor(err, nil), Err: err}
 }
 
 func groupList(m map[string]map[string]*upstream.Group) map[string][]upstream.Group {

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"time"
 
@@ -373,11 +374,9 @@ func invalid(errs []envelope.FieldError) *envelope.Envelope {
 
 // scanProblem turns a scan failure into the problem envelope.
 func scanProblem(err error) *envelope.Envelope {
-	se, ok := err.(*upstream.ScanError)
-	if !ok {
+	var se *upstream.ScanError
+	if !errors.As(err, &se) {
 		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
 	}
-	p := envelope.NewProblem(se.Code, se.Detail)
-	p.Errors = se.Errors
-	return envelope.ErrorEnvelope(p)
+	return envelope.ErrorEnvelope(se.Problem)
 }

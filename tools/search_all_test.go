@@ -208,7 +208,9 @@ func TestUpstreamFailures_AreProblemsThatSayWhatToDo(t *testing.T) {
 		{"forbidden", 403, `{"error":"nope"}`, "application/json", envelope.ProblemUpstreamForbidden},
 		{"not found", 404, `{"error":"no"}`, "application/json", envelope.ProblemUpstreamNotFound},
 		{"rejected", 422, `{"error":"bad filter"}`, "application/json", envelope.ProblemUpstreamRejected},
-		{"not json", 200, `<html>login</html>`, "text/html", envelope.ProblemUpstreamBadResponse},
+		{"html instead of json", 200, `<html>login</html>`, "text/html", envelope.ProblemUpstreamContentType},
+		{"not json", 200, `<html>login</html>`, "application/json", envelope.ProblemUpstreamBadResponse},
+		{"error behind 200", 200, `{"error":{"code":503,"message":"backend down"}}`, "application/json", envelope.ProblemUpstreamErrorInSuccess},
 		{"wrong shape", 200, `{"data":"x","has_more":false}`, "application/json", envelope.ProblemUpstreamBadResponse},
 	}
 	for _, tc := range cases {

@@ -461,7 +461,7 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 		}
 		return nil, "", false, err
 	}
-	body, err := decodeJSONBody(resp)
+	body, err := decodeJSONBody(resp, true)
 	if err != nil {
 		return nil, "", false, err
 	}
@@ -479,12 +479,6 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	s := &Scan{r: r, normalized: map[string]bool{}}
 	s.normalizeLocked(m)
 	return m, version, true, nil
-}
-
-// IsBadResponse reports whether err means the upstream's body did not have
-// the configured shape.
-func IsBadResponse(err error) bool {
-	return err != nil && strings.Contains(err.Error(), errBadResponse.Error())
 }
 
 // TemplateVars are the values a write template may use.
@@ -688,6 +682,26 @@ func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, erro
 	return req, nil
 }
 
+// ParamFor maps a field an upstream named in its validation errors back to
+// the action parameter the write template filled it from ("" when none).
+func (a *Action) ParamFor(field string) string {
+	var body any
+	if a.Config.Request != nil {
+		body = a.Config.Request.Body
+	} else if a.Config.Bulk != nil {
+		body = a.Config.Bulk.Body
+	}
+	t, ok := getPath(body, field)
+	if !ok {
+		return ""
+	}
+	s, _ := t.(string)
+	if m := tmplRef.FindStringSubmatch(s); m != nil && strings.HasPrefix(m[1], "params.") {
+		return "action." + m[1]
+	}
+	return ""
+}
+
 // BulkOutcome is one target's result in a bulk response.
 type BulkOutcome int
 
@@ -703,7 +717,9 @@ const (
 // from the response are absent from the map (their outcome is unknown).
 func (a *Action) ParseBulk(resp *Response) (map[string]BulkOutcome, error) {
 	bc := a.Config.Bulk
-	doc, err := decodeJSONBody(resp)
+	// A bulk body may say "errors": true when some targets failed; the
+	// per-target results tell which.
+	doc, err := decodeJSONBody(resp, false)
 	if err != nil {
 		return nil, err
 	}
@@ -753,5 +769,12 @@ func jsonMarshal(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// DecodeJSON decodes a response body (numbers as json.Number).
-func DecodeJSON(resp *Response) (any, error) { return decodeJSONBody(resp) }
+// CheckWriteResponse accepts a 2xx write response: an empty body, or a
+// JSON body that is not an error object.
+func CheckWriteResponse(resp *Response) error {
+	if len(bytes.TrimSpace(resp.Body)) == 0 {
+		return nil
+	}
+	_, err := decodeJSONBody(resp, true)
+	return err
+}

@@ -19,6 +19,10 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 )
 
+// errCrossHostRedirect is returned by the redirect policy: a credential is
+// never sent to another host.
+var errCrossHostRedirect = errors.New("redirect to another host refused")
+
 // DefaultMaxRetryWait is the longest Retry-After airlock sleeps through inside
 // one call; a longer wait is reported (RATE_LIMITED) instead of slept.
 const DefaultMaxRetryWait = 5 * time.Second
@@ -138,7 +142,7 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 	}
 	c.sem = make(chan struct{}, conc)
 	if cfg.RateLimit.PerSecond > 0 {
-		c.limiter = newLimiter(cfg.RateLimit.PerSecond, max(cfg.RateLimit.Burst, 1))
+		c.limiter = newLimiter(cfg.RateLimit.PerSecond, max(cfg.RateLimit.Burst, 1), opts.Clock)
 	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
@@ -153,7 +157,7 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
-				return errors.New("redirect to another host refused")
+				return errCrossHostRedirect
 			}
 			if len(via) >= 5 {
 				return errors.New("too many redirects")
@@ -199,7 +203,7 @@ func loadSecret(cr *CredentialConfig, getenv func(string) string) (string, error
 	}
 	b, err := os.ReadFile(cr.File)
 	if err != nil {
-		return "", fmt.Errorf("credential: read file %q: %w", cr.File, errors.Unwrap(err))
+		return "", fmt.Errorf("credential: read file %q: %w", cr.File, err)
 	}
 	v := strings.TrimSpace(string(b))
 	if v == "" {
@@ -297,7 +301,20 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	attempts := info.attempts
 	info.mu.Unlock()
 	dur := time.Since(start)
-	if err != nil && resp == nil {
+	if errors.Is(err, errCrossHostRedirect) {
+		// net/http returns the 3xx (its body closed) with the error: the
+		// request reached the upstream, which answered with a redirect
+		// airlock refuses to follow with the credential.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return nil, &BodyError{Kind: BodyMalformed, Detail: "the upstream redirected to another host; the redirect was not followed"}
+	}
+	if err != nil && resp != nil {
+		resp.Body.Close()
+		resp = nil
+	}
+	if err != nil {
 		kind := classify(ctx, err)
 		c.logger.Debug("upstream request failed", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "attempts", attempts, "kind", int(kind))
 		return nil, &HTTPError{Kind: kind, Attempts: attempts, Sent: attempts > 0 && !isDialError(err)}
@@ -356,8 +373,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		remaining = time.Until(dl)
 	}
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) && strings.Contains(ue.Error(), "redirect") {
+		if errors.Is(err, errCrossHostRedirect) {
 			return false, nil
 		}
 		return remaining > c.http.RetryWaitMax, nil
@@ -384,6 +400,10 @@ func (c *Client) backoff(minWait, maxWait time.Duration, attempt int, resp *http
 	return retryablehttp.DefaultBackoff(minWait, maxWait, attempt, nil)
 }
 
+// maxWait bounds a parsed wait so that huge values never overflow into a
+// short one.
+const maxWait = time.Duration(math.MaxInt64)
+
 // RetryAfter reads how long the upstream asked to wait: Retry-After as
 // seconds or an HTTP date, or GitHub-style x-ratelimit-reset (epoch seconds)
 // when x-ratelimit-remaining is 0. It returns zero when there is no such
@@ -393,7 +413,10 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
+			if s > int64(maxWait/time.Second) {
+				return maxWait
+			}
 			return max(time.Duration(s)*time.Second, time.Second)
 		}
 		if t, err := http.ParseTime(v); err == nil {
@@ -401,29 +424,31 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	if h.Get("X-RateLimit-Remaining") == "0" {
-		if s, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+		if s, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil && s < int64(maxWait/time.Second) {
 			return max(time.Unix(s, 0).Sub(now).Round(time.Second), time.Second)
 		}
 	}
 	return 0
 }
 
-// limiter is a token bucket: rate tokens per second, up to burst.
+// limiter is a token bucket: rate tokens per second, up to burst, on the
+// injected clock.
 type limiter struct {
 	mu     sync.Mutex
+	clock  Clock
 	rate   float64
 	burst  float64
 	tokens float64
 	last   time.Time
 }
 
-func newLimiter(rate float64, burst int) *limiter {
-	return &limiter{rate: rate, burst: float64(burst), tokens: float64(burst), last: time.Now()}
+func newLimiter(rate float64, burst int, clock Clock) *limiter {
+	return &limiter{clock: clock, rate: rate, burst: float64(burst), tokens: float64(burst), last: clock.Now()}
 }
 
 func (l *limiter) wait(ctx context.Context) error {
 	l.mu.Lock()
-	now := time.Now()
+	now := l.clock.Now()
 	l.tokens = math.Min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
 	l.last = now
 	l.tokens--

@@ -253,7 +253,7 @@ func LoadConfig(path string) (*Config, error) {
 func ParseConfig(b []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, ConfigErrors{{Path: "config", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, ConfigErrors{syntaxError(err)}
 	}
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -267,13 +267,27 @@ func ParseConfig(b []byte) (*Config, error) {
 			}
 			return nil, errs
 		}
-		return nil, ConfigErrors{{Path: "config", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, ConfigErrors{syntaxError(err)}
 	}
 	cfg.root = &root
 	if errs := cfg.validate(); len(errs) > 0 {
 		return nil, errs
 	}
 	return &cfg, nil
+}
+
+// syntaxError carries a YAML syntax error's line in Line, not only in the
+// message.
+func syntaxError(err error) ConfigError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if strings.HasPrefix(msg, "line ") {
+		if i := strings.Index(msg, ": "); i > 0 {
+			if line, convErr := strconv.Atoi(msg[5:i]); convErr == nil {
+				return ConfigError{Line: line, Path: "config", Msg: msg[i+2:]}
+			}
+		}
+	}
+	return ConfigError{Path: "config", Msg: msg}
 }
 
 // yamlTypeError turns "line 7: field foo not found in type upstream.X" into
@@ -457,6 +471,9 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	}
 	if pg.PageSize < 0 || pg.PageSize > 10000 {
 		l.add("must be between 1 and 10000", at("pagination", "page_size")...)
+	}
+	if pg.Dialect == DialectOffset && pg.PageSize == 1 {
+		l.add("the offset dialect overlaps pages by one item to detect shifts, so it needs a page size of at least 2", at("pagination", "page_size")...)
 	}
 	if pg.Concurrency < 0 || pg.Concurrency > 32 {
 		l.add("must be between 1 and 32", at("pagination", "concurrency")...)

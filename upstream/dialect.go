@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -36,13 +35,6 @@ type page struct {
 	next        pageState
 	doc         any
 	header      http.Header
-}
-
-// errBadResponse marks a response that does not have the configured shape.
-var errBadResponse = errors.New("response does not match the configured shape")
-
-func badResponse(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errBadResponse}, args...)...)
 }
 
 // dialect builds page requests and parses page responses.
@@ -152,20 +144,24 @@ func (linkDialect) plan(pageState) []pageState { return nil }
 // nextLink returns the rel="next" target of an RFC 8288 Link header.
 func nextLink(h http.Header) string {
 	for _, v := range h.Values("Link") {
-		for _, part := range splitLinks(v) {
-			segs := strings.Split(part, ";")
-			target := strings.TrimSpace(segs[0])
-			if !strings.HasPrefix(target, "<") || !strings.HasSuffix(target, ">") {
+		for _, part := range splitOutside(v, ',') {
+			part = strings.TrimSpace(part)
+			if !strings.HasPrefix(part, "<") {
 				continue
 			}
-			for _, p := range segs[1:] {
+			end := strings.IndexByte(part, '>')
+			if end < 0 {
+				continue
+			}
+			target := part[1:end]
+			for _, p := range splitOutside(part[end+1:], ';') {
 				k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
 				if !ok || !strings.EqualFold(strings.TrimSpace(k), "rel") {
 					continue
 				}
 				for _, rel := range strings.Fields(strings.Trim(strings.TrimSpace(val), `"`)) {
 					if strings.EqualFold(rel, "next") {
-						return target[1 : len(target)-1]
+						return target
 					}
 				}
 			}
@@ -174,22 +170,35 @@ func nextLink(h http.Header) string {
 	return ""
 }
 
-// splitLinks splits a Link header on the commas between links (not those
-// inside <...>).
-func splitLinks(v string) []string {
+// splitOutside splits v on sep where sep is neither inside <...> nor inside
+// a quoted string (where a backslash escapes the next character).
+func splitOutside(v string, sep byte) []string {
 	var out []string
-	depth, start := 0, 0
-	for i, r := range v {
-		switch r {
-		case '<':
-			depth++
-		case '>':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, v[start:i])
-				start = i + 1
+	inAngle, inQuote, escaped := false, false, false
+	start := 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case escaped:
+			escaped = false
+		case inQuote:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inQuote = false
 			}
+		case inAngle:
+			if c == '>' {
+				inAngle = false
+			}
+		case c == '"':
+			inQuote = true
+		case c == '<':
+			inAngle = true
+		case c == sep:
+			out = append(out, v[start:i])
+			start = i + 1
 		}
 	}
 	return append(out, v[start:])

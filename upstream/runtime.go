@@ -2,12 +2,12 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -85,17 +85,17 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 		opts.Clock = WallClock
 	}
 	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{}}
-	var errs []string
+	var errs []error
 	for _, name := range sortedKeys(c.Upstreams) {
 		cl, err := newClient(name, c.Upstreams[name], opts)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("upstream %q: %v", name, err))
+			errs = append(errs, fmt.Errorf("upstream %q: %w", name, err))
 			continue
 		}
 		rt.Upstreams[name] = cl
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("initialize: %s", strings.Join(errs, "; "))
+		return nil, fmt.Errorf("initialize: %w", errors.Join(errs...))
 	}
 	for _, name := range sortedKeys(c.Resources) {
 		rc := c.Resources[name]

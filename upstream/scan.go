@@ -53,16 +53,13 @@ type Budget struct {
 // ScanError ends a whole call with a problem: the scan cannot go on in a way
 // that retrying or continuing would fix.
 type ScanError struct {
-	Code   string
-	Status int
-	Source string
-	Detail string
-	Errors []envelope.FieldError
-	Err    error
+	Problem *envelope.Problem
+	Source  string
+	Err     error
 }
 
 func (e *ScanError) Error() string {
-	return fmt.Sprintf("%s (source %q, status %d): %v", e.Code, e.Source, e.Status, e.Err)
+	return fmt.Sprintf("%s (source %q): %v", e.Problem.Code, e.Source, e.Err)
 }
 
 type srcStatus int
@@ -87,6 +84,7 @@ type sourceScan struct {
 	items      int
 	lastID     string
 	retryAfter time.Duration
+	signal     string
 	capped     bool
 	shortOf    int
 }
@@ -354,7 +352,7 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, 
 	if err != nil {
 		return page{}, err
 	}
-	doc, err := decodeJSONBody(resp)
+	doc, err := decodeJSONBody(resp, true)
 	if err != nil {
 		return page{}, err
 	}
@@ -379,6 +377,8 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, 
 	return pg, nil
 }
 
+// sameContinuation reports a continuation that did not advance: the same
+// cursor, next URL, offset or page again.
 func sameContinuation(a, b pageState) bool {
 	if !a.Started {
 		return false
@@ -386,15 +386,20 @@ func sameContinuation(a, b pageState) bool {
 	if a.NextURL != nil && b.NextURL != nil {
 		return a.NextURL.String() == b.NextURL.String()
 	}
-	return a.Cursor != "" && a.Cursor == b.Cursor && a.Offset == b.Offset && a.Page == b.Page
+	return a.Cursor == b.Cursor && a.Offset == b.Offset && a.Page == b.Page && a.NextURL == nil && b.NextURL == nil
 }
 
-// decodeJSONBody decodes a JSON response body, numbers as json.Number.
-func decodeJSONBody(resp *Response) (any, error) {
+// decodeJSONBody decodes a JSON response body, numbers as json.Number. A
+// content type other than JSON and, when checkError is set, a body that is
+// an error object behind a 2xx are refused with their own kinds.
+func decodeJSONBody(resp *Response, checkError bool) (any, error) {
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
-			return nil, badResponse("the content type is not JSON")
+			if err != nil {
+				mt = "unparseable"
+			}
+			return nil, &BodyError{Kind: BodyContentType, Detail: envelope.SafeName(mt)}
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(resp.Body))
@@ -405,6 +410,11 @@ func decodeJSONBody(resp *Response) (any, error) {
 	}
 	if dec.More() {
 		return nil, badResponse("the body has data after the JSON document")
+	}
+	if checkError {
+		if why, bad := errorInSuccess(doc); bad {
+			return nil, &BodyError{Kind: BodyErrorInSuccess, Detail: why}
+		}
 	}
 	return doc, nil
 }
@@ -453,40 +463,42 @@ func scalarString(v any) string {
 func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 	r := s.r
 	var he *HTTPError
-	fatal := func(code string, status int, detail string) {
+	var se *ScanError
+	fatal := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		src.status = srcUnavailable
 		if s.fatal == nil {
-			s.fatal = &ScanError{Code: code, Status: status, Source: src.cfg.Name, Detail: detail, Err: err}
+			s.fatal = &ScanError{Problem: ProblemFor(err, r.paramToFilter), Source: src.cfg.Name, Err: err}
 			s.cancelRun()
 		}
 	}
 	switch {
-	case errors.Is(err, errBadResponse):
-		fatal(envelope.ProblemUpstreamBadResponse, 0, "The upstream's response for source "+envelope.SafeName(src.cfg.Name)+" did not match the configured shape: "+strings.TrimPrefix(err.Error(), errBadResponse.Error()+": ")+".")
+	case errors.As(err, &se):
+		s.mu.Lock()
+		if s.fatal == nil {
+			s.fatal = se
+			s.cancelRun()
+		}
+		s.mu.Unlock()
+	case IsBadResponse(err):
+		fatal()
 	case errors.As(err, &he):
 		switch he.Kind {
 		case FailCanceled:
 			s.stopForContext(ctx, src)
 		case FailTooLarge:
-			fatal(envelope.ProblemUpstreamBadResponse, he.Status, "The upstream's response body was larger than the configured limit.")
+			fatal()
 		case FailTimeout, FailConnection:
 			if ctx.Err() != nil {
 				s.stopForContext(ctx, src)
 				return
 			}
 			s.mu.Lock()
-			src.status = srcUnavailable
+			src.status, src.signal = srcUnavailable, failSignal(he)
 			s.mu.Unlock()
 		case FailStatus:
 			switch st := he.Status; {
-			case st == http.StatusUnauthorized:
-				fatal(envelope.ProblemUpstreamAuth, st, "The upstream answered 401 to the configured credential.")
-			case st == http.StatusForbidden:
-				fatal(envelope.ProblemUpstreamForbidden, st, "The upstream answered 403: the credential may not list this resource.")
-			case st == http.StatusNotFound:
-				fatal(envelope.ProblemUpstreamNotFound, st, "The upstream answered 404 for the configured list path.")
 			case st == http.StatusGone && r.Pagination.Dialect == DialectContinue:
 				s.setStatus(src, srcExpired)
 			case st == http.StatusTooManyRequests:
@@ -495,25 +507,42 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 				s.mu.Unlock()
 			case st >= 500:
 				s.mu.Lock()
-				src.status, src.retryAfter = srcUnavailable, he.RetryAfter
+				src.status, src.retryAfter, src.signal = srcUnavailable, he.RetryAfter, failSignal(he)
 				s.mu.Unlock()
 			default:
-				fatal(envelope.ProblemUpstreamRejected, st, fmt.Sprintf("The upstream answered %d to a list request airlock built from the arguments.", st))
+				fatal()
 			}
 		}
 	default:
-		var se *ScanError
-		if errors.As(err, &se) {
-			s.mu.Lock()
-			if s.fatal == nil {
-				s.fatal = se
-				s.cancelRun()
-			}
-			s.mu.Unlock()
-			return
+		s.mu.Lock()
+		if s.fatal == nil {
+			s.fatal = &ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, ""), Source: src.cfg.Name, Err: err}
+			s.cancelRun()
 		}
-		fatal(envelope.ProblemInternal, 0, "")
+		s.mu.Unlock()
 	}
+}
+
+// failSignal names how a source failed, for SOURCE_UNAVAILABLE.
+func failSignal(he *HTTPError) string {
+	switch he.Kind {
+	case FailTimeout:
+		return "timeout"
+	case FailConnection:
+		return "connection"
+	}
+	return fmt.Sprintf("status_%d", he.Status)
+}
+
+// paramToFilter maps an upstream query parameter back to the filter that
+// sent it, so that an upstream's field error names the tool argument.
+func (r *Resource) paramToFilter(param string) string {
+	for name, fc := range r.Config.Filters {
+		if fc != nil && fc.Param == param {
+			return "filter." + name
+		}
+	}
+	return ""
 }
 
 // process accounts for one page: signals, consistency checks, items.
@@ -582,7 +611,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 				it.Version, _ = itemID(doc, verPath)
 			}
 			if err := s.spec.Sink.Add(it); err != nil {
-				return &ScanError{Code: envelope.ProblemInternal, Detail: "airlock could not record the scanned items.", Err: err}
+				return &ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, "airlock could not record the scanned items."), Err: err}
 			}
 		}
 	}
@@ -798,7 +827,7 @@ func (s *Scan) Outcome() Outcome {
 		case srcUnavailable:
 			cov.Status, cov.Reason = envelope.SourceDown, envelope.SourceUnavailable
 			rs := envelope.NewReason(envelope.SourceUnavailable)
-			rs.Source = src.cfg.Name
+			rs.Source, rs.Signal = src.cfg.Name, src.signal
 			wait := max(int(src.retryAfter/time.Second), 10)
 			rs.RetryAfterSeconds = envelope.Ptr(wait)
 			o.Reasons = append(o.Reasons, rs)

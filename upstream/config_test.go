@@ -1,0 +1,684 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-mcp/airlock/fixtures"
+)
+
+// yamlLines joins lines into a document: argument i is line i+1, so that
+// the expected line numbers of a case can be read off its arguments.
+func yamlLines(lines ...string) []byte {
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+// minimalResource is a valid resource block (lines 5 to 12 when it follows
+// minimalUpstream's four lines).
+var minimalResource = []string{
+	"resources:",
+	"  items:",
+	"    upstream: api",
+	"    list: {path: /items}",
+	"    pagination: {dialect: link}",
+	"    id_field: id",
+	"    fields:",
+	"      id: {type: string}",
+}
+
+var minimalUpstream = []string{
+	"environment: test",
+	"upstreams:",
+	"  api:",
+	"    base_url: http://127.0.0.1:1",
+}
+
+func minimal(pagination string) []byte {
+	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+	lines[8] = "    pagination: " + pagination
+	return yamlLines(lines...)
+}
+
+func TestParseConfig_AcceptsValidConfigurations(t *testing.T) {
+	credFile := filepath.Join(t.TempDir(), "token")
+	for _, tc := range []struct {
+		name string
+		yaml []byte
+	}{
+		{"demo config", fixtures.DemoConfig("http://127.0.0.1:1")},
+		{"minimal cursor with has_more", minimal("{dialect: cursor, has_more: has_more}")},
+		{"minimal cursor with next_cursor", minimal("{dialect: cursor, next_cursor: meta.next}")},
+		{"minimal link", minimal("{dialect: link}")},
+		{"minimal offset", minimal("{dialect: offset}")},
+		{"minimal page", minimal("{dialect: page}")},
+		{"minimal continue", minimal("{dialect: continue}")},
+		{"continue declares its snapshot", minimal("{dialect: continue, consistency: snapshot}")},
+		{"offset declares no consistency", minimal("{dialect: offset, consistency: none}")},
+		{"every optional feature", yamlLines(
+			"environment: staging",
+			"upstreams:",
+			"  api:",
+			"    base_url: https://api.example.com/v2/",
+			"    credential: {file: "+credFile+", header: X-Api-Key, scheme: \"\"}",
+			"    timeout: 3s",
+			"    retries: 0",
+			"    backoff: {min: 10ms, max: 1s}",
+			"    rate_limit: {per_second: 5.5, burst: 3}",
+			"    concurrency: 2",
+			"    max_body_bytes: 1048576",
+			"    request_id_header: X-Correlation-Id",
+			"    headers: {X-Tenant: acme, Accept-Language: en}",
+			"resources:",
+			"  things:",
+			"    upstream: api",
+			"    description: every knob",
+			"    list: {path: /things, params: {expand: owner}, items: results}",
+			"    pagination: {dialect: page, page_size: 25, page_param: p, first_page: 0, total: meta.total, concurrency: 3}",
+			"    id_field: uid",
+			"    version_field: rev",
+			"    fields:",
+			"      uid: {type: string, path: meta.uid}",
+			"      rev: {type: integer}",
+			"      kind: {type: string, enum: [a, b], normalize: lower}",
+			"      secret: {type: string, sensitive: true}",
+			"      tags: {type: array}",
+			"    default_fields: [uid, kind]",
+			"    filters:",
+			"      kind: {param: kind}",
+			"      tag: {field: tags, op: contains, param: tag}",
+			"      region: {field: kind}",
+			"    default_filter: {kind: a}",
+			"    sources:",
+			"      - {name: eu, base_url: https://eu.example.com, match: {region: a}}",
+			"      - {name: us, params: {zone: us}}",
+			"    visibility: {field: meta.view, restricted_values: [partial]}",
+			"    incomplete: {flags: [incomplete_results], total_relation: total_relation}",
+			"    result_cap: 1000",
+			"    freshness: {header: X-Index-Updated, max_age: 10m}",
+			"    limits: {max_items: {default: 10, cap: 100}, max_pages: {cap: 50}, deadline_ms: {default: 2000}, response_bytes: 8000, scan_items: 5000}",
+		)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig(tc.yaml)
+			if err != nil {
+				t.Fatalf("ParseConfig: %v", err)
+			}
+			if cfg.Environment == "" || len(cfg.Upstreams) == 0 || len(cfg.Resources) == 0 {
+				t.Errorf("parsed config is missing parts: %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestParseConfig_AcceptsEveryFixtureDialectAndDataset(t *testing.T) {
+	var rs []fixtures.Resource
+	for _, d := range fixtures.AllDialects {
+		for _, ds := range []string{fixtures.DatasetServiceAccounts, fixtures.DatasetSubscriptions, fixtures.DatasetProjects} {
+			rs = append(rs, fixtures.Resource{Name: d + "_" + ds, Dataset: ds, Dialect: d, Concurrency: 2})
+		}
+	}
+	cfg, err := ParseConfig(fixtures.Config("http://127.0.0.1:1", rs...))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	if len(cfg.Resources) != len(rs) {
+		t.Errorf("parsed %d resources, want %d", len(cfg.Resources), len(rs))
+	}
+}
+
+// wantErr is one expected ConfigError: its line, its path and a fragment of
+// its message.
+type wantErr struct {
+	line int
+	path string
+	msg  string
+}
+
+func parseErrors(t *testing.T, yaml []byte) ConfigErrors {
+	t.Helper()
+	cfg, err := ParseConfig(yaml)
+	if err == nil {
+		t.Fatalf("ParseConfig accepted the configuration: %+v", cfg)
+	}
+	var ces ConfigErrors
+	if !errors.As(err, &ces) {
+		t.Fatalf("error is %T, want ConfigErrors: %v", err, err)
+	}
+	return ces
+}
+
+func checkErrors(t *testing.T, got ConfigErrors, want []wantErr) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("got %d errors, want %d:\n%v", len(got), len(want), got)
+	}
+	for i := range min(len(got), len(want)) {
+		g, w := got[i], want[i]
+		if g.Line != w.line || g.Path != w.path || !strings.Contains(g.Msg, w.msg) {
+			t.Errorf("error %d = line %d %s: %q, want line %d %s: containing %q", i, g.Line, g.Path, g.Msg, w.line, w.path, w.msg)
+		}
+	}
+}
+
+func TestParseConfig_RejectsUnknownKeysAtEveryLevelAllAtOnce(t *testing.T) {
+	got := parseErrors(t, yamlLines(
+		"environment: test",
+		"enviroment: typo", // 2: top level
+		"upstreams:",
+		"  api:",
+		"    base_url: http://127.0.0.1:1",
+		"    timeot: 5s", // 6: upstream
+		"resources:",
+		"  items:",
+		"    upstream: api",
+		"    list: {path: /items, item: data}", // 10: list
+		"    pagination: {dialect: link, pagesize: 10}", // 11: pagination
+		"    id_field: id",
+		"    paging: {}", // 13: resource
+		"    fields:",
+		"      id: {type: string, sensitve: true}", // 15: field
+		"    filters:",
+		"      id: {parameter: id}", // 17: filter
+	))
+	checkErrors(t, got, []wantErr{
+		{2, "enviroment", "unknown key"},
+		{6, "timeot", "unknown key"},
+		{10, "item", "unknown key"},
+		{11, "pagesize", "unknown key"},
+		{13, "paging", "unknown key"},
+		{15, "sensitve", "unknown key"},
+		{17, "parameter", "unknown key"},
+	})
+	for _, e := range got {
+		if strings.Contains(e.Error(), "upstream.") || strings.Contains(e.Error(), "Config") {
+			t.Errorf("error %q mentions a Go type", e.Error())
+		}
+	}
+}
+
+func TestParseConfig_ReportsYAMLTypeProblemsWithLines(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml []byte
+		want []wantErr
+	}{
+		{"wrong scalar types", yamlLines(
+			"environment: test",
+			"upstreams:",
+			"  api:",
+			"    base_url: http://127.0.0.1:1",
+			"    retries: many",
+			"    timeout: soon",
+		), []wantErr{{5, "value", "wrong type"}, {6, "value", "wrong type"}}},
+		{"duplicate top-level key", yamlLines(
+			"environment: test",
+			"environment: prod",
+		), []wantErr{{2, "value", `"environment" already defined at line 1`}}},
+		{"duplicate upstream", yamlLines(
+			"environment: test",
+			"upstreams:",
+			"  api: {base_url: http://127.0.0.1:1}",
+			"  api: {base_url: http://127.0.0.1:2}",
+		), []wantErr{{4, "value", `"api" already defined at line 3`}}},
+		{"list where a map belongs", yamlLines(
+			"environment: test",
+			"upstreams: [api]",
+		), []wantErr{{2, "value", "wrong type: !!seq"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, parseErrors(t, tc.yaml), tc.want)
+		})
+	}
+}
+
+func TestParseConfig_SyntaxErrorsCarryTheirLine(t *testing.T) {
+
+	got := parseErrors(t, yamlLines(
+		"environment: test",
+		"  upstreams: oops",
+	))
+	if len(got) != 1 || got[0].Line != 2 {
+		t.Errorf("errors = %#v, want one error on line 2", got)
+	}
+}
+
+func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
+	// Each case starts from minimalUpstream (lines 1-4) and minimalResource
+	// (lines 5-12) and changes or adds lines; the comment is the line.
+	with := func(edit func(lines []string) []string) []byte {
+		lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+		return yamlLines(edit(lines)...)
+	}
+	set := func(line int, text string) func([]string) []string {
+		return func(l []string) []string { l[line-1] = text; return l }
+	}
+	add := func(text ...string) func([]string) []string {
+		return func(l []string) []string { return append(l, text...) }
+	}
+	// upstreamKey adds a line to the upstream: it becomes line 5.
+	upstreamKey := func(text string) func([]string) []string {
+		return func(l []string) []string { return append(l[:4:4], append([]string{text}, l[4:]...)...) }
+	}
+	for _, tc := range []struct {
+		name string
+		yaml []byte
+		want []wantErr
+	}{
+		{"missing environment", with(set(1, "# no environment")),
+			[]wantErr{{2, "environment", "required: name the environment"}}},
+		{"resource names an unknown upstream", with(set(7, "    upstream: x")),
+			[]wantErr{{7, "resources.items.upstream", `no upstream named "x"`}}},
+		{"unknown dialect", with(set(9, "    pagination: {dialect: scroll}")),
+			[]wantErr{{9, "resources.items.pagination.dialect", "unknown dialect"}}},
+		{"missing dialect", with(set(9, "    pagination: {page_size: 10}")),
+			[]wantErr{{9, "resources.items.pagination.dialect", "required: one of cursor, link, offset, page, continue"}}},
+		{"cursor without a way to continue", with(set(9, "    pagination: {dialect: cursor}")),
+			[]wantErr{{9, "resources.items.pagination", "needs has_more"}}},
+		{"snapshot on a non-continue dialect", with(set(9, "    pagination: {dialect: offset, consistency: snapshot}")),
+			[]wantErr{{9, "resources.items.pagination.consistency", "only the continue dialect carries a snapshot"}}},
+		{"unknown consistency", with(set(9, "    pagination: {dialect: link, consistency: eventual}")),
+			[]wantErr{{9, "resources.items.pagination.consistency", "use one of snapshot, keyset, none"}}},
+		{"id_field not declared in fields", with(set(10, "    id_field: uuid")),
+			[]wantErr{{10, "resources.items.id_field", "the id field must be declared in fields"}}},
+		{"sensitive id field", with(set(12, "      id: {type: string, sensitive: true}")),
+			[]wantErr{{12, "resources.items.fields.id.sensitive", "the id field cannot be sensitive"}}},
+		{"default_fields names a sensitive field", with(add(
+			"      email: {type: string, sensitive: true}", // 13
+			"    default_fields:",                          // 14
+			"      - id",                                   // 15
+			"      - email",                                // 16
+		)), []wantErr{{16, "resources.items.default_fields.1", `field "email" is sensitive and cannot be returned`}}},
+		{"default_fields names an undeclared field", with(add("    default_fields: [id, nope]")),
+			[]wantErr{{13, "resources.items.default_fields.1", `field "nope" is not declared`}}},
+		{"filter on an undeclared field", with(add(
+			"    filters:",           // 13
+			"      status: {}",       // 14
+			"      kind: {field: k}", // 15
+		)), []wantErr{
+			{14, "resources.items.filters.status", `filters on field "status", which is not declared`},
+			{15, "resources.items.filters.kind", `filters on field "k", which is not declared`},
+		}},
+		{"visibility with both header and field", with(add("    visibility: {header: X-Visibility, field: meta.view, restricted_values: [restricted]}")),
+			[]wantErr{{13, "resources.items.visibility", "set exactly one of header or field"}}},
+		{"visibility without restricted values", with(add("    visibility: {header: X-Visibility}")),
+			[]wantErr{{13, "resources.items.visibility.restricted_values", "required"}}},
+		{"credential with both env and file", with(upstreamKey("    credential: {env: API_TOKEN, file: /run/secrets/token}")),
+			[]wantErr{{5, "upstreams.api.credential", "set exactly one of env or file"}}},
+		{"credential with neither env nor file", with(upstreamKey("    credential: {header: X-Api-Key}")),
+			[]wantErr{{5, "upstreams.api.credential", "set exactly one of env or file"}}},
+		{"base_url with userinfo", with(set(4, "    base_url: http://admin:hunter2@127.0.0.1:1")),
+			[]wantErr{{4, "upstreams.api.base_url", "must not carry credentials"}}},
+		{"base_url not http", with(set(4, "    base_url: ftp://127.0.0.1/")),
+			[]wantErr{{4, "upstreams.api.base_url", "must be an absolute http or https URL"}}},
+		{"relative base_url", with(set(4, "    base_url: /api")),
+			[]wantErr{{4, "upstreams.api.base_url", "must be an absolute http or https URL"}}},
+		{"Authorization in headers", with(upstreamKey("    headers: {Authorization: Bearer abc}")),
+			[]wantErr{{5, "upstreams.api.headers", "credentials belong in credential, not in headers"}}},
+		{"cookie in headers, any case", with(upstreamKey("    headers: {cookie: session=abc}")),
+			[]wantErr{{5, "upstreams.api.headers", "credentials belong in credential, not in headers"}}},
+		{"limits default above cap", with(add("    limits: {max_items: {default: 2000, cap: 1000}}")),
+			[]wantErr{{13, "resources.items.limits.max_items", "default is above the cap"}}},
+		{"negative limit", with(add("    limits:", "      deadline_ms: {cap: -1}")),
+			[]wantErr{{14, "resources.items.limits.deadline_ms", "must not be negative"}}},
+		{"list path not absolute", with(set(8, "    list: {path: items}")),
+			[]wantErr{{8, "resources.items.list.path", "an absolute path"}}},
+		{"unknown field type", with(set(12, "      id: {type: str}")),
+			[]wantErr{{12, "resources.items.fields.id.type", "type must be one of"}}},
+		{"default_filter names an undeclared filter", with(add("    default_filter: {status: active}")),
+			[]wantErr{{13, "resources.items.default_filter.status", "undeclared filter"}}},
+		{"duplicate source names", with(add(
+			"    sources:",     // 13
+			"      - name: eu", // 14
+			"      - name: eu", // 15
+		)), []wantErr{{15, "resources.items.sources.1.name", "duplicate source name"}}},
+		{"page size out of range", with(set(9, "    pagination: {dialect: link, page_size: 20000}")),
+			[]wantErr{{9, "resources.items.pagination.page_size", "between 1 and 10000"}}},
+		{"retries out of range", with(upstreamKey("    retries: 11")),
+			[]wantErr{{5, "upstreams.api.retries", "between 0 and 10"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, parseErrors(t, tc.yaml), tc.want)
+		})
+	}
+}
+
+func TestParseConfig_ReportsEverySemanticErrorSortedByLine(t *testing.T) {
+	// Resources come before upstreams and the environment is missing, so the
+	// order of validation differs from the order of lines.
+	got := parseErrors(t, yamlLines(
+		"resources:", // 1: environment is missing (reported at the document's first key)
+		"  zeta:",
+		"    upstream: nowhere", // 3
+		"    list: {path: /z}",
+		"    pagination: {dialect: link}",
+		"    id_field: id",
+		"    fields:",
+		"      id: {type: string}",
+		"  alpha:",
+		"    upstream: api",
+		"    list: {path: /a}",
+		"    pagination: {dialect: offset, consistency: snapshot}", // 12
+		"    id_field: uuid", // 13
+		"    fields:",
+		"      id: {type: string}",
+		"      email: {type: string, sensitive: true}",
+		"    default_fields: [id, email]",                     // 17
+		"    filters: {status: {}}",                           // 18
+		"    limits: {max_items: {default: 2000, cap: 1000}}", // 19
+		"upstreams:",
+		"  api:",
+		"    base_url: \"http://user:hunter2@127.0.0.1:1\"", // 22
+		"    headers: {Authorization: Bearer abc}",          // 23
+		"    credential: {env: A, file: /b}",                // 24
+	))
+	checkErrors(t, got, []wantErr{
+		{1, "environment", "required"},
+		{3, "resources.zeta.upstream", `no upstream named "nowhere"`},
+		{12, "resources.alpha.pagination.consistency", "only the continue dialect carries a snapshot"},
+		{13, "resources.alpha.id_field", "the id field must be declared in fields"},
+		{17, "resources.alpha.default_fields.1", `field "email" is sensitive`},
+		{18, "resources.alpha.filters.status", `filters on field "status"`},
+		{19, "resources.alpha.limits.max_items", "default is above the cap"},
+		{22, "upstreams.api.base_url", "must not carry credentials"},
+		{23, "upstreams.api.headers", "credentials belong in credential"},
+		{24, "upstreams.api.credential", "set exactly one of env or file"},
+	})
+	all := got.Error()
+	if strings.Contains(all, "hunter2") || strings.Contains(all, "abc") {
+		t.Errorf("the errors repeat a credential from the file:\n%s", all)
+	}
+	if lines := strings.Split(all, "\n"); len(lines) != len(got) || !strings.HasPrefix(lines[1], "line 3: resources.zeta.upstream: ") {
+		t.Errorf("Error() = %q, want one \"line N: path: message\" line per problem", all)
+	}
+}
+
+func TestConfigError_FormatsWithAndWithoutLine(t *testing.T) {
+	for _, tc := range []struct {
+		err  ConfigError
+		want string
+	}{
+		{ConfigError{Line: 7, Path: "resources.items.upstream", Msg: `no upstream named "x"`}, `line 7: resources.items.upstream: no upstream named "x"`},
+		{ConfigError{Path: "config", Msg: "empty"}, "config: empty"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// twoUpstreams is a configuration whose upstreams read their credentials
+// from BILLING_TOKEN and CRM_TOKEN.
+func twoUpstreams(billingCred, crmCred string) []byte {
+	return yamlLines(
+		"environment: test",
+		"upstreams:",
+		"  billing:",
+		"    base_url: http://127.0.0.1:1",
+		"    credential: "+billingCred,
+		"  crm:",
+		"    base_url: http://127.0.0.1:2",
+		"    credential: "+crmCred,
+		"resources:",
+		"  items:",
+		"    upstream: billing",
+		"    list: {path: /items}",
+		"    pagination: {dialect: link}",
+		"    id_field: id",
+		"    fields: {id: {type: string}}",
+	)
+}
+
+func TestInitialize_UnsetCredentialFailsAtStartUpWithoutSecrets(t *testing.T) {
+	const billingSecret = "sk_live_billing_0123456789"
+	for _, tc := range []struct {
+		name   string
+		crmEnv string
+	}{
+		{"unset", ""},
+		{"blank", "   \n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig(twoUpstreams("{env: BILLING_TOKEN}", "{env: CRM_TOKEN}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = cfg.Initialize(context.Background(), Options{Getenv: func(k string) string {
+				switch k {
+				case "BILLING_TOKEN":
+					return billingSecret
+				case "CRM_TOKEN":
+					return tc.crmEnv
+				}
+				return ""
+			}})
+			if err == nil {
+				t.Fatal("Initialize succeeded with an unset credential")
+			}
+			msg := err.Error()
+			for _, want := range []string{`"crm"`, `"CRM_TOKEN"`, "empty or unset"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not contain %s", msg, want)
+				}
+			}
+			if strings.Contains(msg, billingSecret) || strings.Contains(msg, "BILLING_TOKEN") {
+				t.Errorf("error %q mentions the other upstream's credential", msg)
+			}
+		})
+	}
+}
+
+func TestInitialize_CredentialFileIsReadAndTrimmed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		contents string
+		cred     string
+		header   string
+		want     string
+	}{
+		{"trailing newline", "file-token\n", "", "Authorization", "Bearer file-token"},
+		{"surrounding blanks", "  \tfile-token \r\n\n", "", "Authorization", "Bearer file-token"},
+		{"custom header without scheme", "file-token\n", ", header: X-Api-Key, scheme: \"\"", "X-Api-Key", "file-token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(path, []byte(tc.contents), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			ts := startRecorder(t, rec)
+			c := newTestClient(t, ts.URL, "credential: {file: "+path+tc.cred+"}", Options{Getenv: func(string) string { return "" }})
+			if _, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, ts.URL+"/items"), Idempotent: true}); err != nil {
+				t.Fatalf("Do: %v", err)
+			}
+			if got := rec.requests()[0].Header.Get(tc.header); got != tc.want {
+				t.Errorf("%s = %q, want %q", tc.header, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestInitialize_CredentialFileProblemsFailAtStartUp(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte(" \n\t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		name string
+		path string
+		want string
+	}{
+		{"missing file", missing, "read file"},
+		{"blank file", empty, "is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig(twoUpstreams("{file: "+tc.path+"}", "{env: CRM_TOKEN}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = cfg.Initialize(context.Background(), Options{Getenv: func(string) string { return "crm-token" }})
+			if err == nil {
+				t.Fatal("Initialize succeeded with an unusable credential file")
+			}
+			if msg := err.Error(); !strings.Contains(msg, `"billing"`) || !strings.Contains(msg, tc.path) || !strings.Contains(msg, tc.want) {
+				t.Errorf("error %q, want it to name the upstream, the file and %q", msg, tc.want)
+			}
+		})
+	}
+}
+
+func TestInitialize_CredentialErrorKeepsItsCause(t *testing.T) {
+
+	cfg, err := ParseConfig(twoUpstreams("{file: "+filepath.Join(t.TempDir(), "missing")+"}", "{env: CRM_TOKEN}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cfg.Initialize(context.Background(), Options{Getenv: func(string) string { return "crm-token" }})
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("errors.Is(%v, fs.ErrNotExist) = false, want the cause kept with %%w", err)
+	}
+}
+
+func TestSummary_ShowsWhetherCredentialsArePresentNeverTheirValues(t *testing.T) {
+	const secret = "sk_live_summary_secret"
+	readable := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(readable, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	cfg, err := ParseConfig(yamlLines(
+		"environment: test",
+		"upstreams:",
+		"  a_unset: {base_url: http://127.0.0.1:1, credential: {env: UNSET_TOKEN}}",
+		"  b_set: {base_url: http://127.0.0.1:2, credential: {env: SET_TOKEN}}",
+		"  c_file: {base_url: http://127.0.0.1:3, credential: {file: "+readable+"}}",
+		"  d_nofile: {base_url: http://127.0.0.1:4, credential: {file: "+missing+"}}",
+		"  e_none: {base_url: http://127.0.0.1:5}",
+		"resources:",
+		"  items:",
+		"    upstream: a_unset",
+		"    list: {path: /items}",
+		"    pagination: {dialect: offset}",
+		"    id_field: id",
+		"    fields: {id: {type: string}}",
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := cfg.Summary(func(k string) string {
+		if k == "SET_TOKEN" {
+			return secret
+		}
+		return ""
+	})
+	want := []string{
+		"upstream a_unset: http://127.0.0.1:1, credential from $UNSET_TOKEN (NOT SET)",
+		"upstream b_set: http://127.0.0.1:2, credential from $SET_TOKEN (set)",
+		"upstream c_file: http://127.0.0.1:3, credential from file " + readable + " (readable)",
+		"upstream d_nofile: http://127.0.0.1:4, credential from file " + missing + " (NOT READABLE)",
+		"upstream e_none: http://127.0.0.1:5, no credential",
+		"resource items: GET /items via a_unset, dialect offset (consistency none), 1 fields, 0 filters",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Summary() =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	for _, l := range lines {
+		if strings.Contains(l, secret) {
+			t.Errorf("summary line %q contains a credential", l)
+		}
+	}
+}
+
+func TestInitialize_ResolvesDialectDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		pagination  string
+		items       string
+		check       func(p PaginationConfig) bool
+		consistency string
+	}{
+		{"{dialect: cursor, has_more: has_more}", "data", func(p PaginationConfig) bool {
+			return p.PageSizeParam == "limit" && p.CursorParam == "starting_after"
+		}, ConsistencyKeyset},
+		{"{dialect: cursor, next_cursor: meta.next}", "data", func(p PaginationConfig) bool {
+			return p.PageSizeParam == "limit" && p.CursorParam == "cursor"
+		}, ConsistencyKeyset},
+		{"{dialect: link}", "", func(p PaginationConfig) bool { return p.PageSizeParam == "per_page" }, ConsistencyNone},
+		{"{dialect: offset}", "items", func(p PaginationConfig) bool {
+			return p.PageSizeParam == "limit" && p.OffsetParam == "offset" && p.Total == "total"
+		}, ConsistencyNone},
+		{"{dialect: page}", "items", func(p PaginationConfig) bool {
+			return p.PageSizeParam == "per_page" && p.PageParam == "page" && p.Total == "total" && p.FirstPage != nil && *p.FirstPage == 1
+		}, ConsistencyNone},
+		{"{dialect: page, first_page: 0}", "items", func(p PaginationConfig) bool { return *p.FirstPage == 0 }, ConsistencyNone},
+		{"{dialect: continue}", "items", func(p PaginationConfig) bool {
+			return p.PageSizeParam == "limit" && p.ContinueParam == "continue" && p.ContinuePath == "metadata.continue" && p.ResourceVersion == "metadata.resourceVersion"
+		}, ConsistencySnapshot},
+		{"{dialect: offset, consistency: keyset, page_size_param: n}", "items", func(p PaginationConfig) bool { return p.PageSizeParam == "n" }, ConsistencyKeyset},
+	} {
+		t.Run(tc.pagination, func(t *testing.T) {
+			cfg, err := ParseConfig(minimal(tc.pagination))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt, err := cfg.Initialize(context.Background(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rt.Resources["items"]
+			p := r.Pagination
+			if p.PageSize != DefaultPageSize || p.Concurrency != 1 || !tc.check(p) {
+				t.Errorf("resolved pagination = %+v", p)
+			}
+			if r.Consistency() != tc.consistency {
+				t.Errorf("consistency = %q, want %q", r.Consistency(), tc.consistency)
+			}
+			if r.Config.List.Items != tc.items {
+				t.Errorf("items path = %q, want %q", r.Config.List.Items, tc.items)
+			}
+			if len(r.Sources) != 1 || r.Sources[0].Name != "items" {
+				t.Errorf("sources = %+v, want one source named after the resource", r.Sources)
+			}
+		})
+	}
+}
+
+func TestInitialize_ResolvesLimitsWithinTheirCaps(t *testing.T) {
+	for _, tc := range []struct {
+		limits string
+		want   LimitsConfig
+	}{
+		{"{}", LimitsConfig{
+			MaxItems: Limit{DefaultMaxItems, DefaultMaxItemsCap}, MaxPages: Limit{DefaultMaxPages, DefaultMaxPagesCap},
+			DeadlineMS: Limit{DefaultDeadlineMS, DefaultDeadlineMSCap}, ResponseBytes: DefaultResponseBytes, ScanItems: DefaultScanItems,
+		}},
+		{"{max_items: {cap: 10}}", LimitsConfig{
+			MaxItems: Limit{10, 10}, MaxPages: Limit{DefaultMaxPages, DefaultMaxPagesCap},
+			DeadlineMS: Limit{DefaultDeadlineMS, DefaultDeadlineMSCap}, ResponseBytes: DefaultResponseBytes, ScanItems: DefaultScanItems,
+		}},
+		{"{max_items: {default: 5000}, response_bytes: 100, scan_items: 7}", LimitsConfig{
+			MaxItems: Limit{5000, 5000}, MaxPages: Limit{DefaultMaxPages, DefaultMaxPagesCap},
+			DeadlineMS: Limit{DefaultDeadlineMS, DefaultDeadlineMSCap}, ResponseBytes: 100, ScanItems: 7,
+		}},
+	} {
+		t.Run(tc.limits, func(t *testing.T) {
+			cfg, err := ParseConfig(append(minimal("{dialect: link}"), []byte("    limits: "+tc.limits+"\n")...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt, err := cfg.Initialize(context.Background(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rt.Resources["items"].Limits; got != tc.want {
+				t.Errorf("limits = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

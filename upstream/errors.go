@@ -1,0 +1,193 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// BodyKind classifies a 2xx response airlock could not accept.
+type BodyKind int
+
+// Body failure kinds.
+const (
+	BodyMalformed      BodyKind = iota + 1 // not JSON, or not the configured shape
+	BodyContentType                        // a content type other than JSON
+	BodyErrorInSuccess                     // a 2xx whose body is an error object
+)
+
+// BodyError is a response body airlock could not accept. Detail is built
+// from configuration and fixed text only, never from the body.
+type BodyError struct {
+	Kind   BodyKind
+	Detail string
+}
+
+func (e *BodyError) Error() string {
+	switch e.Kind {
+	case BodyContentType:
+		return "response content type is not JSON: " + e.Detail
+	case BodyErrorInSuccess:
+		return "response is an error behind a success status: " + e.Detail
+	}
+	return "response does not match the configured shape: " + e.Detail
+}
+
+func badResponse(format string, args ...any) error {
+	return &BodyError{Kind: BodyMalformed, Detail: fmt.Sprintf(format, args...)}
+}
+
+// IsBadResponse reports whether err is a body airlock could not accept.
+func IsBadResponse(err error) bool {
+	var be *BodyError
+	return errors.As(err, &be)
+}
+
+// errorInSuccess detects a 2xx body that is really an error: Slack's
+// {"ok": false}, {"error": …}, or {"errors": true} (Elasticsearch).
+func errorInSuccess(doc any) (string, bool) {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	if v, ok := m["ok"].(bool); ok && !v {
+		return `the body says "ok": false`, true
+	}
+	if v, ok := m["errors"].(bool); ok && v {
+		return `the body says "errors": true`, true
+	}
+	if v, ok := m["error"]; ok && v != nil && v != false && v != "" {
+		return `the body carries an "error" member`, true
+	}
+	return "", false
+}
+
+// ProblemFor maps any failed upstream exchange to its problem: one stable
+// code per failure mode, retryable and retry_after_seconds set, field errors
+// translated (see FieldErrors), nothing of the body echoed.
+func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
+	var be *BodyError
+	if errors.As(err, &be) {
+		switch be.Kind {
+		case BodyContentType:
+			return envelope.NewProblem(envelope.ProblemUpstreamContentType, "The upstream answered with a content type other than JSON ("+be.Detail+"); it may be serving a login or maintenance page.")
+		case BodyErrorInSuccess:
+			return envelope.NewProblem(envelope.ProblemUpstreamErrorInSuccess, "The upstream answered with a success status but its body is an error object ("+be.Detail+").")
+		}
+		return envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream's response did not match the configured shape: "+be.Detail+".")
+	}
+	var he *HTTPError
+	if !errors.As(err, &he) {
+		return envelope.NewProblem(envelope.ProblemInternal, "")
+	}
+	switch he.Kind {
+	case FailTimeout, FailCanceled:
+		return envelope.NewProblem(envelope.ProblemUpstreamTimeout, "")
+	case FailConnection:
+		return envelope.NewProblem(envelope.ProblemUpstreamConnection, "")
+	case FailTooLarge:
+		return envelope.NewProblem(envelope.ProblemUpstreamTooLarge, "")
+	}
+	st := he.Status
+	var p *envelope.Problem
+	switch {
+	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
+		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, fmt.Sprintf("The upstream answered %d: it rejected values airlock sent.", st))
+		p.Errors = FieldErrors(he.Body, mapField)
+	case st == http.StatusUnauthorized:
+		p = envelope.NewProblem(envelope.ProblemUpstreamAuth, "")
+	case st == http.StatusForbidden:
+		p = envelope.NewProblem(envelope.ProblemUpstreamForbidden, "")
+	case st == http.StatusNotFound:
+		p = envelope.NewProblem(envelope.ProblemUpstreamNotFound, "")
+	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
+		p = envelope.NewProblem(envelope.ProblemUpstreamConflict, fmt.Sprintf("The upstream answered %d: the target changed since it was read.", st))
+	case st == http.StatusTooManyRequests:
+		p = envelope.NewProblem(envelope.ProblemUpstreamRateLimited, "")
+	case st == http.StatusServiceUnavailable:
+		p = envelope.NewProblem(envelope.ProblemUpstreamUnavailable, "")
+	case st >= 500:
+		p = envelope.NewProblem(envelope.ProblemUpstreamServerError, fmt.Sprintf("The upstream answered %d.", st))
+	default:
+		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, fmt.Sprintf("The upstream answered %d, a status airlock does not expect here.", st))
+	}
+	if he.RetryAfter > 0 {
+		p.SetRetryAfter(int((he.RetryAfter + 999_999_999) / 1_000_000_000))
+	}
+	return p
+}
+
+// FieldErrors translates an upstream's field errors into errors[]: RFC 9457
+// (errors[] or invalid-params[]), Google's google.rpc.Status BadRequest
+// fieldViolations, Kubernetes Status causes, and plain {"errors": [{field}]}
+// bodies are understood. Only field names travel (sanitized, and mapped to
+// the tool argument they came from when mapField knows it); the upstream's
+// messages never do.
+func FieldErrors(body []byte, mapField func(string) string) []envelope.FieldError {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		return nil
+	}
+	var fields []string
+	add := func(v any) {
+		if s, ok := v.(string); ok && s != "" {
+			fields = append(fields, s)
+		}
+	}
+	walkList := func(list any, keys ...string) {
+		arr, _ := list.([]any)
+		for _, e := range arr {
+			m, _ := e.(map[string]any)
+			for _, k := range keys {
+				if v, ok := m[k]; ok {
+					add(v)
+					break
+				}
+			}
+		}
+	}
+	m, _ := doc.(map[string]any)
+	walkList(m["errors"], "field", "pointer", "name", "param")
+	walkList(m["invalid-params"], "name")
+	walkList(m["invalid_params"], "name")
+	if d, ok := m["details"].(map[string]any); ok { // Kubernetes Status
+		walkList(d["causes"], "field")
+	}
+	if e, ok := m["error"].(map[string]any); ok { // Google and plain {error: {...}}
+		add(e["field"])
+		add(e["param"])
+		details, _ := e["details"].([]any)
+		for _, d := range details {
+			dm, _ := d.(map[string]any)
+			walkList(dm["fieldViolations"], "field")
+		}
+	}
+	seen := map[string]bool{}
+	var out []envelope.FieldError
+	for _, f := range fields {
+		f = strings.TrimPrefix(strings.ReplaceAll(strings.TrimPrefix(f, "/"), "/", "."), "body.")
+		name := ""
+		if mapField != nil {
+			name = mapField(f)
+		}
+		if name == "" {
+			name = "upstream." + f
+		}
+		name = envelope.SafeName(name)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, envelope.NewFieldError(name, envelope.FieldUpstreamRejected, nil))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
