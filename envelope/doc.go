@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -46,6 +47,63 @@ func RenderCodesDoc() string {
 				fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.Code, c.Meaning, c.Recovery)
 			}
 		}
+	}
+	return b.String()
+}
+
+// exampleRequestID is the request id shown in the documentation's examples.
+const exampleRequestID = "0193a4f2-7c1e-7d3a-9b2f-5e8c1a2b3c4d"
+
+// ExampleProblem returns a representative body of a problem code, as the
+// documentation shows it.
+func ExampleProblem(code string) *Problem {
+	p := NewProblem(code, "")
+	switch code {
+	case ProblemInvalidArguments:
+		p = InvalidArguments([]FieldError{
+			NewFieldError("filter.colour", FieldUnknownFilter, map[string]any{"status": "past_due"}),
+			NewFieldError("max_items", FieldOverCap, 1000),
+		})
+	case ProblemUpstreamRejected:
+		p.Errors = []FieldError{NewFieldError("filter.owner", FieldUpstreamRejected, nil)}
+	case ProblemUpstreamRateLimited, ProblemUpstreamUnavailable:
+		p.SetRetryAfter(30)
+	case ProblemNotCommittable:
+		p.Errors = []FieldError{{Field: "selection_id", Code: BlockerAmbiguous, Message: mustLookup(BlockerAmbiguous, KindBlocker).Message}}
+	}
+	switch code {
+	case ProblemSelectionNotFound, ProblemSelectionExpired, ProblemSelectionStale, ProblemDigestMismatch, ProblemActionMismatch,
+		ProblemNotCommittable, ProblemAlreadyCommitted:
+		p.StateChanged = StateNone
+	case ProblemUpstreamTimeout:
+		p.StateChanged = StateUnknown
+	}
+	return p.WithRequest(exampleRequestID)
+}
+
+// RenderErrorsDoc renders docs/errors.md: every problem code with its
+// status, retryable, next_action template and an example body.
+func RenderErrorsDoc() string {
+	var b strings.Builder
+	b.WriteString("# Problems\n\n")
+	b.WriteString("When a call fails as a whole, the envelope has `status: \"error\"`, `complete: false`, MCP\n")
+	b.WriteString("`isError: true`, and a `problem`: an RFC 9457 problem with airlock's members `code`\n")
+	b.WriteString("(stable), `retryable` (always present), `retry_after_seconds`, `next_action` (from the fixed\n")
+	b.WriteString("template below, never from caller or upstream text), `request_id` (also sent upstream as\n")
+	b.WriteString("`X-Request-Id` and logged), `errors[]` (every invalid field at once) and, for writes,\n")
+	b.WriteString("`state_changed` (`none`, `partial`, `unknown`). Rendered from `envelope/codes.go`\n")
+	b.WriteString("(`UPDATE_GOLDEN=1 go test ./envelope` regenerates it); a test fails when they differ.\n\n")
+	b.WriteString("Per target, an operation's results carry the same problems (with `state_changed`).\n")
+	b.WriteString("The field-error codes of `errors[]` are in [codes.md](codes.md).\n")
+	for _, c := range Codes() {
+		if c.Kind != KindProblem {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n", strings.ToLower(c.Code))
+		fmt.Fprintf(&b, "`%s`: %s. HTTP status %d, retryable: %v.\n\n", c.Code, c.Meaning, c.Status, c.Retryable)
+		fmt.Fprintf(&b, "- recovery: %s\n- next_action template: %s\n\n", c.Recovery, c.NextAction)
+		body, _ := json.MarshalIndent(ExampleProblem(c.Code), "", "  ")
+		fmt.Fprintf(&b, "```json\n%s\n```\n", body)
 	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -22,6 +23,38 @@ func TestCodesDocMatchesRegistry(t *testing.T) {
 	}
 	if string(got) != want {
 		t.Fatalf("docs/codes.md and the registry disagree; run UPDATE_GOLDEN=1 go test ./envelope and review the diff")
+	}
+}
+
+func TestErrorsDocListsEveryProblem(t *testing.T) {
+	path := filepath.Join("..", "docs", "errors.md")
+	want := RenderErrorsDoc()
+	if os.Getenv("UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("docs/errors.md missing (UPDATE_GOLDEN=1 writes it): %v", err)
+	}
+	if string(got) != want {
+		t.Fatal("docs/errors.md and the registry disagree; run UPDATE_GOLDEN=1 go test ./envelope and review the diff")
+	}
+	for _, c := range Codes() {
+		if c.Kind != KindProblem {
+			continue
+		}
+		body := ExampleProblem(c.Code)
+		if err := ValidateEnvelope(ErrorEnvelope(body).Marshal()); err != nil {
+			t.Errorf("%s: the example body breaks the schema: %v", c.Code, err)
+		}
+		if len(body.Marshal()) > 1500 {
+			t.Errorf("%s: a problem must stay a few hundred tokens", c.Code)
+		}
+		if strings.Contains(body.NextAction, "{") {
+			t.Errorf("%s: next_action has an unrendered placeholder: %q", c.Code, body.NextAction)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -51,7 +52,7 @@ type FieldError struct {
 func NewProblem(code, detail string) *Problem {
 	c := mustLookup(code, KindProblem)
 	if detail == "" {
-		detail = c.Meaning + "."
+		detail = strings.ToUpper(c.Meaning[:1]) + c.Meaning[1:] + "."
 	}
 	p := &Problem{
 		Type:       ProblemTypeBase + strings.ToLower(code),
@@ -145,4 +146,10 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// Marshal serializes the problem.
+func (p *Problem) Marshal() []byte {
+	b, _ := json.Marshal(p)
+	return b
 }

@@ -17,11 +17,12 @@ var schemaJSON []byte
 // Schema returns the envelope's JSON Schema (draft 2020-12), as published.
 func Schema() []byte { return bytes.Clone(schemaJSON) }
 
-// OutputSchema returns the envelope schema with data narrowed to dataSchema,
+// OutputSchema returns the envelope schema with data narrowed to dataSchema
+// and, when problems is not empty, problem.code narrowed to those codes:
 // ready to be a tool's outputSchema. The meta keywords $schema and $id are
 // dropped: MCP's default dialect is 2020-12, and clients that validate with a
 // draft-07 engine reject an unknown meta-schema URI.
-func OutputSchema(dataSchema map[string]any) json.RawMessage {
+func OutputSchema(dataSchema map[string]any, problems ...string) json.RawMessage {
 	var doc map[string]any
 	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
 		panic("envelope: embedded schema: " + err.Error())
@@ -30,6 +31,14 @@ func OutputSchema(dataSchema map[string]any) json.RawMessage {
 	delete(doc, "$id")
 	if dataSchema != nil {
 		doc["properties"].(map[string]any)["data"] = dataSchema
+	}
+	if len(problems) > 0 {
+		codes := make([]any, len(problems))
+		for i, c := range problems {
+			codes[i] = c
+		}
+		code := doc["$defs"].(map[string]any)["problem"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)
+		code["enum"] = codes
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

@@ -62,12 +62,14 @@ func CommitBulkAction(d *Deps) Spec {
 		Name:  "commit_bulk_action",
 		Title: "Commit an action to a frozen selection",
 		Description: `Run the previewed action on exactly the members of a frozen selection. Requires selection_id, expected_digest and the same action (type and params) that preview_selection returned, and mode (execute or dry_run; no default). Every target's outcome is journaled: succeeded, failed, skipped (precondition changed, not found) or unknown (sent, no answer observed; reconciled by re-reading, never blindly re-sent). Committing the same selection and action again returns the existing operation.
-Answers operation_id, status, counts (every target) and the first results (get_operation pages through all, filterable by outcome); OPERATION_RUNNING means the wait budget ran out: poll get_operation.
-Problems (nothing was written, state_changed none): SELECTION_NOT_FOUND, SELECTION_EXPIRED, SELECTION_STALE (preview again), DIGEST_MISMATCH, ACTION_MISMATCH, SELECTION_NOT_COMMITTABLE, ALREADY_COMMITTED, INVALID_ARGUMENTS.`,
-		Input:   commitInputSchema(),
-		Data:    operationDataSchema(),
-		Hints:   NewHints(false, true, true, true),
-		Writes:  true,
+Answers operation_id, status, counts (every target) and the first results (get_operation pages through all, filterable by outcome); OPERATION_RUNNING means the wait budget ran out: poll get_operation. Every refusal below has state_changed none: nothing was written.`,
+		Input:  commitInputSchema(),
+		Data:   operationDataSchema(),
+		Hints:  NewHints(false, true, true, true),
+		Writes: true,
+		Problems: []string{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale,
+			envelope.ProblemDigestMismatch, envelope.ProblemActionMismatch, envelope.ProblemNotCommittable, envelope.ProblemAlreadyCommitted,
+			envelope.ProblemUpstreamRateLimited},
 		Handler: d.commit,
 	}
 }
@@ -90,6 +92,11 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	if len(errs) > 0 {
 		return invalidWrite(errs)
+	}
+	if r := d.Runtime.Resources[sel.Resource]; r != nil && a.Mode == selection.ModeExecute {
+		if env := coolingDown(r.Upstream, true); env != nil {
+			return env
+		}
 	}
 	wait := 20 * time.Second
 	if a.WaitMS != nil {

@@ -215,7 +215,7 @@ func TestCommitRefusals_NothingReachesTheUpstream(t *testing.T) {
 func TestCommit_StaleWhenTheActionDefinitionChanged(t *testing.T) {
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
-	// A second airlock reads the same store with an edited configuration.
+	// airlock restarts on the same store with the action's definition edited.
 	cfg, err := upstream.ParseConfig([]byte(strings.Replace(string(fixtures.DemoConfig(h.apiURL)), "timeout: 2s", "timeout: 3s", 1)))
 	if err != nil {
 		t.Fatal(err)
@@ -224,11 +224,11 @@ func TestCommit_StaleWhenTheActionDefinitionChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := &selection.Engine{Store: h.deps.Store, Runtime: rt, Clock: h.deps.Clock}
-	_, prob := engine.Commit(context.Background(), selection.CommitRequest{SelectionID: p.data["selection_id"].(string),
-		ExpectedDigest: p.data["digest"].(string), Action: selection.Action{Type: "pause_collection", Params: pauseAction["params"].(map[string]any)}, Mode: "execute"})
-	if prob == nil || prob.Code != envelope.ProblemSelectionStale {
-		t.Fatalf("want SELECTION_STALE, got %+v", prob)
+	h.deps.Runtime = rt
+	h.deps.Engine = &selection.Engine{Store: h.deps.Store, Runtime: rt, Clock: h.deps.Clock, Background: context.Background()}
+	r := h.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
+	if r.env.Problem == nil || r.env.Problem.Code != envelope.ProblemSelectionStale || r.env.Problem.StateChanged != envelope.StateNone {
+		t.Fatalf("want SELECTION_STALE, got %+v", r.env.Problem)
 	}
 	if len(h.api.Writes()) != 0 {
 		t.Fatal("a stale selection reached the upstream")

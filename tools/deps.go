@@ -22,6 +22,8 @@ type Deps struct {
 	// tools answer INTERNAL_ERROR.
 	Store  selection.Store
 	Engine *selection.Engine
+	// Memory answers repeats of non-retryable failures (60 s by default).
+	Memory *ProblemMemory
 }
 
 // NewDeps fills the defaults: a wall clock, a fresh cursor key and a scan
@@ -72,7 +74,10 @@ func NewServer(d *Deps) (*server.MCPServer, error) {
 		server.WithToolCapabilities(false),
 		server.WithInstructions(Instructions),
 	)
-	if err := Register(srv, d.Logger, d.Specs()...); err != nil {
+	if d.Memory == nil {
+		d.Memory = NewProblemMemory(d.Clock, time.Minute)
+	}
+	if err := Register(srv, d.Logger, d.Memory, d.Specs()...); err != nil {
 		return nil, err
 	}
 	return srv, nil

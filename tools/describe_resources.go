@@ -41,7 +41,7 @@ func DescribeResources(d *Deps) Spec {
 		Name:  "describe_resources",
 		Title: "Describe the configured resources",
 		Description: `List the resources airlock can read: fields (sensitive ones are never returned), filters, the pagination dialect and the consistency it guarantees (snapshot, keyset, none), sources, budgets (defaults and hard caps) and how the upstream signals restricted visibility.
-Call it first to learn valid resource, filter and field names. Problems: INVALID_ARGUMENTS.`,
+Call it first to learn valid resource, filter and field names.`,
 		Input:   describeInputSchema(),
 		Data:    describeDataSchema(),
 		Hints:   NewHints(true, false, true, false),

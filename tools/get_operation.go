@@ -34,11 +34,12 @@ func GetOperation(d *Deps) Spec {
 		Name:  "get_operation",
 		Title: "Read an operation and its per-target journal",
 		Description: `Read an operation: status (running, completed, completed_with_failures, stopped, interrupted), stop_reason, counts per outcome, and per-target results (id, outcome, http_status, problem, before, after, time), paged and filterable by outcome.
-complete is true once the operation finished and this page holds its last results. An operation that is interrupted can be resumed with commit_bulk_action and resume: true. Problems: INVALID_ARGUMENTS, OPERATION_NOT_FOUND.`,
-		Input:   getOperationInputSchema(),
-		Data:    operationDataSchema(),
-		Hints:   NewHints(true, false, true, false),
-		Handler: d.getOperation,
+complete is true once the operation finished and this page holds its last results. An operation that is interrupted can be resumed with commit_bulk_action and resume: true.`,
+		Input:    getOperationInputSchema(),
+		Data:     operationDataSchema(),
+		Hints:    NewHints(true, false, true, false),
+		Problems: []string{envelope.ProblemOperationNotFound},
+		Handler:  d.getOperation,
 	}
 }
 

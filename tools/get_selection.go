@@ -40,11 +40,12 @@ func GetSelection(d *Deps) Spec {
 		Name:  "get_selection",
 		Title: "Page through a frozen selection",
 		Description: `Page through the frozen manifest of a selection: members (the targets), excluded or ambiguous records, optionally one group (e.g. {"region": "eu"}). Pages are consistent: they read the frozen set, never the upstream.
-complete is true on the last page; MORE_PAGES_AVAILABLE with next_cursor otherwise. Problems: INVALID_ARGUMENTS, SELECTION_NOT_FOUND.`,
-		Input:   getSelectionInputSchema(),
-		Data:    map[string]any{"type": "object", "required": []any{"selection_id", "digest", "items"}},
-		Hints:   NewHints(true, false, true, false),
-		Handler: d.getSelection,
+complete is true on the last page; MORE_PAGES_AVAILABLE with next_cursor otherwise.`,
+		Input:    getSelectionInputSchema(),
+		Data:     map[string]any{"type": "object", "required": []any{"selection_id", "digest", "items"}},
+		Hints:    NewHints(true, false, true, false),
+		Problems: []string{envelope.ProblemSelectionNotFound},
+		Handler:  d.getSelection,
 	}
 }
 

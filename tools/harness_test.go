@@ -1,9 +1,12 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -70,48 +73,81 @@ func withResources(rs ...fixtures.Resource) harnessOpt {
 
 func withEnv(f func(string) string) harnessOpt { return func(c *harnessCfg) { c.getenv = f } }
 
+// The suite's credentials are canaries: no tool result, problem, log line
+// or stored row may ever contain them (the harness checks every one).
+const (
+	canaryToken = "cnry-3f9a1c7e-demo-credential"
+	canaryAdmin = "cnry-b81d04aa-admin-credential"
+)
+
 func testEnv(k string) string {
 	if k == fixtures.DemoTokenEnv {
-		return fixtures.DefaultAdminToken
+		return canaryAdmin
 	}
 	return ""
+}
+
+// newFixture is the demo API with the canary credentials.
+func newFixture(t testing.TB) *fixtures.Server {
+	return &fixtures.Server{Token: canaryToken, AdminToken: canaryAdmin,
+		OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
+}
+
+// leaks fails the test when b holds a canary credential.
+func leaks(t testing.TB, what string, b []byte) {
+	t.Helper()
+	for _, c := range []string{canaryToken, canaryAdmin} {
+		if bytes.Contains(b, []byte(c)) {
+			t.Fatalf("the credential leaked into %s", what)
+		}
+	}
 }
 
 func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	t.Helper()
 	cfg := harnessCfg{config: fixtures.DemoConfig, getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
-			return fixtures.DefaultToken
+			return canaryToken
 		}
 		return ""
 	}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	api := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
+	api := newFixture(t)
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
+	var logs syncBuffer
 	c, err := upstream.ParseConfig(cfg.config(apiSrv.URL))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv})
+	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := NewDeps(rt, nil)
+	deps := NewDeps(rt, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if cfg.clock != nil {
 		deps.Clock = cfg.clock
 	}
-	store, err := selection.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
+	dbDir := t.TempDir()
+	store, err := selection.OpenSQLite(context.Background(), filepath.Join(dbDir, "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bg, stop := context.WithCancel(context.Background())
+	dbPath := filepath.Join(dbDir, "airlock.db")
 	t.Cleanup(func() {
 		stop()
 		deps.Engine.Wait()
 		store.Close()
+		// Nothing airlock logged or stored may hold the credential.
+		leaks(t, "the logs", logs.Bytes())
+		for _, f := range []string{dbPath, dbPath + "-wal"} {
+			if b, err := os.ReadFile(f); err == nil {
+				leaks(t, "the store", b)
+			}
+		}
 	})
 	if err := deps.UseStore(context.Background(), bg, store); err != nil {
 		t.Fatal(err)
@@ -229,6 +265,9 @@ func (h *harness) call(tool string, args map[string]any) result {
 	if len(raw) == 0 {
 		raw, _ = json.Marshal(res.StructuredContent)
 	}
+	whole, _ := json.Marshal(res)
+	leaks(h.t, tool+"'s result", whole)
+	recordProblems(raw)
 	if v := h.schemas[tool]; v == nil {
 		h.t.Fatalf("tool %s was not listed", tool)
 	} else if err := v.Validate(raw); err != nil {
@@ -259,6 +298,24 @@ func (h *harness) call(tool string, args map[string]any) result {
 		data, _ = m["data"].(map[string]any)
 	}
 	return result{env: &env, data: data, raw: raw, res: res}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.b.Bytes()...)
 }
 
 func mustJSON(v any) []byte {

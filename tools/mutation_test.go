@@ -42,7 +42,7 @@ func TestMutationBetweenPages_ClaimMatchesDeclaredConsistency(t *testing.T) {
 		{fixtures.DialectPage, 3, "detects"},
 		{fixtures.DialectLink, 1, "link"},
 	}
-	api := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
+	api := newFixture(t)
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	for _, dc := range cases {

@@ -88,11 +88,13 @@ func PreviewSelection(d *Deps) Spec {
 		Name:  "preview_selection",
 		Title: "Preview and freeze the targets of a bulk action",
 		Description: `Scan the scope (or read named ids), apply explicit exclusions and the action's precondition, and freeze the exact set of targets as a selection bound to one action. Returns selection_id, digest and action_digest (commit_bulk_action needs all three), expires_at, kind (scope or explicit), committable with committable_reasons, environment and upstream host, counts, groups, each exclusion rule with its count, ambiguous records (never silently in or out), the effect (field: before -> after) and the first manifest page.
-complete says whether the scan covered the whole scope; an incomplete scan is reviewable but never committable. Show the manifest, exclusions and effect to the user before committing. Writes nothing upstream.
-Problems: INVALID_ARGUMENTS, UPSTREAM_* (stop or wait as each says).`,
-		Input:   previewInputSchema(),
-		Data:    selectionDataSchema(),
-		Hints:   NewHints(false, false, false, true),
+complete says whether the scan covered the whole scope; an incomplete scan is reviewable but never committable. Show the manifest, exclusions and effect to the user before committing. Writes nothing upstream.`,
+		Input: previewInputSchema(),
+		Data:  selectionDataSchema(),
+		Hints: NewHints(false, false, false, true),
+		// Named ids are read one by one: their failures end the preview.
+		Problems: append(append([]string(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
+			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection),
 		Handler: d.preview,
 	}
 }
@@ -169,6 +171,9 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	errs = append(errs, berrs...)
 	if len(errs) > 0 || act == nil {
 		return invalid(errs)
+	}
+	if env := coolingDown(r.Upstream, false); env != nil {
+		return env
 	}
 	filter, warnings := effectiveFilter(r, a.Filter)
 	req := selection.PreviewRequest{

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -41,6 +43,11 @@ type Spec struct {
 	Input       map[string]any // JSON Schema of the arguments
 	Data        map[string]any // JSON Schema of the envelope's data
 	Hints       Hints
+	// Problems are the problem codes the tool can return besides those
+	// every tool can (INVALID_ARGUMENTS, INTERNAL_ERROR and the upstream
+	// failures answered from memory or a cooldown). They narrow the output
+	// schema and are listed, with what each means, in the description.
+	Problems []string
 	// Writes declares that the tool changes something outside airlock.
 	Writes  bool
 	Handler func(ctx context.Context, call *Call) *envelope.Envelope
@@ -57,13 +64,43 @@ type Call struct {
 	Client string
 }
 
+// commonProblems can come from any tool.
+var commonProblems = []string{envelope.ProblemInvalidArguments, envelope.ProblemInternal}
+
+// AllProblems is every problem code the tool can return, sorted.
+func (s Spec) AllProblems() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range append(append([]string(nil), commonProblems...), s.Problems...) {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// description appends what each of the tool's problem codes means for the
+// caller, from the registry.
+func (s Spec) description() string {
+	var b strings.Builder
+	b.WriteString(s.Description)
+	b.WriteString("\nProblems (problem.code; retryable says whether waiting can help):")
+	for _, c := range s.AllProblems() {
+		info, _ := envelope.Lookup(c)
+		fmt.Fprintf(&b, "\n- %s: %s", c, info.Meaning)
+	}
+	return b.String()
+}
+
 // Tool returns the MCP tool definition.
 func (s Spec) Tool() mcp.Tool {
 	in, _ := json.Marshal(s.Input)
 	t := mcp.NewTool(s.Name,
-		mcp.WithDescription(s.Description),
+		mcp.WithDescription(s.description()),
 		mcp.WithRawInputSchema(in),
-		mcp.WithRawOutputSchema(envelope.OutputSchema(s.Data)),
+		mcp.WithRawOutputSchema(envelope.OutputSchema(s.Data, s.AllProblems()...)),
 		mcp.WithToolAnnotation(mcp.ToolAnnotation{
 			Title:           s.Title,
 			ReadOnlyHint:    mcp.ToBoolPtr(s.Hints.ReadOnly),
@@ -95,19 +132,20 @@ func (s Spec) check() error {
 }
 
 // Register adds the tools to the server after checking their annotations.
-func Register(srv *server.MCPServer, logger *slog.Logger, specs ...Spec) error {
+// mem, when set, answers repeats of failed calls from memory.
+func Register(srv *server.MCPServer, logger *slog.Logger, mem *ProblemMemory, specs ...Spec) error {
 	for _, s := range specs {
 		if err := s.check(); err != nil {
 			return err
 		}
 	}
 	for _, s := range specs {
-		srv.AddTool(s.Tool(), handler(s, logger))
+		srv.AddTool(s.Tool(), handler(s, logger, mem))
 	}
 	return nil
 }
 
-func handler(s Spec, logger *slog.Logger) server.ToolHandlerFunc {
+func handler(s Spec, logger *slog.Logger, mem *ProblemMemory) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		call := &Call{RequestID: newRequestID(), Request: req, Client: clientInfo(ctx)}
 		raw, merr := rawArguments(req)
@@ -124,9 +162,18 @@ func handler(s Spec, logger *slog.Logger) server.ToolHandlerFunc {
 				envelope.NewFieldError("arguments", envelope.FieldType, map[string]any{}),
 			}).WithRequest(call.RequestID))), nil
 		}
+		if mem != nil {
+			if p := mem.recall(s.Name, call.Raw, call.RequestID); p != nil {
+				log.Info("tool call answered from memory", "code", p.Code)
+				return Result(envelope.ErrorEnvelope(p)), nil
+			}
+		}
 		env := s.Handler(ctx, call)
 		if env.Problem != nil && env.Problem.RequestID == "" {
 			env.Problem.WithRequest(call.RequestID)
+		}
+		if mem != nil {
+			mem.remember(s.Name, call.Raw, env.Problem)
 		}
 		env.Finish()
 		log.Info("tool call", "status", env.Status, "complete", env.Complete, "reasons", reasonCodes(env))

@@ -80,14 +80,20 @@ func SearchAll(d *Deps) Spec {
 		Name:  "search_all",
 		Title: "Search a whole resource scope",
 		Description: `Scan every page of a resource's scope within a budget and return matching items, exact or lower-bound totals, group counts, and the completeness envelope.
-An empty list proves absence only when complete is true. When complete is false, incomplete_reasons say why (MORE_PAGES_AVAILABLE, RESULT_LIMIT_REACHED, TIME_BUDGET_EXCEEDED, SOURCE_UNAVAILABLE, VISIBILITY_RESTRICTED, CURSOR_EXPIRED, RATE_LIMITED, UPSTREAM_REPORTED_INCOMPLETE, INCONSISTENT_SNAPSHOT, CONTRACT_VIOLATION) and continuation says how to go on: next_cursor (call again with the same arguments and cursor), retry_after (wait, then use the cursor), restart (call again without cursor), narrow_query (filter more), none.
-Problems: INVALID_ARGUMENTS (fix every field in errors[]), UPSTREAM_UNAUTHORIZED / UPSTREAM_FORBIDDEN (stop), UPSTREAM_REJECTED_REQUEST, UPSTREAM_NOT_FOUND, UPSTREAM_BAD_RESPONSE (stop, report request_id).`,
-		Input:   searchInputSchema(),
-		Data:    searchDataSchema(),
-		Hints:   NewHints(true, false, true, true),
-		Handler: d.searchAll,
+An empty list proves absence only when complete is true. When complete is false, incomplete_reasons say why (MORE_PAGES_AVAILABLE, RESULT_LIMIT_REACHED, TIME_BUDGET_EXCEEDED, SOURCE_UNAVAILABLE, VISIBILITY_RESTRICTED, CURSOR_EXPIRED, RATE_LIMITED, UPSTREAM_REPORTED_INCOMPLETE, INCONSISTENT_SNAPSHOT, CONTRACT_VIOLATION) and continuation says how to go on: next_cursor (call again with the same arguments and cursor), retry_after (wait, then use the cursor), restart (call again without cursor), narrow_query (filter more), none.`,
+		Input:    searchInputSchema(),
+		Data:     searchDataSchema(),
+		Hints:    NewHints(true, false, true, true),
+		Problems: readProblems,
+		Handler:  d.searchAll,
 	}
 }
+
+// readProblems are the failures a read can end with as a whole (the others
+// become incomplete reasons of a partial answer).
+var readProblems = []string{envelope.ProblemUpstreamAuth, envelope.ProblemUpstreamForbidden, envelope.ProblemUpstreamNotFound,
+	envelope.ProblemUpstreamRejected, envelope.ProblemUpstreamBadResponse, envelope.ProblemUpstreamErrorInSuccess,
+	envelope.ProblemUpstreamTooLarge, envelope.ProblemUpstreamContentType, envelope.ProblemUpstreamRateLimited}
 
 // budget is a validated budget with who set each part.
 type budget struct {
@@ -195,6 +201,9 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	if len(errs) > 0 {
 		return invalid(errs)
+	}
+	if env := coolingDown(r.Upstream, false); env != nil {
+		return env
 	}
 	scope := &envelope.Scope{
 		Resource: r.Name, Environment: d.Runtime.Environment, Upstream: r.Host(), Filter: nonNilMap(filter),

@@ -43,6 +43,9 @@ type Client struct {
 	limiter      *limiter
 	logger       *slog.Logger
 	clock        Clock
+
+	coolMu    sync.Mutex
+	coolUntil time.Time
 }
 
 // Response is a read upstream response.
@@ -77,6 +80,9 @@ type HTTPError struct {
 	// Sent is true when the request may have reached the upstream (it
 	// matters for writes: a timeout after sending is an unknown outcome).
 	Sent bool
+	// Local is true when airlock answered without calling the upstream
+	// (it is cooling down after a rate limit).
+	Local bool
 }
 
 func (e *HTTPError) Error() string {
@@ -215,6 +221,14 @@ func loadSecret(cr *CredentialConfig, getenv func(string) string) (string, error
 // Host is the upstream's host, for scope and approval screens.
 func (c *Client) Host() string { return c.base.Host }
 
+// SetClock replaces the clock that drives the rate limiter and cooldowns.
+func (c *Client) SetClock(clock Clock) {
+	c.clock = clock
+	if c.limiter != nil {
+		c.limiter.clock = clock
+	}
+}
+
 // SetMaxRetryWait changes how long a single call sleeps through Retry-After.
 func (c *Client) SetMaxRetryWait(d time.Duration) { c.maxRetryWait = d }
 
@@ -253,6 +267,9 @@ type Request struct {
 // bound, and reads the body up to the size limit. A non-2xx status is
 // returned as *HTTPError with the body kept for the problem builder.
 func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
+	if wait := c.CoolingDown(); wait > 0 {
+		return nil, &HTTPError{Kind: FailStatus, Status: http.StatusTooManyRequests, RetryAfter: wait, Local: true}
+	}
 	if c.limiter != nil {
 		if err := c.limiter.wait(ctx); err != nil {
 			return nil, &HTTPError{Kind: FailCanceled}
@@ -330,10 +347,39 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	c.logger.Debug("upstream request", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "attempts", attempts, "ms", dur.Milliseconds())
 	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return out, &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
+		he := &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
 			RetryAfter: RetryAfter(resp.Header, c.clock.Now()), Attempts: attempts, Sent: true}
+		if he.Status == http.StatusTooManyRequests {
+			c.coolDown(he.RetryAfter)
+		}
+		return out, he
 	}
 	return out, nil
+}
+
+// coolDown stops calls to this upstream for the wait it asked for (5 s
+// when it named none): until then Do answers locally.
+func (c *Client) coolDown(wait time.Duration) {
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	until := c.clock.Now().Add(wait)
+	c.coolMu.Lock()
+	if until.After(c.coolUntil) {
+		c.coolUntil = until
+	}
+	c.coolMu.Unlock()
+}
+
+// CoolingDown returns how long airlock still refrains from calling this
+// upstream after a rate limit (zero when it may call).
+func (c *Client) CoolingDown() time.Duration {
+	c.coolMu.Lock()
+	defer c.coolMu.Unlock()
+	if d := c.coolUntil.Sub(c.clock.Now()); d > 0 {
+		return d
+	}
+	return 0
 }
 
 func classify(ctx context.Context, err error) FailureKind {

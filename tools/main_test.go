@@ -1,0 +1,68 @@
+package tools
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+var (
+	producedMu sync.Mutex
+	produced   = map[string]bool{}
+)
+
+// recordProblems notes every problem code a result carries: the call's
+// problem and the per-target problems of an operation.
+func recordProblems(raw []byte) {
+	var env struct {
+		Problem *struct {
+			Code string `json:"code"`
+		} `json:"problem"`
+		Data struct {
+			Results []struct {
+				Problem *struct {
+					Code string `json:"code"`
+				} `json:"problem"`
+			} `json:"results"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(raw, &env) != nil {
+		return
+	}
+	producedMu.Lock()
+	defer producedMu.Unlock()
+	if env.Problem != nil {
+		produced[env.Problem.Code] = true
+	}
+	for _, r := range env.Data.Results {
+		if r.Problem != nil {
+			produced[r.Problem.Code] = true
+		}
+	}
+}
+
+// TestMain fails the suite when a registered problem code was produced by no
+// test (when the whole suite ran: with -run or -short it cannot know).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if run := flag.Lookup("test.run"); code == 0 && run != nil && run.Value.String() == "" && !testing.Short() {
+		var missing []string
+		for _, c := range envelope.Codes() {
+			if c.Kind == envelope.KindProblem && !produced[c.Code] {
+				missing = append(missing, c.Code)
+			}
+		}
+		sort.Strings(missing)
+		if len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: no test produced these problem codes: %v\n", missing)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
