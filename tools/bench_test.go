@@ -118,7 +118,7 @@ func benchReplay(b *testing.B, client *http.Client, baseURL string, reqs []fixtu
 			b.Error(err)
 			return
 		}
-		req.Header.Set("Authorization", "Bearer "+fixtures.DefaultToken)
+		req.Header.Set("Authorization", "Bearer "+canaryToken)
 		resp, err := client.Do(req)
 		if err != nil {
 			b.Errorf("replay %q: %v", q.Path, err)
