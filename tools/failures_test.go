@@ -46,7 +46,7 @@ func (s *scripted) times() []time.Time {
 	return append([]time.Time(nil), s.seen...)
 }
 
-func serveScripted(t *testing.T, respond func(n int, w http.ResponseWriter, r *http.Request)) (*scripted, string) {
+func serveScripted(t testing.TB, respond func(n int, w http.ResponseWriter, r *http.Request)) (*scripted, string) {
 	t.Helper()
 	s := &scripted{respond: respond}
 	srv := httptest.NewServer(s)
