@@ -60,6 +60,8 @@ const (
 	WarnEstimatedTotal      = "ESTIMATED_TOTAL"
 	WarnDeprecatedField     = "DEPRECATED_FIELD"
 	WarnValueNormalized     = "VALUE_NORMALIZED"
+	WarnUnknownEnumValue    = "UNKNOWN_ENUM_VALUE"
+	WarnFieldDrift          = "FIELD_DRIFT"
 )
 
 // Problem codes.
@@ -89,6 +91,7 @@ const (
 	ProblemUpstreamErrorInSuccess = "UPSTREAM_ERROR_IN_SUCCESS"
 	ProblemUpstreamTooLarge       = "UPSTREAM_RESPONSE_TOO_LARGE"
 	ProblemUpstreamContentType    = "UPSTREAM_CONTENT_TYPE_CHANGED"
+	ProblemUpstreamContract       = "UPSTREAM_CONTRACT_VIOLATION"
 )
 
 // Blocker codes (why a selection is not committable, besides the scan's
@@ -196,6 +199,15 @@ var registry = []Code{
 		Meaning:  "values of the listed fields arrived in another form (case, whitespace) and were normalized",
 		Recovery: "none needed; compare against the normalized values"},
 
+	{Code: WarnUnknownEnumValue, Kind: KindWarning,
+		Message:  "some items carry a value outside a field's declared set; the field drives no decision here",
+		Meaning:  "a non-decision field (fields) has a value its contract does not list: the upstream added a value",
+		Recovery: "read the value as unknown; report it so that the contract can be updated"},
+	{Code: WarnFieldDrift, Kind: KindWarning,
+		Message:  "some items break the contract of fields that drive no decision here",
+		Meaning:  "non-decision fields (fields) are missing, null or of another type than declared",
+		Recovery: "do not rely on the listed fields; report the drift"},
+
 	// Problems.
 	{Code: ProblemInvalidArguments, Kind: KindProblem, Status: 400, Title: "Invalid arguments", Retryable: false,
 		Meaning:    "one or more arguments are invalid; errors[] names every bad field",
@@ -258,6 +270,10 @@ var registry = []Code{
 		Meaning:    "the upstream's body was larger than max_body_bytes",
 		Recovery:   "narrow the request (smaller page size or filter), or raise max_body_bytes in the configuration",
 		NextAction: "Narrow the request with a more specific filter. If that is not possible, report the request_id to an operator."},
+	{Code: ProblemUpstreamContract, Kind: KindProblem, Status: 502, Title: "Upstream answer broke its contract", Retryable: false,
+		Meaning:    "a write's answer broke the action's declared response contract (a field missing, renamed, of another type, or an invariant broken); the operation stopped at that answer",
+		Recovery:   "stop; an operator must compare the upstream with the contract (airlock contract --live)",
+		NextAction: "Do not retry. Stop and tell the user the upstream changed its answers; report the request_id to an operator."},
 	{Code: ProblemUpstreamContentType, Kind: KindProblem, Status: 502, Title: "Upstream content type changed", Retryable: false,
 		Meaning:    "the upstream answered with a content type other than JSON (often a login, proxy or maintenance page)",
 		Recovery:   "stop; an operator must check the upstream",

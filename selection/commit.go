@@ -554,6 +554,16 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 			r.finish(t, TargetUnknown, resp.Status, p, "the upstream answered 2xx with a body that is not a success; whether it applied is unknown", nil)
 			return
 		}
+		if vs := r.a.CheckResponse(resp); len(vs) > 0 {
+			// The answer does not look like what was approved: the write
+			// may have done something else. Stop at the first such answer.
+			what := vs[0].Describe()
+			p := envelope.NewProblem(envelope.ProblemUpstreamContract, "The upstream's answer broke the action's response contract: "+what+".")
+			p.StateChanged = envelope.StateUnknown
+			r.finish(t, TargetUnknown, resp.Status, p, "the answer broke the response contract: "+what, nil)
+			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
+			return
+		}
 		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.after)
 		r.applyStopRules("", resp.Status)
 		return
@@ -832,6 +842,12 @@ func (r *run) reconcileUnknown(ctx context.Context) (resend int) {
 		after = batch[len(batch)-1].ID
 		for _, t := range batch {
 			if r.reconciled[t.ID] {
+				continue
+			}
+			if t.Problem != nil && t.Problem.Code == envelope.ProblemUpstreamContract {
+				// Its answer broke the contract: a re-read would be read
+				// through the same broken contract. It stays unknown.
+				r.reconciled[t.ID] = true
 				continue
 			}
 			r.reconciled[t.ID] = true

@@ -74,7 +74,7 @@ type classifier struct {
 }
 
 func (c *classifier) Add(it *upstream.Item) error {
-	rec := c.classify(it.ID, it.Version, it.Source, it.Doc)
+	rec := c.classify(it.ID, it.Version, it.Source, it.Doc, it.Violations)
 	return c.add(rec)
 }
 
@@ -147,10 +147,11 @@ func mustCanonical(v any) []byte {
 	return b
 }
 
-// classify decides a record's disposition: ambiguous when a decision field
-// is missing or unreadable, excluded by the first matching rule, excluded
-// when the precondition fails, else a member.
-func (c *classifier) classify(id, version, source string, doc map[string]any) Record {
+// classify decides a record's disposition. An explicit exclusion that
+// matches wins (an operator may exclude a broken record by id); then a
+// broken decision-field contract or a missing decision field makes the
+// record ambiguous, never silently in or out; then the precondition.
+func (c *classifier) classify(id, version, source string, doc map[string]any, broken []upstream.Violation) Record {
 	r := c.req.Resource
 	rec := Record{ID: id, Version: version, Source: source, Rule: 0}
 	rec.Review, _ = r.Project(doc, c.review)
@@ -161,22 +162,30 @@ func (c *classifier) classify(id, version, source string, doc map[string]any) Re
 	}
 	before, missing := r.Project(doc, c.effect)
 	rec.Before = before
+	unreadable := -1
+	for i, rule := range c.req.Exclude {
+		match, ok := r.EvalRule(doc, rule)
+		if ok && match {
+			rec.Disposition, rec.Rule = Excluded, i
+			return rec
+		}
+		if !ok && unreadable < 0 {
+			unreadable = i
+		}
+	}
+	if len(broken) > 0 {
+		rec.Disposition, rec.Note = Ambiguous, broken[0].Describe()
+		return rec
+	}
 	for _, f := range sortedKeys(c.req.Filter) {
 		if _, ok := upstream.GetPath(doc, r.FieldPath(filterField(r, f))); !ok {
 			rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("filter field %s is missing", filterField(r, f))
 			return rec
 		}
 	}
-	for i, rule := range c.req.Exclude {
-		match, ok := r.EvalRule(doc, rule)
-		if !ok {
-			rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("field %s is missing or unreadable for exclusion rule %d", rule.Field, i)
-			return rec
-		}
-		if match {
-			rec.Disposition, rec.Rule = Excluded, i
-			return rec
-		}
+	if unreadable >= 0 {
+		rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("field %s is missing or unreadable for exclusion rule %d", c.req.Exclude[unreadable].Field, unreadable)
+		return rec
 	}
 	for _, rule := range c.req.Action.Config.Precondition {
 		match, ok := r.EvalRule(doc, rule)
@@ -195,6 +204,27 @@ func (c *classifier) classify(id, version, source string, doc map[string]any) Re
 	}
 	rec.Disposition = Member
 	return rec
+}
+
+// decisionFields are the fields this preview's decision rests on besides
+// the resource's own: exclusions, the precondition and the effect.
+func decisionFields(req PreviewRequest) []string {
+	var out []string
+	for _, r := range req.Exclude {
+		out = append(out, r.Field)
+	}
+	for _, r := range req.Action.Config.Precondition {
+		out = append(out, r.Field)
+	}
+	return append(out, req.Action.EffectFields()...)
+}
+
+func fieldSet(names []string) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
 }
 
 func filterField(r *upstream.Resource, name string) string {
@@ -240,7 +270,8 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 
 	var out upstream.Outcome
 	if kind == KindScope {
-		scan := r.NewScan(upstream.ScanSpec{Filter: req.Filter, RequestID: req.RequestID, Sink: c})
+		scan := r.NewScan(upstream.ScanSpec{Filter: req.Filter, RequestID: req.RequestID, Sink: c,
+			Decision: decisionFields(req), KeepViolations: true})
 		if err := scan.Run(ctx, req.Budget); err != nil {
 			p.fail(sel)
 			return nil, err
@@ -356,7 +387,16 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 			continue
 		}
 		out.Matched++
-		if err := c.add(c.classify(id, version, r.Name, doc)); err != nil {
+		var broken []upstream.Violation
+		if r.Contract != nil {
+			vs, _ := r.Contract.Check(doc, fieldSet(decisionFields(req)))
+			for _, v := range vs {
+				if v.Decision {
+					broken = append(broken, v)
+				}
+			}
+		}
+		if err := c.add(c.classify(id, version, r.Name, doc, broken)); err != nil {
 			return out, err
 		}
 	}

@@ -126,4 +126,3 @@ func isActionable(env *envelope.Envelope) bool {
 	}
 	return !env.Complete && len(env.IncompleteReasons) > 0 && env.Continuation.Kind != ""
 }
-

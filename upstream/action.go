@@ -38,6 +38,9 @@ type ActionConfig struct {
 	Irreversible      []string            `yaml:"irreversible"`
 	ExpiresAfter      time.Duration       `yaml:"selection_ttl"`
 	Approval          *ApprovalConfig     `yaml:"approval"`
+	// Response is the contract of the write's answer; an answer that breaks
+	// it stops the operation.
+	Response *ResponseContract `yaml:"response"`
 }
 
 // ApprovalConfig is an action's approval policy (see the approval docs).
@@ -156,6 +159,34 @@ type Action struct {
 	// SpecDigest binds a selection to this exact definition: a changed
 	// configuration makes older previews stale.
 	SpecDigest string
+	// Response checks the write's answer; nil when none is declared.
+	Response *Contract
+}
+
+// CheckResponse checks a 2xx write answer against the action's response
+// contract; the violations say what broke.
+func (a *Action) CheckResponse(resp *Response) []Violation {
+	if a.Response == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
+		if a.Response != nil {
+			return []Violation{{Field: "body", Rule: "required", Decision: true}}
+		}
+		return nil
+	}
+	doc, err := decodeJSONBody(resp, true)
+	if err != nil {
+		return nil // CheckWriteResponse reports the body itself
+	}
+	item, _ := getPath(doc, a.Config.Response.Item)
+	m, ok := item.(map[string]any)
+	if !ok {
+		return []Violation{{Field: a.Config.Response.Item, Rule: "type", Decision: true}}
+	}
+	all := map[string]bool{}
+	for f := range a.Config.Response.Fields {
+		all[f] = true
+	}
+	vs, _ := a.Response.Check(m, all)
+	return vs
 }
 
 func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
@@ -243,6 +274,17 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 	}
 	if a.Stop.FailureRatio < 0 || a.Stop.FailureRatio > 1 || a.Stop.MinAttempts < 0 {
 		l.add("failure_ratio is between 0 and 1, min_attempts positive", at("stop")...)
+	}
+	if rc := a.Response; rc != nil {
+		for _, fname := range sortedKeys(rc.Fields) {
+			if f := rc.Fields[fname]; f != nil {
+				if !fieldTypes[f.Type] {
+					l.add("type must be one of string, integer, number, boolean, timestamp, array, object", at("response", "fields", fname, "type")...)
+				}
+				validateFieldContract(l, f, at("response", "fields", fname))
+			}
+		}
+		validateInvariants(l, rc.Fields, rc.Invariants, at("response", "invariants"))
 	}
 	if ap := a.Approval; ap != nil {
 		switch ap.Mode {

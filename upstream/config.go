@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +31,8 @@ type Config struct {
 	Resources   map[string]*ResourceConfig `yaml:"resources"`
 	Actions     map[string]*ActionConfig   `yaml:"actions"`
 
-	root *yaml.Node
+	root    *yaml.Node
+	baseDir string
 }
 
 // UpstreamConfig describes one HTTP API.
@@ -91,6 +93,8 @@ type ResourceConfig struct {
 	ReviewFields  []string                 `yaml:"review_fields"`
 	ReviewGroups  []string                 `yaml:"review_groups"`
 	SelectionTTL  time.Duration            `yaml:"selection_ttl"`
+	Invariants    []InvariantConfig        `yaml:"invariants"`
+	Contract      *ContractConfig          `yaml:"contract"`
 }
 
 // ListConfig is the list endpoint.
@@ -133,6 +137,15 @@ type FieldConfig struct {
 	Deprecated  bool     `yaml:"deprecated"`
 	Normalize   string   `yaml:"normalize"`
 	Description string   `yaml:"description"`
+	// Contract: Required means the field must be present (it may be null
+	// when Nullable); Decision marks a field that chooses targets,
+	// eligibility, scope, completion or approval; Permission marks a
+	// boolean compared with == true and never defaulted.
+	Required   bool          `yaml:"required"`
+	Decision   bool          `yaml:"decision"`
+	Permission bool          `yaml:"permission"`
+	Format     string        `yaml:"format"`
+	Aliases    []AliasConfig `yaml:"aliases"`
 }
 
 // FilterConfig declares a filter. Param, when set, is sent upstream; airlock
@@ -244,8 +257,20 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return ParseConfig(b)
+	cfg, err := ParseConfig(b)
+	if err != nil {
+		return nil, err
+	}
+	cfg.baseDir = filepath.Dir(path)
+	return cfg, nil
 }
+
+// SetBaseDir sets the directory relative contract paths resolve against.
+func (c *Config) SetBaseDir(dir string) { c.baseDir = dir }
+
+// Warnings are problems a configuration may run with but should not keep:
+// aliases past their end date.
+func (c *Config) Warnings(now time.Time) []string { return c.expiredAliases(now) }
 
 // ParseConfig parses a configuration strictly: unknown keys are errors with
 // line numbers, and every semantic problem is reported, not only the first.
@@ -506,6 +531,7 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 		if f.Sensitive && fname == r.IDField {
 			l.add("the id field cannot be sensitive", at("fields", fname, "sensitive")...)
 		}
+		validateFieldContract(l, f, at("fields", fname))
 	}
 	for i, fname := range r.DefaultFields {
 		f, ok := r.Fields[fname]
@@ -607,6 +633,48 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	}
 	if r.SelectionTTL < 0 {
 		l.add("must not be negative", at("selection_ttl")...)
+	}
+	validateInvariants(l, r.Fields, r.Invariants, at("invariants"))
+	if ct := r.Contract; ct != nil && (ct.Schema == "") == (ct.OpenAPI == nil) {
+		l.add("set exactly one of schema or openapi", at("contract")...)
+	}
+}
+
+var formats = map[string]bool{"date-time": true, "date": true, "email": true, "uri": true, "uuid": true, "ipv4": true, "ipv6": true, "hostname": true}
+
+func validateFieldContract(l *errList, f *FieldConfig, p []string) {
+	at := func(k ...string) []string { return append(append([]string(nil), p...), k...) }
+	if f.Permission && f.Type != "boolean" {
+		l.add("a permission field must be a boolean", at("permission")...)
+	}
+	if f.Format != "" && !formats[f.Format] {
+		l.add("format must be one of date-time, date, email, uri, uuid, ipv4, ipv6, hostname", at("format")...)
+	}
+	for i, a := range f.Aliases {
+		ix := strconv.Itoa(i)
+		if a.Name == "" {
+			l.add("required", at("aliases", ix, "name")...)
+		}
+		if _, err := time.Parse("2006-01-02", a.Until); err != nil {
+			l.add("required: the date (YYYY-MM-DD) after which the alias is no longer accepted; aliases are temporary", at("aliases", ix, "until")...)
+		}
+	}
+}
+
+func validateInvariants(l *errList, fields map[string]*FieldConfig, invs []InvariantConfig, p []string) {
+	for i, inv := range invs {
+		ix := strconv.Itoa(i)
+		for _, part := range []struct {
+			name string
+			rule RuleConfig
+		}{{"if", inv.If}, {"then", inv.Then}} {
+			if !ruleOps[part.rule.Op] {
+				l.add("op must be one of eq, ne, in, not_in, contains, not_contains, gt, gte, lt, lte", append(append([]string(nil), p...), ix, part.name, "op")...)
+			}
+			if _, ok := fields[part.rule.Field]; !ok {
+				l.add(fmt.Sprintf("field %q is not declared", part.rule.Field), append(append([]string(nil), p...), ix, part.name, "field")...)
+			}
+		}
 	}
 }
 

@@ -48,6 +48,8 @@ type Resource struct {
 	Sources     []SourceConfig
 	Limits      LimitsConfig
 	dialect     dialect
+	// Contract checks every item read.
+	Contract *Contract
 }
 
 // Options are the runtime dependencies of Initialize.
@@ -117,11 +119,24 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 			r.Config.List.Items = ""
 		}
 		r.dialect = newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
+		contract, err := compileContract(r, rc.Fields, normalizeInvariants(rc.Invariants), rc.Contract, c.baseDir)
+		if err != nil {
+			return nil, fmt.Errorf("resource %q: %w", name, err)
+		}
+		r.Contract = contract
 		rt.Resources[name] = r
 	}
 	for _, name := range sortedKeys(c.Actions) {
 		ac := c.Actions[name]
-		rt.Actions[name] = newAction(name, *ac, rt.Resources[ac.Resource])
+		a := newAction(name, *ac, rt.Resources[ac.Resource])
+		if rc := ac.Response; rc != nil {
+			contract, err := compileContract(a.Resource, rc.Fields, normalizeInvariants(rc.Invariants), nil, c.baseDir)
+			if err != nil {
+				return nil, fmt.Errorf("action %q: response: %w", name, err)
+			}
+			a.Response = contract
+		}
+		rt.Actions[name] = a
 	}
 	return rt, nil
 }
@@ -134,6 +149,15 @@ func (rt *Runtime) ResourceNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+func normalizeInvariants(invs []InvariantConfig) []InvariantConfig {
+	out := make([]InvariantConfig, len(invs))
+	for i, inv := range invs {
+		inv.If.Value, inv.Then.Value = normalizeYAMLValue(inv.If.Value), normalizeYAMLValue(inv.Then.Value)
+		out[i] = inv
+	}
+	return out
 }
 
 func defaultItemsPath(dialect string) string {

@@ -25,6 +25,9 @@ type Item struct {
 	Version string
 	Source  string
 	Doc     map[string]any
+	// Violations are the item's broken decision-field contracts (only
+	// with ScanSpec.KeepViolations; otherwise such items are withheld).
+	Violations []Violation
 }
 
 // Sink receives every matching item in scan order. An error from Add stops
@@ -40,6 +43,14 @@ type ScanSpec struct {
 	GroupBy   []string
 	RequestID string
 	Sink      Sink
+	// Decision names fields that drive the caller's decision besides the
+	// resource's decision fields and the filter's (exclusions,
+	// preconditions, effects).
+	Decision []string
+	// KeepViolations passes items that break a decision-field contract to
+	// the sink with their violations (a preview lists them as ambiguous);
+	// otherwise they are withheld and counted under CONTRACT_VIOLATION.
+	KeepViolations bool
 }
 
 // Budget bounds one Run. PagesLimitSource says who set MaxPages (caller or
@@ -116,6 +127,10 @@ type Scan struct {
 	warnSeen                map[string]bool
 	normalized              map[string]bool
 	violations              map[string]*violation
+	decision                map[string]bool
+	filterFields            map[string]bool
+	aliases                 map[string]bool
+	enumDrift, fieldDrift   map[string]bool
 
 	// per run
 	budget    Budget
@@ -135,7 +150,17 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		r: r, spec: spec, groups: map[groupKey]int{}, groupVals: map[groupKey]any{},
 		seen: map[uint64]struct{}{}, seed: maphash.MakeSeed(), stickySeen: map[string]bool{},
 		warnSeen: map[string]bool{}, normalized: map[string]bool{}, violations: map[string]*violation{},
+		decision: map[string]bool{}, filterFields: map[string]bool{}, aliases: map[string]bool{},
+		enumDrift: map[string]bool{}, fieldDrift: map[string]bool{},
 	}
+	for name := range spec.Filter {
+		f := r.filterField(name, r.Config.Filters[name])
+		s.decision[f], s.filterFields[f] = true, true
+	}
+	for _, f := range spec.Decision {
+		s.decision[f] = true
+	}
+	s.decision[r.Config.IDField] = true
 	for _, src := range r.Sources {
 		ss := &sourceScan{cfg: src, base: r.sourceBase(src)}
 		if !src.inScope(spec.Filter) {
@@ -593,7 +618,38 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 		src.items++
 		s.scanned++
 		s.normalizeLocked(doc)
-		if !r.Matches(doc, s.spec.Filter) {
+		var broken []Violation
+		brokenFilter := false
+		if r.Contract != nil {
+			vs, aliases := r.Contract.Check(doc, s.decision)
+			for _, a := range aliases {
+				s.aliases[a] = true
+			}
+			for _, v := range vs {
+				switch {
+				case v.Decision:
+					broken = append(broken, v)
+					brokenFilter = brokenFilter || s.filterFields[v.Field]
+				case v.Rule == "enum":
+					s.enumDrift[v.Field] = true
+				default:
+					s.fieldDrift[v.Field] = true
+				}
+			}
+		}
+		// A record whose filter fields are broken might be in scope; one
+		// that clearly is not does not count either way.
+		if !brokenFilter && !r.Matches(doc, s.spec.Filter) {
+			continue
+		}
+		if len(broken) > 0 && !s.spec.KeepViolations {
+			for _, v := range broken {
+				rule := v.Rule
+				if v.Invariant != "" {
+					rule = "invariant: " + v.Invariant
+				}
+				s.violationLocked(v.Field, rule, id)
+			}
 			continue
 		}
 		s.matched++
@@ -606,7 +662,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 			s.groups[k]++
 		}
 		if s.spec.Sink != nil {
-			it := &Item{ID: id, Source: src.cfg.Name, Doc: doc}
+			it := &Item{ID: id, Source: src.cfg.Name, Doc: doc, Violations: broken}
 			if verPath != "" {
 				it.Version, _ = itemID(doc, verPath)
 			}
@@ -896,6 +952,12 @@ func (s *Scan) Outcome() Outcome {
 		w.Fields = sortedKeys(s.normalized)
 		o.Warnings = append(o.Warnings, w)
 	}
+	if len(s.aliases) > 0 {
+		w := envelope.NewWarning(envelope.WarnDeprecatedField, s.r.Name)
+		w.Fields = sortedKeys(s.aliases)
+		o.Warnings = append(o.Warnings, w)
+	}
+	o.Warnings = append(o.Warnings, WarningsFor(s.r.Name, s.enumDrift, s.fieldDrift)...)
 	if s.pages > 1 && s.r.Consistency() != ConsistencySnapshot {
 		o.Warnings = append(o.Warnings, envelope.NewWarning(envelope.WarnNoSnapshot, s.r.Name))
 	}

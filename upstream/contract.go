@@ -1,0 +1,417 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"gopkg.in/yaml.v3"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// AliasConfig is a temporary second name of a field, accepted until Until
+// (YYYY-MM-DD); after that `airlock check` warns.
+type AliasConfig struct {
+	Name  string `yaml:"name"`
+	Until string `yaml:"until"`
+}
+
+// InvariantConfig is a cross-field rule: when If holds, Then must.
+type InvariantConfig struct {
+	If          RuleConfig `yaml:"if"`
+	Then        RuleConfig `yaml:"then"`
+	Description string     `yaml:"description"`
+}
+
+// ContractConfig points at an external contract for a resource's items: a
+// JSON Schema file, or a component of an OpenAPI document.
+type ContractConfig struct {
+	Schema  string      `yaml:"schema"`
+	OpenAPI *OpenAPIRef `yaml:"openapi"`
+}
+
+// OpenAPIRef names a schema component in an OpenAPI document (YAML or
+// JSON; 3.0's nullable is understood).
+type OpenAPIRef struct {
+	File      string `yaml:"file"`
+	Component string `yaml:"component"`
+}
+
+// ResponseContract is what a write's answer must look like: Item is the
+// path to the written object in the body ("" for the body itself).
+type ResponseContract struct {
+	Item       string                  `yaml:"item"`
+	Fields     map[string]*FieldConfig `yaml:"fields"`
+	Invariants []InvariantConfig       `yaml:"invariants"`
+}
+
+// Violation is one record breaking its contract.
+type Violation struct {
+	Field string
+	// Rule is the broken rule: required, type, enum, format, null,
+	// alias_conflict or invariant.
+	Rule string
+	// Decision is true when the field drives a decision: the record cannot
+	// be used for one.
+	Decision bool
+	// Invariant describes a broken cross-field rule.
+	Invariant string
+}
+
+// Describe says what broke in operational language.
+func (v Violation) Describe() string {
+	switch v.Rule {
+	case "required":
+		return "field " + v.Field + " missing"
+	case "type":
+		return "field " + v.Field + " has another type than declared"
+	case "enum":
+		return "field " + v.Field + " has a value outside its declared set"
+	case "format":
+		return "field " + v.Field + " does not have its declared format"
+	case "null":
+		return "field " + v.Field + " is null"
+	case "alias_conflict":
+		return "field " + v.Field + " and its alias disagree"
+	case "invariant":
+		return "invariant broken: " + v.Invariant
+	}
+	return "field " + v.Field + " breaks its contract (" + v.Rule + ")"
+}
+
+// Contract checks items of one shape.
+type Contract struct {
+	schema     *jsonschema.Schema
+	fields     map[string]*FieldConfig // by name
+	paths      map[string]string       // path -> field name
+	invariants []InvariantConfig
+	decision   map[string]bool
+	resource   *Resource // for rule evaluation (paths, normalization)
+}
+
+// compileContract builds a resource's contract: the declared fields as a
+// JSON Schema (or the configured external schema).
+func compileContract(r *Resource, fields map[string]*FieldConfig, invariants []InvariantConfig, ext *ContractConfig, baseDir string) (*Contract, error) {
+	c := &Contract{fields: fields, paths: map[string]string{}, invariants: invariants, decision: map[string]bool{}, resource: r}
+	for name, f := range fields {
+		if f == nil {
+			continue
+		}
+		path := name
+		if f.Path != "" {
+			path = f.Path
+		}
+		c.paths[path] = name
+		if f.Decision || f.Permission {
+			c.decision[name] = true
+		}
+	}
+	for _, inv := range invariants {
+		c.decision[inv.If.Field], c.decision[inv.Then.Field] = true, true
+	}
+	var doc []byte
+	var ptr string
+	var err error
+	switch {
+	case ext != nil && ext.Schema != "":
+		doc, err = os.ReadFile(resolvePath(baseDir, ext.Schema))
+		if err != nil {
+			return nil, fmt.Errorf("contract schema: %w", err)
+		}
+	case ext != nil && ext.OpenAPI != nil:
+		doc, err = openAPIDocument(resolvePath(baseDir, ext.OpenAPI.File))
+		if err != nil {
+			return nil, err
+		}
+		ptr = "#/components/schemas/" + ext.OpenAPI.Component
+	default:
+		doc, err = json.Marshal(fieldsSchema(fields))
+		if err != nil {
+			return nil, err
+		}
+	}
+	comp := jsonschema.NewCompiler()
+	comp.Draft = jsonschema.Draft2020
+	comp.AssertFormat = true
+	url := "mem://airlock/contract.json"
+	if err := comp.AddResource(url, bytes.NewReader(doc)); err != nil {
+		return nil, fmt.Errorf("contract: %w", err)
+	}
+	if c.schema, err = comp.Compile(url + ptr); err != nil {
+		return nil, fmt.Errorf("contract: %w", err)
+	}
+	return c, nil
+}
+
+func resolvePath(baseDir, p string) string {
+	if filepath.IsAbs(p) || baseDir == "" {
+		return p
+	}
+	return filepath.Join(baseDir, p)
+}
+
+// openAPIDocument reads an OpenAPI document as JSON, turning 3.0's
+// `nullable: true` into a null type so that 2020-12 validation means the
+// same thing.
+func openAPIDocument(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("openapi document: %w", err)
+	}
+	var doc any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("openapi document: %w", err)
+	}
+	doc = normalizeYAMLValue(doc)
+	var fix func(v any)
+	fix = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if n, ok := x["nullable"].(bool); ok && n {
+				if t, ok := x["type"].(string); ok {
+					x["type"] = []any{t, "null"}
+				}
+				if e, ok := x["enum"].([]any); ok {
+					x["enum"] = append(e, nil)
+				}
+				delete(x, "nullable")
+			}
+			for _, e := range x {
+				fix(e)
+			}
+		case []any:
+			for _, e := range x {
+				fix(e)
+			}
+		}
+	}
+	fix(doc)
+	return json.Marshal(doc)
+}
+
+var jsonTypes = map[string]string{"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
+	"array": "array", "object": "object", "timestamp": "string"}
+
+// fieldsSchema compiles declared fields into a 2020-12 schema; a field's
+// path nests it.
+func fieldsSchema(fields map[string]*FieldConfig) map[string]any {
+	root := map[string]any{"type": "object", "properties": map[string]any{}}
+	for _, name := range sortedKeys(fields) {
+		f := fields[name]
+		if f == nil {
+			continue
+		}
+		path := name
+		if f.Path != "" {
+			path = f.Path
+		}
+		parts := strings.Split(path, ".")
+		node := root
+		for _, p := range parts[:len(parts)-1] {
+			props := node["properties"].(map[string]any)
+			child, ok := props[p].(map[string]any)
+			if !ok {
+				child = map[string]any{"type": "object", "properties": map[string]any{}}
+				props[p] = child
+			}
+			if f.Required || f.Permission {
+				addRequired(node, p)
+			}
+			node = child
+		}
+		leaf := parts[len(parts)-1]
+		s := map[string]any{}
+		types := []any{jsonTypes[f.Type]}
+		if f.Permission {
+			types = []any{"boolean"}
+		}
+		if f.Nullable && !f.Permission {
+			types = append(types, "null")
+		}
+		s["type"] = types
+		if len(f.Enum) > 0 {
+			e := make([]any, 0, len(f.Enum)+1)
+			for _, v := range f.Enum {
+				e = append(e, v)
+			}
+			if f.Nullable {
+				e = append(e, nil)
+			}
+			s["enum"] = e
+		}
+		switch {
+		case f.Format != "":
+			s["format"] = f.Format
+		case f.Type == "timestamp":
+			s["format"] = "date-time"
+		}
+		node["properties"].(map[string]any)[leaf] = s
+		if f.Required || f.Permission {
+			addRequired(node, leaf)
+		}
+	}
+	return root
+}
+
+func addRequired(node map[string]any, name string) {
+	req, _ := node["required"].([]any)
+	for _, r := range req {
+		if r == name {
+			return
+		}
+	}
+	node["required"] = append(req, name)
+}
+
+var quotedName = regexp.MustCompile(`'([^']*)'`)
+
+// Check validates an item. decision adds fields that drive the current
+// decision (filters, exclusions, preconditions). It resolves aliases in
+// place (the canonical field takes the alias's value) and reports which
+// aliases it used.
+func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Violation, aliasesUsed []string) {
+	isDecision := func(field string) bool { return c.decision[field] || decision[field] }
+	for _, name := range sortedKeys(c.fields) {
+		f := c.fields[name]
+		if f == nil || len(f.Aliases) == 0 {
+			continue
+		}
+		path := c.resource.FieldPath(name)
+		canon, hasCanon := getPath(doc, path)
+		for _, a := range f.Aliases {
+			av, hasAlias := getPath(doc, a.Name)
+			switch {
+			case !hasAlias:
+			case hasCanon && !sameJSON(canon, av):
+				vs = append(vs, Violation{Field: name, Rule: "alias_conflict", Decision: isDecision(name)})
+			case !hasCanon:
+				setPathCreate(doc, path, av)
+				canon, hasCanon = av, true
+				aliasesUsed = append(aliasesUsed, a.Name)
+			}
+		}
+	}
+	if err := c.schema.Validate(doc); err != nil {
+		if ve, ok := err.(*jsonschema.ValidationError); ok {
+			seen := map[string]bool{}
+			var walk func(e *jsonschema.ValidationError)
+			walk = func(e *jsonschema.ValidationError) {
+				if len(e.Causes) > 0 {
+					for _, x := range e.Causes {
+						walk(x)
+					}
+					return
+				}
+				kw := e.KeywordLocation[strings.LastIndex(e.KeywordLocation, "/")+1:]
+				base := strings.ReplaceAll(strings.TrimPrefix(e.InstanceLocation, "/"), "/", ".")
+				var paths []string
+				if kw == "required" {
+					for _, m := range quotedName.FindAllStringSubmatch(e.Message, -1) {
+						paths = append(paths, strings.TrimPrefix(base+"."+m[1], "."))
+					}
+				} else {
+					paths = []string{base}
+				}
+				for _, p := range paths {
+					field := c.paths[p]
+					if field == "" {
+						field = p
+					}
+					rule := kw
+					if kw == "type" {
+						if v, ok := getPath(doc, p); ok && v == nil {
+							rule = "null"
+						}
+					}
+					k := field + "/" + rule
+					if seen[k] {
+						continue
+					}
+					seen[k] = true
+					vs = append(vs, Violation{Field: field, Rule: rule, Decision: isDecision(field)})
+				}
+			}
+			walk(ve)
+		}
+	}
+	for i, inv := range c.invariants {
+		if m, ok := c.resource.EvalRule(doc, inv.If); ok && m {
+			if m2, ok2 := c.resource.EvalRule(doc, inv.Then); !ok2 || !m2 {
+				desc := inv.Description
+				if desc == "" {
+					desc = fmt.Sprintf("invariant %d (%s %s %s implies %s %s %s)", i, inv.If.Field, inv.If.Op, scalarString(inv.If.Value), inv.Then.Field, inv.Then.Op, scalarString(inv.Then.Value))
+				}
+				vs = append(vs, Violation{Field: inv.Then.Field, Rule: "invariant", Decision: true, Invariant: desc})
+			}
+		}
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Field < vs[j].Field })
+	return vs, aliasesUsed
+}
+
+func setPathCreate(doc map[string]any, path string, v any) {
+	parts := strings.Split(path, ".")
+	cur := doc
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			cur[p] = next
+		}
+		cur = next
+	}
+	cur[parts[len(parts)-1]] = v
+}
+
+// DecisionFields returns the fields the resource declares as driving
+// decisions (decision, permission, or named by an invariant), sorted.
+func (c *Contract) DecisionFields() []string { return sortedKeys(c.decision) }
+
+// expiredAliases lists aliases whose until date has passed.
+func (c *Config) expiredAliases(now time.Time) []string {
+	var out []string
+	for _, rn := range sortedKeys(c.Resources) {
+		r := c.Resources[rn]
+		if r == nil {
+			continue
+		}
+		for _, fn := range sortedKeys(r.Fields) {
+			f := r.Fields[fn]
+			if f == nil {
+				continue
+			}
+			for _, a := range f.Aliases {
+				if t, err := time.Parse("2006-01-02", a.Until); err == nil && now.After(t) {
+					out = append(out, fmt.Sprintf("resource %s: field %s still accepts alias %s, which was to end on %s", rn, fn, a.Name, a.Until))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// WarningsFor turns the non-decision violations of a scan into warnings:
+// UNKNOWN_ENUM_VALUE for values outside a declared set, FIELD_DRIFT for
+// the rest.
+func WarningsFor(source string, enumFields, driftFields map[string]bool) []envelope.Warning {
+	var out []envelope.Warning
+	if len(enumFields) > 0 {
+		w := envelope.NewWarning(envelope.WarnUnknownEnumValue, source)
+		w.Fields = sortedKeys(enumFields)
+		out = append(out, w)
+	}
+	if len(driftFields) > 0 {
+		w := envelope.NewWarning(envelope.WarnFieldDrift, source)
+		w.Fields = sortedKeys(driftFields)
+		out = append(out, w)
+	}
+	return out
+}
