@@ -525,13 +525,16 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 
 // TemplateVars are the values a write template may use.
 type TemplateVars struct {
-	ID          string
-	Version     string
-	Params      map[string]any
-	Before      map[string]any
-	After       map[string]any
-	OperationID string
-	Targets     []map[string]any
+	ID      string
+	Version string
+	// VersionValue is the version in its declared type (a number for an
+	// integer version field), as the upstream expects it back.
+	VersionValue any
+	Params       map[string]any
+	Before       map[string]any
+	After        map[string]any
+	OperationID  string
+	Targets      []map[string]any
 }
 
 var tmplRef = regexp.MustCompile(`\{\{\s*([a-z_]+(?:\.[A-Za-z0-9_]+)*)\s*\}\}`)
@@ -542,6 +545,9 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 	case "id":
 		return v.ID, true
 	case "version":
+		if v.VersionValue != nil {
+			return v.VersionValue, true
+		}
 		return v.Version, v.Version != ""
 	case "operation_id":
 		return v.OperationID, true
@@ -668,8 +674,20 @@ func IdempotencyKey(operationID, targetID string) string {
 	return "airlock-" + hex.EncodeToString(sum[:16])
 }
 
+// typedVersion returns a version in its declared field type.
+func (a *Action) typedVersion(v string) any {
+	if v == "" {
+		return nil
+	}
+	if fc, ok := a.Resource.Field(a.Resource.Config.VersionField); ok && (fc.Type == "integer" || fc.Type == "number") {
+		return json.Number(v)
+	}
+	return v
+}
+
 // WriteRequest builds the per-target request.
 func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, error) {
+	vars.VersionValue = a.typedVersion(vars.Version)
 	rc := a.Config.Request
 	path, err := vars.RenderPath(rc.Path)
 	if err != nil {
@@ -703,6 +721,11 @@ func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, err
 // BulkRequest builds one bulk request for the targets.
 func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, error) {
 	bc := a.Config.Bulk
+	for _, t := range vars.Targets {
+		if v, ok := t["version"].(string); ok {
+			t["version"] = a.typedVersion(v)
+		}
+	}
 	path, err := vars.RenderPath(bc.Path)
 	if err != nil {
 		return Request{}, err

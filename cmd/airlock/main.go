@@ -36,6 +36,7 @@ const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 Usage:
   airlock serve (--config FILE | --demo) [--http ADDR] [--store PATH] [--allow-origin URL]...
   airlock check --config FILE
+  airlock contract (--config FILE [--fixtures DIR] | --demo) [--live]
   airlock demo
 
 serve speaks MCP over stdio unless --http is given; then it serves streamable
@@ -62,6 +63,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = check(args[1:], stdout, stderr)
 	case "demo":
 		err = demo(ctx, args[1:], stdout, stderr)
+	case "contract":
+		err = contract(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -80,6 +83,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		if errors.Is(err, errDrift) {
+			return 1
 		}
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return 1
@@ -223,9 +229,12 @@ func check(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "configuration ok: environment %q, %d upstream(s), %d resource(s)\n", cfg.Environment, len(cfg.Upstreams), len(cfg.Resources))
+	fmt.Fprintf(stdout, "configuration ok: environment %q, %d upstream(s), %d resource(s), %d action(s)\n", cfg.Environment, len(cfg.Upstreams), len(cfg.Resources), len(cfg.Actions))
 	for _, line := range cfg.Summary(os.Getenv) {
 		fmt.Fprintln(stdout, "  "+line)
+	}
+	for _, w := range cfg.Warnings(time.Now()) {
+		fmt.Fprintln(stdout, "warning: "+w)
 	}
 	return nil
 }

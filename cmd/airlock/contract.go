@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// errDrift makes `airlock contract` exit non-zero: usable as a release gate.
+var errDrift = errors.New("contract drift")
+
+func contract(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("contract", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (YAML)")
+	demoMode := fs.Bool("demo", false, "use the demo configuration, its fixtures and (with --live) the demo API")
+	fixtureDir := fs.String("fixtures", "", "directory of versioned fixtures (default: contracts/ next to the configuration)")
+	live := fs.Bool("live", false, "also read one small page of every resource from the real upstream (read-only)")
+	pageSize := fs.Int("page-size", 20, "items per resource in --live")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var cfg *upstream.Config
+	var fxs []fixtures.ContractFixture
+	var err error
+	getenv := os.Getenv
+	switch {
+	case *demoMode:
+		base := "http://127.0.0.1:1"
+		if *live {
+			api := httptest.NewServer(&fixtures.Server{})
+			defer api.Close()
+			base = api.URL
+		}
+		if cfg, err = upstream.ParseConfig(fixtures.DemoConfig(base)); err != nil {
+			return err
+		}
+		fxs, err = fixtures.ContractFixtures()
+		getenv = demoEnv
+	case *configPath != "":
+		if cfg, err = upstream.LoadConfig(*configPath); err != nil {
+			return err
+		}
+		dir := *fixtureDir
+		if dir == "" {
+			dir = filepath.Join(filepath.Dir(*configPath), "contracts")
+		}
+		if _, statErr := os.Stat(dir); statErr == nil {
+			fxs, err = fixtures.LoadContractFixtures(dir)
+		} else if !*live {
+			return fmt.Errorf("no fixtures at %s: pass --fixtures DIR, or --live to probe the upstream", dir)
+		}
+	default:
+		return errors.New("contract needs --config FILE or --demo")
+	}
+	if err != nil {
+		return err
+	}
+	if !*live {
+		// Offline: no request is made, so a missing credential is fine.
+		real := getenv
+		getenv = func(k string) string {
+			if v := real(k); v != "" {
+				return v
+			}
+			return "offline"
+		}
+	}
+	rt, err := cfg.Initialize(ctx, upstream.Options{Getenv: getenv, Logger: newLogger(io.Discard)})
+	if err != nil {
+		return err
+	}
+	drift := 0
+	if len(fxs) > 0 {
+		fmt.Fprintf(stdout, "recorded answers (%d fixtures):\n", len(fxs))
+	}
+	for _, f := range fxs {
+		d, err := rt.DecideFixture(f.Resource, f.Operation, upstream.RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
+		label := fmt.Sprintf("%s %s v%d", f.Resource, f.Operation, f.Version)
+		switch {
+		case err != nil:
+			fmt.Fprintf(stdout, "  skipped  %-38s %v\n", label, err)
+		case d.Decision != f.Expect.Decision:
+			drift++
+			fmt.Fprintf(stdout, "  DRIFT    %-38s %s, recorded %s%s\n", label, d.Decision, f.Expect.Decision, because(d.Details))
+		default:
+			fmt.Fprintf(stdout, "  ok       %-38s %s%s\n", label, d.Decision, because(d.Details))
+		}
+	}
+	if *live {
+		fmt.Fprintf(stdout, "live upstream (one page of %d items per resource, read-only):\n", *pageSize)
+		for _, name := range rt.ResourceNames() {
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			d := rt.Resources[name].Probe(pctx, "contract-check", *pageSize)
+			cancel()
+			mark := "ok     "
+			if d.Decision == upstream.DecideRefuse || d.Decision == upstream.DecideStop {
+				mark = "DRIFT  "
+				drift++
+			}
+			fmt.Fprintf(stdout, "  %s %-38s %s%s\n", mark, name, d.Decision, because(d.Details))
+		}
+	}
+	if drift > 0 {
+		fmt.Fprintf(stdout, "%d contract(s) drifted: decisions that rest on these answers would be refused or stopped\n", drift)
+		return errDrift
+	}
+	fmt.Fprintln(stdout, "no drift")
+	return nil
+}
+
+func because(details []string) string {
+	if len(details) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(details, "; ")
+}

@@ -1,0 +1,242 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Decisions about an upstream answer, from the most to the least
+// permissive.
+const (
+	// DecideAccept: the answer keeps every contract.
+	DecideAccept = "accept"
+	// DecideAcceptWithWarning: only fields no decision rests on drifted.
+	DecideAcceptWithWarning = "accept_with_warning"
+	// DecideContinueSearch: no items yet, but the upstream says there are
+	// more pages: keep reading, claim nothing.
+	DecideContinueSearch = "continue_search"
+	// DecideRefuse: decision fields drifted; reads withhold the records and
+	// writes must not be planned on them.
+	DecideRefuse = "refuse_or_request_review"
+	// DecideStop: the answer cannot be used at all (an error, another
+	// content type, a broken write answer).
+	DecideStop = "stop"
+)
+
+// Decision is what airlock makes of one answer, with the reasons in
+// operational language.
+type Decision struct {
+	Decision string   `json:"decision"`
+	Details  []string `json:"details,omitempty"`
+}
+
+// DecideList judges a list answer of the resource as the scan would.
+func (r *Resource) DecideList(resp *Response) Decision {
+	if resp.Status < 200 || resp.Status > 299 {
+		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
+	}
+	doc, err := decodeJSONBody(resp, true)
+	if err != nil {
+		return Decision{DecideStop, []string{err.Error()}}
+	}
+	raw, ok := getPath(doc, r.Config.List.Items)
+	items, isArr := raw.([]any)
+	if !ok || !isArr {
+		return Decision{DecideStop, []string{fmt.Sprintf("items are not an array at %q", r.Config.List.Items)}}
+	}
+	pg, err := r.dialect.parse(resp, doc, items, pageState{})
+	if err != nil {
+		return Decision{DecideStop, []string{err.Error()}}
+	}
+	if len(items) == 0 && !pg.next.Done {
+		return Decision{DecideContinueSearch, []string{"no items on this page, and the upstream says more pages follow: an empty page proves nothing"}}
+	}
+	decision := map[string]bool{r.Config.IDField: true}
+	for name, fc := range r.Config.Filters {
+		decision[r.filterField(name, fc)] = true
+	}
+	counts := map[string]int{}
+	var order []string
+	drift := false
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return Decision{DecideStop, []string{"an item is not a JSON object"}}
+		}
+		vs, _ := r.Contract.Check(m, decision)
+		for _, v := range vs {
+			if !v.Decision {
+				drift = true
+				continue
+			}
+			d := v.Describe()
+			if counts[d] == 0 {
+				order = append(order, d)
+			}
+			counts[d]++
+		}
+	}
+	if len(order) > 0 {
+		var details []string
+		for _, d := range order {
+			details = append(details, fmt.Sprintf("%s in %d of %d items", d, counts[d], len(items)))
+		}
+		return Decision{DecideRefuse, details}
+	}
+	if drift {
+		return Decision{DecideAcceptWithWarning, []string{"fields no decision rests on drifted"}}
+	}
+	return Decision{DecideAccept, nil}
+}
+
+// DecideItem judges a single-item answer (a re-read before a write).
+func (r *Resource) DecideItem(resp *Response) Decision {
+	if resp.Status < 200 || resp.Status > 299 {
+		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
+	}
+	doc, err := decodeJSONBody(resp, true)
+	if err != nil {
+		return Decision{DecideStop, []string{err.Error()}}
+	}
+	item, _ := getPath(doc, "")
+	if r.Config.Get != nil {
+		item, _ = getPath(doc, r.Config.Get.Item)
+	}
+	m, ok := item.(map[string]any)
+	if !ok {
+		return Decision{DecideStop, []string{"the item is not a JSON object"}}
+	}
+	vs, _ := r.Contract.Check(m, map[string]bool{r.Config.IDField: true})
+	var details []string
+	drift := false
+	for _, v := range vs {
+		if v.Decision {
+			details = append(details, v.Describe())
+		} else {
+			drift = true
+		}
+	}
+	switch {
+	case len(details) > 0:
+		return Decision{DecideRefuse, details}
+	case drift:
+		return Decision{DecideAcceptWithWarning, []string{"fields no decision rests on drifted"}}
+	}
+	return Decision{DecideAccept, nil}
+}
+
+// DecideWrite judges a write answer of the action as the commit engine
+// would.
+func (a *Action) DecideWrite(resp *Response) Decision {
+	if resp.Status < 200 || resp.Status > 299 {
+		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
+	}
+	if err := CheckWriteResponse(resp); err != nil {
+		return Decision{DecideStop, []string{err.Error()}}
+	}
+	if vs := a.CheckResponse(resp); len(vs) > 0 {
+		var details []string
+		for _, v := range vs {
+			details = append(details, v.Describe()+": "+a.Name+" would stop")
+		}
+		return Decision{DecideStop, details}
+	}
+	return Decision{DecideAccept, nil}
+}
+
+// Probe reads one small page of the resource (read-only) and judges it:
+// `airlock contract --live`.
+func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) Decision {
+	q := url.Values{}
+	for k, v := range r.Config.List.Params {
+		q.Set(k, v)
+	}
+	if src := r.Sources[0]; src.Params != nil {
+		for k, v := range src.Params {
+			q.Set(k, v)
+		}
+	}
+	p := r.Pagination
+	p.PageSize = pageSize
+	d := newDialect(p, r.FieldPath(r.Config.IDField))
+	d.query(q, pageState{})
+	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: r.Upstream.ResolveURL(r.sourceBase(r.Sources[0]), r.Config.List.Path, q),
+		RequestID: requestID, Idempotent: true})
+	if err != nil {
+		var he *HTTPError
+		if errors.As(err, &he) && he.Kind == FailStatus && resp != nil {
+			return r.DecideList(resp)
+		}
+		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
+	}
+	return r.DecideList(resp)
+}
+
+// DecideFixture judges a recorded answer of a resource operation: list,
+// get, or an action's name.
+func (rt *Runtime) DecideFixture(resource, operation string, resp *Response) (Decision, error) {
+	r, ok := rt.Resources[resource]
+	if !ok {
+		return Decision{}, fmt.Errorf("no resource named %q", resource)
+	}
+	switch operation {
+	case "list":
+		return r.DecideList(resp), nil
+	case "get":
+		return r.DecideItem(resp), nil
+	}
+	a, ok := rt.Actions[operation]
+	if !ok || a.Resource != r {
+		return Decision{}, fmt.Errorf("resource %q has no action %q", resource, operation)
+	}
+	return a.DecideWrite(resp), nil
+}
+
+// RecordedResponse builds a Response from a recorded status, headers and
+// body (versioned fixtures).
+func RecordedResponse(status int, headers map[string]string, body []byte) *Response {
+	h := http.Header{}
+	keys := make([]string, 0, len(headers))
+	for k := range headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		h.Set(k, headers[k])
+	}
+	return &Response{Status: status, Header: h, Body: body}
+}
+
+// FixtureName is the versioned fixture file name of a resource operation:
+// <resource>-<operation>-v<N>.json.
+func FixtureName(resource, operation string, version int) string {
+	return resource + "-" + operation + "-v" + strconv.Itoa(version) + ".json"
+}
+
+// ParseFixtureName splits a versioned fixture file name.
+func ParseFixtureName(name string) (resource, operation string, version int, ok bool) {
+	base, found := strings.CutSuffix(name, ".json")
+	if !found {
+		return "", "", 0, false
+	}
+	i := strings.LastIndex(base, "-v")
+	if i < 0 {
+		return "", "", 0, false
+	}
+	v, err := strconv.Atoi(base[i+2:])
+	if err != nil || v < 1 {
+		return "", "", 0, false
+	}
+	rest := base[:i]
+	j := strings.LastIndex(rest, "-")
+	if j < 0 {
+		return "", "", 0, false
+	}
+	return rest[:j], rest[j+1:], v, true
+}
