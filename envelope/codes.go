@@ -92,6 +92,19 @@ const (
 	ProblemUpstreamTooLarge       = "UPSTREAM_RESPONSE_TOO_LARGE"
 	ProblemUpstreamContentType    = "UPSTREAM_CONTENT_TYPE_CHANGED"
 	ProblemUpstreamContract       = "UPSTREAM_CONTRACT_VIOLATION"
+
+	ProblemApprovalRequired      = "APPROVAL_REQUIRED"
+	ProblemApprovalRejected      = "APPROVAL_REJECTED"
+	ProblemApprovalDeclined      = "APPROVAL_DECLINED"
+	ProblemApprovalCancelled     = "APPROVAL_CANCELLED"
+	ProblemApprovalDecided       = "APPROVAL_ALREADY_DECIDED"
+	ProblemApprovalMismatch      = "APPROVAL_MISMATCH"
+	ProblemApprovalExpired       = "APPROVAL_EXPIRED"
+	ProblemClientApprovalMissing = "CLIENT_APPROVAL_UNAVAILABLE"
+	ProblemElicitationForged     = "ELICITATION_STATE_INVALID"
+	ProblemElicitationReplayed   = "ELICITATION_STATE_REPLAYED"
+
+	ProblemCompensationUnavailable = "COMPENSATION_UNAVAILABLE"
 )
 
 // Blocker codes (why a selection is not committable, besides the scan's
@@ -310,6 +323,52 @@ var registry = []Code{
 		Meaning:    "no operation has this id",
 		Recovery:   "use the operation_id returned by commit_bulk_action",
 		NextAction: "Use the operation_id that commit_bulk_action returned."},
+
+	{Code: ProblemApprovalRequired, Kind: KindProblem, Status: 403, Title: "Approval required", Retryable: false,
+		Meaning:    "the action's policy requires a person to approve this selection and action before it is committed",
+		Recovery:   "ask the user to approve it (detail says how: through the client or by an operator); never approve it yourself",
+		NextAction: "Do not retry. Show the user the selection's manifest, effect and exclusions, and ask them to approve it as the detail says; then commit again."},
+	{Code: ProblemApprovalRejected, Kind: KindProblem, Status: 403, Title: "Approval rejected", Retryable: false,
+		Meaning:    "a person rejected this selection and action",
+		Recovery:   "do not commit it; preview a different selection if the user asks for one",
+		NextAction: "Do not commit this selection. Tell the user it was rejected and ask what they want instead."},
+	{Code: ProblemApprovalDeclined, Kind: KindProblem, Status: 403, Title: "Approval declined", Retryable: false,
+		Meaning:    "the user declined the approval request shown by the client",
+		Recovery:   "do not commit; ask the user what to change",
+		NextAction: "Do not commit. Ask the user what they want to change in the selection or the action."},
+	{Code: ProblemApprovalCancelled, Kind: KindProblem, Status: 403, Title: "Approval cancelled", Retryable: false,
+		Meaning:    "the user dismissed the approval request without deciding",
+		Recovery:   "ask the user whether to ask again",
+		NextAction: "Do not commit. Ask the user whether they want to be asked again."},
+	{Code: ProblemApprovalDecided, Kind: KindProblem, Status: 409, Title: "Already decided", Retryable: false,
+		Meaning:    "this selection and action already have a decision (an approval not yet used, or a rejection)",
+		Recovery:   "commit with the existing approval, or preview again for a new decision",
+		NextAction: "Do not decide again. Commit with the existing approval, or preview again if the decision was a rejection."},
+	{Code: ProblemApprovalMismatch, Kind: KindProblem, Status: 409, Title: "Approval does not match", Retryable: false,
+		Meaning:    "the approval named is for another selection, digest or action, or was used already: an approval is single-use and never valid for a different action on the same targets",
+		Recovery:   "get an approval of this exact selection and action",
+		NextAction: "Do not reuse approvals. Ask the user to approve this exact selection and action."},
+	{Code: ProblemApprovalExpired, Kind: KindProblem, Status: 410, Title: "Approval expired", Retryable: false,
+		Meaning:    "the approval's short validity has passed",
+		Recovery:   "ask the user to approve again",
+		NextAction: "Ask the user to approve the selection again, then commit."},
+	{Code: ProblemClientApprovalMissing, Kind: KindProblem, Status: 403, Title: "The client cannot ask the user", Retryable: false,
+		Meaning:    "the action requires approval through the MCP client, and this client cannot show an approval request (no elicitation); airlock never answers yes on a person's behalf",
+		Recovery:   "an operator approves it outside the conversation: airlock approve SELECTION_ID or the review page",
+		NextAction: "Tell the user this commit needs approval and their client cannot show it; ask an operator to run airlock approve with the selection_id, then commit again."},
+	{Code: ProblemElicitationForged, Kind: KindProblem, Status: 400, Title: "Approval state not issued by airlock", Retryable: false,
+		Meaning:    "the approval round trip's state failed its integrity check: it was altered or made up",
+		Recovery:   "commit again without a state to be asked properly",
+		NextAction: "Call commit_bulk_action again with the same arguments and no request state; airlock will ask the user."},
+	{Code: ProblemElicitationReplayed, Kind: KindProblem, Status: 409, Title: "Approval state already used", Retryable: false,
+		Meaning:    "the approval round trip's state was answered already; a decision is never replayed",
+		Recovery:   "commit again to be asked again",
+		NextAction: "Call commit_bulk_action again with the same arguments and no request state; airlock will ask the user again."},
+
+	{Code: ProblemCompensationUnavailable, Kind: KindProblem, Status: 409, Title: "No compensation possible", Retryable: false,
+		Meaning:    "the operation cannot be compensated: its action has no configured compensation, it is still running or a dry run, or nothing succeeded",
+		Recovery:   "read the operation; an operator may configure a compensating action",
+		NextAction: "Do not retry. Read the operation with get_operation and tell the user why it cannot be undone automatically."},
 
 	// Blockers.
 	{Code: BlockerAmbiguous, Kind: KindBlocker,

@@ -25,11 +25,8 @@ type Engine struct {
 	Clock      upstream.Clock
 	Logger     *slog.Logger
 	Background context.Context
-	// Gate, when set, is asked before a new execute operation starts (the
-	// approval policy); a non-nil problem refuses the commit.
-	Gate func(ctx context.Context, sel *Selection, a *upstream.Action, req CommitRequest) (approvalID string, p *envelope.Problem)
-	// Calls, when set, receives every external write and re-read (audit).
-	Calls func(op *Operation, method, pathTemplate, targetID string, status int, d time.Duration, requestID string)
+	// Auditor, when set, also writes the audit trail to a JSON Lines file.
+	Auditor *Auditor
 	// MaxRateLimitPause bounds how long a run pauses for one Retry-After.
 	MaxRateLimitPause time.Duration
 
@@ -48,7 +45,10 @@ type CommitRequest struct {
 	Wait           time.Duration
 	RequestID      string
 	Who            string
-	Progress       func(done, total int)
+	// ApprovalID names the approval to use; by default the latest unused
+	// approval of the selection's digest and action.
+	ApprovalID string
+	Progress   func(done, total int)
 }
 
 // CommitResult is the operation as the caller sees it.
@@ -116,12 +116,29 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		ID: "op_" + uuid.NewString(), SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: actionDigest, Action: req.Action,
 		Mode: req.Mode, IdempotencyKey: req.IdempotencyKey, Status: OpRunning, Counts: map[string]int{}, CreatedAt: now, UpdatedAt: now,
 	}
-	if req.Mode == ModeExecute && e.Gate != nil {
-		approvalID, p := e.Gate(ctx, sel, a, req)
-		if p != nil {
+	var approval *Approval
+	if req.Mode == ModeExecute {
+		var p *envelope.Problem
+		if approval, p = e.gate(ctx, sel, a, req); p != nil {
 			return nil, p
 		}
-		op.ApprovalID = approvalID
+		if approval != nil {
+			// Single use: reserve it before anything is written.
+			if err := e.Store.UseApproval(ctx, approval.ID, op.ID, now); errors.Is(err, ErrConflict) {
+				// A concurrent commit used it: answer with its operation.
+				if ops, err := e.Store.OperationsOf(ctx, sel.ID); err == nil {
+					for _, o := range ops {
+						if o.Mode == ModeExecute && o.ActionDigest == actionDigest {
+							return e.replay(ctx, o, sel, a, req)
+						}
+					}
+				}
+				return nil, problem(envelope.ProblemApprovalRequired, "The approval was used by another commit.")
+			} else if err != nil {
+				return nil, e.internal("use approval", err)
+			}
+			op.ApprovalID = approval.ID
+		}
 	}
 	existing, created, err := e.Store.CreateOperation(ctx, op)
 	if err != nil {
@@ -130,6 +147,15 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	if !created {
 		// A concurrent commit won the race; this call returns its operation.
 		return e.replay(ctx, existing, sel, a, req)
+	}
+	if req.Mode == ModeExecute {
+		detail := "no approval required"
+		if approval != nil {
+			detail = "approval " + approval.ID + " by " + approval.Who
+			e.rememberCategories(ctx, sel, a)
+		}
+		e.audit(ctx, AuditEvent{At: now, Kind: AuditDecision, OperationID: op.ID, SelectionID: sel.ID, Digest: sel.Digest,
+			Actor: req.Who, Event: "commit", RequestID: req.RequestID, Detail: detail})
 	}
 	n, err := e.Store.InitTargets(ctx, op.ID, sel.ID)
 	if err != nil {
@@ -467,12 +493,6 @@ func statusOf(err error, found bool) int {
 	return 0
 }
 
-func (r *run) call(method, path, target string, status int, d time.Duration, reqID string) {
-	if r.e.Calls != nil {
-		r.e.Calls(r.op, method, path, target, status, d, reqID)
-	}
-}
-
 func readProblem(err error) *envelope.Problem {
 	p := upstream.ProblemFor(err, nil)
 	p.StateChanged = envelope.StateNone
@@ -515,7 +535,7 @@ func (r *run) one(ctx context.Context, t Target) {
 		r.finish(t, TargetWouldSucceed, 0, nil, note, nil)
 		return
 	}
-	vars := upstream.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.after, OperationID: r.op.ID}
+	vars := upstream.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
 	req, err := r.a.WriteRequest(vars, reqID)
 	if err != nil {
 		r.finish(t, TargetFailed, 0, envelope.NewProblem(envelope.ProblemInternal, "The write request could not be built from the action's templates."), "", nil)
@@ -564,7 +584,7 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
 			return
 		}
-		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.after)
+		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.afterFor(t))
 		r.applyStopRules("", resp.Status)
 		return
 	}
@@ -793,7 +813,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) {
 		for _, t := range intents {
 			switch results[t.ID] {
 			case upstream.BulkApplied:
-				r.finish(t, TargetSucceeded, resp.Status, nil, "", r.after)
+				r.finish(t, TargetSucceeded, resp.Status, nil, "", r.afterFor(t))
 				r.applyStopRules("", resp.Status)
 			case upstream.BulkConflict:
 				r.finish(t, TargetSkipped, resp.Status, nil, "precondition changed: the upstream refused this target", nil)
@@ -861,7 +881,7 @@ func (r *run) reconcileUnknown(ctx context.Context) (resend int) {
 			switch state := r.stateOf(doc, found, t); state {
 			case "applied":
 				t.Version = ver
-				r.finish(t, TargetSucceeded, t.HTTPStatus, nil, "reconciled: the outcome was not observed; a re-read shows the change applied", r.after)
+				r.finish(t, TargetSucceeded, t.HTTPStatus, nil, "reconciled: the outcome was not observed; a re-read shows the change applied", r.afterFor(t))
 			case "moved":
 				r.finish(t, TargetSkipped, t.HTTPStatus, nil, "reconciled: the target changed in another way since the preview", nil)
 			default:
@@ -878,6 +898,19 @@ func (r *run) reconcileUnknown(ctx context.Context) (resend int) {
 	return resend
 }
 
+// afterFor is a target's after-values: per target when the effect refers
+// to restore values (a compensation).
+func (r *run) afterFor(t Target) map[string]any {
+	if len(t.Restore) == 0 {
+		return r.after
+	}
+	m, err := r.a.AfterFor(r.params, t.Restore)
+	if err != nil {
+		return r.after
+	}
+	return m
+}
+
 // stateOf compares a re-read target with the action's effect.
 func (r *run) stateOf(doc map[string]any, found bool, t Target) string {
 	if !found {
@@ -886,7 +919,7 @@ func (r *run) stateOf(doc map[string]any, found bool, t Target) string {
 	applied, untouched := true, true
 	for _, e := range r.a.Config.Effect {
 		v, _ := upstream.GetPath(doc, r.a.Resource.FieldPath(e.Field))
-		if !e.Applied(v, r.after[e.Field]) {
+		if !e.Applied(v, r.afterFor(t)[e.Field]) {
 			applied = false
 		}
 		if describe(v) != describe(t.Before[e.Field]) {

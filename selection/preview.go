@@ -39,6 +39,11 @@ type PreviewRequest struct {
 	RequestedBy  string
 	Compensates  string
 	Irreversible []string
+	// Restore and Expect, for a compensation: per target, the values the
+	// fields go back to, and the values they must still hold (the
+	// compensated write's after-values) for the restore to be safe.
+	Restore map[string]map[string]any
+	Expect  map[string]map[string]any
 }
 
 // Previewer builds frozen selections.
@@ -70,6 +75,7 @@ type classifier struct {
 	excl    map[int]int
 	gcount  map[string]map[string]*upstream.Group
 	bcount  map[string]map[string]*upstream.Group
+	acount  map[string]map[string]*upstream.Group
 	samples []Record
 }
 
@@ -90,6 +96,13 @@ func (c *classifier) add(rec Record) error {
 		}
 		for _, f := range c.effect {
 			bump(c.bcount, f, rec.Before[f])
+		}
+		if rec.Restore != nil {
+			if after, err := c.req.Action.AfterFor(c.req.Params, rec.Restore); err == nil {
+				for _, f := range c.effect {
+					bump(c.acount, f, after[f])
+				}
+			}
 		}
 	case Excluded:
 		c.sum.Excluded++
@@ -219,6 +232,17 @@ func decisionFields(req PreviewRequest) []string {
 	return append(out, req.Action.EffectFields()...)
 }
 
+// stillHolds reports whether every field holds the expected value.
+func stillHolds(r *upstream.Resource, doc map[string]any, want map[string]any) bool {
+	for f, v := range want {
+		got, ok := upstream.GetPath(doc, r.FieldPath(f))
+		if !ok || string(mustCanonical(got)) != string(mustCanonical(v)) {
+			return false
+		}
+	}
+	return true
+}
+
 func fieldSet(names []string) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range names {
@@ -266,7 +290,8 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 		return nil, err
 	}
 	c := &classifier{ctx: ctx, store: p.Store, sel: sel, req: req, review: r.ReviewFields(), groups: reviewGroups(r),
-		effect: a.EffectFields(), excl: map[int]int{}, gcount: map[string]map[string]*upstream.Group{}, bcount: map[string]map[string]*upstream.Group{}}
+		effect: a.EffectFields(), excl: map[int]int{}, gcount: map[string]map[string]*upstream.Group{}, bcount: map[string]map[string]*upstream.Group{},
+		acount: map[string]map[string]*upstream.Group{}}
 
 	var out upstream.Outcome
 	if kind == KindScope {
@@ -294,7 +319,7 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 
 	sum := c.sum
 	sum.Groups = groupList(c.gcount)
-	sum.Effect = p.effects(a, req.Params, c.bcount)
+	sum.Effect = p.effects(a, req.Params, c.bcount, c.acount)
 	sum.Exclusions = exclusionList(req.Exclude, c.excl)
 	sum.ScanReasons = out.Reasons
 	sum.Warnings = out.Warnings
@@ -386,6 +411,13 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 			}
 			continue
 		}
+		if want := req.Expect[id]; want != nil && !stillHolds(r, doc, want) {
+			if err := c.add(Record{ID: id, Disposition: Excluded, Rule: RuleChanged, Version: version,
+				Note: "changed since the operation: restoring it would overwrite a later change"}); err != nil {
+				return out, err
+			}
+			continue
+		}
 		out.Matched++
 		var broken []upstream.Violation
 		if r.Contract != nil {
@@ -396,7 +428,9 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 				}
 			}
 		}
-		if err := c.add(c.classify(id, version, r.Name, doc, broken)); err != nil {
+		rec := c.classify(id, version, r.Name, doc, broken)
+		rec.Restore = req.Restore[id]
+		if err := c.add(rec); err != nil {
 			return out, err
 		}
 	}
@@ -430,7 +464,10 @@ func groupList(m map[string]map[string]*upstream.Group) map[string][]upstream.Gr
 	return out
 }
 
-func (p *Previewer) effects(a *upstream.Action, params map[string]any, before map[string]map[string]*upstream.Group) []Effect {
+// effects summarizes each changed field: the distribution of before-values
+// and the after-value (one value, or per target for a compensation, where
+// After lists the distribution of restored values).
+func (p *Previewer) effects(a *upstream.Action, params map[string]any, before, perTarget map[string]map[string]*upstream.Group) []Effect {
 	after, _ := a.After(params)
 	var out []Effect
 	for _, f := range a.EffectFields() {
@@ -438,7 +475,11 @@ func (p *Previewer) effects(a *upstream.Action, params map[string]any, before ma
 		if bs == nil {
 			bs = []upstream.Group{}
 		}
-		out = append(out, Effect{Field: f, After: after[f], Before: bs})
+		e := Effect{Field: f, After: after[f], Before: bs}
+		if vals, ok := perTarget[f]; ok {
+			e.After = map[string]any{"restored_per_target": groupList(map[string]map[string]*upstream.Group{f: vals})[f]}
+		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -455,6 +496,7 @@ func exclusionList(rules []upstream.RuleConfig, counts map[int]int) []ExclusionC
 		{RulePrecondition, "fails the action's precondition"},
 		{RuleFilter, "does not match the filter"},
 		{RuleNotFound, "named id not found"},
+		{RuleChanged, "changed since the operation: a restore would overwrite a later change"},
 	} {
 		if n := counts[special.rule]; n > 0 {
 			out = append(out, ExclusionCount{Rule: special.rule, Reason: special.reason, Count: n})

@@ -37,11 +37,13 @@ const (
 // RulePrecondition is the Rule index of a record excluded because it fails
 // the action's eligibility precondition; RuleFilter of an explicit id that
 // does not match the filter; RuleNotFound of an explicit id that does not
-// exist.
+// exist; RuleChanged of a compensation target that changed since the
+// operation wrote it.
 const (
 	RulePrecondition = -1
 	RuleFilter       = -2
 	RuleNotFound     = -3
+	RuleChanged      = -4
 )
 
 // Action is what a commit does: a configured action type and its params.
@@ -89,6 +91,9 @@ type Record struct {
 	Review      map[string]any `json:"review"`
 	Before      map[string]any `json:"before"`
 	Groups      map[string]any `json:"groups"`
+	// Restore holds, for a compensation, the values each field goes back
+	// to (the compensated operation's journaled before-values).
+	Restore map[string]any `json:"restore,omitempty"`
 }
 
 func (r Record) canonicalValue() map[string]any {
@@ -99,8 +104,12 @@ func (r Record) canonicalValue() map[string]any {
 	if before == nil {
 		before = map[string]any{}
 	}
-	return map[string]any{"id": r.ID, "disposition": r.Disposition, "rule": r.Rule, "note": r.Note,
+	out := map[string]any{"id": r.ID, "disposition": r.Disposition, "rule": r.Rule, "note": r.Note,
 		"version": r.Version, "review": review, "before": before}
+	if len(r.Restore) > 0 {
+		out["restore"] = r.Restore
+	}
+	return out
 }
 
 // Selection is a frozen selection.
@@ -227,6 +236,7 @@ type Target struct {
 	Version     string            `json:"version,omitempty"`
 	Before      map[string]any    `json:"before"`
 	After       map[string]any    `json:"after,omitempty"`
+	Restore     map[string]any    `json:"restore,omitempty"`
 	RequestID   string            `json:"request_id,omitempty"`
 	Attempts    int               `json:"attempts"`
 	AttemptAt   *time.Time        `json:"attempted_at,omitempty"`

@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS selections (
 	created_at INTEGER NOT NULL,
 	expires_at INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS selections_by_time ON selections(created_at);
 CREATE TABLE IF NOT EXISTS records (
 	selection_id TEXT NOT NULL,
 	id TEXT NOT NULL,
@@ -56,6 +57,7 @@ CREATE TABLE IF NOT EXISTS records (
 	review TEXT NOT NULL,
 	before TEXT NOT NULL,
 	groups TEXT NOT NULL,
+	restore TEXT NOT NULL DEFAULT '{}',
 	PRIMARY KEY (selection_id, id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS operations (
@@ -76,6 +78,7 @@ CREATE TABLE IF NOT EXISTS targets (
 	outcome TEXT NOT NULL,
 	version TEXT NOT NULL,
 	before TEXT NOT NULL,
+	restore TEXT NOT NULL DEFAULT '{}',
 	doc TEXT NOT NULL,
 	PRIMARY KEY (operation_id, id)
 ) WITHOUT ROWID;
@@ -160,15 +163,15 @@ func (s *SQLite) PutRecords(ctx context.Context, selectionID string, recs []Reco
 		return fmt.Errorf("put records: %w", err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO records (selection_id, id, disposition, rule, note, version, source, review, before, groups)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO records (selection_id, id, disposition, rule, note, version, source, review, before, groups, restore)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("put records: %w", err)
 	}
 	defer stmt.Close()
 	for _, r := range recs {
 		if _, err := stmt.ExecContext(ctx, selectionID, r.ID, r.Disposition, r.Rule, r.Note, r.Version, r.Source,
-			mustJSON(nonNil(r.Review)), mustJSON(nonNil(r.Before)), mustJSON(nonNil(r.Groups))); err != nil {
+			mustJSON(nonNil(r.Review)), mustJSON(nonNil(r.Before)), mustJSON(nonNil(r.Groups)), mustJSON(nonNil(r.Restore))); err != nil {
 			return fmt.Errorf("put record %q: %w", r.ID, err)
 		}
 	}
@@ -221,17 +224,20 @@ func unmarshal(doc string, v any) error {
 
 func scanRecord(rows *sql.Rows) (Record, error) {
 	var r Record
-	var review, before, groups string
-	if err := rows.Scan(&r.ID, &r.Disposition, &r.Rule, &r.Note, &r.Version, &r.Source, &review, &before, &groups); err != nil {
+	var review, before, groups, restore string
+	if err := rows.Scan(&r.ID, &r.Disposition, &r.Rule, &r.Note, &r.Version, &r.Source, &review, &before, &groups, &restore); err != nil {
 		return r, err
 	}
-	if err := errors.Join(unmarshal(review, &r.Review), unmarshal(before, &r.Before), unmarshal(groups, &r.Groups)); err != nil {
+	if err := errors.Join(unmarshal(review, &r.Review), unmarshal(before, &r.Before), unmarshal(groups, &r.Groups), unmarshal(restore, &r.Restore)); err != nil {
 		return r, err
+	}
+	if len(r.Restore) == 0 {
+		r.Restore = nil
 	}
 	return r, nil
 }
 
-const recordCols = `id, disposition, rule, note, version, source, review, before, groups`
+const recordCols = `id, disposition, rule, note, version, source, review, before, groups, restore`
 
 func (s *SQLite) Records(ctx context.Context, selectionID string, q RecordQuery) ([]Record, error) {
 	where := []string{"selection_id = ?", "id > ?"}
@@ -369,8 +375,8 @@ func (s *SQLite) UpdateOperation(ctx context.Context, op *Operation) error {
 }
 
 func (s *SQLite) InitTargets(ctx context.Context, operationID, selectionID string) (int, error) {
-	res, err := s.w.ExecContext(ctx, `INSERT INTO targets (operation_id, id, outcome, version, before, doc)
-		SELECT ?, id, 'pending', version, before, '{}' FROM records WHERE selection_id = ? AND disposition = 'member'`,
+	res, err := s.w.ExecContext(ctx, `INSERT INTO targets (operation_id, id, outcome, version, before, restore, doc)
+		SELECT ?, id, 'pending', version, before, restore, '{}' FROM records WHERE selection_id = ? AND disposition = 'member'`,
 		operationID, selectionID)
 	if err != nil {
 		return 0, fmt.Errorf("init targets: %w", err)
@@ -435,7 +441,7 @@ func (s *SQLite) Targets(ctx context.Context, operationID string, q TargetQuery)
 		limit = 100
 	}
 	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, outcome, version, before, doc FROM targets WHERE `+where+` ORDER BY id LIMIT ?`, args...)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, outcome, version, before, restore, doc FROM targets WHERE `+where+` ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read targets: %w", err)
 	}
@@ -443,13 +449,19 @@ func (s *SQLite) Targets(ctx context.Context, operationID string, q TargetQuery)
 	var out []Target
 	for rows.Next() {
 		var t Target
-		var before, doc string
-		if err := rows.Scan(&t.ID, &t.Outcome, &t.Version, &before, &doc); err != nil {
+		var before, restore, doc string
+		if err := rows.Scan(&t.ID, &t.Outcome, &t.Version, &before, &restore, &doc); err != nil {
 			return nil, fmt.Errorf("read targets: %w", err)
 		}
 		t.OperationID = operationID
 		if err := decodeTarget(&t, before, doc); err != nil {
 			return nil, err
+		}
+		if err := unmarshal(restore, &t.Restore); err != nil {
+			return nil, err
+		}
+		if len(t.Restore) == 0 {
+			t.Restore = nil
 		}
 		out = append(out, t)
 	}
@@ -541,6 +553,34 @@ func (s *SQLite) Meta(ctx context.Context, key string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	return v, err
+}
+
+func (s *SQLite) SetMeta(ctx context.Context, key string, value []byte) error {
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value); err != nil {
+		return fmt.Errorf("meta: %w", err)
+	}
+	return nil
+}
+
+func (s *SQLite) RecentSelections(ctx context.Context, limit int) ([]*Selection, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT doc FROM selections WHERE state = ? ORDER BY created_at DESC, id LIMIT ?`, StateReady, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read selections: %w", err)
+	}
+	defer rows.Close()
+	var out []*Selection
+	for rows.Next() {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			return nil, err
+		}
+		var sel Selection
+		if err := unmarshal(doc, &sel); err != nil {
+			return nil, err
+		}
+		out = append(out, &sel)
+	}
+	return out, rows.Err()
 }
 
 func (s *SQLite) SetMetaIfAbsent(ctx context.Context, key string, value []byte) ([]byte, error) {

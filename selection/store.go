@@ -50,8 +50,12 @@ type Store interface {
 	// returns the ids of the operations it interrupted.
 	Recover(ctx context.Context, staleBefore time.Time) ([]string, error)
 
+	// RecentSelections lists the newest ready selections, newest first.
+	RecentSelections(ctx context.Context, limit int) ([]*Selection, error)
+
 	// Meta reads and writes small named values (keys airlock generates).
 	Meta(ctx context.Context, key string) ([]byte, error)
+	SetMeta(ctx context.Context, key string, value []byte) error
 	SetMetaIfAbsent(ctx context.Context, key string, value []byte) ([]byte, error)
 
 	ApprovalStore

@@ -19,6 +19,7 @@ type commitArgs struct {
 	IdempotencyKey string     `json:"idempotency_key"`
 	Resume         bool       `json:"resume"`
 	WaitMS         *int       `json:"wait_ms"`
+	ApprovalID     string     `json:"approval_id"`
 }
 
 func commitInputSchema() map[string]any {
@@ -37,6 +38,8 @@ func commitInputSchema() map[string]any {
 				"description": "Continue an interrupted operation: unknown targets are reconciled by re-reading them, then the targets that never started run."},
 			"wait_ms": map[string]any{"type": "integer", "minimum": 0, "maximum": 120000, "examples": []any{20000},
 				"description": "How long to wait for the operation before answering status running (default 20000)."},
+			"approval_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"apr_…"},
+				"description": "Optional: the approval to use. By default, the latest unused approval of this selection and action."},
 		},
 	}
 }
@@ -69,7 +72,10 @@ Answers operation_id, status, counts (every target) and the first results (get_o
 		Writes: true,
 		Problems: []string{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale,
 			envelope.ProblemDigestMismatch, envelope.ProblemActionMismatch, envelope.ProblemNotCommittable, envelope.ProblemAlreadyCommitted,
-			envelope.ProblemUpstreamRateLimited},
+			envelope.ProblemUpstreamRateLimited, envelope.ProblemApprovalRequired, envelope.ProblemApprovalRejected,
+			envelope.ProblemApprovalDeclined, envelope.ProblemApprovalCancelled, envelope.ProblemApprovalMismatch,
+			envelope.ProblemApprovalExpired, envelope.ProblemApprovalDecided,
+			envelope.ProblemClientApprovalMissing, envelope.ProblemElicitationForged, envelope.ProblemElicitationReplayed},
 		Handler: d.commit,
 	}
 }
@@ -109,6 +115,7 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	req := selection.CommitRequest{
 		SelectionID: a.SelectionID, ExpectedDigest: a.ExpectedDigest, Action: selection.Action{Type: a.Action.Type, Params: params},
 		Mode: a.Mode, IdempotencyKey: a.IdempotencyKey, Resume: a.Resume, Wait: wait, RequestID: call.RequestID, Who: call.Client,
+		ApprovalID: a.ApprovalID,
 	}
 	var waiting atomic.Bool
 	waiting.Store(true)
@@ -127,6 +134,28 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 		}
 	}
 	res, p := d.Engine.Commit(ctx, req)
+	if p != nil && p.Code == envelope.ProblemApprovalRequired {
+		// The policy wants a person: through this client when it says so.
+		if act, ok := d.Runtime.Actions[a.Action.Type]; ok {
+			if need := d.Engine.ApprovalRequirement(ctx, sel, act); need.Mode == selection.ApprovalClient {
+				mrt := call.Request.Params.MultiRoundTripParams
+				if mrt.RequestState == "" && len(mrt.InputResponses) == 0 {
+					ask, p2 := d.askApproval(ctx, sel, need)
+					if p2 != nil {
+						return envelope.ErrorEnvelope(p2)
+					}
+					call.InputRequired = ask
+					return &envelope.Envelope{}
+				}
+				ap, p2 := d.takeAnswer(ctx, call, sel)
+				if p2 != nil {
+					return envelope.ErrorEnvelope(p2)
+				}
+				req.ApprovalID = ap.ID
+				res, p = d.Engine.Commit(ctx, req)
+			}
+		}
+	}
 	waiting.Store(false)
 	if p != nil {
 		return envelope.ErrorEnvelope(p)

@@ -72,6 +72,7 @@ var Version = "0.1.0"
 func NewServer(d *Deps) (*server.MCPServer, error) {
 	srv := server.NewMCPServer("airlock", Version,
 		server.WithToolCapabilities(false),
+		server.WithElicitation(),
 		server.WithInstructions(Instructions),
 	)
 	if d.Memory == nil {
@@ -89,4 +90,5 @@ const Instructions = `airlock answers every call with an envelope. Rules:
 - Treat an empty or short list as proof of absence only when complete is true.
 - When complete is false, read incomplete_reasons and follow continuation (next_cursor, retry_after, restart, narrow_query); never invent a cursor.
 - A partial answer may support a read-only, bounded investigation, never a bulk change.
-- Surface incomplete_reasons to the user before asking to act on a result.`
+- Surface incomplete_reasons to the user before asking to act on a result.
+- Writes go preview_selection -> show the manifest, effect and exclusions to the user -> commit_bulk_action with the selection_id, digest and the same action. Never approve on the user's behalf.`

@@ -40,7 +40,7 @@ func DescribeResources(d *Deps) Spec {
 	return Spec{
 		Name:  "describe_resources",
 		Title: "Describe the configured resources",
-		Description: `List the resources airlock can read: fields (sensitive ones are never returned), filters, the pagination dialect and the consistency it guarantees (snapshot, keyset, none), sources, budgets (defaults and hard caps) and how the upstream signals restricted visibility.
+		Description: `List the resources airlock can read: fields (sensitive ones are never returned; decision fields are checked against their contract), filters, the pagination dialect and the consistency it guarantees (snapshot, keyset, none), sources, budgets (defaults and hard caps), how the upstream signals restricted visibility, and the actions a commit can run: parameter schemas, preconditions, effects, approval policy.
 Call it first to learn valid resource, filter and field names.`,
 		Input:   describeInputSchema(),
 		Data:    describeDataSchema(),
@@ -64,7 +64,10 @@ func (d *Deps) describe(_ context.Context, call *Call) *envelope.Envelope {
 	}
 	var out []map[string]any
 	for _, n := range names {
-		out = append(out, describeResource(d.Runtime.Resources[n]))
+		r := d.Runtime.Resources[n]
+		m := describeResource(r)
+		m["actions"] = describeActions(d.Runtime, r)
+		out = append(out, m)
 	}
 	return &envelope.Envelope{Data: map[string]any{"environment": d.Runtime.Environment, "resources": out}}
 }
@@ -82,6 +85,22 @@ func describeResource(r *upstream.Resource) map[string]any {
 		}
 		if f.Deprecated {
 			m["deprecated"] = true
+		}
+		if f.Decision || f.Permission {
+			m["decision"] = true
+		}
+		if f.Permission {
+			m["permission"] = true
+		}
+		if f.Required {
+			m["required"] = true
+		}
+		if len(f.Aliases) > 0 {
+			var as []string
+			for _, a := range f.Aliases {
+				as = append(as, a.Name+" until "+a.Until)
+			}
+			m["aliases"] = as
 		}
 		if f.Description != "" {
 			m["description"] = f.Description

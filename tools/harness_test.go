@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/envelope"
@@ -25,12 +26,17 @@ import (
 // client connected to it. Every result it sees is validated against the
 // output schema the tool advertised in tools/list.
 type harness struct {
+	// answer is how the user answers an approval request shown by the
+	// client: accept (approve and acknowledge), decline or cancel.
+	answer  *answerer
 	t       testing.TB
 	api     *fixtures.Server
 	apiURL  string
 	deps    *Deps
 	client  *client.Client
 	schemas map[string]*envelope.Validator
+	// noElicitation: the client does not declare elicitation.
+	noElicitation bool
 }
 
 type harnessOpt func(*harnessCfg)
@@ -39,7 +45,11 @@ type harnessCfg struct {
 	config func(baseURL string) []byte
 	getenv func(string) string
 	clock  upstream.Clock
+	// noElicitation connects a client that cannot show approval requests.
+	noElicitation bool
 }
+
+func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitation = true } }
 
 func withClock(c upstream.Clock) harnessOpt { return func(h *harnessCfg) { h.clock = c } }
 
@@ -152,7 +162,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if err := deps.UseStore(context.Background(), bg, store); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}}
+	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation}
 	h.connect()
 	return h
 }
@@ -165,10 +175,18 @@ func (h *harness) connect() {
 	}
 	hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
 	t.Cleanup(hs.Close)
-	c, err := client.NewStreamableHttpClient(hs.URL + "/mcp")
+	tr, err := transport.NewStreamableHTTP(hs.URL + "/mcp")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if h.answer == nil {
+		h.answer = &answerer{action: mcp.ElicitationResponseActionAccept}
+	}
+	var copts []client.ClientOption
+	if !h.noElicitation {
+		copts = append(copts, client.WithElicitationHandler(h.answer))
+	}
+	c := client.NewClient(tr, copts...)
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -199,6 +217,47 @@ func (h *harness) connect() {
 		h.schemas[tool.Name] = v
 	}
 	h.client = c
+}
+
+// answerer plays the user at the client's approval prompt.
+type answerer struct {
+	mu       sync.Mutex
+	action   mcp.ElicitationResponseAction
+	content  map[string]any
+	messages []string
+}
+
+func (a *answerer) set(action mcp.ElicitationResponseAction, content map[string]any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.action, a.content = action, content
+}
+
+func (a *answerer) asked() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.messages...)
+}
+
+func (a *answerer) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.messages = append(a.messages, req.Params.Message)
+	content := a.content
+	if content == nil && a.action == mcp.ElicitationResponseActionAccept {
+		content = map[string]any{"approve": true, "acknowledge": true}
+	}
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: a.action, Content: content}}, nil
+}
+
+// approveAsOperator records an operator's approval of a selection, as
+// airlock approve would.
+func (h *harness) approveAsOperator(selID any) {
+	h.t.Helper()
+	if _, p := h.deps.Engine.Decide(context.Background(), selection.DecisionRequest{SelectionID: selID.(string),
+		Decision: selection.DecisionApproved, Who: "os user test-operator", Channel: selection.ChannelOperator}); p != nil {
+		h.t.Fatalf("approve: %+v", p)
+	}
 }
 
 // result is one tool call as the client saw it.

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -26,6 +27,7 @@ type previewArgs struct {
 	PageSize   *int                  `json:"page_size"`
 	MaxPages   *int                  `json:"max_pages"`
 	DeadlineMS *int                  `json:"deadline_ms"`
+	Compensate string                `json:"compensate"`
 }
 
 var actionSchema = map[string]any{
@@ -59,10 +61,12 @@ func previewInputSchema() map[string]any {
 			"description": "Review fields shown in the manifest (from the resource's allowlist)."},
 		"page_size": map[string]any{"type": "integer", "minimum": 0, "maximum": 200, "examples": []any{20},
 			"description": "Members in the first manifest page (default 20); get_selection pages through the rest."},
+		"compensate": map[string]any{"type": "string", "minLength": 1, "examples": []any{"op_…"},
+			"description": "Instead of resource and action: an operation id. Previews restoring the journaled before-values of its succeeded targets that still hold what it wrote, with the action's configured compensation."},
 	}
 	props["max_pages"] = budgetProps["max_pages"]
 	props["deadline_ms"] = budgetProps["deadline_ms"]
-	return map[string]any{"type": "object", "properties": props, "additionalProperties": false, "required": []any{"resource", "action"}}
+	return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 }
 
 func selectionDataSchema() map[string]any {
@@ -94,7 +98,7 @@ complete says whether the scan covered the whole scope; an incomplete scan is re
 		Hints: NewHints(false, false, false, true),
 		// Named ids are read one by one: their failures end the preview.
 		Problems: append(append([]string(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
-			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection),
+			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection, envelope.ProblemOperationNotFound, envelope.ProblemCompensationUnavailable),
 		Handler: d.preview,
 	}
 }
@@ -145,6 +149,15 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	var a previewArgs
 	errs, bad := decodeArgs("preview_selection", previewInputSchema(), call.Raw, &a)
+	if a.Compensate != "" && !bad["compensate"] {
+		return d.compensate(ctx, call, a, errs)
+	}
+	if a.Resource == "" && !bad["resource"] {
+		errs = append(errs, envelope.NewFieldError("resource", envelope.FieldRequired, "subscriptions"))
+	}
+	if a.Action == nil && !bad["action"] {
+		errs = append(errs, envelope.NewFieldError("action", envelope.FieldRequired, actionSchema["examples"].([]any)[0]))
+	}
 	r, ok := d.Runtime.Resources[a.Resource]
 	if !ok && !bad["resource"] && a.Resource != "" {
 		errs = append(errs, envelope.NewFieldError("resource", envelope.FieldUnknownResource, d.Runtime.ResourceNames()))
@@ -188,11 +201,38 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	if err != nil {
 		return scanProblem(err)
 	}
+	d.Engine.Audit(ctx, selection.AuditEvent{At: d.Clock.Now(), Kind: selection.AuditDecision, SelectionID: res.Selection.ID,
+		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID,
+		Detail: fmt.Sprintf("%s on %d %s", act.Name, res.Selection.Summary.Members, r.Name)})
 	pageSize := 20
 	if a.PageSize != nil {
 		pageSize = *a.PageSize
 	}
 	return d.selectionEnvelope(ctx, res.Selection, a.Fields, pageSize, warnings)
+}
+
+// compensate previews undoing an operation.
+func (d *Deps) compensate(ctx context.Context, call *Call, a previewArgs, errs []envelope.FieldError) *envelope.Envelope {
+	if a.Resource != "" || a.Action != nil || a.IDs != nil || a.Filter != nil || a.Exclude != nil {
+		errs = append(errs, envelope.NewFieldError("compensate", envelope.FieldInvalid, nil))
+	}
+	if len(errs) > 0 {
+		return invalid(errs)
+	}
+	res, p := d.Previewer().Compensate(ctx, d.Runtime, selection.CompensationRequest{OperationID: a.Compensate, RequestID: call.RequestID,
+		Environment: d.Runtime.Environment, RequestedBy: call.Client,
+		Budget: upstream.Budget{MaxPages: upstream.DefaultMaxPages, PagesLimitSource: envelope.LimitAirlock, Deadline: upstream.DefaultDeadlineMS * time.Millisecond}})
+	if p != nil {
+		return envelope.ErrorEnvelope(p)
+	}
+	d.Engine.Audit(ctx, selection.AuditEvent{At: d.Clock.Now(), Kind: selection.AuditDecision, SelectionID: res.Selection.ID,
+		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID,
+		Detail: "compensation of " + a.Compensate})
+	pageSize := 20
+	if a.PageSize != nil {
+		pageSize = *a.PageSize
+	}
+	return d.selectionEnvelope(ctx, res.Selection, nil, pageSize, nil)
 }
 
 func checkRules(r *upstream.Resource, rules []upstream.RuleConfig) []envelope.FieldError {
@@ -260,6 +300,17 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 	}
 	if len(sum.Irreversible) > 0 {
 		data["cannot_be_undone"] = sum.Irreversible
+	}
+	if sel.Compensates != "" {
+		data["compensates"] = sel.Compensates
+	}
+	if a, ok := d.Runtime.Actions[sel.Action.Type]; ok && d.Engine != nil {
+		need := d.Engine.ApprovalRequirement(ctx, sel, a)
+		ap := map[string]any{"mode": need.Mode}
+		if len(need.Reasons) > 0 {
+			ap["reasons"] = need.Reasons
+		}
+		data["approval"] = ap
 	}
 	env.Data = data
 	return env

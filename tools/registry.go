@@ -62,6 +62,9 @@ type Call struct {
 	// Client names the MCP client (from its initialize), for records of
 	// who asked.
 	Client string
+	// InputRequired, when a handler sets it, is returned instead of the
+	// envelope: the tool asks the client for input (an approval) first.
+	InputRequired *mcp.CallToolResult
 }
 
 // commonProblems can come from any tool.
@@ -169,6 +172,10 @@ func handler(s Spec, logger *slog.Logger, mem *ProblemMemory) server.ToolHandler
 			}
 		}
 		env := s.Handler(ctx, call)
+		if call.InputRequired != nil {
+			log.Info("tool call asks the client for input")
+			return call.InputRequired, nil
+		}
 		if env.Problem != nil && env.Problem.RequestID == "" {
 			env.Problem.WithRequest(call.RequestID)
 		}
@@ -183,6 +190,9 @@ func handler(s Spec, logger *slog.Logger, mem *ProblemMemory) server.ToolHandler
 
 // clientInfo names the calling MCP client, as it introduced itself.
 func clientInfo(ctx context.Context) string {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientInfo != nil && info.ClientInfo.Name != "" {
+		return "mcp client " + envelope.SafeName(info.ClientInfo.Name) + " " + envelope.SafeName(info.ClientInfo.Version)
+	}
 	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
 		if info := s.GetClientInfo(); info.Name != "" {
 			return "mcp client " + envelope.SafeName(info.Name) + " " + envelope.SafeName(info.Version)

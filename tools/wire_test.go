@@ -77,6 +77,7 @@ func TestIntentsMapToExactWireRequests(t *testing.T) {
 		}},
 		{"archive-one-project", func(h *harness) {
 			p := h.call("preview_selection", map[string]any{"resource": "projects", "ids": []any{"proj_0004"}, "action": archive})
+			h.approveAsOperator(p.data["selection_id"])
 			h.operation(h.call("commit_bulk_action", map[string]any{"selection_id": p.data["selection_id"], "expected_digest": p.data["digest"], "action": archive, "mode": "execute"}).data["operation_id"])
 		}},
 		{"assign-owner-to-one-service-account", func(h *harness) {

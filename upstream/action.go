@@ -41,6 +41,9 @@ type ActionConfig struct {
 	// Response is the contract of the write's answer; an answer that breaks
 	// it stops the operation.
 	Response *ResponseContract `yaml:"response"`
+	// Compensation names the action that undoes this one: preview_selection
+	// with compensate builds its selection from the journal.
+	Compensation string `yaml:"compensation"`
 }
 
 // ApprovalConfig is an action's approval policy (see the approval docs).
@@ -285,6 +288,14 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 			}
 		}
 		validateInvariants(l, rc.Fields, rc.Invariants, at("response", "invariants"))
+	}
+	if a.Compensation != "" {
+		other, ok := c.Actions[a.Compensation]
+		if !ok || other == nil {
+			l.add(fmt.Sprintf("no action named %q", a.Compensation), at("compensation")...)
+		} else if other.Resource != a.Resource {
+			l.add("the compensating action must act on the same resource", at("compensation")...)
+		}
 	}
 	if ap := a.Approval; ap != nil {
 		switch ap.Mode {
@@ -533,6 +544,7 @@ type TemplateVars struct {
 	Params       map[string]any
 	Before       map[string]any
 	After        map[string]any
+	Restore      map[string]any
 	OperationID  string
 	Targets      []map[string]any
 }
@@ -575,6 +587,8 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 		m = v.Before
 	case "after":
 		m = v.After
+	case "restore":
+		m = v.Restore
 	}
 	x, ok := getPath(m, parts[1])
 	return x, ok
@@ -643,10 +657,16 @@ func (v TemplateVars) RenderPath(p string) (string, error) {
 	return out, err
 }
 
-// After returns the effect's after-values for a target.
+// After returns the effect's after-values for a target: the same for
+// every target unless the effect refers to the target's restore values.
 func (a *Action) After(params map[string]any) (map[string]any, error) {
+	return a.AfterFor(params, nil)
+}
+
+// AfterFor returns the effect's after-values for one target.
+func (a *Action) AfterFor(params, restore map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	vars := TemplateVars{Params: params}
+	vars := TemplateVars{Params: params, Restore: restore}
 	for _, e := range a.Config.Effect {
 		v, err := vars.Render(e.To)
 		if err != nil {

@@ -34,7 +34,7 @@ func newSelection(id string) *selection.Selection {
 
 func rec(id, disp string, group any) selection.Record {
 	return selection.Record{ID: id, Disposition: disp, Version: "v-" + id, Review: map[string]any{"id": id, "n": json.Number("1.5")},
-		Before: map[string]any{"paused": false}, Groups: map[string]any{"region": group}}
+		Before: map[string]any{"paused": false}, Groups: map[string]any{"region": group}, Restore: map[string]any{"owner": nil}}
 }
 
 // Run runs the contract suite.
@@ -194,6 +194,9 @@ func Run(t *testing.T, o Opener) {
 		if len(ts) != 2 || ts[0].Outcome != selection.TargetPending || ts[0].Version != "v-t1" || ts[0].Before["paused"] != false {
 			t.Fatalf("initial targets: %+v", ts)
 		}
+		if v, ok := ts[0].Restore["owner"]; !ok || v != nil {
+			t.Fatalf("initial targets: %+v", ts)
+		}
 		now := t0.Add(time.Second)
 		err = s.Journal(ctx, op.ID, []selection.Target{
 			{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1"},
@@ -258,6 +261,25 @@ func Run(t *testing.T, o Opener) {
 		}
 		if v, _ := s.SetMetaIfAbsent(ctx, "k", []byte("second")); string(v) != "first" {
 			t.Fatalf("meta is set once: %q", v)
+		}
+		if err := s.SetMeta(ctx, "k", []byte("third")); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Meta(ctx, "k"); string(v) != "third" {
+			t.Fatalf("SetMeta replaces: %q", v)
+		}
+		for i, id := range []string{"sel_old", "sel_new"} {
+			sel := newSelection(id)
+			sel.CreatedAt = t0.Add(time.Duration(i) * time.Minute)
+			_ = s.CreateSelection(ctx, sel)
+			sel.State = selection.StateReady
+			_ = s.FinishSelection(ctx, sel)
+		}
+		building := newSelection("sel_building")
+		_ = s.CreateSelection(ctx, building)
+		recent, err := s.RecentSelections(ctx, 10)
+		if err != nil || len(recent) != 2 || recent[0].ID != "sel_new" {
+			t.Fatalf("recent ready selections, newest first: %v %v", recent, err)
 		}
 		a := &selection.Approval{ID: "apr_1", SelectionID: "sel_6", Digest: "sha256:d", ActionDigest: "sha256:a", Decision: selection.DecisionApproved,
 			Who: "alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), Acknowledgements: []string{}}

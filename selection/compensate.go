@@ -1,0 +1,80 @@
+package selection
+
+import (
+	"context"
+	"errors"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// CompensationRequest asks for the selection that undoes an operation.
+type CompensationRequest struct {
+	OperationID string
+	Budget      upstream.Budget
+	RequestID   string
+	Environment string
+	RequestedBy string
+}
+
+// Compensate previews the undoing of an operation: an explicit selection of
+// its succeeded targets whose fields still hold what the operation wrote,
+// bound to the action's configured compensation, each member carrying the
+// journaled before-values it goes back to. It goes through the same
+// preview, approval and commit as any selection. What the operation did
+// that cannot be undone is said plainly.
+func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req CompensationRequest) (*PreviewResult, *envelope.Problem) {
+	op, err := p.Store.Operation(ctx, req.OperationID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, envelope.NewProblem(envelope.ProblemOperationNotFound, "")
+	}
+	if err != nil {
+		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+	}
+	if op.Mode != ModeExecute || op.Status == OpRunning {
+		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "Only a finished execute operation can be compensated.")
+	}
+	orig, ok := rt.Actions[op.Action.Type]
+	if !ok || orig.Config.Compensation == "" {
+		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "The action has no compensation in the configuration.")
+	}
+	comp := rt.Actions[orig.Config.Compensation]
+	restore := map[string]map[string]any{}
+	expect := map[string]map[string]any{}
+	var ids []string
+	after := ""
+	for {
+		ts, err := p.Store.Targets(ctx, op.ID, TargetQuery{Outcome: TargetSucceeded, After: after, Limit: 500})
+		if err != nil {
+			return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		}
+		if len(ts) == 0 {
+			break
+		}
+		for _, t := range ts {
+			ids = append(ids, t.ID)
+			restore[t.ID], expect[t.ID] = map[string]any{}, map[string]any{}
+			for _, f := range orig.EffectFields() {
+				restore[t.ID][f] = t.Before[f]
+				expect[t.ID][f] = t.After[f]
+			}
+		}
+		after = ts[len(ts)-1].ID
+	}
+	if len(ids) == 0 {
+		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "The operation has no succeeded target to undo.")
+	}
+	res, err := p.Preview(ctx, PreviewRequest{
+		Resource: comp.Resource, Action: comp, Params: map[string]any{}, IDs: ids, Budget: req.Budget, RequestID: req.RequestID,
+		Environment: req.Environment, RequestedBy: req.RequestedBy, Compensates: op.ID, Irreversible: orig.Config.Irreversible,
+		Restore: restore, Expect: expect,
+	})
+	if err != nil {
+		var se *upstream.ScanError
+		if errors.As(err, &se) {
+			return nil, se.Problem
+		}
+		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+	}
+	return res, nil
+}

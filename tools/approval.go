@@ -1,0 +1,299 @@
+package tools
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// approvalKey is the id of the elicitation that asks for approval.
+const approvalKey = "airlock_approval"
+
+// elicitState is the round trip's state: opaque to the client, bound to the
+// exact selection and action, single-use, and signed with a key airlock
+// generates and keeps in its store.
+type elicitState struct {
+	Selection    string `json:"s"`
+	Digest       string `json:"d"`
+	ActionDigest string `json:"a"`
+	Nonce        string `json:"n"`
+	Expires      int64  `json:"e"`
+}
+
+func (d *Deps) elicitKey(ctx context.Context) ([]byte, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	return d.Store.SetMetaIfAbsent(ctx, "elicitation_key", secret)
+}
+
+func (d *Deps) signState(ctx context.Context, st elicitState) (string, error) {
+	key, err := d.elicitKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	b, _ := json.Marshal(st)
+	m := hmac.New(sha256.New, key)
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
+}
+
+// openState verifies a returned state: signed by airlock, for this
+// selection and action, not expired, not answered before.
+func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selection, requestID string) (*elicitState, *envelope.Problem) {
+	forged := func() *envelope.Problem {
+		p := envelope.NewProblem(envelope.ProblemElicitationForged, "")
+		p.StateChanged = envelope.StateNone
+		return p
+	}
+	key, err := d.elicitKey(ctx)
+	if err != nil {
+		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+	}
+	body, sig, ok := strings.Cut(raw, ".")
+	if !ok {
+		return nil, forged()
+	}
+	b, err1 := base64.RawURLEncoding.DecodeString(body)
+	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
+	m := hmac.New(sha256.New, key)
+	m.Write(b)
+	var st elicitState
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, m.Sum(nil)) || json.Unmarshal(b, &st) != nil {
+		return nil, forged()
+	}
+	if st.Selection != sel.ID || st.Digest != sel.Digest || st.ActionDigest != sel.ActionDigest || d.Clock.Now().Unix() > st.Expires {
+		return nil, forged()
+	}
+	first, err := d.Store.SetMetaIfAbsent(ctx, "elicitation_used/"+st.Nonce, []byte(requestID))
+	if err != nil {
+		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+	}
+	if string(first) != requestID {
+		p := envelope.NewProblem(envelope.ProblemElicitationReplayed, "")
+		p.StateChanged = envelope.StateNone
+		return nil, p
+	}
+	return &st, nil
+}
+
+// clientCanElicit reports whether the calling client declared the
+// elicitation capability (per request in the 2026-07-28 protocol, at
+// initialization before).
+func clientCanElicit(ctx context.Context) bool {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.ClientCapabilities != nil && info.ClientCapabilities.Elicitation != nil
+	}
+	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		return s.GetClientCapabilities().Elicitation != nil
+	}
+	return false
+}
+
+// approvalMessage is what the person sees: where the write goes, what it
+// does, to how many and which records, what was excluded, what is missing
+// or cannot be undone.
+func approvalMessage(sel *selection.Selection, need selection.Requirement, acks []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approve %s on %d %s in %s (%s)?\n", sel.Action.Type, sel.Summary.Members, sel.Resource, sel.Environment, sel.Upstream)
+	if len(sel.Action.Params) > 0 {
+		p, _ := selection.Canonical(sel.Action.Params)
+		fmt.Fprintf(&b, "Parameters: %s\n", p)
+	}
+	for _, e := range sel.Summary.Effect {
+		var before []string
+		for _, g := range e.Before {
+			v, _ := selection.Canonical(g.Value)
+			before = append(before, fmt.Sprintf("%s (%d)", v, g.Count))
+		}
+		after, _ := selection.Canonical(e.After)
+		fmt.Fprintf(&b, "Effect: %s %s -> %s\n", e.Field, strings.Join(before, ", "), after)
+	}
+	dims := make([]string, 0, len(sel.Summary.Groups))
+	for k := range sel.Summary.Groups {
+		dims = append(dims, k)
+	}
+	sort.Strings(dims)
+	for _, dim := range dims {
+		var parts []string
+		for i, g := range sel.Summary.Groups[dim] {
+			if i == 8 {
+				parts = append(parts, "…")
+				break
+			}
+			v, _ := selection.Canonical(g.Value)
+			parts = append(parts, fmt.Sprintf("%s %d", v, g.Count))
+		}
+		fmt.Fprintf(&b, "By %s: %s\n", dim, strings.Join(parts, ", "))
+	}
+	for _, x := range sel.Summary.Exclusions {
+		if x.Count == 0 {
+			continue
+		}
+		if x.Field != "" {
+			v, _ := selection.Canonical(x.Value)
+			fmt.Fprintf(&b, "Excluded %d: %s %s %s (%s)\n", x.Count, x.Field, x.Op, v, x.Reason)
+		} else {
+			fmt.Fprintf(&b, "Excluded %d: %s\n", x.Count, x.Reason)
+		}
+	}
+	fmt.Fprintf(&b, "Why approval: %s\n", strings.Join(need.Reasons, "; "))
+	for _, a := range acks {
+		fmt.Fprintf(&b, "Acknowledge: %s\n", a)
+	}
+	fmt.Fprintf(&b, "Selection %s, digest %s", sel.ID, sel.Digest)
+	return b.String()
+}
+
+// askApproval returns the input request that asks the user, through the
+// client, to approve this exact selection and action.
+func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need selection.Requirement) (*mcp.CallToolResult, *envelope.Problem) {
+	if !clientCanElicit(ctx) {
+		p := envelope.NewProblem(envelope.ProblemClientApprovalMissing, "This commit needs approval through the MCP client ("+strings.Join(need.Reasons, "; ")+"), and this client cannot show an approval request. An operator can approve it: airlock approve "+sel.ID+".")
+		p.StateChanged = envelope.StateNone
+		return nil, p
+	}
+	acks := selection.Acknowledgements(sel)
+	state, err := d.signState(ctx, elicitState{Selection: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest,
+		Nonce: uuid.NewString(), Expires: d.Clock.Now().Add(10 * time.Minute).Unix()})
+	if err != nil {
+		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+	}
+	props := map[string]any{
+		"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Run this action on exactly these targets."},
+	}
+	required := []string{"approve"}
+	if len(acks) > 0 {
+		props["acknowledge"] = map[string]any{"type": "boolean", "title": "I have read what is listed under Acknowledge",
+			"description": strings.Join(acks, "; ")}
+		required = append(required, "acknowledge")
+	}
+	return server.NewInputRequestBuilder(state).Elicit(approvalKey, mcp.ElicitationParams{
+		Mode:            mcp.ElicitationModeForm,
+		Message:         approvalMessage(sel, need, acks),
+		RequestedSchema: map[string]any{"type": "object", "properties": props, "required": required},
+	}).ToolResult(), nil
+}
+
+// takeAnswer records the user's answer to an approval request. It returns
+// the approval when the user approved (and acknowledged what had to be).
+func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Selection) (*selection.Approval, *envelope.Problem) {
+	params := call.Request.Params.MultiRoundTripParams
+	if _, p := d.openState(ctx, params.RequestState, sel, call.RequestID); p != nil {
+		return nil, p
+	}
+	answer := server.ElicitationResponse(params.InputResponses, approvalKey)
+	acks := selection.Acknowledgements(sel)
+	decision := selection.DecisionCancelled
+	if answer != nil {
+		switch answer.Action {
+		case mcp.ElicitationResponseActionAccept:
+			content, _ := answer.Content.(map[string]any)
+			approve, _ := content["approve"].(bool)
+			acked, _ := content["acknowledge"].(bool)
+			decision = selection.DecisionDeclined
+			if approve && (len(acks) == 0 || acked) {
+				decision = selection.DecisionApproved
+			}
+		case mcp.ElicitationResponseActionDecline:
+			decision = selection.DecisionDeclined
+		}
+	}
+	ap, p := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
+		Who: call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID})
+	if p != nil {
+		return nil, p
+	}
+	switch decision {
+	case selection.DecisionApproved:
+		return ap, nil
+	case selection.DecisionDeclined:
+		p = envelope.NewProblem(envelope.ProblemApprovalDeclined, "")
+	default:
+		p = envelope.NewProblem(envelope.ProblemApprovalCancelled, "")
+	}
+	p.StateChanged = envelope.StateNone
+	return nil, p
+}
+
+// describeActions renders a resource's actions for describe_resources.
+func describeActions(rt *upstream.Runtime, r *upstream.Resource) []map[string]any {
+	out := []map[string]any{}
+	for _, name := range rt.ActionNames() {
+		a := rt.Actions[name]
+		if a.Resource != r {
+			continue
+		}
+		c := a.Config
+		effect := make([]map[string]any, 0, len(c.Effect))
+		for _, e := range c.Effect {
+			op := e.Op
+			if op == "" {
+				op = "set"
+			}
+			effect = append(effect, map[string]any{"field": e.Field, "op": op, "to": e.To})
+		}
+		m := map[string]any{
+			"name": name, "description": c.Description, "destructive": c.Destructive,
+			"params": c.Params, "precondition": c.Precondition, "conditional": c.Conditional, "effect": effect,
+			"idempotency_key": c.IdempotencyHeader != "", "max_targets": c.MaxTargets,
+			"approval": approvalPolicy(c.Approval),
+		}
+		if m["params"] == nil {
+			m["params"] = map[string]any{"type": "object", "maxProperties": 0}
+		}
+		if c.Bulk != nil {
+			m["bulk_max_batch"] = c.Bulk.MaxBatch
+		}
+		if len(c.Irreversible) > 0 {
+			m["cannot_be_undone"] = c.Irreversible
+		}
+		if c.Compensation != "" {
+			m["compensation"] = c.Compensation
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func approvalPolicy(p *upstream.ApprovalConfig) map[string]any {
+	if p == nil {
+		return map[string]any{"mode": selection.ApprovalNone}
+	}
+	m := map[string]any{"mode": p.Mode}
+	if p.Mode == "" {
+		m["mode"] = selection.ApprovalNone
+	}
+	if p.AboveTargets > 0 {
+		m["above_targets"] = p.AboveTargets
+	}
+	if p.Destructive {
+		m["when_destructive"] = true
+	}
+	if len(p.Environments) > 0 {
+		m["environments"] = p.Environments
+	}
+	if len(p.UnknownGroup) > 0 {
+		m["unknown_category"] = p.UnknownGroup
+	}
+	if p.TTL > 0 {
+		m["ttl_seconds"] = int(p.TTL.Seconds())
+	}
+	return m
+}
