@@ -105,6 +105,9 @@ const (
 	ProblemElicitationReplayed   = "ELICITATION_STATE_REPLAYED"
 
 	ProblemCompensationUnavailable = "COMPENSATION_UNAVAILABLE"
+
+	ProblemReviewAccessDenied = "REVIEW_ACCESS_DENIED"
+	ProblemReviewFormInvalid  = "REVIEW_FORM_INVALID"
 )
 
 // Blocker codes (why a selection is not committable, besides the scan's
@@ -352,6 +355,14 @@ var registry = []Code{
 		Meaning:    "the approval's short validity has passed",
 		Recovery:   "ask the user to approve again",
 		NextAction: "Ask the user to approve the selection again, then commit."},
+	{Code: ProblemReviewAccessDenied, Kind: KindProblem, Status: 403, Title: "Review page access denied", Retryable: false,
+		Meaning:    "the review page serves loopback clients on a loopback host name, or anyone presenting the configured review token; this request was neither",
+		Recovery:   "open the page on the machine airlock runs on (127.0.0.1), or with the token the operator configured",
+		NextAction: "Do not retry. Ask the operator to open the review page themselves."},
+	{Code: ProblemReviewFormInvalid, Kind: KindProblem, Status: 403, Title: "Review form not accepted", Retryable: false,
+		Meaning:    "the decision did not come from the review page airlock served to this browser: its anti-forgery token or origin is missing or wrong",
+		Recovery:   "reload the selection's review page and decide from it",
+		NextAction: "Do not retry. Ask the operator to reload the review page and decide from it."},
 	{Code: ProblemClientApprovalMissing, Kind: KindProblem, Status: 403, Title: "The client cannot ask the user", Retryable: false,
 		Meaning:    "the action requires approval through the MCP client, and this client cannot show an approval request (no elicitation); airlock never answers yes on a person's behalf",
 		Recovery:   "an operator approves it outside the conversation: airlock approve SELECTION_ID or the review page",

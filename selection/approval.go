@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 
@@ -198,7 +199,7 @@ func (e *Engine) gate(ctx context.Context, sel *Selection, a *upstream.Action, r
 		}
 		switch {
 		case ap.Decision == DecisionRejected:
-			return nil, problem(envelope.ProblemApprovalRejected, "The selection was rejected by "+envelope.SafeName(ap.Who)+".")
+			return nil, problem(envelope.ProblemApprovalRejected, "The selection was rejected by "+safeWho(ap.Who)+".")
 		case ap.Decision != DecisionApproved:
 			continue
 		case ap.UsedBy != "":
@@ -214,6 +215,25 @@ func (e *Engine) gate(ctx context.Context, sel *Selection, a *upstream.Action, r
 	}
 	p := problem(envelope.ProblemApprovalRequired, approvalDetail(need, sel))
 	return nil, p
+}
+
+// safeWho renders a recorded decider for a problem's detail: the parts
+// airlock composed it from are sanitized already; this keeps it to
+// printable words so that nothing in it reads as an instruction.
+func safeWho(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 120 {
+			b.WriteString("…")
+			break
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(" .:-_@'/[]", r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('?')
+		}
+	}
+	return b.String()
 }
 
 func approvalDetail(need Requirement, sel *Selection) string {
@@ -267,7 +287,7 @@ func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, *env
 	}
 	for _, ap := range approvals {
 		if ap.Digest == sel.Digest && ap.ActionDigest == sel.ActionDigest && (ap.Decision == DecisionRejected || ap.Decision == DecisionApproved && ap.UsedBy == "" && now.Before(ap.ExpiresAt)) {
-			return nil, problem(envelope.ProblemApprovalDecided, "This selection was already "+ap.Decision+" by "+envelope.SafeName(ap.Who)+".")
+			return nil, problem(envelope.ProblemApprovalDecided, "This selection was already "+ap.Decision+" by "+safeWho(ap.Who)+".")
 		}
 	}
 	ttl := DefaultApprovalTTL

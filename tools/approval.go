@@ -106,10 +106,10 @@ func clientCanElicit(ctx context.Context) bool {
 	return false
 }
 
-// approvalMessage is what the person sees: where the write goes, what it
+// ApprovalSummary is what the person sees: where the write goes, what it
 // does, to how many and which records, what was excluded, what is missing
 // or cannot be undone.
-func approvalMessage(sel *selection.Selection, need selection.Requirement, acks []string) string {
+func ApprovalSummary(sel *selection.Selection, need selection.Requirement, acks []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approve %s on %d %s in %s (%s)?\n", sel.Action.Type, sel.Summary.Members, sel.Resource, sel.Environment, sel.Upstream)
 	if len(sel.Action.Params) > 0 {
@@ -186,7 +186,7 @@ func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need s
 	}
 	return server.NewInputRequestBuilder(state).Elicit(approvalKey, mcp.ElicitationParams{
 		Mode:            mcp.ElicitationModeForm,
-		Message:         approvalMessage(sel, need, acks),
+		Message:         ApprovalSummary(sel, need, acks),
 		RequestedSchema: map[string]any{"type": "object", "properties": props, "required": required},
 	}).ToolResult(), nil
 }

@@ -24,6 +24,9 @@ type Deps struct {
 	Engine *selection.Engine
 	// Memory answers repeats of non-retryable failures (60 s by default).
 	Memory *ProblemMemory
+	// Auditor, when set before UseStore, also writes the audit trail as
+	// JSON Lines.
+	Auditor *selection.Auditor
 }
 
 // NewDeps fills the defaults: a wall clock, a fresh cursor key and a scan
@@ -46,7 +49,7 @@ func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
 // is the context operations run in after a commit call returns.
 func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) error {
 	d.Store = s
-	d.Engine = &selection.Engine{Store: s, Runtime: d.Runtime, Clock: d.Clock, Logger: d.Logger, Background: background}
+	d.Engine = &selection.Engine{Store: s, Runtime: d.Runtime, Clock: d.Clock, Logger: d.Logger, Background: background, Auditor: d.Auditor}
 	key, err := s.SetMetaIfAbsent(ctx, "cursor_key", NewCursorKey().Secret)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 		allowed[strings.TrimRight(strings.ToLower(o), "/")] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] && !loopbackOrigin(origin) {
+		if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] && !loopbackOrigin(origin) && !sameHost(origin, r.Host) {
 			opts.Logger.Warn("refused foreign origin", "path", r.URL.Path)
 			http.Error(w, "forbidden origin", http.StatusForbidden)
 			return
@@ -60,7 +60,9 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 			http.Error(w, "forbidden host", http.StatusForbidden)
 			return
 		}
-		if opts.Token != "" {
+		// The review page checks the token itself: a browser cannot send
+		// a bearer header, so it trades ?token= for a cookie.
+		if opts.Token != "" && !strings.HasPrefix(r.URL.Path, reviewPrefix) {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(opts.Token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
@@ -70,6 +72,13 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sameHost reports whether an origin is this server's own (a page it served,
+// such as the review page).
+func sameHost(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
 }
 
 func loopbackOrigin(origin string) bool {

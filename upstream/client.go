@@ -127,7 +127,7 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 	if c.maxBody == 0 {
 		c.maxBody = DefaultMaxBodyBytes
 	}
-	if cr := cfg.Credential; cr != nil {
+	if cr := cfg.Credential; cr != nil && !opts.WithoutCredentials {
 		secret, err := loadSecret(cr, opts.Getenv)
 		if err != nil {
 			return nil, err

@@ -59,6 +59,10 @@ type Options struct {
 	Getenv func(string) string
 	// Clock drives the client-side rate limiter; nil means the wall clock.
 	Clock Clock
+	// WithoutCredentials builds a runtime that never calls an upstream:
+	// for operator commands (approve, review), which need the actions and
+	// their policies but must not need the API's secret.
+	WithoutCredentials bool
 }
 
 // Clock is the time source logic uses, so that tests can move it.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/fixtures"
@@ -38,10 +39,10 @@ func freePort(t *testing.T) string {
 	return addr
 }
 
-func startChild(t *testing.T, config, store string) *child {
+func startChild(t *testing.T, config, store string, extra ...string) *child {
 	t.Helper()
 	addr := freePort(t)
-	cmd := exec.Command(os.Args[0], "serve", "--config", config, "--store", store, "--http", addr)
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--config", config, "--store", store, "--http", addr}, extra...)...)
 	cmd.Env = append(os.Environ(), "AIRLOCK_TEST_AS_MAIN=1", fixtures.DemoTokenEnv+"="+fixtures.DefaultToken)
 	cmd.Stderr = nil
 	if err := cmd.Start(); err != nil {
@@ -68,12 +69,22 @@ func (c *child) kill() {
 	_, _ = c.cmd.Process.Wait()
 }
 
+// approveAll plays a user who approves every request the client shows.
+type approveAll struct{}
+
+func (approveAll) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"approve": true, "acknowledge": true}}}, nil
+}
+
+// connect starts an MCP client whose user approves what it is asked.
 func connect(t *testing.T, url string) *client.Client {
 	t.Helper()
-	c, err := client.NewStreamableHttpClient(url)
+	tr, err := transport.NewStreamableHTTP(url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := client.NewClient(tr, client.WithElicitationHandler(approveAll{}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
@@ -154,6 +165,17 @@ func targetOutcomes(t *testing.T, c *client.Client, opID any) (map[string]string
 	}
 }
 
+// operatorApproves approves a selection as an operator would, with the CLI
+// in its own process, on the store the server is using.
+func operatorApproves(t *testing.T, config, store string, sel map[string]any) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "approve", sel["selection_id"].(string), "--yes", sel["digest"].(string), "--store", store, "--config", config)
+	cmd.Env = append(os.Environ(), "AIRLOCK_TEST_AS_MAIN=1", fixtures.DemoTokenEnv+"="+fixtures.DefaultToken)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("airlock approve: %v\n%s", err, out)
+	}
+}
+
 // TestCrash_KilledMidCommitResumesWithoutWritingTwice kills airlock with
 // SIGKILL at random points of a commit, 20 seeded trials over three
 // actions (an idempotency key, an If-Match condition, a re-read). After a
@@ -168,16 +190,19 @@ func TestCrash_KilledMidCommitResumesWithoutWritingTwice(t *testing.T) {
 		dataset string
 		preview map[string]any
 		keyed   bool // a retry cannot apply twice (key or condition)
+		// operator: the action needs an operator's approval (archive);
+		// pause_collection asks the client, whose user approves.
+		operator bool
 	}
 	actions := []actionCase{
 		{fixtures.DatasetSubscriptions, map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due", "region": "eu"},
-			"action": map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}}, true},
+			"action": map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}}, true, false},
 		{fixtures.DatasetProjects, map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive", "owner": "team-growth"},
-			"action": map[string]any{"type": "archive"}}, true},
+			"action": map[string]any{"type": "archive"}}, true, true},
 		// The demo credential sees a restricted view, so a scope selection of
 		// ownerless accounts is never committable: name them explicitly.
 		{fixtures.DatasetServiceAccounts, map[string]any{"resource": "service_accounts", "ids": ownerless(60),
-			"action": map[string]any{"type": "assign_owner", "params": map[string]any{"owner": "team-identity"}}}, false},
+			"action": map[string]any{"type": "assign_owner", "params": map[string]any{"owner": "team-identity"}}}, false, false},
 	}
 	rng := rand.New(rand.NewPCG(20261202, 1))
 	for trial := 0; trial < 20; trial++ {
@@ -201,6 +226,9 @@ func TestCrash_KilledMidCommitResumesWithoutWritingTwice(t *testing.T) {
 			members := int(p["counts"].(map[string]any)["members"].(float64))
 			if members < 10 {
 				t.Fatalf("a trial needs targets: %d", members)
+			}
+			if ac.operator {
+				operatorApproves(t, config, store, p)
 			}
 			commit := map[string]any{"selection_id": p["selection_id"], "expected_digest": p["digest"], "action": ac.preview["action"], "mode": "execute", "wait_ms": 0}
 			op := callData(t, c, "commit_bulk_action", commit)

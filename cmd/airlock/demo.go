@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/envelope"
@@ -26,11 +27,26 @@ import (
 // tour drives airlock through a real MCP client connection and prints what
 // an agent would see.
 type tour struct {
-	ctx context.Context
-	c   *client.Client
-	out io.Writer
-	api *fixtures.Server
-	n   int
+	ctx   context.Context
+	c     *client.Client
+	out   io.Writer
+	api   *fixtures.Server
+	n     int
+	store string
+}
+
+// demoUser plays the user at the client's approval prompt: it prints what
+// the client shows and approves.
+type demoUser struct{ t *tour }
+
+func (u demoUser) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	u.t.printf("   ⇢ the client asks the user (the demo plays the user):\n")
+	for _, l := range strings.Split(req.Params.Message, "\n") {
+		u.t.printf("       | %s\n", l)
+	}
+	u.t.printf("   ⇢ the user ticks approve and acknowledge\n")
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"approve": true, "acknowledge": true}}}, nil
 }
 
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,7 +72,8 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	closeStore, err := attachStore(ctx, context.Background(), deps, filepath.Join(dir, "airlock.db"), logger)
+	storePath := filepath.Join(dir, "airlock.db")
+	closeStore, err := attachStore(ctx, context.Background(), deps, storePath, logger)
 	if err != nil {
 		return err
 	}
@@ -74,10 +91,13 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer hs.Close()
 
 	endpoint := "http://" + ln.Addr().String() + "/mcp"
-	c, err := client.NewStreamableHttpClient(endpoint)
+	tr, err := transport.NewStreamableHTTP(endpoint)
 	if err != nil {
 		return err
 	}
+	t := &tour{ctx: ctx, out: stdout, api: api, store: storePath}
+	c := client.NewClient(tr, client.WithElicitationHandler(demoUser{t}))
+	t.c = c
 	defer c.Close()
 	if err := c.Start(ctx); err != nil {
 		return fmt.Errorf("start client: %w", err)
@@ -96,7 +116,6 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, t := range list.Tools {
 		names = append(names, t.Name)
 	}
-	t := &tour{ctx: ctx, c: c, out: stdout, api: api}
 	defer api.ClearFaults()
 	t.printf("airlock demo\n")
 	t.printf("  demo API: %s (three data sets, each in another pagination dialect)\n", apiSrv.URL)
@@ -105,7 +124,14 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := t.readTour(); err != nil {
 		return err
 	}
-	return t.writeTour()
+	if err := t.writeTour(); err != nil {
+		return err
+	}
+	if err := t.operatorTour(); err != nil {
+		return err
+	}
+	t.printf("\nThe tour is over: every answer said whether it covered the whole scope, every write\nnamed the frozen selection it acted on, and a person approved the writes policy put before one.\n")
+	return nil
 }
 
 func (t *tour) printf(format string, args ...any) { fmt.Fprintf(t.out, format, args...) }
@@ -286,6 +312,11 @@ func (t *tour) readTour() error {
 	return nil
 }
 
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}
+
 func num(v any) int {
 	f, _ := v.(float64)
 	return int(f)
@@ -369,6 +400,8 @@ func (t *tour) writeTour() error {
 	t.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{ApplyThenHang: map[string]bool{hung: true}, Hang: 3 * time.Second})
 
 	t.step("Execute, while " + moved + " was paid meanwhile and the answer for " + hung + " never arrives")
+	t.say("The policy of pause_collection asks the user through the client above 100 targets (and",
+		"for a region never approved before). The client shows the request; the agent cannot answer it.")
 	commit["mode"] = "execute"
 	_, op, err = t.call("commit_bulk_action", commit)
 	if err != nil {
@@ -398,6 +431,92 @@ func (t *tour) writeTour() error {
 	t.say("The changed subscription was skipped, never written. The write whose answer was lost was",
 		"journaled as in flight, found applied when re-read, and recorded as succeeded: it was not",
 		"sent twice. Every target has exactly one outcome in the journal.")
-	t.printf("\nThe tour is over: every answer said whether it covered the whole scope, and every write\nnamed the frozen selection it acted on.\n")
+	return nil
+}
+
+// cli runs an airlock command in this process, as an operator would in a
+// terminal, and prints its output indented.
+func (t *tour) cli(args ...string) error {
+	t.printf("   $ airlock %s\n", strings.Join(args, " "))
+	var out, errOut strings.Builder
+	code := run(args, strings.NewReader(""), &out, &errOut)
+	for _, l := range strings.Split(strings.TrimRight(out.String()+errOut.String(), "\n"), "\n") {
+		t.printf("     %s\n", l)
+	}
+	if code != 0 {
+		return fmt.Errorf("demo: airlock %s exited %d", args[0], code)
+	}
+	return nil
+}
+
+// operatorTour shows an operator's approval outside the agent's channel,
+// the audit trail, and a compensation that undoes the write.
+func (t *tour) operatorTour() error {
+	archive := map[string]any{"type": "archive"}
+	t.step(`"Archive team-growth's inactive projects": destructive, so an operator approves it`)
+	env, p, err := t.call("preview_selection", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive", "owner": "team-growth"},
+		"action": archive, "page_size": 0})
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Complete && p["committable"] == true, "a committable selection"); err != nil {
+		return err
+	}
+	t.printf("     %d members; approval %v\n", num(p["counts"].(map[string]any)["members"]), p["approval"])
+	commit := map[string]any{"selection_id": p["selection_id"], "expected_digest": p["digest"], "action": archive, "mode": "execute"}
+	env, _, err = t.call("commit_bulk_action", commit)
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Problem != nil && env.Problem.Code == envelope.ProblemApprovalRequired, "approval required"); err != nil {
+		return err
+	}
+	t.say("Nothing was written. The operator reviews it outside the conversation, in a terminal (or on",
+		"the review page, airlock review), and approves this digest:")
+	if err := t.cli("approve", p["selection_id"].(string), "--yes", p["digest"].(string), "--store", t.store, "--demo"); err != nil {
+		return err
+	}
+	env, op, err := t.call("commit_bulk_action", commit)
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Problem == nil && op["status"] == "completed", "the approved archive"); err != nil {
+		return err
+	}
+	t.printf("     %s: %v\n", op["status"], op["counts"])
+
+	t.step("Who decided, and what was called: the audit trail of that operation")
+	if err := t.cli("audit", op["operation_id"].(string), "--store", t.store); err != nil {
+		return err
+	}
+
+	t.step("Undo it: a compensation restores the journaled before-values, through the same path")
+	env, c, err := t.call("preview_selection", map[string]any{"compensate": op["operation_id"], "page_size": 2})
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Problem == nil && c["committable"] == true, "a compensation selection"); err != nil {
+		return err
+	}
+	for _, e := range c["effect"].([]any) {
+		m := e.(map[string]any)
+		after, _ := m["after"].(map[string]any)
+		var back []string
+		for _, g := range asSlice(after["restored_per_target"]) {
+			gm := g.(map[string]any)
+			back = append(back, fmt.Sprintf("%v (%d)", gm["value"], num(gm["count"])))
+		}
+		t.printf("     effect: %s back to %s, each target to its own journaled value\n", m["field"], strings.Join(back, ", "))
+	}
+	env, undo, err := t.call("commit_bulk_action", map[string]any{"selection_id": c["selection_id"], "expected_digest": c["digest"], "action": c["action"], "mode": "execute"})
+	if err != nil {
+		return err
+	}
+	if err := expect(env.Problem == nil && undo["status"] == "completed", "the compensation"); err != nil {
+		return err
+	}
+	t.printf("     %s: %v\n", undo["status"], undo["counts"])
+	t.say("Each restore was a conditional write: a project changed since the archive would have been",
+		"left alone and listed. What an action did outside the data (an e-mail) is said, not undone.")
 	return nil
 }

@@ -6,6 +6,9 @@
 //	airlock serve --demo                           # the built-in demo API
 //	airlock check --config airlock.yaml            # validate a configuration
 //	airlock demo                                   # a guided tour
+//	airlock approve SELECTION                      # an operator approves a write
+//	airlock review --listen 127.0.0.1:8766         # the review page
+//	airlock audit OPERATION                        # who decided, what was called
 package main
 
 import (
@@ -27,6 +30,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -34,14 +38,23 @@ import (
 const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 
 Usage:
-  airlock serve (--config FILE | --demo) [--http ADDR] [--store PATH] [--allow-origin URL]...
+  airlock serve (--config FILE | --demo) [--http ADDR [--review]] [--store PATH] [--audit-log FILE] [--allow-origin URL]...
   airlock check --config FILE
   airlock contract (--config FILE [--fixtures DIR] | --demo) [--live]
   airlock demo
+  airlock approve SELECTION [--reject] [--export csv|json FILE]... [--yes DIGEST] [--store PATH] [--config FILE | --demo] [--audit-log FILE]
+  airlock review [--listen 127.0.0.1:8766] [--store PATH] [--config FILE | --demo] [--audit-log FILE]
+  airlock audit OPERATION [--json] [--store PATH]
 
 serve speaks MCP over stdio unless --http is given; then it serves streamable
 HTTP at /mcp and SSE at /sse. A non-loopback --http address requires
-AIRLOCK_HTTP_TOKEN. Logs go to stderr.
+AIRLOCK_HTTP_TOKEN. --review also serves the review page at /review/.
+
+approve and review decide outside the agent's channel, on the store the
+server uses. approve asks y/N on a terminal; without one it needs --yes
+with the selection's digest typed out. A non-loopback review page requires
+AIRLOCK_REVIEW_TOKEN (or, with serve --review, AIRLOCK_HTTP_TOKEN); open it
+once with ?token=.... Logs go to stderr.
 `
 
 func main() {
@@ -65,6 +78,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = demo(ctx, args[1:], stdout, stderr)
 	case "contract":
 		err = contract(ctx, args[1:], stdout, stderr)
+	case "approve":
+		err = approve(ctx, args[1:], stdin, stdout, stderr)
+	case "audit":
+		err = audit(ctx, args[1:], stdout, stderr)
+	case "review":
+		err = reviewCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -84,7 +103,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		if errors.Is(err, errDrift) {
+		if errors.Is(err, errDrift) || errors.Is(err, errDecision) {
 			return 1
 		}
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
@@ -113,6 +132,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	demoMode := fs.Bool("demo", false, "serve the built-in demo API")
 	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio")
 	storePath := fs.String("store", "", "SQLite store for selections and operations (default under the user's state directory)")
+	review := fs.Bool("review", false, "with --http: also serve the operator's review page at /review/")
+	auditLog := fs.String("audit-log", "", "also append the audit trail (decisions and external calls) to this file as JSON Lines")
 	var origins stringList
 	fs.Var(&origins, "allow-origin", "browser origin allowed to call the HTTP transport (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -143,6 +164,17 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	deps, err := buildDeps(ctx, cfgBytes, getenv, logger)
 	if err != nil {
 		return err
+	}
+	if *review && *httpAddr == "" {
+		return errors.New("--review needs --http: the review page is served over HTTP")
+	}
+	if *auditLog != "" {
+		f, err := openAuditLog(*auditLog)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		deps.Auditor = selection.NewAuditor(f)
 	}
 	// Operations outlive the call that started them, not the server.
 	background, stopBackground := context.WithCancel(context.Background())
@@ -177,7 +209,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	h := tools.NewHTTPHandler(mcpSrv, tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger})
+	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger}
+	if *review {
+		opts.Extra = map[string]http.Handler{"/review/": tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger})}
+		logger.Info("serving the review page", "url", "http://"+ln.Addr().String()+"/review/")
+	}
+	h := tools.NewHTTPHandler(mcpSrv, opts)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	logger.Info("serving MCP over HTTP", "mcp", "http://"+ln.Addr().String()+"/mcp", "sse", "http://"+ln.Addr().String()+"/sse")
 	go func() {

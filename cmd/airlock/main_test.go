@@ -116,7 +116,9 @@ func TestDemo_RunsTheTourAndExitsZero(t *testing.T) {
 	if code := run([]string{"demo"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"VISIBILITY_RESTRICTED", "SOURCE_UNAVAILABLE", "complete true", "complete false"} {
+	for _, want := range []string{"VISIBILITY_RESTRICTED", "SOURCE_UNAVAILABLE", "complete true", "complete false",
+		"the client asks the user", "Why approval: 131 targets, more than 100", "error APPROVAL_REQUIRED", "$ airlock approve sel_",
+		"channel operator_cli, 23 targets", "PATCH /v1/projects/{{id}}", "state back to inactive (23)", "completed: map[succeeded:23]"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the tour lacks %q", want)
 		}

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/tools"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// errDecision is returned when an operator command printed its problem
+// already.
+var errDecision = errors.New("refused")
+
+// operatorDeps opens the store for an operator command. The configuration
+// is optional: with it, the action's approval policy and lifetime apply;
+// without it, the defaults do.
+func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, demo bool, logger *slog.Logger) (*tools.Deps, func(), error) {
+	var rt *upstream.Runtime
+	var cfgBytes []byte
+	getenv := os.Getenv
+	switch {
+	case demo && configPath != "":
+		return nil, nil, errors.New("use --config or --demo, not both")
+	case demo:
+		// The demo's actions do not depend on where its API listens.
+		cfgBytes = fixtures.DemoConfig("http://127.0.0.1:1")
+	case configPath != "":
+		b, err := os.ReadFile(configPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read config: %w", err)
+		}
+		cfgBytes = b
+	}
+	if cfgBytes != nil {
+		cfg, err := upstream.ParseConfig(cfgBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The operator needs the actions and their policies, never the
+		// upstream's credential.
+		if rt, err = cfg.Initialize(ctx, upstream.Options{Logger: logger, Getenv: getenv, WithoutCredentials: true}); err != nil {
+			return nil, nil, err
+		}
+	}
+	deps := tools.NewDeps(rt, logger)
+	var logFile *os.File
+	if auditLog != "" {
+		f, err := openAuditLog(auditLog)
+		if err != nil {
+			return nil, nil, err
+		}
+		logFile, deps.Auditor = f, selection.NewAuditor(f)
+	}
+	closeAll := func() {
+		if logFile != nil {
+			logFile.Close()
+		}
+	}
+	st, err := openStore(ctx, storePath)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	if err := deps.UseStore(ctx, context.Background(), st); err != nil {
+		st.Close()
+		closeAll()
+		return nil, nil, err
+	}
+	return deps, func() { st.Close(); closeAll() }, nil
+}
+
+// openAuditLog opens the JSON Lines audit file for appending: the server
+// and the operator commands may share one.
+func openAuditLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--audit-log: %w", err)
+	}
+	return f, nil
+}
+
+// operatorName says who decides at this terminal.
+func operatorName() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return "os user " + name + " on " + host
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// splitPositional lets the selection or operation id come before or after
+// the flags.
+func splitPositional(fs *flag.FlagSet, args []string) (string, error) {
+	var pos string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		pos, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if pos == "" && fs.NArg() > 0 {
+		pos = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return "", fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return pos, nil
+}
+
+type export struct{ format, file string }
+
+// takeExports removes every "--export FORMAT FILE" from args.
+func takeExports(args []string) ([]string, []export, error) {
+	var rest []string
+	var out []export
+	for i := 0; i < len(args); i++ {
+		if args[i] != "--export" && args[i] != "-export" {
+			rest = append(rest, args[i])
+			continue
+		}
+		if i+2 >= len(args) {
+			return nil, nil, errors.New("--export needs a format (csv or json) and a file")
+		}
+		f := args[i+1]
+		if f != tools.ExportCSV && f != tools.ExportJSON {
+			return nil, nil, fmt.Errorf("--export %s: the format is csv or json", f)
+		}
+		out = append(out, export{f, args[i+2]})
+		i += 2
+	}
+	return rest, out, nil
+}
+
+func printProblem(w io.Writer, p *envelope.Problem) {
+	fmt.Fprintf(w, "airlock: %s: %s\n", p.Code, p.Detail)
+	for _, e := range p.Errors {
+		fmt.Fprintf(w, "  %s: %s\n", e.Field, e.Message)
+	}
+	if p.NextAction != "" {
+		fmt.Fprintf(w, "  %s\n", p.NextAction)
+	}
+}
+
+func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	args, exports, err := takeExports(args)
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	reject := fs.Bool("reject", false, "reject the selection instead of approving it")
+	yes := fs.String("yes", "", "decide without a prompt: the selection's digest, typed out in full")
+	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	configPath := fs.String("config", "", "the server's configuration, for the action's approval policy")
+	demoMode := fs.Bool("demo", false, "the built-in demo's configuration")
+	auditLog := fs.String("audit-log", "", "also append the decision to this JSON Lines audit file (the server's)")
+	selID, err := splitPositional(fs, args)
+	if err != nil {
+		return err
+	}
+	if selID == "" {
+		return errors.New("approve needs a selection id: airlock approve SELECTION [--reject] [--export csv|json FILE] [--yes DIGEST]")
+	}
+	logger := newLogger(stderr)
+	deps, closeStore, err := operatorDeps(ctx, *storePath, *configPath, *auditLog, *demoMode, logger)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	sel, err := deps.Store.Selection(ctx, selID)
+	if err != nil || sel.State != selection.StateReady {
+		printProblem(stderr, envelope.NewProblem(envelope.ProblemSelectionNotFound, "No selection "+selID+" is ready in "+storePathOf(deps)+"."))
+		return errDecision
+	}
+	need := selection.Requirement{Mode: "unknown (pass --config to apply the action's policy)"}
+	if deps.Runtime != nil {
+		if a, ok := deps.Runtime.Actions[sel.Action.Type]; ok {
+			need = deps.Engine.ApprovalRequirement(ctx, sel, a)
+		}
+	}
+	acks := selection.Acknowledgements(sel)
+	fmt.Fprintln(stdout, tools.ApprovalSummary(sel, need, acks))
+	fmt.Fprintf(stdout, "Approval policy: %s\n", need.Mode)
+	if err := printManifest(ctx, deps.Store, sel, stdout); err != nil {
+		return err
+	}
+	for _, ex := range exports {
+		if err := exportTo(ctx, deps.Store, sel, ex); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Exported %d members as %s to %s\n", sel.Summary.Members, ex.format, ex.file)
+	}
+	verb, decision := "Approve", selection.DecisionApproved
+	if *reject {
+		verb, decision = "Reject", selection.DecisionRejected
+	}
+	digest := *yes
+	switch {
+	case digest != "":
+	case isTerminal(stdin):
+		fmt.Fprintf(stdout, "%s %s on %d %s in %s, digest %s? [y/N] ", verb, sel.Action.Type, sel.Summary.Members, sel.Resource, sel.Environment, sel.Digest)
+		line, _ := bufio.NewReader(stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			fmt.Fprintln(stdout, "Nothing decided.")
+			return nil
+		}
+		digest = sel.Digest
+	case len(exports) > 0:
+		fmt.Fprintln(stdout, "Nothing decided: run again in a terminal, or with --yes and the digest typed out.")
+		return nil
+	default:
+		fmt.Fprintf(stderr, "airlock: refusing to %s without a terminal to ask on; pass --yes with the selection's digest typed out (%s) to decide non-interactively\n",
+			strings.ToLower(verb), sel.Digest)
+		return errDecision
+	}
+	if decision == selection.DecisionRejected {
+		acks = nil
+	}
+	ap, p := deps.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision,
+		Who: operatorName(), Channel: selection.ChannelOperator, Acknowledgements: acks, RequestID: "cli-" + time.Now().UTC().Format("20060102T150405.000")})
+	if p != nil {
+		printProblem(stderr, p)
+		return errDecision
+	}
+	if decision == selection.DecisionRejected {
+		fmt.Fprintf(stdout, "Rejected %s (record %s): a commit of it is refused.\n", sel.ID, ap.ID)
+		return nil
+	}
+	fmt.Fprintf(stdout, "Approved %s as %s: usable once, until %s. The agent can commit it now.\n", sel.ID, ap.ID, ap.ExpiresAt.UTC().Format(time.RFC3339))
+	return nil
+}
+
+func storePathOf(d *tools.Deps) string {
+	if s, ok := d.Store.(*selection.SQLite); ok {
+		return s.Path()
+	}
+	return "the store"
+}
+
+// printManifest shows the first members; --export writes them all.
+func printManifest(ctx context.Context, st selection.Store, sel *selection.Selection, w io.Writer) error {
+	recs, err := st.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, Limit: 10})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Manifest: %d members", sel.Summary.Members)
+	if sel.Summary.Members > len(recs) {
+		fmt.Fprintf(w, " (the first %d; --export csv FILE writes them all)", len(recs))
+	}
+	fmt.Fprintln(w)
+	for _, r := range recs {
+		b, _ := selection.Canonical(r.Review)
+		fmt.Fprintf(w, "  %s %s\n", r.ID, b)
+	}
+	return nil
+}
+
+func exportTo(ctx context.Context, st selection.Store, sel *selection.Selection, ex export) error {
+	f, err := os.OpenFile(ex.file, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := tools.ExportManifest(ctx, st, sel, ex.format, f); err != nil {
+		f.Close()
+		return fmt.Errorf("export: %w", err)
+	}
+	return f.Close()
+}
+
+func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	asJSON := fs.Bool("json", false, "print the events as JSON Lines")
+	opID, err := splitPositional(fs, args)
+	if err != nil {
+		return err
+	}
+	if opID == "" {
+		return errors.New("audit needs an operation id: airlock audit OPERATION")
+	}
+	st, err := openStore(ctx, *storePath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	op, err := st.Operation(ctx, opID)
+	if errors.Is(err, selection.ErrNotFound) {
+		printProblem(stderr, envelope.NewProblem(envelope.ProblemOperationNotFound, "No operation "+opID+" in "+st.Path()+"."))
+		return errDecision
+	}
+	if err != nil {
+		return err
+	}
+	events, err := st.AuditTrail(ctx, opID)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, e := range events {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(stdout, "Operation %s (%s): %s %s\n", op.ID, op.Mode, op.Action.Type, op.Status)
+	fmt.Fprintf(stdout, "Selection %s, digest %s\n", op.SelectionID, op.Digest)
+	if op.ApprovalID != "" {
+		fmt.Fprintf(stdout, "Approval %s\n", op.ApprovalID)
+	}
+	fmt.Fprintf(stdout, "Counts %v\n\nDecisions\n", op.Counts)
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	for _, e := range events {
+		if e.Kind == selection.AuditDecision {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Event, e.Actor, e.Detail)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout, "\nExternal calls")
+	tw = tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	calls := 0
+	for _, e := range events {
+		if e.Kind == selection.AuditCall {
+			calls++
+			fmt.Fprintf(tw, "  %s\t%s %s\t%s\t%d\t%dms\t%s\n", e.At.UTC().Format(time.RFC3339), e.Method, e.PathTemplate, e.TargetID, e.Status, e.DurationMS, e.RequestID)
+		}
+	}
+	tw.Flush()
+	if calls == 0 {
+		fmt.Fprintln(stdout, "  none")
+	}
+	return nil
+}
+
+func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("review", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8766", "address of the review page")
+	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	configPath := fs.String("config", "", "the server's configuration, for the actions' approval policies")
+	demoMode := fs.Bool("demo", false, "the built-in demo's configuration")
+	auditLog := fs.String("audit-log", "", "also append decisions to this JSON Lines audit file (the server's)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	token := os.Getenv("AIRLOCK_REVIEW_TOKEN")
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	if !tools.IsLoopback(host) && token == "" {
+		return errors.New("--listen binds a non-loopback address: set AIRLOCK_REVIEW_TOKEN so that the page asks for it")
+	}
+	logger := newLogger(stderr)
+	deps, closeStore, err := operatorDeps(ctx, *storePath, *configPath, *auditLog, *demoMode, logger)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/review/", tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger}))
+	mux.Handle("/{$}", http.RedirectHandler("/review/", http.StatusSeeOther))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "review page: http://%s/review/\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
