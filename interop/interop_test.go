@@ -1,7 +1,8 @@
 // Package interop checks airlock against the official TypeScript MCP SDK
 // client (client.mjs), over stdio and streamable HTTP: the SDK must accept
 // every tool's outputSchema and annotations and validate every result against
-// them. It holds tests only and must never be imported.
+// them; and (elicit.mjs) that a commit needing the user's approval asks for
+// it through MCP elicitation. It holds tests only and must never be imported.
 //
 // The tests skip when node or interop/node_modules is missing, unless
 // AIRLOCK_REQUIRE_INTEROP=1 (set by CI), which turns the skip into a failure.
@@ -39,6 +40,22 @@ func TestOfficialTypeScriptSDK_AcceptsSchemasAndValidatesResults(t *testing.T) {
 		url := startHTTPServer(t, bin)
 		runClient(t, node, "http", url)
 	})
+}
+
+// TestOfficialTypeScriptSDK_ApprovesThroughElicitation runs elicit.mjs: the
+// SDK client, over stdio, against the demo's pause_collection, whose policy
+// asks the user through the client. A client without the elicitation
+// capability gets CLIENT_APPROVAL_UNAVAILABLE; one with it answers the
+// server's elicitation/create (mcp-go's bridge of the input request for an
+// older protocol): decline, cancel and accept without approve refuse the
+// commit with nothing written, accept with approve runs it on exactly the
+// previewed targets, and committing again returns that operation without
+// asking again. The script starts one server per phase, each with a fresh
+// store derived from the --store given here.
+func TestOfficialTypeScriptSDK_ApprovesThroughElicitation(t *testing.T) {
+	node := requireNode(t)
+	bin := buildAirlock(t)
+	runScript(t, node, "elicit.mjs", "stdio", bin, "serve", "--demo", "--store", filepath.Join(t.TempDir(), "airlock.db"))
 }
 
 // requireNode returns the node executable, or skips (fails under
@@ -85,7 +102,7 @@ func buildAirlock(t *testing.T) string {
 
 // trackInputs stats every file of the module (but .git and node_modules) so
 // that go test's result cache, which sees only what this process touches,
-// reruns the test when airlock's sources or client.mjs change; the binary and
+// reruns the test when airlock's sources or the node scripts change; the binary and
 // node read them in other processes.
 func trackInputs(t *testing.T, root string) {
 	t.Helper()
@@ -116,32 +133,40 @@ func trackInputs(t *testing.T, root string) {
 // with a summary that says ok.
 func runClient(t *testing.T, node, mode, target string, serverArgs ...string) {
 	t.Helper()
+	runScript(t, node, "client.mjs", mode, target, serverArgs...)
+}
+
+// runScript runs one of this directory's node scripts (client.mjs,
+// elicit.mjs: "node SCRIPT MODE TARGET [server args]") and fails with its
+// whole output unless it exits 0 with a JSON summary that says ok.
+func runScript(t *testing.T, node, script, mode, target string, serverArgs ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs", mode, target}, serverArgs...)...)
+	cmd := exec.CommandContext(ctx, node, append([]string{script, mode, target}, serverArgs...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if err != nil {
-		t.Fatalf("node client.mjs %s %s: %v\nstdout:\n%s\nstderr:\n%s", mode, target, err, stdout.Bytes(), stderr.Bytes())
+		t.Fatalf("node %s %s %s: %v\nstdout:\n%s\nstderr:\n%s", script, mode, target, err, stdout.Bytes(), stderr.Bytes())
 	}
 	var summary struct {
 		OK bool `json:"ok"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &summary); err != nil || !summary.OK {
-		t.Fatalf("node client.mjs %s: want a JSON summary with ok=true on stdout (decode error: %v)\nstdout:\n%s\nstderr:\n%s", mode, err, stdout.Bytes(), stderr.Bytes())
+		t.Fatalf("node %s %s: want a JSON summary with ok=true on stdout (decode error: %v)\nstdout:\n%s\nstderr:\n%s", script, mode, err, stdout.Bytes(), stderr.Bytes())
 	}
-	t.Logf("node client.mjs %s: %s", mode, bytes.TrimSpace(stdout.Bytes()))
+	t.Logf("node %s %s: %s", script, mode, bytes.TrimSpace(stdout.Bytes()))
 }
 
 // startHTTPServer starts `airlock serve --demo --http` on a free loopback port
 // and returns the /mcp URL once it answers. The server is stopped on cleanup;
 // its log is shown if the test fails.
-func startHTTPServer(t *testing.T, bin string) string {
+func startHTTPServer(t *testing.T, bin string, extra ...string) string {
 	t.Helper()
 	addr := freeLoopbackAddr(t)
 	var logBuf syncBuffer
-	cmd := exec.Command(bin, "serve", "--demo", "--http", addr, "--store", filepath.Join(t.TempDir(), "airlock.db"))
+	cmd := exec.Command(bin, append([]string{"serve", "--demo", "--http", addr, "--store", filepath.Join(t.TempDir(), "airlock.db")}, extra...)...)
 	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
