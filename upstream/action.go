@@ -303,6 +303,32 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		default:
 			l.add("mode must be none, client or operator", at("approval", "mode")...)
 		}
+		if ap.AboveTargets < 0 {
+			l.add("above_targets must be 0 (off) or more", at("approval", "above_targets")...)
+		}
+		if ap.TTL < 0 {
+			l.add("ttl must be positive", at("approval", "ttl")...)
+		}
+		if ok && r != nil {
+			// The groups a preview counts: review_groups, or else the
+			// review fields with an enum.
+			groups := map[string]bool{}
+			for _, g := range r.ReviewGroups {
+				groups[g] = true
+			}
+			if len(r.ReviewGroups) == 0 {
+				for _, f := range r.ReviewFields {
+					if fc := r.Fields[f]; fc != nil && len(fc.Enum) > 0 {
+						groups[f] = true
+					}
+				}
+			}
+			for i, dim := range ap.UnknownGroup {
+				if !groups[dim] {
+					l.add(fmt.Sprintf("%q is not one of the resource's review_groups: the rule compares the group values of each selection", dim), at("approval", "unknown_category", strconv.Itoa(i))...)
+				}
+			}
+		}
 	}
 }
 

@@ -682,3 +682,32 @@ func TestInitialize_ResolvesLimitsWithinTheirCaps(t *testing.T) {
 		})
 	}
 }
+
+// TestParseConfig_ApprovalAndCompensationPoliciesAreChecked: a policy that
+// could never apply as written is an error at load time, not a silent
+// "no approval needed" at commit time.
+func TestParseConfig_ApprovalAndCompensationPoliciesAreChecked(t *testing.T) {
+	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+	lines = append(lines,
+		"      state: {type: string, enum: [active, archived]}", // 13
+		"    version_field: state",                              // 14
+		"    review_groups: [state]",                            // 15
+		"actions:",                                              // 16
+		"  archive:",                                            // 17
+		"    resource: items",                                   // 18
+		"    request: {method: PATCH, path: \"/items/{{id}}\"}", // 19
+		"    conditional: if_match",                             // 20
+		"    effect: [{field: state, to: archived}]",            // 21
+		"    compensation: unarchive",                           // 22
+		"    approval:",                                         // 23
+		"      mode: sometimes",                                 // 24
+		"      above_targets: -1",                               // 25
+		"      unknown_category: [state, region]",               // 26
+	)
+	checkErrors(t, parseErrors(t, yamlLines(lines...)), []wantErr{
+		{22, "actions.archive.compensation", `no action named "unarchive"`},
+		{24, "actions.archive.approval.mode", "mode must be none, client or operator"},
+		{25, "actions.archive.approval.above_targets", "above_targets must be 0 (off) or more"},
+		{26, "actions.archive.approval.unknown_category.1", `"region" is not one of the resource's review_groups`},
+	})
+}
