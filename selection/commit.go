@@ -123,30 +123,31 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 			return nil, p
 		}
 		if approval != nil {
-			// Single use: reserve it before anything is written.
-			if err := e.Store.UseApproval(ctx, approval.ID, op.ID, now); errors.Is(err, ErrConflict) {
-				// A concurrent commit used it: answer with its operation.
-				if ops, err := e.Store.OperationsOf(ctx, sel.ID); err == nil {
-					for _, o := range ops {
-						if o.Mode == ModeExecute && o.ActionDigest == actionDigest {
-							return e.replay(ctx, o, sel, a, req)
-						}
-					}
-				}
-				return nil, problem(envelope.ProblemApprovalRequired, "The approval was used by another commit.")
-			} else if err != nil {
-				return nil, e.internal("use approval", err)
-			}
 			op.ApprovalID = approval.ID
 		}
 	}
+	// The operation is the serialization point: one execute operation per
+	// selection and action. Concurrent commits that lose the race answer
+	// with the winner's operation, whatever approval they found.
 	existing, created, err := e.Store.CreateOperation(ctx, op)
 	if err != nil {
 		return nil, e.internal("create operation", err)
 	}
 	if !created {
-		// A concurrent commit won the race; this call returns its operation.
 		return e.replay(ctx, existing, sel, a, req)
+	}
+	if approval != nil {
+		// Single use: spend it before anything is written. Only this
+		// operation can (it is the one execute operation of the pair), so a
+		// conflict means the store was changed under us: write nothing.
+		if err := e.Store.UseApproval(ctx, approval.ID, op.ID, now); err != nil {
+			op.Status, op.StopReason, op.FinishedAt = OpStopped, "the approval could not be reserved: nothing was written", &now
+			_ = e.Store.UpdateOperation(ctx, op)
+			if errors.Is(err, ErrConflict) {
+				return nil, problem(envelope.ProblemApprovalMismatch, "The approval was used by another operation; approvals are single-use.")
+			}
+			return nil, e.internal("use approval", err)
+		}
 	}
 	if req.Mode == ModeExecute {
 		detail := "no approval required"

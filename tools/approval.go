@@ -192,7 +192,9 @@ func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need s
 }
 
 // takeAnswer records the user's answer to an approval request. It returns
-// the approval when the user approved (and acknowledged what had to be).
+// the approval when the user approved (and acknowledged what had to be);
+// nil and no problem when the user approved but another call's approval of
+// the same selection stands.
 func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Selection) (*selection.Approval, *envelope.Problem) {
 	params := call.Request.Params.MultiRoundTripParams
 	if _, p := d.openState(ctx, params.RequestState, sel, call.RequestID); p != nil {
@@ -217,6 +219,11 @@ func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Select
 	}
 	ap, p := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
 		Who: call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID})
+	if p != nil && p.Code == envelope.ProblemApprovalDecided && decision == selection.DecisionApproved {
+		// A concurrent call of the same commit was approved first: the
+		// commit uses that approval (or answers with its operation).
+		return nil, nil
+	}
 	if p != nil {
 		return nil, p
 	}

@@ -151,7 +151,9 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 				if p2 != nil {
 					return envelope.ErrorEnvelope(p2)
 				}
-				req.ApprovalID = ap.ID
+				if ap != nil {
+					req.ApprovalID = ap.ID
+				}
 				res, p = d.Engine.Commit(ctx, req)
 			}
 		}
