@@ -127,7 +127,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	api := newFixture(t)
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
-	var logs syncBuffer
+	var logs, auditLog syncBuffer
 	c, err := upstream.ParseConfig(cfg.config(apiSrv.URL))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -153,12 +153,18 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		store.Close()
 		// Nothing airlock logged or stored may hold the credential.
 		leaks(t, "the logs", logs.Bytes())
+		leaks(t, "the audit log", auditLog.Bytes())
+		if len(auditLog.Bytes()) == 0 && len(api.Writes()) > 0 {
+			t.Error("writes reached the upstream but the audit log is empty")
+		}
 		for _, f := range []string{dbPath, dbPath + "-wal"} {
 			if b, err := os.ReadFile(f); err == nil {
 				leaks(t, "the store", b)
 			}
 		}
 	})
+	// The audit trail also goes to a JSON Lines writer, checked like the logs.
+	deps.Auditor = selection.NewAuditor(&auditLog)
 	if err := deps.UseStore(context.Background(), bg, store); err != nil {
 		t.Fatal(err)
 	}

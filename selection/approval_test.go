@@ -1,0 +1,81 @@
+package selection_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// TestApprovalRequirement_Thresholds: each threshold applies the mode only
+// when it triggers; a policy without thresholds always applies it; a group
+// value never approved before asks for review even under mode none.
+func TestApprovalRequirement_Thresholds(t *testing.T) {
+	st := openSQLite(t, filepath.Join(t.TempDir(), "s.db"))
+	e := &selection.Engine{Store: st, Clock: upstream.WallClock}
+	ctx := context.Background()
+	sel := func(env string, members int, regions ...string) *selection.Selection {
+		s := &selection.Selection{ID: "sel_x", Environment: env, Summary: selection.Summary{Members: members, Groups: map[string][]upstream.Group{}}}
+		for _, r := range regions {
+			s.Summary.Groups["region"] = append(s.Summary.Groups["region"], upstream.Group{Value: r, Count: 1})
+		}
+		return s
+	}
+	action := func(destructive bool, p *upstream.ApprovalConfig) *upstream.Action {
+		return &upstream.Action{Name: "act", Config: upstream.ActionConfig{Destructive: destructive, Approval: p}}
+	}
+	for _, c := range []struct {
+		name   string
+		sel    *selection.Selection
+		act    *upstream.Action
+		mode   string
+		reason string
+	}{
+		{"no policy", sel("prod", 5000), action(true, nil), "none", ""},
+		{"no threshold: always", sel("dev", 1), action(false, &upstream.ApprovalConfig{Mode: "client"}), "client", "the action's policy requires approval"},
+		{"under the count", sel("prod", 100), action(false, &upstream.ApprovalConfig{Mode: "client", AboveTargets: 100}), "none", ""},
+		{"over the count", sel("prod", 101), action(false, &upstream.ApprovalConfig{Mode: "client", AboveTargets: 100}), "client", "101 targets, more than 100"},
+		{"destructive", sel("dev", 1), action(true, &upstream.ApprovalConfig{Mode: "operator", Destructive: true}), "operator", "the action is destructive"},
+		{"not destructive", sel("dev", 1), action(false, &upstream.ApprovalConfig{Mode: "operator", Destructive: true}), "none", ""},
+		{"in prod", sel("prod", 1), action(false, &upstream.ApprovalConfig{Mode: "operator", Environments: []string{"prod"}}), "operator", "the environment is prod"},
+		{"in staging", sel("staging", 1), action(false, &upstream.ApprovalConfig{Mode: "operator", Environments: []string{"prod"}}), "none", ""},
+		{"a new region under mode none", sel("dev", 1, "eu"), action(false, &upstream.ApprovalConfig{Mode: "none", UnknownGroup: []string{"region"}}), "operator", `region "eu" never approved before for act`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := e.ApprovalRequirement(ctx, c.sel, c.act)
+			if got.Mode != c.mode || !strings.Contains(strings.Join(got.Reasons, "; "), c.reason) {
+				t.Fatalf("got %s %v, want %s %q", got.Mode, got.Reasons, c.mode, c.reason)
+			}
+		})
+	}
+}
+
+// TestDecide_RefusesExpiredAndChangedSelections: an operator cannot approve
+// a selection past its expiry, or one whose digest is not the one typed.
+func TestDecide_RefusesExpiredAndChangedSelections(t *testing.T) {
+	st := openSQLite(t, filepath.Join(t.TempDir(), "s.db"))
+	ctx := context.Background()
+	now := time.Now()
+	sel := &selection.Selection{ID: "sel_old", Digest: "sha256:aa", ActionDigest: "sha256:bb", State: selection.StateReady, Committable: true,
+		CreatedAt: now.Add(-time.Hour), ExpiresAt: now.Add(-time.Minute)}
+	if err := st.CreateSelection(ctx, sel); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishSelection(ctx, sel); err != nil {
+		t.Fatal(err)
+	}
+	e := &selection.Engine{Store: st, Clock: upstream.WallClock}
+	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_old", Decision: selection.DecisionApproved, Who: "t"}); p == nil || p.Code != "SELECTION_EXPIRED" {
+		t.Fatalf("expired: %+v", p)
+	}
+	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_old", Digest: "sha256:other", Decision: selection.DecisionApproved, Who: "t"}); p == nil || p.Code != "DIGEST_MISMATCH" {
+		t.Fatalf("changed: %+v", p)
+	}
+	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_none", Decision: selection.DecisionApproved, Who: "t"}); p == nil || p.Code != "SELECTION_NOT_FOUND" {
+		t.Fatalf("unknown: %+v", p)
+	}
+}
