@@ -8,8 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"math"
-	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -20,8 +19,6 @@ import (
 // and control characters (as \u00XX), numbers by value. The same value
 // always encodes to the same bytes, whatever the map order, the process or
 // the machine.
-
-var intLiteral = regexp.MustCompile(`^-?[0-9]+$`)
 
 // AppendCanonical appends the canonical encoding of v to b. v is a value
 // decoded from JSON (map[string]any, []any, string, bool, nil, json.Number,
@@ -67,24 +64,7 @@ func AppendCanonical(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = AppendCanonical(b, x[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
+		return appendObject(b, x)
 	}
 	// Any other Go value goes through encoding/json first.
 	raw, err := json.Marshal(v)
@@ -103,7 +83,48 @@ func AppendCanonical(b []byte, v any) ([]byte, error) {
 // Canonical returns the canonical encoding of v.
 func Canonical(v any) ([]byte, error) { return AppendCanonical(nil, v) }
 
+// appendObject encodes a map with its keys in byte order. Small maps sort
+// their keys in a buffer on the stack.
+func appendObject(b []byte, x map[string]any) ([]byte, error) {
+	var buf [16]string
+	keys := buf[:0]
+	if len(x) > len(buf) {
+		keys = make([]string, 0, len(x))
+	}
+	for k := range x {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = AppendCanonical(b, x[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
 func appendString(b []byte, s string) []byte {
+	// Fast path: printable ASCII with nothing to escape is copied as is.
+	i := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			break
+		}
+	}
+	if i == len(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
@@ -114,7 +135,7 @@ func appendString(b []byte, s string) []byte {
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
 		case c < 0x20:
-			b = append(b, fmt.Sprintf(`\u%04x`, c)...)
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		default:
 			b = append(b, c)
 		}
@@ -122,10 +143,26 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// isIntLiteral reports whether lit is -?[0-9]+.
+func isIntLiteral(lit string) bool {
+	if len(lit) > 0 && lit[0] == '-' {
+		lit = lit[1:]
+	}
+	if lit == "" {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] < '0' || lit[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // appendNumber: an integer literal keeps its exact digits (without leading
 // zeros); any other number is encoded by its float64 value.
 func appendNumber(b []byte, lit string) ([]byte, error) {
-	if intLiteral.MatchString(lit) {
+	if isIntLiteral(lit) {
 		neg := strings.HasPrefix(lit, "-")
 		digits := strings.TrimLeft(strings.TrimPrefix(lit, "-"), "0")
 		if digits == "" {
@@ -215,7 +252,7 @@ func (d *Digester) Add(r Record) error {
 	d.last = r.ID
 	d.count++
 	var err error
-	d.buf, err = AppendCanonical(d.buf[:0], r.canonicalValue())
+	d.buf, err = appendRecord(d.buf[:0], &r)
 	if err != nil {
 		d.err = err
 		return err
@@ -223,6 +260,38 @@ func (d *Digester) Add(r Record) error {
 	d.buf = append(d.buf, '\n')
 	d.h.Write(d.buf)
 	return nil
+}
+
+// appendRecord appends C(r.canonicalValue()) without building the map: a
+// record's keys are fixed, so they are written in their byte order
+// (before, disposition, id, note, restore, review, rule, version).
+func appendRecord(b []byte, r *Record) ([]byte, error) {
+	var err error
+	b = append(b, `{"before":`...)
+	if b, err = appendObject(b, r.Before); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"disposition":`...)
+	b = appendString(b, r.Disposition)
+	b = append(b, `,"id":`...)
+	b = appendString(b, r.ID)
+	b = append(b, `,"note":`...)
+	b = appendString(b, r.Note)
+	if len(r.Restore) > 0 {
+		b = append(b, `,"restore":`...)
+		if b, err = appendObject(b, r.Restore); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"review":`...)
+	if b, err = appendObject(b, r.Review); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"rule":`...)
+	b = strconv.AppendInt(b, int64(r.Rule), 10)
+	b = append(b, `,"version":`...)
+	b = appendString(b, r.Version)
+	return append(b, '}'), nil
 }
 
 // Sum finishes the digest.
