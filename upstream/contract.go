@@ -95,6 +95,12 @@ type Contract struct {
 	invariants []InvariantConfig
 	decision   map[string]bool
 	resource   *Resource // for rule evaluation (paths, normalization)
+	// aliased lists the fields that have aliases, sorted.
+	aliased []string
+	// fast proves a document valid without the JSON Schema validator; nil
+	// when the schema uses more than fastSchema understands (an external
+	// schema file or OpenAPI document always goes through the validator).
+	fast *fastSchema
 }
 
 // compileContract builds a resource's contract: the declared fields as a
@@ -113,7 +119,11 @@ func compileContract(r *Resource, fields map[string]*FieldConfig, invariants []I
 		if f.Decision || f.Permission {
 			c.decision[name] = true
 		}
+		if len(f.Aliases) > 0 {
+			c.aliased = append(c.aliased, name)
+		}
 	}
+	sort.Strings(c.aliased)
 	for _, inv := range invariants {
 		c.decision[inv.If.Field], c.decision[inv.Then.Field] = true, true
 	}
@@ -147,6 +157,9 @@ func compileContract(r *Resource, fields map[string]*FieldConfig, invariants []I
 	}
 	if c.schema, err = comp.Compile(url + ptr); err != nil {
 		return nil, fmt.Errorf("contract: %w", err)
+	}
+	if ext == nil {
+		c.fast = compileFastSchema(doc)
 	}
 	return c, nil
 }
@@ -279,11 +292,8 @@ var quotedName = regexp.MustCompile(`'([^']*)'`)
 // aliases it used.
 func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Violation, aliasesUsed []string) {
 	isDecision := func(field string) bool { return c.decision[field] || decision[field] }
-	for _, name := range sortedKeys(c.fields) {
+	for _, name := range c.aliased {
 		f := c.fields[name]
-		if f == nil || len(f.Aliases) == 0 {
-			continue
-		}
 		path := c.resource.FieldPath(name)
 		canon, hasCanon := getPath(doc, path)
 		for _, a := range f.Aliases {
@@ -299,48 +309,10 @@ func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Vio
 			}
 		}
 	}
-	if err := c.schema.Validate(doc); err != nil {
-		if ve, ok := err.(*jsonschema.ValidationError); ok {
-			seen := map[string]bool{}
-			var walk func(e *jsonschema.ValidationError)
-			walk = func(e *jsonschema.ValidationError) {
-				if len(e.Causes) > 0 {
-					for _, x := range e.Causes {
-						walk(x)
-					}
-					return
-				}
-				kw := e.KeywordLocation[strings.LastIndex(e.KeywordLocation, "/")+1:]
-				base := strings.ReplaceAll(strings.TrimPrefix(e.InstanceLocation, "/"), "/", ".")
-				var paths []string
-				if kw == "required" {
-					for _, m := range quotedName.FindAllStringSubmatch(e.Message, -1) {
-						paths = append(paths, strings.TrimPrefix(base+"."+m[1], "."))
-					}
-				} else {
-					paths = []string{base}
-				}
-				for _, p := range paths {
-					field := c.paths[p]
-					if field == "" {
-						field = p
-					}
-					rule := kw
-					if kw == "type" {
-						if v, ok := getPath(doc, p); ok && v == nil {
-							rule = "null"
-						}
-					}
-					k := field + "/" + rule
-					if seen[k] {
-						continue
-					}
-					seen[k] = true
-					vs = append(vs, Violation{Field: field, Rule: rule, Decision: isDecision(field)})
-				}
-			}
-			walk(ve)
-		}
+	// The fast check only ever proves a document valid; a document it
+	// cannot prove valid goes to the validator, which names the violations.
+	if c.fast == nil || !c.fast.valid(doc) {
+		vs = c.schemaViolations(doc, isDecision, vs)
 	}
 	for i, inv := range c.invariants {
 		if m, ok := c.resource.EvalRule(doc, inv.If); ok && m {
@@ -355,6 +327,272 @@ func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Vio
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Field < vs[j].Field })
 	return vs, aliasesUsed
+}
+
+// schemaViolations runs the JSON Schema validator and appends the
+// violations it reports to vs.
+func (c *Contract) schemaViolations(doc map[string]any, isDecision func(string) bool, vs []Violation) []Violation {
+	err := c.schema.Validate(doc)
+	ve, ok := err.(*jsonschema.ValidationError)
+	if err == nil || !ok {
+		return vs
+	}
+	seen := map[string]bool{}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, x := range e.Causes {
+				walk(x)
+			}
+			return
+		}
+		kw := e.KeywordLocation[strings.LastIndex(e.KeywordLocation, "/")+1:]
+		base := strings.ReplaceAll(strings.TrimPrefix(e.InstanceLocation, "/"), "/", ".")
+		var paths []string
+		if kw == "required" {
+			for _, m := range quotedName.FindAllStringSubmatch(e.Message, -1) {
+				paths = append(paths, strings.TrimPrefix(base+"."+m[1], "."))
+			}
+		} else {
+			paths = []string{base}
+		}
+		for _, p := range paths {
+			field := c.paths[p]
+			if field == "" {
+				field = p
+			}
+			rule := kw
+			if kw == "type" {
+				if v, ok := getPath(doc, p); ok && v == nil {
+					rule = "null"
+				}
+			}
+			k := field + "/" + rule
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			vs = append(vs, Violation{Field: field, Rule: rule, Decision: isDecision(field)})
+		}
+	}
+	walk(ve)
+	return vs
+}
+
+// fastSchema is the subset of JSON Schema that fieldsSchema generates:
+// type, enum (of strings and null), format, properties and required. It
+// answers one question, whether a document is certainly valid, with the
+// validator's own rules: its answer is "valid" only when the validator
+// would report nothing; every other case (a violation, a value or keyword
+// it does not handle) is left to the validator.
+type fastSchema struct {
+	types    []string // nil: no type keyword
+	enum     []any    // strings and nil; nil slice: no enum keyword
+	hasEnum  bool
+	format   func(any) bool
+	props    map[string]*fastSchema
+	required []string
+}
+
+// compileFastSchema reads a generated schema document as the validator's
+// compiler does (numbers as json.Number) and returns nil when any part of
+// it is outside the subset.
+func compileFastSchema(doc []byte) *fastSchema {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil
+	}
+	fs, ok := fastNode(v)
+	if !ok {
+		return nil
+	}
+	return fs
+}
+
+func fastNode(v any) (*fastSchema, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	fs := &fastSchema{}
+	for k, x := range m {
+		switch k {
+		case "type":
+			var names []any
+			switch t := x.(type) {
+			case string:
+				names = []any{t}
+			case []any:
+				names = t
+			default:
+				return nil, false
+			}
+			fs.types = []string{}
+			for _, n := range names {
+				s, ok := n.(string)
+				if !ok {
+					return nil, false
+				}
+				switch s {
+				case "null", "boolean", "number", "integer", "string", "array", "object":
+				default:
+					return nil, false
+				}
+				fs.types = append(fs.types, s)
+			}
+		case "enum":
+			vals, ok := x.([]any)
+			if !ok || len(vals) == 0 {
+				return nil, false
+			}
+			for _, e := range vals {
+				if _, isStr := e.(string); !isStr && e != nil {
+					return nil, false
+				}
+			}
+			fs.enum, fs.hasEnum = vals, true
+		case "format":
+			name, ok := x.(string)
+			if !ok {
+				return nil, false
+			}
+			// The compiler asserts the formats it knows and ignores the
+			// others; the same function is used here.
+			fs.format = jsonschema.Formats[name]
+		case "properties":
+			props, ok := x.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			fs.props = map[string]*fastSchema{}
+			for name, sub := range props {
+				child, ok := fastNode(sub)
+				if !ok {
+					return nil, false
+				}
+				fs.props[name] = child
+			}
+		case "required":
+			names, ok := x.([]any)
+			if !ok {
+				return nil, false
+			}
+			for _, n := range names {
+				s, ok := n.(string)
+				if !ok {
+					return nil, false
+				}
+				fs.required = append(fs.required, s)
+			}
+		default:
+			return nil, false
+		}
+	}
+	return fs, true
+}
+
+// valid reports whether v certainly satisfies the schema.
+func (fs *fastSchema) valid(v any) bool {
+	if fs.types != nil {
+		vt, ok := fastJSONType(v)
+		if !ok {
+			return false
+		}
+		matched := false
+		for _, t := range fs.types {
+			if t == vt || (t == "integer" && vt == "number" && isIntegerLiteral(v)) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			return false
+		}
+	}
+	if fs.hasEnum {
+		found := false
+		switch x := v.(type) {
+		case string:
+			for _, e := range fs.enum {
+				if s, ok := e.(string); ok && s == x {
+					found = true
+					break
+				}
+			}
+		case nil:
+			for _, e := range fs.enum {
+				if e == nil {
+					found = true
+					break
+				}
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if fs.format != nil && !fs.format(v) {
+		return false
+	}
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		return true
+	}
+	for _, name := range fs.required {
+		if _, ok := obj[name]; !ok {
+			return false
+		}
+	}
+	for name, sub := range fs.props {
+		if pv, ok := obj[name]; ok && !sub.valid(pv) {
+			return false
+		}
+	}
+	return true
+}
+
+// fastJSONType is the validator's JSON type of a decoded value; false for a
+// value the fast check leaves to the validator.
+func fastJSONType(v any) (string, bool) {
+	switch v.(type) {
+	case nil:
+		return "null", true
+	case bool:
+		return "boolean", true
+	case json.Number:
+		return "number", true
+	case string:
+		return "string", true
+	case []any:
+		return "array", true
+	case map[string]any:
+		return "object", true
+	}
+	return "", false
+}
+
+// isIntegerLiteral reports a json.Number written as -?[0-9]+: certainly an
+// integer. Other integral forms (1.0, 1e2) are left to the validator.
+func isIntegerLiteral(v any) bool {
+	n, ok := v.(json.Number)
+	if !ok {
+		return false
+	}
+	s := string(n)
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func setPathCreate(doc map[string]any, path string, v any) {
