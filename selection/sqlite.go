@@ -20,6 +20,12 @@ import (
 type SQLite struct {
 	w, r *sql.DB
 	path string
+	// Statements prepared once on the writer connection (before any
+	// transaction: the writer pool has one connection, so preparing on the
+	// pool inside a transaction would wait for itself). Transactions use
+	// them through Tx.StmtContext.
+	journalStmt *sql.Stmt // one target's journal entry
+	recordsStmt *sql.Stmt // recordsPerInsert records
 }
 
 // DefaultStorePath is the store under the user's state directory:
@@ -129,6 +135,14 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("store schema: %w", err)
 	}
 	_ = os.Chmod(path, 0o600)
+	if s.journalStmt, err = w.PrepareContext(ctx, journalSQL); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if s.recordsStmt, err = w.PrepareContext(ctx, insertRecordsSQL(recordsPerInsert)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	return s, nil
 }
 
@@ -137,7 +151,13 @@ func (s *SQLite) Path() string { return s.path }
 
 // Close closes the store.
 func (s *SQLite) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	var errs []error
+	for _, st := range []*sql.Stmt{s.journalStmt, s.recordsStmt} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(append(errs, s.r.Close(), s.w.Close())...)
 }
 
 func mustJSON(v any) string {
@@ -157,22 +177,49 @@ func (s *SQLite) CreateSelection(ctx context.Context, sel *Selection) error {
 	return nil
 }
 
+// recordsPerInsert is how many records one INSERT statement adds: one
+// statement per row made PutRecords pay a statement execution per record.
+const recordsPerInsert = 100
+
+// recordColumns is the number of values bound per record.
+const recordColumns = 11
+
+// insertRecordsSQL is an INSERT of n records.
+func insertRecordsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO records (selection_id, id, disposition, rule, note, version, source, review, before, groups, restore) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	}
+	return b.String()
+}
+
 func (s *SQLite) PutRecords(ctx context.Context, selectionID string, recs []Record) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("put records: %w", err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO records (selection_id, id, disposition, rule, note, version, source, review, before, groups, restore)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("put records: %w", err)
-	}
-	defer stmt.Close()
-	for _, r := range recs {
-		if _, err := stmt.ExecContext(ctx, selectionID, r.ID, r.Disposition, r.Rule, r.Note, r.Version, r.Source,
-			mustJSON(nonNil(r.Review)), mustJSON(nonNil(r.Before)), mustJSON(nonNil(r.Groups)), mustJSON(nonNil(r.Restore))); err != nil {
-			return fmt.Errorf("put record %q: %w", r.ID, err)
+	full := tx.StmtContext(ctx, s.recordsStmt)
+	defer full.Close()
+	args := make([]any, 0, recordsPerInsert*recordColumns)
+	for start := 0; start < len(recs); start += recordsPerInsert {
+		chunk := recs[start:min(start+recordsPerInsert, len(recs))]
+		args = args[:0]
+		for _, r := range chunk {
+			args = append(args, selectionID, r.ID, r.Disposition, r.Rule, r.Note, r.Version, r.Source,
+				mustJSON(nonNil(r.Review)), mustJSON(nonNil(r.Before)), mustJSON(nonNil(r.Groups)), mustJSON(nonNil(r.Restore)))
+		}
+		if len(chunk) == recordsPerInsert {
+			_, err = full.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, insertRecordsSQL(len(chunk)), args...)
+		}
+		if err != nil {
+			return fmt.Errorf("put records %q to %q: %w", chunk[0].ID, chunk[len(chunk)-1].ID, err)
 		}
 	}
 	return tx.Commit()
@@ -398,6 +445,8 @@ type targetDoc struct {
 	DoneAt     *time.Time     `json:"done_at,omitempty"`
 }
 
+const journalSQL = `UPDATE targets SET outcome = ?, version = ?, doc = ? WHERE operation_id = ? AND id = ?`
+
 func (s *SQLite) Journal(ctx context.Context, operationID string, entries []Target) error {
 	if len(entries) == 0 {
 		return nil
@@ -407,10 +456,7 @@ func (s *SQLite) Journal(ctx context.Context, operationID string, entries []Targ
 		return fmt.Errorf("journal: %w", err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `UPDATE targets SET outcome = ?, version = ?, doc = ? WHERE operation_id = ? AND id = ?`)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
+	stmt := tx.StmtContext(ctx, s.journalStmt)
 	defer stmt.Close()
 	for _, t := range entries {
 		doc := targetDoc{HTTPStatus: t.HTTPStatus, Note: t.Note, After: t.After, RequestID: t.RequestID,
