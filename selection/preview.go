@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -59,10 +60,12 @@ type PreviewResult struct {
 	Outcome   upstream.Outcome
 }
 
+// recordBatch is how many records go to the store at once.
+const recordBatch = 1000
+
 // classifier turns scanned items into records and streams them to the
 // store in batches, counting as it goes.
 type classifier struct {
-	ctx     context.Context
 	store   Store
 	sel     *Selection
 	req     PreviewRequest
@@ -77,6 +80,12 @@ type classifier struct {
 	bcount  map[string]map[string]*upstream.Group
 	acount  map[string]map[string]*upstream.Group
 	samples []Record
+	w       *recordWriter
+	// stream digests the records as they are classified, while they
+	// arrive in strictly ascending id order with values that read back
+	// from the store unchanged (see streamable); nil once they do not,
+	// and the digest is then computed from the store.
+	stream *Digester
 }
 
 func (c *classifier) Add(it *upstream.Item) error {
@@ -113,20 +122,148 @@ func (c *classifier) add(rec Record) error {
 			c.samples = append(c.samples, rec)
 		}
 	}
+	// Add refuses a record out of id order.
+	if c.stream != nil && (!streamable(&rec) || c.stream.Add(rec) != nil) {
+		c.stream = nil
+	}
 	c.batch = append(c.batch, rec)
-	if len(c.batch) >= 1000 {
-		return c.flushLocked()
+	if len(c.batch) >= recordBatch {
+		if err := c.w.err(); err != nil {
+			return err
+		}
+		c.w.put(c.batch)
+		c.batch = make([]Record, 0, recordBatch)
 	}
 	return nil
 }
 
-func (c *classifier) flushLocked() error {
-	if len(c.batch) == 0 {
-		return nil
+// recordWriter writes batches of records to the store from its own
+// goroutine, so that the scan (which calls the classifier with its lock
+// held) does not wait for the store. It holds at most two batches besides
+// the one being written; put blocks beyond that.
+type recordWriter struct {
+	store  Store
+	selID  string
+	ctx    context.Context
+	cancel context.CancelFunc
+	queue  chan []Record
+	done   chan struct{}
+	closed bool
+	puts   int // batches handed over
+
+	mu        sync.Mutex
+	firstErr  error
+	failedPut int // the batch that failed, counting from 1
+}
+
+func newRecordWriter(ctx context.Context, store Store, selID string) *recordWriter {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &recordWriter{store: store, selID: selID, ctx: ctx, cancel: cancel, queue: make(chan []Record, 2), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+func (w *recordWriter) run() {
+	defer close(w.done)
+	n := 0
+	for batch := range w.queue {
+		n++
+		// After a failure the rest is drained, never written: the
+		// selection fails.
+		if w.err() != nil {
+			continue
+		}
+		if err := w.store.PutRecords(w.ctx, w.selID, batch); err != nil {
+			w.mu.Lock()
+			w.firstErr, w.failedPut = err, n
+			w.mu.Unlock()
+		}
 	}
-	err := c.store.PutRecords(c.ctx, c.sel.ID, c.batch)
-	c.batch = c.batch[:0]
-	return err
+}
+
+// err is the first write error so far.
+func (w *recordWriter) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.firstErr
+}
+
+// put hands a batch to the writer; the writer owns it from then on.
+func (w *recordWriter) put(batch []Record) {
+	w.puts++
+	w.queue <- batch
+}
+
+// finish writes the last batch, waits for every batch handed over and
+// returns the first write error, and whether it was one of the batches
+// handed over before the last (while the records were being read).
+func (w *recordWriter) finish(last []Record) (duringScan bool, err error) {
+	handed := w.puts
+	if len(last) > 0 {
+		w.put(last)
+	}
+	w.close()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.firstErr != nil && w.failedPut <= handed, w.firstErr
+}
+
+// abort stops writing and waits for the goroutine to end: the selection
+// failed, its records do not matter.
+func (w *recordWriter) abort() {
+	w.cancel()
+	w.close()
+}
+
+func (w *recordWriter) close() {
+	if !w.closed {
+		w.closed = true
+		close(w.queue)
+	}
+	<-w.done
+	w.cancel()
+}
+
+// streamable reports whether a record's values read back from the store
+// exactly as they are (stored as JSON, read with numbers as json.Number), so
+// that digesting it now gives the bytes a digest over the stored records
+// would. Values decoded from JSON always do; a float64 (encoded in another
+// number form) or a string that is not valid UTF-8 (replaced byte by byte
+// when stored, by runs when digested) does not.
+func streamable(r *Record) bool {
+	return utf8.ValidString(r.ID) && utf8.ValidString(r.Disposition) && utf8.ValidString(r.Note) && utf8.ValidString(r.Version) &&
+		roundTrips(r.Review) && roundTrips(r.Before) && roundTrips(r.Restore)
+}
+
+func roundTrips(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, json.Number, int, int64:
+		return true
+	case string:
+		return utf8.ValidString(x)
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) || !roundTrips(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !roundTrips(e) {
+				return false
+			}
+		}
+		return true
+	case []string:
+		for _, e := range x {
+			if !utf8.ValidString(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func bump(m map[string]map[string]*upstream.Group, dim string, v any) {
@@ -289,15 +426,26 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 	if err := p.Store.CreateSelection(ctx, sel); err != nil {
 		return nil, err
 	}
-	c := &classifier{ctx: ctx, store: p.Store, sel: sel, req: req, review: r.ReviewFields(), groups: reviewGroups(r),
+	// The digest's header is known before the scan: the records can be
+	// digested as they arrive.
+	stream, err := NewDigester(sel)
+	if err != nil {
+		p.fail(sel)
+		return nil, err
+	}
+	c := &classifier{store: p.Store, sel: sel, req: req, review: r.ReviewFields(), groups: reviewGroups(r),
 		effect: a.EffectFields(), excl: map[int]int{}, gcount: map[string]map[string]*upstream.Group{}, bcount: map[string]map[string]*upstream.Group{},
-		acount: map[string]map[string]*upstream.Group{}}
+		acount: map[string]map[string]*upstream.Group{}, batch: make([]Record, 0, recordBatch), stream: stream,
+		w: newRecordWriter(ctx, p.Store, sel.ID)}
+	// Whatever happens, no writer goroutine outlives the preview.
+	defer c.w.abort()
 
 	var out upstream.Outcome
 	if kind == KindScope {
 		scan := r.NewScan(upstream.ScanSpec{Filter: req.Filter, RequestID: req.RequestID, Sink: c,
 			Decision: decisionFields(req), KeepViolations: true})
 		if err := scan.Run(ctx, req.Budget); err != nil {
+			c.w.abort()
 			p.fail(sel)
 			return nil, err
 		}
@@ -305,15 +453,22 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 	} else {
 		out, err = p.readExplicit(ctx, req, c)
 		if err != nil {
+			c.w.abort()
 			p.fail(sel)
 			return nil, err
 		}
 	}
 	c.mu.Lock()
-	err = c.flushLocked()
+	last := c.batch
+	c.batch = nil
 	c.mu.Unlock()
-	if err != nil {
+	if duringScan, err := c.w.finish(last); err != nil {
 		p.fail(sel)
+		if duringScan && kind == KindScope {
+			// As when the scan's sink fails: the batch was written while
+			// the scan ran.
+			return nil, recordError(err)
+		}
 		return nil, err
 	}
 
@@ -338,14 +493,18 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 	sel.Blockers = blockers(out, sum, a)
 	sel.Committable = len(sel.Blockers) == 0
 
-	d, err := NewDigester(sel)
-	if err != nil {
-		p.fail(sel)
-		return nil, err
-	}
-	if err := p.Store.EachRecord(ctx, sel.ID, d.Add); err != nil {
-		p.fail(sel)
-		return nil, err
+	// Records that came in id order were digested as they came; others
+	// are digested from the store, where they are in id order.
+	d := c.stream
+	if d == nil {
+		if d, err = NewDigester(sel); err != nil {
+			p.fail(sel)
+			return nil, err
+		}
+		if err := p.Store.EachRecord(ctx, sel.ID, d.Add); err != nil {
+			p.fail(sel)
+			return nil, err
+		}
 	}
 	if sel.Digest, err = d.Sum(); err != nil {
 		p.fail(sel)
@@ -439,6 +598,11 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 	out.Continuation = envelope.ContinueNone
 	out.Sources = []envelope.SourceCoverage{{Name: r.Name, Status: envelope.SourceComplete, Pages: out.Pages, ItemsScanned: out.ItemsScanned}}
 	return out, nil
+}
+
+// recordError is the error a scan ends with when its sink fails.
+func recordError(err error) error {
+	return &upstream.ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, "airlock could not record the scanned items."), Err: err}
 }
 
 // readError maps a failed single-item read to a scan error.
