@@ -91,7 +91,7 @@ CREATE TABLE IF NOT EXISTS targets (
 	doc TEXT NOT NULL,
 	PRIMARY KEY (operation_id, id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS targets_by_outcome ON targets(operation_id, outcome, id);
+DROP INDEX IF EXISTS targets_by_outcome;
 CREATE TABLE IF NOT EXISTS approvals (
 	id TEXT PRIMARY KEY,
 	selection_id TEXT NOT NULL,
