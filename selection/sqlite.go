@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -29,6 +30,149 @@ type SQLite struct {
 	// them through Tx.StmtContext.
 	journalStmt *sql.Stmt // one target's journal entry
 	recordsStmt *sql.Stmt // recordsPerInsert records
+
+	// Journal and Audit calls go through one goroutine that commits the
+	// calls waiting at the same time in one transaction (see groupCommit).
+	group       chan groupWrite
+	groupDone   chan struct{}
+	groupMu     sync.RWMutex
+	groupClosed bool
+}
+
+// groupWrite is one Journal or Audit call: its statements run in a shared
+// transaction, inside a savepoint of their own, and done receives the
+// call's result once the transaction is committed.
+type groupWrite struct {
+	what string
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// maxGroup bounds the calls one transaction commits.
+const maxGroup = 64
+
+// errClosed is what a write to a closed store returns.
+var errClosed = errors.New("store closed")
+
+// write runs fn in the next group transaction and returns when that
+// transaction is committed (or fn failed, leaving nothing behind). A
+// caller whose context is already done gets its error and writes
+// nothing; once queued, the write completes whatever the context does,
+// so that the answer is always what happened.
+func (s *SQLite) write(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	done := make(chan error, 1)
+	s.groupMu.RLock()
+	if s.groupClosed {
+		s.groupMu.RUnlock()
+		return fmt.Errorf("%s: %w", what, errClosed)
+	}
+	s.group <- groupWrite{what: what, fn: fn, done: done}
+	s.groupMu.RUnlock()
+	err := <-done
+	if p, ok := err.(callPanic); ok {
+		// A call that panics panics in its caller, as it did before
+		// writes were grouped.
+		panic(p.v)
+	}
+	return err
+}
+
+// callPanic carries a call's panic back to its caller.
+type callPanic struct{ v any }
+
+func (p callPanic) Error() string { return fmt.Sprint("panic: ", p.v) }
+
+// run runs one call's statements, turning a panic into a callPanic.
+func (g groupWrite) run(tx *sql.Tx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = callPanic{v}
+		}
+	}()
+	return g.fn(tx)
+}
+
+// groupCommit commits queued writes: it takes every call waiting (up to
+// maxGroup) into one transaction, each call in its own savepoint so that
+// a failing call leaves nothing behind and does not fail the others. A
+// commit costs the same for one call as for many, so concurrent writers
+// (a commit's journal and its audit of every request) share them.
+func (s *SQLite) groupCommit() {
+	defer close(s.groupDone)
+	batch := make([]groupWrite, 0, maxGroup)
+	for first := range s.group {
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < maxGroup {
+			select {
+			case g, ok := <-s.group:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, g)
+			default:
+				break drain
+			}
+		}
+		s.commitGroup(batch)
+	}
+}
+
+func (s *SQLite) commitGroup(batch []groupWrite) {
+	// Statements never see a caller's context: a cancelled statement
+	// would roll back the whole transaction, other calls included.
+	ctx := context.Background()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		for _, g := range batch {
+			g.done <- fmt.Errorf("%s: %w", g.what, err)
+		}
+		return
+	}
+	defer tx.Rollback()
+	errs := make([]error, len(batch))
+	if len(batch) == 1 {
+		if errs[0] = batch[0].run(tx); errs[0] != nil {
+			batch[0].done <- errs[0]
+			return
+		}
+	} else {
+		for i, g := range batch {
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT call`); err != nil {
+				s.failGroup(batch, err)
+				return
+			}
+			if errs[i] = g.run(tx); errs[i] != nil {
+				if _, err := tx.ExecContext(ctx, `ROLLBACK TO call`); err != nil {
+					s.failGroup(batch, err)
+					return
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE call`); err != nil {
+				s.failGroup(batch, err)
+				return
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		// As a call's own commit failing: the error as it is.
+		for _, g := range batch {
+			g.done <- err
+		}
+		return
+	}
+	for i, g := range batch {
+		g.done <- errs[i]
+	}
+}
+
+func (s *SQLite) failGroup(batch []groupWrite, err error) {
+	for _, g := range batch {
+		g.done <- fmt.Errorf("%s: %w", g.what, err)
+	}
 }
 
 // DefaultStorePath is the store under the user's state directory:
@@ -146,6 +290,8 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		s.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	s.group, s.groupDone = make(chan groupWrite, maxGroup), make(chan struct{})
+	go s.groupCommit()
 	return s, nil
 }
 
@@ -154,6 +300,13 @@ func (s *SQLite) Path() string { return s.path }
 
 // Close closes the store.
 func (s *SQLite) Close() error {
+	s.groupMu.Lock()
+	if s.group != nil && !s.groupClosed {
+		s.groupClosed = true
+		close(s.group)
+		<-s.groupDone
+	}
+	s.groupMu.Unlock()
 	var errs []error
 	for _, st := range []*sql.Stmt{s.journalStmt, s.recordsStmt} {
 		if st != nil {
@@ -884,28 +1037,31 @@ func (s *SQLite) Journal(ctx context.Context, operationID string, entries []Targ
 	if len(entries) == 0 {
 		return nil
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+	return s.write(ctx, "journal", s.journalEntries(operationID, entries))
+}
+
+// journalEntries applies entries in a write transaction.
+func (s *SQLite) journalEntries(operationID string, entries []Target) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		ctx := context.Background()
+		stmt := tx.StmtContext(ctx, s.journalStmt)
+		defer stmt.Close()
+		for _, t := range entries {
+			doc := targetDoc{HTTPStatus: t.HTTPStatus, Note: t.Note, After: t.After, RequestID: t.RequestID,
+				Attempts: t.Attempts, AttemptAt: t.AttemptAt, DoneAt: t.DoneAt}
+			if t.Problem != nil {
+				doc.Problem = t.Problem
+			}
+			res, err := stmt.ExecContext(ctx, t.Outcome, t.Version, mustJSON(doc), operationID, t.ID)
+			if err != nil {
+				return fmt.Errorf("journal %q: %w", t.ID, err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return fmt.Errorf("journal %q: %w", t.ID, ErrNotFound)
+			}
+		}
+		return nil
 	}
-	defer tx.Rollback()
-	stmt := tx.StmtContext(ctx, s.journalStmt)
-	defer stmt.Close()
-	for _, t := range entries {
-		doc := targetDoc{HTTPStatus: t.HTTPStatus, Note: t.Note, After: t.After, RequestID: t.RequestID,
-			Attempts: t.Attempts, AttemptAt: t.AttemptAt, DoneAt: t.DoneAt}
-		if t.Problem != nil {
-			doc.Problem = t.Problem
-		}
-		res, err := stmt.ExecContext(ctx, t.Outcome, t.Version, mustJSON(doc), operationID, t.ID)
-		if err != nil {
-			return fmt.Errorf("journal %q: %w", t.ID, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("journal %q: %w", t.ID, ErrNotFound)
-		}
-	}
-	return tx.Commit()
 }
 
 func (s *SQLite) Targets(ctx context.Context, operationID string, q TargetQuery) ([]Target, error) {
@@ -1135,18 +1291,20 @@ func (s *SQLite) Audit(ctx context.Context, events []AuditEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	defer tx.Rollback()
-	for _, e := range events {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO audit (at, operation_id, selection_id, doc) VALUES (?, ?, ?, ?)`,
-			e.At.UnixNano(), e.OperationID, e.SelectionID, mustJSON(e)); err != nil {
-			return fmt.Errorf("audit: %w", err)
+	return s.write(ctx, "audit", auditEvents(events))
+}
+
+// auditEvents inserts events in a write transaction.
+func auditEvents(events []AuditEvent) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		for _, e := range events {
+			if _, err := tx.ExecContext(context.Background(), `INSERT INTO audit (at, operation_id, selection_id, doc) VALUES (?, ?, ?, ?)`,
+				e.At.UnixNano(), e.OperationID, e.SelectionID, mustJSON(e)); err != nil {
+				return fmt.Errorf("audit: %w", err)
+			}
 		}
+		return nil
 	}
-	return tx.Commit()
 }
 
 func (s *SQLite) AuditTrail(ctx context.Context, operationID string) ([]AuditEvent, error) {
