@@ -81,6 +81,10 @@ type classifier struct {
 	acount  map[string]map[string]*upstream.Group
 	samples []Record
 	w       *recordWriter
+	// filterKeys are the filter's names, sorted.
+	filterKeys []string
+	// key is a buffer for group keys.
+	key []byte
 	// stream digests the records as they are classified, while they
 	// arrive in strictly ascending id order with values that read back
 	// from the store unchanged (see streamable); nil once they do not,
@@ -101,15 +105,15 @@ func (c *classifier) add(rec Record) error {
 	case Member:
 		c.sum.Members++
 		for _, g := range c.groups {
-			bump(c.gcount, g, rec.Groups[g])
+			c.bump(c.gcount, g, rec.Groups[g])
 		}
 		for _, f := range c.effect {
-			bump(c.bcount, f, rec.Before[f])
+			c.bump(c.bcount, f, rec.Before[f])
 		}
 		if rec.Restore != nil {
 			if after, err := c.req.Action.AfterFor(c.req.Params, rec.Restore); err == nil {
 				for _, f := range c.effect {
-					bump(c.acount, f, after[f])
+					c.bump(c.acount, f, after[f])
 				}
 			}
 		}
@@ -266,15 +270,24 @@ func roundTrips(v any) bool {
 	return false
 }
 
-func bump(m map[string]map[string]*upstream.Group, dim string, v any) {
+// bump counts a value of a dimension. The value's key is its canonical
+// encoding, built in a buffer the classifier reuses (a string is made only
+// for a new value).
+func (c *classifier) bump(m map[string]map[string]*upstream.Group, dim string, v any) {
 	vals := m[dim]
 	if vals == nil {
 		vals = map[string]*upstream.Group{}
 		m[dim] = vals
 	}
-	k := string(mustCanonical(v))
-	g := vals[k]
+	key, err := AppendCanonical(c.key[:0], v)
+	if err != nil {
+		key = mustCanonical(v)
+	} else {
+		c.key = key
+	}
+	g := vals[string(key)]
 	if g == nil {
+		k := string(key)
 		if len(vals) >= maxGroupValues {
 			k = "\x00other"
 			if g = vals[k]; g == nil {
@@ -305,7 +318,7 @@ func (c *classifier) classify(id, version, source string, doc map[string]any, br
 	r := c.req.Resource
 	rec := Record{ID: id, Version: version, Source: source, Rule: 0}
 	rec.Review, _ = r.Project(doc, c.review)
-	rec.Groups = map[string]any{}
+	rec.Groups = make(map[string]any, len(c.groups))
 	for _, g := range c.groups {
 		v, _ := upstream.GetPath(doc, r.FieldPath(g))
 		rec.Groups[g] = v
@@ -327,7 +340,7 @@ func (c *classifier) classify(id, version, source string, doc map[string]any, br
 		rec.Disposition, rec.Note = Ambiguous, broken[0].Describe()
 		return rec
 	}
-	for _, f := range sortedKeys(c.req.Filter) {
+	for _, f := range c.filterKeys {
 		if _, ok := upstream.GetPath(doc, r.FieldPath(filterField(r, f))); !ok {
 			rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("filter field %s is missing", filterField(r, f))
 			return rec
@@ -435,7 +448,7 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 	}
 	c := &classifier{store: p.Store, sel: sel, req: req, review: r.ReviewFields(), groups: reviewGroups(r),
 		effect: a.EffectFields(), excl: map[int]int{}, gcount: map[string]map[string]*upstream.Group{}, bcount: map[string]map[string]*upstream.Group{},
-		acount: map[string]map[string]*upstream.Group{}, batch: make([]Record, 0, recordBatch), stream: stream,
+		acount: map[string]map[string]*upstream.Group{}, batch: make([]Record, 0, recordBatch), stream: stream, filterKeys: sortedKeys(req.Filter),
 		w: newRecordWriter(ctx, p.Store, sel.ID)}
 	// Whatever happens, no writer goroutine outlives the preview.
 	defer c.w.abort()
