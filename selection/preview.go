@@ -3,10 +3,12 @@ package selection
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -81,6 +83,9 @@ type classifier struct {
 	acount  map[string]map[string]*upstream.Group
 	samples []Record
 	w       *recordWriter
+	// q classifies a scope scan's items on a goroutine of its own (nil for
+	// named ids, classified as they are read).
+	q *itemQueue
 	// filterKeys are the filter's names, sorted.
 	filterKeys []string
 	// key is a buffer for group keys.
@@ -93,8 +98,117 @@ type classifier struct {
 }
 
 func (c *classifier) Add(it *upstream.Item) error {
+	if c.q != nil {
+		return c.q.add(it)
+	}
 	rec := c.classify(it.ID, it.Version, it.Source, it.Doc, it.Violations)
 	return c.add(rec)
+}
+
+// itemBatch is how many scanned items go to the classifying goroutine at
+// once.
+const itemBatch = 250
+
+// itemQueue classifies a scan's items on a goroutine of its own: the scan
+// hands them over (Sink.Add, called with the scan's lock held) and goes on
+// to read the next page while they are classified, counted, digested and
+// queued for the store, in the order they were handed over. The scan does
+// not touch an item once it has handed it over.
+type itemQueue struct {
+	c    *classifier
+	done chan struct{}
+	stop atomic.Bool
+
+	mu      sync.Mutex // pending, queue sends, closed
+	pending []*upstream.Item
+	queue   chan []*upstream.Item
+	closed  bool
+
+	emu sync.Mutex
+	err error
+}
+
+func newItemQueue(c *classifier) *itemQueue {
+	q := &itemQueue{c: c, done: make(chan struct{}), queue: make(chan []*upstream.Item, 8), pending: make([]*upstream.Item, 0, itemBatch)}
+	go q.run()
+	return q
+}
+
+func (q *itemQueue) run() {
+	defer close(q.done)
+	for batch := range q.queue {
+		// After a failure or an abort the rest is drained, never
+		// classified.
+		if q.stop.Load() || q.firstErr() != nil {
+			continue
+		}
+		for _, it := range batch {
+			if err := q.c.add(q.c.classify(it.ID, it.Version, it.Source, it.Doc, it.Violations)); err != nil {
+				q.emu.Lock()
+				q.err = err
+				q.emu.Unlock()
+				break
+			}
+		}
+	}
+}
+
+func (q *itemQueue) firstErr() error {
+	q.emu.Lock()
+	defer q.emu.Unlock()
+	return q.err
+}
+
+// add hands an item over. It returns the first error classifying or
+// storing met so far: the scan stops, as it did when the sink failed.
+func (q *itemQueue) add(it *upstream.Item) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return errors.New("preview: item handed over after the scan ended")
+	}
+	q.pending = append(q.pending, it)
+	if len(q.pending) < itemBatch {
+		return nil
+	}
+	if err := q.firstErr(); err != nil {
+		return err
+	}
+	if err := q.c.w.err(); err != nil {
+		return err
+	}
+	q.queue <- q.pending
+	q.pending = make([]*upstream.Item, 0, itemBatch)
+	return nil
+}
+
+// finish classifies the items still pending, waits until every item is
+// classified and returns the first error.
+func (q *itemQueue) finish() error {
+	q.mu.Lock()
+	if !q.closed && len(q.pending) > 0 {
+		q.queue <- q.pending
+		q.pending = nil
+	}
+	q.mu.Unlock()
+	q.close()
+	return q.firstErr()
+}
+
+// abort drops what is left and waits for the goroutine to end.
+func (q *itemQueue) abort() {
+	q.stop.Store(true)
+	q.close()
+}
+
+func (q *itemQueue) close() {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.queue)
+	}
+	q.mu.Unlock()
+	<-q.done
 }
 
 func (c *classifier) add(rec Record) error {
@@ -450,19 +564,32 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 		effect: a.EffectFields(), excl: map[int]int{}, gcount: map[string]map[string]*upstream.Group{}, bcount: map[string]map[string]*upstream.Group{},
 		acount: map[string]map[string]*upstream.Group{}, batch: make([]Record, 0, recordBatch), stream: stream, filterKeys: sortedKeys(req.Filter),
 		w: newRecordWriter(ctx, p.Store, sel.ID)}
-	// Whatever happens, no writer goroutine outlives the preview.
-	defer c.w.abort()
+	// Whatever happens, no goroutine of the preview outlives it.
+	defer func() {
+		if c.q != nil {
+			c.q.abort()
+		}
+		c.w.abort()
+	}()
 
 	var out upstream.Outcome
 	if kind == KindScope {
+		c.q = newItemQueue(c)
 		scan := r.NewScan(upstream.ScanSpec{Filter: req.Filter, RequestID: req.RequestID, Sink: c,
 			Decision: decisionFields(req), KeepViolations: true})
 		if err := scan.Run(ctx, req.Budget); err != nil {
+			c.q.abort()
 			c.w.abort()
 			p.fail(sel)
 			return nil, err
 		}
 		out = scan.Outcome()
+		if err := c.q.finish(); err != nil {
+			// The sink failed: as when it failed during the scan.
+			c.w.abort()
+			p.fail(sel)
+			return nil, recordError(err)
+		}
 	} else {
 		out, err = p.readExplicit(ctx, req, c)
 		if err != nil {

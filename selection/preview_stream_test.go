@@ -154,7 +154,7 @@ func writerGoroutines() int {
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "selection.(*recordWriter).run")
+			return strings.Count(string(buf[:n]), "selection.(*recordWriter).run") + strings.Count(string(buf[:n]), "selection.(*itemQueue).run")
 		}
 		buf = make([]byte, 2*len(buf))
 	}
