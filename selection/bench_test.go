@@ -223,8 +223,9 @@ func resetPeakRSS(b *testing.B) (baseKB int, reset bool) {
 }
 
 // phaseStore times the preview's two store phases: writing records while
-// the scan runs (PutRecords, on the scan's path: the next page waits) and
-// reading them back for the digest (EachRecord, after the scan).
+// the scan runs (PutRecords, on the preview's writer goroutine, beside the
+// scan) and reading them back for the digest (EachRecord, after the scan,
+// only when the records did not arrive in id order).
 type phaseStore struct {
 	selection.Store
 	put, reread time.Duration
@@ -250,9 +251,11 @@ func (p *phaseStore) EachRecord(ctx context.Context, selectionID string, fn func
 // the same iteration (the same fixture, HTTP and JSON decoding, a sink that
 // only counts): what the selection work costs on top of reading;
 // cpu-ratio-to-scan is the same ratio in CPU time. write-to-scan and
-// digest-to-scan split the preview: the time spent in PutRecords (inside the
-// scan) and in the EachRecord pass that computes the digest, each over the
-// bare scan's time.
+// digest-to-scan split the preview: the time spent in PutRecords (on the
+// writer goroutine, overlapping the scan) and in the EachRecord pass that
+// computes the digest, each over the bare scan's time. This scope arrives
+// in id order, so the digest is computed as records arrive and
+// digest-to-scan is 0.
 //
 // peak-rss-MB is the process's peak RSS during the preview, fixture server
 // included, measured from a reset peak (base-rss-MB is what it was reset
