@@ -41,9 +41,10 @@ func (e *Engine) audit(ctx context.Context, events ...AuditEvent) {
 // previewed, who asked to commit).
 func (e *Engine) Audit(ctx context.Context, events ...AuditEvent) { e.audit(ctx, events...) }
 
-// call records one external call of an operation.
+// call records one external call of an operation. The record is queued
+// with the journal and written before the operation reports its status.
 func (r *run) call(method, path, target string, status int, d time.Duration, reqID string) {
-	r.e.audit(context.Background(), AuditEvent{At: r.e.Clock.Now(), Kind: AuditCall, OperationID: r.op.ID, SelectionID: r.op.SelectionID,
+	r.j.record(AuditEvent{At: r.e.Clock.Now(), Kind: AuditCall, OperationID: r.op.ID, SelectionID: r.op.SelectionID,
 		Digest: r.op.Digest, Event: "request", Method: method, PathTemplate: path, TargetID: target, Status: status,
 		DurationMS: d.Milliseconds(), RequestID: reqID})
 }

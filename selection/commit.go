@@ -260,7 +260,7 @@ func (e *Engine) start(op *Operation, sel *Selection, a *upstream.Action, progre
 	}
 	e.running[op.ID] = r
 	e.mu.Unlock()
-	r.j = newJournal(e.Store, op.ID)
+	r.j = newJournal(e.Store, op.ID, func(events []AuditEvent) { e.audit(context.Background(), events...) })
 	go r.execute()
 	return r
 }

@@ -8,10 +8,13 @@ import (
 // journal writes target transitions through the store with group commit:
 // concurrent writers' entries share one transaction. An intent is durable
 // before write returns; an outcome may be queued (it is flushed before the
-// operation reports its final status).
+// operation reports its final status). The audit records of the
+// operation's external calls are queued the same way, so that a worker
+// never waits for the audit trail between two targets.
 type journal struct {
 	store Store
 	opID  string
+	audit func([]AuditEvent)
 	ch    chan jreq
 	done  chan struct{}
 	mu    sync.Mutex
@@ -20,11 +23,14 @@ type journal struct {
 
 type jreq struct {
 	entries []Target
+	events  []AuditEvent
 	ack     chan error
 }
 
-func newJournal(store Store, opID string) *journal {
-	j := &journal{store: store, opID: opID, ch: make(chan jreq, 1024), done: make(chan struct{})}
+// newJournal starts the journal of operation opID; audit writes the queued
+// audit events.
+func newJournal(store Store, opID string, audit func([]AuditEvent)) *journal {
+	j := &journal{store: store, opID: opID, audit: audit, ch: make(chan jreq, 1024), done: make(chan struct{})}
 	go j.loop()
 	return j
 }
@@ -46,12 +52,22 @@ func (j *journal) loop() {
 			}
 		}
 		var entries []Target
+		var events []AuditEvent
 		for _, r := range batch {
 			entries = append(entries, r.entries...)
+			events = append(events, r.events...)
+		}
+		if len(events) > 0 {
+			// Before the outcomes they led to; an audit failure is
+			// logged by audit and does not stop the operation.
+			j.audit(events)
 		}
 		// The journal outlives the caller's context: an outcome observed
 		// must be recorded even if the caller went away.
-		err := j.store.Journal(context.Background(), j.opID, entries)
+		var err error
+		if len(entries) > 0 {
+			err = j.store.Journal(context.Background(), j.opID, entries)
+		}
 		if err != nil {
 			j.mu.Lock()
 			if j.err == nil {
@@ -77,6 +93,11 @@ func (j *journal) intent(entries ...Target) error {
 // outcome queues entries.
 func (j *journal) outcome(entries ...Target) {
 	j.ch <- jreq{entries: entries}
+}
+
+// record queues audit events.
+func (j *journal) record(events ...AuditEvent) {
+	j.ch <- jreq{events: events}
 }
 
 // flush waits until every entry queued before it is durable.
