@@ -90,7 +90,7 @@ func RenderErrorsDoc() string {
 	b.WriteString("`isError: true`, and a `problem`: an RFC 9457 problem with airlock's members `code`\n")
 	b.WriteString("(stable), `retryable` (always present), `retry_after_seconds`, `next_action` (from the fixed\n")
 	b.WriteString("template below, never from caller or upstream text), `request_id` (also sent upstream as\n")
-	b.WriteString("`X-Request-Id` and logged), `errors[]` (every invalid field at once) and, for writes,\n")
+	b.WriteString("`X-Request-Id` and logged), `errors[]` (every invalid field at once, up to 20: the `detail` says when there were more) and, for writes,\n")
 	b.WriteString("`state_changed` (`none`, `partial`, `unknown`). Rendered from `envelope/codes.go`\n")
 	b.WriteString("(`UPDATE_GOLDEN=1 go test ./envelope` regenerates it); a test fails when they differ.\n\n")
 	b.WriteString("Per target, an operation's results carry the same problems (with `state_changed`).\n")

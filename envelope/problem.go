@@ -102,10 +102,11 @@ func NewFieldError(field, code string, example any) FieldError {
 	return FieldError{Field: SafeName(field), Code: code, Message: mustLookup(code, KindFieldError).Message, Example: example}
 }
 
-// InvalidArguments builds the INVALID_ARGUMENTS problem listing every error.
+// InvalidArguments builds the INVALID_ARGUMENTS problem listing every error
+// (up to maxFieldErrors of them; the detail says how many there are).
 func InvalidArguments(errs []FieldError) *Problem {
-	names := make([]string, 0, len(errs))
-	for _, e := range errs {
+	names := make([]string, 0, min(len(errs), maxFieldErrors))
+	for _, e := range errs[:min(len(errs), maxFieldErrors)] {
 		names = append(names, e.Field)
 	}
 	detail := fmt.Sprintf("%d argument(s) are invalid: %s.", len(errs), strings.Join(names, ", "))
@@ -113,11 +114,20 @@ func InvalidArguments(errs []FieldError) *Problem {
 		detail = fmt.Sprintf("The argument %s is invalid: %s.", errs[0].Field, errs[0].Message)
 	}
 	p := NewProblem(ProblemInvalidArguments, detail)
+	p.SetErrors(errs)
+	return p
+}
+
+// SetErrors sets errors[], keeping the first maxFieldErrors so that a
+// problem stays a few hundred tokens whatever produced the list (an
+// upstream may reject hundreds of fields at once); when it cuts, the
+// detail says how many there were.
+func (p *Problem) SetErrors(errs []FieldError) {
 	if len(errs) > maxFieldErrors {
+		p.Detail = strings.TrimSpace(p.Detail + fmt.Sprintf(" The first %d of %d invalid fields are listed.", maxFieldErrors, len(errs)))
 		errs = errs[:maxFieldErrors]
 	}
 	p.Errors = errs
-	return p
 }
 
 // SafeName reduces a caller-supplied name (a field path, a filter key) to a

@@ -107,9 +107,11 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	}
 	if !sel.Committable {
 		p := problem(envelope.ProblemNotCommittable, fmt.Sprintf("The selection has %d blocker(s); it can be reviewed but not committed.", len(sel.Blockers)))
+		errs := make([]envelope.FieldError, 0, len(sel.Blockers))
 		for _, b := range sel.Blockers {
-			p.Errors = append(p.Errors, envelope.FieldError{Field: "selection_id", Code: b.Code, Message: b.Message})
+			errs = append(errs, envelope.FieldError{Field: "selection_id", Code: b.Code, Message: b.Message})
 		}
+		p.SetErrors(errs)
 		return nil, p
 	}
 	op := &Operation{

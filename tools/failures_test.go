@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -176,6 +177,38 @@ func TestUpstreamValidationErrors_AreTranslatedToTheArgumentsThatSentThem(t *tes
 				t.Fatalf("the corrected request must succeed: %+v", ok.env.Problem)
 			}
 		})
+	}
+}
+
+// TestUpstreamRejectingHundredsOfFields_StaysASmallProblem: an upstream
+// that lists 300 invalid fields does not turn into a problem of thousands
+// of tokens: errors[] keeps the first 20 and the detail says how many
+// there were.
+func TestUpstreamRejectingHundredsOfFields_StaysASmallProblem(t *testing.T) {
+	var errs []string
+	for i := range 300 {
+		errs = append(errs, fmt.Sprintf(`{"field":"metadata.labels.k%03d","message":"too long"}`, i))
+	}
+	body := `{"errors":[` + strings.Join(errs, ",") + `]}`
+	api := newFixture(t)
+	_, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("owner") == "team-retired" {
+			answer(w, 422, "application/json", body)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+	h := newHarness(t, demoAt(url))
+	bad := h.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"owner": "team-retired"}})
+	p := bad.env.Problem
+	if p == nil || p.Code != envelope.ProblemUpstreamRejected {
+		t.Fatalf("want UPSTREAM_REJECTED_REQUEST, got %+v", p)
+	}
+	if len(p.Errors) != 20 || !strings.Contains(p.Detail, "The first 20 of 300 invalid fields are listed.") {
+		t.Fatalf("want 20 errors and a detail that says 300, got %d errors, detail %q", len(p.Errors), p.Detail)
+	}
+	if n := len(bad.raw); n > 8000 {
+		t.Fatalf("the result is %d bytes; a problem should stay small", n)
 	}
 }
 

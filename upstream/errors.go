@@ -99,7 +99,7 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	switch {
 	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
 		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, fmt.Sprintf("The upstream answered %d: it rejected values airlock sent.", st))
-		p.Errors = FieldErrors(he.Body, mapField)
+		p.SetErrors(FieldErrors(he.Body, mapField))
 	case st == http.StatusUnauthorized:
 		p = envelope.NewProblem(envelope.ProblemUpstreamAuth, "")
 	case st == http.StatusForbidden:
