@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -356,5 +357,89 @@ func TestDescribe_ShowsEachActionsApprovalPolicy(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s: %s, want %s", name, got[name], want)
 		}
+	}
+}
+
+// TestMaxTargets_IsAGuardThatNoApprovalLifts: a selection larger than the
+// action's max_targets can be reviewed but never committed, even after a
+// person approved it: max_targets is a hard cap, not an authorization.
+func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
+	api := newFixture(t)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	url := srv.URL
+	h := newHarness(t, demoAt(url, "    max_targets: 1000\n", "    max_targets: 10\n"))
+	p := h.call("preview_selection", seedPreview(nil))
+	members := int(p.data["counts"].(map[string]any)["members"].(float64))
+	if members <= 10 {
+		t.Fatalf("the seed selection has %d members; the test needs more than 10", members)
+	}
+	reasons, _ := p.data["committable_reasons"].([]any)
+	if p.data["committable"] != false || len(reasons) != 1 || reasons[0].(map[string]any)["code"] != envelope.BlockerMaxTargets ||
+		reasons[0].(map[string]any)["limit"] != float64(10) || reasons[0].(map[string]any)["count"] != float64(members) {
+		t.Fatalf("committable %v, reasons %v", p.data["committable"], reasons)
+	}
+	// An operator approval, if the store takes one, changes nothing.
+	_, _ = h.deps.Engine.Decide(context.Background(), selection.DecisionRequest{SelectionID: p.data["selection_id"].(string),
+		Decision: selection.DecisionApproved, Who: "os user test-operator", Channel: selection.ChannelOperator})
+	h.answer.set(mcp.ElicitationResponseActionAccept, nil)
+	r := h.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
+	if problemCode(r) != envelope.ProblemNotCommittable || r.env.Problem.StateChanged != envelope.StateNone {
+		t.Fatalf("want SELECTION_NOT_COMMITTABLE, got %s", r.raw)
+	}
+	if !strings.Contains(fmt.Sprint(r.env.Problem.Errors), envelope.BlockerMaxTargets) {
+		t.Fatalf("the problem does not name the cap: %+v", r.env.Problem.Errors)
+	}
+	if n := h.writesTo(); n != 0 {
+		t.Fatalf("%d writes past max_targets", n)
+	}
+}
+
+// TestApproval_ForAnotherActionOnTheSameTargetIsRefused: approving
+// add_tag on a subscription approves nothing about pausing its
+// collection.
+func TestApproval_ForAnotherActionOnTheSameTargetIsRefused(t *testing.T) {
+	api := newFixture(t)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	url := srv.URL
+	h := newHarness(t, demoAt(url,
+		"    approval:\n      mode: client\n      above_targets: 100\n      unknown_category: [region]\n", "    approval: {mode: operator}\n",
+		"      - {field: tags, op: add, to: \"{{params.tag}}\"}\n", "      - {field: tags, op: add, to: \"{{params.tag}}\"}\n    approval: {mode: operator}\n"))
+	var target string
+	for _, rec := range api.Collection(fixtures.DatasetSubscriptions).All() {
+		if rec["status"] == "past_due" && rec["collection_paused"] == false {
+			target = rec.ID()
+			break
+		}
+	}
+	tag := map[string]any{"type": "add_tag", "params": map[string]any{"tag": "reviewed"}}
+	tagged := h.call("preview_selection", map[string]any{"resource": "subscriptions", "ids": []any{target}, "action": tag})
+	paused := h.call("preview_selection", map[string]any{"resource": "subscriptions", "ids": []any{target}, "action": pauseAction})
+	for _, p := range []result{tagged, paused} {
+		if ap := p.data["approval"].(map[string]any); ap["mode"] != "operator" {
+			t.Fatalf("approval %v", ap)
+		}
+	}
+	h.approveAsOperator(tagged.data["selection_id"])
+	tagApproval := h.approvals(tagged.data["selection_id"])[0]
+	if tagApproval.ActionDigest != tagged.data["action_digest"] {
+		t.Fatalf("the approval is bound to action %s, want %v", tagApproval.ActionDigest, tagged.data["action_digest"])
+	}
+	r := h.call("commit_bulk_action", commitArgsFor(paused, "execute", map[string]any{"approval_id": tagApproval.ID}))
+	if problemCode(r) != envelope.ProblemApprovalMismatch || r.env.Problem.StateChanged != envelope.StateNone {
+		t.Fatalf("an approval of add_tag used for pause_collection: %s", r.raw)
+	}
+	if r := h.call("commit_bulk_action", commitArgsFor(paused, "execute", nil)); problemCode(r) != envelope.ProblemApprovalRequired {
+		t.Fatalf("pause_collection without its own approval: %s", r.raw)
+	}
+	if n := h.writesTo(); n != 0 {
+		t.Fatalf("%d writes", n)
+	}
+	// The add_tag approval still works for what it approved, once.
+	c := h.call("commit_bulk_action", map[string]any{"selection_id": tagged.data["selection_id"], "expected_digest": tagged.data["digest"],
+		"action": tag, "mode": "execute", "approval_id": tagApproval.ID})
+	if c.env.Problem != nil || h.operation(c.data["operation_id"]).data["status"] != selection.OpCompleted {
+		t.Fatalf("add_tag with its approval: %s", c.raw)
 	}
 }

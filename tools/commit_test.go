@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -636,5 +637,83 @@ func TestResume_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
 		if applied[id] != 1 || oc[id] != selection.TargetSucceeded {
 			t.Fatalf("%s: applied %d, %s", id, applied[id], oc[id])
 		}
+	}
+}
+
+// TestBulkEndpoint_BatchesOfAtMostMaxBatch: add_tag goes through the bulk
+// endpoint: the targets go in batches of at most max_batch (50), each
+// batch under its own idempotency key, each target's version in the body;
+// a target that changed after the preview is reported skipped by the
+// upstream's per-target result and keeps its tags; every other member is
+// tagged once.
+func TestBulkEndpoint_BatchesOfAtMostMaxBatch(t *testing.T) {
+	h := newHarness(t)
+	tag := map[string]any{"type": "add_tag", "params": map[string]any{"tag": "reviewed"}}
+	p := h.call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due"}, "action": tag})
+	if p.data["committable"] != true {
+		t.Fatalf("preview: %s", p.raw)
+	}
+	members := h.members(p.data["selection_id"])
+	if len(members) <= 100 {
+		t.Fatalf("%d members; the test needs more than two batches", len(members))
+	}
+	coll := h.api.Collection(fixtures.DatasetSubscriptions)
+	changed := members[len(members)/2]
+	coll.Update(changed, func(r fixtures.Record) { r["version"] = 99 })
+
+	c := h.call("commit_bulk_action", map[string]any{"selection_id": p.data["selection_id"], "expected_digest": p.data["digest"],
+		"action": tag, "mode": "execute"})
+	if c.env.Problem != nil {
+		t.Fatalf("commit: %s", c.raw)
+	}
+	op := h.operation(c.data["operation_id"])
+	if got := counts(op); got["succeeded"] != len(members)-1 || got["skipped"] != 1 || op.data["status"] != selection.OpCompleted {
+		t.Fatalf("status %v, counts %v; want %d succeeded, 1 skipped", op.data["status"], got, len(members)-1)
+	}
+
+	sent := map[string]int{}
+	keys := map[string]bool{}
+	batches := 0
+	for _, w := range h.api.Writes() {
+		if w.Path != "/v1/subscriptions/bulk_tag" {
+			t.Fatalf("unexpected write %s %s", w.Method, w.Path)
+		}
+		batches++
+		var body struct {
+			Targets []struct {
+				ID      string `json:"id"`
+				Version any    `json:"version"`
+			} `json:"targets"`
+			Tag string `json:"tag"`
+		}
+		if err := json.Unmarshal(w.Body, &body); err != nil || body.Tag != "reviewed" {
+			t.Fatalf("bulk body %s: %v", w.Body, err)
+		}
+		if len(body.Targets) == 0 || len(body.Targets) > 50 {
+			t.Fatalf("a batch of %d targets; max_batch is 50", len(body.Targets))
+		}
+		if w.IdempotencyKey == "" || keys[w.IdempotencyKey] {
+			t.Fatalf("batch %d: idempotency key %q missing or reused", batches, w.IdempotencyKey)
+		}
+		keys[w.IdempotencyKey] = true
+		for _, tg := range body.Targets {
+			if tg.Version == nil {
+				t.Fatalf("target %s sent without its version", tg.ID)
+			}
+			sent[tg.ID]++
+		}
+	}
+	if want := (len(members) + 49) / 50; batches != want {
+		t.Fatalf("%d batches for %d targets, want %d", batches, len(members), want)
+	}
+	for _, id := range members {
+		rec, _ := coll.Get(id)
+		tagged := slices.Contains(rec["tags"].([]any), any("reviewed"))
+		if sent[id] != 1 || tagged != (id != changed) {
+			t.Errorf("%s: sent %d times, tagged %v", id, sent[id], tagged)
+		}
+	}
+	if outcomes(op)[changed] != selection.TargetSkipped {
+		t.Fatalf("the changed target: %v", outcomes(op)[changed])
 	}
 }
