@@ -80,7 +80,7 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	drift := 0
+	drift, unchecked := 0, 0
 	if len(fxs) > 0 {
 		fmt.Fprintf(stdout, "recorded answers (%d fixtures):\n", len(fxs))
 	}
@@ -89,7 +89,10 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		label := fmt.Sprintf("%s %s v%d", f.Resource, f.Operation, f.Version)
 		switch {
 		case err != nil:
-			fmt.Fprintf(stdout, "  skipped  %-38s %v\n", label, err)
+			// A recorded answer the configuration can no longer judge
+			// (its resource or action is gone) is not a pass.
+			unchecked++
+			fmt.Fprintf(stdout, "  UNCHECKED %-37s %v\n", label, err)
 		case d.Decision != f.Expect.Decision:
 			drift++
 			fmt.Fprintf(stdout, "  DRIFT    %-38s %s, recorded %s%s\n", label, d.Decision, f.Expect.Decision, because(d.Details))
@@ -111,8 +114,13 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "  %s %-38s %s%s\n", mark, name, d.Decision, because(d.Details))
 		}
 	}
+	if unchecked > 0 {
+		fmt.Fprintf(stdout, "%d fixture(s) could not be checked against this configuration: update or remove them\n", unchecked)
+	}
 	if drift > 0 {
 		fmt.Fprintf(stdout, "%d contract(s) drifted: decisions that rest on these answers would be refused or stopped\n", drift)
+	}
+	if drift > 0 || unchecked > 0 {
 		return errDrift
 	}
 	fmt.Fprintln(stdout, "no drift")

@@ -42,6 +42,25 @@ func TestContract_LoosenedContractIsCaughtOffline(t *testing.T) {
 	}
 }
 
+// TestContract_FixtureTheConfigCannotJudgeFailsTheGate: a recorded answer
+// for an action the configuration no longer has is not a pass.
+func TestContract_FixtureTheConfigCannotJudgeFailsTheGate(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.Replace(string(fixtures.DemoConfig("https://projects.example.com")), "  assign_owner:\n", "  assign_team:\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "airlock.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(dir, "contracts"), fixtures.ContractFixtureFS()); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"contract", "--config", filepath.Join(dir, "airlock.yaml")}, nil, &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), "UNCHECKED service_accounts assign_owner v1") || !strings.Contains(out.String(), "could not be checked") ||
+		strings.Contains(out.String(), "DRIFT") {
+		t.Fatalf("want exit 1 naming the unchecked fixture, got %d:\n%s%s", code, out.String(), errb.String())
+	}
+}
+
 // TestContract_LiveDriftIsReportedInOperationalLanguage: the upstream has
 // renamed owner; --live reads one page and says what it means.
 func TestContract_LiveDriftIsReportedInOperationalLanguage(t *testing.T) {
