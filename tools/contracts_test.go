@@ -1,6 +1,9 @@
 package tools
 
 import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -273,4 +276,67 @@ func ownerlessVisible(h *harness, n int) []any {
 		}
 	}
 	return out
+}
+
+// TestOpenAPIComponentContract_WithholdsRecordsThatBreakIt: a resource's
+// contract may be a component of the provider's OpenAPI document (3.0,
+// with nullable) instead of the field list; a record that breaks it on a
+// decision field (here an owner the document's pattern refuses, which the
+// field list alone would accept) is withheld and counted like any other
+// violation, and a null owner, which the document allows, is not one.
+func TestOpenAPIComponentContract_WithholdsRecordsThatBreakIt(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "openapi.yaml")
+	if err := os.WriteFile(doc, []byte(`openapi: 3.0.3
+info: {title: projects, version: "1"}
+paths: {}
+components:
+  schemas:
+    Project:
+      type: object
+      required: [id, owner, state]
+      properties:
+        id: {type: string}
+        owner: {type: string, nullable: true, pattern: "^team-[a-z]+$"}
+        state: {type: string, enum: [active, inactive, archived]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api := newFixture(t)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	h := newHarness(t, demoAt(srv.URL, "    review_groups: [state, owner]\n",
+		"    review_groups: [state, owner]\n    contract: {openapi: {file: "+doc+", component: Project}}\n"))
+	c := api.Collection(fixtures.DatasetProjects)
+	var inactive, unowned []string
+	for _, r := range c.All() {
+		switch {
+		case r["state"] == "inactive" && r["owner"] != nil && len(inactive) < 2:
+			inactive = append(inactive, r.ID())
+		case r["state"] == "inactive" && r["owner"] == nil:
+			unowned = append(unowned, r.ID())
+		}
+	}
+	if len(inactive) < 2 || len(unowned) == 0 {
+		t.Fatalf("the demo data lacks the records this test needs: %d owned, %d unowned inactive", len(inactive), len(unowned))
+	}
+	c.Update(inactive[0], func(r fixtures.Record) { r["owner"] = map[string]any{"team": r["owner"]} }) // type changed
+	c.Update(inactive[1], func(r fixtures.Record) { r["owner"] = "Team Payments" })                    // only the document's pattern refuses it
+
+	read := h.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "fields": []any{"id", "owner"}, "max_items": 1000})
+	var withheld int
+	for _, rs := range read.env.IncompleteReasons {
+		if rs.Code == envelope.ContractViolation {
+			withheld += *rs.Count
+		}
+	}
+	if read.env.Complete || withheld != 2 || read.env.Continuation.Kind != envelope.ContinueNone {
+		t.Fatalf("want 2 records withheld under CONTRACT_VIOLATION, got %d: %s", withheld, read.raw)
+	}
+	got := map[string]bool{}
+	for _, it := range read.data["items"].([]any) {
+		got[it.(map[string]any)["id"].(string)] = true
+	}
+	if got[inactive[0]] || got[inactive[1]] || !got[unowned[0]] {
+		t.Fatalf("the broken records must be withheld and the unowned one delivered: %v %v %v", got[inactive[0]], got[inactive[1]], got[unowned[0]])
+	}
 }
