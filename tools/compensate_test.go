@@ -185,3 +185,41 @@ func TestCompensation_Refusals(t *testing.T) {
 		t.Fatalf("neither: %s", r.raw)
 	}
 }
+
+// TestCompensation_GoesThroughTheSameApproval: an undo is a write like any
+// other: when its action's policy asks for an operator, the compensation
+// is refused until one approves that compensation selection, and then it
+// restores the data.
+func TestCompensation_GoesThroughTheSameApproval(t *testing.T) {
+	h := newHarness(t, withConfig(func(u string) []byte {
+		return []byte(strings.Replace(string(fixtures.DemoConfig(u)), "      - {field: state, to: \"{{restore.state}}\"}\n",
+			"      - {field: state, to: \"{{restore.state}}\"}\n    approval: {mode: operator}\n", 1))
+	}))
+	projects := h.api.Collection(fixtures.DatasetProjects)
+	before := snapshot(t, projects)
+	p := h.call("preview_selection", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "action": archive})
+	h.approveAsOperator(p.data["selection_id"])
+	op := h.commitAndWait(p)
+
+	comp := h.call("preview_selection", map[string]any{"compensate": op.data["operation_id"]})
+	if ap := comp.data["approval"].(map[string]any); ap["mode"] != "operator" {
+		t.Fatalf("the compensation's approval: %v", ap)
+	}
+	args := map[string]any{"selection_id": comp.data["selection_id"], "expected_digest": comp.data["digest"], "action": comp.data["action"], "mode": "execute"}
+	writes := h.writesTo()
+	// The archive's approval, spent, does not carry over to its undo.
+	if r := h.call("commit_bulk_action", args); problemCode(r) != envelope.ProblemApprovalRequired {
+		t.Fatalf("an unapproved compensation: %s", r.raw)
+	}
+	if h.writesTo() != writes {
+		t.Fatal("the unapproved compensation wrote")
+	}
+	h.approveAsOperator(comp.data["selection_id"])
+	undo := h.commitAndWait(comp)
+	if undo.data["status"] != selection.OpCompleted {
+		t.Fatalf("the approved compensation: %s", undo.raw)
+	}
+	if d := diff(before, snapshot(t, projects)); len(d) != 0 {
+		t.Fatalf("not restored:\n%s", strings.Join(d, "\n"))
+	}
+}
