@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,11 +45,23 @@ func startChild(t *testing.T, config, store string, extra ...string) *child {
 	addr := freePort(t)
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--config", config, "--store", store, "--http", addr}, extra...)...)
 	cmd.Env = append(os.Environ(), "AIRLOCK_TEST_AS_MAIN=1", fixtures.DemoTokenEnv+"="+fixtures.DefaultToken)
-	cmd.Stderr = nil
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		// The server's logs and its store never hold the credential it
+		// was given, whatever it was doing when it stopped.
+		noCredential(t, "the server's log", stderr.Bytes())
+		for _, f := range []string{store, store + "-wal"} {
+			if b, err := os.ReadFile(f); err == nil {
+				noCredential(t, f, b)
+			}
+		}
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.Dial("tcp", addr)
@@ -62,6 +75,14 @@ func startChild(t *testing.T, config, store string, extra ...string) *child {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return &child{cmd: cmd, url: "http://" + addr + "/mcp"}
+}
+
+// noCredential fails the test when b holds the demo API's credential.
+func noCredential(t *testing.T, what string, b []byte) {
+	t.Helper()
+	if bytes.Contains(b, []byte(fixtures.DefaultToken)) {
+		t.Errorf("the credential leaked into %s", what)
+	}
 }
 
 func (c *child) kill() {
