@@ -343,6 +343,13 @@ func TestExecute_MovedTargetSkippedAndTimedOutWriteReconciled(t *testing.T) {
 		if m["id"] == hung && !strings.Contains(m["note"].(string), "reconciled") {
 			t.Fatalf("the reconciliation is visible in the journal: %v", m)
 		}
+		// The upstream's 409 for the moved target is its problem, per target.
+		if m["id"] == moved {
+			prob, _ := m["problem"].(map[string]any)
+			if m["http_status"] != float64(409) || prob["code"] != envelope.ProblemUpstreamConflict || prob["state_changed"] != envelope.StateNone {
+				t.Fatalf("the moved target's result: %v", m)
+			}
+		}
 	}
 	if op.data["status"] != selection.OpCompleted {
 		t.Fatalf("status %v", op.data["status"])
