@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 )
 
@@ -35,6 +36,12 @@ func wire(t *testing.T, reqs []fixtures.RecordedRequest) []byte {
 			line += "?" + strings.Join(parts, "&")
 		}
 		fmt.Fprintln(&b, line)
+		if r.Accept != "" {
+			fmt.Fprintln(&b, "  Accept: "+r.Accept)
+		}
+		if r.ContentType != "" {
+			fmt.Fprintln(&b, "  Content-Type: "+r.ContentType)
+		}
 		if r.IdempotencyKey != "" {
 			if !keyPattern.MatchString(r.IdempotencyKey) {
 				t.Fatalf("idempotency key %q is not derived from (operation, target)", r.IdempotencyKey)
@@ -94,8 +101,9 @@ func TestIntentsMapToExactWireRequests(t *testing.T) {
 			h.api.ResetLog()
 			a := commitArgsFor(p, "", nil)
 			delete(a, "mode")
-			if r := h.call("commit_bulk_action", a); r.env.Problem == nil {
-				t.Fatal("a commit without a mode must be refused")
+			r := h.call("commit_bulk_action", a)
+			if problemCode(r) != envelope.ProblemInvalidArguments || fieldsOf(r.env.Problem)["mode"] == "" || r.env.Problem.StateChanged != envelope.StateNone {
+				t.Fatalf("a commit without a mode must be refused, naming mode: %s", r.raw)
 			}
 		}},
 	}
