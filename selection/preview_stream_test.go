@@ -148,16 +148,27 @@ func TestPreview_StreamedDigestIsTheStoredRecordsDigest(t *testing.T) {
 	}
 }
 
-// writerGoroutines counts preview record writers still running.
+// writerGoroutines counts preview record writers still running. A writer
+// has signalled that it ended (closed its done channel, which the preview
+// waits for) a moment before its goroutine is gone from the stack dump, so
+// a count above zero is looked at again for up to a second.
 func writerGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "selection.(*recordWriter).run") + strings.Count(string(buf[:n]), "selection.(*itemQueue).run")
+	count := func() int {
+		buf := make([]byte, 1<<20)
+		for {
+			n := runtime.Stack(buf, true)
+			if n < len(buf) {
+				return strings.Count(string(buf[:n]), "selection.(*recordWriter).run") + strings.Count(string(buf[:n]), "selection.(*itemQueue).run")
+			}
+			buf = make([]byte, 2*len(buf))
 		}
-		buf = make([]byte, 2*len(buf))
 	}
+	n := count()
+	for i := 0; n > 0 && i < 100; i++ {
+		time.Sleep(10 * time.Millisecond)
+		n = count()
+	}
+	return n
 }
 
 // TestPreview_FailedOrCancelledLeavesNoWriter: a preview whose store
