@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 const visibilityYAML = "visibility: {header: X-Visibility, restricted_values: [restricted]}"
@@ -94,6 +95,23 @@ func reasonCases() []reasonCase {
 		{name: "caller page limit, empty", code: envelope.ResultLimitReached, resource: res(fixtures.DialectOffset, ""), empty: true,
 			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(200, lateOnly)) },
 			args:  local(map[string]any{"max_pages": 2}), cont: envelope.ContinueNextCursor},
+		{name: "airlock's default item limit, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectOffset, ""),
+			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(300, everyThird)) },
+			args:  map[string]any{"resource": "subs", "filter": map[string]any{"status": "past_due"}, "fields": []any{"id"}}, cont: envelope.ContinueNextCursor,
+			check: func(t *testing.T, r result) {
+				// The caller set no max_items: the 50 is airlock's.
+				if rs := r.reason(envelope.ResultLimitReached); rs.LimitSource != envelope.LimitAirlock || *rs.Limit != upstream.DefaultMaxItems || len(r.ids()) != upstream.DefaultMaxItems {
+					t.Fatalf("want airlock's default limit %d, got %+v and %d items", upstream.DefaultMaxItems, rs, len(r.ids()))
+				}
+			}},
+		{name: "caller item limit, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectOffset, ""),
+			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(300, everyThird)) },
+			args:  pastDue(map[string]any{"max_items": 10, "fields": []any{"id"}}), cont: envelope.ContinueNextCursor,
+			check: func(t *testing.T, r result) {
+				if rs := r.reason(envelope.ResultLimitReached); rs.LimitSource != envelope.LimitCaller || *rs.Limit != 10 || len(r.ids()) != 10 {
+					t.Fatalf("want the caller's limit 10, got %+v and %d items", rs, len(r.ids()))
+				}
+			}},
 		{name: "upstream cap, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectCursor, "result_cap: 100"),
 			setup: func(h *harness) {
 				h.api.SetCollection(fixtures.DatasetSubscriptions, small(300, everyThird))

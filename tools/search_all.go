@@ -98,6 +98,7 @@ var readProblems = []string{envelope.ProblemUpstreamAuth, envelope.ProblemUpstre
 // budget is a validated budget with who set each part.
 type budget struct {
 	maxItems    int
+	itemsSource string
 	maxPages    int
 	pagesSource string
 	deadline    time.Duration
@@ -106,14 +107,14 @@ type budget struct {
 // checkBudget validates the caller's budget against the resource's caps.
 func checkBudget(r *upstream.Resource, maxItems, maxPages, deadlineMS *int, bad map[string]bool) (budget, []envelope.FieldError) {
 	l := r.Limits
-	b := budget{maxItems: l.MaxItems.Default, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
+	b := budget{maxItems: l.MaxItems.Default, itemsSource: envelope.LimitAirlock, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
 		deadline: time.Duration(l.DeadlineMS.Default) * time.Millisecond}
 	var errs []envelope.FieldError
 	if maxItems != nil && !bad["max_items"] {
 		if *maxItems > l.MaxItems.Cap {
 			errs = append(errs, envelope.NewFieldError("max_items", envelope.FieldOverCap, l.MaxItems.Cap))
 		}
-		b.maxItems = *maxItems
+		b.maxItems, b.itemsSource = *maxItems, envelope.LimitCaller
 	}
 	if maxPages != nil && !bad["max_pages"] {
 		if *maxPages > l.MaxPages.Cap {
@@ -297,7 +298,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 			if len(items) < b.maxItems {
 				rs.Limit, rs.LimitSource = envelope.Ptr(r.Limits.ResponseBytes), envelope.LimitAirlock
 			} else {
-				rs.Limit, rs.LimitSource = envelope.Ptr(b.maxItems), envelope.LimitCaller
+				rs.Limit, rs.LimitSource = envelope.Ptr(b.maxItems), b.itemsSource
 			}
 			reasons = append(reasons, rs)
 			if cont.Kind != envelope.ContinueRestart && cont.Kind != envelope.ContinueRetryAfter {
