@@ -198,14 +198,14 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return nil
 	}
 	token := os.Getenv("AIRLOCK_HTTP_TOKEN")
-	host, _, err := net.SplitHostPort(*httpAddr)
+	addr, loopback, err := bindAddr(*httpAddr)
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
-	if !tools.IsLoopback(host) && token == "" {
+	if !loopback && token == "" {
 		return errors.New("--http binds a non-loopback address: set AIRLOCK_HTTP_TOKEN so that clients must present a bearer token")
 	}
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -274,4 +274,18 @@ func check(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "warning: "+w)
 	}
 	return nil
+}
+
+// bindAddr is the address to listen on for a --http or --listen value: an
+// address without a host (":8765") binds loopback, never every interface.
+// loopback says whether the address is a loopback one.
+func bindAddr(addr string) (string, bool, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", false, err
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), tools.IsLoopback(host), nil
 }

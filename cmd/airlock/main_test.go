@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,4 +130,54 @@ func TestDemo_RunsTheTourAndExitsZero(t *testing.T) {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// TestBindAddr_WithoutAHostBindsLoopback: ":8765" listens on loopback, not
+// on every interface, and so needs no token; an explicit public address
+// still does.
+func TestBindAddr_WithoutAHostBindsLoopback(t *testing.T) {
+	for in, want := range map[string]struct {
+		addr     string
+		loopback bool
+	}{
+		":8765":          {"127.0.0.1:8765", true},
+		"127.0.0.1:8765": {"127.0.0.1:8765", true},
+		"[::1]:8765":     {"[::1]:8765", true},
+		"localhost:8765": {"localhost:8765", true},
+		"0.0.0.0:8765":   {"0.0.0.0:8765", false},
+		"10.1.2.3:8765":  {"10.1.2.3:8765", false},
+	} {
+		addr, loopback, err := bindAddr(in)
+		if err != nil || addr != want.addr || loopback != want.loopback {
+			t.Errorf("bindAddr(%q) = %q, %v, %v; want %q, %v", in, addr, loopback, err, want.addr, want.loopback)
+		}
+	}
+	if _, _, err := bindAddr("8765"); err == nil {
+		t.Error("a bare port must be refused with the flag's error")
+	}
+	// Served end to end: no token needed, and it answers on loopback.
+	t.Setenv("AIRLOCK_HTTP_TOKEN", "")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	port := strings.TrimPrefix(freePort(t), "127.0.0.1:")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, []string{"--demo", "--http", ":" + port}, nil, io.Discard, io.Discard) }()
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if i > 500 {
+			t.Fatal("serve did not listen on loopback")
+		}
+	}
+	cancel()
+	<-done
 }

@@ -372,11 +372,11 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	token := os.Getenv("AIRLOCK_REVIEW_TOKEN")
-	host, _, err := net.SplitHostPort(*listen)
+	addr, loopback, err := bindAddr(*listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	if !tools.IsLoopback(host) && token == "" {
+	if !loopback && token == "" {
 		return errors.New("--listen binds a non-loopback address: set AIRLOCK_REVIEW_TOKEN so that the page asks for it")
 	}
 	logger := newLogger(stderr)
@@ -385,7 +385,7 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer closeStore()
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
