@@ -285,10 +285,18 @@ func TestCommit_ConcurrentCommitsMakeOneOperationAndOneWritePerTarget(t *testing
 			t.Fatalf("concurrent commits made several operations: %v", ids)
 		}
 	}
-	h.operation(ids[0])
+	op := h.operation(ids[0])
 	h.deps.Engine.Wait()
-	for id, n := range h.api.AppliedAll(fixtures.DatasetSubscriptions) {
-		if n != 1 {
+	members := h.members(p.data["selection_id"])
+	if op.data["status"] != selection.OpCompleted || counts(op)["succeeded"] != len(members) {
+		t.Fatalf("the one operation: status %v, counts %v, want %d succeeded", op.data["status"], counts(op), len(members))
+	}
+	applied := h.api.AppliedAll(fixtures.DatasetSubscriptions)
+	if len(applied) != len(members) {
+		t.Fatalf("%d targets written, want the %d members", len(applied), len(members))
+	}
+	for _, id := range members {
+		if n := applied[id]; n != 1 {
 			t.Fatalf("%s written %d times", id, n)
 		}
 	}
