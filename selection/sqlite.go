@@ -855,6 +855,25 @@ func unmarshal(doc string, v any) error {
 	return nil
 }
 
+// scanDocs decodes every row of a one-column `SELECT doc` query and closes
+// the rows.
+func scanDocs[T any](rows *sql.Rows) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			return nil, err
+		}
+		var v T
+		if err := unmarshal(doc, &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanRecord(rows *sql.Rows) (Record, error) {
 	var r Record
 	var review, before, groups, restore string
@@ -979,20 +998,7 @@ func (s *SQLite) OperationsOf(ctx context.Context, selectionID string) ([]*Opera
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
 	}
-	defer rows.Close()
-	var out []*Operation
-	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			return nil, err
-		}
-		var op Operation
-		if err := unmarshal(doc, &op); err != nil {
-			return nil, err
-		}
-		out = append(out, &op)
-	}
-	return out, rows.Err()
+	return scanDocs[*Operation](rows)
 }
 
 func (s *SQLite) UpdateOperation(ctx context.Context, op *Operation) error {
@@ -1149,21 +1155,10 @@ func (s *SQLite) Recover(ctx context.Context, staleBefore time.Time) ([]string, 
 	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
 	}
-	var ops []*Operation
-	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		var op Operation
-		if err := unmarshal(doc, &op); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ops = append(ops, &op)
+	ops, err := scanDocs[*Operation](rows)
+	if err != nil {
+		return nil, err
 	}
-	rows.Close()
 	var ids []string
 	for _, op := range ops {
 		if _, err := tx.ExecContext(ctx, `UPDATE targets SET outcome = 'unknown',
@@ -1202,20 +1197,7 @@ func (s *SQLite) RecentSelections(ctx context.Context, limit int) ([]*Selection,
 	if err != nil {
 		return nil, fmt.Errorf("read selections: %w", err)
 	}
-	defer rows.Close()
-	var out []*Selection
-	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			return nil, err
-		}
-		var sel Selection
-		if err := unmarshal(doc, &sel); err != nil {
-			return nil, err
-		}
-		out = append(out, &sel)
-	}
-	return out, rows.Err()
+	return scanDocs[*Selection](rows)
 }
 
 func (s *SQLite) SetMetaIfAbsent(ctx context.Context, key string, value []byte) ([]byte, error) {
@@ -1243,20 +1225,7 @@ func (s *SQLite) Approvals(ctx context.Context, selectionID string) ([]*Approval
 	if err != nil {
 		return nil, fmt.Errorf("read approvals: %w", err)
 	}
-	defer rows.Close()
-	var out []*Approval
-	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			return nil, err
-		}
-		var a Approval
-		if err := unmarshal(doc, &a); err != nil {
-			return nil, err
-		}
-		out = append(out, &a)
-	}
-	return out, rows.Err()
+	return scanDocs[*Approval](rows)
 }
 
 func (s *SQLite) UseApproval(ctx context.Context, approvalID, operationID string, at time.Time) error {
@@ -1317,18 +1286,5 @@ func (s *SQLite) AuditTrail(ctx context.Context, operationID string) ([]AuditEve
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
-	defer rows.Close()
-	var out []AuditEvent
-	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			return nil, err
-		}
-		var e AuditEvent
-		if err := unmarshal(doc, &e); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return scanDocs[AuditEvent](rows)
 }
