@@ -215,8 +215,13 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		logger.Info("serving the review page", "url", "http://"+ln.Addr().String()+"/review/")
 	}
 	h := tools.NewHTTPHandler(mcpSrv, opts)
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	logger.Info("serving MCP over HTTP", "mcp", "http://"+ln.Addr().String()+"/mcp", "sse", "http://"+ln.Addr().String()+"/sse")
+	return serveHTTP(ctx, ln, h)
+}
+
+// serveHTTP serves h on ln until ctx is done, then shuts down gracefully.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -392,16 +392,6 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	mux := http.NewServeMux()
 	mux.Handle("/review/", tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger}))
 	mux.Handle("/{$}", http.RedirectHandler("/review/", http.StatusSeeOther))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "review page: http://%s/review/\n", ln.Addr())
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serveHTTP(ctx, ln, mux)
 }
