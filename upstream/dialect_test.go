@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,20 +20,12 @@ var allDatasets = []string{fixtures.DatasetServiceAccounts, fixtures.DatasetSubs
 // AIRLOCK_DEMO_TOKEN) is the fixture's admin token, which sees every record.
 func adminRuntime(t *testing.T, yaml []byte) *Runtime {
 	t.Helper()
-	cfg, err := ParseConfig(yaml)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	rt, err := cfg.Initialize(context.Background(), Options{Getenv: func(k string) string {
+	return runtimeWith(t, yaml, func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultAdminToken
 		}
 		return ""
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt
+	})
 }
 
 // fixtureServer starts a fixture API that fails the test on any route it

@@ -21,16 +21,23 @@ func demo(t *testing.T) (*fixtures.Server, *Runtime) {
 
 func runtimeFor(t *testing.T, yaml []byte) *Runtime {
 	t.Helper()
-	cfg, err := ParseConfig(yaml)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	rt, err := cfg.Initialize(context.Background(), Options{Getenv: func(k string) string {
+	return runtimeWith(t, yaml, func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultToken
 		}
 		return "admin-token"
-	}})
+	})
+}
+
+// runtimeWith initializes a configuration reading its credentials from
+// getenv.
+func runtimeWith(t *testing.T, yaml []byte, getenv func(string) string) *Runtime {
+	t.Helper()
+	cfg, err := ParseConfig(yaml)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	rt, err := cfg.Initialize(context.Background(), Options{Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
 	}
