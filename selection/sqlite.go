@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -393,14 +392,7 @@ func appendStoredJSON(b []byte, v any) ([]byte, bool) {
 			return append(b, "null"...), true
 		}
 		var buf [16]string
-		keys := buf[:0]
-		if len(x) > len(buf) {
-			keys = make([]string, 0, len(x))
-		}
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := mapKeys(buf[:0], x)
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
