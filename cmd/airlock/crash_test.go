@@ -121,21 +121,11 @@ func connect(t *testing.T, url string) *client.Client {
 
 func callData(t *testing.T, c *client.Client, tool string, args map[string]any) map[string]any {
 	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := c.CallTool(ctx, req)
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	b, _ := json.Marshal(res.StructuredContent)
 	var env struct {
 		Data    map[string]any `json:"data"`
 		Problem any            `json:"problem"`
 	}
-	_ = json.Unmarshal(b, &env)
+	_ = json.Unmarshal([]byte(callTool(t, c, tool, args)), &env)
 	if env.Problem != nil {
 		t.Fatalf("%s: problem %v", tool, env.Problem)
 	}

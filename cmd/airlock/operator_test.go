@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 )
 
@@ -214,7 +215,8 @@ func readCSV(path string) ([][]string, error) {
 	return csv.NewReader(f).ReadAll()
 }
 
-// callTool returns a tool's structured result as JSON, problem or not.
+// callTool returns a tool's structured result as JSON, problem or not,
+// after checking it against the envelope's schema.
 func callTool(t *testing.T, c *client.Client, tool string, args map[string]any) string {
 	t.Helper()
 	req := mcp.CallToolRequest{}
@@ -227,5 +229,8 @@ func callTool(t *testing.T, c *client.Client, tool string, args map[string]any) 
 		t.Fatalf("%s: %v", tool, err)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
+	if err := envelope.ValidateEnvelope(b); err != nil {
+		t.Fatalf("%s: the result breaks the envelope schema: %v\n%s", tool, err, b)
+	}
 	return string(b)
 }
