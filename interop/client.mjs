@@ -17,7 +17,6 @@
 // and the draft-07 vocabulary, so it silently ignores keywords it does not
 // know (2020-12's prefixItems, unevaluatedProperties, ...).
 
-import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 
 import { Ajv } from 'ajv';
@@ -25,6 +24,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+
+import { CheckError, check, sdkVersion } from './check.mjs';
 
 const REQUIRED_TOOLS = ['describe_resources', 'search_all'];
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
@@ -36,16 +37,7 @@ if (!['stdio', 'http'].includes(mode) || !target) {
   process.exit(2);
 }
 
-const sdkVersion = JSON.parse(
-  readFileSync(new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url), 'utf8'),
-).version;
-
-class CheckError extends Error {}
-
 let step = 'start';
-function check(cond, message) {
-  if (!cond) throw new CheckError(message);
-}
 
 let serverLog = '';
 function transport() {

@@ -25,7 +25,7 @@
 // then the JSON-RPC messages exchanged with the server of the failing phase
 // and the server's log, and exits 1 (2 for bad usage).
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -33,6 +33,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+import { CheckError, check, sdkVersion } from './check.mjs';
 
 const DEADLINE_MS = 90_000;
 const RESOURCE = 'subscriptions';
@@ -46,16 +48,7 @@ if (mode !== 'stdio' || !target) {
   process.exit(2);
 }
 
-const sdkVersion = JSON.parse(
-  readFileSync(new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url), 'utf8'),
-).version;
-
-class CheckError extends Error {}
-
 let step = 'start';
-function check(cond, message) {
-  if (!cond) throw new CheckError(message);
-}
 
 // The phase that runs now: its server log and JSON-RPC trace are shown on
 // failure.
