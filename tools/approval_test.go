@@ -361,8 +361,8 @@ func TestDescribe_ShowsEachActionsApprovalPolicy(t *testing.T) {
 }
 
 // TestMaxTargets_IsAGuardThatNoApprovalLifts: a selection larger than the
-// action's max_targets can be reviewed but never committed, even after a
-// person approved it: max_targets is a hard cap, not an authorization.
+// action's max_targets can be reviewed but neither approved nor committed,
+// whoever would say yes: max_targets is a hard cap, not an authorization.
 func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
 	api := newFixture(t)
 	srv := httptest.NewServer(api)
@@ -379,9 +379,12 @@ func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
 		reasons[0].(map[string]any)["limit"] != float64(10) || reasons[0].(map[string]any)["count"] != float64(members) {
 		t.Fatalf("committable %v, reasons %v", p.data["committable"], reasons)
 	}
-	// An operator approval, if the store takes one, changes nothing.
-	_, _ = h.deps.Engine.Decide(context.Background(), selection.DecisionRequest{SelectionID: p.data["selection_id"].(string),
-		Decision: selection.DecisionApproved, Who: "os user test-operator", Channel: selection.ChannelOperator})
+	// An operator cannot approve it, and a client that would say yes is
+	// never asked: the commit is refused first.
+	if _, prob := h.deps.Engine.Decide(context.Background(), selection.DecisionRequest{SelectionID: p.data["selection_id"].(string),
+		Decision: selection.DecisionApproved, Who: "os user test-operator", Channel: selection.ChannelOperator}); prob == nil || prob.Code != envelope.ProblemNotCommittable {
+		t.Fatalf("approving a selection over max_targets: %+v, want SELECTION_NOT_COMMITTABLE", prob)
+	}
 	h.answer.set(mcp.ElicitationResponseActionAccept, nil)
 	r := h.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
 	if problemCode(r) != envelope.ProblemNotCommittable || r.env.Problem.StateChanged != envelope.StateNone {
@@ -390,8 +393,8 @@ func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(r.env.Problem.Errors), envelope.BlockerMaxTargets) {
 		t.Fatalf("the problem does not name the cap: %+v", r.env.Problem.Errors)
 	}
-	if n := h.writesTo(); n != 0 {
-		t.Fatalf("%d writes past max_targets", n)
+	if n := h.writesTo(); n != 0 || len(h.answer.asked()) != 0 {
+		t.Fatalf("%d writes past max_targets, client asked %d times", n, len(h.answer.asked()))
 	}
 }
 
