@@ -115,14 +115,7 @@ func (e *Engine) unseenCategories(ctx context.Context, sel *Selection, a *upstre
 	}
 	out := map[string][]string{}
 	for _, dim := range p.UnknownGroup {
-		seen := map[string]bool{}
-		if b, err := e.Store.Meta(ctx, seenKey(a.Name, dim)); err == nil {
-			var vals []string
-			_ = json.Unmarshal(b, &vals)
-			for _, v := range vals {
-				seen[v] = true
-			}
-		}
+		seen := e.seenCategories(ctx, a.Name, dim)
 		for _, g := range sel.Summary.Groups[dim] {
 			k := string(mustCanonical(g.Value))
 			if !seen[k] {
@@ -137,6 +130,20 @@ func (e *Engine) unseenCategories(ctx context.Context, sel *Selection, a *upstre
 	return out
 }
 
+// seenCategories is the set of values of group dim that approved commits
+// of action have held (canonical JSON), empty when none is recorded.
+func (e *Engine) seenCategories(ctx context.Context, action, dim string) map[string]bool {
+	seen := map[string]bool{}
+	if b, err := e.Store.Meta(ctx, seenKey(action, dim)); err == nil {
+		var vals []string
+		_ = json.Unmarshal(b, &vals)
+		for _, v := range vals {
+			seen[v] = true
+		}
+	}
+	return seen
+}
+
 // rememberCategories records the group values of an approved commit.
 func (e *Engine) rememberCategories(ctx context.Context, sel *Selection, a *upstream.Action) {
 	p := a.Config.Approval
@@ -144,14 +151,7 @@ func (e *Engine) rememberCategories(ctx context.Context, sel *Selection, a *upst
 		return
 	}
 	for _, dim := range p.UnknownGroup {
-		set := map[string]bool{}
-		if b, err := e.Store.Meta(ctx, seenKey(a.Name, dim)); err == nil {
-			var vals []string
-			_ = json.Unmarshal(b, &vals)
-			for _, v := range vals {
-				set[v] = true
-			}
-		}
+		set := e.seenCategories(ctx, a.Name, dim)
 		for _, g := range sel.Summary.Groups[dim] {
 			set[string(mustCanonical(g.Value))] = true
 		}
