@@ -48,20 +48,22 @@ const (
 	UpstreamReportedIncomplete = "UPSTREAM_REPORTED_INCOMPLETE"
 	InconsistentSnapshot       = "INCONSISTENT_SNAPSHOT"
 	ContractViolation          = "CONTRACT_VIOLATION"
+	EndNotProven               = "END_NOT_PROVEN"
 	OperationRunning           = "OPERATION_RUNNING"
 )
 
 // Warning codes.
 const (
-	WarnNoSnapshot          = "NO_SNAPSHOT"
-	WarnStaleIndex          = "STALE_INDEX"
-	WarnPartialFieldSet     = "PARTIAL_FIELD_SET"
-	WarnDefaultScopeApplied = "DEFAULT_SCOPE_APPLIED"
-	WarnEstimatedTotal      = "ESTIMATED_TOTAL"
-	WarnDeprecatedField     = "DEPRECATED_FIELD"
-	WarnValueNormalized     = "VALUE_NORMALIZED"
-	WarnUnknownEnumValue    = "UNKNOWN_ENUM_VALUE"
-	WarnFieldDrift          = "FIELD_DRIFT"
+	WarnNoSnapshot              = "NO_SNAPSHOT"
+	WarnStaleIndex              = "STALE_INDEX"
+	WarnPartialFieldSet         = "PARTIAL_FIELD_SET"
+	WarnDefaultScopeApplied     = "DEFAULT_SCOPE_APPLIED"
+	WarnEstimatedTotal          = "ESTIMATED_TOTAL"
+	WarnDeprecatedField         = "DEPRECATED_FIELD"
+	WarnValueNormalized         = "VALUE_NORMALIZED"
+	WarnUnknownEnumValue        = "UNKNOWN_ENUM_VALUE"
+	WarnFieldDrift              = "FIELD_DRIFT"
+	WarnDeclarationContradicted = "DECLARATION_CONTRADICTED"
 )
 
 // Problem codes.
@@ -179,6 +181,10 @@ var registry = []Code{
 		Message:  "records broke the decision-field contract and were withheld",
 		Meaning:  "records whose decision fields broke the configured contract were withheld (field, rule, count, sample_id)",
 		Recovery: "report the drift to the operator; do not act on the withheld part of the scope"},
+	{Code: EndNotProven, Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+		Message:  "the upstream gave no proof that the list ended; records after the last page read may exist",
+		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, repeated_page, probe_failed): the list may go on",
+		Recovery: "do not treat absence as proof; an operator should check the resource's pagination with airlock probe"},
 
 	{Code: OperationRunning, Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
 		Message:  "the operation is still running; its counts are a snapshot",
@@ -223,6 +229,10 @@ var registry = []Code{
 		Message:  "some items break the contract of fields that drive no decision here",
 		Meaning:  "non-decision fields (fields) are missing, null or of another type than declared",
 		Recovery: "do not rely on the listed fields; report the drift"},
+	{Code: WarnDeclarationContradicted, Kind: KindWarning,
+		Message:  "the upstream contradicted something the configuration declares about it; the declaration was not relied on",
+		Meaning:  "a configured declaration (fields: result_cap, total) disagreed with what the upstream returned; airlock ignored it for this answer",
+		Recovery: "none needed for this answer; report it so that the configuration can be corrected"},
 
 	// Problems.
 	{Code: ProblemInvalidArguments, Kind: KindProblem, Status: 400, Title: "Invalid arguments", Retryable: false,

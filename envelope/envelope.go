@@ -122,6 +122,11 @@ type SourceCoverage struct {
 	Pages        int    `json:"pages"`
 	ItemsScanned int    `json:"items_scanned"`
 	Reason       string `json:"reason,omitempty"`
+	// End says how the source's end was established: "proven" (EndSignal
+	// names the proof) or "unproven" (EndSignal names what was missing).
+	// Empty when the scan did not reach the source's end.
+	End       string `json:"end,omitempty"`
+	EndSignal string `json:"end_signal,omitempty"`
 }
 
 // Source statuses.
@@ -130,6 +135,12 @@ const (
 	SourcePartial    = "partial"
 	SourceDown       = "unavailable"
 	SourceNotStarted = "not_started"
+)
+
+// Source end states.
+const (
+	EndProven   = "proven"
+	EndUnproven = "unproven"
 )
 
 // Total relations.

@@ -17,11 +17,17 @@ var (
 	produced   = map[string]bool{}
 )
 
-// recordProblems notes every problem code a result carries: the call's
-// problem and the per-target problems of an operation.
+// recordProblems notes every stable code a result carries: the call's
+// problem, its incomplete reasons and warnings, and the per-target problems
+// of an operation.
 func recordProblems(raw []byte) {
+	type coded struct {
+		Code string `json:"code"`
+	}
 	var env struct {
-		Problem *struct {
+		Reasons  []coded `json:"incomplete_reasons"`
+		Warnings []coded `json:"warnings"`
+		Problem  *struct {
 			Code string `json:"code"`
 		} `json:"problem"`
 		Data struct {
@@ -40,6 +46,9 @@ func recordProblems(raw []byte) {
 	if env.Problem != nil {
 		produced[env.Problem.Code] = true
 	}
+	for _, c := range append(env.Reasons, env.Warnings...) {
+		produced[c.Code] = true
+	}
 	for _, r := range env.Data.Results {
 		if r.Problem != nil {
 			produced[r.Problem.Code] = true
@@ -47,20 +56,21 @@ func recordProblems(raw []byte) {
 	}
 }
 
-// TestMain fails the suite when a registered problem code was produced by no
-// test (when the whole suite ran: with -run or -short it cannot know).
+// TestMain fails the suite when a registered problem, reason or warning code
+// was produced by no tool result in a test (when the whole suite ran: with
+// -run or -short it cannot know).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if run := flag.Lookup("test.run"); code == 0 && run != nil && run.Value.String() == "" && !testing.Short() {
 		var missing []string
 		for _, c := range envelope.Codes() {
-			if c.Kind == envelope.KindProblem && !produced[c.Code] {
+			if (c.Kind == envelope.KindProblem || c.Kind == envelope.KindReason || c.Kind == envelope.KindWarning) && !produced[c.Code] {
 				missing = append(missing, c.Code)
 			}
 		}
 		sort.Strings(missing)
 		if len(missing) > 0 {
-			fmt.Fprintf(os.Stderr, "FAIL: no test produced these problem codes: %v\n", missing)
+			fmt.Fprintf(os.Stderr, "FAIL: no test produced these codes in a tool result: %v\n", missing)
 			code = 1
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,13 +50,30 @@ func newDirect(t fataler, yaml []byte) *direct {
 	d := &direct{t: t, deps: NewDeps(rt, nil), specs: map[string]Spec{}, schemas: map[string]*envelope.Validator{}}
 	for _, s := range d.deps.Specs() {
 		d.specs[s.Name] = s
-		v, err := envelope.CompileSchema(s.Name, s.Tool().RawOutputSchema)
+		v, err := outputValidator(s.Name, s.Tool().RawOutputSchema)
 		if err != nil {
 			t.Fatal(err)
 		}
 		d.schemas[s.Name] = v
 	}
 	return d
+}
+
+// validators caches compiled output schemas by their text: property tests
+// build thousands of servers with the same tools.
+var validators sync.Map
+
+func outputValidator(name string, schema []byte) (*envelope.Validator, error) {
+	key := name + "\x00" + string(schema)
+	if v, ok := validators.Load(key); ok {
+		return v.(*envelope.Validator), nil
+	}
+	v, err := envelope.CompileSchema(name, schema)
+	if err != nil {
+		return nil, err
+	}
+	validators.Store(key, v)
+	return v, nil
 }
 
 func (d *direct) call(tool string, args map[string]any) (*envelope.Envelope, map[string]any) {
@@ -221,4 +239,137 @@ func TestPropertyCompleteMeansExactlyTheMatchingSet(t *testing.T) {
 		}
 	})
 	t.Logf("%d property checks", checks)
+}
+
+// TestPropertyFaultyDialects_CompleteMeansTheTrueSet draws random
+// collections and random upstream behaviour of every dialect (page sizes
+// capped below the size asked for, full last pages without a next signal, no
+// next signal at all, negative, missing or lying totals, ignored page or
+// filter parameters, multi-value parameters in each form the API may take):
+// an answer that says complete holds exactly the upstream's matching set.
+// Honest upstreams must still be read completely.
+func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
+	dialects := []string{fixtures.DialectCursor, fixtures.DialectCursorNext, fixtures.DialectLink,
+		fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectContinue}
+	owners := []any{"", "team-a", "team-b", nil}
+	checks, completes := 0, 0
+	for range 10 { // 10 × rapid's 100 checks
+		rapid.Check(t, func(rt *rapid.T) {
+			checks++
+			fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: rapid.SampledFrom(dialects).Draw(rt, "dialect")}}
+			n := rapid.IntRange(0, 80).Draw(rt, "records")
+			for i := range n {
+				fl.Records = append(fl.Records, fixtures.Record{"id": fmt.Sprintf("r%03d", i),
+					"status": rapid.SampledFrom(statuses).Draw(rt, "status"), "owner": rapid.SampledFrom(owners).Draw(rt, "owner")})
+			}
+			minPage := 1
+			if fl.Dialect == fixtures.DialectOffset {
+				minPage = 2
+			}
+			pageSize := rapid.IntRange(minPage, 25).Draw(rt, "page_size")
+			honest := true
+			if rapid.Bool().Draw(rt, "capped") {
+				fl.MaxPageSize = rapid.IntRange(minPage, 25).Draw(rt, "max_page_size")
+			}
+			pagination := ""
+			switch fl.Dialect {
+			case fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectLink:
+				fl.Total = rapid.SampledFrom([]string{"exact", "header", "missing", "negative", "low", "high"}).Draw(rt, "total")
+				if fl.Total == "header" {
+					pagination = "total_header: X-Total-Count"
+				}
+				if fl.Dialect == fixtures.DialectLink && fl.Total != "header" {
+					fl.Total = ""
+				}
+				honest = fl.Total != "high"
+			}
+			switch rapid.IntRange(0, 5).Draw(rt, "fault") {
+			case 1:
+				fl.NoNextSignal, honest = true, false
+			case 2:
+				fl.IgnorePage, honest = true, false
+			case 3:
+				fl.NoNextSignal, fl.IgnorePage, honest = true, true, false
+			case 4:
+				fl.NoHasMore = true
+			}
+			if fl.Dialect == fixtures.DialectCursor && fl.NoNextSignal {
+				// has_more: false on every page is an explicit lie no
+				// reader can catch; the model leaves it out.
+				fl.NoNextSignal, honest = false, !fl.IgnorePage
+			}
+			// The API's filter semantics, and a configuration that either
+			// declares the multi-value form the API really takes or none.
+			fl.Filter = rapid.SampledFrom([]string{"exact", "comma", "ignore"}).Draw(rt, "api_filter")
+			multi := ""
+			if rapid.Bool().Draw(rt, "declare_multi") {
+				multi = map[string]string{"exact": "repeat", "comma": "comma", "ignore": rapid.SampledFrom([]string{"repeat", "comma"}).Draw(rt, "any_multi")}[fl.Filter]
+			}
+			ts := httptest.NewServer(fl)
+			defer ts.Close()
+			d := newDirect(rt, fixtures.FaultListConfig(ts.URL, fl.Dialect, pageSize, pagination, multi))
+
+			filter := map[string]any{}
+			switch rapid.IntRange(0, 3).Draw(rt, "filter") {
+			case 1:
+				filter["status"] = rapid.SampledFrom(statuses).Draw(rt, "one_status")
+			case 2:
+				filter["status"] = []any{statuses[0], rapid.SampledFrom(statuses[1:]).Draw(rt, "other_status")}
+			case 3:
+				filter["owner"] = nil
+			}
+			var want []string
+			for _, r := range fl.Records {
+				ok := true
+				switch v := filter["status"].(type) {
+				case string:
+					ok = r["status"] == v
+				case []any:
+					ok = slices.Contains(v, r["status"])
+				}
+				if _, byOwner := filter["owner"]; byOwner {
+					ok = ok && (r["owner"] == nil || r["owner"] == "")
+				}
+				if ok {
+					want = append(want, r.ID())
+				}
+			}
+			sort.Strings(want)
+			maxItems := rapid.SampledFrom([]int{0, 7, 1000}).Draw(rt, "max_items")
+			args := map[string]any{"resource": "items", "filter": filter, "fields": []any{"id"}, "max_items": maxItems,
+				"max_pages": 5000, "deadline_ms": 60000}
+			var got []string
+			for hop := 0; ; hop++ {
+				env, data := d.call("search_all", args)
+				if env.Problem != nil {
+					if honest {
+						rt.Fatalf("an honest upstream answered with a problem: %+v", env.Problem)
+					}
+					return // a refusal claims nothing
+				}
+				got = append(got, dataIDs(data)...)
+				if env.Complete {
+					completes++
+					if total := int(data["total_matched"].(float64)); total != len(want) {
+						rt.Fatalf("complete with total_matched %d, the upstream holds %d matches", total, len(want))
+					}
+					if maxItems > 0 {
+						sort.Strings(got)
+						if !slices.Equal(got, want) {
+							rt.Fatalf("complete after %d hop(s) with %d ids, the upstream holds %d", hop, len(got), len(want))
+						}
+					}
+					return
+				}
+				if env.Continuation.Kind != envelope.ContinueNextCursor || hop > 200 {
+					break
+				}
+				args["cursor"] = env.Continuation.Cursor
+			}
+			if honest && n >= 2 {
+				rt.Fatalf("an honest upstream of %d records was not read completely", n)
+			}
+		})
+	}
+	t.Logf("%d property checks, %d complete answers", checks, completes)
 }

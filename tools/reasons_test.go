@@ -137,6 +137,27 @@ func reasonCases() []reasonCase {
 					t.Fatalf("want an upstream limit, got %+v", rs)
 				}
 			}},
+		{name: "end not proven, populated", code: envelope.EndNotProven, resource: res(fixtures.DialectLink, ""),
+			setup: func(h *harness) {
+				h.api.SetCollection(fixtures.DatasetSubscriptions, small(100, everyThird))
+				h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{OmitNextSignal: true})
+			},
+			args: pastDue(nil), cont: envelope.ContinueNone,
+			check: func(t *testing.T, r result) {
+				rs := r.reason(envelope.EndNotProven)
+				if rs.Signal != upstream.SignalNotSeen || len(r.ids()) == 0 || r.data["total_relation"] != "gte" {
+					t.Fatalf("want items from the first page, a lower bound and signal %s; got %+v, %d items, %v", upstream.SignalNotSeen, rs, len(r.ids()), r.data["total_relation"])
+				}
+				if src := r.env.Coverage.Sources[0]; src.End != envelope.EndUnproven || src.EndSignal != upstream.SignalNotSeen {
+					t.Fatalf("coverage must say the end is unproven: %+v", src)
+				}
+			}},
+		{name: "end not proven, empty", code: envelope.EndNotProven, resource: res(fixtures.DialectLink, ""), empty: true,
+			setup: func(h *harness) {
+				h.api.SetCollection(fixtures.DatasetSubscriptions, small(200, lateOnly))
+				h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{OmitNextSignal: true})
+			},
+			args: local(nil), cont: envelope.ContinueNone},
 		{name: "response budget, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectOffset, ""),
 			args: map[string]any{"resource": "subs", "max_items": 1000, "fields": []any{"id", "customer_name", "tags", "updated_at"}},
 			cont: envelope.ContinueNextCursor,

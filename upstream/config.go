@@ -102,6 +102,9 @@ type ListConfig struct {
 	Path   string            `yaml:"path"`
 	Params map[string]string `yaml:"params"`
 	Items  string            `yaml:"items"`
+	// ScalarItemField reads items that are plain values (strings, numbers)
+	// as objects holding the value under this field name.
+	ScalarItemField string `yaml:"scalar_item_field"`
 }
 
 // PaginationConfig selects a dialect and names its parameters and response
@@ -120,6 +123,9 @@ type PaginationConfig struct {
 	PageParam   string `yaml:"page_param"`
 	FirstPage   *int   `yaml:"first_page"`
 	Total       string `yaml:"total"`
+	// TotalHeader reads the total from a response header (X-Total-Count)
+	// instead of the body.
+	TotalHeader string `yaml:"total_header"`
 	Concurrency int    `yaml:"concurrency"`
 	// continue
 	ContinueParam   string `yaml:"continue_param"`
@@ -146,6 +152,13 @@ type FieldConfig struct {
 	Permission bool          `yaml:"permission"`
 	Format     string        `yaml:"format"`
 	Aliases    []AliasConfig `yaml:"aliases"`
+	// NullValues are values the upstream uses for "no value" (PocketBase
+	// stores a missing text as ""): they read as null everywhere.
+	NullValues []any `yaml:"null_values"`
+	// Layout is how a timestamp field is written when it is not RFC 3339:
+	// a Go layout, or unix / unix_ms for epoch numbers. Values are
+	// normalized to RFC 3339.
+	Layout string `yaml:"layout"`
 }
 
 // FilterConfig declares a filter. Param, when set, is sent upstream; airlock
@@ -156,7 +169,11 @@ type FilterConfig struct {
 	Field string `yaml:"field"`
 	Op    string `yaml:"op"`
 	// NullParam is sent as the parameter's value for a null filter value.
-	NullParam   string `yaml:"null_param"`
+	NullParam string `yaml:"null_param"`
+	// Multi says how the API takes several values of the parameter:
+	// repeat (?p=a&p=b) or comma (?p=a,b). Unset, a list of values is
+	// not sent upstream: airlock applies it alone.
+	Multi       string `yaml:"multi"`
 	Description string `yaml:"description"`
 }
 
@@ -431,7 +448,11 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 	at := func(k string) []string { return append(append([]string(nil), p...), k) }
 	if u.BaseURL == "" {
 		l.add("required", at("base_url")...)
-	} else if bu, err := url.Parse(u.BaseURL); err != nil || (bu.Scheme != "http" && bu.Scheme != "https") || bu.Host == "" {
+	} else if bad := badEnvRefs(u.BaseURL); bad != "" {
+		l.add(bad, at("base_url")...)
+	} else if wholeEnvRef(u.BaseURL) {
+		// The whole URL comes from the environment: checked at start-up.
+	} else if bu, err := url.Parse(placeholderEnv(u.BaseURL)); err != nil || (bu.Scheme != "http" && bu.Scheme != "https") || bu.Host == "" {
 		l.add("must be an absolute http or https URL", at("base_url")...)
 	} else if bu.User != nil {
 		l.add("must not carry credentials; use credential.env or credential.file", at("base_url")...)
@@ -503,6 +524,17 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	if pg.Concurrency < 0 || pg.Concurrency > 32 {
 		l.add("must be between 1 and 32", at("pagination", "concurrency")...)
 	}
+	if pg.TotalHeader != "" && pg.Dialect != DialectLink && pg.Dialect != DialectOffset && pg.Dialect != DialectPage {
+		l.add("only the link, offset and page dialects read a total", at("pagination", "total_header")...)
+	}
+	if pg.TotalHeader != "" && pg.Total != "" {
+		l.add("set one of total (a body path) or total_header", at("pagination", "total_header")...)
+	}
+	if f := r.List.ScalarItemField; f != "" {
+		if _, ok := r.Fields[f]; !ok {
+			l.add(fmt.Sprintf("field %q is not declared", f), at("list", "scalar_item_field")...)
+		}
+	}
 	if len(r.Fields) == 0 {
 		l.add("required: declare the fields airlock may read", at("fields")...)
 	}
@@ -530,6 +562,20 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 		}
 		if f.Sensitive && fname == r.IDField {
 			l.add("the id field cannot be sensitive", at("fields", fname, "sensitive")...)
+		}
+		for i, v := range f.NullValues {
+			switch v.(type) {
+			case string, int, float64, bool:
+			default:
+				l.add("a null value must be a string, number or boolean", at("fields", fname, "null_values", strconv.Itoa(i))...)
+			}
+		}
+		if f.Layout != "" {
+			if f.Type != "timestamp" {
+				l.add("layout is only for timestamp fields", at("fields", fname, "layout")...)
+			} else if !validLayout(f.Layout) {
+				l.add("layout must be rfc3339, unix, unix_ms or a Go time layout such as \"2006-01-02 15:04:05.999Z07:00\"", at("fields", fname, "layout")...)
+			}
 		}
 		validateFieldContract(l, f, at("fields", fname))
 	}
@@ -559,6 +605,15 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 		default:
 			l.add("op must be eq or contains", at("filters", fname, "op")...)
 		}
+		switch f.Multi {
+		case "":
+		case "repeat", "comma":
+			if f.Param == "" {
+				l.add("multi says how the upstream parameter takes several values; set param too", at("filters", fname, "multi")...)
+			}
+		default:
+			l.add("multi must be repeat (?p=a&p=b) or comma (?p=a,b); leave it unset when the API takes one value", at("filters", fname, "multi")...)
+		}
 	}
 	for _, k := range sortedKeys(r.DefaultFilter) {
 		if _, ok := r.Filters[k]; !ok {
@@ -574,8 +629,8 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 			l.add("duplicate source name", at("sources", ix, "name")...)
 		}
 		seen[s.Name] = true
-		if s.BaseURL != "" {
-			if bu, err := url.Parse(s.BaseURL); err != nil || bu.Host == "" || bu.User != nil {
+		if s.BaseURL != "" && !wholeEnvRef(s.BaseURL) {
+			if bu, err := url.Parse(placeholderEnv(s.BaseURL)); badEnvRefs(s.BaseURL) != "" || err != nil || bu.Host == "" || bu.User != nil {
 				l.add("must be an absolute URL without credentials", at("sources", ix, "base_url")...)
 			}
 		}

@@ -341,6 +341,32 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 			[]wantErr{{9, "resources.items.pagination.page_size", "between 1 and 10000"}}},
 		{"retries out of range", with(upstreamKey("    retries: 11")),
 			[]wantErr{{5, "upstreams.api.retries", "between 0 and 10"}}},
+		{"malformed environment reference in base_url", with(set(4, "    base_url: http://${API HOST}/v1")),
+			[]wantErr{{4, "upstreams.api.base_url", "is not an environment variable name"}}},
+		{"unterminated environment reference", with(set(4, "    base_url: http://${API_HOST/v1")),
+			[]wantErr{{4, "upstreams.api.base_url", "unterminated"}}},
+		{"multi-value form the config does not know", with(add(
+			"      status: {type: string}",               // 13
+			"    filters:",                               // 14
+			"      status: {param: status, multi: pipe}", // 15
+		)), []wantErr{{15, "resources.items.filters.status.multi", "multi must be repeat"}}},
+		{"multi without a parameter", with(add(
+			"      status: {type: string}", // 13
+			"    filters:",                 // 14
+			"      status: {multi: comma}", // 15
+		)), []wantErr{{15, "resources.items.filters.status.multi", "set param too"}}},
+		{"layout on a field that is not a timestamp", with(add("      created: {type: string, layout: unix}")),
+			[]wantErr{{13, "resources.items.fields.created.layout", "only for timestamp fields"}}},
+		{"layout that cannot read a time", with(add("      created: {type: timestamp, layout: \"2006\"}")),
+			[]wantErr{{13, "resources.items.fields.created.layout", "layout must be rfc3339, unix, unix_ms or a Go time layout"}}},
+		{"null value that is not a scalar", with(add("      owner: {type: string, null_values: [[]]}")),
+			[]wantErr{{13, "resources.items.fields.owner.null_values.0", "must be a string, number or boolean"}}},
+		{"total_header on a dialect without totals", with(set(9, "    pagination: {dialect: cursor, has_more: has_more, total_header: X-Total-Count}")),
+			[]wantErr{{9, "resources.items.pagination.total_header", "only the link, offset and page dialects read a total"}}},
+		{"total and total_header both", with(set(9, "    pagination: {dialect: page, total: totalItems, total_header: X-Total-Count}")),
+			[]wantErr{{9, "resources.items.pagination.total_header", "set one of total"}}},
+		{"scalar items under an undeclared field", with(set(8, "    list: {path: /v2/_catalog, items: repositories, scalar_item_field: name}")),
+			[]wantErr{{8, "resources.items.list.scalar_item_field", `field "name" is not declared`}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkErrors(t, parseErrors(t, tc.yaml), tc.want)

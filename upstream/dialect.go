@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/envelope"
 )
 
 // pageState is where one source's scan stands: enough to fetch the next
@@ -16,11 +18,56 @@ type pageState struct {
 	Offset   int      // offset: first new item of the next page
 	Page     int      // page: next page number
 	Snapshot string   // continue: resourceVersion of the first page
-	Total    *int     // offset, page: total seen on the first page
+	Total    *int     // offset, page, link: total seen on the first page
 	LastID   string   // offset: id of the last item read (overlap check)
-	Started  bool
-	Done     bool
+	// Seen counts the items the upstream returned so far (offset: without
+	// the overlap items), to compare with its total.
+	Seen int
+	// TotalUntrusted is set once the upstream returned more items than
+	// its own total: the total then proves nothing.
+	TotalUntrusted bool
+	// SignalSeen is set once a page carried the dialect's "more follows"
+	// signal (a next link, cursor or continue token): its absence on a
+	// later page then proves the end.
+	SignalSeen bool
+	// LastFull says the last page held a whole page of items: only then
+	// may the remaining pages be planned from the page size.
+	LastFull bool
+	// MaxPage is the most items one page held so far: an upstream that
+	// caps the page size below the size asked for fills its pages to its
+	// own cap.
+	MaxPage int
+	Started bool
+	// Done is set when the scan of the source reached its end; End says
+	// whether the end was proven and EndSignal how (or what was missing).
+	Done      bool
+	End       string
+	EndSignal string
+	// Probe is set when the end is unknown and one request can settle it
+	// (see Scan.probe).
+	Probe bool
 }
+
+// End signals: how a source's end was proven, or why it was not.
+const (
+	SignalHasMoreFalse   = "has_more_false"
+	SignalNextCursorNone = "next_cursor_empty"
+	SignalNoNextLink     = "no_next_link"
+	SignalContinueNone   = "continue_empty"
+	SignalTotalReached   = "total_reached"
+	SignalEmptyPage      = "empty_page"
+	// SignalVerified suffixes an absence that proved the end because a
+	// probe showed the upstream sends the signal when more follows.
+	SignalVerified = "_verified"
+
+	SignalNotSeen       = "next_signal_not_seen"
+	SignalMoreOnEmpty   = "more_on_empty_page"
+	SignalRepeatedPage  = "repeated_page"
+	SignalProbeFailed   = "probe_failed"
+	SignalBeforeTotal   = "stopped_before_total"
+	SignalTotalUnknown  = "total_unknown"
+	SignalHasMoreAbsent = "has_more_missing"
+)
 
 // page is one parsed response.
 type page struct {
@@ -37,15 +84,46 @@ type page struct {
 	header      http.Header
 }
 
+// proven, unknown and more set the page's end verdict. A dialect calls
+// exactly one of them for every page.
+func (pg *page) proven(signal string) {
+	pg.next.Done, pg.next.End, pg.next.EndSignal, pg.next.Probe = true, envelope.EndProven, signal, false
+}
+
+// unknown ends the source without proof, or (probe) asks for the one
+// request that can settle it.
+func (pg *page) unknown(signal string, probe bool) {
+	if probe {
+		pg.next.Probe, pg.next.EndSignal = true, signal
+		return
+	}
+	pg.next.Done, pg.next.End, pg.next.EndSignal, pg.next.Probe = true, envelope.EndUnproven, signal, false
+}
+
+// absent is the verdict on a page without the dialect's "more follows"
+// signal: proven when an earlier page carried it, else settled by a probe.
+func (pg *page) absent(st pageState, signal string) {
+	if st.SignalSeen {
+		pg.proven(signal)
+		return
+	}
+	pg.unknown(signal, true)
+}
+
 // dialect builds page requests and parses page responses.
 type dialect interface {
 	// query sets the pagination parameters for the page st points at.
 	query(q url.Values, st pageState) (nextURL *url.URL)
-	// parse reads a response and returns the page with the next state.
+	// parse reads a response and returns the page with the next state,
+	// whose verdict on the end (Done, End, EndSignal, Probe) the dialect
+	// must set from what the page proves, never from a missing signal.
 	parse(resp *Response, doc any, items []any, st pageState) (page, error)
 	// plan returns the states of every remaining page when they can be
 	// fetched concurrently (a total is known), else nil.
 	plan(st pageState) []pageState
+	// more reports whether a probe page (the first page at page size 1)
+	// carries the signal that more pages follow.
+	more(resp *Response, doc any) bool
 }
 
 func newDialect(p PaginationConfig, idPath string) dialect {
@@ -64,6 +142,65 @@ func newDialect(p PaginationConfig, idPath string) dialect {
 	return nil
 }
 
+// readTotal reads the upstream's total from the configured header or body
+// path. Only a non-negative integer is a total: a negative (PocketBase's
+// skipTotal answers -1), null, missing or fractional one is unknown.
+func readTotal(p PaginationConfig, resp *Response, doc any) (int, bool) {
+	var v any
+	switch {
+	case p.TotalHeader != "":
+		if resp == nil {
+			return 0, false
+		}
+		h := strings.TrimSpace(resp.Header.Get(p.TotalHeader))
+		n, err := strconv.Atoi(h)
+		return n, err == nil && n >= 0
+	case p.Total != "":
+		x, ok := getPath(doc, p.Total)
+		if !ok {
+			return 0, false
+		}
+		v = x
+	default:
+		return 0, false
+	}
+	n, ok := toInt(v)
+	return n, ok && n >= 0
+}
+
+// totalVerdict records the page's total and reports whether the items seen
+// so far reached it exactly on a page that was not full. Items beyond the
+// total make it untrusted. A total reached on a full page is not yet proof:
+// a total that lags the collection (a cached count) looks the same, so the
+// next page is read, and only an empty one ends the list.
+func totalVerdict(pg *page, total int, known bool, full bool) (reached bool) {
+	if known {
+		pg.total = &total
+		if pg.next.Total == nil {
+			pg.next.Total = &total
+		}
+	}
+	t := pg.next.Total
+	if t == nil || pg.next.TotalUntrusted {
+		return false
+	}
+	if pg.next.Seen > *t {
+		pg.next.TotalUntrusted = true
+		return false
+	}
+	return pg.next.Seen == *t && !full
+}
+
+// fullPage reports whether a page of n items filled the page: the size
+// asked for, or the upstream's own smaller cap once a page showed it.
+func fullPage(p PaginationConfig, st pageState, n int) bool {
+	capacity := p.PageSize
+	if st.MaxPage > 0 {
+		capacity = min(capacity, st.MaxPage)
+	}
+	return n >= capacity
+}
+
 type cursorDialect struct {
 	p      PaginationConfig
 	idPath string
@@ -80,34 +217,58 @@ func (d cursorDialect) query(q url.Values, st pageState) *url.URL {
 func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
+	pg.next.Seen += len(items)
+	pg.next.LastFull = len(items) >= d.p.PageSize
 	if d.p.HasMore != "" {
 		hm, ok := getPath(doc, d.p.HasMore)
 		more, isBool := hm.(bool)
-		if !ok || !isBool {
-			return pg, badResponse("%s is missing or not a boolean", d.p.HasMore)
-		}
-		if !more {
-			pg.next.Done = true
+		switch {
+		case ok && isBool && !more:
+			pg.proven(SignalHasMoreFalse)
+			return pg, nil
+		case len(items) == 0 && ok && isBool:
+			// More is promised, but there is no last id to continue from.
+			pg.unknown(SignalMoreOnEmpty, false)
+			return pg, nil
+		case len(items) == 0:
+			pg.proven(SignalEmptyPage)
 			return pg, nil
 		}
-		if len(items) == 0 {
-			return pg, badResponse("%s is true on an empty page", d.p.HasMore)
-		}
+		// has_more true, or missing: continue after the last id until an
+		// explicit has_more false or an empty page.
 		id, ok := itemID(items[len(items)-1], d.idPath)
 		if !ok {
 			return pg, badResponse("the last item has no id to continue from")
 		}
 		pg.next.Cursor = id
+		if isBool {
+			pg.next.SignalSeen = true
+		}
 		return pg, nil
+	}
+	nc, present := getPath(doc, d.p.NextCursor)
+	s, _ := nc.(string)
+	switch {
+	case s != "":
+		pg.next.Cursor, pg.next.SignalSeen = s, true
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+	case present && (nc == nil || nc == ""):
+		pg.proven(SignalNextCursorNone)
+	default:
+		pg.absent(st, SignalNextCursorNone)
+	}
+	return pg, nil
+}
+
+func (d cursorDialect) more(_ *Response, doc any) bool {
+	if d.p.HasMore != "" {
+		hm, _ := getPath(doc, d.p.HasMore)
+		return hm == true
 	}
 	nc, _ := getPath(doc, d.p.NextCursor)
 	s, _ := nc.(string)
-	if s == "" {
-		pg.next.Done = true
-		return pg, nil
-	}
-	pg.next.Cursor = s
-	return pg, nil
+	return s != ""
 }
 
 func (cursorDialect) plan(pageState) []pageState { return nil }
@@ -125,19 +286,39 @@ func (d linkDialect) query(q url.Values, st pageState) *url.URL {
 func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
+	pg.next.Seen += len(items)
+	full := fullPage(d.p, st, len(items))
+	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
+	total, known := readTotal(d.p, resp, doc)
+	reached := totalVerdict(&pg, total, known, full)
 	next := nextLink(resp.Header)
-	if next == "" {
-		pg.next.Done = true
-		pg.next.NextURL = nil
+	if next != "" {
+		u, err := url.Parse(next)
+		if err != nil {
+			return pg, badResponse("the Link header's next URL does not parse")
+		}
+		pg.next.NextURL, pg.next.SignalSeen = u, true
 		return pg, nil
 	}
-	u, err := url.Parse(next)
-	if err != nil {
-		return pg, badResponse("the Link header's next URL does not parse")
+	pg.next.NextURL = nil
+	t := pg.next.Total
+	switch {
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+	case reached:
+		pg.proven(SignalTotalReached)
+	case t != nil && !pg.next.TotalUntrusted && pg.next.Seen < *t:
+		// Fewer items than the upstream's own total, and no way on: the
+		// upstream stopped short (Scan.finishSource reports the cap).
+		pg.proven(SignalNoNextLink)
+	default:
+		pg.absent(st, SignalNoNextLink)
 	}
-	pg.next.NextURL = u
 	return pg, nil
 }
+
+func (linkDialect) more(resp *Response, _ any) bool { return nextLink(resp.Header) != "" }
 
 func (linkDialect) plan(pageState) []pageState { return nil }
 
@@ -207,7 +388,9 @@ func splitOutside(v string, sep byte) []string {
 // offsetDialect reads offset/limit pages. Every page after the first starts
 // one item early: that overlap item must be the previous page's last item,
 // which detects a shift (an insert or delete before the read position)
-// between any two pages.
+// between any two pages. The end is proven by an empty page or by the
+// items reaching the upstream's exact total; a short page is not an end
+// (the upstream may cap the page size below the one asked for).
 type offsetDialect struct {
 	p      PaginationConfig
 	idPath string
@@ -225,14 +408,9 @@ func (d offsetDialect) query(q url.Values, st pageState) *url.URL {
 	return nil
 }
 
-func (d offsetDialect) parse(_ *Response, doc any, items []any, st pageState) (page, error) {
+func (d offsetDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
-	total, ok := intAt(doc, d.p.Total)
-	if !ok {
-		return pg, badResponse("%s is missing or not an integer", d.p.Total)
-	}
-	pg.total = &total
 	if st.Offset > 0 {
 		if len(items) == 0 {
 			// The overlap item is gone: the collection shrank under us.
@@ -244,29 +422,40 @@ func (d offsetDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 			pg.items = items[1:]
 		}
 	}
-	if pg.next.Total == nil {
-		pg.next.Total = &total
-	}
 	pg.next.Offset = st.Offset + len(pg.items)
-	if len(items) < d.p.PageSize || pg.next.Offset >= total {
-		pg.next.Done = true
+	pg.next.Seen = pg.next.Offset
+	full := fullPage(d.p, st, len(items))
+	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
+	total, known := readTotal(d.p, resp, doc)
+	reached := totalVerdict(&pg, total, known, full)
+	switch {
+	case len(pg.items) == 0:
+		pg.proven(SignalEmptyPage)
+	case reached:
+		pg.proven(SignalTotalReached)
 	}
 	return pg, nil
 }
 
+func (d offsetDialect) more(*Response, any) bool { return false }
+
 func (d offsetDialect) plan(st pageState) []pageState {
-	if st.Total == nil || st.Done || d.p.Concurrency <= 1 {
+	if st.Total == nil || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {
 		return nil
 	}
 	var out []pageState
 	for off := st.Offset; off < *st.Total; off += d.stride() {
 		s := st
 		s.Offset = off
+		s.Seen = off
 		out = append(out, s)
 	}
 	return out
 }
 
+// pageDialect reads numbered pages. As with offsets, only an empty page or
+// the upstream's exact total proves the end.
 type pageDialect struct{ p PaginationConfig }
 
 func (d pageDialect) query(q url.Values, st pageState) *url.URL {
@@ -279,36 +468,39 @@ func (d pageDialect) query(q url.Values, st pageState) *url.URL {
 	return nil
 }
 
-func (d pageDialect) parse(_ *Response, doc any, items []any, st pageState) (page, error) {
+func (d pageDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	if !st.Started {
 		pg.next.Page = *d.p.FirstPage
 	}
 	pg.next.Started = true
-	total, ok := intAt(doc, d.p.Total)
-	if !ok {
-		return pg, badResponse("%s is missing or not an integer", d.p.Total)
-	}
-	pg.total = &total
-	if pg.next.Total == nil {
-		pg.next.Total = &total
-	}
-	read := (pg.next.Page - *d.p.FirstPage + 1) * d.p.PageSize
 	pg.next.Page++
-	if len(items) < d.p.PageSize || read >= total {
-		pg.next.Done = true
+	pg.next.Seen += len(items)
+	full := fullPage(d.p, st, len(items))
+	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
+	total, known := readTotal(d.p, resp, doc)
+	reached := totalVerdict(&pg, total, known, full)
+	switch {
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+	case reached:
+		pg.proven(SignalTotalReached)
 	}
 	return pg, nil
 }
 
+func (d pageDialect) more(*Response, any) bool { return false }
+
 func (d pageDialect) plan(st pageState) []pageState {
-	if st.Total == nil || st.Done || d.p.Concurrency <= 1 {
+	if st.Total == nil || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {
 		return nil
 	}
 	var out []pageState
 	for n := st.Page; (n-*d.p.FirstPage)*d.p.PageSize < *st.Total; n++ {
 		s := st
 		s.Page = n
+		s.Seen = (n - *d.p.FirstPage) * d.p.PageSize
 		out = append(out, s)
 	}
 	return out
@@ -327,6 +519,8 @@ func (d continueDialect) query(q url.Values, st pageState) *url.URL {
 func (d continueDialect) parse(_ *Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
+	pg.next.Seen += len(items)
+	pg.next.LastFull = len(items) >= d.p.PageSize
 	rv, _ := getPath(doc, d.p.ResourceVersion)
 	if s, ok := rv.(string); ok {
 		pg.snapshot = s
@@ -337,13 +531,28 @@ func (d continueDialect) parse(_ *Response, doc any, items []any, st pageState) 
 	if n, ok := intAt(doc, "metadata.remainingItemCount"); ok {
 		pg.estimate = &n
 	}
-	c, _ := getPath(doc, d.p.ContinuePath)
+	c, present := getPath(doc, d.p.ContinuePath)
 	s, _ := c.(string)
 	pg.next.Cursor = s
-	if s == "" {
-		pg.next.Done = true
+	switch {
+	case s != "":
+		pg.next.SignalSeen = true
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+	case present:
+		pg.proven(SignalContinueNone)
+	default:
+		// Kubernetes omits an empty continue token: proof only once the
+		// token was seen on this scan or a probe showed it is sent.
+		pg.absent(st, SignalContinueNone)
 	}
 	return pg, nil
+}
+
+func (d continueDialect) more(_ *Response, doc any) bool {
+	c, _ := getPath(doc, d.p.ContinuePath)
+	s, _ := c.(string)
+	return s != ""
 }
 
 func (continueDialect) plan(pageState) []pageState { return nil }

@@ -167,6 +167,14 @@ func matchValue(got, want any, fd *FieldConfig, contains bool) bool {
 }
 
 func scalarEqual(got, want any, fd *FieldConfig) bool {
+	if fd != nil && len(fd.NullValues) > 0 {
+		if want != nil && isNullValue(want, fd) {
+			want = nil
+		}
+		if got != nil && isNullValue(got, fd) {
+			got = nil
+		}
+	}
 	if want == nil {
 		return got == nil
 	}

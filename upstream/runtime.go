@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -50,6 +51,12 @@ type Resource struct {
 	dialect     dialect
 	// Contract checks every item read.
 	Contract *Contract
+	// norms rewrite field values into their declared form on every item
+	// read (normalize, null_values, layout).
+	norms []fieldNorm
+	// endVerified remembers, per source, that a probe saw the upstream
+	// send its "more follows" signal (a per-process memory).
+	endVerified sync.Map
 }
 
 // Options are the runtime dependencies of Initialize.
@@ -93,7 +100,16 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{}}
 	var errs []error
 	for _, name := range sortedKeys(c.Upstreams) {
-		cl, err := newClient(name, c.Upstreams[name], opts)
+		uc := *c.Upstreams[name]
+		base, err := expandEnv(uc.BaseURL, opts.Getenv)
+		if err == nil {
+			uc.BaseURL, err = base, checkBaseURL(base)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("upstream %q: base_url: %w", name, err))
+			continue
+		}
+		cl, err := newClient(name, &uc, opts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("upstream %q: %w", name, err))
 			continue
@@ -112,9 +128,22 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 		r := &Resource{Name: name, Description: rc.Description, Upstream: cl, Config: *rc}
 		r.Pagination = resolvePagination(rc.Pagination)
 		r.Limits = resolveLimits(rc.Limits)
-		r.Sources = rc.Sources
+		r.Sources = append([]SourceConfig(nil), rc.Sources...)
 		if len(r.Sources) == 0 {
 			r.Sources = []SourceConfig{{Name: name}}
+		}
+		for i, src := range r.Sources {
+			if src.BaseURL == "" {
+				continue
+			}
+			base, err := expandEnv(src.BaseURL, opts.Getenv)
+			if err == nil {
+				err = checkBaseURL(base)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("resource %q: source %q: base_url: %w", name, src.Name, err)
+			}
+			r.Sources[i].BaseURL = base
 		}
 		if r.Config.List.Items == "" {
 			r.Config.List.Items = defaultItemsPath(r.Pagination.Dialect)
@@ -123,6 +152,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 			r.Config.List.Items = ""
 		}
 		r.dialect = newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
+		r.norms = fieldNorms(r)
 		contract, err := compileContract(r, rc.Fields, normalizeInvariants(rc.Invariants), rc.Contract, c.baseDir)
 		if err != nil {
 			return nil, fmt.Errorf("resource %q: %w", name, err)
@@ -202,12 +232,16 @@ func resolvePagination(p PaginationConfig) PaginationConfig {
 	case DialectOffset:
 		set(&p.PageSizeParam, "limit")
 		set(&p.OffsetParam, "offset")
-		set(&p.Total, "total")
+		if p.TotalHeader == "" {
+			set(&p.Total, "total")
+		}
 		set(&p.Consistency, ConsistencyNone)
 	case DialectPage:
 		set(&p.PageSizeParam, "per_page")
 		set(&p.PageParam, "page")
-		set(&p.Total, "total")
+		if p.TotalHeader == "" {
+			set(&p.Total, "total")
+		}
 		if p.FirstPage == nil {
 			one := 1
 			p.FirstPage = &one
@@ -319,4 +353,16 @@ func (r *Resource) sourceBase(src SourceConfig) *url.URL {
 		}
 	}
 	return r.Upstream.base
+}
+
+// checkBaseURL accepts an absolute http(s) URL without credentials.
+func checkBaseURL(v string) error {
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return errors.New("not an absolute http or https URL")
+	case u.User != nil:
+		return errors.New("must not carry credentials; use credential.env or credential.file")
+	}
+	return nil
 }

@@ -265,6 +265,12 @@ func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
 			s.finishSource(src)
 			return
 		}
+		if st.Probe {
+			if !s.probe(ctx, src) {
+				return
+			}
+			continue
+		}
 		if plans := s.r.dialect.plan(st); plans != nil {
 			if !s.runParallel(ctx, src, plans) {
 				return
@@ -340,6 +346,13 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 			s.fail(ctx, src, err)
 			return false
 		}
+		if r.pg.next.Done || r.pg.next.Probe || (!r.pg.next.LastFull && i < len(plans)-1) {
+			// The end came earlier than planned, or a short page broke
+			// the plan's arithmetic (the upstream capped the page size):
+			// the rest is read one page at a time from where this page
+			// ended. Pages fetched past it are abandoned.
+			return true
+		}
 		launch()
 	}
 	return true
@@ -355,42 +368,11 @@ func (s *Scan) stopForContext(ctx context.Context, src *sourceScan) {
 }
 
 func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
-	r := s.r
-	q := url.Values{}
-	for k, v := range r.Config.List.Params {
-		q.Set(k, v)
-	}
-	for k, v := range src.cfg.Params {
-		q.Set(k, v)
-	}
-	r.filterParams(q, s.spec.Filter)
-	var u *url.URL
-	if next := r.dialect.query(q, st); next != nil {
-		u = src.base.ResolveReference(next)
-		if !r.Upstream.SameOrigin(src.base, u) {
-			return page{}, badResponse("the continuation points at another host; it was not followed")
-		}
-	} else {
-		u = r.Upstream.ResolveURL(src.base, r.Config.List.Path, q)
-	}
-	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: s.spec.RequestID, Idempotent: true})
+	resp, doc, items, err := s.request(ctx, src, st, false)
 	if err != nil {
 		return page{}, err
 	}
-	doc, err := decodeJSONBody(resp, true)
-	if err != nil {
-		return page{}, err
-	}
-	raw, ok := getPath(doc, r.Config.List.Items)
-	items, isArr := raw.([]any)
-	if !ok || !isArr {
-		if ok && raw == nil {
-			items = []any{}
-		} else {
-			return page{}, badResponse("items are not an array at %q", r.Config.List.Items)
-		}
-	}
-	pg, err := r.dialect.parse(resp, doc, items, st)
+	pg, err := s.r.dialect.parse(resp, doc, items, st)
 	if err != nil {
 		return pg, err
 	}
@@ -400,6 +382,134 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, 
 	}
 	pg.header = resp.Header
 	return pg, nil
+}
+
+// request sends one list request for the page st points at and returns the
+// decoded body and its items. A probe asks for the source's first page at
+// page size 1, without the upstream-side filters.
+func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe bool) (*Response, any, []any, error) {
+	r := s.r
+	q := url.Values{}
+	for k, v := range r.Config.List.Params {
+		q.Set(k, v)
+	}
+	for k, v := range src.cfg.Params {
+		q.Set(k, v)
+	}
+	if !probe {
+		r.filterParams(q, s.spec.Filter)
+	}
+	var u *url.URL
+	if next := r.dialect.query(q, st); next != nil {
+		u = src.base.ResolveReference(next)
+		if !r.Upstream.SameOrigin(src.base, u) {
+			return nil, nil, nil, badResponse("the continuation points at another host; it was not followed")
+		}
+	} else {
+		if probe {
+			q.Set(r.Pagination.PageSizeParam, "1")
+		}
+		u = r.Upstream.ResolveURL(src.base, r.Config.List.Path, q)
+	}
+	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: s.spec.RequestID, Idempotent: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	doc, err := decodeJSONBody(resp, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	items, err := r.itemsOf(doc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return resp, doc, items, nil
+}
+
+// itemsOf reads the items array of a list body; plain values become
+// objects when list.scalar_item_field says so.
+func (r *Resource) itemsOf(doc any) ([]any, error) {
+	raw, ok := getPath(doc, r.Config.List.Items)
+	items, isArr := raw.([]any)
+	if !ok || !isArr {
+		if ok && raw == nil {
+			return []any{}, nil
+		}
+		return nil, badResponse("items are not an array at %q", r.Config.List.Items)
+	}
+	if f := r.Config.List.ScalarItemField; f != "" {
+		wrapped := make([]any, len(items))
+		for i, it := range items {
+			switch it.(type) {
+			case string, json.Number, float64, bool:
+				wrapped[i] = map[string]any{f: it}
+			default:
+				return nil, badResponse("an item is not a plain value, as list.scalar_item_field declares")
+			}
+		}
+		items = wrapped
+	}
+	return items, nil
+}
+
+// probe settles an unknown end with one request: the source's first page
+// at page size 1 without the upstream-side filters. When it carries the
+// dialect's "more follows" signal, the upstream is known to send that
+// signal, so its absence on the scan's last page proves the end (and this
+// is remembered for the resource and source for the process's life).
+// Otherwise the end stays unproven. It returns false when the source
+// stopped (budget, deadline, a failure).
+func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
+	key := src.cfg.Name
+	if _, ok := s.r.endVerified.Load(key); ok {
+		s.settleProbe(src, true)
+		return true
+	}
+	if ctx.Err() != nil {
+		s.stopForContext(ctx, src)
+		return false
+	}
+	if s.takePages(1) == 0 {
+		s.setStatus(src, srcCutPages)
+		return false
+	}
+	resp, doc, items, err := s.request(ctx, src, pageState{}, true)
+	s.mu.Lock()
+	s.pages++
+	src.pages++
+	s.mu.Unlock()
+	var he *HTTPError
+	switch {
+	case err == nil:
+	case errors.As(err, &he) && (he.Kind != FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500):
+		s.fail(ctx, src, err) // transient: the next Run probes again
+		return false
+	default:
+		// The upstream refused or garbled the probe (a page size of 1
+		// may be refused): nothing is proven.
+		s.mu.Lock()
+		src.state.Probe, src.state.Done, src.state.End, src.state.EndSignal = false, true, envelope.EndUnproven, SignalProbeFailed
+		s.mu.Unlock()
+		return true
+	}
+	more := len(items) > 0 && s.r.dialect.more(resp, doc)
+	if more {
+		s.r.endVerified.Store(key, true)
+	}
+	s.settleProbe(src, more)
+	return true
+}
+
+func (s *Scan) settleProbe(src *sourceScan, verified bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &src.state
+	st.Probe, st.Done = false, true
+	if verified {
+		st.End, st.EndSignal = envelope.EndProven, st.EndSignal+SignalVerified
+		return
+	}
+	st.End, st.EndSignal = envelope.EndUnproven, SignalNotSeen
 }
 
 // sameContinuation reports a continuation that did not advance: the same
@@ -444,25 +554,55 @@ func decodeJSONBody(resp *Response, checkError bool) (any, error) {
 	return doc, nil
 }
 
-// filterParams sends the upstream-side filters.
+// filterParams sends the upstream-side filters, each only in a form the
+// configuration declares the API accepts: a single value; a list only as
+// the declared multi form (a list of one is a single value); null only as
+// null_param. Everything else is left to airlock, which re-checks every
+// filter on every item anyway: an upstream filter can only narrow what is
+// read, so a form the API might misread must never be sent.
 func (r *Resource) filterParams(q url.Values, filter map[string]any) {
 	for _, name := range sortedKeys(filter) {
 		fc := r.Config.Filters[name]
 		if fc == nil || fc.Param == "" {
 			continue
 		}
+		fd, _ := r.Field(r.filterField(name, fc))
+		if fd != nil && fd.Normalize != "" {
+			// airlock compares normalized values; the upstream might not.
+			continue
+		}
 		v := filter[name]
+		if arr, ok := v.([]any); ok && len(arr) == 1 {
+			v = arr[0]
+		}
+		if v != nil && isNullValue(v, fd) {
+			v = nil
+		}
 		switch x := v.(type) {
 		case nil:
 			if fc.NullParam != "" {
 				q.Set(fc.Param, fc.NullParam)
 			}
 		case []any:
-			parts := make([]string, len(x))
-			for i, e := range x {
-				parts[i] = scalarString(e)
+			var parts []string
+			for _, e := range x {
+				if e == nil || isNullValue(e, fd) {
+					parts = nil // null among the values: only airlock can match it
+					break
+				}
+				parts = append(parts, scalarString(e))
 			}
-			q.Set(fc.Param, strings.Join(parts, ","))
+			if len(parts) == 0 {
+				continue
+			}
+			switch fc.Multi {
+			case "repeat":
+				for _, p := range parts {
+					q.Add(fc.Param, p)
+				}
+			case "comma":
+				q.Set(fc.Param, strings.Join(parts, ","))
+			}
 		default:
 			q.Set(fc.Param, scalarString(x))
 		}
@@ -596,6 +736,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 	if r.Config.VersionField != "" {
 		verPath = r.FieldPath(r.Config.VersionField)
 	}
+	fresh := 0
 	for _, raw := range pg.items {
 		doc, ok := raw.(map[string]any)
 		if !ok {
@@ -615,6 +756,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 			continue
 		}
 		s.seen[h] = struct{}{}
+		fresh++
 		src.items++
 		s.scanned++
 		s.normalizeLocked(doc)
@@ -677,6 +819,11 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 		}
 	}
 	src.state = pg.next
+	if st.Started && len(pg.items) > 0 && fresh == 0 && !src.state.Done {
+		// A whole page of records already read: the upstream ignores the
+		// page parameter or loops. Reading on proves nothing.
+		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalRepeatedPage
+	}
 	return nil
 }
 
@@ -684,15 +831,43 @@ func (s *Scan) finishSource(src *sourceScan) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	src.status = srcDone
-	if c := s.r.Config.ResultCap; c > 0 && src.items >= c {
-		src.capped = true
-		return
+	st := src.state
+	if st.TotalUntrusted && !s.stickySeen[envelope.InconsistentSnapshot+"/"+src.cfg.Name] {
+		// (A total that changed during the scan is INCONSISTENT_SNAPSHOT.)
+		s.contradictedLocked("total")
 	}
-	if t := src.state.Total; t != nil && src.items < *t && !s.stickySeen[envelope.InconsistentSnapshot+"/"+src.cfg.Name] {
+	if st.End == envelope.EndUnproven {
+		return // END_NOT_PROVEN, in Outcome
+	}
+	if c := s.r.Config.ResultCap; c > 0 {
+		switch {
+		case src.items > c:
+			// More than the declared cap came back: the declaration is
+			// wrong, and the end proved by the dialect stands.
+			s.contradictedLocked("result_cap")
+		case src.items == c:
+			src.capped = true
+			return
+		}
+	}
+	if t := st.Total; t != nil && !st.TotalUntrusted && src.items < *t && !s.stickySeen[envelope.InconsistentSnapshot+"/"+src.cfg.Name] {
 		// The upstream stopped before its own total without any sign of a
 		// change: it capped the result.
 		src.capped, src.shortOf = true, *t
 	}
+}
+
+// contradictedLocked warns once per declaration that the upstream
+// contradicted it.
+func (s *Scan) contradictedLocked(field string) {
+	key := envelope.WarnDeclarationContradicted + "/" + field
+	if s.warnSeen[key] {
+		return
+	}
+	s.warnSeen[key] = true
+	w := envelope.NewWarning(envelope.WarnDeclarationContradicted, s.r.Name)
+	w.Fields = []string{field}
+	s.warnings = append(s.warnings, w)
 }
 
 func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
@@ -769,26 +944,9 @@ func (s *Scan) violationLocked(field, rule, sample string) {
 }
 
 func (s *Scan) normalizeLocked(doc map[string]any) {
-	for name, f := range s.r.Config.Fields {
-		if f == nil || f.Normalize == "" {
-			continue
-		}
-		path := s.r.FieldPath(name)
-		v, ok := getPath(doc, path)
-		str, isStr := v.(string)
-		if !ok || !isStr {
-			continue
-		}
-		n := str
-		switch f.Normalize {
-		case "lower":
-			n = strings.ToLower(strings.TrimSpace(str))
-		case "trim":
-			n = strings.TrimSpace(str)
-		}
-		if n != str {
-			setPath(doc, path, n)
-			s.normalized[name] = true
+	for _, n := range s.r.norms {
+		if n.apply(doc) {
+			s.normalized[n.name] = true
 		}
 	}
 }
@@ -860,6 +1018,14 @@ func (s *Scan) Outcome() Outcome {
 			continue
 		case srcDone:
 			cov.Status = envelope.SourceComplete
+			cov.End, cov.EndSignal = src.state.End, src.state.EndSignal
+			if src.state.End == envelope.EndUnproven {
+				cov.Status, cov.Reason = envelope.SourcePartial, envelope.EndNotProven
+				rs := envelope.NewReason(envelope.EndNotProven)
+				rs.Source, rs.Signal = src.cfg.Name, src.state.EndSignal
+				o.Reasons = append(o.Reasons, rs)
+				break
+			}
 			if src.capped {
 				cov.Status, cov.Reason = envelope.SourcePartial, envelope.ResultLimitReached
 				rs := envelope.NewReason(envelope.ResultLimitReached)

@@ -1,0 +1,222 @@
+package upstream
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/fixtures"
+)
+
+// faultRecords are n records with ids r0000…, a status cycling through
+// active/disabled/archived and an owner that is "" for every fifth.
+func faultRecords(n int) []fixtures.Record {
+	statuses := []string{"active", "disabled", "archived"}
+	out := make([]fixtures.Record, n)
+	for i := range out {
+		owner := any(fmt.Sprintf("team-%d", i%7))
+		if i%5 == 0 {
+			owner = ""
+		}
+		out[i] = fixtures.Record{"id": fmt.Sprintf("r%04d", i), "status": statuses[i%3], "owner": owner}
+	}
+	return out
+}
+
+func faultRuntime(t *testing.T, fl *fixtures.FaultList, pageSize int, pagination, multi string) *Resource {
+	t.Helper()
+	ts := httptest.NewServer(fl)
+	t.Cleanup(ts.Close)
+	rt := runtimeFor(t, fixtures.FaultListConfig(ts.URL, fl.Dialect, pageSize, pagination, multi))
+	return rt.Resources["items"]
+}
+
+// endOf is the single source's coverage.
+func endOf(t *testing.T, out Outcome) envelope.SourceCoverage {
+	t.Helper()
+	if len(out.Sources) != 1 {
+		t.Fatalf("sources = %+v, want one", out.Sources)
+	}
+	return out.Sources[0]
+}
+
+// TestEndOfList_IsProvenNeverInferred runs every dialect against honest and
+// faulty lists. A scan is complete only when its last page proved the end;
+// an unproven end is END_NOT_PROVEN, never complete.
+func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
+	type want struct {
+		complete bool
+		signal   string // the end signal in coverage
+		reason   string // the reason when incomplete
+	}
+	for _, tc := range []struct {
+		name       string
+		fl         fixtures.FaultKnobs
+		n, size    int
+		pagination string
+		want       want
+	}{
+		// Honest lists: each dialect proves its end its own way.
+		{"cursor has_more false", fixtures.FaultKnobs{Dialect: fixtures.DialectCursor}, 25, 10, "", want{true, SignalHasMoreFalse, ""}},
+		{"cursor without has_more reads to an empty page", fixtures.FaultKnobs{Dialect: fixtures.DialectCursor, NoHasMore: true}, 25, 10, "", want{true, SignalEmptyPage, ""}},
+		{"next cursor omitted on the last page after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 25, 10, "", want{true, SignalNextCursorNone, ""}},
+		{"next cursor on a single short page, verified by a probe", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 5, 10, "", want{true, SignalNextCursorNone + SignalVerified, ""}},
+		{"link without next after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 25, 10, "", want{true, SignalNoNextLink, ""}},
+		{"link on a full last page after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 30, 10, "", want{true, SignalNoNextLink, ""}},
+		{"link with X-Total-Count reached", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 5, 10, "total_header: X-Total-Count", want{true, SignalTotalReached, ""}},
+		{"offset total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset}, 25, 10, "", want{true, SignalTotalReached, ""}},
+		{"page total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectPage}, 25, 10, "", want{true, SignalTotalReached, ""}},
+		{"page total in a header", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, SignalTotalReached, ""}},
+		{"continue omitted after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 25, 10, "", want{true, SignalContinueNone, ""}},
+		{"continue on one exactly full page, verified", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 10, 10, "", want{true, SignalContinueNone + SignalVerified, ""}},
+		{"empty list", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 0, 10, "", want{true, SignalEmptyPage, ""}},
+
+		// Totals that are not totals: page on to the dialect's own end.
+		{"page with a negative total (skipTotal)", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "negative"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
+		{"offset without a total", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, Total: "missing"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
+		{"page whose total is one too low", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
+		{"page whose lagging total is reached on a full page", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 21, 10, "", want{true, SignalEmptyPage, ""}},
+		{"page whose total is one too high", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "high"}, 25, 10, "", want{false, SignalEmptyPage, envelope.ResultLimitReached}},
+
+		// The upstream caps the page size below the one asked for.
+		{"page size capped, page with total", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 4}, 25, 10, "", want{true, SignalTotalReached, ""}},
+		{"page size capped, offset with total on a full last page", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4}, 25, 10, "", want{true, SignalEmptyPage, ""}},
+		{"page size capped, offset with total on a short last page", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4}, 24, 10, "", want{true, SignalTotalReached, ""}},
+		{"page size capped, offset without total", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4, Total: "missing"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
+		{"page size capped, next cursor", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, MaxPageSize: 4}, 25, 10, "", want{true, SignalNextCursorNone, ""}},
+
+		// No "more follows" signal at all: a full page is not an end.
+		{"link without any Link header (json-server without _page)", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true, IgnorePage: true}, 25, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
+		{"link without Link on a short single page, unverifiable", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true}, 5, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
+		{"next cursor never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, NoNextSignal: true}, 25, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
+		{"continue never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue, NoNextSignal: true}, 25, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
+
+		// The page position is ignored: every page repeats the first.
+		{"page parameter ignored, total unknown", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, IgnorePage: true, Total: "negative"}, 25, 10, "", want{false, SignalRepeatedPage, envelope.EndNotProven}},
+		{"offset parameter ignored", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, IgnorePage: true}, 25, 10, "", want{false, "", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fl := &fixtures.FaultList{FaultKnobs: tc.fl}
+			fl.Records = faultRecords(tc.n)
+			r := faultRuntime(t, fl, tc.size, tc.pagination, "")
+			sink, out, err := scanAll(t, r, nil, Budget{})
+			if err != nil {
+				if tc.want.complete {
+					t.Fatalf("scan failed: %v", err)
+				}
+				return // a refusal is not a claim either
+			}
+			if out.ScanComplete != tc.want.complete {
+				t.Fatalf("complete = %v (read %d of %d, reasons %+v, coverage %+v), want %v", out.ScanComplete, len(sink.ids), tc.n, out.Reasons, out.Sources, tc.want.complete)
+			}
+			if out.ScanComplete && len(sink.ids) != tc.n {
+				t.Fatalf("complete with %d items, the list holds %d", len(sink.ids), tc.n)
+			}
+			cov := endOf(t, out)
+			if tc.want.signal != "" && cov.EndSignal != tc.want.signal {
+				t.Errorf("end signal = %q (%s), want %q", cov.EndSignal, cov.End, tc.want.signal)
+			}
+			if tc.want.complete && cov.End != envelope.EndProven {
+				t.Errorf("end = %q, want proven", cov.End)
+			}
+			if tc.want.reason != "" && !hasReason(out, tc.want.reason) {
+				t.Errorf("reasons = %+v, want %s", out.Reasons, tc.want.reason)
+			}
+		})
+	}
+}
+
+func hasReason(out Outcome, code string) bool {
+	for _, r := range out.Reasons {
+		if r.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEndProbe_IsOneRequestRememberedPerSource checks the cost of proof: a
+// single page without a next signal costs one probe, once per source.
+func TestEndProbe_IsOneRequestRememberedPerSource(t *testing.T) {
+	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, Records: faultRecords(5)}}
+	r := faultRuntime(t, fl, 10, "", "")
+	for i, want := range []int{2, 3} {
+		_, out, err := scanAll(t, r, nil, Budget{})
+		if err != nil || !out.ScanComplete {
+			t.Fatalf("scan %d: err %v, complete %v, reasons %+v", i, err, out.ScanComplete, out.Reasons)
+		}
+		if got := fl.Requests(); got != want {
+			t.Errorf("after scan %d the upstream saw %d requests, want %d (a probe only the first time)", i+1, got, want)
+		}
+	}
+}
+
+// TestEndProbe_RefusedIsUnproven: an upstream that refuses the probe proves
+// nothing.
+func TestEndProbe_RefusedIsUnproven(t *testing.T) {
+	rec := &recorder{respond: func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("limit") == "1" {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"limit must be at least 10"}`)
+			return
+		}
+		io.WriteString(w, `{"items":[{"id":"a"},{"id":"b"}]}`)
+	}}
+	ts := startRecorder(t, rec)
+	rt := runtimeFor(t, customConfig(ts.URL, "{dialect: cursor, next_cursor: next, page_size: 10}", "items", ""))
+	_, out, err := scanAll(t, rt.Resources["items"], nil, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ScanComplete || !hasReason(out, envelope.EndNotProven) || endOf(t, out).EndSignal != SignalProbeFailed {
+		t.Errorf("complete %v, reasons %+v, coverage %+v; want END_NOT_PROVEN with %s", out.ScanComplete, out.Reasons, out.Sources, SignalProbeFailed)
+	}
+}
+
+// TestHasMoreOnAnEmptyPage_IsUnproven: more is promised with no id to
+// continue from.
+func TestHasMoreOnAnEmptyPage_IsUnproven(t *testing.T) {
+	rec := &recorder{respond: func(int, http.ResponseWriter, *http.Request) {}}
+	rec.respond = func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"data":[],"has_more":true}`)
+	}
+	ts := startRecorder(t, rec)
+	rt := runtimeFor(t, customConfig(ts.URL, "{dialect: cursor, has_more: has_more}", "data", ""))
+	_, out, err := scanAll(t, rt.Resources["items"], nil, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ScanComplete || endOf(t, out).EndSignal != SignalMoreOnEmpty {
+		t.Errorf("complete %v, coverage %+v; want unproven with %s", out.ScanComplete, out.Sources, SignalMoreOnEmpty)
+	}
+}
+
+// TestResultCapExceeded_WarnsAndKeepsTheProvenEnd: a declared cap the
+// upstream exceeds is a wrong declaration, not a reason to stay partial.
+func TestResultCapExceeded_WarnsAndKeepsTheProvenEnd(t *testing.T) {
+	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, Records: faultRecords(25)}}
+	ts := httptest.NewServer(fl)
+	t.Cleanup(ts.Close)
+	cfg := string(fixtures.FaultListConfig(ts.URL, fl.Dialect, 10, "", "")) + "    result_cap: 20\n"
+	r := runtimeFor(t, []byte(cfg)).Resources["items"]
+	sink, out, err := scanAll(t, r, nil, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.ScanComplete || len(sink.ids) != 25 {
+		t.Fatalf("complete %v with %d items, reasons %+v; want complete with 25", out.ScanComplete, len(sink.ids), out.Reasons)
+	}
+	found := false
+	for _, w := range out.Warnings {
+		found = found || (w.Code == envelope.WarnDeclarationContradicted && len(w.Fields) == 1 && w.Fields[0] == "result_cap")
+	}
+	if !found {
+		t.Errorf("warnings = %+v, want %s on result_cap", out.Warnings, envelope.WarnDeclarationContradicted)
+	}
+}

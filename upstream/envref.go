@@ -1,0 +1,79 @@
+package upstream
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// envRef is a ${NAME} reference to an environment variable inside a
+// configuration value (base_url).
+var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// badEnvRefs describes a malformed ${...} reference ("" when there is none).
+func badEnvRefs(v string) string {
+	for _, m := range envRef.FindAllStringSubmatch(v, -1) {
+		if !envName.MatchString(m[1]) {
+			return fmt.Sprintf("${%s} is not an environment variable name", m[1])
+		}
+	}
+	if strings.Count(v, "${") != len(envRef.FindAllString(v, -1)) {
+		return "an unterminated ${ reference"
+	}
+	return ""
+}
+
+// wholeEnvRef reports whether v is exactly one ${NAME} reference.
+func wholeEnvRef(v string) bool {
+	m := envRef.FindStringIndex(v)
+	return m != nil && m[0] == 0 && m[1] == len(v)
+}
+
+// placeholderEnv replaces each reference by a word that keeps a URL
+// parseable, for checks made before the environment is read.
+func placeholderEnv(v string) string { return envRef.ReplaceAllString(v, "env") }
+
+// expandEnv replaces each ${NAME} with the variable's value; an unset or
+// empty variable is an error naming it.
+func expandEnv(v string, getenv func(string) string) (string, error) {
+	var missing []string
+	out := envRef.ReplaceAllStringFunc(v, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		val := getenv(name)
+		if val == "" {
+			missing = append(missing, name)
+		}
+		return val
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("environment variable %q is empty or unset", missing[0])
+	}
+	return out, nil
+}
+
+// EnvRefs lists the environment variables a configuration reads besides
+// credentials (base_url references), sorted and unique.
+func (c *Config) EnvRefs() []string {
+	seen := map[string]bool{}
+	add := func(v string) {
+		for _, m := range envRef.FindAllStringSubmatch(v, -1) {
+			seen[m[1]] = true
+		}
+	}
+	for _, u := range c.Upstreams {
+		if u != nil {
+			add(u.BaseURL)
+		}
+	}
+	for _, r := range c.Resources {
+		if r == nil {
+			continue
+		}
+		for _, s := range r.Sources {
+			add(s.BaseURL)
+		}
+	}
+	return sortedKeys(seen)
+}

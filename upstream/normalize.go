@@ -1,0 +1,100 @@
+package upstream
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// fieldNorm rewrites one field's values into the declared form: case and
+// whitespace (normalize), the upstream's stand-ins for null (null_values)
+// and timestamp layouts (layout). A field whose value was rewritten is
+// named in VALUE_NORMALIZED.
+type fieldNorm struct {
+	name, path string
+	normalize  string
+	nulls      []any
+	layout     string
+}
+
+func fieldNorms(r *Resource) []fieldNorm {
+	var out []fieldNorm
+	for _, name := range sortedKeys(r.Config.Fields) {
+		f := r.Config.Fields[name]
+		if f == nil || (f.Normalize == "" && len(f.NullValues) == 0 && f.Layout == "") {
+			continue
+		}
+		nulls := make([]any, len(f.NullValues))
+		for i, v := range f.NullValues {
+			nulls[i] = normalizeYAMLValue(v)
+		}
+		out = append(out, fieldNorm{name: name, path: r.FieldPath(name), normalize: f.Normalize, nulls: nulls, layout: f.Layout})
+	}
+	return out
+}
+
+// apply rewrites the field in doc and reports whether it changed.
+func (n fieldNorm) apply(doc map[string]any) bool {
+	v, ok := getPath(doc, n.path)
+	if !ok || v == nil {
+		return false
+	}
+	for _, nv := range n.nulls {
+		if sameScalar(v, nv) {
+			setPath(doc, n.path, nil)
+			return true
+		}
+	}
+	if n.layout != "" {
+		if ts, ok := normalizeTimestamp(v, n.layout); ok {
+			setPath(doc, n.path, ts)
+			return true
+		}
+	}
+	str, isStr := v.(string)
+	if !isStr || n.normalize == "" {
+		return false
+	}
+	out := str
+	switch n.normalize {
+	case "lower":
+		out = strings.ToLower(strings.TrimSpace(str))
+	case "trim":
+		out = strings.TrimSpace(str)
+	}
+	if out == str {
+		return false
+	}
+	setPath(doc, n.path, out)
+	return true
+}
+
+// isNullValue reports whether v is one of the field's declared stand-ins
+// for null.
+func isNullValue(v any, fd *FieldConfig) bool {
+	if fd == nil || len(fd.NullValues) == 0 {
+		return false
+	}
+	for _, nv := range fd.NullValues {
+		if sameScalar(v, normalizeYAMLValue(nv)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameScalar compares two decoded scalars (numbers by value).
+func sameScalar(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case json.Number, float64, int:
+		fa, ok1 := toFloat(a)
+		fb, ok2 := toFloat(b)
+		return ok1 && ok2 && fa == fb
+	}
+	return false
+}
