@@ -188,9 +188,14 @@ func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, r
 	if err != nil {
 		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
 	}
+	more := len(ts) > limit
+	ts = ts[:min(len(ts), limit)]
+	cut := false
+	if n := fitCount(ts, pageBudget); n < len(ts) {
+		ts, more, cut = ts[:n], true, true
+	}
 	next := ""
-	if len(ts) > limit {
-		ts = ts[:limit]
+	if more {
 		next = d.Cursors.encode(cursorPayload{Scan: op.ID, After: ts[len(ts)-1].ID, Fingerprint: fingerprint(op.ID, q.Outcome)})
 	}
 	results := make([]selection.Target, 0, len(ts))
@@ -220,6 +225,11 @@ func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, r
 	}
 	if next != "" {
 		data["results_cursor"] = next
+	}
+	if cut && paged {
+		rs := envelope.NewReason(envelope.ResultLimitReached)
+		rs.Limit, rs.LimitSource = envelope.Ptr(pageBudget), envelope.LimitAirlock
+		env.IncompleteReasons = append(env.IncompleteReasons, rs)
 	}
 	return env
 }

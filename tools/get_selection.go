@@ -110,7 +110,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	if len(errs) > 0 {
 		return invalid(errs)
 	}
-	items, next, err := d.manifestPage(ctx, sel, q, a.Fields)
+	items, next, cut, err := d.manifestPage(ctx, sel, q, a.Fields, pageBudget)
 	if err != nil {
 		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
 	}
@@ -127,6 +127,12 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	if next != "" {
 		env.IncompleteReasons = []envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}
 		env.Continuation = envelope.Continuation{Kind: envelope.ContinueNextCursor, Cursor: next}
+	}
+	if cut {
+		// The page ended before page_size: the response budget did.
+		rs := envelope.NewReason(envelope.ResultLimitReached)
+		rs.Limit, rs.LimitSource = envelope.Ptr(pageBudget), envelope.LimitAirlock
+		env.IncompleteReasons = append(env.IncompleteReasons, rs)
 	}
 	return env
 }

@@ -332,6 +332,9 @@ func (h *harness) call(tool string, args map[string]any) result {
 	}
 	whole, _ := json.Marshal(res)
 	leaks(h.t, tool+"'s result", whole)
+	if len(whole) > maxResultBytes {
+		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, len(whole), maxResultBytes)
+	}
 	recordProblems(raw)
 	if v := h.schemas[tool]; v == nil {
 		h.t.Fatalf("tool %s was not listed", tool)
@@ -364,6 +367,10 @@ func (h *harness) call(tool string, args map[string]any) result {
 	}
 	return result{env: &env, data: data, raw: raw, res: res}
 }
+
+// maxResultBytes bounds a whole tool result (structured content and its
+// text copy, as sent).
+const maxResultBytes = 32 << 10
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
 type syncBuffer struct {

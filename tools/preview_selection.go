@@ -276,17 +276,26 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 	if len(env.IncompleteReasons) > 0 {
 		env.Continuation = previewContinuation(sum)
 	}
-	members, next, err := d.manifestPage(ctx, sel, selection.RecordQuery{Disposition: selection.Member, Limit: pageSize}, fields)
+	members, next, _, err := d.manifestPage(ctx, sel, selection.RecordQuery{Disposition: selection.Member, Limit: pageSize}, fields, previewManifest)
 	if err != nil {
 		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
 	}
-	ambiguous, _, err := d.manifestPage(ctx, sel, selection.RecordQuery{Disposition: selection.Ambiguous, Limit: 20}, fields)
+	ambiguous, _, _, err := d.manifestPage(ctx, sel, selection.RecordQuery{Disposition: selection.Ambiguous, Limit: 20}, fields, previewAmbig)
 	if err != nil {
 		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
 	}
 	manifest := map[string]any{"items": members, "page_size": pageSize}
 	if next != "" {
 		manifest["next_cursor"] = next
+	}
+	// Review groups and before-value distributions keep their largest
+	// values; the rest is folded into one other_values group per field.
+	groups, _ := fitGroups(sum.Groups, previewGroups)
+	effect := make([]selection.Effect, len(sum.Effect))
+	for i, e := range sum.Effect {
+		kept, _ := fitGroups(map[string][]upstream.Group{e.Field: e.Before}, previewEffect/max(len(sum.Effect), 1))
+		e.Before = kept[e.Field]
+		effect[i] = e
 	}
 	data := map[string]any{
 		"selection_id": sel.ID, "digest": sel.Digest, "action_digest": sel.ActionDigest,
@@ -295,7 +304,7 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 		"environment": sel.Environment, "upstream": sel.Upstream, "resource": sel.Resource,
 		"action": map[string]any{"type": sel.Action.Type, "params": nonNilMap(sel.Action.Params)},
 		"counts": map[string]any{"members": sum.Members, "excluded": sum.Excluded, "ambiguous": sum.Ambiguous, "scanned": sum.Scanned},
-		"groups": sum.Groups, "exclusions": sum.Exclusions, "effect": sum.Effect,
+		"groups": groups, "exclusions": sum.Exclusions, "effect": effect,
 		"ambiguous": ambiguous, "manifest": manifest,
 	}
 	if len(sum.Irreversible) > 0 {
@@ -361,27 +370,32 @@ func previewContinuation(sum selection.Summary) envelope.Continuation {
 	return cont
 }
 
-// manifestPage reads a page of records and renders it.
-func (d *Deps) manifestPage(ctx context.Context, sel *selection.Selection, q selection.RecordQuery, fields []string) ([]map[string]any, string, error) {
+// manifestPage reads a page of records and renders it, bounded by the
+// page size and by budget bytes on the wire; cut says the bytes ended the
+// page before the page size did (next then continues after it).
+func (d *Deps) manifestPage(ctx context.Context, sel *selection.Selection, q selection.RecordQuery, fields []string, budget int) (items []map[string]any, next string, cut bool, err error) {
 	limit := q.Limit
 	if limit == 0 {
-		return []map[string]any{}, "", nil
+		return []map[string]any{}, "", false, nil
 	}
 	q.Limit = limit + 1
 	recs, err := d.Store.Records(ctx, sel.ID, q)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	next := ""
-	if len(recs) > limit {
-		recs = recs[:limit]
-		next = d.Cursors.encode(cursorPayload{Scan: sel.ID, After: recs[len(recs)-1].ID, Fingerprint: manifestFingerprint(sel.ID, q, fields)})
-	}
+	more := len(recs) > limit
+	recs = recs[:min(len(recs), limit)]
 	out := make([]map[string]any, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, renderRecord(r, fields))
 	}
-	return out, next, nil
+	if n := fitCount(out, budget); n < len(out) {
+		out, recs, more, cut = out[:n], recs[:n], true, true
+	}
+	if more {
+		next = d.Cursors.encode(cursorPayload{Scan: sel.ID, After: recs[len(recs)-1].ID, Fingerprint: manifestFingerprint(sel.ID, q, fields)})
+	}
+	return out, next, cut, nil
 }
 
 func manifestFingerprint(selID string, q selection.RecordQuery, fields []string) string {

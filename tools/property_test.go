@@ -83,6 +83,9 @@ func (d *direct) call(tool string, args map[string]any) (*envelope.Envelope, map
 	env.Finish()
 	b := env.Marshal()
 	recordProblems(b)
+	if text, _ := json.Marshal(string(b)); len(b)+len(text) > maxResultBytes {
+		d.t.Fatalf("%s: the result costs %d bytes with its text copy, over %d", tool, len(b)+len(text), maxResultBytes)
+	}
 	if err := d.schemas[tool].Validate(b); err != nil {
 		d.t.Fatalf("%s result breaks its output schema: %v\n%s", tool, err, b)
 	}

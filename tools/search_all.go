@@ -281,10 +281,29 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	if out.Snapshot != nil {
 		scope.Snapshot = out.Snapshot
 	}
-	items, frozenLen := fs.sink.slice(offset, b.maxItems, r.Limits.ResponseBytes)
+	// Group counts come first (a counts-only call asked for nothing else);
+	// items take what is left of the response budget.
+	gb := r.Limits.ResponseBytes
+	if b.maxItems > 0 {
+		gb = min(groupBudget, gb/3)
+	}
+	groups, cutGroups := fitGroups(out.Groups, gb)
+	itemBudget := r.Limits.ResponseBytes
+	if len(groups) > 0 {
+		itemBudget = max(itemBudget-costOf(groups), 1)
+	}
+	items, frozenLen := fs.sink.slice(offset, b.maxItems, itemBudget)
 	next := offset + len(items)
 	reasons := append([]envelope.Reason(nil), out.Reasons...)
 	cont := envelope.Continuation{Kind: out.Continuation, Narrow: out.Narrow}
+	for _, f := range sortedKeys(cutGroups) {
+		rs := envelope.NewReason(envelope.ResultLimitReached)
+		rs.Limit, rs.LimitSource, rs.Field = envelope.Ptr(cutGroups[f]), envelope.LimitAirlock, "group_by."+f
+		reasons = append(reasons, rs)
+		if cont.Kind == envelope.ContinueNone {
+			cont.Kind, cont.Narrow = envelope.ContinueNarrowQuery, []string{"filter"}
+		}
+	}
 	if out.Continuation == envelope.ContinueRetryAfter {
 		cont.RetryAfterSeconds = envelope.Ptr(out.RetryAfterSeconds)
 	}
@@ -340,7 +359,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	}
 	data := map[string]any{
 		"resource": r.Name, "items": rawItems(items), "total_matched": out.Matched, "total_relation": relation,
-		"groups": out.Groups, "delivered": map[string]any{"offset": offset, "count": len(items), "remaining": max(frozenLen-next, 0)},
+		"groups": groups, "delivered": map[string]any{"offset": offset, "count": len(items), "remaining": max(frozenLen-next, 0)},
 	}
 	if out.UpstreamEstimate != nil {
 		data["upstream_total_estimate"] = *out.UpstreamEstimate
