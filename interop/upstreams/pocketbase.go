@@ -2,6 +2,7 @@ package upstreams
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -56,8 +57,11 @@ func pocketBaseBinary(t testing.TB) string {
 		env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 		// Listing the dependencies downloads them: a failure here is the
 		// network or the module proxy, not PocketBase.
+		// Not the first test's context: the build serves every test.
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
 		var stderr bytes.Buffer
-		list := exec.Command(goTool, "list", "-deps", ".")
+		list := exec.CommandContext(ctx, goTool, "list", "-deps", ".")
 		list.Dir, list.Env, list.Stderr = src, env, &stderr
 		if err := list.Run(); err != nil {
 			pbBuild.skip = fmt.Sprintf("the PocketBase module could not be downloaded (%v): %s", err, truncate(stderr.Bytes(), 1500))
@@ -70,7 +74,7 @@ func pocketBaseBinary(t testing.TB) string {
 		}
 		bin := filepath.Join(pbBuild.dir, "pocketbase")
 		started := time.Now()
-		build := exec.Command(goTool, "build", "-o", bin, ".")
+		build := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
 		build.Dir, build.Env = src, env
 		if out, err := build.CombinedOutput(); err != nil {
 			pbBuild.err = fmt.Errorf("go build interop/pocketbase: %w\n%s", err, out)
@@ -106,7 +110,9 @@ func StartPocketBase(t testing.TB) *PocketBase {
 	bin := pocketBaseBinary(t)
 	started := time.Now()
 	data := filepath.Join(t.TempDir(), "pb_data")
-	if out, err := exec.Command(bin, "superuser", "upsert", pbEmail, pbPassword, "--dir", data, "--dev=false").CombinedOutput(); err != nil {
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, bin, "superuser", "upsert", pbEmail, pbPassword, "--dir", data, "--dev=false").CombinedOutput(); err != nil {
 		t.Fatalf("pocketbase superuser upsert: %v\n%s", err, out)
 	}
 	base := startProcess(t, "pocketbase", filepath.Dir(data), func(port int) []string {
