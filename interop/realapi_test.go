@@ -23,22 +23,10 @@ import (
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
-// knownGapsEnv runs the cases airlock is known to answer wrongly today.
-const knownGapsEnv = "AIRLOCK_TEST_KNOWN_GAPS"
-
 func TestMain(m *testing.M) {
 	code := m.Run()
 	upstreams.Cleanup()
 	os.Exit(code)
-}
-
-// knownGap skips a case airlock answers wrongly today, unless
-// AIRLOCK_TEST_KNOWN_GAPS=1. what is the wrong answer, for the skip message.
-func knownGap(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv(knownGapsEnv) != "1" {
-		t.Skipf("known gap (%s); set %s=1 to run it", what, knownGapsEnv)
-	}
 }
 
 // airlock calls the tool handlers in process, checking every result
@@ -279,9 +267,6 @@ type upstreamCase struct {
 	// then reach complete: true. A misconfiguration must only never claim
 	// what is not so.
 	correct bool
-	// gap, when set, is what airlock answers wrongly today: the case runs
-	// only with AIRLOCK_TEST_KNOWN_GAPS=1.
-	gap string
 }
 
 // deadlineMS is every call's time budget: generous, so that on a busy
@@ -292,9 +277,6 @@ const deadlineMS = 60000
 // groupBy when it is set, and a walk of every item through continuation
 // cursors, reading idField of each.
 func runCase(t *testing.T, al *airlock, c upstreamCase, truth []upstreams.Record, idField, groupBy string) {
-	if c.gap != "" {
-		knownGap(t, c.gap)
-	}
 	want := upstreams.IDs(truth, c.keep)
 	args := map[string]any{"resource": c.resource, "deadline_ms": deadlineMS}
 	if c.filter != nil {
