@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 )
@@ -76,4 +77,53 @@ func (c *Config) EnvRefs() []string {
 		}
 	}
 	return sortedKeys(seen)
+}
+
+// EnvWarnings lists what the configuration needs from the environment and
+// does not find: credential variables and files, and variables named in
+// base_url. serve would refuse to start; check warns (an error under
+// --strict).
+func (c *Config) EnvWarnings(getenv func(string) string) []string {
+	var out []string
+	for _, name := range sortedKeys(c.Upstreams) {
+		u := c.Upstreams[name]
+		if u == nil {
+			continue
+		}
+		if cr := u.Credential; cr != nil {
+			switch {
+			case cr.Env != "" && strings.TrimSpace(getenv(cr.Env)) == "":
+				out = append(out, fmt.Sprintf("upstream %s: the credential's environment variable %s is not set", name, cr.Env))
+			case cr.File != "":
+				if b, err := os.ReadFile(cr.File); err != nil || strings.TrimSpace(string(b)) == "" {
+					out = append(out, fmt.Sprintf("upstream %s: the credential file %s is missing, unreadable or empty", name, cr.File))
+				}
+			}
+		}
+	}
+	for _, v := range c.EnvRefs() {
+		if getenv(v) == "" {
+			out = append(out, fmt.Sprintf("the environment variable %s named in a base_url is not set", v))
+		}
+	}
+	return out
+}
+
+// Placeholders answers getenv for every variable the configuration reads
+// and the environment lacks, with a value that lets Initialize check the
+// rest of the configuration without them.
+func (c *Config) Placeholders(getenv func(string) string) func(string) string {
+	refs := map[string]bool{}
+	for _, v := range c.EnvRefs() {
+		refs[v] = true
+	}
+	return func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		if refs[k] {
+			return "http://placeholder.invalid"
+		}
+		return "placeholder"
+	}
 }

@@ -39,7 +39,7 @@ const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 
 Usage:
   airlock serve (--config FILE | --demo) [--http ADDR [--review]] [--store PATH] [--audit-log FILE] [--allow-origin URL]...
-  airlock check --config FILE
+  airlock check --config FILE [--strict]
   airlock contract (--config FILE [--fixtures DIR] | --demo) [--live]
   airlock demo
   airlock approve SELECTION [--reject] [--export csv|json FILE]... [--yes DIGEST] [--store PATH] [--config FILE | --demo] [--audit-log FILE]
@@ -261,6 +261,7 @@ func check(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "configuration file (YAML)")
+	strict := fs.Bool("strict", false, "treat warnings (an unset credential, an expired alias) as errors")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -271,12 +272,21 @@ func check(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Build the runtime as serve would (contracts, schemas, templates),
+	// with placeholders for what the environment lacks: those are warnings.
+	if _, err := cfg.Initialize(context.Background(), upstream.Options{Getenv: cfg.Placeholders(os.Getenv), WithoutCredentials: true}); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "configuration ok: environment %q, %d upstream(s), %d resource(s), %d action(s)\n", cfg.Environment, len(cfg.Upstreams), len(cfg.Resources), len(cfg.Actions))
 	for _, line := range cfg.Summary(os.Getenv) {
 		fmt.Fprintln(stdout, "  "+line)
 	}
-	for _, w := range cfg.Warnings(time.Now()) {
+	warnings := append(cfg.EnvWarnings(os.Getenv), cfg.Warnings(time.Now())...)
+	for _, w := range warnings {
 		fmt.Fprintln(stdout, "warning: "+w)
+	}
+	if *strict && len(warnings) > 0 {
+		return fmt.Errorf("%d warning(s) with --strict", len(warnings))
 	}
 	return nil
 }

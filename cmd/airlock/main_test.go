@@ -181,3 +181,42 @@ func TestBindAddr_WithoutAHostBindsLoopback(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestCheck_AnUnsetCredentialIsAWarningAndAnErrorWhenStrict(t *testing.T) {
+	t.Setenv(fixtures.DemoTokenEnv, "")
+	path := filepath.Join(t.TempDir(), "airlock.yaml")
+	if err := os.WriteFile(path, fixtures.DemoConfig("https://api.example.com"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", path}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := "warning: upstream demo: the credential's environment variable " + fixtures.DemoTokenEnv + " is not set"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("output lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"check", "--strict", "--config", path}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "with --strict") {
+		t.Fatalf("--strict: exit %d, stderr %q; want 1", code, errb.String())
+	}
+	t.Setenv(fixtures.DemoTokenEnv, "set")
+	out.Reset()
+	if code := run([]string{"check", "--strict", "--config", path}, nil, &out, &errb); code != 0 {
+		t.Fatalf("--strict with the credential set: exit %d: %s", code, errb.String())
+	}
+}
+
+func TestCheck_FailsOnAContractFileItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.Replace(string(fixtures.DemoConfig("https://api.example.com")), "    invariants:", "    contract: {schema: schemas/missing.json}\n    invariants:", 1)
+	path := filepath.Join(dir, "airlock.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", path}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "missing.json") {
+		t.Fatalf("exit %d, stderr %q; want 1 naming the missing schema", code, errb.String())
+	}
+}
