@@ -41,10 +41,10 @@ func TestJSONServer_CompleteOnlyWithTheUpstreamsExactRecords(t *testing.T) {
 		{name: "tag_applied_by_airlock", resource: "accounts", filter: map[string]any{"tags": "pci"},
 			keep: func(r upstreams.Record) bool { tags, _ := r["tags"].([]any); return slices.Contains(tags, any("pci")) }, correct: true},
 		{name: "any_of_statuses_sent_comma_joined", resource: "accounts", filter: map[string]any{"status": []any{"active", "archived"}},
-			keep: field("status", "active", "archived"), correct: true,},
-		{name: "without_page_param", resource: "accounts_without_page",},
+			keep: field("status", "active", "archived"), correct: true},
+		{name: "without_page_param", resource: "accounts_without_page"},
 		{name: "without_page_param_filtered", resource: "accounts_without_page", filter: map[string]any{"status": "archived"},
-			keep: field("status", "archived"),},
+			keep: field("status", "archived")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runCase(t, al, c, truth, "id", "status") })

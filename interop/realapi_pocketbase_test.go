@@ -34,9 +34,9 @@ func TestPocketBase_CompleteOnlyWithTheUpstreamsExactRecords(t *testing.T) {
 			keep: text("owner", ""), correct: true},
 		{name: "any_of_statuses", resource: "accounts", filter: map[string]any{"status": []any{"disabled", "archived"}},
 			keep: func(r upstreams.Record) bool { return text("status", "disabled")(r) || text("status", "archived")(r) }, correct: true},
-		{name: "skip_total", resource: "accounts_skip_total",},
+		{name: "skip_total", resource: "accounts_skip_total"},
 		{name: "skip_total_filtered", resource: "accounts_skip_total", filter: map[string]any{"status": "disabled"},
-			keep: text("status", "disabled"),},
+			keep: text("status", "disabled")},
 		{name: "page_size_above_maximum", resource: "accounts_oversized_page"},
 	}
 	for _, c := range cases {

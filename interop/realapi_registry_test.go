@@ -25,7 +25,7 @@ func TestRegistry_CompleteOnlyWithTheCatalogsExactNames(t *testing.T) {
 		checkRegistryFacts(t, reg)
 	})
 	cases := []upstreamCase{
-		{name: "every_repository", resource: "repositories", correct: true,},
+		{name: "every_repository", resource: "repositories", correct: true},
 		{name: "page_size_above_maximum", resource: "repositories_oversized_page"},
 	}
 	for _, c := range cases {
