@@ -50,6 +50,7 @@ const (
 	ContractViolation          = "CONTRACT_VIOLATION"
 	EndNotProven               = "END_NOT_PROVEN"
 	OperationRunning           = "OPERATION_RUNNING"
+	TargetsUnsettled           = "TARGETS_UNSETTLED"
 )
 
 // Warning codes.
@@ -190,6 +191,11 @@ var registry = []Code{
 		Message:  "the operation is still running; its counts are a snapshot",
 		Meaning:  "a commit returned before every target had an outcome (the wait budget ran out); the operation keeps running",
 		Recovery: "wait retry_after_seconds, then call get_operation with the operation_id; never commit again"},
+
+	{Code: TargetsUnsettled, Kind: KindReason, Continuation: ContinueNone, Retryable: true,
+		Message:  "some targets have no final outcome: pending ones were never sent, unknown ones were sent and not observed",
+		Meaning:  "the operation is not running and count targets are pending or unknown; an unknown write may have applied",
+		Recovery: "call commit_bulk_action with the same arguments and resume: true to re-read the unknown targets and send the pending ones; never treat them as done or as untouched"},
 
 	// Warnings.
 	{Code: WarnNoSnapshot, Kind: KindWarning,

@@ -479,8 +479,30 @@ func (c *classifier) classify(id, version, source string, doc map[string]any, br
 		rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("field %s that the action changes is missing", missing[0])
 		return rec
 	}
+	if note := writable(c.req.Action, id, version); note != "" {
+		rec.Disposition, rec.Note = Ambiguous, note
+		return rec
+	}
 	rec.Disposition = Member
 	return rec
+}
+
+// writable says why the action's write cannot be expressed for a target
+// ("" when it can): an id that is not a URL path segment, or a conditional
+// write without the version its condition needs. Such a target is never
+// sent unconditionally: it is ambiguous until excluded or the
+// configuration fixed.
+func writable(a *upstream.Action, id, version string) string {
+	if a.Config.Request != nil {
+		if err := upstream.CheckPathID(id); err != nil {
+			return err.Error()
+		}
+	}
+	switch c := a.Config.Conditional; {
+	case (c == upstream.CondIfMatch || c == upstream.CondVersion) && version == "":
+		return fmt.Sprintf("no version (%s): the conditional write (%s) cannot be expressed", a.Resource.Config.VersionField, c)
+	}
+	return ""
 }
 
 // decisionFields are the fields this preview's decision rests on besides
@@ -690,6 +712,13 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 	start := time.Now()
 	for i, id := range ids {
 		if i > 0 && id == ids[i-1] {
+			continue
+		}
+		if err := upstream.CheckPathID(id); err != nil {
+			// Never read or written: the id cannot address one record.
+			if err := c.add(Record{ID: id, Disposition: Ambiguous, Note: err.Error()}); err != nil {
+				return out, err
+			}
 			continue
 		}
 		doc, version, found, err := r.Read(ctx, id, req.RequestID)

@@ -239,8 +239,12 @@ type Target struct {
 	Restore     map[string]any    `json:"restore,omitempty"`
 	RequestID   string            `json:"request_id,omitempty"`
 	Attempts    int               `json:"attempts"`
-	AttemptAt   *time.Time        `json:"attempted_at,omitempty"`
-	DoneAt      *time.Time        `json:"done_at,omitempty"`
+	// Unobserved counts the attempts that may have reached the upstream
+	// without an observed outcome: while it is above zero, no refusal of a
+	// later attempt proves that nothing changed.
+	Unobserved int        `json:"unobserved_attempts,omitempty"`
+	AttemptAt  *time.Time `json:"attempted_at,omitempty"`
+	DoneAt     *time.Time `json:"done_at,omitempty"`
 }
 
 // Errors of the store.

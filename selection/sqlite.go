@@ -1025,6 +1025,7 @@ type targetDoc struct {
 	After      map[string]any `json:"after,omitempty"`
 	RequestID  string         `json:"request_id,omitempty"`
 	Attempts   int            `json:"attempts,omitempty"`
+	Unobserved int            `json:"unobserved_attempts,omitempty"`
 	AttemptAt  *time.Time     `json:"attempt_at,omitempty"`
 	DoneAt     *time.Time     `json:"done_at,omitempty"`
 }
@@ -1046,7 +1047,7 @@ func (s *SQLite) journalEntries(operationID string, entries []Target) func(tx *s
 		defer stmt.Close()
 		for _, t := range entries {
 			doc := targetDoc{HTTPStatus: t.HTTPStatus, Note: t.Note, After: t.After, RequestID: t.RequestID,
-				Attempts: t.Attempts, AttemptAt: t.AttemptAt, DoneAt: t.DoneAt}
+				Attempts: t.Attempts, Unobserved: t.Unobserved, AttemptAt: t.AttemptAt, DoneAt: t.DoneAt}
 			if t.Problem != nil {
 				doc.Problem = t.Problem
 			}
@@ -1109,8 +1110,8 @@ func decodeTarget(t *Target, before, doc string) error {
 	if err := errors.Join(unmarshalMap(before, &t.Before), unmarshal(doc, &d)); err != nil {
 		return err
 	}
-	t.HTTPStatus, t.Note, t.After, t.RequestID, t.Attempts, t.AttemptAt, t.DoneAt =
-		d.HTTPStatus, d.Note, d.After, d.RequestID, d.Attempts, d.AttemptAt, d.DoneAt
+	t.HTTPStatus, t.Note, t.After, t.RequestID, t.Attempts, t.Unobserved, t.AttemptAt, t.DoneAt =
+		d.HTTPStatus, d.Note, d.After, d.RequestID, d.Attempts, d.Unobserved, d.AttemptAt, d.DoneAt
 	if len(d.Problem) > 0 {
 		if err := json.Unmarshal(d.Problem, &t.Problem); err != nil {
 			return fmt.Errorf("decode target problem: %w", err)

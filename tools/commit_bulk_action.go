@@ -223,6 +223,13 @@ func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, r
 		env.IncompleteReasons = []envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}
 		env.Continuation = envelope.Continuation{Kind: envelope.ContinueNextCursor, Cursor: next}
 	}
+	if n := op.Counts[selection.TargetPending] + op.Counts[selection.TargetInFlight] + op.Counts[selection.TargetUnknown]; n > 0 && op.Status != selection.OpRunning {
+		// Finished, stopped or interrupted with targets that have no final
+		// outcome: the operation's answer is not complete.
+		rs := envelope.NewReason(envelope.TargetsUnsettled)
+		rs.Count = envelope.Ptr(n)
+		env.IncompleteReasons = append(env.IncompleteReasons, rs)
+	}
 	if next != "" {
 		data["results_cursor"] = next
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -44,6 +45,20 @@ type ActionConfig struct {
 	// Compensation names the action that undoes this one: preview_selection
 	// with compensate builds its selection from the journal.
 	Compensation string `yaml:"compensation"`
+	// MaxAttempts bounds how often one target is sent, re-sends after an
+	// unobserved outcome included (default 3).
+	MaxAttempts int `yaml:"max_attempts"`
+	// Reconcile is how a write whose outcome was not observed is settled.
+	Reconcile ReconcileConfig `yaml:"reconcile"`
+}
+
+// ReconcileConfig bounds the re-reads that settle an unknown outcome: up
+// to Rereads re-reads per round, waiting Backoff before the second and
+// doubling up to MaxBackoff.
+type ReconcileConfig struct {
+	Rereads    int           `yaml:"rereads"`
+	Backoff    time.Duration `yaml:"backoff"`
+	MaxBackoff time.Duration `yaml:"max_backoff"`
 }
 
 // ApprovalConfig is an action's approval policy (see the approval docs).
@@ -230,6 +245,8 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 	case CondIfMatch, CondVersion:
 		if ok && r != nil && r.VersionField == "" {
 			l.add("needs the resource's version_field", at("conditional")...)
+		} else if ok && r != nil && r.Fields[r.VersionField] == nil {
+			l.add(fmt.Sprintf("the resource's version_field %q is not among its declared fields: the condition could not be read from items", r.VersionField), at("conditional")...)
 		}
 	case CondReread:
 		if ok && r != nil && r.Get == nil {
@@ -271,6 +288,15 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		if _, err := envelope.CompileSchema("params", b); err != nil {
 			l.add("is not a valid JSON Schema", at("params")...)
 		}
+	}
+	if a.MaxAttempts < 0 || a.MaxAttempts > 10 {
+		l.add("must be between 1 and 10", at("max_attempts")...)
+	}
+	if rc := a.Reconcile; rc.Rereads < 0 || rc.Rereads > 50 || rc.Backoff < 0 || rc.MaxBackoff < 0 {
+		l.add("rereads is between 1 and 50, backoff and max_backoff positive", at("reconcile")...)
+	}
+	if ok && r != nil {
+		c.validateTemplates(l, a, r, at)
 	}
 	if a.MaxTargets < 0 || a.Concurrency < 0 || a.Concurrency > 64 {
 		l.add("max_targets and concurrency must be positive (concurrency at most 64)", at()...)
@@ -352,6 +378,18 @@ func newAction(name string, cfg ActionConfig, r *Resource) *Action {
 	}
 	if cfg.MaxTargets == 0 {
 		cfg.MaxTargets = 10000
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.Reconcile.Rereads == 0 {
+		cfg.Reconcile.Rereads = 6
+	}
+	if cfg.Reconcile.Backoff == 0 {
+		cfg.Reconcile.Backoff = 250 * time.Millisecond
+	}
+	if cfg.Reconcile.MaxBackoff == 0 {
+		cfg.Reconcile.MaxBackoff = 4 * time.Second
 	}
 	cfg.Params = asMap(normalizeYAMLValue(cfg.Params))
 	cfg.Precondition = normalizeRules(cfg.Precondition)
@@ -531,6 +569,9 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	g := r.Config.Get
 	if g == nil {
 		return nil, "", false, fmt.Errorf("resource %q has no get endpoint", r.Name)
+	}
+	if err := CheckPathID(id); err != nil {
+		return nil, "", false, err
 	}
 	u := r.Upstream.ResolveURL(nil, strings.ReplaceAll(g.Path, "{{id}}", url.PathEscape(id)), nil)
 	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true})
@@ -731,15 +772,48 @@ func (a *Action) typedVersion(v string) any {
 	return v
 }
 
-// WriteRequest builds the per-target request.
+// CheckPathID refuses an id that cannot be written into a URL path as one
+// segment: empty, a dot segment (which a server resolves to another path),
+// or holding control characters.
+func CheckPathID(id string) error {
+	switch id {
+	case "":
+		return fmt.Errorf("%w: it is empty", ErrUnsafeID)
+	case ".", "..":
+		return fmt.Errorf("%w: %q is a dot segment, which would address another path", ErrUnsafeID, id)
+	}
+	for _, c := range id {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%w: it holds a control character", ErrUnsafeID)
+		}
+	}
+	return nil
+}
+
+// ErrUnsafeID is wrapped by CheckPathID's errors.
+var ErrUnsafeID = errors.New("the id cannot be one URL path segment")
+
+// ErrNoVersion is returned for a conditional write whose target has no
+// version: the condition cannot be expressed, so nothing is sent.
+var ErrNoVersion = errors.New("the target has no version: the conditional write cannot be expressed")
+
+// WriteRequest builds the per-target request. It is never retried by the
+// client (the commit engine journals and retries attempts itself) and never
+// follows a redirect.
 func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, error) {
+	if err := CheckPathID(vars.ID); err != nil {
+		return Request{}, err
+	}
+	if (a.Config.Conditional == CondIfMatch || a.Config.Conditional == CondVersion) && vars.Version == "" {
+		return Request{}, ErrNoVersion
+	}
 	vars.VersionValue = a.typedVersion(vars.Version)
 	rc := a.Config.Request
 	path, err := vars.RenderPath(rc.Path)
 	if err != nil {
 		return Request{}, err
 	}
-	req := Request{Method: rc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}}
+	req := Request{Method: rc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
 	for k, t := range rc.Headers {
 		v, err := vars.Render(t)
 		if err != nil {
@@ -754,12 +828,11 @@ func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, err
 		}
 		req.Body, _ = jsonMarshal(body)
 	}
-	if a.Config.Conditional == CondIfMatch && vars.Version != "" {
+	if a.Config.Conditional == CondIfMatch {
 		req.Header.Set("If-Match", vars.Version)
 	}
 	if h := a.Config.IdempotencyHeader; h != "" {
 		req.Header.Set(h, IdempotencyKey(vars.OperationID, vars.ID))
-		req.Idempotent = true
 	}
 	return req, nil
 }
@@ -768,7 +841,11 @@ func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, err
 func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, error) {
 	bc := a.Config.Bulk
 	for _, t := range vars.Targets {
-		if v, ok := t["version"].(string); ok {
+		v, _ := t["version"].(string)
+		if a.Config.Conditional == CondVersion && v == "" {
+			return Request{}, ErrNoVersion
+		}
+		if v != "" {
 			t["version"] = a.typedVersion(v)
 		}
 	}
@@ -776,7 +853,7 @@ func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, erro
 	if err != nil {
 		return Request{}, err
 	}
-	req := Request{Method: bc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}}
+	req := Request{Method: bc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
 	body, err := vars.Render(bc.Body)
 	if err != nil {
 		return Request{}, err
@@ -788,7 +865,6 @@ func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, erro
 			ids[i] = scalarString(t["id"])
 		}
 		req.Header.Set(h, IdempotencyKey(vars.OperationID, strings.Join(ids, ",")))
-		req.Idempotent = true
 	}
 	return req, nil
 }
@@ -888,4 +964,94 @@ func CheckWriteResponse(resp *Response) error {
 	}
 	_, err := decodeJSONBody(resp, true)
 	return err
+}
+
+// validateTemplates checks every {{reference}} of the action's request or
+// bulk templates, so that a reference that can have no value fails check,
+// not a commit half-way.
+func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfig, at func(k ...string) []string) {
+	params := map[string]bool{}
+	if props, ok := asMap(normalizeYAMLValue(a.Params))["properties"].(map[string]any); ok {
+		for k := range props {
+			params[k] = true
+		}
+	}
+	effect := map[string]bool{}
+	for _, e := range a.Effect {
+		effect[e.Field] = true
+	}
+	check := func(t any, bulk bool, where ...string) {
+		for _, ref := range templateRefs(t) {
+			root, rest, _ := strings.Cut(ref, ".")
+			var bad string
+			switch root {
+			case "id", "version":
+				if bulk {
+					bad = "a bulk template names each target through {{targets}} or {{ids}}"
+				}
+			case "targets", "ids":
+				if !bulk {
+					bad = "{{" + root + "}} is only for bulk templates"
+				}
+			case "operation_id":
+			case "params":
+				if !params[rest] {
+					bad = fmt.Sprintf("the action's params declare no property %q", rest)
+				}
+			case "before":
+				if r.Fields[rest] == nil {
+					bad = fmt.Sprintf("the resource declares no field %q", rest)
+				}
+			case "after", "restore":
+				if !effect[rest] {
+					bad = fmt.Sprintf("%q is not a field of the action's effect", rest)
+				}
+			case "secret", "secrets", "credential", "env":
+				bad = "templates cannot read secrets or the environment; the credential is sent by the upstream's credential block"
+			default:
+				bad = "unknown template reference"
+			}
+			if bad != "" {
+				l.add(fmt.Sprintf("{{%s}}: %s", ref, bad), at(where...)...)
+			}
+		}
+	}
+	if rc := a.Request; rc != nil {
+		check(rc.Path, false, "request", "path")
+		check(rc.Body, false, "request", "body")
+		for _, h := range sortedKeys(rc.Headers) {
+			check(rc.Headers[h], false, "request", "headers", h)
+		}
+	}
+	if b := a.Bulk; b != nil {
+		check(b.Path, true, "bulk", "path")
+		check(b.Body, true, "bulk", "body")
+	}
+}
+
+// templateRefs lists the {{references}} in a template value.
+func templateRefs(t any) []string {
+	var out []string
+	switch x := t.(type) {
+	case string:
+		for _, m := range tmplRef.FindAllStringSubmatch(x, -1) {
+			out = append(out, m[1])
+		}
+		if strings.Contains(x, "{{") && len(out) == 0 {
+			out = append(out, strings.TrimSpace(strings.Trim(x[strings.Index(x, "{{"):], "{} ")))
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			out = append(out, templateRefs(x[k])...)
+		}
+	case map[any]any:
+		for _, e := range x {
+			out = append(out, templateRefs(e)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, templateRefs(e)...)
+		}
+	}
+	return out
 }

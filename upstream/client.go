@@ -108,6 +108,7 @@ const reqInfoKey ctxKey = 1
 // whether the request may be repeated.
 type reqInfo struct {
 	idempotent bool
+	noRedirect bool
 	mu         sync.Mutex
 	attempts   int
 }
@@ -162,6 +163,12 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 		Timeout:   timeout,
 		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if info, ok := req.Context().Value(reqInfoKey).(*reqInfo); ok && info.noRedirect {
+				// A write never follows a redirect (it would re-send the
+				// body and the credential somewhere it was not aimed at):
+				// the 3xx is the answer.
+				return http.ErrUseLastResponse
+			}
 			if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
 				return errCrossHostRedirect
 			}
@@ -232,13 +239,20 @@ func (c *Client) SetClock(clock Clock) {
 // SetMaxRetryWait changes how long a single call sleeps through Retry-After.
 func (c *Client) SetMaxRetryWait(d time.Duration) { c.maxRetryWait = d }
 
-// ResolveURL joins a path template result and query with the base URL.
+// ResolveURL joins a path and query with the base URL. The path is in its
+// escaped form (a rendered template escapes each value once); it is not
+// escaped again.
 func (c *Client) ResolveURL(base *url.URL, path string, q url.Values) *url.URL {
 	if base == nil {
 		base = c.base
 	}
 	u := *base
-	u.Path = strings.TrimRight(base.Path, "/") + path
+	raw := strings.TrimRight(base.EscapedPath(), "/") + path
+	if p, err := url.PathUnescape(raw); err == nil {
+		u.Path, u.RawPath = p, raw
+	} else {
+		u.Path, u.RawPath = raw, ""
+	}
 	u.RawQuery = q.Encode()
 	return &u
 }
@@ -258,9 +272,12 @@ type Request struct {
 	Body      []byte
 	Header    http.Header
 	RequestID string
-	// Idempotent allows retries. Reads are idempotent; a write is only when
-	// it carries an idempotency key the upstream honours.
+	// Idempotent allows retries inside the client. Reads are idempotent;
+	// writes never are here: the commit engine retries them itself,
+	// journaling every attempt.
 	Idempotent bool
+	// NoRedirect returns a 3xx as the answer instead of following it.
+	NoRedirect bool
 }
 
 // Do sends the request with retries, the rate limit and the concurrency
@@ -282,7 +299,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	defer func() { <-c.sem }()
 
-	info := &reqInfo{idempotent: r.Idempotent}
+	info := &reqInfo{idempotent: r.Idempotent, noRedirect: r.NoRedirect}
 	ctx = context.WithValue(ctx, reqInfoKey, info)
 	var body any
 	if r.Body != nil {

@@ -737,3 +737,34 @@ func TestParseConfig_ApprovalAndCompensationPoliciesAreChecked(t *testing.T) {
 		{26, "actions.archive.approval.unknown_category.1", `"region" is not one of the resource's review_groups`},
 	})
 }
+
+func TestParseConfig_ActionTemplatesNameOnlyWhatHasAValue(t *testing.T) {
+	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+	lines = append(lines,
+		"      owner: {type: string, nullable: true}",   // 13
+		"    version_field: etag",                       // 14
+		"actions:",                                      // 15
+		"  assign:",                                     // 16
+		"    resource: items",                           // 17
+		"    request:",                                  // 18
+		"      method: PUT",                             // 19
+		"      path: \"/items/{{id}}/{{ids}}\"",         // 20
+		"      headers: {X-Auth: \"{{secret.token}}\"}", // 21
+		"      body: {owner: \"{{params.owner}}\", note: \"{{params.nosuch}}\", was: \"{{before.colour}}\", x: \"{{nope}}\"}", // 22
+		"    params: {type: object, properties: {owner: {type: string}}}",                                                     // 23
+		"    conditional: if_match",                              // 24
+		"    effect: [{field: owner, to: \"{{params.owner}}\"}]", // 25
+		"    max_attempts: 20",                                   // 26
+		"    reconcile: {rereads: -1}",                           // 27
+	)
+	checkErrors(t, parseErrors(t, yamlLines(lines...)), []wantErr{
+		{20, "actions.assign.request.path", "{{ids}}: {{ids}} is only for bulk templates"},
+		{21, "actions.assign.request.headers.X-Auth", "{{secret.token}}: templates cannot read secrets"},
+		{22, "actions.assign.request.body", `{{params.nosuch}}: the action's params declare no property "nosuch"`},
+		{22, "actions.assign.request.body", `{{before.colour}}: the resource declares no field "colour"`},
+		{22, "actions.assign.request.body", "{{nope}}: unknown template reference"},
+		{24, "actions.assign.conditional", `version_field "etag" is not among its declared fields`},
+		{26, "actions.assign.max_attempts", "between 1 and 10"},
+		{27, "actions.assign.reconcile", "rereads is between 1 and 50"},
+	})
+}

@@ -1,0 +1,132 @@
+package selection
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// runBulk sends pending targets in batches through the bulk endpoint.
+func (r *run) runBulk(ctx context.Context, batch []Target) {
+	size := r.a.Config.Bulk.MaxBatch
+	for len(batch) > 0 && !r.stopped.Load() {
+		n := min(size, len(batch))
+		chunk := batch[:n]
+		batch = batch[n:]
+		reqID := uuid.NewString()
+		var send []Target
+		for _, t := range chunk {
+			version, ok := r.prepare(ctx, t, reqID)
+			if !ok {
+				continue
+			}
+			if r.dryRun() {
+				r.finish(t, TargetWouldSucceed, 0, nil, "precondition holds", nil)
+				continue
+			}
+			t.Version = version
+			send = append(send, t)
+		}
+		if len(send) == 0 || r.dryRun() {
+			continue
+		}
+		vars := upstream.TemplateVars{Params: r.params, After: r.after, OperationID: r.op.ID}
+		now := r.e.Clock.Now()
+		var intents []Target
+		for _, t := range send {
+			vars.Targets = append(vars.Targets, map[string]any{"id": t.ID, "version": t.Version})
+			it := t
+			it.Outcome, it.Attempts, it.AttemptAt, it.RequestID = TargetInFlight, t.Attempts+1, &now, reqID
+			intents = append(intents, it)
+		}
+		req, err := r.a.BulkRequest(vars, reqID)
+		if errors.Is(err, upstream.ErrNoVersion) {
+			for _, t := range send {
+				r.unwritable(t, err)
+			}
+			continue
+		}
+		if err != nil {
+			r.stop("the action's bulk template could not be rendered: check the configuration")
+			return
+		}
+		if err := r.j.intent(intents...); err != nil {
+			r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+			return
+		}
+		start := time.Now()
+		resp, err := r.a.Resource.Upstream.Do(ctx, req)
+		r.call(req.Method, r.a.Config.Bulk.Path, strings.Join(idsOf(send), ","), statusOf(err, true), time.Since(start), reqID)
+		if err != nil {
+			for _, t := range intents {
+				r.classify(t, resp, err)
+			}
+			continue
+		}
+		results, err := r.a.ParseBulk(resp)
+		if err != nil {
+			for _, t := range intents {
+				t.Unobserved++
+				p := envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The bulk response did not list per-target results in the configured shape.")
+				p.StateChanged = envelope.StateUnknown
+				r.finish(t, TargetUnknown, resp.Status, p, "the bulk response could not be read", nil)
+			}
+			r.stop("the bulk response broke its declared shape: the operation stopped")
+			return
+		}
+		for _, t := range intents {
+			r.bulkOutcome(t, results[t.ID], resp.Status)
+		}
+	}
+}
+
+// bulkOutcome journals one target's result in a bulk response.
+func (r *run) bulkOutcome(t Target, res upstream.BulkOutcome, status int) {
+	refused := func(outcome string, p *envelope.Problem, note string) {
+		if t.Unobserved > 0 {
+			if p == nil {
+				p = envelope.NewProblem(envelope.ProblemUpstreamConflict, "")
+			}
+			p.StateChanged = envelope.StateUnknown
+			r.finish(t, TargetUnknown, status, p, "refused in this batch, but an earlier attempt may have applied: a re-read decides", nil)
+			return
+		}
+		if p != nil {
+			p.StateChanged = envelope.StateNone
+		}
+		r.finish(t, outcome, status, p, note, nil)
+	}
+	switch res {
+	case upstream.BulkApplied:
+		r.finish(t, TargetSucceeded, status, nil, "", r.afterFor(t))
+		r.applyStopRules("", status)
+	case upstream.BulkConflict:
+		refused(TargetSkipped, nil, "precondition changed: the upstream refused this target")
+	case upstream.BulkNotFound:
+		refused(TargetSkipped, nil, "not found")
+	case upstream.BulkFailed:
+		refused(TargetFailed, envelope.NewProblem(envelope.ProblemUpstreamRejected, "The bulk endpoint reported a failure for this target."), "")
+		if t.Unobserved == 0 {
+			r.applyStopRules(envelope.ProblemUpstreamRejected, status)
+		}
+	default:
+		t.Unobserved++
+		p := envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The bulk response did not mention this target.")
+		p.StateChanged = envelope.StateUnknown
+		r.finish(t, TargetUnknown, status, p, "absent from the bulk response", nil)
+	}
+}
+
+func idsOf(ts []Target) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}

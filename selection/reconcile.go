@@ -1,0 +1,201 @@
+package selection
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// What a re-read shows of a target a write may have reached.
+const (
+	stateApplied   = "applied"   // the effect is there
+	stateUntouched = "untouched" // the fields still hold their before-values and the precondition holds
+	stateMoved     = "moved"     // something else changed it
+	stateGone      = "gone"      // not found
+)
+
+// reconcile settles unknown targets by re-reading them: rounds of re-reads,
+// the first at once and each later one after a wait that doubles from
+// reconcile.backoff up to reconcile.max_backoff, up to reconcile.rereads
+// rounds or until none is undecided. A re-read that shows the effect makes
+// the target succeeded. One that shows it untouched sends it back to
+// pending when a re-send cannot apply twice (an idempotency key or a
+// condition) and attempts remain; otherwise the target stays unknown, and
+// the last re-read's finding is noted. Waiting matters: a write can land
+// after its answer was lost, so one untouched re-read proves nothing. It
+// returns how many targets it put back to pending.
+func (r *run) reconcile(ctx context.Context) (resend int) {
+	if r.dryRun() || r.a.Resource.Config.Get == nil {
+		return 0
+	}
+	if err := r.j.flush(); err != nil {
+		return 0
+	}
+	cfg := r.a.Config.Reconcile
+	wait := time.Duration(0)
+	for round := range cfg.Rereads {
+		if round > 0 {
+			wait = min(max(wait*2, cfg.Backoff), cfg.MaxBackoff)
+			sleep(ctx, wait)
+		}
+		if ctx.Err() != nil {
+			return resend
+		}
+		undecided, sent := r.reconcileRound(ctx, round+1 == cfg.Rereads)
+		resend += sent
+		if undecided == 0 {
+			break
+		}
+	}
+	if err := r.j.flush(); err != nil {
+		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+	}
+	return resend
+}
+
+// reconcileRound re-reads every unknown target once. last says it is the
+// final round: targets still undecided get a note saying so.
+func (r *run) reconcileRound(ctx context.Context, last bool) (undecided, resend int) {
+	var mu sync.Mutex
+	after := ""
+	for ctx.Err() == nil {
+		batch, err := r.e.Store.Targets(ctx, r.op.ID, TargetQuery{Outcome: TargetUnknown, After: after, Limit: 256})
+		if err != nil || len(batch) == 0 {
+			return undecided, resend
+		}
+		after = batch[len(batch)-1].ID
+		work := make(chan Target)
+		var wg sync.WaitGroup
+		for range min(r.a.Config.Concurrency, len(batch)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for t := range work {
+					decided, sent := r.settle(ctx, t, last)
+					mu.Lock()
+					if !decided {
+						undecided++
+					}
+					if sent {
+						resend++
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		for _, t := range batch {
+			work <- t
+		}
+		close(work)
+		wg.Wait()
+	}
+	return undecided, resend
+}
+
+// settle re-reads one unknown target. decided is false while a later
+// re-read could still tell more.
+func (r *run) settle(ctx context.Context, t Target, last bool) (decided, resend bool) {
+	if t.Problem != nil && t.Problem.Code == envelope.ProblemUpstreamContract {
+		// Its answer broke the contract: a re-read would be read through
+		// the same broken contract. It stays unknown.
+		return true, false
+	}
+	// The target is unknown: at least one attempt was not observed.
+	t.Unobserved = max(t.Unobserved, 1)
+	reqID := uuid.NewString()
+	doc, ver, found, p := r.reread(ctx, t, reqID)
+	if p != nil {
+		if last {
+			t.Note = "still unknown: the re-read failed (" + p.Code + "); resume the operation to try again"
+			r.j.outcome(t)
+		}
+		return false, false
+	}
+	switch r.stateOf(doc, found, t) {
+	case stateApplied:
+		t.Version = ver
+		r.finish(t, TargetSucceeded, t.HTTPStatus, t.Problem, "reconciled: the outcome was not observed; a re-read shows the change applied", r.afterFor(t))
+		return true, false
+	case stateUntouched:
+		if r.safeRetry() && t.Attempts < r.a.Config.MaxAttempts && r.sendPending && !r.stopped.Load() {
+			r.finish(t, TargetPending, 0, nil, "reconciled: untouched when re-read; it is sent again with the same idempotency key or condition", nil)
+			return true, true
+		}
+		if last {
+			t.Note = r.untouchedNote(t)
+			r.j.outcome(t)
+		}
+		return false, false
+	case stateGone:
+		if last {
+			t.Note = "not found when re-read; whether this write applied before it went was not observed"
+			r.j.outcome(t)
+		}
+		return false, false
+	default:
+		if last {
+			t.Note = "the target changed in another way since the preview; whether this write applied was not observed"
+			r.j.outcome(t)
+		}
+		return false, false
+	}
+}
+
+func (r *run) untouchedNote(t Target) string {
+	cfg := r.a.Config.Reconcile
+	why := "the upstream offers no idempotency key or conditional write, so a delayed first write could still apply and a re-send could apply twice"
+	switch {
+	case !r.sendPending:
+		why = r.noSendReason
+	case t.Attempts >= r.a.Config.MaxAttempts:
+		why = fmt.Sprintf("it was sent %d times (max_attempts)", t.Attempts)
+	case r.stopped.Load():
+		why = "the operation stopped"
+	}
+	return fmt.Sprintf("untouched after %d re-reads over about %s; not sent again: %s", cfg.Rereads, reconcileSpan(cfg), why)
+}
+
+// reconcileSpan is how long a reconcile's rounds wait in all.
+func reconcileSpan(cfg upstream.ReconcileConfig) time.Duration {
+	var total, wait time.Duration
+	for range cfg.Rereads - 1 {
+		wait = min(max(wait*2, cfg.Backoff), cfg.MaxBackoff)
+		total += wait
+	}
+	return total
+}
+
+// stateOf compares a re-read target with the action's effect.
+func (r *run) stateOf(doc map[string]any, found bool, t Target) string {
+	if !found {
+		return stateGone
+	}
+	applied, untouched := true, true
+	for _, e := range r.a.Config.Effect {
+		v, _ := upstream.GetPath(doc, r.a.Resource.FieldPath(e.Field))
+		if !e.Applied(v, r.afterFor(t)[e.Field]) {
+			applied = false
+		}
+		if describe(v) != describe(t.Before[e.Field]) {
+			untouched = false
+		}
+	}
+	if applied {
+		return stateApplied
+	}
+	if !untouched {
+		return stateMoved
+	}
+	for _, rule := range r.a.Config.Precondition {
+		if match, ok := r.a.Resource.EvalRule(doc, rule); !ok || !match {
+			return stateMoved
+		}
+	}
+	return stateUntouched
+}

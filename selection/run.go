@@ -1,0 +1,671 @@
+package selection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// run is one operation executing in this process.
+type run struct {
+	e        *Engine
+	op       *Operation
+	sel      *Selection
+	a        *upstream.Action
+	j        *journal
+	done     chan struct{}
+	progress func(done, total int)
+	params   map[string]any
+	after    map[string]any
+	// sendPending is false when a resumed operation may only settle its
+	// unknown targets (its approval expired); noSendReason says why.
+	sendPending  bool
+	noSendReason string
+
+	mu         sync.Mutex
+	counts     map[string]int
+	attempted  int
+	failed     int
+	stopReason string
+	stopped    atomic.Bool
+	lastNotify time.Time
+	pauseUntil time.Time
+	canaryDone bool
+}
+
+// start registers a run of op; the caller starts it with go r.execute().
+func (e *Engine) start(op *Operation, sel *Selection, a *upstream.Action, progress func(int, int)) *run {
+	after, _ := a.After(op.Action.Params)
+	r := &run{e: e, op: op, sel: sel, a: a, done: make(chan struct{}), progress: progress, params: op.Action.Params,
+		after: after, sendPending: true}
+	e.mu.Lock()
+	if e.running == nil {
+		e.running = map[string]*run{}
+	}
+	e.running[op.ID] = r
+	e.mu.Unlock()
+	r.j = newJournal(e.Store, op.ID, func(events []AuditEvent) { e.audit(context.Background(), events...) })
+	return r
+}
+
+func (r *run) snapshotCounts() map[string]int {
+	counts, err := r.e.Store.CountTargets(context.Background(), r.op.ID)
+	if err != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		out := map[string]int{}
+		for k, v := range r.counts {
+			out[k] = v
+		}
+		return out
+	}
+	return counts
+}
+
+func (r *run) logger() *slog.Logger {
+	if r.e.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.e.Logger.With("operation_id", r.op.ID)
+}
+
+func (r *run) execute() {
+	ctx := r.e.Background
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	defer func() {
+		r.e.mu.Lock()
+		delete(r.e.running, r.op.ID)
+		r.e.mu.Unlock()
+		close(r.done)
+	}()
+	stopBeat := r.heartbeat(ctx)
+	// Targets whose outcome was not observed (a crash, a timeout) are
+	// settled by re-reading before anything is sent: never blindly re-sent.
+	r.reconcile(ctx)
+	if r.sendPending {
+		r.runPending(ctx)
+		// Writes whose outcome this run did not observe are settled the
+		// same way; those a re-read shows untouched, and that a re-send
+		// cannot apply twice, go out again, up to max_attempts.
+		for range r.a.Config.MaxAttempts {
+			if r.stopped.Load() || ctx.Err() != nil || r.reconcile(ctx) == 0 {
+				break
+			}
+			r.runPending(ctx)
+		}
+	}
+	stopBeat()
+	jerr := r.j.close()
+	if jerr != nil && r.stopReason == "" {
+		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+	}
+	counts, err := r.e.Store.CountTargets(context.Background(), r.op.ID)
+	if err != nil {
+		counts = r.counts
+	}
+	now := r.e.Clock.Now()
+	r.mu.Lock()
+	op := *r.op
+	r.mu.Unlock()
+	op.Counts, op.UpdatedAt, op.FinishedAt = counts, now, &now
+	switch {
+	case r.stopReason != "":
+		op.Status, op.StopReason = OpStopped, r.stopReason
+	case !r.sendPending && counts[TargetPending] > 0:
+		op.Status, op.StopReason = OpStopped, r.noSendReason
+	case counts[TargetFailed] > 0 || unsettled(counts) > 0:
+		op.Status = OpCompletedWithFailures
+	default:
+		op.Status = OpCompleted
+	}
+	if err := r.e.Store.UpdateOperation(context.Background(), &op); err != nil {
+		r.logger().Error("could not record the operation's end", "err", err)
+	}
+	r.mu.Lock()
+	*r.op = op
+	r.mu.Unlock()
+	r.notify(true)
+	r.logger().Info("operation finished", "status", op.Status, "counts", counts)
+}
+
+// heartbeat records the operation's counts every 2 s while it runs. It
+// writes a copy of the operation, never the run's own, and the returned
+// function waits for it to end.
+func (r *run) heartbeat(ctx context.Context) func() {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				counts := r.snapshotCounts()
+				r.mu.Lock()
+				op := *r.op
+				r.mu.Unlock()
+				op.UpdatedAt, op.Counts = r.e.Clock.Now(), counts
+				_ = r.e.Store.UpdateOperation(context.Background(), &op)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		wg.Wait()
+	}
+}
+
+func (r *run) stop(reason string) {
+	r.mu.Lock()
+	if r.stopReason == "" {
+		r.stopReason = reason
+	}
+	r.mu.Unlock()
+	r.stopped.Store(true)
+}
+
+// maxPasses bounds how often a run goes back over targets that returned
+// to pending (rate limited before processing).
+const maxPasses = 20
+
+// runPending sends every pending target through a bounded worker pool, in
+// passes, until none is pending or the run stops.
+func (r *run) runPending(ctx context.Context) {
+	for pass := 0; pass < maxPasses && !r.stopped.Load() && ctx.Err() == nil; pass++ {
+		if err := r.j.flush(); err != nil {
+			r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+			return
+		}
+		if r.pendingPass(ctx) == 0 {
+			return
+		}
+		r.pauseForRateLimit(ctx)
+	}
+}
+
+// pendingPass runs one pass over the pending targets and returns how many
+// it found.
+func (r *run) pendingPass(ctx context.Context) int {
+	conc := r.a.Config.Concurrency
+	after := ""
+	found := 0
+	for !r.stopped.Load() && ctx.Err() == nil {
+		batch, err := r.e.Store.Targets(ctx, r.op.ID, TargetQuery{Outcome: TargetPending, After: after, Limit: 512})
+		if err != nil {
+			r.stop("the journal could not be read: the operation stopped")
+			return found
+		}
+		if len(batch) == 0 {
+			return found
+		}
+		found += len(batch)
+		after = batch[len(batch)-1].ID
+		if r.a.Config.Bulk != nil {
+			r.runBulk(ctx, batch)
+			continue
+		}
+		// The first write of a run goes alone: a structural failure (a
+		// refused credential, an unexpected status) stops the run before
+		// any other target is attempted.
+		if !r.canaryDone {
+			r.canaryDone = true
+			r.one(ctx, batch[0])
+			batch = batch[1:]
+			if r.stopped.Load() || len(batch) == 0 {
+				continue
+			}
+		}
+		work := make(chan Target)
+		var wg sync.WaitGroup
+		for range min(conc, len(batch)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for t := range work {
+					r.one(ctx, t)
+				}
+			}()
+		}
+		for _, t := range batch {
+			if r.stopped.Load() {
+				break
+			}
+			work <- t
+		}
+		close(work)
+		wg.Wait()
+	}
+	return found
+}
+
+func (r *run) dryRun() bool { return r.op.Mode == ModeDryRun }
+
+// needsReread says whether a target must be read right before its write:
+// explicit selections re-verify every member, and the reread mode enforces
+// the precondition that way.
+func (r *run) needsReread() bool {
+	return (r.sel.Kind == KindExplicit || r.a.Config.Conditional == upstream.CondReread || r.dryRun()) && r.a.Resource.Config.Get != nil
+}
+
+// safeRetry says whether a write may be sent again after an outcome that
+// was not observed without applying twice: the upstream tells a repeat
+// apart by its idempotency key, or refuses it by its condition.
+func (r *run) safeRetry() bool {
+	c := r.a.Config
+	if c.Bulk != nil {
+		// A bulk key covers one batch; a re-sent target goes in another.
+		return c.Conditional == upstream.CondVersion
+	}
+	return c.IdempotencyHeader != "" || c.Conditional == upstream.CondIfMatch || c.Conditional == upstream.CondVersion
+}
+
+// prepare makes a target ready to be written: it re-reads it when the
+// action needs it and checks it is still what was previewed. It returns
+// the version to write with; when the target must not be written it
+// journals its outcome and returns ok false.
+func (r *run) prepare(ctx context.Context, t Target, reqID string) (version string, ok bool) {
+	version = t.Version
+	if !r.needsReread() {
+		return version, true
+	}
+	doc, ver, found, p := r.reread(ctx, t, reqID)
+	if p != nil {
+		if t.Unobserved > 0 {
+			p.StateChanged = envelope.StateUnknown
+			r.finish(t, TargetUnknown, 0, p, "the re-read before sending again failed; an earlier attempt may have applied", nil)
+			return "", false
+		}
+		r.finish(t, TargetFailed, 0, p, "the re-read before the write failed", nil)
+		r.applyStopRules(p.Code, 0)
+		return "", false
+	}
+	if t.Unobserved > 0 {
+		// An earlier attempt may have applied: the re-read decides before
+		// any check can call the target moved.
+		switch r.stateOf(doc, found, t) {
+		case stateApplied:
+			t.Version = ver
+			r.finish(t, TargetSucceeded, t.HTTPStatus, nil, "reconciled: a re-read shows an earlier attempt applied", r.afterFor(t))
+			return "", false
+		case stateMoved, stateGone:
+			p := envelope.NewProblem(envelope.ProblemUpstreamConflict, "")
+			p.StateChanged = envelope.StateUnknown
+			r.finish(t, TargetUnknown, 0, p, "the target changed since an earlier attempt whose outcome was not observed; not sent again", nil)
+			return "", false
+		}
+	}
+	if skip := r.stillSelected(doc, found, t, ver); skip != "" {
+		out := TargetSkipped
+		if r.dryRun() {
+			out = TargetWouldSkip
+		}
+		r.finish(t, out, 0, nil, skip, nil)
+		return "", false
+	}
+	if ver != "" {
+		version = ver
+	}
+	return version, true
+}
+
+// reread reads a target through the resource's get endpoint, auditing the
+// call.
+func (r *run) reread(ctx context.Context, t Target, reqID string) (doc map[string]any, version string, found bool, p *envelope.Problem) {
+	start := time.Now()
+	doc, ver, found, err := r.a.Resource.Read(ctx, t.ID, reqID)
+	r.call(http.MethodGet, r.a.Resource.Config.Get.Path, t.ID, statusOf(err, found), time.Since(start), reqID)
+	if err != nil {
+		return nil, "", false, readProblem(err)
+	}
+	return doc, ver, found, nil
+}
+
+// stillSelected checks a re-read target against everything its selection
+// was made of: found, inside the previewed filter and outside its
+// exclusions, the action's precondition true, the version unchanged. It
+// returns why the target is no longer selected ("" when it is).
+func (r *run) stillSelected(doc map[string]any, found bool, t Target, ver string) string {
+	if !found {
+		return "not found when re-read before the write"
+	}
+	res := r.a.Resource
+	if !res.Matches(doc, r.sel.Selector.Filter) {
+		return "no longer matches the previewed filter"
+	}
+	for i, rule := range r.sel.Selector.Exclude {
+		if match, ok := res.EvalRule(doc, rule); !ok || match {
+			return fmt.Sprintf("now matches exclusion rule %d (%s)", i, rule.Reason)
+		}
+	}
+	for _, rule := range r.a.Config.Precondition {
+		if match, ok := res.EvalRule(doc, rule); !ok || !match {
+			return "precondition changed: " + rule.Field + " " + rule.Op + " " + describe(rule.Value) + " no longer holds"
+		}
+	}
+	if t.Version != "" && ver != "" && ver != t.Version {
+		return "version changed since the preview"
+	}
+	return ""
+}
+
+func describe(v any) string {
+	b, err := Canonical(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func statusOf(err error, found bool) int {
+	var he *upstream.HTTPError
+	if errors.As(err, &he) {
+		return he.Status
+	}
+	if err == nil && !found {
+		return http.StatusNotFound
+	}
+	if err == nil {
+		return http.StatusOK
+	}
+	return 0
+}
+
+func readProblem(err error) *envelope.Problem {
+	p := upstream.ProblemFor(err, nil)
+	p.StateChanged = envelope.StateNone
+	return p
+}
+
+// unwritable journals a target whose request cannot be expressed (an id
+// that is no URL path segment, a conditional write without a version):
+// nothing is sent.
+func (r *run) unwritable(t Target, err error) {
+	p := envelope.NewProblem(envelope.ProblemNotCommittable, "The write could not be expressed for this target; it was not sent.")
+	p.StateChanged = envelope.StateNone
+	if t.Unobserved > 0 {
+		p.StateChanged = envelope.StateUnknown
+		r.finish(t, TargetUnknown, 0, p, "not sent again: "+err.Error()+"; an earlier attempt may have applied", nil)
+		return
+	}
+	r.finish(t, TargetFailed, 0, p, "not sent: "+err.Error(), nil)
+}
+
+// one runs one target: re-read when needed, journal the intent, write,
+// journal the outcome.
+func (r *run) one(ctx context.Context, t Target) {
+	reqID := uuid.NewString()
+	r.pauseForRateLimit(ctx)
+	if r.stopped.Load() {
+		return
+	}
+	version, ok := r.prepare(ctx, t, reqID)
+	if !ok {
+		return
+	}
+	if r.dryRun() {
+		note := "precondition holds and the version is unchanged"
+		if !r.needsReread() {
+			note = "not re-read: the write will be conditional"
+		}
+		r.finish(t, TargetWouldSucceed, 0, nil, note, nil)
+		return
+	}
+	vars := upstream.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
+	req, err := r.a.WriteRequest(vars, reqID)
+	if errors.Is(err, upstream.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
+		r.unwritable(t, err)
+		return
+	}
+	if err != nil {
+		r.finish(t, TargetFailed, 0, envelope.NewProblem(envelope.ProblemInternal, "The write request could not be built from the action's templates."), "", nil)
+		r.stop("the action's request template could not be rendered: check the configuration")
+		return
+	}
+	now := r.e.Clock.Now()
+	intent := t
+	intent.Outcome, intent.Attempts, intent.AttemptAt, intent.RequestID, intent.Version = TargetInFlight, t.Attempts+1, &now, reqID, version
+	if err := r.j.intent(intent); err != nil {
+		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+		return
+	}
+	wctx := ctx
+	if to := r.a.Config.Timeout; to > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, to)
+		defer cancel()
+	}
+	start := time.Now()
+	resp, err := r.a.Resource.Upstream.Do(wctx, req)
+	r.call(req.Method, r.a.Config.Request.Path, t.ID, statusOf(err, true), time.Since(start), reqID)
+	r.classify(intent, resp, err)
+}
+
+// classify turns a write's result into the target's outcome. Every failure
+// carries the problem of its failure mode, with state_changed saying
+// whether the write may have applied. Once an attempt may have reached the
+// upstream without an observed outcome, a later attempt's refusal proves
+// nothing about it: the target stays unknown until a re-read decides.
+func (r *run) classify(t Target, resp *upstream.Response, err error) {
+	landed := t.Unobserved > 0
+	// unobserved journals an attempt that may have applied.
+	unobserved := func(status int, p *envelope.Problem, note string) {
+		t.Unobserved++
+		p.StateChanged = envelope.StateUnknown
+		r.finish(t, TargetUnknown, status, p, note, nil)
+	}
+	// refused journals a refusal: final when no earlier attempt may have
+	// applied, else unknown.
+	refused := func(outcome string, status int, p *envelope.Problem, note string) bool {
+		if landed {
+			p.StateChanged = envelope.StateUnknown
+			r.finish(t, TargetUnknown, status, p, fmt.Sprintf("this attempt was refused (%d), but an earlier attempt may have applied: a re-read decides", status), nil)
+			return false
+		}
+		p.StateChanged = envelope.StateNone
+		r.finish(t, outcome, status, p, note, nil)
+		return true
+	}
+	if err == nil {
+		if berr := upstream.CheckWriteResponse(resp); berr != nil {
+			// A 2xx whose body is an error or unreadable is never a
+			// success: whether it applied is unknown until re-read.
+			unobserved(resp.Status, upstream.ProblemFor(berr, nil), "the upstream answered 2xx with a body that is not a success; whether it applied is unknown")
+			return
+		}
+		if vs := r.a.CheckResponse(resp); len(vs) > 0 {
+			// The answer does not look like what was approved: the write
+			// may have done something else. Stop at the first such answer.
+			what := vs[0].Describe()
+			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamContract, "The upstream's answer broke the action's response contract: "+what+"."),
+				"the answer broke the response contract: "+what)
+			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
+			return
+		}
+		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.afterFor(t))
+		r.applyStopRules("", resp.Status)
+		return
+	}
+	p := upstream.ProblemFor(err, r.a.ParamFor)
+	var he *upstream.HTTPError
+	if !errors.As(err, &he) {
+		unobserved(0, p, "the write failed in an unexpected way; its outcome was not observed")
+		return
+	}
+	switch he.Kind {
+	case upstream.FailCanceled:
+		if !he.Sent {
+			r.finish(t, TargetPending, 0, nil, "not sent: airlock was stopping", nil)
+			return
+		}
+		unobserved(he.Status, p, "sent, but airlock stopped before the answer was observed")
+		return
+	case upstream.FailTimeout, upstream.FailTooLarge:
+		unobserved(he.Status, p, "sent, but no answer was observed before the timeout")
+		return
+	case upstream.FailConnection:
+		if he.Sent {
+			unobserved(0, p, "the connection broke after sending")
+			return
+		}
+		if refused(TargetFailed, 0, p, "not sent: the connection could not be made") {
+			r.applyStopRules(p.Code, 0)
+		}
+		return
+	}
+	st := he.Status
+	switch {
+	case st >= 300 && st < 400:
+		unobserved(st, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream redirected the write; airlock does not follow redirects with writes."),
+			"redirected: the redirect was not followed; whether the upstream did anything is unknown until re-read")
+		r.stop(fmt.Sprintf("the upstream answered a write with a redirect (%d): the operation stopped", st))
+	case st == http.StatusNotFound:
+		refused(TargetSkipped, st, p, "not found")
+	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
+		refused(TargetSkipped, st, p, "precondition changed: the upstream refused the conditional write")
+	case st == http.StatusTooManyRequests:
+		// A 429 is a refusal before processing: the target goes back to
+		// pending and the run pauses for the upstream's wait.
+		r.finish(t, TargetPending, st, nil, "rate limited before processing; it will be sent again", nil)
+		r.rateLimited(he.RetryAfter)
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		refused(TargetFailed, st, p, "")
+		r.applyStopRules(p.Code, st)
+	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
+		if refused(TargetFailed, st, p, "") {
+			r.applyStopRules(p.Code, st)
+		}
+	case st >= 500:
+		unobserved(st, p, "the upstream failed while handling the write")
+		r.applyStopRules("", st)
+	default:
+		unobserved(st, p, fmt.Sprintf("unexpected status %d", st))
+		r.stop(fmt.Sprintf("unexpected status %d from the upstream: the operation stopped", st))
+	}
+}
+
+func (r *run) rateLimited(wait time.Duration) {
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	maxPause := r.e.MaxRateLimitPause
+	if maxPause == 0 {
+		maxPause = 2 * time.Minute
+	}
+	if wait > maxPause {
+		r.stop(fmt.Sprintf("rate limited: the upstream asked to wait %d s, longer than airlock pauses an operation", int(wait.Seconds())))
+		return
+	}
+	r.mu.Lock()
+	if until := time.Now().Add(wait); until.After(r.pauseUntil) {
+		r.pauseUntil = until
+	}
+	r.mu.Unlock()
+}
+
+func (r *run) pauseForRateLimit(ctx context.Context) {
+	r.mu.Lock()
+	until := r.pauseUntil
+	r.mu.Unlock()
+	sleep(ctx, time.Until(until))
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// finish journals a target's outcome and counts it.
+func (r *run) finish(t Target, outcome string, status int, p *envelope.Problem, note string, after map[string]any) {
+	now := r.e.Clock.Now()
+	t.Outcome, t.HTTPStatus, t.Problem, t.Note, t.After = outcome, status, p, note, after
+	t.DoneAt = nil
+	if outcome != TargetPending {
+		t.DoneAt = &now
+	}
+	r.j.outcome(t)
+	r.mu.Lock()
+	if r.counts == nil {
+		r.counts = map[string]int{}
+	}
+	r.counts[outcome]++
+	if outcome != TargetPending {
+		r.attempted++
+	}
+	if outcome == TargetFailed {
+		r.failed++
+	}
+	r.mu.Unlock()
+	r.notify(false)
+}
+
+// applyStopRules stops on structural failures and on the failure ratio.
+func (r *run) applyStopRules(code string, status int) {
+	switch code {
+	case envelope.ProblemUpstreamAuth, envelope.ProblemUpstreamForbidden:
+		r.stop(fmt.Sprintf("the upstream answered %d: the credential was refused, so the operation stopped at the first refusal", status))
+		return
+	}
+	cfg := r.a.Config.Stop
+	r.mu.Lock()
+	attempted, failed := r.attempted, r.failed
+	r.mu.Unlock()
+	if attempted >= cfg.MinAttempts && float64(failed) > cfg.FailureRatio*float64(attempted) {
+		r.stop(fmt.Sprintf("%d of %d attempted targets failed, more than the %.0f%% the stop rule allows", failed, attempted, cfg.FailureRatio*100))
+	}
+}
+
+func (r *run) notify(final bool) {
+	if r.progress == nil {
+		return
+	}
+	r.mu.Lock()
+	now := time.Now()
+	if !final && now.Sub(r.lastNotify) < 200*time.Millisecond {
+		r.mu.Unlock()
+		return
+	}
+	r.lastNotify = now
+	done := r.attempted
+	total := r.op.Total
+	r.mu.Unlock()
+	r.progress(done, total)
+}
+
+// afterFor is a target's after-values: per target when the effect refers
+// to restore values (a compensation).
+func (r *run) afterFor(t Target) map[string]any {
+	if len(t.Restore) == 0 {
+		return r.after
+	}
+	m, err := r.a.AfterFor(r.params, t.Restore)
+	if err != nil {
+		return r.after
+	}
+	return m
+}
