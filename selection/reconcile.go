@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -174,6 +175,9 @@ func reconcileSpan(cfg upstream.ReconcileConfig) time.Duration {
 // stateOf compares a re-read target with the action's effect.
 func (r *run) stateOf(doc map[string]any, found bool, t Target) string {
 	if !found {
+		if rc := r.a.Config.Request; rc != nil && rc.Method == http.MethodDelete {
+			return stateApplied // a delete's effect is the target's absence
+		}
 		return stateGone
 	}
 	applied, untouched := true, true

@@ -499,6 +499,13 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
 			return
 		}
+		if resp.Status == http.StatusAccepted {
+			// Accepted for processing is not done: it may still fail, or
+			// land later. A re-read decides.
+			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamTimeout, "The upstream accepted the write for later processing; its outcome was not observed yet."),
+				"accepted (202) for later processing: whether it applied is observed by re-reading")
+			return
+		}
 		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.afterFor(t))
 		r.applyStopRules("", resp.Status)
 		return

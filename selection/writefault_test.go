@@ -310,11 +310,37 @@ func TestResume_RunsPendingAndReconcilesUnknownOnAStoppedOperation(t *testing.T)
 	l.agree(op.ID)
 }
 
+// TestAccepted202_IsNotSucceededUntilObserved: 202 means queued, not done.
+func TestAccepted202_IsNotSucceededUntilObserved(t *testing.T) {
+	api := fixtures.NewWriteLab(3)
+	api.SetFault("acc-0001", fixtures.LabFault{Kind: fixtures.LabAccepted, Delay: 600 * time.Millisecond})
+	l := newLab(t, t.TempDir(), api, time.Second)
+	op := l.commit(l.preview("archive_reread", nil, nil), false)
+	tg := l.targets(op.ID)["acc-0001"]
+	if tg.Outcome != selection.TargetSucceeded || !strings.Contains(tg.Note, "reconciled") {
+		t.Fatalf("acc-0001: %s (%q); want succeeded once a re-read saw it", tg.Outcome, tg.Note)
+	}
+	l.agree(op.ID)
+}
+
+// TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone: for a delete,
+// a re-read that finds nothing shows the effect.
+func TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone(t *testing.T) {
+	api := fixtures.NewWriteLab(3)
+	api.SetFault("acc-0002", fixtures.LabFault{Kind: fixtures.LabLostAnswer})
+	l := newLab(t, t.TempDir(), api, 200*time.Millisecond)
+	op := l.commit(l.preview("delete_if_match", nil, nil), false)
+	if tg := l.targets(op.ID)["acc-0002"]; tg.Outcome != selection.TargetSucceeded {
+		t.Fatalf("acc-0002: %s (%q); want succeeded: the re-read finds it gone", tg.Outcome, tg.Note)
+	}
+	l.agree(op.ID)
+}
+
 // labFaults are the faults of the suite.
 var labFaults = []string{fixtures.LabLostAnswer, fixtures.LabSlow, fixtures.LabInFlight409, fixtures.LabStale,
-	fixtures.LabRedirect, fixtures.LabServerError, "escaping"}
+	fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, "escaping"}
 
-var labActions = []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread"}
+var labActions = []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread", "delete_if_match"}
 
 // heavy says whether the long suites run in full (AIRLOCK_TEST_HEAVY=1,
 // which CI sets); otherwise they run a few trials, so that go test ./...

@@ -30,8 +30,8 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 		trials = 20
 	}
 	faults := []string{fixtures.LabLostAnswer, fixtures.LabSlow, fixtures.LabInFlight409, fixtures.LabStale,
-		fixtures.LabRedirect, fixtures.LabServerError, "escaping"}
-	actions := []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread"}
+		fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, "escaping"}
+	actions := []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread", "delete_if_match"}
 	total, contradictions, doubles := 0, 0, 0
 	for _, fault := range faults {
 		for trial := range trials {
@@ -64,8 +64,12 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 
 				first := startChild(t, config, store)
 				c := connect(t, first.url)
+				params := map[string]any{"reason": "account review 2026"}
+				if action == "delete_if_match" {
+					params = map[string]any{}
+				}
 				preview := map[string]any{"resource": "accounts", "filter": map[string]any{"status": "active"},
-					"action": map[string]any{"type": action, "params": map[string]any{"reason": "account review 2026"}}}
+					"action": map[string]any{"type": action, "params": params}}
 				p := callData(t, c, "preview_selection", preview)
 				commit := map[string]any{"selection_id": p["selection_id"], "expected_digest": p["digest"], "action": preview["action"], "mode": "execute", "wait_ms": 0}
 				op := callData(t, c, "commit_bulk_action", commit)
