@@ -5,8 +5,7 @@ package interop
 // by the files in testdata/ as a user would write them. Every answer is
 // checked against the upstream's own data, read directly over HTTP.
 //
-// It runs only with AIRLOCK_TEST_REAL_UPSTREAMS=1. Cases that airlock gets
-// wrong today are skipped unless AIRLOCK_TEST_KNOWN_GAPS=1.
+// It runs only with AIRLOCK_TEST_REAL_UPSTREAMS=1 (CI sets it).
 
 import (
 	"encoding/json"

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,7 +120,7 @@ func TestFixtureWrites_AnswerTheRecordsJSONRoundTrip(t *testing.T) {
 	t.Cleanup(srv.Close)
 	sas := api.Collection(fixtures.DatasetServiceAccounts)
 	values := []any{
-		nil, true, "plain", "<b>&amp;</b> \u2028 é", "bad \xff utf-8", 7, int64(1 << 60), 9007199254740993, 0.1, 1e21, -0.0,
+		nil, true, "plain", "<b>&amp;</b> \u2028 é", "bad \xff utf-8", 7, int64(1 << 60), 9007199254740993, 0.1, 1e21, math.Copysign(0, -1),
 		[]any{1, "x", nil, []any{}}, map[string]any{"k": 2, "n": map[string]any{}}, []string{"a", "b"}, json.Number("12.50"),
 		map[string]any{"\xff": 1}, []any(nil), map[string]any(nil),
 	}

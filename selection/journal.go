@@ -111,9 +111,3 @@ func (j *journal) close() error {
 	defer j.mu.Unlock()
 	return j.err
 }
-
-func (j *journal) failed() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.err
-}
