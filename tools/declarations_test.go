@@ -65,3 +65,34 @@ func TestNonDecisionFieldDrift_IsAWarningNotAWithholding(t *testing.T) {
 		t.Fatalf("warnings = %+v, want %s naming owner", env.Warnings, envelope.WarnFieldDrift)
 	}
 }
+
+// TestDeclaredExactTotal_CountsFromTheFirstPage: a counts-only query whose
+// every filter is sent upstream, on a resource whose total is declared
+// exact, costs one request, and coverage says where the count came from.
+// A filter airlock applies alone still scans everything.
+func TestDeclaredExactTotal_CountsFromTheFirstPage(t *testing.T) {
+	recs := declRecords(500)
+	for i := range recs {
+		if i%3 == 0 {
+			recs[i]["status"] = "disabled"
+		}
+		if i%7 == 0 {
+			recs[i]["owner"] = nil
+		}
+	}
+	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, Records: recs}}
+	ts := httptest.NewServer(fl)
+	t.Cleanup(ts.Close)
+	d := newDirect(t, fixtures.FaultListConfig(ts.URL, fl.Dialect, 20, "total_exact: true", ""))
+	env, data := d.call("search_all", map[string]any{"resource": "items", "max_items": 0, "filter": map[string]any{"status": "disabled"}})
+	if !env.Complete || data["total_matched"] != float64(167) || fl.Requests() != 1 {
+		t.Fatalf("complete %v, total %v after %d request(s); want 167 from one request", env.Complete, data["total_matched"], fl.Requests())
+	}
+	if src := env.Coverage.Sources[0]; src.EndSignal != "declared_exact_total" || env.Coverage.ItemsScanned != 20 {
+		t.Fatalf("coverage %+v; want the count from the declared total, 20 items read", env.Coverage)
+	}
+	env, data = d.call("search_all", map[string]any{"resource": "items", "max_items": 0, "filter": map[string]any{"owner": nil}})
+	if !env.Complete || data["total_matched"] != float64(72) || env.Coverage.Sources[0].EndSignal == "declared_exact_total" {
+		t.Fatalf("owner null (applied by airlock): complete %v, total %v, coverage %+v; want a full scan with 72", env.Complete, data["total_matched"], env.Coverage.Sources)
+	}
+}

@@ -232,6 +232,8 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID}
 		if b.maxItems > 0 {
 			spec.Sink = sink
+		} else {
+			spec.CountFromTotal = r.CountFromTotal(filter, a.GroupBy)
 		}
 		fs = &frozenScan{id: uuid.NewString(), fingerprint: fp, scan: r.NewScan(spec), sink: sink}
 	}

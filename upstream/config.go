@@ -126,7 +126,11 @@ type PaginationConfig struct {
 	// TotalHeader reads the total from a response header (X-Total-Count)
 	// instead of the body.
 	TotalHeader string `yaml:"total_header"`
-	Concurrency int    `yaml:"concurrency"`
+	// TotalExact declares that the total counts exactly the records the
+	// upstream-side filters select: a counts-only query whose every filter
+	// is sent upstream is then answered from the first page.
+	TotalExact  bool `yaml:"total_exact"`
+	Concurrency int  `yaml:"concurrency"`
 	// continue
 	ContinueParam   string `yaml:"continue_param"`
 	ContinuePath    string `yaml:"continue_path"`
@@ -526,6 +530,9 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	}
 	if pg.TotalHeader != "" && pg.Dialect != DialectLink && pg.Dialect != DialectOffset && pg.Dialect != DialectPage {
 		l.add("only the link, offset and page dialects read a total", at("pagination", "total_header")...)
+	}
+	if pg.TotalExact && pg.Dialect != DialectOffset && pg.Dialect != DialectPage && !(pg.Dialect == DialectLink && pg.TotalHeader != "") {
+		l.add("only a dialect that reads a total (offset, page, or link with total_header) can declare it exact", at("pagination", "total_exact")...)
 	}
 	if pg.TotalHeader != "" && pg.Total != "" {
 		l.add("set one of total (a body path) or total_header", at("pagination", "total_header")...)

@@ -56,6 +56,9 @@ const (
 	SignalContinueNone   = "continue_empty"
 	SignalTotalReached   = "total_reached"
 	SignalEmptyPage      = "empty_page"
+	// SignalDeclaredTotal ends a counts-only scan on its first page: the
+	// total is declared exact and the page's items all match the filter.
+	SignalDeclaredTotal = "declared_exact_total"
 	// SignalVerified suffixes an absence that proved the end because a
 	// probe showed the upstream sends the signal when more follows.
 	SignalVerified = "_verified"

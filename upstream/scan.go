@@ -51,6 +51,42 @@ type ScanSpec struct {
 	// the sink with their violations (a preview lists them as ambiguous);
 	// otherwise they are withheld and counted under CONTRACT_VIOLATION.
 	KeepViolations bool
+	// Progress, when set, is called after every page with the work done
+	// so far (never with the scan's lock held).
+	Progress func(ScanProgress)
+	// CountFromTotal answers a counts-only scan (no sink, no groups) from
+	// the upstream's total on each source's first page, when every item of
+	// that page matches the filter (see Resource.CountFromTotal).
+	CountFromTotal bool
+}
+
+// ScanProgress is what a scan has done so far.
+type ScanProgress struct {
+	Pages, ItemsScanned, Matched int
+	// Total is the upstream's total over every source, when each reported
+	// one.
+	Total *int
+}
+
+// CountFromTotal reports whether a counts-only scan with this filter may be
+// answered from the upstream's total: the resource declares its total
+// exact, and every filter is sent upstream in a form it declares.
+func (r *Resource) CountFromTotal(filter map[string]any, groupBy []string) bool {
+	if !r.Pagination.TotalExact || len(groupBy) > 0 {
+		return false
+	}
+	q := url.Values{}
+	r.filterParams(q, filter)
+	for name, v := range filter {
+		fc := r.Config.Filters[name]
+		if fc == nil || fc.Param == "" || !q.Has(fc.Param) {
+			return false
+		}
+		if arr, ok := v.([]any); ok && len(arr) > 1 && fc.Multi == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // Budget bounds one Run. PagesLimitSource says who set MaxPages (caller or
@@ -87,6 +123,9 @@ const (
 )
 
 type sourceScan struct {
+	// fromTotal is set when the source's count is the upstream's declared
+	// exact total (a counts-only scan), not the items read.
+	fromTotal  bool
 	cfg        SourceConfig
 	base       *url.URL
 	state      pageState
@@ -294,7 +333,33 @@ func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
 			s.fail(ctx, src, err)
 			return
 		}
+		s.reportProgress()
 	}
+}
+
+// reportProgress calls the spec's Progress with the work done so far.
+func (s *Scan) reportProgress() {
+	if s.spec.Progress == nil {
+		return
+	}
+	s.mu.Lock()
+	p := ScanProgress{Pages: s.pages, ItemsScanned: s.scanned, Matched: s.matched}
+	total, known := 0, true
+	for _, src := range s.srcs {
+		if src.status == srcOutOfScope {
+			continue
+		}
+		if t := src.state.Total; t != nil && !src.state.TotalUntrusted {
+			total += *t
+		} else {
+			known = false
+		}
+	}
+	if known {
+		p.Total = &total
+	}
+	s.mu.Unlock()
+	s.spec.Progress(p)
 }
 
 // runParallel keeps up to the configured concurrency of planned pages in
@@ -346,6 +411,7 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 			s.fail(ctx, src, err)
 			return false
 		}
+		s.reportProgress()
 		if r.pg.next.Done || r.pg.next.Probe || (!r.pg.next.LastFull && i < len(plans)-1) {
 			// The end came earlier than planned, or a short page broke
 			// the plan's arithmetic (the upstream capped the page size):
@@ -736,7 +802,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 	if r.Config.VersionField != "" {
 		verPath = r.FieldPath(r.Config.VersionField)
 	}
-	fresh := 0
+	fresh, rejected, matchedBefore := 0, 0, s.matched
 	for _, raw := range pg.items {
 		doc, ok := raw.(map[string]any)
 		if !ok {
@@ -782,9 +848,11 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 		// A record whose filter fields are broken might be in scope; one
 		// that clearly is not does not count either way.
 		if !brokenFilter && !r.Matches(doc, s.spec.Filter) {
+			rejected++
 			continue
 		}
 		if len(broken) > 0 && !s.spec.KeepViolations {
+			rejected++
 			for _, v := range broken {
 				rule := v.Rule
 				if v.Invariant != "" {
@@ -819,6 +887,14 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 		}
 	}
 	src.state = pg.next
+	if s.spec.CountFromTotal && s.spec.Sink == nil && len(s.spec.GroupBy) == 0 && !st.Started && pg.total != nil &&
+		rejected == 0 && fresh == len(pg.items) && !src.state.Done {
+		// Every item of the first page matched: the upstream applies the
+		// filter, and its total is declared exact. It counts the rest.
+		s.matched += *pg.total - (s.matched - matchedBefore)
+		src.fromTotal = true
+		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndProven, SignalDeclaredTotal
+	}
 	if st.Started && len(pg.items) > 0 && fresh == 0 && !src.state.Done {
 		// A whole page of records already read: the upstream ignores the
 		// page parameter or loops. Reading on proves nothing.
@@ -836,8 +912,8 @@ func (s *Scan) finishSource(src *sourceScan) {
 		// (A total that changed during the scan is INCONSISTENT_SNAPSHOT.)
 		s.contradictedLocked("total")
 	}
-	if st.End == envelope.EndUnproven {
-		return // END_NOT_PROVEN, in Outcome
+	if st.End == envelope.EndUnproven || src.fromTotal {
+		return // END_NOT_PROVEN, in Outcome; or counted from the total
 	}
 	if c := s.r.Config.ResultCap; c > 0 {
 		switch {
