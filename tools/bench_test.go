@@ -232,13 +232,28 @@ func BenchmarkSearchAllParallel(b *testing.B) {
 // whole scope (total_relation "eq"). The answer itself is never complete at
 // these sizes: default max_items is below the match count.
 func BenchmarkEnvelopeSize(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 100_000} {
-		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		args map[string]any
+	}{
+		{"records=1000", 1_000, nil},
+		{"records=10000", 10_000, nil},
+		{"records=100000", 100_000, nil},
+		// Group counts over every id, and four group fields beside items:
+		// the parts that grow with the data are bounded too.
+		{"records=100000/group_by=id", 100_000, map[string]any{"group_by": []any{"id"}, "max_items": 0}},
+		{"records=100000/group_by=4+items", 100_000, map[string]any{"group_by": []any{"id", "customer_id", "region", "status"}, "max_items": 1000}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
 			// The demo configuration's subscriptions pagination: offset,
 			// 100 per page, 4 at a time.
 			r := fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectOffset, PageSize: 100, Concurrency: 4}
-			h := benchHarness(b, r, benchRecords(n), 0)
-			args := map[string]any{"resource": r.Name}
+			h := benchHarness(b, r, benchRecords(tc.n), 0)
+			args := map[string]any{"resource": r.Name, "max_pages": 5000, "deadline_ms": 120000}
+			for k, v := range tc.args {
+				args[k] = v
+			}
 			b.ResetTimer()
 			var size, pages, items, scanned float64
 			for range b.N {
