@@ -155,7 +155,7 @@ func envName(upstreamName string) string {
 func (c *config) render() *Draft {
 	w := &writer{}
 	w.comment(0, "airlock configuration drafted by `airlock init`"+fromSource(c.source)+".")
-	w.comment(0, "Read it through: every guess is commented. Values written TODO(...) are decisions")
+	w.comment(0, "Read it through: every guess is commented. A value reading TODO and what to decide is a decision")
 	w.comment(0, "left to you; `airlock check` refuses the file until none is left. Then run")
 	w.comment(0, "`airlock probe --config FILE` to check each assumption against the live API.")
 	w.comment(0, "Reference: docs/config.md.")

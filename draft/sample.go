@@ -354,7 +354,11 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 	}
 	body, _ := first.doc.(map[string]any)
 	has := func(k string) bool { _, ok := body[k]; return ok }
-	str := func(path string) bool { v, ok := lookup(first.doc, path); _, isStr := v.(string); return ok && (isStr || v == nil) }
+	str := func(path string) bool {
+		v, ok := lookup(first.doc, path)
+		_, isStr := v.(string)
+		return ok && (isStr || v == nil)
+	}
 	size := func() {
 		if sizeParam == "" {
 			return
