@@ -25,6 +25,22 @@ func (c *Config) Unresolved() ConfigErrors {
 	if c.root == nil {
 		return nil
 	}
+	return unresolved(c.root)
+}
+
+// FindTodos lists the TODO(...) placeholders of a configuration file
+// before it is parsed, so that they are reported as what they are rather
+// than as the invalid values they stand in for. A file that is not YAML
+// has none (parsing reports it).
+func FindTodos(b []byte) ConfigErrors {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil
+	}
+	return unresolved(&root)
+}
+
+func unresolved(root *yaml.Node) ConfigErrors {
 	var errs ConfigErrors
 	var walk func(n *yaml.Node, path []string)
 	walk = func(n *yaml.Node, path []string) {
@@ -55,7 +71,7 @@ func (c *Config) Unresolved() ConfigErrors {
 			// once, where it is written.
 		}
 	}
-	walk(c.root, nil)
+	walk(root, nil)
 	return errs
 }
 

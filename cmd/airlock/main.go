@@ -280,6 +280,11 @@ func check(args []string, stdout, stderr io.Writer) error {
 	if *configPath == "" {
 		return errors.New("check needs --config FILE")
 	}
+	if b, err := os.ReadFile(*configPath); err == nil {
+		if todos := upstream.FindTodos(b); len(todos) > 0 {
+			return todos // a draft's open decisions, before what they stand in for
+		}
+	}
 	cfg, err := upstream.LoadConfig(*configPath)
 	if err != nil {
 		return err

@@ -41,6 +41,11 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *configPath == "" {
 		return errors.New("probe needs --config FILE")
 	}
+	if b, err := os.ReadFile(*configPath); err == nil {
+		if todos := upstream.FindTodos(b); len(todos) > 0 {
+			return todos
+		}
+	}
 	cfg, err := upstream.LoadConfig(*configPath)
 	if err != nil {
 		return err
