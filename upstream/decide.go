@@ -45,10 +45,9 @@ func (r *Resource) DecideList(resp *Response) Decision {
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
-	raw, ok := getPath(doc, r.Config.List.Items)
-	items, isArr := raw.([]any)
-	if !ok || !isArr {
-		return Decision{DecideStop, []string{fmt.Sprintf("items are not an array at %q", r.Config.List.Items)}}
+	items, err := r.itemsOf(doc) // plain values too, with list.scalar_item_field
+	if err != nil {
+		return Decision{DecideStop, []string{err.Error()}}
 	}
 	pg, err := r.dialect.parse(resp, doc, items, pageState{})
 	if err != nil {

@@ -86,8 +86,13 @@ var WallClock Clock = wallClock{}
 
 // Initialize builds the runtime from a parsed configuration: loads each
 // credential (failing at start-up, not at the first call), creates the HTTP
-// clients and resolves every default.
+// clients and resolves every default. A configuration that still holds a
+// TODO(...) placeholder (airlock init's draft) is refused with a
+// ConfigErrors naming each one.
 func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error) {
+	if errs := c.Unresolved(); len(errs) > 0 {
+		return nil, errs
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -4,6 +4,8 @@
 //	airlock serve --config airlock.yaml            # stdio, for an MCP client
 //	airlock serve --config airlock.yaml --http 127.0.0.1:8765
 //	airlock serve --demo                           # the built-in demo API
+//	airlock init --openapi api.yaml -o airlock.yaml # draft a configuration
+//	airlock probe --config airlock.yaml            # check it against the live API
 //	airlock check --config airlock.yaml            # validate a configuration
 //	airlock demo                                   # a guided tour
 //	airlock approve SELECTION                      # an operator approves a write
@@ -39,12 +41,18 @@ const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 
 Usage:
   airlock serve (--config FILE | --demo) [--http ADDR [--review]] [--store PATH] [--audit-log FILE] [--allow-origin URL]...
+  airlock init (--openapi SPEC | --sample URL) [--base-url URL] [--resource NAME]... [--environment NAME] [-o FILE]
+  airlock probe --config FILE [--resource NAME]... [--json] [--max-requests N]
   airlock check --config FILE [--strict]
   airlock contract (--config FILE [--fixtures DIR] | --demo) [--live]
   airlock demo
   airlock approve SELECTION [--reject] [--export csv|json FILE]... [--yes DIGEST] [--store PATH] [--config FILE | --demo] [--audit-log FILE]
   airlock review [--listen 127.0.0.1:8766] [--store PATH] [--config FILE | --demo] [--audit-log FILE]
   airlock audit OPERATION [--json] [--store PATH]
+
+init drafts a configuration (TODO(...) marks what it could not decide);
+probe checks every assumption of a configuration against the live API,
+read-only, and exits non-zero when one is wrong.
 
 serve speaks MCP over stdio unless --http is given; then it serves streamable
 HTTP at /mcp and SSE at /sse. A non-loopback --http address requires
@@ -78,6 +86,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = demo(ctx, args[1:], stdout, stderr)
 	case "contract":
 		err = contract(ctx, args[1:], stdout, stderr)
+	case "init":
+		err = initCmd(ctx, args[1:], stdout, stderr)
+	case "probe":
+		err = probe(ctx, args[1:], stdout, stderr)
 	case "approve":
 		err = approve(ctx, args[1:], stdin, stdout, stderr)
 	case "audit":
@@ -103,7 +115,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		if errors.Is(err, errDrift) || errors.Is(err, errDecision) {
+		if errors.Is(err, errDrift) || errors.Is(err, errDecision) || errors.Is(err, errWrong) {
 			return 1
 		}
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
@@ -267,6 +279,11 @@ func check(args []string, stdout, stderr io.Writer) error {
 	}
 	if *configPath == "" {
 		return errors.New("check needs --config FILE")
+	}
+	if b, err := os.ReadFile(*configPath); err == nil {
+		if todos := upstream.FindTodos(b); len(todos) > 0 {
+			return todos // a draft's open decisions, before what they stand in for
+		}
 	}
 	cfg, err := upstream.LoadConfig(*configPath)
 	if err != nil {

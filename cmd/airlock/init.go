@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/airlock-mcp/airlock/draft"
+)
+
+func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	spec := fs.String("openapi", "", "an OpenAPI 3.0 or 3.1 document (YAML or JSON)")
+	sample := fs.String("sample", "", "the URL of a live list endpoint to sample (GET only)")
+	baseURL := fs.String("base-url", "", "the API's base URL (default: the document's first server, or the sample's origin)")
+	env := fs.String("environment", "", "the environment's name (default: a TODO)")
+	outPath := fs.String("o", "", "write the draft to this file (default: standard output); an existing file is not overwritten")
+	credEnv := fs.String("credential-env", "", "with --sample: the environment variable holding the credential")
+	credHeader := fs.String("credential-header", "", "with --sample: the header the credential goes in (default Authorization)")
+	credScheme := fs.String("credential-scheme", "Bearer", "with --sample: the scheme before the credential (\"\" sends it as is)")
+	var resources stringList
+	fs.Var(&resources, "resource", "draft only this resource (repeatable; with --sample, its name)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	opts := draft.Options{BaseURL: *baseURL, Resources: resources, Environment: *env}
+	var d *draft.Draft
+	var err error
+	switch {
+	case (*spec == "") == (*sample == ""):
+		return errors.New("init needs exactly one of --openapi SPEC or --sample URL")
+	case *spec != "":
+		b, readErr := os.ReadFile(*spec)
+		if readErr != nil {
+			return fmt.Errorf("read the openapi document: %w", readErr)
+		}
+		opts.Source = *spec
+		d, err = draft.FromOpenAPI(b, opts)
+	default:
+		so := draft.SampleOptions{Options: opts, CredentialEnv: *credEnv, CredentialHeader: *credHeader, Getenv: osGetenv}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "credential-scheme" {
+				so.CredentialScheme = credScheme
+			}
+		})
+		d, err = draft.FromSample(ctx, *sample, so)
+	}
+	if err != nil {
+		return err
+	}
+	if *outPath == "" {
+		if _, err := stdout.Write(d.YAML); err != nil {
+			return err
+		}
+	} else {
+		f, err := os.OpenFile(*outPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("write the draft: %w", err)
+		}
+		if _, err := f.Write(d.YAML); err != nil {
+			f.Close()
+			return fmt.Errorf("write the draft: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write the draft: %w", err)
+		}
+		fmt.Fprintf(stderr, "airlock: wrote %s\n", *outPath)
+	}
+	if len(d.TODOs) > 0 {
+		fmt.Fprintf(stderr, "airlock: %d decision(s) left as TODO; `airlock check` refuses the file until each is resolved:\n", len(d.TODOs))
+		for _, t := range d.TODOs {
+			fmt.Fprintf(stderr, "  %s\n", t)
+		}
+	}
+	fmt.Fprintln(stderr, "airlock: next, `airlock probe --config FILE` checks the draft's assumptions against the live API")
+	return nil
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// errWrong makes `airlock probe` exit non-zero when the live API
+// contradicts an assumption of the configuration.
+var errWrong = errors.New("the live API contradicts the configuration")
+
+// probeOutput is `airlock probe --json`.
+type probeOutput struct {
+	Resources    []*upstream.ProbeReport `json:"resources"`
+	Requests     int                     `json:"requests"`
+	OK           int                     `json:"ok"`
+	Wrong        int                     `json:"wrong"`
+	Unverifiable int                     `json:"unverifiable"`
+}
+
+func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (YAML)")
+	asJSON := fs.Bool("json", false, "print the checks as JSON")
+	maxRequests := fs.Int("max-requests", upstream.DefaultProbeRequests, "request budget per resource")
+	pageSize := fs.Int("page-size", 0, "page size of the walk to the end (default: small enough to span several pages within the budget)")
+	var only stringList
+	fs.Var(&only, "resource", "probe only this resource (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *configPath == "" {
+		return errors.New("probe needs --config FILE")
+	}
+	if b, err := os.ReadFile(*configPath); err == nil {
+		if todos := upstream.FindTodos(b); len(todos) > 0 {
+			return todos
+		}
+	}
+	cfg, err := upstream.LoadConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: newLogger(io.Discard)})
+	if err != nil {
+		return err
+	}
+	names := rt.ResourceNames()
+	if len(only) > 0 {
+		for _, n := range only {
+			if rt.Resources[n] == nil {
+				return fmt.Errorf("no resource named %q (the configuration has %s)", n, strings.Join(names, ", "))
+			}
+		}
+		names = only
+	}
+	out := probeOutput{Resources: []*upstream.ProbeReport{}}
+	for _, name := range names {
+		r := rt.Resources[name]
+		var actions []*upstream.Action
+		for _, an := range rt.ActionNames() {
+			if a := rt.Actions[an]; a.Resource == r {
+				actions = append(actions, a)
+			}
+		}
+		rep := r.CheckAssumptions(ctx, upstream.ProbeOptions{RequestID: "airlock-probe", MaxRequests: *maxRequests, PageSize: *pageSize, Actions: actions})
+		out.Resources = append(out.Resources, rep)
+		out.Requests += rep.Requests
+		for _, c := range rep.Checks {
+			switch c.Status {
+			case upstream.ProbeOK:
+				out.OK++
+			case upstream.ProbeWrong:
+				out.Wrong++
+			default:
+				out.Unverifiable++
+			}
+		}
+		if !*asJSON {
+			printProbe(stdout, r, rep)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%d ok, %d wrong, %d unverifiable, in %d requests\n", out.OK, out.Wrong, out.Unverifiable, out.Requests)
+	}
+	if out.Wrong > 0 {
+		fmt.Fprintf(stderr, "airlock: %d assumption(s) of %s are wrong against the live API\n", out.Wrong, *configPath)
+		return errWrong
+	}
+	return nil
+}
+
+func printProbe(w io.Writer, r *upstream.Resource, rep *upstream.ProbeReport) {
+	fmt.Fprintf(w, "resource %s: GET %s, dialect %s, %d requests\n", rep.Resource, r.Config.List.Path, r.Pagination.Dialect, rep.Requests)
+	for _, c := range rep.Checks {
+		mark := c.Status
+		if c.Status == upstream.ProbeWrong {
+			mark = "WRONG"
+		}
+		fmt.Fprintf(w, "  %-13s %-32s %s\n", mark, c.Check, c.Evidence)
+		if c.Hint != "" && c.Status != upstream.ProbeOK {
+			fmt.Fprintf(w, "  %-13s %-32s -> %s\n", "", "", c.Hint)
+		}
+	}
+}
+
+// osGetenv is the environment init reads a sample's credential from.
+var osGetenv = os.Getenv

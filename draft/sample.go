@@ -1,0 +1,436 @@
+package draft
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// SampleOptions say how to read a live list endpoint.
+type SampleOptions struct {
+	Options
+	// CredentialEnv names the environment variable holding the
+	// credential; its value is sent, and only its name is written.
+	CredentialEnv    string
+	CredentialHeader string  // default Authorization
+	CredentialScheme *string // default Bearer
+	// Getenv reads CredentialEnv; nil means no credential is sent.
+	Getenv func(string) string
+	// Client sends the requests; nil means a client with a 10s timeout.
+	Client *http.Client
+}
+
+// maxSampleBody bounds each sampled body.
+const maxSampleBody = 16 << 20
+
+type sampled struct {
+	url    *url.URL
+	header http.Header
+	doc    any
+}
+
+// FromSample drafts a configuration from a live list endpoint: it reads
+// the page at rawURL (and the next one, when the answer links to it) and
+// infers the items path, fields and dialect from the bodies and headers.
+// Only GET requests are sent.
+func FromSample(ctx context.Context, rawURL string, opts SampleOptions) (*Draft, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("the sample URL %q is not an absolute http or https URL", rawURL)
+	}
+	if u.User != nil {
+		return nil, errors.New("the sample URL must not carry credentials; use --credential-env")
+	}
+	first, err := fetch(ctx, u, opts)
+	if err != nil {
+		return nil, err
+	}
+	pages := []sampled{first}
+	if next := linkNext(first.header); next != "" {
+		if nu, err := u.Parse(next); err == nil && nu.Host == u.Host && nu.Scheme == u.Scheme {
+			if second, err := fetch(ctx, nu, opts); err == nil {
+				pages = append(pages, second)
+			}
+		}
+	}
+	c := &config{source: u.Scheme + "://" + u.Host + u.Path, environment: environment(opts.Options)}
+	c.upstream = upstreamDraft{name: snake(strings.Split(u.Hostname(), ".")[0]), baseURL: u.Scheme + "://" + u.Host, baseNote: "the sample's origin"}
+	if c.upstream.name == "" || c.upstream.name == "127" || c.upstream.name == "localhost" {
+		c.upstream.name = "api"
+	}
+	if opts.BaseURL != "" {
+		c.upstream.baseURL, c.upstream.baseNote = strings.TrimRight(opts.BaseURL, "/"), ""
+	}
+	if opts.CredentialEnv != "" {
+		c.upstream.cred = &credDraft{env: opts.CredentialEnv, header: opts.CredentialHeader, scheme: opts.CredentialScheme}
+	} else {
+		c.upstream.credNote = "no credential was used for the sample: none is configured"
+	}
+	r, err := sampleResource(u, pages)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts.Resources) > 0 {
+		r.name = opts.Resources[0]
+	}
+	c.resources = []*resourceDraft{r}
+	c.notes = append(c.notes, "Drafted from a sample of the live API: types, null stand-ins and timestamp layouts are what the sampled items showed.")
+	return c.render(), nil
+}
+
+func fetch(ctx context.Context, u *url.URL, opts SampleOptions) (sampled, error) {
+	client := opts.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return sampled{}, fmt.Errorf("build the sample request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if opts.CredentialEnv != "" && opts.Getenv != nil {
+		secret := strings.TrimSpace(opts.Getenv(opts.CredentialEnv))
+		if secret == "" {
+			return sampled{}, fmt.Errorf("the credential variable %s is empty or unset", opts.CredentialEnv)
+		}
+		header, scheme := "Authorization", "Bearer"
+		if opts.CredentialHeader != "" {
+			header = opts.CredentialHeader
+		}
+		if opts.CredentialScheme != nil {
+			scheme = *opts.CredentialScheme
+		}
+		req.Header.Set(header, strings.TrimSpace(scheme+" "+secret))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return sampled{}, fmt.Errorf("GET %s: %w", redacted(u), err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSampleBody+1))
+	if err != nil {
+		return sampled{}, fmt.Errorf("GET %s: read the body: %w", redacted(u), err)
+	}
+	if len(b) > maxSampleBody {
+		return sampled{}, fmt.Errorf("GET %s: the body is larger than %d bytes", redacted(u), maxSampleBody)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return sampled{}, fmt.Errorf("GET %s: the upstream answered %d", redacted(u), resp.StatusCode)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return sampled{}, fmt.Errorf("GET %s: the body is not JSON", redacted(u))
+	}
+	return sampled{url: u, header: resp.Header, doc: doc}, nil
+}
+
+func redacted(u *url.URL) string { return u.Scheme + "://" + u.Host + u.Path }
+
+// linkNext is the rel="next" target of a Link header ("" when none).
+func linkNext(h http.Header) string {
+	for _, v := range h.Values("Link") {
+		for _, part := range strings.Split(v, ",") {
+			target, params, ok := strings.Cut(strings.TrimSpace(part), ";")
+			if ok && strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="next"`) {
+				return strings.Trim(strings.TrimSpace(target), "<>")
+			}
+		}
+	}
+	return ""
+}
+
+func sampleResource(u *url.URL, pages []sampled) (*resourceDraft, error) {
+	first := pages[0]
+	itemsPath, ok := sampleItems(first.doc)
+	if !ok {
+		return nil, errors.New("the sample's body holds no array of items: sample a list endpoint")
+	}
+	r := &resourceDraft{path: u.Path, items: itemsPath}
+	if itemsPath == "" {
+		r.items, r.itemsNote = ".", "the body is the array"
+	}
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	r.name = snake(segs[len(segs)-1])
+	if r.name == "" || r.name == "records" && len(segs) >= 2 {
+		r.name = snake(segs[max(len(segs)-2, 0)])
+	}
+	var items []any
+	for _, pg := range pages {
+		raw, _ := lookup(pg.doc, itemsPath)
+		list, _ := raw.([]any)
+		items = append(items, list...)
+	}
+	scalar := len(items) > 0
+	for _, it := range items {
+		if _, isObj := it.(map[string]any); isObj {
+			scalar = false
+		}
+	}
+	if scalar {
+		r.scalarField = "name"
+		r.fields = []*fieldDraft{{name: "name", typ: "string"}}
+	} else {
+		r.fields = sampleFields(items)
+	}
+	samplePagination(r, u, pages)
+	r.idField, r.versionFld, r.versionNote = idAndVersion(r)
+	r.filterNotes = []string{"a sample shows no filter parameters: add filters (with param where the API filters) by hand"}
+	return r, nil
+}
+
+func lookup(doc any, path string) (any, bool) {
+	if path == "" {
+		return doc, true
+	}
+	cur := doc
+	for _, part := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func sampleItems(doc any) (string, bool) {
+	if _, ok := doc.([]any); ok {
+		return "", true
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	var arrays []string
+	for k, v := range m {
+		if _, ok := v.([]any); ok {
+			arrays = append(arrays, k)
+		}
+	}
+	sort.Strings(arrays)
+	for _, pref := range itemsNames {
+		for _, a := range arrays {
+			if a == pref {
+				return a, true
+			}
+		}
+	}
+	if len(arrays) >= 1 {
+		return arrays[0], true
+	}
+	return "", false
+}
+
+// sampleFields infers each field from the values the sampled items hold.
+func sampleFields(items []any) []*fieldDraft {
+	type stats struct {
+		kinds                      map[string]int
+		nulls, empty, strs, nonInt int
+		times                      map[string]int // layout -> values read
+		present                    int
+	}
+	all := map[string]*stats{}
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		for k, v := range m {
+			st := all[k]
+			if st == nil {
+				st = &stats{kinds: map[string]int{}, times: map[string]int{}}
+				all[k] = st
+			}
+			st.present++
+			switch x := v.(type) {
+			case nil:
+				st.nulls++
+			case string:
+				st.kinds["string"]++
+				st.strs++
+				if x == "" {
+					st.empty++
+					continue
+				}
+				if _, err := time.Parse(time.RFC3339Nano, x); err == nil {
+					st.times[""]++
+				} else if l := guessSampleLayout(x); l != "" {
+					st.times[l]++
+				}
+			case json.Number:
+				st.kinds["number"]++
+				if _, err := strconv.ParseInt(x.String(), 10, 64); err != nil {
+					st.nonInt++
+				}
+			case bool:
+				st.kinds["boolean"]++
+			case []any:
+				st.kinds["array"]++
+			case map[string]any:
+				st.kinds["object"]++
+			}
+		}
+	}
+	var out []*fieldDraft
+	for _, name := range sortedKeys(anyMap(all)) {
+		st := all[name]
+		f := &fieldDraft{name: snake(name), typ: "string"}
+		if f.name != name {
+			f.path = name
+		}
+		kinds := sortedKeys(anyMap(st.kinds))
+		switch {
+		case len(kinds) > 1:
+			f.typ, f.note = "string", "the sample mixes "+strings.Join(kinds, " and ")+": the type is a guess"
+		case len(kinds) == 0:
+			f.note = "only null in the sample: the type is a guess"
+		case kinds[0] == "number" && st.nonInt == 0:
+			f.typ = "integer"
+		default:
+			f.typ = kinds[0]
+		}
+		if f.typ == "string" && st.strs-st.empty > 0 {
+			for layout, n := range st.times {
+				if n == st.strs-st.empty {
+					f.typ, f.layout = "timestamp", layout
+				}
+			}
+		}
+		f.nullable = st.nulls > 0 || st.present < len(items)
+		if st.empty > 0 && st.nulls == 0 && st.strs > st.empty {
+			f.nullable, f.nullValues = true, []string{""}
+			f.note = fmt.Sprintf(`"" on %d of %d sampled items and null on none: read as "no value"`, st.empty, len(items))
+		}
+		if sensitiveName.MatchString(f.name) {
+			f.sensitive, f.note = true, "sensitive, guessed from its name: never leaves airlock"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func anyMap[V any](m map[string]V) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func guessSampleLayout(s string) string {
+	for _, l := range []string{"2006-01-02 15:04:05.999Z07:00", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05", "2006-01-02T15:04:05"} {
+		if _, err := time.Parse(l, s); err == nil {
+			return l
+		}
+	}
+	return ""
+}
+
+// samplePagination infers the dialect from the sampled answers: a Link
+// header, has_more, a next cursor, a continue token, or page/offset
+// numbers beside a total.
+func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
+	first := pages[0]
+	q := u.Query()
+	set := func(k, v string) { r.pagination = append(r.pagination, [2]string{k, v}) }
+	sizeParam := ""
+	for _, n := range pageSizeParams {
+		if q.Has(n) {
+			sizeParam = n
+			break
+		}
+	}
+	body, _ := first.doc.(map[string]any)
+	has := func(k string) bool { _, ok := body[k]; return ok }
+	str := func(path string) bool {
+		v, ok := lookup(first.doc, path)
+		_, isStr := v.(string)
+		return ok && (isStr || v == nil)
+	}
+	size := func() {
+		if sizeParam == "" {
+			return
+		}
+		set("page_size_param", quote(sizeParam))
+		set("page_size", "100")
+	}
+	switch next := linkNext(first.header); {
+	case next != "":
+		set("dialect", "link")
+		r.pageNote = append(r.pageNote, "the sample answered with Link: rel=\"next\"")
+		nu, _ := u.Parse(next)
+		for _, k := range sortedKeys(anyMap(map[string][]string(q))) {
+			if k == sizeParam || nu == nil || nu.Query().Get(k) == q.Get(k) {
+				continue
+			}
+			r.params = append(r.params, [2]string{k, q.Get(k)})
+			r.pageNote = append(r.pageNote, "the first page is named ("+k+"="+q.Get(k)+"), as in the sample: the Link headers may depend on it")
+		}
+		size()
+		if first.header.Get("X-Total-Count") != "" {
+			set("total_header", "X-Total-Count")
+		}
+	case body != nil && has("has_more"):
+		set("dialect", "cursor")
+		set("has_more", "has_more")
+		set("cursor_param", "starting_after")
+		size()
+	case str("metadata.continue") || (body != nil && has("metadata") && str("metadata.resourceVersion")):
+		set("dialect", "continue")
+		size()
+	case body != nil && firstKey(body, []string{"page", "_page"}) != "" && firstKey(body, totalPaths) != "":
+		set("dialect", "page")
+		set("page_param", quote(firstKey(body, []string{"page", "_page"})))
+		if sp := firstKey(body, pageSizeParams); sp != "" {
+			sizeParam = sp
+		}
+		size()
+		set("total", quote(firstKey(body, totalPaths)))
+		if q.Has("skipTotal") {
+			r.pageNote = append(r.pageNote, "the sample sent skipTotal: it is left out, since the total then reads -1")
+		}
+	case body != nil && firstKey(body, []string{"offset", "skip", "start"}) != "" && firstKey(body, totalPaths) != "":
+		set("dialect", "offset")
+		set("offset_param", quote(firstKey(body, []string{"offset", "skip", "start"})))
+		if sizeParam == "" {
+			sizeParam = "limit"
+		}
+		size()
+		set("total", quote(firstKey(body, totalPaths)))
+	default:
+		for _, np := range nextPaths {
+			if v, ok := lookup(first.doc, np); ok {
+				if _, isStr := v.(string); isStr || v == nil {
+					set("dialect", "cursor")
+					set("next_cursor", quote(np))
+					set("cursor_param", quote(upstream.Todo("the query parameter that takes the next cursor")))
+					size()
+					return
+				}
+			}
+		}
+		set("dialect", quote(upstream.Todo("one of cursor, link, offset, page, continue; the sample carried no pagination signal")))
+		r.pageNote = append(r.pageNote, "the sample showed no next link, cursor, continue token or total: sample a URL that asks for a page (json-server: ?_page=1&_limit=10)")
+	}
+}
+
+func firstKey(m map[string]any, names []string) string {
+	for _, n := range names {
+		if _, ok := m[n]; ok {
+			return n
+		}
+	}
+	return ""
+}

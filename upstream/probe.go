@@ -1,0 +1,598 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// Verdicts of one probe check.
+const (
+	ProbeOK           = "ok"
+	ProbeWrong        = "wrong"
+	ProbeUnverifiable = "unverifiable"
+)
+
+// ProbeCheck is one assumption of the configuration, checked against the
+// live API: ok, wrong (the API contradicts it) or unverifiable (the probe
+// saw nothing that could settle it), with the evidence.
+type ProbeCheck struct {
+	Resource string `json:"resource"`
+	// Check names the assumption by where it lives in the configuration:
+	// list.items, pagination.end, pagination.total, fields.owner.null_values,
+	// filters.status.multi, actions.archive.conditional, ...
+	Check    string `json:"check"`
+	Status   string `json:"status"`
+	Evidence string `json:"evidence"`
+	// Hint says what to change when the check is wrong.
+	Hint string `json:"hint,omitempty"`
+}
+
+// ProbeReport is what a probe found for one resource.
+type ProbeReport struct {
+	Resource string        `json:"resource"`
+	Requests int           `json:"requests"`
+	Elapsed  time.Duration `json:"-"`
+	Checks   []ProbeCheck  `json:"checks"`
+}
+
+// Wrong counts the checks the API contradicted.
+func (pr *ProbeReport) Wrong() int {
+	n := 0
+	for _, c := range pr.Checks {
+		if c.Status == ProbeWrong {
+			n++
+		}
+	}
+	return n
+}
+
+// ProbeOptions bound a probe.
+type ProbeOptions struct {
+	RequestID string
+	// MaxRequests is the request budget for the resource (default 100).
+	MaxRequests int
+	// PageSize is the page size of the walk to the end; 0 chooses one
+	// small enough to need several pages and to fit the budget.
+	PageSize int
+	// Actions are the configured actions on this resource, whose
+	// conditional writes need a version on items.
+	Actions []*Action
+	// Deadline bounds the whole probe of the resource (default 2m).
+	Deadline time.Duration
+}
+
+// DefaultProbeRequests is the default request budget of one resource's
+// probe.
+const DefaultProbeRequests = 100
+
+// maxProbeSamples bounds the raw items a probe keeps for value checks.
+const maxProbeSamples = 2000
+
+type prober struct {
+	r        *Resource
+	opts     ProbeOptions
+	report   *ProbeReport
+	samples  []map[string]any // raw items, as the upstream sent them
+	first    *Response
+	firstDoc any
+	// truth is the walk's items (normalized, by id) when the walk covered
+	// the whole list; nil otherwise.
+	truth    map[string]map[string]any
+	walkSize int
+	walkEnd  bool // the walk proved the end
+}
+
+// CheckAssumptions checks, read-only and within a request budget, every
+// assumption the resource's configuration makes about the live API: the
+// items path, field types, timestamp layouts and null stand-ins on real
+// items; that the dialect's end signal appears on a walk at a small page
+// size and that the items counted match the upstream's total; that each
+// upstream filter parameter (and its declared multi-value and null forms)
+// selects what airlock's own check selects; that conditional writes find a
+// version on items and on GET by id; rate-limit headers; and that a
+// declared snapshot is backed by a resource version. It only sends GET
+// requests.
+func (r *Resource) CheckAssumptions(ctx context.Context, opts ProbeOptions) *ProbeReport {
+	if opts.MaxRequests <= 0 {
+		opts.MaxRequests = DefaultProbeRequests
+	}
+	if opts.Deadline <= 0 {
+		opts.Deadline = 2 * time.Minute
+	}
+	if opts.RequestID == "" {
+		opts.RequestID = "airlock-probe"
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, opts.Deadline)
+	defer cancel()
+	p := &prober{r: r, opts: opts, report: &ProbeReport{Resource: r.Name}}
+	if p.firstPage(ctx) {
+		p.walk(ctx)
+		p.fieldChecks()
+		p.filterChecks(ctx)
+		p.writeChecks(ctx)
+	}
+	p.report.Elapsed = time.Since(start)
+	return p.report
+}
+
+func (p *prober) add(check, status, evidence, hint string) {
+	p.report.Checks = append(p.report.Checks, ProbeCheck{Resource: p.r.Name, Check: check, Status: status, Evidence: evidence, Hint: hint})
+}
+
+func (p *prober) left() int { return p.opts.MaxRequests - p.report.Requests }
+
+// get sends one GET, counted against the budget.
+func (p *prober) get(ctx context.Context, u *url.URL) (*Response, error) {
+	if p.left() <= 0 {
+		return nil, errBudget
+	}
+	p.report.Requests++
+	return p.r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: p.opts.RequestID, Idempotent: true})
+}
+
+var errBudget = errors.New("the probe's request budget is spent")
+
+func (p *prober) listURL(pg PaginationConfig, d dialect, st pageState, filter map[string]any) (*url.URL, error) {
+	r := p.r
+	src := r.Sources[0]
+	base := r.sourceBase(src)
+	q := url.Values{}
+	for k, v := range r.Config.List.Params {
+		q.Set(k, v)
+	}
+	for k, v := range src.Params {
+		q.Set(k, v)
+	}
+	r.filterParams(q, filter)
+	if next := d.query(q, st); next != nil {
+		u := base.ResolveReference(next)
+		if !r.Upstream.SameOrigin(base, u) {
+			return nil, errors.New("the next link points at another host; it was not followed")
+		}
+		return u, nil
+	}
+	return r.Upstream.ResolveURL(base, r.Config.List.Path, q), nil
+}
+
+func (p *prober) keep(items []any) {
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok && len(p.samples) < maxProbeSamples {
+			p.samples = append(p.samples, m)
+		}
+	}
+}
+
+// firstPage reads the first page as configured: the items path, the
+// contract (what `airlock contract --live` judges), the total, rate-limit
+// headers and the snapshot claim. It reports whether the probe can go on.
+func (p *prober) firstPage(ctx context.Context) bool {
+	r := p.r
+	d := newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
+	u, err := p.listURL(r.Pagination, d, pageState{}, nil)
+	if err != nil {
+		p.add("list.path", ProbeWrong, err.Error(), "")
+		return false
+	}
+	resp, err := p.get(ctx, u)
+	if err != nil {
+		p.add("list.path", ProbeWrong, "GET "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
+		return false
+	}
+	p.first = resp
+	doc, err := decodeJSONBody(resp, true)
+	if err != nil {
+		p.add("list.path", ProbeWrong, "GET "+r.Config.List.Path+": "+err.Error(), "")
+		return false
+	}
+	p.firstDoc = doc
+	items, err := r.itemsOf(doc)
+	if err != nil {
+		p.add("list.items", ProbeWrong, err.Error()+"; the body's top level holds "+topKeys(doc), "set list.items to the path of the items array (\".\" when the body is the array)")
+		return false
+	}
+	p.add("list.items", ProbeOK, fmt.Sprintf("%d items at %q on the first page", len(items), displayPath(r.Config.List.Items)), "")
+	p.keep(items)
+	dec := r.DecideList(resp)
+	switch dec.Decision {
+	case DecideRefuse, DecideStop:
+		p.add("contract", ProbeWrong, dec.Decision+": "+strings.Join(dec.Details, "; "), "decision fields drifted: records resting on them are withheld")
+	default:
+		p.add("contract", ProbeOK, dec.Decision+because(dec.Details), "")
+	}
+	p.totalCheck(resp, doc)
+	p.rateLimitCheck(resp)
+	p.snapshotCheck(doc)
+	return true
+}
+
+func because(details []string) string {
+	if len(details) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(details, "; ")
+}
+
+func displayPath(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func topKeys(doc any) string {
+	switch x := doc.(type) {
+	case map[string]any:
+		return "an object with " + strings.Join(sortedKeys(x), ", ")
+	case []any:
+		return "an array"
+	}
+	return "a scalar"
+}
+
+func describeErr(err error) string {
+	var he *HTTPError
+	if errors.As(err, &he) && he.Kind == FailStatus {
+		return fmt.Sprintf("the upstream answered %d", he.Status)
+	}
+	return err.Error()
+}
+
+// undeclaredTotal looks for a total the configuration does not read, for
+// evidence: X-Total-Count, or a conventional body field.
+func undeclaredTotal(resp *Response, doc any) string {
+	if resp != nil {
+		if h := resp.Header.Get("X-Total-Count"); h != "" {
+			return "X-Total-Count: " + h
+		}
+	}
+	for _, path := range []string{"total", "totalItems", "total_count", "count"} {
+		if v, ok := getPath(doc, path); ok {
+			if n, ok := toInt(v); ok {
+				return fmt.Sprintf("%s: %d", path, n)
+			}
+		}
+	}
+	return ""
+}
+
+func (p *prober) totalCheck(resp *Response, doc any) {
+	pg := p.r.Pagination
+	var where, raw string
+	switch {
+	case pg.TotalHeader != "":
+		where, raw = "header "+pg.TotalHeader, resp.Header.Get(pg.TotalHeader)
+		if raw == "" {
+			p.add("pagination.total_header", ProbeWrong, "the first page has no "+pg.TotalHeader+" header", "remove total_header, or ask for the page in a way that makes the upstream count")
+			return
+		}
+	case pg.Total != "" && (pg.Dialect == DialectOffset || pg.Dialect == DialectPage || pg.Dialect == DialectLink):
+		v, ok := getPath(doc, pg.Total)
+		where = "body path " + pg.Total
+		if !ok {
+			p.add("pagination.total", ProbeWrong, "the first page has no "+where, "point total at the body's count, or remove it: then only an empty page ends the list")
+			return
+		}
+		raw = scalarString(v)
+	default:
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	switch {
+	case err != nil:
+		p.add("pagination.total", ProbeWrong, fmt.Sprintf("%s reads %q, not a count", where, raw), "")
+	case n < 0:
+		hint := "the upstream does not count: remove the parameter that turns counting off"
+		if _, skip := p.r.Config.List.Params["skipTotal"]; skip {
+			hint = "list.params sets skipTotal: PocketBase then answers -1; remove skipTotal"
+		}
+		p.add("pagination.total", ProbeWrong, fmt.Sprintf("%s reads %d: a negative total is no count, and proves no end", where, n), hint)
+	default:
+		p.add("pagination.total", ProbeOK, fmt.Sprintf("%s reads %d on the first page", where, n), "")
+	}
+}
+
+var rateLimitHeader = regexp.MustCompile(`(?i)^(x-)?rate-?limit`)
+
+func (p *prober) rateLimitCheck(resp *Response) {
+	var seen []string
+	for k := range resp.Header {
+		if rateLimitHeader.MatchString(k) {
+			seen = append(seen, k+": "+resp.Header.Get(k))
+		}
+	}
+	sort.Strings(seen)
+	configured := "no client-side rate_limit is configured"
+	if p.r.Upstream.limiter != nil {
+		configured = "a client-side rate_limit is configured"
+	}
+	if len(seen) == 0 {
+		p.add("rate_limit", ProbeUnverifiable, "the upstream sends no rate-limit headers; "+configured, "")
+		return
+	}
+	p.add("rate_limit", ProbeOK, "the upstream advertises "+strings.Join(seen, ", ")+"; "+configured, "")
+}
+
+func (p *prober) snapshotCheck(doc any) {
+	pg := p.r.Pagination
+	if pg.Consistency != ConsistencySnapshot {
+		return
+	}
+	if v, ok := getPath(doc, pg.ResourceVersion); ok && scalarString(v) != "" {
+		p.add("pagination.consistency", ProbeOK, fmt.Sprintf("snapshot: the first page carries %s %q", pg.ResourceVersion, scalarString(v)), "")
+		return
+	}
+	p.add("pagination.consistency", ProbeWrong, "snapshot is claimed, but the first page has no "+pg.ResourceVersion, "declare consistency: none (or keyset): without a resource version there is no snapshot")
+}
+
+// walkPageSize is a page size small enough that the walk spans several
+// pages (so the end signal must appear between them) and large enough to
+// reach the end within half the budget.
+func (p *prober) walkPageSize(firstItems int) int {
+	if p.opts.PageSize > 0 {
+		return p.opts.PageSize
+	}
+	pg := p.r.Pagination
+	minSize := 1
+	if pg.Dialect == DialectOffset {
+		minSize = 2
+	}
+	budget := max(p.left()/2, 3)
+	total := -1
+	if p.first != nil {
+		if n, ok := readTotal(pg, p.first, p.firstDoc); ok {
+			total = n
+		}
+	}
+	switch {
+	case total >= 0:
+		size := (total + budget - 3) / max(budget-2, 1)
+		return min(pg.PageSize, max(size, minSize, 1))
+	case firstItems < pg.PageSize:
+		return max(minSize, (firstItems+2)/3)
+	}
+	return max(minSize, pg.PageSize/2)
+}
+
+// collector keeps the walk's items by id.
+type collector struct{ items map[string]map[string]any }
+
+func (c *collector) Add(it *Item) error {
+	c.items[it.ID] = it.Doc
+	return nil
+}
+
+// walk reads the whole list through the scan engine, as search_all would,
+// at a small page size: the end must be proven by the dialect, and the
+// items counted must match the upstream's total.
+func (p *prober) walk(ctx context.Context) {
+	r := p.r
+	size := p.walkSize
+	if size == 0 {
+		size = p.walkPageSize(len(p.samples))
+	}
+	p.walkSize = size
+	pr := r.withPageSize(size)
+	col := &collector{items: map[string]map[string]any{}}
+	scan := pr.NewScan(ScanSpec{RequestID: p.opts.RequestID, Sink: col})
+	budget := max(p.left()-p.reserve(), 2)
+	err := scan.Run(ctx, Budget{MaxPages: budget, PagesLimitSource: envelope.LimitAirlock, Deadline: time.Until(deadlineOf(ctx))})
+	o := scan.Outcome()
+	p.report.Requests += o.Pages
+	what := fmt.Sprintf("a walk at page size %d read %d pages and %d items", size, o.Pages, o.ItemsScanned)
+	if err != nil {
+		p.add("pagination.end", ProbeWrong, what+", then failed: "+describeScanErr(err), "")
+		return
+	}
+	var unproven, cut, short, changed, violated bool
+	var signal string
+	var limit int
+	for _, rs := range o.Reasons {
+		switch rs.Code {
+		case envelope.EndNotProven:
+			unproven, signal = true, rs.Signal
+		case envelope.ResultLimitReached:
+			if rs.LimitSource == envelope.LimitUpstream {
+				short = true
+				if rs.Limit != nil {
+					limit = *rs.Limit
+				}
+			} else {
+				cut = true
+			}
+		case envelope.TimeBudgetExceeded:
+			cut = true
+		case envelope.InconsistentSnapshot:
+			changed, signal = true, rs.Signal
+		case envelope.ContractViolation:
+			violated = true
+		}
+	}
+	endSignal := ""
+	for _, src := range o.Sources {
+		if src.End == envelope.EndProven {
+			endSignal = src.EndSignal
+		}
+	}
+	total, totalKnown := 0, false
+	if p.first != nil {
+		total, totalKnown = readTotal(r.Pagination, p.first, p.firstDoc)
+	}
+	switch {
+	case unproven:
+		hint := "the dialect's end signal never appeared: the configuration cannot prove a list complete"
+		if r.Pagination.Dialect == DialectLink {
+			hint = "no Link: rel=\"next\" header came back: name the page in list.params if the API pages only when asked (json-server needs _page), or use the dialect its answers follow"
+		}
+		ev := what + ", and the end was not proven (" + signal + ")"
+		if t := undeclaredTotal(p.first, p.firstDoc); t != "" {
+			ev += "; the upstream says " + t
+		}
+		p.add("pagination.end", ProbeWrong, ev, hint)
+	case short:
+		hint := "the upstream caps the list: declare result_cap, or narrow with sources"
+		if r.Pagination.Dialect == DialectLink {
+			hint = "no Link: rel=\"next\" header led on: name the page in list.params if the API pages only when asked (json-server needs _page); else the upstream caps the list (result_cap)"
+		}
+		p.add("pagination.end", ProbeWrong, fmt.Sprintf("%s: the upstream stopped at %d items, short of its own total", what, limit), hint)
+	case cut:
+		p.add("pagination.end", ProbeUnverifiable, what+" and did not reach the end within the probe's budget", "raise --max-requests or --page-size")
+	case changed:
+		p.add("pagination.end", ProbeUnverifiable, what+", and the list changed during the walk ("+signal+")", "probe again when the list is quiet")
+	default:
+		p.walkEnd = true
+		p.add("pagination.end", ProbeOK, what+": the end was proven by "+endSignal, "")
+		if !violated {
+			p.truth = col.items
+		}
+	}
+	for _, w := range o.Warnings {
+		if w.Code == envelope.WarnDeclarationContradicted {
+			p.add("pagination."+strings.Join(w.Fields, ","), ProbeWrong, "the upstream returned more items than it declares", "")
+		}
+	}
+	if p.walkEnd && totalKnown {
+		if o.ItemsScanned == total {
+			p.add("pagination.count", ProbeOK, fmt.Sprintf("the walk counted %d items, the upstream's total is %d", o.ItemsScanned, total), "")
+		} else {
+			p.add("pagination.count", ProbeWrong, fmt.Sprintf("the walk counted %d items, the upstream's total is %d", o.ItemsScanned, total), "the total does not count what the list returns: check total / total_header")
+		}
+	}
+}
+
+// reserve is the part of the budget kept for the checks after the walk.
+func (p *prober) reserve() int {
+	n := 0
+	for _, fc := range p.r.Config.Filters {
+		if fc != nil && fc.Param != "" {
+			n += 3
+		}
+	}
+	return min(n+len(p.opts.Actions)+1, p.left()/2)
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Minute)
+}
+
+func describeScanErr(err error) string {
+	var se *ScanError
+	if errors.As(err, &se) && se.Problem != nil {
+		if se.Err != nil {
+			return se.Problem.Code + ": " + se.Err.Error()
+		}
+		return se.Problem.Code
+	}
+	return err.Error()
+}
+
+// withPageSize is a copy of the resource that reads pages of n items.
+func (r *Resource) withPageSize(n int) *Resource {
+	pg := r.Pagination
+	pg.PageSize = n
+	return &Resource{
+		Name: r.Name, Description: r.Description, Upstream: r.Upstream, Config: r.Config, Pagination: pg,
+		Sources: r.Sources[:1], Limits: r.Limits, dialect: newDialect(pg, r.FieldPath(r.Config.IDField)),
+		Contract: r.Contract, norms: r.norms,
+	}
+}
+
+// rawWalk reads pages with filter sent upstream, without airlock's own
+// re-check: what the upstream itself selects.
+type rawWalk struct {
+	docs     map[string]map[string]any // normalized, by id
+	complete bool
+	pages    int
+}
+
+func (p *prober) walkRaw(ctx context.Context, filter map[string]any, maxPages int) (rawWalk, error) {
+	r := p.r
+	// The configured page size: the fewest requests for what a filtered
+	// call would read.
+	pg := r.Pagination
+	d := newDialect(pg, r.FieldPath(r.Config.IDField))
+	idPath := r.FieldPath(r.Config.IDField)
+	w := rawWalk{docs: map[string]map[string]any{}}
+	st := pageState{}
+	norm := &Scan{r: r, normalized: map[string]bool{}}
+	for w.pages < maxPages {
+		u, err := p.listURL(pg, d, st, filter)
+		if err != nil {
+			return w, err
+		}
+		resp, err := p.get(ctx, u)
+		if err != nil {
+			return w, err
+		}
+		w.pages++
+		doc, err := decodeJSONBody(resp, true)
+		if err != nil {
+			return w, err
+		}
+		items, err := r.itemsOf(doc)
+		if err != nil {
+			return w, err
+		}
+		page, err := d.parse(resp, doc, items, st)
+		if err != nil {
+			return w, err
+		}
+		p.keep(page.items)
+		fresh := 0
+		for _, it := range page.items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				continue
+			}
+			id, ok := itemID(m, idPath)
+			if !ok {
+				continue
+			}
+			if _, dup := w.docs[id]; !dup {
+				fresh++
+			}
+			c := copyDoc(m)
+			norm.normalizeLocked(c)
+			w.docs[id] = c
+		}
+		next := page.next
+		switch {
+		case next.Done:
+			w.complete = next.End == envelope.EndProven
+			return w, nil
+		case next.Probe:
+			// The unfiltered walk showed whether the upstream sends its
+			// signal: its absence here is then the end.
+			w.complete = p.walkEnd
+			return w, nil
+		case st.Started && (fresh == 0 || sameContinuation(st, next)):
+			return w, nil
+		}
+		st = next
+	}
+	return w, nil
+}
+
+func copyDoc(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			v = copyDoc(sub)
+		}
+		out[k] = v
+	}
+	return out
+}

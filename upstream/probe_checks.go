@@ -1,0 +1,467 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+)
+
+// fieldChecks judges the declared fields on the raw items the probe read:
+// the id, each field's type and enum, timestamp layouts and the values
+// that stand for null.
+func (p *prober) fieldChecks() {
+	r := p.r
+	n := len(p.samples)
+	if n == 0 {
+		p.add("fields", ProbeUnverifiable, "the list is empty: no item to check the fields against", "")
+		return
+	}
+	idPath := r.FieldPath(r.Config.IDField)
+	seen := map[string]bool{}
+	missing, dup := 0, 0
+	for _, m := range p.samples {
+		id, ok := itemID(m, idPath)
+		switch {
+		case !ok:
+			missing++
+		case seen[id]:
+			dup++
+		}
+		seen[id] = true
+	}
+	switch {
+	case missing > 0:
+		p.add("id_field", ProbeWrong, fmt.Sprintf("%s is missing or empty on %d of %d items", r.Config.IDField, missing, n), "name the field that holds each item's stable id")
+	default:
+		p.add("id_field", ProbeOK, fmt.Sprintf("%s is present on all %d items", r.Config.IDField, n), "")
+	}
+	for _, name := range sortedKeys(r.Config.Fields) {
+		f := r.Config.Fields[name]
+		if f == nil {
+			continue
+		}
+		p.fieldCheck(name, f)
+	}
+}
+
+type fieldStats struct {
+	present, nulls, empty int
+	wrongType             []string
+	badTime               []string
+	outside               []string
+}
+
+func (p *prober) fieldCheck(name string, f *FieldConfig) {
+	r := p.r
+	path := r.FieldPath(name)
+	if r.Config.List.ScalarItemField == name {
+		return // the plain value itself: nothing to check beyond the items
+	}
+	var st fieldStats
+	for _, m := range p.samples {
+		v, ok := getPath(m, path)
+		if !ok {
+			continue
+		}
+		st.present++
+		if v == nil {
+			st.nulls++
+			continue
+		}
+		if s, ok := v.(string); ok && s == "" {
+			st.empty++
+		}
+		if isNullValue(v, f) {
+			continue
+		}
+		if !typeFits(v, f) {
+			st.wrongType = appendSample(st.wrongType, v)
+			continue
+		}
+		if f.Type == "timestamp" && !timestampFits(v, f.Layout) {
+			st.badTime = appendSample(st.badTime, v)
+		}
+		if s, ok := v.(string); ok && len(f.Enum) > 0 && !inEnum(s, f) {
+			st.outside = appendSample(st.outside, v)
+		}
+	}
+	n := len(p.samples)
+	at := "fields." + name
+	if st.present == 0 {
+		status := ProbeUnverifiable
+		if f.Required || f.Permission {
+			status = ProbeWrong
+		}
+		p.add(at+".path", status, fmt.Sprintf("%s is absent from all %d items", path, n), "check the field's name or path")
+		return
+	}
+	if len(st.wrongType) > 0 {
+		p.add(at+".type", ProbeWrong, fmt.Sprintf("declared %s, the upstream sends %s", f.Type, strings.Join(st.wrongType, ", ")), "declare the type the upstream sends")
+	} else {
+		p.add(at+".type", ProbeOK, fmt.Sprintf("%s on %d of %d items", f.Type, st.present-st.nulls, n), "")
+	}
+	if f.Type == "timestamp" {
+		switch {
+		case len(st.badTime) > 0:
+			hint := "declare layout: the upstream's format (a Go layout, unix or unix_ms)"
+			if l := guessLayout(st.badTime[0]); l != "" {
+				hint = fmt.Sprintf("declare layout: %q", l)
+			}
+			p.add(at+".layout", ProbeWrong, fmt.Sprintf("values such as %s do not read as %s", st.badTime[0], layoutName(f.Layout)), hint)
+		case st.present > st.nulls:
+			p.add(at+".layout", ProbeOK, fmt.Sprintf("every value reads as %s", layoutName(f.Layout)), "")
+		}
+	}
+	if len(st.outside) > 0 {
+		p.add(at+".enum", ProbeWrong, "values outside the declared enum: "+strings.Join(st.outside, ", "), "add them to enum: an unknown value in a decision field withholds the record")
+	}
+	p.nullCheck(at, f, st, n)
+}
+
+func (p *prober) nullCheck(at string, f *FieldConfig, st fieldStats, n int) {
+	declaredEmpty := isNullValue("", f)
+	switch {
+	case f.Nullable && st.empty > 0 && st.nulls == 0 && !declaredEmpty:
+		p.add(at+".null_values", ProbeWrong,
+			fmt.Sprintf(`"" on %d of %d items and null on none: the upstream writes "" where the field has no value`, st.empty, n),
+			`declare null_values: [""]: a null filter otherwise misses every one of them`)
+	case len(f.NullValues) > 0:
+		if st.empty > 0 || st.nulls > 0 {
+			p.add(at+".null_values", ProbeOK, fmt.Sprintf(`"" on %d and null on %d of %d items read as null`, st.empty, st.nulls, n), "")
+		} else {
+			p.add(at+".null_values", ProbeUnverifiable, fmt.Sprintf("none of the declared stand-ins for null on %d items", n), "")
+		}
+	case st.empty > 0 && st.nulls > 0:
+		p.add(at+".null_values", ProbeOK, fmt.Sprintf(`both "" (%d) and null (%d) appear: airlock keeps them apart`, st.empty, st.nulls), "")
+	}
+}
+
+func appendSample(list []string, v any) []string {
+	if len(list) >= 3 {
+		return list
+	}
+	b, err := json.Marshal(v)
+	s := string(b)
+	if err != nil {
+		s = fmt.Sprint(v)
+	}
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	for _, e := range list {
+		if e == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func typeFits(v any, f *FieldConfig) bool {
+	switch f.Type {
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "timestamp":
+		switch v.(type) {
+		case string:
+			return true
+		case json.Number, float64:
+			return f.Layout == LayoutUnix || f.Layout == LayoutUnixMS
+		}
+		return false
+	case "integer":
+		return isIntegerLiteral(v)
+	case "number":
+		_, ok := toFloat(v)
+		return ok
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	}
+	return true
+}
+
+func timestampFits(v any, layout string) bool {
+	if s, ok := v.(string); ok {
+		if _, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return true
+		}
+	}
+	if layout == "" || layout == LayoutRFC3339 {
+		return false
+	}
+	_, ok := normalizeTimestamp(v, layout)
+	return ok
+}
+
+func layoutName(l string) string {
+	if l == "" {
+		return "RFC 3339"
+	}
+	return "layout " + strconvQuote(l)
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// guessLayout finds a layout that reads a sample value (JSON-encoded).
+func guessLayout(sample string) string {
+	var v any
+	if err := json.Unmarshal([]byte(sample), &v); err != nil {
+		return ""
+	}
+	if f, ok := v.(float64); ok {
+		if f > 1e11 {
+			return LayoutUnixMS
+		}
+		return LayoutUnix
+	}
+	s, _ := v.(string)
+	for _, l := range []string{"2006-01-02 15:04:05.999Z07:00", "2006-01-02 15:04:05.999Z", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02T15:04:05.999", time.RFC1123, time.RFC1123Z} {
+		if _, err := time.Parse(l, s); err == nil {
+			return l
+		}
+	}
+	return ""
+}
+
+// filterChecks sends each upstream filter parameter, in each form the
+// configuration declares (one value, the multi form, the null form), and
+// compares what the upstream selects with what airlock's own check
+// selects from the whole list.
+func (p *prober) filterChecks(ctx context.Context) {
+	r := p.r
+	for _, name := range sortedKeys(r.Config.Filters) {
+		fc := r.Config.Filters[name]
+		if fc == nil || fc.Param == "" {
+			continue
+		}
+		field := r.filterField(name, fc)
+		at := "filters." + name
+		if fd, ok := r.Field(field); ok && fd.Normalize != "" {
+			p.add(at+".param", ProbeOK, "never sent upstream: the field is normalized, so airlock alone compares it", "")
+			continue
+		}
+		values := p.commonValues(field, fc.Op == "contains")
+		if len(values) == 0 {
+			p.add(at+".param", ProbeUnverifiable, "no item holds a value of "+field+" to filter by", "")
+			continue
+		}
+		p.compareFilter(ctx, at+".param", fc.Param, map[string]any{name: values[0]})
+		if fc.Multi != "" {
+			if len(values) < 2 {
+				p.add(at+".multi", ProbeUnverifiable, "fewer than two distinct values of "+field+" to send as a list", "")
+			} else {
+				p.compareFilter(ctx, at+".multi", fc.Param, map[string]any{name: []any{values[0], values[1]}})
+			}
+		}
+		if fc.NullParam != "" {
+			p.compareFilter(ctx, at+".null_param", fc.Param, map[string]any{name: nil})
+		}
+	}
+}
+
+// commonValues are the field's non-null values, most frequent first (ties
+// by value), taken from the walk or else the samples.
+func (p *prober) commonValues(field string, contains bool) []any {
+	r := p.r
+	path := r.FieldPath(field)
+	fd, _ := r.Field(field)
+	counts := map[string]int{}
+	vals := map[string]any{}
+	count := func(v any) {
+		if v == nil || isNullValue(v, fd) {
+			return
+		}
+		switch v.(type) {
+		case string, bool, json.Number, float64:
+		default:
+			return
+		}
+		k := canonicalKey(v)
+		counts[k]++
+		vals[k] = v
+	}
+	docs := p.samples
+	if p.truth != nil {
+		docs = make([]map[string]any, 0, len(p.truth))
+		for _, id := range sortedKeys(p.truth) {
+			docs = append(docs, p.truth[id])
+		}
+	}
+	for _, m := range docs {
+		v, _ := getPath(m, path)
+		if contains {
+			list, _ := v.([]any)
+			for _, e := range list {
+				count(e)
+			}
+			continue
+		}
+		count(v)
+	}
+	keys := sortedKeys(counts)
+	sort.SliceStable(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
+	out := make([]any, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, vals[k])
+	}
+	return out
+}
+
+func (p *prober) compareFilter(ctx context.Context, check, param string, filter map[string]any) {
+	r := p.r
+	sent := url.Values{}
+	r.filterParams(sent, filter)
+	what := sent.Encode()
+	if what == "" {
+		p.add(check, ProbeOK, "this form is not sent upstream: airlock applies it alone", "")
+		return
+	}
+	if p.left() <= 0 {
+		p.add(check, ProbeUnverifiable, "?"+what+": the probe's request budget is spent", "raise --max-requests")
+		return
+	}
+	maxPages := max(p.left()/2, 1)
+	w, err := p.walkRaw(ctx, filter, maxPages)
+	if err != nil {
+		p.add(check, ProbeWrong, "?"+what+": "+describeErr(err), "the upstream refuses this parameter: remove param, or fix its name or form")
+		return
+	}
+	var notMatching []string
+	for _, id := range sortedKeys(w.docs) {
+		if !r.Matches(w.docs[id], filter) {
+			notMatching = append(notMatching, id)
+		}
+	}
+	if p.truth == nil || !w.complete {
+		if len(notMatching) > 0 {
+			p.add(check, ProbeWrong, fmt.Sprintf("?%s: the upstream returned %d items airlock's own check rejects (e.g. %s)", what, len(notMatching), notMatching[0]),
+				"the upstream ignores or reads this parameter otherwise: airlock re-checks every item, but reads more than it must")
+			return
+		}
+		p.add(check, ProbeUnverifiable, fmt.Sprintf("?%s: %d items, each matching; without the whole list the probe cannot tell whether any were left out", what, len(w.docs)), "")
+		return
+	}
+	var want []string
+	for _, id := range sortedKeys(p.truth) {
+		if r.Matches(p.truth[id], filter) {
+			want = append(want, id)
+		}
+	}
+	var hidden []string
+	for _, id := range want {
+		if _, ok := w.docs[id]; !ok {
+			hidden = append(hidden, id)
+		}
+	}
+	switch {
+	case len(hidden) > 0:
+		hint := "the upstream reads this parameter otherwise than airlock: it would hide records from every filtered answer; remove param (airlock then filters alone)"
+		if strings.HasSuffix(check, ".multi") && r.Config.Filters[strings.Split(check, ".")[1]].Multi == "comma" {
+			hint = "the upstream does not read a comma list (an exact-match API takes a,b as one value): use multi: repeat, or leave multi unset"
+		}
+		p.add(check, ProbeWrong, fmt.Sprintf("?%s: the upstream returned %d items, airlock's own check of the whole list finds %d; %d are left out (e.g. %s)",
+			what, len(w.docs), len(want), len(hidden), hidden[0]), hint)
+	case len(notMatching) > 0:
+		p.add(check, ProbeWrong, fmt.Sprintf("?%s: the upstream returned %d items, %d of which airlock's own check rejects (e.g. %s)", what, len(w.docs), len(notMatching), notMatching[0]),
+			"the upstream ignores or widens this parameter: airlock re-checks every item, but reads more than it must; fix or remove param")
+	default:
+		p.add(check, ProbeOK, fmt.Sprintf("?%s: the upstream returned the same %d items airlock's own check finds in the whole list", what, len(want)), "")
+	}
+}
+
+// writeChecks: conditional writes need a version on every item and, for
+// a re-read or If-Match, a GET by id that answers with it.
+func (p *prober) writeChecks(ctx context.Context) {
+	r := p.r
+	var first map[string]any
+	var firstID string
+	idPath := r.FieldPath(r.Config.IDField)
+	for _, m := range p.samples {
+		if id, ok := itemID(m, idPath); ok {
+			first, firstID = m, id
+			break
+		}
+	}
+	if first == nil {
+		return
+	}
+	var getResp *Response
+	var getErr error
+	read := func() {
+		if getResp != nil || getErr != nil || r.Config.Get == nil {
+			return
+		}
+		u := r.Upstream.ResolveURL(nil, strings.ReplaceAll(r.Config.Get.Path, "{{id}}", url.PathEscape(firstID)), nil)
+		getResp, getErr = p.get(ctx, u)
+	}
+	names := make([]string, 0, len(p.opts.Actions))
+	byName := map[string]*Action{}
+	for _, a := range p.opts.Actions {
+		if a != nil && a.Resource == r {
+			names = append(names, a.Name)
+			byName[a.Name] = a
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		a := byName[name]
+		at := "actions." + name + ".conditional"
+		switch a.Config.Conditional {
+		case CondIfMatch, CondVersion:
+			vf := r.Config.VersionField
+			path := r.FieldPath(vf)
+			without := 0
+			for _, m := range p.samples {
+				if v, ok := getPath(m, path); !ok || v == nil || scalarString(v) == "" {
+					without++
+				}
+			}
+			if without > 0 {
+				p.add(at, ProbeWrong, fmt.Sprintf("%s: the version field %s is missing on %d of %d items: every such target would be ambiguous, never written", a.Config.Conditional, vf, without, len(p.samples)),
+					"name the field that carries the version, or use conditional: reread")
+				continue
+			}
+			ev := fmt.Sprintf("%s: the version field %s is on all %d items", a.Config.Conditional, vf, len(p.samples))
+			if a.Config.Conditional == CondIfMatch && r.Config.Get != nil {
+				read()
+				switch {
+				case getErr != nil:
+					p.add(at, ProbeWrong, ev+"; GET by id: "+describeErr(getErr), "check get.path")
+					continue
+				case getResp.Header.Get("ETag") == "":
+					p.add(at, ProbeUnverifiable, ev+"; GET by id sends no ETag, so the API may not read If-Match at all", "")
+					continue
+				default:
+					ev += "; GET by id sends ETag " + getResp.Header.Get("ETag")
+				}
+			}
+			p.add(at, ProbeOK, ev, "")
+		case CondReread:
+			read()
+			switch {
+			case r.Config.Get == nil:
+				p.add(at, ProbeWrong, "reread needs a GET by id, and the resource has none", "declare get.path")
+			case getErr != nil:
+				p.add(at, ProbeWrong, "GET by id of "+firstID+": "+describeErr(getErr), "check get.path and get.item")
+			default:
+				if getResp.Status != http.StatusOK {
+					p.add(at, ProbeWrong, fmt.Sprintf("GET by id of %s answered %d", firstID, getResp.Status), "")
+					continue
+				}
+				p.add(at, ProbeOK, "reread: GET by id of "+firstID+" answers the item", "")
+			}
+		}
+	}
+}

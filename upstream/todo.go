@@ -1,0 +1,84 @@
+package upstream
+
+import (
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TodoPrefix starts a value that a drafted configuration (airlock init)
+// could not decide: TODO(what to decide). Such a configuration is refused
+// until every one is replaced, so a guess never runs as a fact.
+const TodoPrefix = "TODO("
+
+// Todo is the placeholder value for something a person must decide.
+func Todo(what string) string { return TodoPrefix + what + ")" }
+
+// IsTodo reports whether a configuration value holds an unresolved TODO.
+func IsTodo(v string) bool { return strings.Contains(v, TodoPrefix) }
+
+// Unresolved lists every value of the configuration file that is still a
+// TODO(...) placeholder, with its line: keys and values alike, wherever
+// they are.
+func (c *Config) Unresolved() ConfigErrors {
+	if c.root == nil {
+		return nil
+	}
+	return unresolved(c.root)
+}
+
+// FindTodos lists the TODO(...) placeholders of a configuration file
+// before it is parsed, so that they are reported as what they are rather
+// than as the invalid values they stand in for. A file that is not YAML
+// has none (parsing reports it).
+func FindTodos(b []byte) ConfigErrors {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil
+	}
+	return unresolved(&root)
+}
+
+func unresolved(root *yaml.Node) ConfigErrors {
+	var errs ConfigErrors
+	var walk func(n *yaml.Node, path []string)
+	walk = func(n *yaml.Node, path []string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, ch := range n.Content {
+				walk(ch, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := append(append([]string(nil), path...), k.Value)
+				if IsTodo(k.Value) {
+					errs = append(errs, todoError(k, p))
+				}
+				walk(v, p)
+			}
+		case yaml.SequenceNode:
+			for i, ch := range n.Content {
+				walk(ch, append(append([]string(nil), path...), strconv.Itoa(i)))
+			}
+		case yaml.ScalarNode:
+			if IsTodo(n.Value) {
+				errs = append(errs, todoError(n, path))
+			}
+		case yaml.AliasNode:
+			// An alias repeats a node already walked: its TODO is reported
+			// once, where it is written.
+		}
+	}
+	walk(root, nil)
+	return errs
+}
+
+func todoError(n *yaml.Node, path []string) ConfigError {
+	what := n.Value[strings.Index(n.Value, TodoPrefix)+len(TodoPrefix):]
+	if end := strings.Index(what, ")"); end >= 0 {
+		what = what[:end]
+	}
+	return ConfigError{Line: n.Line, Path: strings.Join(path, "."), Msg: "unresolved TODO left by airlock init: " + what}
+}
