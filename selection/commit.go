@@ -213,12 +213,31 @@ func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *u
 			go r.execute()
 			return e.wait(ctx, r, op.ID, req.Wait, true)
 		}
+		if op.Status == OpInterrupted {
+			// Every target has its outcome; only the end was not
+			// recorded. Record it now.
+			now := e.Clock.Now()
+			op.Status, op.StopReason, op.Counts, op.UpdatedAt, op.FinishedAt = finalStatus(counts), "", counts, now, &now
+			if err := e.Store.UpdateOperation(ctx, op); err != nil {
+				return nil, e.internal("finish operation", err)
+			}
+		}
 	}
 	fresh, err := e.Operation(ctx, op.ID)
 	if err != nil {
 		return nil, e.internal("read operation", err)
 	}
 	return &CommitResult{Operation: fresh, Replayed: true}, nil
+}
+
+// finalStatus is the status of an operation whose run ended without a
+// stop: completed, or completed with failures when a target failed or has
+// no final outcome.
+func finalStatus(counts map[string]int) string {
+	if counts[TargetFailed] > 0 || unsettled(counts) > 0 {
+		return OpCompletedWithFailures
+	}
+	return OpCompleted
 }
 
 // unsettled counts the targets without a final outcome: never sent

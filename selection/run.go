@@ -125,10 +125,8 @@ func (r *run) execute() {
 		op.Status, op.StopReason = OpStopped, r.stopReason
 	case !r.sendPending && counts[TargetPending] > 0:
 		op.Status, op.StopReason = OpStopped, r.noSendReason
-	case counts[TargetFailed] > 0 || unsettled(counts) > 0:
-		op.Status = OpCompletedWithFailures
 	default:
-		op.Status = OpCompleted
+		op.Status = finalStatus(counts)
 	}
 	if err := r.e.Store.UpdateOperation(context.Background(), &op); err != nil {
 		r.logger().Error("could not record the operation's end", "err", err)
