@@ -32,6 +32,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -128,9 +129,9 @@ func newBenchAPI(b *testing.B, n int) *benchAPI {
 	return &benchAPI{api: api, rt: rt, r: rt.Resources["subscriptions"], a: rt.Actions["pause_collection"]}
 }
 
-func benchStore(b *testing.B) *selection.SQLite {
+func benchStore(b *testing.B) *sqlitestore.SQLite {
 	b.Helper()
-	s, err := selection.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "airlock.db"))
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "airlock.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -472,7 +473,8 @@ func (m *memJournal) InitTargets(ctx context.Context, operationID, selectionID s
 	return n, nil
 }
 
-func (m *memJournal) Journal(_ context.Context, operationID string, entries []selection.Target) error {
+func (m *memJournal) Journal(_ context.Context, l selection.Lease, entries []selection.Target) error {
+	operationID := l.OperationID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ts := m.targets[operationID]

@@ -29,6 +29,11 @@ type Engine struct {
 	Auditor *Auditor
 	// MaxRateLimitPause bounds how long a run pauses for one Retry-After.
 	MaxRateLimitPause time.Duration
+	// LeaseTTL is how long a running operation's lease lasts without
+	// renewal (DefaultLeaseTTL when zero); Holder names this engine in its
+	// leases (by default host, process id and a random suffix).
+	LeaseTTL time.Duration
+	Holder   string
 
 	mu      sync.Mutex
 	running map[string]*run
@@ -118,6 +123,7 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		ID: "op_" + uuid.NewString(), SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: actionDigest, Action: req.Action,
 		Mode: req.Mode, IdempotencyKey: req.IdempotencyKey, Status: OpRunning, Counts: map[string]int{}, CreatedAt: now, UpdatedAt: now,
 	}
+	op.Lease = e.newLease(op.ID, now)
 	var approval *Approval
 	if req.Mode == ModeExecute {
 		var p *envelope.Problem
@@ -192,6 +198,16 @@ func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *u
 		return e.wait(ctx, r, op.ID, req.Wait, true)
 	}
 	if req.Resume && op.Status == OpInterrupted {
+		if err := e.acquireForResume(ctx, op); errors.Is(err, ErrLeaseHeld) {
+			// Another process resumed it first.
+			fresh, err := e.Operation(ctx, op.ID)
+			if err != nil {
+				return nil, e.internal("read operation", err)
+			}
+			return &CommitResult{Operation: fresh, Replayed: true}, nil
+		} else if err != nil {
+			return nil, e.internal("resume operation", err)
+		}
 		op.Status = OpRunning
 		op.StopReason = ""
 		op.UpdatedAt = e.Clock.Now()
@@ -235,6 +251,7 @@ type run struct {
 	sel      *Selection
 	a        *upstream.Action
 	j        *journal
+	fence    *fence
 	done     chan struct{}
 	progress func(done, total int)
 	params   map[string]any
@@ -262,23 +279,13 @@ func (e *Engine) start(op *Operation, sel *Selection, a *upstream.Action, progre
 	}
 	e.running[op.ID] = r
 	e.mu.Unlock()
-	r.j = newJournal(e.Store, op.ID, func(events []AuditEvent) { e.audit(context.Background(), events...) })
+	r.fence = newFence(op.Lease, e.Clock, e.leaseTTL())
+	r.j = newJournal(e.Store, r.fence, func(events []AuditEvent) { e.audit(context.Background(), events...) })
+	r.j.onLost = func() {
+		r.stop("this process lost the operation's lease: it sends no more writes, and the process that takes the operation over finishes it")
+	}
 	go r.execute()
 	return r
-}
-
-func (r *run) snapshotCounts() map[string]int {
-	counts, err := r.e.Store.CountTargets(context.Background(), r.op.ID)
-	if err != nil {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		out := map[string]int{}
-		for k, v := range r.counts {
-			out[k] = v
-		}
-		return out
-	}
-	return counts
 }
 
 func (r *run) logger() *slog.Logger {
@@ -321,7 +328,7 @@ func (r *run) execute() {
 	}
 	now := r.e.Clock.Now()
 	op := r.op
-	op.Counts, op.UpdatedAt, op.FinishedAt = counts, now, &now
+	op.Counts, op.UpdatedAt, op.FinishedAt, op.Lease = counts, now, &now, r.fence.current()
 	switch {
 	case r.stopReason != "":
 		op.Status, op.StopReason = OpStopped, r.stopReason
@@ -330,32 +337,13 @@ func (r *run) execute() {
 	default:
 		op.Status = OpCompleted
 	}
-	if err := r.e.Store.UpdateOperation(context.Background(), op); err != nil {
+	if err := r.e.Store.UpdateOperation(context.Background(), op); errors.Is(err, ErrLeaseLost) {
+		r.logger().Warn("this process lost the operation's lease; the process that took it over records its end")
+	} else if err != nil {
 		r.logger().Error("could not record the operation's end", "err", err)
 	}
 	r.notify(true)
 	r.logger().Info("operation finished", "status", op.Status, "counts", counts)
-}
-
-func (r *run) heartbeat(ctx context.Context) func() {
-	stop := make(chan struct{})
-	go func() {
-		t := time.NewTicker(2 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				r.op.UpdatedAt = r.e.Clock.Now()
-				r.op.Counts = r.snapshotCounts()
-				_ = r.e.Store.UpdateOperation(context.Background(), r.op)
-			}
-		}
-	}()
-	return func() { close(stop) }
 }
 
 func (r *run) stop(reason string) {
@@ -941,12 +929,6 @@ func (r *run) stateOf(doc map[string]any, found bool, t Target) string {
 		}
 	}
 	return "untouched"
-}
-
-// Recover marks operations interrupted by a crash; call it once at start-up
-// in the process that owns the store.
-func (e *Engine) Recover(ctx context.Context) ([]string, error) {
-	return e.Store.Recover(ctx, e.Clock.Now())
 }
 
 // Operation returns an operation with its counts read from the journal

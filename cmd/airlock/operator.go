@@ -78,7 +78,7 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 		closeAll()
 		return nil, nil, err
 	}
-	if err := deps.UseStore(ctx, context.Background(), st); err != nil {
+	if err := useStore(ctx, context.Background(), deps, st); err != nil {
 		st.Close()
 		closeAll()
 		return nil, nil, err
@@ -256,12 +256,7 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return nil
 }
 
-func storePathOf(d *tools.Deps) string {
-	if s, ok := d.Store.(*selection.SQLite); ok {
-		return s.Path()
-	}
-	return "the store"
-}
+func storePathOf(d *tools.Deps) string { return storeName(d.Store) }
 
 // printManifest shows the first members; --export writes them all.
 func printManifest(ctx context.Context, st selection.Store, sel *selection.Selection, w io.Writer) error {
@@ -312,7 +307,7 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	op, err := st.Operation(ctx, opID)
 	if errors.Is(err, selection.ErrNotFound) {
-		printProblem(stderr, envelope.NewProblem(envelope.ProblemOperationNotFound, "No operation "+opID+" in "+st.Path()+"."))
+		printProblem(stderr, envelope.NewProblem(envelope.ProblemOperationNotFound, "No operation "+opID+" in "+storeName(st)+"."))
 		return errDecision
 	}
 	if err != nil {
