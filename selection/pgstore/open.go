@@ -52,6 +52,12 @@ func Open(ctx context.Context, dbURL string) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", name, redactErr(err, dbURL))
 	}
+	// A client stopped inside a transaction (a paused VM, SIGSTOP) would
+	// hold its row locks, and so keep the other replicas from taking its
+	// operations over, until it woke up: the server ends such a session.
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "10s"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", name, redactErr(err, dbURL))
