@@ -231,7 +231,11 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("decode frozen scan: %w", err)
 	}
-	r, ok := c.runtime.Resources[doc.Resource]
+	var r *upstream.Resource
+	ok := false
+	if c.runtime != nil {
+		r, ok = c.runtime.Resources[doc.Resource]
+	}
 	if !ok {
 		return nil, fmt.Errorf("frozen scan of resource %q, which this configuration does not have", doc.Resource)
 	}

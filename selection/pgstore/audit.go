@@ -10,8 +10,9 @@ import (
 	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
-// Audit appends events in one transaction; the trail is append-only
-// (triggers refuse any update, delete or truncate).
+// Audit appends events in one transaction, committed asynchronously (see
+// asyncCommit: the next intent or operation update flushes them); the
+// trail is append-only (triggers refuse any update, delete or truncate).
 func (s *Postgres) Audit(ctx context.Context, events []selection.AuditEvent) error {
 	if len(events) == 0 {
 		return nil
@@ -20,6 +21,7 @@ func (s *Postgres) Audit(ctx context.Context, events []selection.AuditEvent) err
 		return fmt.Errorf("audit: %w", err)
 	}
 	b := &pgx.Batch{}
+	b.Queue(asyncCommit)
 	for _, e := range events {
 		b.Queue(`INSERT INTO audit (at, operation_id, selection_id, doc) VALUES ($1, $2, $3, $4)`,
 			e.At.UnixNano(), e.OperationID, e.SelectionID, stored.Encode(e))

@@ -129,11 +129,29 @@ func (s *Postgres) InitTargets(ctx context.Context, operationID, selectionID str
 	return n, nil
 }
 
+// asyncCommit makes a transaction's commit return before its WAL is
+// flushed. Journal writes without an intent and audit lines use it: an
+// intent must be durable before its write is sent, but an outcome need
+// not (lost in a crash of the database, it leaves its target in flight, to
+// be re-read, never re-sent blindly), and every synchronous commit after
+// it (the next intent, the operation's end) flushes it too.
+const asyncCommit = `SET LOCAL synchronous_commit = off`
+
+// hasIntent reports an entry that announces a write.
+func hasIntent(entries []selection.Target) bool {
+	for _, e := range entries {
+		if e.Outcome == selection.TargetInFlight {
+			return true
+		}
+	}
+	return false
+}
+
 // Journal applies the entries in one transaction, one round trip for all
 // of them, after checking the lease's epoch under a share lock on the
 // operation: a takeover (which updates that row) waits for the journal
 // write to commit, and the journal write of a holder whose lease was
-// taken finds the new epoch.
+// taken finds the new epoch. A call with an intent commits synchronously.
 func (s *Postgres) Journal(ctx context.Context, l selection.Lease, entries []selection.Target) error {
 	if len(entries) == 0 {
 		return nil
@@ -142,6 +160,9 @@ func (s *Postgres) Journal(ctx context.Context, l selection.Lease, entries []sel
 		return fmt.Errorf("journal: %w", err)
 	}
 	b := &pgx.Batch{}
+	if !hasIntent(entries) {
+		b.Queue(asyncCommit)
+	}
 	b.Queue(`SELECT lease_epoch FROM operations WHERE id = $1 FOR SHARE`, l.OperationID)
 	for i := range entries {
 		t := &entries[i]
@@ -154,6 +175,11 @@ func (s *Postgres) Journal(ctx context.Context, l selection.Lease, entries []sel
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		br := tx.SendBatch(ctx, b)
 		defer br.Close()
+		if !hasIntent(entries) {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
 		var epoch int64
 		if err := br.QueryRow().Scan(&epoch); errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("operation %q: %w", l.OperationID, selection.ErrNotFound)

@@ -35,6 +35,7 @@ type SQLite struct {
 	// pool inside a transaction would wait for itself). Transactions use
 	// them through Tx.StmtContext.
 	journalStmt *sql.Stmt // one target's journal entry
+	fenceStmt   *sql.Stmt // an operation's lease epoch
 	recordsStmt *sql.Stmt // recordsPerInsert records
 
 	// Journal and Audit calls go through one goroutine that commits the
@@ -95,6 +96,10 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		s.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	if s.fenceStmt, err = w.PrepareContext(ctx, fenceSQL); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	if s.recordsStmt, err = w.PrepareContext(ctx, insertRecordsSQL(recordsPerInsert)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: %w", err)
@@ -120,7 +125,7 @@ func (s *SQLite) Close() error {
 	}
 	s.groupMu.Unlock()
 	var errs []error
-	for _, st := range []*sql.Stmt{s.journalStmt, s.recordsStmt} {
+	for _, st := range []*sql.Stmt{s.journalStmt, s.fenceStmt, s.recordsStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -139,7 +139,10 @@ func (s *SQLite) InitTargets(ctx context.Context, operationID, selectionID strin
 	return n, nil
 }
 
-const journalSQL = `UPDATE targets SET outcome = ?, version = ?, doc = ? WHERE operation_id = ? AND id = ?`
+const (
+	journalSQL = `UPDATE targets SET outcome = ?, version = ?, doc = ? WHERE operation_id = ? AND id = ?`
+	fenceSQL   = `SELECT lease_epoch FROM operations WHERE id = ?`
+)
 
 func (s *SQLite) Journal(ctx context.Context, l selection.Lease, entries []selection.Target) error {
 	if len(entries) == 0 {
@@ -158,7 +161,9 @@ func (s *SQLite) journalEntries(l selection.Lease, entries []selection.Target) f
 	return func(tx *sql.Tx) error {
 		ctx := context.Background()
 		var epoch int64
-		err := tx.QueryRowContext(ctx, `SELECT lease_epoch FROM operations WHERE id = ?`, l.OperationID).Scan(&epoch)
+		fence := tx.StmtContext(ctx, s.fenceStmt)
+		defer fence.Close()
+		err := fence.QueryRowContext(ctx, l.OperationID).Scan(&epoch)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("journal: operation %q: %w", l.OperationID, selection.ErrNotFound)
 		}
