@@ -337,6 +337,14 @@ func (r *run) execute() {
 	default:
 		op.Status = OpCompleted
 	}
+	if !r.fence.holds() {
+		// Lost, or expiring without renewal: whichever process takes the
+		// operation over (this one included) finishes it and records its
+		// end.
+		r.logger().Warn("the operation's lease is lost or expiring: its end is left to the process that takes it over")
+		r.notify(true)
+		return
+	}
 	if err := r.e.Store.UpdateOperation(context.Background(), op); errors.Is(err, ErrLeaseLost) {
 		r.logger().Warn("this process lost the operation's lease; the process that took it over records its end")
 	} else if err != nil {

@@ -111,7 +111,9 @@ type LeaseStore interface {
 // ScanStore keeps frozen search_all scans, so that a continuation cursor
 // issued by one process continues on any other that shares the store.
 type ScanStore interface {
-	// PutScan stores (or replaces) a frozen scan, then drops scans unused
+	// PutScan stores a frozen scan (replacing an older revision, never a
+	// newer one: of two processes continuing one cursor, the first save
+	// stays), then drops scans unused
 	// for longer than b.TTL and, least recently used first, those past
 	// b.MaxScans or b.MaxBytes (never the one just stored).
 	PutScan(ctx context.Context, s FrozenScan, b ScanBounds) error

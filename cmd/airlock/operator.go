@@ -176,7 +176,7 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.SetOutput(stderr)
 	reject := fs.Bool("reject", false, "reject the selection instead of approving it")
 	yes := fs.String("yes", "", "decide without a prompt: the selection's digest, typed out in full")
-	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
 	configPath := fs.String("config", "", "the server's configuration, for the action's approval policy")
 	demoMode := fs.Bool("demo", false, "the built-in demo's configuration")
 	auditLog := fs.String("audit-log", "", "also append the decision to this JSON Lines audit file (the server's)")
@@ -291,7 +291,7 @@ func exportTo(ctx context.Context, st selection.Store, sel *selection.Selection,
 func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
 	asJSON := fs.Bool("json", false, "print the events as JSON Lines")
 	opID, err := splitPositional(fs, args)
 	if err != nil {
@@ -359,7 +359,7 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("review", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8766", "address of the review page")
-	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
 	configPath := fs.String("config", "", "the server's configuration, for the actions' approval policies")
 	demoMode := fs.Bool("demo", false, "the built-in demo's configuration")
 	auditLog := fs.String("audit-log", "", "also append decisions to this JSON Lines audit file (the server's)")

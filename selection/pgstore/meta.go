@@ -47,7 +47,8 @@ func (s *Postgres) PutScan(ctx context.Context, sc selection.FrozenScan, b selec
 		}
 		now := sc.UsedAt.UnixNano()
 		if _, err := tx.Exec(ctx, `INSERT INTO scans (id, revision, doc, bytes, used_at) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, doc = excluded.doc, bytes = excluded.bytes, used_at = excluded.used_at`,
+			ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, doc = excluded.doc, bytes = excluded.bytes, used_at = excluded.used_at
+			WHERE scans.revision < excluded.revision`,
 			sc.ID, sc.Revision, sc.Doc, len(sc.Doc), now); err != nil {
 			return err
 		}

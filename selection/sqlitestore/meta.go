@@ -44,7 +44,8 @@ func (s *SQLite) PutScan(ctx context.Context, sc selection.FrozenScan, b selecti
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := sc.UsedAt.UnixNano()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO scans (id, revision, doc, bytes, used_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, doc = excluded.doc, bytes = excluded.bytes, used_at = excluded.used_at`,
+			ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, doc = excluded.doc, bytes = excluded.bytes, used_at = excluded.used_at
+			WHERE scans.revision < excluded.revision`,
 			sc.ID, sc.Revision, sc.Doc, len(sc.Doc), now); err != nil {
 			return err
 		}

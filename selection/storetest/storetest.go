@@ -369,6 +369,7 @@ func Run(t *testing.T, o Opener) {
 		}
 		put("s1", 1, 100, t0)
 		put("s1", 2, 100, t0.Add(time.Second))
+		put("s1", 2, 50, t0.Add(time.Second)) // a second save of revision 2 (another process's) loses
 		got, err := s.FrozenScan(ctx, "s1", t0.Add(2*time.Second), time.Minute)
 		if err != nil || got.Revision != 2 || len(got.Doc) != 100 || got.Doc[0] != 'c' {
 			t.Fatalf("a stored scan reads back as its last revision: %+v %v", got, err)
