@@ -2,7 +2,6 @@ package selection_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 // when it triggers; a policy without thresholds always applies it; a group
 // value never approved before asks for review even under mode none.
 func TestApprovalRequirement_Thresholds(t *testing.T) {
-	st := openSQLite(t, filepath.Join(t.TempDir(), "s.db"))
+	st := openTestStore(t)
 	e := &selection.Engine{Store: st, Clock: upstream.WallClock}
 	ctx := context.Background()
 	sel := func(env string, members int, regions ...string) *selection.Selection {
@@ -57,7 +56,7 @@ func TestApprovalRequirement_Thresholds(t *testing.T) {
 // TestDecide_RefusesExpiredAndChangedSelections: an operator cannot approve
 // a selection past its expiry, or one whose digest is not the one typed.
 func TestDecide_RefusesExpiredAndChangedSelections(t *testing.T) {
-	st := openSQLite(t, filepath.Join(t.TempDir(), "s.db"))
+	st := openTestStore(t)
 	ctx := context.Background()
 	now := time.Now()
 	sel := &selection.Selection{ID: "sel_old", Digest: "sha256:aa", ActionDigest: "sha256:bb", State: selection.StateReady, Committable: true,

@@ -32,6 +32,9 @@ import (
 
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/pgstore"
+	"github.com/airlock-mcp/airlock/selection/pgstore/pgtest"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -128,9 +131,25 @@ func newBenchAPI(b *testing.B, n int) *benchAPI {
 	return &benchAPI{api: api, rt: rt, r: rt.Resources["subscriptions"], a: rt.Actions["pause_collection"]}
 }
 
-func benchStore(b *testing.B) *selection.SQLite {
+// benchEngines runs fn once per store engine, each on a fresh store:
+// SQLite in a temporary directory and, when AIRLOCK_TEST_POSTGRES names a
+// server, PostgreSQL in a database of its own, so that one run reports
+// both beside each other.
+func benchEngines(b *testing.B, fn func(b *testing.B, store selection.Store)) {
+	b.Run("sqlite", func(b *testing.B) { fn(b, benchStore(b)) })
+	b.Run("postgres", func(b *testing.B) {
+		s, err := pgstore.Open(context.Background(), pgtest.Database(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		fn(b, s)
+	})
+}
+
+func benchStore(b *testing.B) *sqlitestore.SQLite {
 	b.Helper()
-	s, err := selection.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "airlock.db"))
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "airlock.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -245,7 +264,8 @@ func (p *phaseStore) EachRecord(ctx context.Context, selectionID string, fn func
 
 // BenchmarkPreviewMillion previews pause_collection over a million records
 // from a zero-latency fixture (cursor dialect, pages of 1000): every record
-// is classified, written to SQLite and digested.
+// is classified, written to the store (SQLite, then PostgreSQL) and
+// digested.
 //
 // ratio-to-scan is the preview's time over a bare scan of the same data in
 // the same iteration (the same fixture, HTTP and JSON decoding, a sink that
@@ -262,7 +282,11 @@ func (p *phaseStore) EachRecord(ctx context.Context, selectionID string, fn func
 // to).
 func BenchmarkPreviewMillion(b *testing.B) {
 	x := newBenchAPI(b, benchMillion)
-	store := &phaseStore{Store: benchStore(b)}
+	benchEngines(b, func(b *testing.B, st selection.Store) { x.previewMillion(b, st) })
+}
+
+func (x *benchAPI) previewMillion(b *testing.B, st selection.Store) {
+	store := &phaseStore{Store: st}
 	var scanTime, previewTime, scanCPU, previewCPU time.Duration
 	peakKB, baseKB := 0, 0
 	for b.Loop() {
@@ -472,7 +496,8 @@ func (m *memJournal) InitTargets(ctx context.Context, operationID, selectionID s
 	return n, nil
 }
 
-func (m *memJournal) Journal(_ context.Context, operationID string, entries []selection.Target) error {
+func (m *memJournal) Journal(_ context.Context, l selection.Lease, entries []selection.Target) error {
+	operationID := l.OperationID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ts := m.targets[operationID]
@@ -557,7 +582,10 @@ func (x *benchAPI) commitOnce(b *testing.B, store, engineStore selection.Store) 
 // ratio in CPU time (the fixture server's included).
 func BenchmarkCommit10k(b *testing.B) {
 	x := newBenchAPI(b, benchTargets)
-	store := benchStore(b)
+	benchEngines(b, x.commit10k)
+}
+
+func (x *benchAPI) commit10k(b *testing.B, store selection.Store) {
 	var journaled, inMemory, journaledCPU, inMemoryCPU time.Duration
 	memCommit := func() {
 		wall, cpu := x.commitOnce(b, store, newMemJournal(store))

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"hash"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/airlock-mcp/airlock/selection/internal/docjson"
 )
 
 // Canonical encoding (docs/digest.md): JSON with object keys sorted by their
@@ -83,24 +84,11 @@ func AppendCanonical(b []byte, v any) ([]byte, error) {
 // Canonical returns the canonical encoding of v.
 func Canonical(v any) ([]byte, error) { return AppendCanonical(nil, v) }
 
-// mapKeys appends m's keys to keys in byte order. Callers pass a small
-// buffer on their stack, used when the map fits.
-func mapKeys(keys []string, m map[string]any) []string {
-	if len(m) > cap(keys) {
-		keys = make([]string, 0, len(m))
-	}
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // appendObject encodes a map with its keys in byte order. Small maps sort
 // their keys in a buffer on the stack.
 func appendObject(b []byte, x map[string]any) ([]byte, error) {
 	var buf [16]string
-	keys := mapKeys(buf[:0], x)
+	keys := docjson.MapKeys(buf[:0], x)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {

@@ -26,6 +26,11 @@ type Engine struct {
 	Auditor *Auditor
 	// MaxRateLimitPause bounds how long a run pauses for one Retry-After.
 	MaxRateLimitPause time.Duration
+	// LeaseTTL is how long a running operation's lease lasts without
+	// renewal (DefaultLeaseTTL when zero); Holder names this engine in its
+	// leases (by default host, process id and a random suffix).
+	LeaseTTL time.Duration
+	Holder   string
 
 	mu      sync.Mutex
 	running map[string]*run
@@ -115,6 +120,7 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		ID: "op_" + uuid.NewString(), SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: actionDigest, Action: req.Action,
 		Mode: req.Mode, IdempotencyKey: req.IdempotencyKey, Status: OpRunning, Counts: map[string]int{}, CreatedAt: now, UpdatedAt: now,
 	}
+	op.Lease = e.newLease(op.ID, now)
 	var approval *Approval
 	if req.Mode == ModeExecute {
 		var p *envelope.Problem
@@ -195,6 +201,18 @@ func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *u
 		counts, err := e.Store.CountTargets(ctx, op.ID)
 		if err != nil {
 			return nil, e.internal("count targets", err)
+		}
+		if unsettled(counts) > 0 || op.Status == OpInterrupted {
+			if err := e.acquireForResume(ctx, op); errors.Is(err, ErrLeaseHeld) {
+				// Another process resumed it first.
+				fresh, err := e.Operation(ctx, op.ID)
+				if err != nil {
+					return nil, e.internal("read operation", err)
+				}
+				return &CommitResult{Operation: fresh, Replayed: true}, nil
+			} else if err != nil {
+				return nil, e.internal("resume operation", err)
+			}
 		}
 		if unsettled(counts) > 0 {
 			send, why, err := e.maySend(ctx, op)
@@ -281,12 +299,6 @@ func (e *Engine) wait(ctx context.Context, r *run, opID string, budget time.Dura
 		return nil, e.internal("read operation", err)
 	}
 	return &CommitResult{Operation: op, Replayed: replayed}, nil
-}
-
-// Recover marks operations interrupted by a crash; call it once at start-up
-// in the process that owns the store.
-func (e *Engine) Recover(ctx context.Context) ([]string, error) {
-	return e.Store.Recover(ctx, e.Clock.Now())
 }
 
 // Operation returns an operation with its counts read from the journal

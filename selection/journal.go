@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -13,12 +14,15 @@ import (
 // never waits for the audit trail between two targets.
 type journal struct {
 	store Store
-	opID  string
+	fence *fence
 	audit func([]AuditEvent)
-	ch    chan jreq
-	done  chan struct{}
-	mu    sync.Mutex
-	err   error
+	// onLost, when set, is called when a write finds the lease lost or
+	// about to expire, before the write's error is returned.
+	onLost func()
+	ch     chan jreq
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
 }
 
 type jreq struct {
@@ -27,10 +31,10 @@ type jreq struct {
 	ack     chan error
 }
 
-// newJournal starts the journal of operation opID; audit writes the queued
-// audit events.
-func newJournal(store Store, opID string, audit func([]AuditEvent)) *journal {
-	j := &journal{store: store, opID: opID, audit: audit, ch: make(chan jreq, 1024), done: make(chan struct{})}
+// newJournal starts the journal of the operation the fence holds; every
+// write carries its lease. audit writes the queued audit events.
+func newJournal(store Store, f *fence, audit func([]AuditEvent)) *journal {
+	j := &journal{store: store, fence: f, audit: audit, ch: make(chan jreq, 1024), done: make(chan struct{})}
 	go j.loop()
 	return j
 }
@@ -66,7 +70,10 @@ func (j *journal) loop() {
 		// must be recorded even if the caller went away.
 		var err error
 		if len(entries) > 0 {
-			err = j.store.Journal(context.Background(), j.opID, entries)
+			err = j.store.Journal(context.Background(), j.fence.current(), entries)
+			if errors.Is(err, ErrLeaseLost) {
+				j.fence.lose()
+			}
 		}
 		if err != nil {
 			j.mu.Lock()
@@ -83,11 +90,32 @@ func (j *journal) loop() {
 	}
 }
 
-// intent records entries and waits until they are durable.
+// intent records entries and waits until they are durable. It refuses,
+// writing nothing, when the lease is lost or about to expire, and fails
+// when the lease was lost or came close to its expiry while it wrote: the
+// write it announces must then not be sent (its target stays in flight,
+// and the process that takes the operation over reconciles it).
 func (j *journal) intent(entries ...Target) error {
+	if len(entries) > 0 && !j.fence.holds() {
+		return j.lost(errLeaseExpiring)
+	}
 	ack := make(chan error, 1)
 	j.ch <- jreq{entries: entries, ack: ack}
-	return <-ack
+	err := <-ack
+	if err == nil && len(entries) > 0 && !j.fence.holds() {
+		err = errLeaseExpiring
+	}
+	if errors.Is(err, ErrLeaseLost) || errors.Is(err, errLeaseExpiring) {
+		return j.lost(err)
+	}
+	return err
+}
+
+func (j *journal) lost(err error) error {
+	if j.onLost != nil {
+		j.onLost()
+	}
+	return err
 }
 
 // outcome queues entries.
@@ -107,6 +135,12 @@ func (j *journal) flush() error { return j.intent() }
 func (j *journal) close() error {
 	close(j.ch)
 	<-j.done
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+func (j *journal) failed() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.err

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -43,9 +44,9 @@ func (p *previewStore) EachRecord(ctx context.Context, selectionID string, fn fu
 	return p.Store.EachRecord(ctx, selectionID, fn)
 }
 
-func openTestStore(t *testing.T) *selection.SQLite {
+func openTestStore(t *testing.T) *sqlitestore.SQLite {
 	t.Helper()
-	s, err := selection.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

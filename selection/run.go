@@ -23,6 +23,7 @@ type run struct {
 	sel      *Selection
 	a        *upstream.Action
 	j        *journal
+	fence    *fence
 	done     chan struct{}
 	progress func(done, total int)
 	params   map[string]any
@@ -54,22 +55,12 @@ func (e *Engine) start(op *Operation, sel *Selection, a *upstream.Action, progre
 	}
 	e.running[op.ID] = r
 	e.mu.Unlock()
-	r.j = newJournal(e.Store, op.ID, func(events []AuditEvent) { e.audit(context.Background(), events...) })
-	return r
-}
-
-func (r *run) snapshotCounts() map[string]int {
-	counts, err := r.e.Store.CountTargets(context.Background(), r.op.ID)
-	if err != nil {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		out := map[string]int{}
-		for k, v := range r.counts {
-			out[k] = v
-		}
-		return out
+	r.fence = newFence(op.Lease, e.Clock, e.leaseTTL())
+	r.j = newJournal(e.Store, r.fence, func(events []AuditEvent) { e.audit(context.Background(), events...) })
+	r.j.onLost = func() {
+		r.stop("this process lost the operation's lease: it sends no more writes, and the process that takes the operation over finishes it")
 	}
-	return counts
+	return r
 }
 
 func (r *run) logger() *slog.Logger {
@@ -119,7 +110,7 @@ func (r *run) execute() {
 	r.mu.Lock()
 	op := *r.op
 	r.mu.Unlock()
-	op.Counts, op.UpdatedAt, op.FinishedAt = counts, now, &now
+	op.Counts, op.UpdatedAt, op.FinishedAt, op.Lease = counts, now, &now, r.fence.current()
 	switch {
 	case r.stopReason != "":
 		op.Status, op.StopReason = OpStopped, r.stopReason
@@ -128,7 +119,17 @@ func (r *run) execute() {
 	default:
 		op.Status = finalStatus(counts)
 	}
-	if err := r.e.Store.UpdateOperation(context.Background(), &op); err != nil {
+	if !r.fence.holds() {
+		// Lost, or expiring without renewal: whichever process takes the
+		// operation over (this one included) finishes it and records its
+		// end.
+		r.logger().Warn("the operation's lease is lost or expiring: its end is left to the process that takes it over")
+		r.notify(true)
+		return
+	}
+	if err := r.e.Store.UpdateOperation(context.Background(), &op); errors.Is(err, ErrLeaseLost) {
+		r.logger().Warn("this process lost the operation's lease; the process that took it over records its end")
+	} else if err != nil {
 		r.logger().Error("could not record the operation's end", "err", err)
 	}
 	r.mu.Lock()
@@ -136,39 +137,6 @@ func (r *run) execute() {
 	r.mu.Unlock()
 	r.notify(true)
 	r.logger().Info("operation finished", "status", op.Status, "counts", counts)
-}
-
-// heartbeat records the operation's counts every 2 s while it runs. It
-// writes a copy of the operation, never the run's own, and the returned
-// function waits for it to end.
-func (r *run) heartbeat(ctx context.Context) func() {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(2 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				counts := r.snapshotCounts()
-				r.mu.Lock()
-				op := *r.op
-				r.mu.Unlock()
-				op.UpdatedAt, op.Counts = r.e.Clock.Now(), counts
-				_ = r.e.Store.UpdateOperation(context.Background(), &op)
-			}
-		}
-	}()
-	return func() {
-		close(stop)
-		wg.Wait()
-	}
 }
 
 func (r *run) stop(reason string) {

@@ -198,6 +198,9 @@ type Operation struct {
 	UpdatedAt      time.Time      `json:"updated_at"`
 	FinishedAt     *time.Time     `json:"finished_at,omitempty"`
 	ApprovalID     string         `json:"approval_id,omitempty"`
+	// Lease is the process's hold on the running operation; stores keep
+	// it beside the document.
+	Lease Lease `json:"-"`
 }
 
 // Operation modes and statuses.

@@ -6,10 +6,12 @@ import (
 )
 
 // Store keeps selections, their records, operations and the per-target
-// journal. Implementations must be safe for concurrent use, return records
-// and targets in ascending id order (byte order), and make Journal atomic:
+// journal. Implementations must be safe for concurrent use, by goroutines
+// and by other processes sharing the same database, return records and
+// targets in ascending id order (byte order), and make Journal atomic:
 // after a crash, every entry of a Journal call is there or none is. The
-// contract suite in selection/storetest runs against every implementation.
+// contract suite in selection/storetest runs against every implementation
+// (selection/sqlitestore, selection/pgstore).
 type Store interface {
 	// CreateSelection stores a new selection in state building.
 	CreateSelection(ctx context.Context, s *Selection) error
@@ -26,29 +28,35 @@ type Store interface {
 	// streaming: it never loads them all.
 	EachRecord(ctx context.Context, selectionID string, fn func(Record) error) error
 
-	// CreateOperation inserts op. For mode execute there is at most one
-	// operation per (selection, action digest): when one exists it is
-	// returned with created false and op is not stored.
+	// CreateOperation inserts op with its lease (op.Lease). For mode
+	// execute there is at most one operation per (selection, action
+	// digest), whichever process asks: when one exists it is returned with
+	// created false and op is not stored.
 	CreateOperation(ctx context.Context, op *Operation) (existing *Operation, created bool, err error)
 	// Operation returns an operation or ErrNotFound.
 	Operation(ctx context.Context, id string) (*Operation, error)
 	// OperationsOf lists a selection's operations, oldest first.
 	OperationsOf(ctx context.Context, selectionID string) ([]*Operation, error)
-	// UpdateOperation stores status, stop reason, counts, finish time.
+	// UpdateOperation stores status, stop reason, counts, finish time. It
+	// is fenced by op.Lease: ErrLeaseLost when another holder has taken the
+	// operation since (its lease epoch moved on), and nothing is written.
 	UpdateOperation(ctx context.Context, op *Operation) error
 	// InitTargets creates a pending target for every member of the
-	// selection (with its version and before-values) and returns how many.
+	// selection (with its version and before-values) that the operation
+	// does not have yet, and returns how many targets the operation has.
+	// Calling it again creates nothing.
 	InitTargets(ctx context.Context, operationID, selectionID string) (int, error)
-	// Journal applies target entries atomically, in order.
-	Journal(ctx context.Context, operationID string, entries []Target) error
+	// Journal applies target entries atomically, in order, fenced by the
+	// lease: when the operation's lease epoch is no longer l.Epoch it
+	// returns ErrLeaseLost and applies none of them.
+	Journal(ctx context.Context, l Lease, entries []Target) error
 	// Targets pages through an operation's targets.
 	Targets(ctx context.Context, operationID string, q TargetQuery) ([]Target, error)
 	// CountTargets counts an operation's targets by outcome.
 	CountTargets(ctx context.Context, operationID string) (map[string]int, error)
-	// Recover marks operations still running but not updated since
-	// staleBefore as interrupted, and their in-flight targets unknown. It
-	// returns the ids of the operations it interrupted.
-	Recover(ctx context.Context, staleBefore time.Time) ([]string, error)
+
+	LeaseStore
+	ScanStore
 
 	// RecentSelections lists the newest ready selections, newest first.
 	RecentSelections(ctx context.Context, limit int) ([]*Selection, error)
@@ -79,4 +87,60 @@ type TargetQuery struct {
 	After   string
 	Limit   int
 	Outcome string
+}
+
+// LeaseStore keeps the leases of running operations: one process at a time
+// runs an operation, and a process that lost its lease writes nothing more.
+type LeaseStore interface {
+	// AcquireLease takes the operation's lease for holder until now+ttl
+	// when no lease on it is live at now (it expired or was never taken),
+	// by compare-and-set: of several processes asking at once, one gets
+	// it. Taking a lease advances the fencing epoch, so that the previous
+	// holder's writes fail, and turns the targets it left in flight into
+	// unknown. ErrLeaseHeld when a live lease is held; ErrNotFound for an
+	// unknown operation.
+	AcquireLease(ctx context.Context, operationID, holder string, now time.Time, ttl time.Duration) (Lease, error)
+	// RenewLease extends a lease to now+ttl while its epoch is current;
+	// ErrLeaseLost once another holder took the operation.
+	RenewLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error)
+	// ExpiredOperations lists the running operations whose lease expired
+	// at now, oldest first, at most limit.
+	ExpiredOperations(ctx context.Context, now time.Time, limit int) ([]string, error)
+}
+
+// ScanStore keeps frozen search_all scans, so that a continuation cursor
+// issued by one process continues on any other that shares the store.
+type ScanStore interface {
+	// PutScan stores a frozen scan (replacing an older revision, never a
+	// newer one: of two processes continuing one cursor, the first save
+	// stays), then drops scans unused
+	// for longer than b.TTL and, least recently used first, those past
+	// b.MaxScans or b.MaxBytes (never the one just stored).
+	PutScan(ctx context.Context, s FrozenScan, b ScanBounds) error
+	// FrozenScan returns a scan and marks it used at now; ErrNotFound when
+	// it is unknown or unused since before now-ttl.
+	FrozenScan(ctx context.Context, id string, now time.Time, ttl time.Duration) (*FrozenScan, error)
+}
+
+// FrozenScan is a stored scan: an opaque document and its revision (each
+// store of the same scan carries a higher one).
+type FrozenScan struct {
+	ID       string
+	Revision int
+	Doc      []byte
+	UsedAt   time.Time
+}
+
+// ScanBounds bound the frozen scans a store keeps.
+type ScanBounds struct {
+	TTL      time.Duration
+	MaxScans int
+	MaxBytes int
+}
+
+func nonNil(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }

@@ -1,4 +1,4 @@
-package selection
+package selection_test
 
 import (
 	"bytes"
@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	. "github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/internal/docjson"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 )
 
 // TestStreamable_ExactlyTheRecordsThatReadBackUnchanged: a record is
@@ -16,7 +20,7 @@ import (
 // preview to the store for its digest.
 func TestStreamable_ExactlyTheRecordsThatReadBackUnchanged(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "airlock.db"))
+	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +53,7 @@ func TestStreamable_ExactlyTheRecordsThatReadBackUnchanged(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := streamable(&tc.rec); got != tc.streamable {
+			if got := Streamable(&tc.rec); got != tc.streamable {
 				t.Fatalf("streamable %v, want %v", got, tc.streamable)
 			}
 			if err := s.PutRecords(ctx, sel.ID, []Record{tc.rec}); err != nil {
@@ -68,8 +72,8 @@ func TestStreamable_ExactlyTheRecordsThatReadBackUnchanged(t *testing.T) {
 			if stored == nil {
 				t.Fatal("record not stored")
 			}
-			now, _ := appendRecord(nil, &tc.rec)
-			later, _ := appendRecord(nil, stored)
+			now, _ := AppendRecord(nil, &tc.rec)
+			later, _ := AppendRecord(nil, stored)
 			if tc.streamable && !bytes.Equal(now, later) {
 				t.Fatalf("a streamable record encodes as\n%s\nbut reads back as\n%s", now, later)
 			}
@@ -77,9 +81,9 @@ func TestStreamable_ExactlyTheRecordsThatReadBackUnchanged(t *testing.T) {
 	}
 	// The reasons for the exclusions: these encode differently once stored.
 	for _, r := range []Record{{ID: "x", Review: map[string]any{"f": 1e20}}, {ID: "y", Review: map[string]any{"s": "a\xff\xfeb"}}} {
-		raw := mustJSON(r.Review)
+		raw := docjson.Marshal(r.Review)
 		var back map[string]any
-		_ = unmarshal(raw, &back)
+		_ = docjson.Unmarshal(raw, &back)
 		a, _ := Canonical(r.Review)
 		b, _ := Canonical(back)
 		if bytes.Equal(a, b) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -32,7 +33,7 @@ type lab struct {
 	t     labT
 	api   *fixtures.WriteLab
 	rt    *upstream.Runtime
-	store *selection.SQLite
+	store *sqlitestore.SQLite
 	e     *selection.Engine
 }
 
@@ -50,7 +51,7 @@ func newLab(t labT, dir string, api *fixtures.WriteLab, timeout time.Duration) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := selection.OpenSQLite(context.Background(), filepath.Join(dir, "airlock.db"))
+	store, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

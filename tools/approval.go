@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -36,11 +35,7 @@ type elicitState struct {
 }
 
 func (d *Deps) elicitKey(ctx context.Context) ([]byte, error) {
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, err
-	}
-	return d.Store.SetMetaIfAbsent(ctx, "elicitation_key", secret)
+	return d.key(ctx, "elicitation_key")
 }
 
 func (d *Deps) signState(ctx context.Context, st elicitState) (string, error) {

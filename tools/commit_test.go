@@ -619,10 +619,16 @@ func TestCommit_SendsProgressWhenAsked(t *testing.T) {
 	}
 }
 
-// TestResume_ReconcilesUnknownTargetsAndRunsTheRest: an operation left
-// running by a stopped airlock is interrupted; resume re-reads its unknown
-// targets and sends only the targets that never started.
-func TestResume_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
+// laterClock is the wall clock moved forward.
+type laterClock struct{ by time.Duration }
+
+func (c laterClock) Now() time.Time { return time.Now().Add(c.by) }
+
+// TestTakeOver_ReconcilesUnknownTargetsAndRunsTheRest: an operation left
+// running by a stopped airlock, whose lease expired, is taken over: its
+// in-flight targets become unknown and are re-read, and only the targets
+// that never started are sent.
+func TestTakeOver_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	ids := h.members(p.data["selection_id"])
@@ -633,6 +639,7 @@ func TestResume_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
 	op := &selection.Operation{ID: "op_crashed", SelectionID: p.data["selection_id"].(string), Digest: p.data["digest"].(string),
 		ActionDigest: p.data["action_digest"].(string), Action: selection.Action{Type: "pause_collection", Params: pauseAction["params"].(map[string]any)},
 		Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: time.Now().Add(-time.Hour), UpdatedAt: time.Now().Add(-time.Hour)}
+	op.Lease = selection.Lease{OperationID: op.ID, Holder: "a stopped airlock", Epoch: 1, Expires: time.Now().Add(time.Minute)}
 	if _, _, err := h.deps.Store.CreateOperation(ctx, op); err != nil {
 		t.Fatal(err)
 	}
@@ -647,21 +654,26 @@ func TestResume_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
 	apply(ids[1])
 	now := time.Now()
 	ts, _ := h.deps.Store.Targets(ctx, op.ID, selection.TargetQuery{Limit: 3})
-	_ = h.deps.Store.Journal(ctx, op.ID, []selection.Target{
+	_ = h.deps.Store.Journal(ctx, op.Lease, []selection.Target{
 		{ID: ids[0], Outcome: selection.TargetSucceeded, Version: "1", Before: ts[0].Before, Attempts: 1, AttemptAt: &now, DoneAt: &now},
 		{ID: ids[1], Outcome: selection.TargetInFlight, Version: "1", Before: ts[1].Before, Attempts: 1, AttemptAt: &now},
 		{ID: ids[2], Outcome: selection.TargetInFlight, Version: "1", Before: ts[2].Before, Attempts: 1, AttemptAt: &now},
 	})
-	if _, err := h.deps.Engine.Recover(ctx); err != nil {
-		t.Fatal(err)
+	if taken, err := h.deps.Engine.TakeOver(ctx); err != nil || len(taken) != 0 {
+		t.Fatalf("an operation whose lease is live is not taken over: %v %v", taken, err)
 	}
 	got := h.call("get_operation", map[string]any{"operation_id": op.ID, "page_size": 500})
-	if got.data["status"] != selection.OpInterrupted || counts(got)[selection.TargetUnknown] != 2 {
-		t.Fatalf("after a crash: %v %v", got.data["status"], got.data["counts"])
+	if got.data["status"] != selection.OpRunning || counts(got)[selection.TargetInFlight] != 2 {
+		t.Fatalf("before the lease expired: %v %v", got.data["status"], got.data["counts"])
 	}
-	r := h.call("commit_bulk_action", commitArgsFor(p, "execute", map[string]any{"resume": true}))
+	h.deps.Engine.Clock = laterClock{2 * time.Minute}
+	if taken, err := h.deps.Engine.TakeOver(ctx); err != nil || len(taken) != 1 || taken[0] != op.ID {
+		t.Fatalf("an operation whose lease expired is taken over: %v %v", taken, err)
+	}
+	h.deps.Engine.Wait()
+	r := h.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
 	if r.data["operation_id"] != op.ID {
-		t.Fatalf("resume continues the same operation, got %v", r.data["operation_id"])
+		t.Fatalf("a repeated commit answers with the same operation, got %v", r.data["operation_id"])
 	}
 	fin := h.operation(op.ID)
 	oc := outcomes(fin)

@@ -40,6 +40,9 @@ type cursorPayload struct {
 	Offset      int    `json:"o,omitempty"`
 	After       string `json:"a,omitempty"`
 	Fingerprint string `json:"f"`
+	// Rev is the frozen scan's revision in the store when the cursor was
+	// issued.
+	Rev int `json:"r,omitempty"`
 }
 
 func (k CursorKey) mac(b []byte) []byte {

@@ -2,6 +2,9 @@ package tools
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"log/slog"
 	"time"
 
@@ -27,6 +30,12 @@ type Deps struct {
 	// Auditor, when set before UseStore, also writes the audit trail as
 	// JSON Lines.
 	Auditor *selection.Auditor
+	// Secret, when set before UseStore, is what every signing key derives
+	// from (cursors, elicitation state, review form tokens): processes
+	// given the same secret accept each other's. Without it each key is
+	// generated once and kept in the store, which shares it with every
+	// process using that store.
+	Secret []byte
 }
 
 // NewDeps fills the defaults: a wall clock, a fresh cursor key and a scan
@@ -44,18 +53,38 @@ func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
 	}
 }
 
-// UseStore attaches the store, builds the commit engine and takes the
-// cursor key from the store, so that cursors outlive a restart. background
-// is the context operations run in after a commit call returns.
+// UseStore attaches the store, builds the commit engine, keeps frozen
+// scans in the store and takes the cursor key from the secret or the
+// store, so that cursors outlive a restart and continue on any process
+// sharing the store. background is the context operations run in after a
+// commit call returns.
 func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) error {
 	d.Store = s
 	d.Engine = &selection.Engine{Store: s, Runtime: d.Runtime, Clock: d.Clock, Logger: d.Logger, Background: background, Auditor: d.Auditor}
-	key, err := s.SetMetaIfAbsent(ctx, "cursor_key", NewCursorKey().Secret)
+	key, err := d.key(ctx, "cursor_key")
 	if err != nil {
 		return err
 	}
 	d.Cursors = cursorKeyFrom(key)
+	if d.Scans != nil {
+		d.Scans.share(s, d.Runtime, d.Logger)
+	}
 	return nil
+}
+
+// key returns the named signing key: derived from Secret when it is set,
+// else generated once and kept in the store.
+func (d *Deps) key(ctx context.Context, name string) ([]byte, error) {
+	if len(d.Secret) > 0 {
+		m := hmac.New(sha256.New, d.Secret)
+		m.Write([]byte("airlock signing key: " + name))
+		return m.Sum(nil), nil
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	return d.Store.SetMetaIfAbsent(ctx, name, secret)
 }
 
 // Previewer builds selections with the deps' store and clock.

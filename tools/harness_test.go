@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -141,7 +142,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		deps.Clock = cfg.clock
 	}
 	dbDir := t.TempDir()
-	store, err := selection.OpenSQLite(context.Background(), filepath.Join(dbDir, "airlock.db"))
+	store, err := sqlitestore.Open(context.Background(), filepath.Join(dbDir, "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,13 +216,9 @@ func (rv *review) session(w http.ResponseWriter, r *http.Request) string {
 }
 
 // csrf is the form token of one session and selection: an HMAC with a key
-// airlock keeps in its store.
+// derived from the shared secret or kept in the store.
 func (rv *review) csrf(ctx context.Context, session, selID string) (string, error) {
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return "", err
-	}
-	key, err := rv.d.Store.SetMetaIfAbsent(ctx, "review_csrf_key", secret)
+	key, err := rv.d.key(ctx, "review_csrf_key")
 	if err != nil {
 		return "", err
 	}

@@ -194,7 +194,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		case p.Fingerprint != fp:
 			errs = append(errs, envelope.NewFieldError("cursor", envelope.FieldCursorMismatch, nil))
 		default:
-			if fs, ok = d.Scans.get(p.Scan); !ok {
+			if fs, ok = d.Scans.get(ctx, p.Scan, p.Rev); !ok {
 				expired = true
 			}
 			offset = p.Offset
@@ -341,7 +341,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	}
 	switch cont.Kind {
 	case envelope.ContinueNextCursor, envelope.ContinueRetryAfter:
-		cont.Cursor = d.Cursors.encode(cursorPayload{Scan: fs.id, Offset: next, Fingerprint: fs.fingerprint})
+		cont.Cursor = d.scanCursor(fs, next)
 	}
 	if cont.Kind == envelope.ContinueNextCursor {
 		reasons = append([]envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}, reasons...)

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 )
 
 // labDirect serves a WriteLab through the tools, with a store.
@@ -18,7 +19,7 @@ func labDirect(t *testing.T, api *fixtures.WriteLab) *direct {
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	d := newDirect(t, fixtures.WriteLabConfig(srv.URL, 150*time.Millisecond))
-	st, err := selection.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

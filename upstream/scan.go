@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"mime"
 	"net/http"
 	"net/url"
@@ -156,7 +155,7 @@ type Scan struct {
 	groups                  map[groupKey]int
 	groupVals               map[groupKey]any
 	seen                    map[uint64]struct{}
-	seed                    maphash.Seed
+	salt                    uint64 // keys seen (see seenKey)
 	elapsed                 time.Duration
 	snapshot                string
 	estimate                *int
@@ -187,7 +186,7 @@ type violation struct {
 func (r *Resource) NewScan(spec ScanSpec) *Scan {
 	s := &Scan{
 		r: r, spec: spec, groups: map[groupKey]int{}, groupVals: map[groupKey]any{},
-		seen: map[uint64]struct{}{}, seed: maphash.MakeSeed(), stickySeen: map[string]bool{},
+		seen: map[uint64]struct{}{}, salt: newSalt(), stickySeen: map[string]bool{},
 		warnSeen: map[string]bool{}, normalized: map[string]bool{}, violations: map[string]*violation{},
 		decision: map[string]bool{}, filterFields: map[string]bool{}, aliases: map[string]bool{},
 		enumDrift: map[string]bool{}, fieldDrift: map[string]bool{},
@@ -816,7 +815,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 			continue
 		}
 		src.lastID = id
-		h := maphash.String(s.seed, src.cfg.Name+"\x00"+id)
+		h := seenKey(s.salt, src.cfg.Name, id)
 		if _, dup := s.seen[h]; dup {
 			s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "duplicate_id")
 			continue

@@ -40,15 +40,15 @@ import (
 const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 
 Usage:
-  airlock serve (--config FILE | --demo) [--http ADDR [--review]] [--store PATH] [--audit-log FILE] [--allow-origin URL]...
+  airlock serve (--config FILE | --demo) [--http ADDR [--review]] [--store PATH|URL] [--audit-log FILE] [--allow-origin URL]...
   airlock init (--openapi SPEC | --sample URL) [--base-url URL] [--resource NAME]... [--environment NAME] [-o FILE]
   airlock probe --config FILE [--resource NAME]... [--json] [--max-requests N]
   airlock check --config FILE [--strict]
   airlock contract (--config FILE [--fixtures DIR] | --demo) [--live]
   airlock demo
-  airlock approve SELECTION [--reject] [--export csv|json FILE]... [--yes DIGEST] [--store PATH] [--config FILE | --demo] [--audit-log FILE]
-  airlock review [--listen 127.0.0.1:8766] [--store PATH] [--config FILE | --demo] [--audit-log FILE]
-  airlock audit OPERATION [--json] [--store PATH]
+  airlock approve SELECTION [--reject] [--export csv|json FILE]... [--yes DIGEST] [--store PATH|URL] [--config FILE | --demo] [--audit-log FILE]
+  airlock review [--listen 127.0.0.1:8766] [--store PATH|URL] [--config FILE | --demo] [--audit-log FILE]
+  airlock audit OPERATION [--json] [--store PATH|URL]
 
 init drafts a configuration (TODO(...) marks what it could not decide);
 probe checks every assumption of a configuration against the live API,
@@ -63,6 +63,12 @@ server uses. approve asks y/N on a terminal; without one it needs --yes
 with the selection's digest typed out. A non-loopback review page requires
 AIRLOCK_REVIEW_TOKEN (or, with serve --review, AIRLOCK_HTTP_TOKEN); open it
 once with ?token=.... Logs go to stderr.
+
+Any number of servers may share a store: a SQLite file on one machine, a
+PostgreSQL database (--store postgres://… or AIRLOCK_STORE) for replicas.
+AIRLOCK_SECRET (or AIRLOCK_SECRET_FILE) is what cursor and elicitation keys
+derive from; AIRLOCK_LEASE_TTL (default 30s) how long a running operation's
+lease lasts without renewal.
 `
 
 func main() {
@@ -143,7 +149,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	configPath := fs.String("config", "", "configuration file (YAML)")
 	demoMode := fs.Bool("demo", false, "serve the built-in demo API")
 	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio")
-	storePath := fs.String("store", "", "SQLite store for selections and operations (default under the user's state directory)")
+	storePath := fs.String("store", "", "the store: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else a SQLite file under the user's state directory)")
 	review := fs.Bool("review", false, "with --http: also serve the operator's review page at /review/")
 	auditLog := fs.String("audit-log", "", "also append the audit trail (decisions and external calls) to this file as JSON Lines")
 	var origins stringList

@@ -78,7 +78,7 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 		closeAll()
 		return nil, nil, err
 	}
-	if err := deps.UseStore(ctx, context.Background(), st); err != nil {
+	if err := useStore(ctx, context.Background(), deps, st); err != nil {
 		st.Close()
 		closeAll()
 		return nil, nil, err
@@ -176,7 +176,7 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.SetOutput(stderr)
 	reject := fs.Bool("reject", false, "reject the selection instead of approving it")
 	yes := fs.String("yes", "", "decide without a prompt: the selection's digest, typed out in full")
-	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
 	configPath := fs.String("config", "", "the server's configuration, for the action's approval policy")
 	demoMode := fs.Bool("demo", false, "the built-in demo's configuration")
 	auditLog := fs.String("audit-log", "", "also append the decision to this JSON Lines audit file (the server's)")
@@ -256,12 +256,7 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return nil
 }
 
-func storePathOf(d *tools.Deps) string {
-	if s, ok := d.Store.(*selection.SQLite); ok {
-		return s.Path()
-	}
-	return "the store"
-}
+func storePathOf(d *tools.Deps) string { return storeName(d.Store) }
 
 // printManifest shows the first members; --export writes them all.
 func printManifest(ctx context.Context, st selection.Store, sel *selection.Selection, w io.Writer) error {
@@ -296,7 +291,7 @@ func exportTo(ctx context.Context, st selection.Store, sel *selection.Selection,
 func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
 	asJSON := fs.Bool("json", false, "print the events as JSON Lines")
 	opID, err := splitPositional(fs, args)
 	if err != nil {
@@ -312,7 +307,7 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	op, err := st.Operation(ctx, opID)
 	if errors.Is(err, selection.ErrNotFound) {
-		printProblem(stderr, envelope.NewProblem(envelope.ProblemOperationNotFound, "No operation "+opID+" in "+st.Path()+"."))
+		printProblem(stderr, envelope.NewProblem(envelope.ProblemOperationNotFound, "No operation "+opID+" in "+storeName(st)+"."))
 		return errDecision
 	}
 	if err != nil {
@@ -364,7 +359,7 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("review", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8766", "address of the review page")
-	storePath := fs.String("store", "", "the store the server uses (default under the user's state directory)")
+	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
 	configPath := fs.String("config", "", "the server's configuration, for the actions' approval policies")
 	demoMode := fs.Bool("demo", false, "the built-in demo's configuration")
 	auditLog := fs.String("audit-log", "", "also append decisions to this JSON Lines audit file (the server's)")

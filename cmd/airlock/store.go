@@ -2,77 +2,146 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"syscall"
+	"strings"
+	"time"
 
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/pgstore"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/tools"
 )
 
-// openStore opens the SQLite store at path (the default under the user's
-// state directory when empty).
-func openStore(ctx context.Context, path string) (*selection.SQLite, error) {
-	if path == "" {
-		p, err := selection.DefaultStorePath()
+// The environment that configures the store and what replicas share.
+const (
+	// envStore names the store when --store is not given: a SQLite file or
+	// a postgres:// URL.
+	envStore = "AIRLOCK_STORE"
+	// envSecret (or the file named by envSecretFile) is the secret every
+	// signing key derives from: cursors, elicitation state, the review
+	// page's form tokens. Replicas given the same secret accept each
+	// other's cursors; without it the keys are kept in the store.
+	envSecret     = "AIRLOCK_SECRET"
+	envSecretFile = "AIRLOCK_SECRET_FILE"
+	// envLeaseTTL is how long a running operation's lease lasts without
+	// renewal (a Go duration, default 30s).
+	envLeaseTTL = "AIRLOCK_LEASE_TTL"
+)
+
+// isPostgres reports a PostgreSQL URL.
+func isPostgres(spec string) bool {
+	return strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://")
+}
+
+// openStore opens the store spec names: a postgres:// URL, or the path of a
+// SQLite file; empty means $AIRLOCK_STORE, else the SQLite file under the
+// user's state directory.
+func openStore(ctx context.Context, spec string) (selection.Store, error) {
+	if spec == "" {
+		spec = os.Getenv(envStore)
+	}
+	if isPostgres(spec) {
+		return pgstore.Open(ctx, spec)
+	}
+	if spec == "" {
+		p, err := sqlitestore.DefaultPath()
 		if err != nil {
 			return nil, err
 		}
-		path = p
+		spec = p
 	}
-	return selection.OpenSQLite(ctx, path)
+	return sqlitestore.Open(ctx, spec)
 }
 
-// lockStore takes an exclusive lock next to the store so that one server
-// owns it: recovery marks the operations it finds running as interrupted,
-// which is only right when no other server is running them.
-func lockStore(path string) (func(), error) {
-	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock store: %w", err)
+// storeName names a store in messages: its file, or its URL without the
+// password.
+func storeName(st selection.Store) string {
+	if s, ok := st.(fmt.Stringer); ok {
+		return s.String()
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another airlock server is using the store %s", path)
+	return "the store"
+}
+
+// sharedSecret reads the secret the signing keys derive from, if any.
+func sharedSecret() ([]byte, error) {
+	if v := os.Getenv(envSecret); v != "" {
+		if len(v) < 32 {
+			return nil, fmt.Errorf("%s must hold at least 32 characters", envSecret)
 		}
-		return nil, fmt.Errorf("lock store: %w", err)
+		return []byte(v), nil
 	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	path := os.Getenv(envSecretFile)
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", envSecretFile, err)
+	}
+	b = []byte(strings.TrimSpace(string(b)))
+	if len(b) < 32 {
+		return nil, fmt.Errorf("%s: the secret must hold at least 32 characters", envSecretFile)
+	}
+	return b, nil
 }
 
-// attachStore opens and locks the store, wires it into the tools and
-// recovers operations a previous process left running.
-func attachStore(ctx, background context.Context, deps *tools.Deps, path string, logger *slog.Logger) (func(), error) {
-	st, err := openStore(ctx, path)
-	if err != nil {
-		return nil, err
+// leaseTTL reads the lease duration from the environment.
+func leaseTTL() (time.Duration, error) {
+	v := os.Getenv(envLeaseTTL)
+	if v == "" {
+		return selection.DefaultLeaseTTL, nil
 	}
-	unlock, err := lockStore(st.Path())
-	if err != nil {
-		st.Close()
-		return nil, err
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 300*time.Millisecond {
+		return 0, fmt.Errorf("%s=%q: want a duration of at least 300ms, such as 30s", envLeaseTTL, v)
 	}
+	return d, nil
+}
+
+// useStore wires the store into the tools with the configured keys and
+// lease duration.
+func useStore(ctx, background context.Context, deps *tools.Deps, st selection.Store) error {
+	secret, err := sharedSecret()
+	if err != nil {
+		return err
+	}
+	ttl, err := leaseTTL()
+	if err != nil {
+		return err
+	}
+	deps.Secret = secret
 	if err := deps.UseStore(ctx, background, st); err != nil {
-		unlock()
+		return err
+	}
+	deps.Engine.LeaseTTL = ttl
+	return nil
+}
+
+// attachStore opens the store, wires it into the tools and keeps taking
+// over the operations whose lease expired (their process stopped): any
+// number of servers may share one store.
+func attachStore(ctx, background context.Context, deps *tools.Deps, spec string, logger *slog.Logger) (func(), error) {
+	st, err := openStore(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := useStore(ctx, background, deps, st); err != nil {
 		st.Close()
 		return nil, err
 	}
-	ids, err := deps.Engine.Recover(ctx)
-	if err != nil {
-		unlock()
-		st.Close()
-		return nil, fmt.Errorf("recover operations: %w", err)
-	}
-	for _, id := range ids {
-		logger.Warn("operation interrupted by a previous stop; resume it with commit_bulk_action resume: true", "operation_id", id)
-	}
-	logger.Info("store", "path", st.Path())
+	watch, stopWatch := context.WithCancel(background)
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		deps.Engine.Watch(watch, 0)
+	}()
+	logger.Info("store", "store", storeName(st), "lease_ttl", deps.Engine.LeaseTTL.String())
 	return func() {
+		stopWatch()
+		<-watching
 		deps.Engine.Wait()
-		unlock()
 		st.Close()
 	}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+
 	"github.com/airlock-mcp/airlock/fixtures"
 )
 
@@ -62,7 +64,10 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 				}
 				store := filepath.Join(dir, "airlock.db")
 
-				first := startChild(t, config, store)
+				// A short lease: the restarted process takes the killed
+				// one's operation over a second after its last renewal.
+				lease := []string{"AIRLOCK_LEASE_TTL=1s"}
+				first := startChildEnv(t, config, store, lease)
 				c := connect(t, first.url)
 				params := map[string]any{"reason": "account review 2026"}
 				if action == "delete_if_match" {
@@ -77,15 +82,20 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 				first.kill()
 				c.Close()
 
-				second := startChild(t, config, store)
+				second := startChildEnv(t, config, store, lease)
 				c2 := connect(t, second.url)
 				defer c2.Close()
-				commit["resume"] = true
-				commit["wait_ms"] = 60000
-				callData(t, c2, "commit_bulk_action", commit)
-				outcomes, status := targetOutcomes(t, c2, op["operation_id"])
+				// The second process takes the operation over once the
+				// lease expired and finishes it; a stopped one is resumed.
+				outcomes, status := awaitOperation(t, c2, op["operation_id"])
+				if status != "completed" {
+					commit["resume"] = true
+					commit["wait_ms"] = 60000
+					callData(t, c2, "commit_bulk_action", commit)
+					outcomes, status = awaitOperation(t, c2, op["operation_id"])
+				}
 				if status == "running" || status == "interrupted" {
-					t.Fatalf("resume did not finish: %s", status)
+					t.Fatalf("the operation did not finish: %s", status)
 				}
 				api.Quiesce()
 				applied := api.Applied()
@@ -115,4 +125,18 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 		}
 	}
 	t.Logf("%d killed trials, %d contradictions, %d double applies", total, contradictions, doubles)
+}
+
+// awaitOperation polls get_operation until the operation is no longer
+// running (60 s at most) and returns its targets' outcomes and status.
+func awaitOperation(t *testing.T, c *client.Client, opID any) (map[string]string, string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		outcomes, status := targetOutcomes(t, c, opID)
+		if status != "running" || time.Now().After(deadline) {
+			return outcomes, status
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

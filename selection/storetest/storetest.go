@@ -185,10 +185,15 @@ func Run(t *testing.T, o Opener) {
 		_ = s.CreateSelection(ctx, sel)
 		_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("t1", selection.Member, "eu"), rec("t2", selection.Member, "eu"), rec("t3", selection.Excluded, "eu")})
 		op := &selection.Operation{ID: "op_4", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+		op.Lease = selection.Lease{OperationID: op.ID, Holder: "a", Epoch: 1, Expires: t0.Add(30 * time.Second)}
 		_, _, _ = s.CreateOperation(ctx, op)
+		lease := op.Lease
 		n, err := s.InitTargets(ctx, op.ID, sel.ID)
 		if err != nil || n != 2 {
 			t.Fatalf("targets are the members: %d %v", n, err)
+		}
+		if n, err := s.InitTargets(ctx, op.ID, sel.ID); err != nil || n != 2 {
+			t.Fatalf("creating the targets again creates none and counts them: %d %v", n, err)
 		}
 		ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
 		if len(ts) != 2 || ts[0].Outcome != selection.TargetPending || ts[0].Version != "v-t1" || ts[0].Before["paused"] != false {
@@ -198,7 +203,7 @@ func Run(t *testing.T, o Opener) {
 			t.Fatalf("initial targets: %+v", ts)
 		}
 		now := t0.Add(time.Second)
-		err = s.Journal(ctx, op.ID, []selection.Target{
+		err = s.Journal(ctx, lease, []selection.Target{
 			{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1"},
 			{ID: "nope", Outcome: selection.TargetSucceeded},
 		})
@@ -209,7 +214,7 @@ func Run(t *testing.T, o Opener) {
 		if ts[0].Outcome != selection.TargetPending {
 			t.Fatalf("a failed journal call applied part of its entries: %+v", ts[0])
 		}
-		if err := s.Journal(ctx, op.ID, []selection.Target{
+		if err := s.Journal(ctx, lease, []selection.Target{
 			{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1", Version: "v-t1"},
 			{ID: "t1", Outcome: selection.TargetSucceeded, Attempts: 1, AttemptAt: &now, DoneAt: &now, HTTPStatus: 200, After: map[string]any{"paused": true}, Version: "v-t1"},
 			{ID: "t2", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, Version: "v-t2"},
@@ -228,28 +233,170 @@ func Run(t *testing.T, o Opener) {
 		if counts[selection.TargetSucceeded] != 1 || counts[selection.TargetInFlight] != 1 {
 			t.Fatalf("counts %v", counts)
 		}
-		// Recovery: a stale running operation is interrupted; its in-flight
-		// target becomes unknown, never failed or pending.
-		ids, err := s.Recover(ctx, t0.Add(time.Hour))
-		if err != nil || len(ids) != 1 || ids[0] != op.ID {
-			t.Fatalf("recover: %v %v", ids, err)
+		// A takeover after the lease expired: the in-flight target becomes
+		// unknown, never failed or pending; the previous holder's writes
+		// are refused from then on.
+		if _, err := s.AcquireLease(ctx, op.ID, "b", t0.Add(10*time.Second), time.Minute); !errors.Is(err, selection.ErrLeaseHeld) {
+			t.Fatalf("a live lease is not taken: %v", err)
+		}
+		taken, err := s.AcquireLease(ctx, op.ID, "b", t0.Add(31*time.Second), time.Minute)
+		if err != nil || taken.Epoch != 2 || taken.Holder != "b" {
+			t.Fatalf("an expired lease is taken with the next epoch: %+v %v", taken, err)
 		}
 		got, _ := s.Operation(ctx, op.ID)
 		ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
-		if got.Status != selection.OpInterrupted || ts[1].Outcome != selection.TargetUnknown || ts[1].Note == "" || ts[0].Outcome != selection.TargetSucceeded {
-			t.Fatalf("after recovery: %s, %+v", got.Status, ts)
+		if got.Status != selection.OpRunning || got.Lease.Epoch != 2 || ts[1].Outcome != selection.TargetUnknown || ts[1].Note == "" || ts[0].Outcome != selection.TargetSucceeded {
+			t.Fatalf("after the takeover: %s %+v, %+v", got.Status, got.Lease, ts)
 		}
-		if ids, _ := s.Recover(ctx, t0.Add(2*time.Hour)); len(ids) != 0 {
-			t.Fatalf("recovering twice interrupts nothing more: %v", ids)
+		if err := s.Journal(ctx, lease, []selection.Target{{ID: "t2", Outcome: selection.TargetSucceeded}}); !errors.Is(err, selection.ErrLeaseLost) {
+			t.Fatalf("the previous holder's journal write: %v", err)
+		}
+		if ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10}); ts[1].Outcome != selection.TargetUnknown {
+			t.Fatalf("a fenced journal write applied: %+v", ts[1])
+		}
+		stale := *op
+		stale.Status = selection.OpCompleted
+		if err := s.UpdateOperation(ctx, &stale); !errors.Is(err, selection.ErrLeaseLost) {
+			t.Fatalf("the previous holder's operation update: %v", err)
+		}
+		if _, err := s.RenewLease(ctx, lease, t0.Add(32*time.Second), time.Minute); !errors.Is(err, selection.ErrLeaseLost) {
+			t.Fatalf("the previous holder's renewal: %v", err)
+		}
+		if l, err := s.RenewLease(ctx, taken, t0.Add(40*time.Second), time.Minute); err != nil || !l.Expires.Equal(t0.Add(100*time.Second)) {
+			t.Fatalf("the holder renews: %+v %v", l, err)
+		}
+		if err := s.Journal(ctx, taken, []selection.Target{{ID: "t2", Outcome: selection.TargetSucceeded}}); err != nil {
+			t.Fatalf("the new holder journals: %v", err)
 		}
 	})
 
-	t.Run("RecoverLeavesFreshOperationsAlone", func(t *testing.T) {
+	t.Run("ExpiredLeasesAreTakenOnce", func(t *testing.T) {
 		s := o.Open(t)
-		op := &selection.Operation{ID: "op_fresh", SelectionID: "sel_5", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0.Add(time.Hour)}
-		_, _, _ = s.CreateOperation(ctx, op)
-		if ids, _ := s.Recover(ctx, t0.Add(time.Minute)); len(ids) != 0 {
-			t.Fatalf("an operation updated after the cut-off is not stale: %v", ids)
+		fresh := &selection.Operation{ID: "op_fresh", SelectionID: "sel_5", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
+			Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Hour)}}
+		stale := &selection.Operation{ID: "op_stale", SelectionID: "sel_5", ActionDigest: "sha256:b", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
+			Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Minute)}}
+		done := &selection.Operation{ID: "op_done", SelectionID: "sel_5", ActionDigest: "sha256:c", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
+			Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Hour)}}
+		for _, op := range []*selection.Operation{fresh, stale, done} {
+			if _, _, err := s.CreateOperation(ctx, op); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done.Status = selection.OpCompleted
+		if err := s.UpdateOperation(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := s.ExpiredOperations(ctx, t0.Add(2*time.Minute), 10)
+		if err != nil || !slices.Equal(ids, []string{"op_stale"}) {
+			t.Fatalf("expired leases at +2m: %v %v; want only op_stale", ids, err)
+		}
+		const n = 8
+		var wg sync.WaitGroup
+		won := make(chan selection.Lease, n)
+		for i := range n {
+			wg.Go(func() {
+				l, err := s.AcquireLease(ctx, "op_stale", fmt.Sprint("p", i), t0.Add(2*time.Minute), time.Minute)
+				if err == nil {
+					won <- l
+				} else if !errors.Is(err, selection.ErrLeaseHeld) {
+					t.Errorf("acquire: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		close(won)
+		if len(won) != 1 {
+			t.Fatalf("%d processes took the same expired lease, want 1", len(won))
+		}
+		if ids, _ := s.ExpiredOperations(ctx, t0.Add(2*time.Minute), 10); len(ids) != 0 {
+			t.Fatalf("a taken lease is not expired: %v", ids)
+		}
+		if _, err := s.AcquireLease(ctx, "op_missing", "p", t0, time.Minute); !errors.Is(err, selection.ErrNotFound) {
+			t.Fatalf("an unknown operation: %v", err)
+		}
+		// An operation that stopped running released its lease: resuming it
+		// does not wait for the expiry.
+		if l, err := s.AcquireLease(ctx, "op_done", "p", t0.Add(time.Second), time.Minute); err != nil || l.Epoch != 2 {
+			t.Fatalf("a released lease: %+v %v", l, err)
+		}
+	})
+
+	t.Run("ApprovalUsedOnceAcrossConcurrentCallers", func(t *testing.T) {
+		s := o.Open(t)
+		a := &selection.Approval{ID: "apr_c", SelectionID: "sel_c", Digest: "sha256:d", ActionDigest: "sha256:a", Decision: selection.DecisionApproved,
+			Who: "alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), Acknowledgements: []string{}}
+		if err := s.PutApproval(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		var wg sync.WaitGroup
+		used := make(chan string, n)
+		for i := range n {
+			wg.Go(func() {
+				id := fmt.Sprint("op_", i)
+				err := s.UseApproval(ctx, "apr_c", id, t0)
+				if err == nil {
+					used <- id
+				} else if !errors.Is(err, selection.ErrConflict) {
+					t.Errorf("use approval: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		close(used)
+		if len(used) != 1 {
+			t.Fatalf("an approval was used by %d operations, want 1", len(used))
+		}
+		winner := <-used
+		if err := s.UseApproval(ctx, "apr_c", winner, t0); err != nil {
+			t.Fatalf("the operation that used it may use it again (a takeover does): %v", err)
+		}
+	})
+
+	t.Run("FrozenScansAreBounded", func(t *testing.T) {
+		s := o.Open(t)
+		b := selection.ScanBounds{TTL: time.Minute, MaxScans: 3, MaxBytes: 1000}
+		put := func(id string, rev int, size int, at time.Time) {
+			t.Helper()
+			doc := make([]byte, size)
+			for i := range doc {
+				doc[i] = byte('a' + rev%26)
+			}
+			if err := s.PutScan(ctx, selection.FrozenScan{ID: id, Revision: rev, Doc: doc, UsedAt: at}, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put("s1", 1, 100, t0)
+		put("s1", 2, 100, t0.Add(time.Second))
+		put("s1", 2, 50, t0.Add(time.Second)) // a second save of revision 2 (another process's) loses
+		got, err := s.FrozenScan(ctx, "s1", t0.Add(2*time.Second), time.Minute)
+		if err != nil || got.Revision != 2 || len(got.Doc) != 100 || got.Doc[0] != 'c' {
+			t.Fatalf("a stored scan reads back as its last revision: %+v %v", got, err)
+		}
+		if _, err := s.FrozenScan(ctx, "s1", t0.Add(2*time.Minute), time.Minute); !errors.Is(err, selection.ErrNotFound) {
+			t.Fatalf("a scan unused for longer than its TTL: %v", err)
+		}
+		put("s2", 1, 100, t0.Add(3*time.Second))
+		put("s3", 1, 100, t0.Add(4*time.Second))
+		put("s4", 1, 100, t0.Add(5*time.Second))
+		put("s5", 1, 100, t0.Add(6*time.Second))
+		if _, err := s.FrozenScan(ctx, "s1", t0.Add(7*time.Second), time.Minute); !errors.Is(err, selection.ErrNotFound) {
+			t.Fatalf("past MaxScans the least recently used goes first: %v", err)
+		}
+		for _, id := range []string{"s3", "s4", "s5"} {
+			if _, err := s.FrozenScan(ctx, id, t0.Add(8*time.Second), time.Minute); err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+		}
+		put("big", 1, 950, t0.Add(9*time.Second))
+		for _, id := range []string{"s3", "s4", "s5"} {
+			if _, err := s.FrozenScan(ctx, id, t0.Add(10*time.Second), time.Minute); !errors.Is(err, selection.ErrNotFound) {
+				t.Fatalf("past MaxBytes older scans go: %s %v", id, err)
+			}
+		}
+		if got, err := s.FrozenScan(ctx, "big", t0.Add(10*time.Second), time.Minute); err != nil || len(got.Doc) != 950 {
+			t.Fatalf("the scan just stored stays: %v", err)
 		}
 	})
 
@@ -322,7 +469,7 @@ func Run(t *testing.T, o Opener) {
 			_, _, _ = s.CreateOperation(ctx, op)
 			_, _ = s.InitTargets(ctx, op.ID, sel.ID)
 			now := t0
-			if err := s.Journal(ctx, op.ID, []selection.Target{{ID: "x", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now}}); err != nil {
+			if err := s.Journal(ctx, selection.Lease{OperationID: op.ID}, []selection.Target{{ID: "x", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now}}); err != nil {
 				t.Fatal(err)
 			}
 			s = o.Reopen(t, s)

@@ -1,4 +1,4 @@
-package selection
+package sqlitestore
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/airlock-mcp/airlock/selection"
 )
 
 // groupStore opens a store with an operation of three pending targets.
 func groupStore(t *testing.T) (*SQLite, string) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "airlock.db"))
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,16 +67,16 @@ func TestGroupCommit_EachCallAllOrNothing(t *testing.T) {
 		return groupWrite{what: what, fn: fn, done: make(chan error, 1)}
 	}
 	batch := []groupWrite{
-		mk("journal", s.journalEntries(opID, []Target{{ID: "t1", Outcome: TargetInFlight}})),
-		mk("journal", s.journalEntries(opID, []Target{{ID: "t2", Outcome: TargetInFlight}, {ID: "nope", Outcome: TargetSucceeded}})),
+		mk("journal", s.journalEntries(lease(opID), []Target{{ID: "t1", Outcome: TargetInFlight}})),
+		mk("journal", s.journalEntries(lease(opID), []Target{{ID: "t2", Outcome: TargetInFlight}, {ID: "nope", Outcome: TargetSucceeded}})),
 		mk("audit", auditEvents([]AuditEvent{{At: time.Now(), Kind: AuditCall, OperationID: opID, Event: "request"}})),
 		mk("journal", func(tx *sql.Tx) error {
-			if err := s.journalEntries(opID, []Target{{ID: "t3", Outcome: TargetInFlight}})(tx); err != nil {
+			if err := s.journalEntries(lease(opID), []Target{{ID: "t3", Outcome: TargetInFlight}})(tx); err != nil {
 				return err
 			}
 			panic("boom")
 		}),
-		mk("journal", s.journalEntries(opID, []Target{{ID: "t3", Outcome: TargetSucceeded}})),
+		mk("journal", s.journalEntries(lease(opID), []Target{{ID: "t3", Outcome: TargetSucceeded}})),
 	}
 	s.commitGroup(batch)
 	var errs []error
@@ -119,7 +121,7 @@ func TestGroupCommit_ConcurrentCallersAndClose(t *testing.T) {
 				return
 			}
 			id := []string{"t1", "t2", "t3", "missing"}[(i/2)%4]
-			err := s.Journal(ctx, opID, []Target{{ID: id, Outcome: TargetInFlight}})
+			err := s.Journal(ctx, lease(opID), []Target{{ID: id, Outcome: TargetInFlight}})
 			if id == "missing" {
 				if !errors.Is(err, ErrNotFound) {
 					err = fmt.Errorf("unknown target: %v", err)
@@ -152,7 +154,10 @@ func TestGroupCommit_ConcurrentCallersAndClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Journal(ctx, opID, []Target{{ID: "t1", Outcome: TargetSucceeded}}); !errors.Is(err, errClosed) {
+	if err := s.Journal(ctx, lease(opID), []Target{{ID: "t1", Outcome: TargetSucceeded}}); !errors.Is(err, errClosed) {
 		t.Fatalf("a write after Close: %v", err)
 	}
 }
+
+// lease is the lease groupStore's operation was created with.
+func lease(opID string) Lease { return Lease{OperationID: opID} }

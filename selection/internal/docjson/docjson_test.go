@@ -1,15 +1,16 @@
-package selection
+package docjson
 
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-// TestStoredJSON_EncoderWritesWhatEncodingJSONWrites: mustJSON's fast
+// TestStoredJSON_EncoderWritesWhatEncodingJSONWrites: Marshal's fast
 // encoder writes json.Marshal's bytes for every value it accepts and
 // declines (falling back to json.Marshal) for the rest.
 func TestStoredJSON_EncoderWritesWhatEncodingJSONWrites(t *testing.T) {
@@ -40,11 +41,11 @@ func TestStoredJSON_EncoderWritesWhatEncodingJSONWrites(t *testing.T) {
 		func() {
 			defer func() {
 				if r := recover(); r != nil && wantErr == nil {
-					t.Fatalf("mustJSON panicked on %#v: %v", m, r)
+					t.Fatalf("Marshal panicked on %#v: %v", m, r)
 				}
 			}()
-			if s := mustJSON(m); wantErr != nil || s != string(want) {
-				t.Fatalf("mustJSON(%#v) = %s, json %s (%v)", m, s, want, wantErr)
+			if s := Marshal(m); wantErr != nil || s != string(want) {
+				t.Fatalf("Marshal(%#v) = %s, json %s (%v)", m, s, want, wantErr)
 			}
 		}()
 	}
@@ -70,7 +71,7 @@ var storedDocs = []string{
 
 func reference(doc string) (map[string]any, error) {
 	var m map[string]any
-	err := unmarshal(doc, &m)
+	err := Unmarshal(doc, &m)
 	return m, err
 }
 
@@ -99,7 +100,7 @@ func TestStoredJSON_DecoderReadsWhatEncodingJSONReads(t *testing.T) {
 	for _, doc := range docs {
 		want, wantErr := reference(doc)
 		var got map[string]any
-		err := unmarshalMap(doc, &got)
+		err := UnmarshalMap(doc, &got)
 		if (err != nil) != (wantErr != nil) || (err != nil && err.Error() != wantErr.Error()) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("document %q:\nfast %#v (%v)\njson %#v (%v)", doc, got, err, want, wantErr)
 		}
@@ -119,7 +120,80 @@ func TestStoredJSON_DecoderReadsWhatEncodingJSONReads(t *testing.T) {
 	// A map that already holds keys is merged into by encoding/json: left
 	// to it.
 	m := map[string]any{"old": true}
-	if err := unmarshalMap(`{"new":1}`, &m); err != nil || m["old"] != true || m["new"] != json.Number("1") {
+	if err := UnmarshalMap(`{"new":1}`, &m); err != nil || m["old"] != true || m["new"] != json.Number("1") {
 		t.Fatalf("decoding into a map that holds keys: %v %v", m, err)
 	}
+}
+
+// genString draws strings that exercise every branch of the string
+// encoder: plain ASCII, escapes, control bytes, multi-byte UTF-8 and
+// invalid UTF-8.
+func genString(rng *rand.Rand) string {
+	pieces := []string{"", "a", "sub_0001", "past_due", `"`, `\`, "\n", "\t", "\x00", "\x1f", "\x7f", " ", "<html>&",
+		"é", "Müller & Söhne", "日本", "\U0001F600", "\xff", "\xc3", "\xed\xa0\x80", "\xe2\x82", "~", "-0"}
+	n := rng.IntN(5)
+	var sb strings.Builder
+	for range n {
+		sb.WriteString(pieces[rng.IntN(len(pieces))])
+	}
+	return sb.String()
+}
+
+func genNumber(rng *rand.Rand) any {
+	lits := []string{"0", "-0", "00", "-007", "1", "42", "123456789012345678901234567890", "-1", "1.0", "1.5", "0.1",
+		"1e2", "1E2", "1e-7", "-2.5e+3", "10.250", "9007199254740993", "9007199254740993.0", "1e21", "1e400"}
+	switch rng.IntN(4) {
+	case 0:
+		return json.Number(lits[rng.IntN(len(lits))])
+	case 1:
+		fs := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1e21, 1e-7, 1 << 53, 1<<53 + 2, 1234567.5, math.NaN(), math.Inf(1)}
+		return fs[rng.IntN(len(fs))]
+	case 2:
+		return rng.IntN(2000) - 1000
+	}
+	return int64(rng.IntN(1 << 40))
+}
+
+func genValue(rng *rand.Rand, depth int) any {
+	k := rng.IntN(9)
+	if depth > 2 {
+		k = rng.IntN(5)
+	}
+	switch k {
+	case 0:
+		return nil
+	case 1:
+		return rng.IntN(2) == 0
+	case 2, 3:
+		return genString(rng)
+	case 4:
+		return genNumber(rng)
+	case 5:
+		n := rng.IntN(4)
+		out := make([]any, n)
+		for i := range out {
+			out[i] = genValue(rng, depth+1)
+		}
+		return out
+	case 6:
+		return []string{genString(rng), genString(rng)}
+	case 7:
+		return struct {
+			A string `json:"a"`
+			B int    `json:"b"`
+		}{genString(rng), rng.IntN(10)}
+	}
+	return genMap(rng, depth+1)
+}
+
+func genMap(rng *rand.Rand, depth int) map[string]any {
+	if rng.IntN(8) == 0 {
+		return nil
+	}
+	n := rng.IntN(20) // past the 16 keys sorted on the stack
+	m := make(map[string]any, n)
+	for range n {
+		m[genString(rng)] = genValue(rng, depth)
+	}
+	return m
 }

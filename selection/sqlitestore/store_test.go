@@ -1,4 +1,4 @@
-package selection_test
+package sqlitestore_test
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/selection/storetest"
 )
 
-func openSQLite(t *testing.T, path string) *selection.SQLite {
+func openSQLite(t *testing.T, path string) *sqlitestore.SQLite {
 	t.Helper()
-	s, err := selection.OpenSQLite(context.Background(), path)
+	s, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestSQLiteStoreContract(t *testing.T) {
 			return openSQLite(t, filepath.Join(t.TempDir(), "airlock.db"))
 		},
 		Reopen: func(t *testing.T, s selection.Store) selection.Store {
-			path := s.(*selection.SQLite).Path()
+			path := s.(*sqlitestore.SQLite).Path()
 			s.Close()
 			return openSQLite(t, path)
 		},

@@ -1,0 +1,321 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/internal/stored"
+)
+
+const opCols = `doc, updated_at, lease_holder, lease_epoch, lease_expires`
+
+func scanOp(row pgx.Row) (*selection.Operation, error) {
+	var doc, holder string
+	var updated, epoch, expires int64
+	if err := row.Scan(&doc, &updated, &holder, &epoch, &expires); err != nil {
+		return nil, err
+	}
+	var op selection.Operation
+	if err := stored.Doc(doc, &op); err != nil {
+		return nil, err
+	}
+	if updated > 0 {
+		op.UpdatedAt = time.Unix(0, updated).UTC()
+	}
+	op.Lease = selection.Lease{OperationID: op.ID, Holder: holder, Epoch: epoch}
+	if expires > 0 {
+		op.Lease.Expires = time.Unix(0, expires).UTC()
+	}
+	return &op, nil
+}
+
+func (s *Postgres) CreateOperation(ctx context.Context, op *selection.Operation) (*selection.Operation, bool, error) {
+	ct, err := s.pool.Exec(ctx, `INSERT INTO operations (id, selection_id, action_digest, mode, status, doc, created_at, updated_at,
+		lease_holder, lease_epoch, lease_expires) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
+		op.ID, op.SelectionID, op.ActionDigest, op.Mode, op.Status, stored.Encode(op), op.CreatedAt.UnixNano(), op.UpdatedAt.UnixNano(),
+		op.Lease.Holder, op.Lease.Epoch, unixNano(op.Lease.Expires))
+	if err != nil {
+		return nil, false, fmt.Errorf("create operation: %w", err)
+	}
+	if ct.RowsAffected() == 1 {
+		return op, true, nil
+	}
+	if op.Mode != selection.ModeExecute {
+		return nil, false, fmt.Errorf("create operation: operation %q exists", op.ID)
+	}
+	// The insert waited for the conflicting one to commit: it is there.
+	existing, err := scanOp(s.pool.QueryRow(ctx, `SELECT `+opCols+` FROM operations WHERE selection_id = $1 AND action_digest = $2 AND mode = 'execute'`,
+		op.SelectionID, op.ActionDigest))
+	if err != nil {
+		return nil, false, fmt.Errorf("create operation: %w", err)
+	}
+	return existing, false, nil
+}
+
+func (s *Postgres) Operation(ctx context.Context, id string) (*selection.Operation, error) {
+	op, err := scanOp(s.pool.QueryRow(ctx, `SELECT `+opCols+` FROM operations WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, selection.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read operation: %w", err)
+	}
+	return op, nil
+}
+
+func (s *Postgres) OperationsOf(ctx context.Context, selectionID string) ([]*selection.Operation, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+opCols+` FROM operations WHERE selection_id = $1 ORDER BY created_at, id`, selectionID)
+	if err != nil {
+		return nil, fmt.Errorf("read operations: %w", err)
+	}
+	defer rows.Close()
+	var out []*selection.Operation
+	for rows.Next() {
+		op, err := scanOp(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read operations: %w", err)
+		}
+		out = append(out, op)
+	}
+	return out, rows.Err()
+}
+
+// UpdateOperation is fenced by op.Lease's epoch. An operation that is no
+// longer running releases its lease (the epoch stays).
+func (s *Postgres) UpdateOperation(ctx context.Context, op *selection.Operation) error {
+	ct, err := s.pool.Exec(ctx, `UPDATE operations SET status = $1, doc = $2, updated_at = $3,
+		lease_expires = CASE WHEN $1 = 'running' THEN lease_expires ELSE 0 END
+		WHERE id = $4 AND lease_epoch = $5`,
+		op.Status, stored.Encode(op), op.UpdatedAt.UnixNano(), op.ID, op.Lease.Epoch)
+	if err != nil {
+		return fmt.Errorf("update operation: %w", err)
+	}
+	if ct.RowsAffected() == 0 {
+		return s.fenceError(ctx, op.ID)
+	}
+	return nil
+}
+
+// fenceError says why a fenced write to an operation matched no row.
+func (s *Postgres) fenceError(ctx context.Context, opID string) error {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM operations WHERE id = $1`, opID).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return selection.ErrNotFound
+	}
+	return selection.ErrLeaseLost
+}
+
+func (s *Postgres) InitTargets(ctx context.Context, operationID, selectionID string) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO targets (operation_id, id, outcome, version, before, restore, doc)
+			SELECT $1, id, 'pending', version, before, restore, '{}' FROM records WHERE selection_id = $2 AND disposition = 'member'
+			ON CONFLICT DO NOTHING`, operationID, selectionID); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT COUNT(*) FROM targets WHERE operation_id = $1`, operationID).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("init targets: %w", err)
+	}
+	return n, nil
+}
+
+// asyncCommit makes a transaction's commit return before its WAL is
+// flushed. Journal writes without an intent and audit lines use it: an
+// intent must be durable before its write is sent, but an outcome need
+// not (lost in a crash of the database, it leaves its target in flight, to
+// be re-read, never re-sent blindly), and every synchronous commit after
+// it (the next intent, the operation's end) flushes it too.
+const asyncCommit = `SET LOCAL synchronous_commit = off`
+
+// hasIntent reports an entry that announces a write.
+func hasIntent(entries []selection.Target) bool {
+	for _, e := range entries {
+		if e.Outcome == selection.TargetInFlight {
+			return true
+		}
+	}
+	return false
+}
+
+// Journal applies the entries in one transaction, one round trip for all
+// of them, after checking the lease's epoch under a share lock on the
+// operation: a takeover (which updates that row) waits for the journal
+// write to commit, and the journal write of a holder whose lease was
+// taken finds the new epoch. A call with an intent commits synchronously.
+func (s *Postgres) Journal(ctx context.Context, l selection.Lease, entries []selection.Target) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	b := &pgx.Batch{}
+	if !hasIntent(entries) {
+		b.Queue(asyncCommit)
+	}
+	b.Queue(`SELECT lease_epoch FROM operations WHERE id = $1 FOR SHARE`, l.OperationID)
+	for i := range entries {
+		t := &entries[i]
+		b.Queue(`UPDATE targets SET outcome = $1, version = $2, doc = $3 WHERE operation_id = $4 AND id = $5`,
+			t.Outcome, t.Version, stored.TargetDoc(t), l.OperationID, t.ID)
+	}
+	// The journal outlives the caller's context: once started, it
+	// completes, so that the answer is what happened.
+	ctx = context.WithoutCancel(ctx)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if !hasIntent(entries) {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		var epoch int64
+		if err := br.QueryRow().Scan(&epoch); errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("operation %q: %w", l.OperationID, selection.ErrNotFound)
+		} else if err != nil {
+			return err
+		}
+		if epoch != l.Epoch {
+			return selection.ErrLeaseLost
+		}
+		for _, t := range entries {
+			ct, err := br.Exec()
+			if err != nil {
+				return fmt.Errorf("%q: %w", t.ID, err)
+			}
+			if ct.RowsAffected() == 0 {
+				return fmt.Errorf("%q: %w", t.ID, selection.ErrNotFound)
+			}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+func (s *Postgres) Targets(ctx context.Context, operationID string, q selection.TargetQuery) ([]selection.Target, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	var rows pgx.Rows
+	var err error
+	if q.Outcome != "" {
+		rows, err = s.pool.Query(ctx, `SELECT id, outcome, version, before, restore, doc FROM targets
+			WHERE operation_id = $1 AND id > $2 AND outcome = $3 ORDER BY id LIMIT $4`, operationID, q.After, q.Outcome, limit)
+	} else {
+		rows, err = s.pool.Query(ctx, `SELECT id, outcome, version, before, restore, doc FROM targets
+			WHERE operation_id = $1 AND id > $2 ORDER BY id LIMIT $3`, operationID, q.After, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read targets: %w", err)
+	}
+	defer rows.Close()
+	var out []selection.Target
+	for rows.Next() {
+		var t selection.Target
+		var before, restore, doc string
+		if err := rows.Scan(&t.ID, &t.Outcome, &t.Version, &before, &restore, &doc); err != nil {
+			return nil, fmt.Errorf("read targets: %w", err)
+		}
+		t.OperationID = operationID
+		if err := stored.DecodeTarget(&t, before, restore, doc); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func (s *Postgres) CountTargets(ctx context.Context, operationID string) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT outcome, COUNT(*) FROM targets WHERE operation_id = $1 GROUP BY outcome`, operationID)
+	if err != nil {
+		return nil, fmt.Errorf("count targets: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var k string
+		var n int
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
+}
+
+// AcquireLease takes the lease in one conditional update (the
+// compare-and-set: PostgreSQL re-checks the condition on the row it
+// locks), then turns the targets left in flight into unknown, in the same
+// transaction.
+func (s *Postgres) AcquireLease(ctx context.Context, operationID, holder string, now time.Time, ttl time.Duration) (selection.Lease, error) {
+	l := selection.Lease{OperationID: operationID, Holder: holder, Expires: now.Add(ttl)}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `UPDATE operations SET lease_holder = $2, lease_epoch = lease_epoch + 1, lease_expires = $3, updated_at = $4
+			WHERE id = $1 AND lease_expires <= $4 RETURNING lease_epoch`,
+			operationID, holder, l.Expires.UnixNano(), now.UnixNano()).Scan(&l.Epoch)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM operations WHERE id = $1`, operationID).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return selection.ErrNotFound
+			}
+			return selection.ErrLeaseHeld
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE targets SET outcome = 'unknown', doc = (doc::jsonb || jsonb_build_object('note', $2::text))::text
+			WHERE operation_id = $1 AND outcome = 'in_flight'`, operationID, stored.InFlightNote)
+		return err
+	})
+	if errors.Is(err, selection.ErrNotFound) || errors.Is(err, selection.ErrLeaseHeld) {
+		return selection.Lease{}, err
+	}
+	if err != nil {
+		return selection.Lease{}, fmt.Errorf("acquire lease: %w", err)
+	}
+	return l, nil
+}
+
+func (s *Postgres) RenewLease(ctx context.Context, l selection.Lease, now time.Time, ttl time.Duration) (selection.Lease, error) {
+	ct, err := s.pool.Exec(ctx, `UPDATE operations SET lease_expires = $1, updated_at = $2 WHERE id = $3 AND lease_epoch = $4`,
+		now.Add(ttl).UnixNano(), now.UnixNano(), l.OperationID, l.Epoch)
+	if err != nil {
+		return l, fmt.Errorf("renew lease: %w", err)
+	}
+	if ct.RowsAffected() == 0 {
+		return l, s.fenceError(ctx, l.OperationID)
+	}
+	l.Expires = now.Add(ttl)
+	return l, nil
+}
+
+func (s *Postgres) ExpiredOperations(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM operations WHERE status = $1 AND lease_expires <= $2 ORDER BY created_at, id LIMIT $3`,
+		selection.OpRunning, now.UnixNano(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired operations: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("expired operations: %w", err)
+	}
+	return ids, nil
+}

@@ -1,0 +1,49 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/internal/stored"
+)
+
+// Audit appends events; the trail is append-only (triggers refuse any
+// update or delete).
+func (s *SQLite) Audit(ctx context.Context, events []selection.AuditEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	return s.write(ctx, "audit", auditEvents(events))
+}
+
+// auditEvents inserts events in a write transaction.
+func auditEvents(events []selection.AuditEvent) func(tx *sql.Tx) error {
+	docs := make([]string, len(events))
+	for i := range events {
+		docs[i] = stored.Encode(events[i])
+	}
+	return func(tx *sql.Tx) error {
+		for i, e := range events {
+			if _, err := tx.ExecContext(context.Background(), `INSERT INTO audit (at, operation_id, selection_id, doc) VALUES (?, ?, ?, ?)`,
+				e.At.UnixNano(), e.OperationID, e.SelectionID, docs[i]); err != nil {
+				return fmt.Errorf("audit: %w", err)
+			}
+		}
+		return nil
+	}
+}
+
+func (s *SQLite) AuditTrail(ctx context.Context, operationID string) ([]selection.AuditEvent, error) {
+	op, err := s.Operation(ctx, operationID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT doc FROM audit WHERE operation_id = ? OR (operation_id = '' AND selection_id = ?) ORDER BY seq`,
+		operationID, op.SelectionID)
+	if err != nil {
+		return nil, fmt.Errorf("read audit: %w", err)
+	}
+	return scanDocs[selection.AuditEvent](rows)
+}

@@ -1,0 +1,233 @@
+package upstream
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// newSalt is a scan's random key for seenKey.
+func newSalt() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("upstream: no randomness: " + err.Error())
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// seenKey hashes a source and an item id for the duplicate check: FNV-1a
+// over a per-scan random salt, the source and the id. Unlike a process's
+// maphash seed, the salt travels with a saved scan (Scan.State), so that
+// a scan resumed by another process recognizes the ids it saw.
+func seenKey(salt uint64, source, id string) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for i := range 8 {
+		h ^= (salt >> (8 * i)) & 0xff
+		h *= prime
+	}
+	for i := 0; i < len(source); i++ {
+		h ^= uint64(source[i])
+		h *= prime
+	}
+	h *= prime // a zero byte between the source and the id
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= prime
+	}
+	return h
+}
+
+// scanStateVersion is the version of the saved form; a state of another
+// version is refused (the scan restarts).
+const scanStateVersion = 1
+
+type savedScan struct {
+	V          int                `json:"v"`
+	Salt       uint64             `json:"salt"`
+	Sources    []savedSource      `json:"sources"`
+	Pages      int                `json:"pages"`
+	Scanned    int                `json:"scanned"`
+	Matched    int                `json:"matched"`
+	Groups     []savedGroup       `json:"groups,omitempty"`
+	Seen       []byte             `json:"seen,omitempty"`
+	Elapsed    time.Duration      `json:"elapsed"`
+	Snapshot   string             `json:"snapshot,omitempty"`
+	Estimate   *int               `json:"estimate,omitempty"`
+	Sticky     []envelope.Reason  `json:"sticky,omitempty"`
+	Warnings   []envelope.Warning `json:"warnings,omitempty"`
+	Normalized []string           `json:"normalized,omitempty"`
+	Violations []savedViolation   `json:"violations,omitempty"`
+	Aliases    []string           `json:"aliases,omitempty"`
+	EnumDrift  []string           `json:"enum_drift,omitempty"`
+	FieldDrift []string           `json:"field_drift,omitempty"`
+	Budget     Budget             `json:"budget"`
+}
+
+type savedSource struct {
+	Name       string        `json:"name"`
+	State      savedPage     `json:"state"`
+	Status     srcStatus     `json:"status"`
+	Pages      int           `json:"pages"`
+	Items      int           `json:"items"`
+	LastID     string        `json:"last_id,omitempty"`
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	Signal     string        `json:"signal,omitempty"`
+	Capped     bool          `json:"capped,omitempty"`
+	ShortOf    int           `json:"short_of,omitempty"`
+}
+
+type savedPage struct {
+	Cursor   string `json:"cursor,omitempty"`
+	NextURL  string `json:"next_url,omitempty"`
+	Offset   int    `json:"offset,omitempty"`
+	Page     int    `json:"page,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+	Total    *int   `json:"total,omitempty"`
+	LastID   string `json:"last_id,omitempty"`
+	Started  bool   `json:"started,omitempty"`
+	Done     bool   `json:"done,omitempty"`
+}
+
+type savedGroup struct {
+	Field string          `json:"field"`
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+	Count int             `json:"count"`
+}
+
+type savedViolation struct {
+	Field  string `json:"field"`
+	Rule   string `json:"rule"`
+	Sample string `json:"sample,omitempty"`
+	Count  int    `json:"count"`
+}
+
+func setKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// State saves the scan's progress (not its spec or sink, which the caller
+// gives again to ResumeScan): where each source stands, what was counted,
+// the ids seen, the reasons and warnings so far. Call it between Runs.
+func (s *Scan) State() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := savedScan{V: scanStateVersion, Salt: s.salt, Pages: s.pages, Scanned: s.scanned, Matched: s.matched, Elapsed: s.elapsed,
+		Snapshot: s.snapshot, Estimate: s.estimate, Sticky: s.sticky, Warnings: s.warnings, Normalized: setKeys(s.normalized),
+		Aliases: setKeys(s.aliases), EnumDrift: setKeys(s.enumDrift), FieldDrift: setKeys(s.fieldDrift), Budget: s.budget}
+	for _, src := range s.srcs {
+		ps := savedPage{Cursor: src.state.Cursor, Offset: src.state.Offset, Page: src.state.Page, Snapshot: src.state.Snapshot,
+			Total: src.state.Total, LastID: src.state.LastID, Started: src.state.Started, Done: src.state.Done}
+		if src.state.NextURL != nil {
+			ps.NextURL = src.state.NextURL.String()
+		}
+		st.Sources = append(st.Sources, savedSource{Name: src.cfg.Name, State: ps, Status: src.status, Pages: src.pages, Items: src.items,
+			LastID: src.lastID, RetryAfter: src.retryAfter, Signal: src.signal, Capped: src.capped, ShortOf: src.shortOf})
+	}
+	for k, n := range s.groups {
+		v, err := json.Marshal(s.groupVals[k])
+		if err != nil {
+			return nil, fmt.Errorf("save scan: group value: %w", err)
+		}
+		st.Groups = append(st.Groups, savedGroup{Field: k.field, Key: k.key, Value: v, Count: n})
+	}
+	sort.Slice(st.Groups, func(i, j int) bool {
+		if st.Groups[i].Field != st.Groups[j].Field {
+			return st.Groups[i].Field < st.Groups[j].Field
+		}
+		return st.Groups[i].Key < st.Groups[j].Key
+	})
+	for _, k := range sortedKeys(s.violations) {
+		v := s.violations[k]
+		st.Violations = append(st.Violations, savedViolation{Field: v.field, Rule: v.rule, Sample: v.sample, Count: v.count})
+	}
+	st.Seen = make([]byte, 0, 8*len(s.seen))
+	for h := range s.seen {
+		st.Seen = binary.LittleEndian.AppendUint64(st.Seen, h)
+	}
+	return json.Marshal(st)
+}
+
+// ResumeScan rebuilds a scan saved by Scan.State, in this process or
+// another, with the same spec it was started with: a Run continues where
+// the saved scan stopped and its Outcome is the saved one. A state this
+// resource's configuration cannot continue (its sources changed, another
+// version) is an error; the caller then starts over.
+func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
+	var st savedScan
+	dec := json.NewDecoder(bytes.NewReader(state))
+	dec.UseNumber()
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("resume scan: %w", err)
+	}
+	if st.V != scanStateVersion {
+		return nil, fmt.Errorf("resume scan: state version %d, want %d", st.V, scanStateVersion)
+	}
+	s := r.NewScan(spec)
+	if len(st.Sources) != len(s.srcs) || len(st.Seen)%8 != 0 {
+		return nil, fmt.Errorf("resume scan: the saved scan does not match the resource's sources")
+	}
+	for i, src := range s.srcs {
+		ss := st.Sources[i]
+		if ss.Name != src.cfg.Name {
+			return nil, fmt.Errorf("resume scan: source %q saved where %q is configured", ss.Name, src.cfg.Name)
+		}
+		ps := pageState{Cursor: ss.State.Cursor, Offset: ss.State.Offset, Page: ss.State.Page, Snapshot: ss.State.Snapshot,
+			Total: ss.State.Total, LastID: ss.State.LastID, Started: ss.State.Started, Done: ss.State.Done}
+		if ss.State.NextURL != "" {
+			u, err := url.Parse(ss.State.NextURL)
+			if err != nil {
+				return nil, fmt.Errorf("resume scan: %w", err)
+			}
+			ps.NextURL = u
+		}
+		src.state, src.status, src.pages, src.items, src.lastID = ps, ss.Status, ss.Pages, ss.Items, ss.LastID
+		src.retryAfter, src.signal, src.capped, src.shortOf = ss.RetryAfter, ss.Signal, ss.Capped, ss.ShortOf
+	}
+	s.salt, s.pages, s.scanned, s.matched, s.elapsed = st.Salt, st.Pages, st.Scanned, st.Matched, st.Elapsed
+	s.snapshot, s.estimate, s.sticky, s.warnings, s.budget = st.Snapshot, st.Estimate, st.Sticky, st.Warnings, st.Budget
+	for _, g := range st.Groups {
+		var v any
+		d := json.NewDecoder(bytes.NewReader(g.Value))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("resume scan: group value: %w", err)
+		}
+		k := groupKey{g.Field, g.Key}
+		s.groups[k], s.groupVals[k] = g.Count, v
+	}
+	for _, rs := range st.Sticky {
+		s.stickySeen[rs.Code+"/"+rs.Source] = true
+	}
+	for _, w := range st.Warnings {
+		s.warnSeen[w.Code] = true
+	}
+	for _, v := range st.Violations {
+		s.violations[v.Field+"/"+v.Rule] = &violation{field: v.Field, rule: v.Rule, sample: v.Sample, count: v.Count}
+	}
+	for _, set := range []struct {
+		keys []string
+		m    map[string]bool
+	}{{st.Normalized, s.normalized}, {st.Aliases, s.aliases}, {st.EnumDrift, s.enumDrift}, {st.FieldDrift, s.fieldDrift}} {
+		for _, k := range set.keys {
+			set.m[k] = true
+		}
+	}
+	for i := 0; i < len(st.Seen); i += 8 {
+		s.seen[binary.LittleEndian.Uint64(st.Seen[i:])] = struct{}{}
+	}
+	return s, nil
+}
