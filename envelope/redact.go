@@ -48,6 +48,10 @@ type redactSet struct {
 	// anchors: a text holding any form of a secret holds one of them, so
 	// a text holding none is returned untouched after a few searches.
 	anchors [][]byte
+	// byFirst indexes the anchors by their first byte; minAnchor is the
+	// shortest one's length.
+	byFirst   [256][]string
+	minAnchor int
 	// literals are the encoded forms, longest first.
 	literals [][]byte
 	// splits match a secret's alphanumeric runs with punctuation (or an
@@ -135,10 +139,18 @@ func compileSecrets(secrets []string) *redactSet {
 		}
 		return bytes.Compare(set.literals[i], set.literals[j]) < 0
 	})
+	var sorted []string
 	for a := range anchors {
-		set.anchors = append(set.anchors, []byte(a))
+		sorted = append(sorted, a)
 	}
-	sort.Slice(set.anchors, func(i, j int) bool { return bytes.Compare(set.anchors[i], set.anchors[j]) < 0 })
+	sort.Strings(sorted)
+	for _, a := range sorted {
+		set.anchors = append(set.anchors, []byte(a))
+		set.byFirst[a[0]] = append(set.byFirst[a[0]], a)
+		if set.minAnchor == 0 || len(a) < set.minAnchor {
+			set.minAnchor = len(a)
+		}
+	}
 	return set
 }
 
@@ -293,10 +305,48 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return out
 }
 
+// anyAnchor reports whether b holds an anchor. Long texts are searched
+// anchor by anchor (vectorized searches); short ones in one pass, with a
+// table lookup per byte and a comparison only where an anchor could
+// start.
 func (s *redactSet) anyAnchor(b []byte) bool {
-	for _, a := range s.anchors {
-		if bytes.Contains(b, a) {
-			return true
+	if len(b) < s.minAnchor {
+		return false
+	}
+	if len(b) >= shortText {
+		for _, a := range s.anchors {
+			if bytes.Contains(b, a) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i+s.minAnchor <= len(b); i++ {
+		for _, a := range s.byFirst[b[i]] {
+			if len(b)-i >= len(a) && string(b[i:i+len(a)]) == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shortText is the length under which one pass beats a search per anchor.
+const shortText = 512
+
+// anyAnchorString is anyAnchor for a string.
+func (s *redactSet) anyAnchorString(t string) bool {
+	if len(t) < s.minAnchor {
+		return false
+	}
+	if len(t) >= shortText {
+		return s.anyAnchor([]byte(t))
+	}
+	for i := 0; i+s.minAnchor <= len(t); i++ {
+		for _, a := range s.byFirst[t[i]] {
+			if len(t)-i >= len(a) && t[i:i+len(a)] == a {
+				return true
+			}
 		}
 	}
 	return false
@@ -304,24 +354,21 @@ func (s *redactSet) anyAnchor(b []byte) bool {
 
 // String returns s without any secret.
 func (r *Redactor) String(s string) string {
-	if r == nil {
-		return s
-	}
-	set := r.set.Load()
-	if set == nil {
-		return s
-	}
-	hit := false
-	for _, a := range set.anchors {
-		if strings.Contains(s, string(a)) {
-			hit = true
-			break
-		}
-	}
-	if !hit {
+	if !r.MayContain(s) {
 		return s
 	}
 	return string(r.Bytes([]byte(s)))
+}
+
+// MayContain reports whether s might hold a secret: false means it holds
+// none, true that String may change it. It is the cheap first step of
+// String, for callers that must copy a structure before redacting it.
+func (r *Redactor) MayContain(s string) bool {
+	if r == nil {
+		return false
+	}
+	set := r.set.Load()
+	return set != nil && set.anyAnchorString(s)
 }
 
 // Contains reports whether b holds a secret in a form Bytes removes.

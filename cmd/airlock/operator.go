@@ -257,7 +257,11 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 }
 
 func storePathOf(d *tools.Deps) string {
-	if s, ok := d.Store.(*selection.SQLite); ok {
+	st := d.Store
+	if w, ok := st.(interface{ Unwrap() selection.Store }); ok {
+		st = w.Unwrap()
+	}
+	if s, ok := st.(*selection.SQLite); ok {
 		return s.Path()
 	}
 	return "the store"
