@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // argChecker validates arguments against a tool's input schema and reports
@@ -170,4 +172,60 @@ func exampleAt(schema map[string]any, field string) any {
 		return ex[0]
 	}
 	return nil
+}
+
+// queryUse is a field a query conditions on: the argument path that named
+// it and the declared field it reads.
+type queryUse struct{ path, field string }
+
+// checkSensitive refuses, all at once, every condition a query puts on a
+// sensitive field: filters, exclusion rules, group selectors. The counts,
+// membership and ordering such a query answers reveal the field's values
+// (a binary search over "lt" exclusion counts reads an address out in a
+// few hundred previews). A field the configuration marks queryable is
+// exempt: its values are disclosed by counts, on purpose. Every tool that
+// accepts a field name from the caller for a condition calls it.
+func checkSensitive(r *upstream.Resource, uses []queryUse) []envelope.FieldError {
+	var errs []envelope.FieldError
+	for _, u := range uses {
+		if fc, ok := r.Field(u.field); ok && fc.Sensitive && !fc.Queryable {
+			errs = append(errs, envelope.NewFieldError(u.path, envelope.FieldSensitiveQuery, nil))
+		}
+	}
+	return errs
+}
+
+// filterUses lists the fields a filter conditions on.
+func filterUses(r *upstream.Resource, filter map[string]any) []queryUse {
+	var uses []queryUse
+	for _, name := range sortedKeys(filter) {
+		fc, ok := r.Config.Filters[name]
+		if !ok {
+			continue
+		}
+		field := name
+		if fc != nil && fc.Field != "" {
+			field = fc.Field
+		}
+		uses = append(uses, queryUse{path: "filter." + name, field: field})
+	}
+	return uses
+}
+
+// ruleUses lists the fields exclusion rules condition on.
+func ruleUses(arg string, rules []upstream.RuleConfig) []queryUse {
+	uses := make([]queryUse, 0, len(rules))
+	for i, rule := range rules {
+		uses = append(uses, queryUse{path: arg + "[" + itoa(i) + "].field", field: rule.Field})
+	}
+	return uses
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -127,13 +127,17 @@ type PaginationConfig struct {
 	ResourceVersion string `yaml:"resource_version"`
 }
 
-// FieldConfig declares one field of a resource's items.
+// FieldConfig declares one field of a resource's items. A Sensitive field
+// never leaves airlock and answers no query; Queryable (only with
+// Sensitive) lets filters and exclusion rules name it, disclosing its
+// values through counts and membership.
 type FieldConfig struct {
 	Path        string   `yaml:"path"`
 	Type        string   `yaml:"type"`
 	Nullable    bool     `yaml:"nullable"`
 	Enum        []string `yaml:"enum"`
 	Sensitive   bool     `yaml:"sensitive"`
+	Queryable   bool     `yaml:"queryable"`
 	Deprecated  bool     `yaml:"deprecated"`
 	Normalize   string   `yaml:"normalize"`
 	Description string   `yaml:"description"`
@@ -530,6 +534,9 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 		}
 		if f.Sensitive && fname == r.IDField {
 			l.add("the id field cannot be sensitive", at("fields", fname, "sensitive")...)
+		}
+		if f.Queryable && !f.Sensitive {
+			l.add("queryable only applies to a sensitive field (every other field can be queried)", at("fields", fname, "queryable")...)
 		}
 		validateFieldContract(l, f, at("fields", fname))
 	}

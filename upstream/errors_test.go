@@ -70,3 +70,17 @@ func TestRuntimeRedactor_KnowsEveryLoadedCredential(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryable_OnlyBesideSensitive: queryable relaxes what a sensitive
+// field answers; on any other field it is a configuration error.
+func TestQueryable_OnlyBesideSensitive(t *testing.T) {
+	y := strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "      project: {type: string}", "      project: {type: string, queryable: true}", 1)
+	_, err := ParseConfig([]byte(y))
+	if err == nil || !strings.Contains(err.Error(), "queryable only applies to a sensitive field") {
+		t.Fatalf("want a configuration error, got %v", err)
+	}
+	y = strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "email: {type: string, sensitive: true,", "email: {type: string, sensitive: true, queryable: true,", 1)
+	if _, err := ParseConfig([]byte(y)); err != nil {
+		t.Fatalf("queryable beside sensitive is accepted: %v", err)
+	}
+}
