@@ -3,9 +3,13 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
+	"math/big"
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -78,10 +82,56 @@ func decodeArgs(name string, schema map[string]any, raw json.RawMessage, dst any
 			ptr := reflect.New(rt.Field(i).Type)
 			if dec.Decode(ptr.Interface()) == nil {
 				rv.Field(i).Set(ptr.Elem())
+			} else if n, ok := integral(val); ok {
+				setInt(rv.Field(i), n)
 			}
 		}
 	}
 	return errs, bad
+}
+
+// integral reads a JSON number that is a whole number but that
+// encoding/json will not put in an int (1e3, 1e21, 2^63): the value,
+// saturated to the int range so that a budget check answers over_cap
+// instead of the argument silently taking its default.
+func integral(raw json.RawMessage) (int, bool) {
+	lit := strings.TrimSpace(string(raw))
+	if lit == "" || !(lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
+		return 0, false
+	}
+	f, _, err := big.ParseFloat(lit, 10, 256, big.ToZero)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) || strings.Contains(err.Error(), "exponent overflow") {
+			if lit[0] == '-' {
+				return math.MinInt, true
+			}
+			return math.MaxInt, true
+		}
+		return 0, false
+	}
+	if !f.IsInt() {
+		return 0, false
+	}
+	if f.Sign() > 0 && f.Cmp(new(big.Float).SetInt64(math.MaxInt)) >= 0 {
+		return math.MaxInt, true
+	}
+	if f.Sign() < 0 && f.Cmp(new(big.Float).SetInt64(math.MinInt)) <= 0 {
+		return math.MinInt, true
+	}
+	n, _ := f.Int64()
+	return int(n), true
+}
+
+// setInt stores n in an int or *int field; other fields are left alone.
+func setInt(v reflect.Value, n int) {
+	switch {
+	case v.Kind() == reflect.Int:
+		v.SetInt(int64(n))
+	case v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Int:
+		p := reflect.New(v.Type().Elem())
+		p.Elem().SetInt(int64(n))
+		v.Set(p)
+	}
 }
 
 // violationErrors renders one schema violation as field errors under
