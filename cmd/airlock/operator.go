@@ -397,5 +397,5 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	mux.Handle("/review/", tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger}))
 	mux.Handle("/{$}", http.RedirectHandler("/review/", http.StatusSeeOther))
 	fmt.Fprintf(stdout, "review page: http://%s/review/\n", ln.Addr())
-	return serveHTTP(ctx, ln, mux)
+	return serveHTTP(ctx, ln, mux, logger)
 }
