@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -138,6 +139,7 @@ func bound(next http.Handler, opts HTTPOptions) http.Handler {
 		// to drain the rest of its body ends with it.
 		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 		body, n, err := readBody(r.Body, maxBody)
+		defer body.release()
 		switch {
 		case errors.Is(err, errBodyTooLarge):
 			tooLarge(w, maxBody)
@@ -148,7 +150,7 @@ func bound(next http.Handler, opts HTTPOptions) http.Handler {
 			return
 		}
 		_ = rc.SetReadDeadline(time.Time{})
-		r.Body = io.NopCloser(body)
+		r.Body = io.NopCloser(body.reader())
 		r.ContentLength = n
 		next.ServeHTTP(w, r)
 	})
@@ -156,29 +158,58 @@ func bound(next http.Handler, opts HTTPOptions) http.Handler {
 
 var errBodyTooLarge = errors.New("request body over the limit")
 
-// readBody reads a body of at most limit bytes into blocks allocated as
-// the bytes arrive (never by what the client announced): a body over the
-// limit costs at most the limit, and one within it is handed on as it was
-// read, without a copy.
-func readBody(body io.Reader, limit int64) (io.Reader, int64, error) {
-	const block = 64 << 10
-	var blocks []io.Reader
+// bodyBlock is the unit request bodies are read in; blocks are reused, so
+// that bodies refused one after another do not each cost new memory.
+const bodyBlock = 64 << 10
+
+var bodyBlocks = sync.Pool{New: func() any { return new([bodyBlock]byte) }}
+
+// blocks is a body read into pooled blocks.
+type blocks struct {
+	bufs []*[bodyBlock]byte
+	last int // bytes used in the last block
+}
+
+func (b *blocks) reader() io.Reader {
+	rs := make([]io.Reader, len(b.bufs))
+	for i, buf := range b.bufs {
+		n := bodyBlock
+		if i == len(b.bufs)-1 {
+			n = b.last
+		}
+		rs[i] = bytes.NewReader(buf[:n])
+	}
+	return io.MultiReader(rs...)
+}
+
+// release returns the blocks to the pool; the body must not be read after.
+func (b *blocks) release() {
+	for _, buf := range b.bufs {
+		bodyBlocks.Put(buf)
+	}
+	b.bufs = nil
+}
+
+// readBody reads a body of at most limit bytes into blocks taken as the
+// bytes arrive (never by what the client announced): a body over the limit
+// costs at most the limit, and one within it is handed on as it was read,
+// without a copy. The caller releases the blocks when the request is done.
+func readBody(body io.Reader, limit int64) (*blocks, int64, error) {
+	b := &blocks{}
 	var total int64
 	for {
-		buf := make([]byte, block)
-		n, err := io.ReadFull(body, buf)
+		buf := bodyBlocks.Get().(*[bodyBlock]byte)
+		n, err := io.ReadFull(body, buf[:])
 		total += int64(n)
+		b.bufs, b.last = append(b.bufs, buf), n
 		if total > limit {
-			return nil, 0, errBodyTooLarge
-		}
-		if n > 0 {
-			blocks = append(blocks, bytes.NewReader(buf[:n]))
+			return b, 0, errBodyTooLarge
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return io.MultiReader(blocks...), total, nil
+			return b, total, nil
 		}
 		if err != nil {
-			return nil, 0, err
+			return b, 0, err
 		}
 	}
 }
