@@ -131,7 +131,11 @@ func compileSecrets(secrets []string) *redactSet {
 		}
 	}
 	for f := range lits {
-		set.literals = append(set.literals, []byte(f))
+		// A raw quote would match JSON's structure, never a value (inside
+		// a string it is escaped, and the escaped form is a literal too).
+		if !strings.Contains(f, `"`) {
+			set.literals = append(set.literals, []byte(f))
+		}
 	}
 	sort.Slice(set.literals, func(i, j int) bool {
 		if len(set.literals[i]) != len(set.literals[j]) {
@@ -266,9 +270,11 @@ func alnumRuns(s string) []string {
 }
 
 // splitPattern matches the runs in order with up to four separators
-// between them: a punctuation or space byte, a %XX or \u00XX escape.
+// between them: a punctuation or space byte (not a quote or a backslash,
+// which would cut into JSON's structure or an escape), a JSON escape, or a
+// %XX escape.
 func splitPattern(runs []string) *regexp.Regexp {
-	const sep = `(?:[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|\\u00[0-9A-Fa-f]{2}){0,4}`
+	const sep = `(?:[^A-Za-z0-9"\\]|\\["\\/bfnrt]|\\\\?u00[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2}){0,4}`
 	quoted := make([]string, len(runs))
 	for i, r := range runs {
 		quoted[i] = regexp.QuoteMeta(r)
@@ -277,7 +283,10 @@ func splitPattern(runs []string) *regexp.Regexp {
 }
 
 // Bytes returns b without any secret. When b holds none, b itself is
-// returned.
+// returned. A JSON document stays valid: a secret inside a string becomes
+// [redacted] (never cutting an escape in two); one outside a string (a
+// number, in a document that is not JSON: a bare word) becomes the whole
+// token replaced by "[redacted]".
 func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil {
 		return b
@@ -286,23 +295,148 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	if set == nil || !set.anyAnchor(b) {
 		return b
 	}
-	out := b
-	copied := false
-	for _, lit := range set.literals {
-		if bytes.Contains(out, lit) {
-			if !copied {
-				out = bytes.Clone(out)
-				copied = true
-			}
-			out = bytes.ReplaceAll(out, lit, []byte(Redacted))
-		}
-	}
-	for _, re := range set.splits {
-		if re.Match(out) {
-			out = re.ReplaceAllLiteral(out, []byte(Redacted))
-		}
+	out := set.redact(b)
+	// A secret that the marker completes (]x with x the rest of it) is
+	// removed by a second pass.
+	if len(out) != len(b) && set.anyAnchor(out) {
+		out = set.redact(out)
 	}
 	return out
+}
+
+// span is a byte range [from, to) to replace.
+type span struct{ from, to int }
+
+func (s *redactSet) redact(b []byte) []byte {
+	var spans []span
+	for _, lit := range s.literals {
+		for i := 0; i < len(b); {
+			j := bytes.Index(b[i:], lit)
+			if j < 0 {
+				break
+			}
+			spans = append(spans, span{i + j, i + j + len(lit)})
+			i += j + len(lit)
+		}
+	}
+	for _, re := range s.splits {
+		for _, m := range re.FindAllIndex(b, -1) {
+			spans = append(spans, span{m[0], m[1]})
+		}
+	}
+	if len(spans) == 0 {
+		return b
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	inString := stringStates(b, spans)
+	for i := range spans {
+		spans[i] = widen(b, spans[i], inString[i])
+	}
+	type marked struct {
+		span
+		inString bool
+	}
+	var merged []marked
+	for i, sp := range spans {
+		if n := len(merged); n > 0 && sp.from <= merged[n-1].to {
+			merged[n-1].to = max(merged[n-1].to, sp.to)
+			continue
+		}
+		merged = append(merged, marked{sp, inString[i]})
+	}
+	out := make([]byte, 0, len(b))
+	at := 0
+	for _, sp := range merged {
+		out = append(out, b[at:sp.from]...)
+		if sp.inString {
+			out = append(out, Redacted...)
+		} else {
+			out = append(out, '"')
+			out = append(out, Redacted...)
+			out = append(out, '"')
+		}
+		at = sp.to
+	}
+	return append(out, b[at:]...)
+}
+
+// stringStates reads b as JSON text and reports, for each span (sorted by
+// start), whether it starts inside a string. On text that is not JSON the
+// answer is still one of the two, and either replacement leaves text
+// without the secret.
+func stringStates(b []byte, spans []span) []bool {
+	out := make([]bool, len(spans))
+	in := false
+	k := 0
+	for i := 0; i < len(b) && k < len(spans); i++ {
+		for k < len(spans) && spans[k].from <= i {
+			out[k] = in
+			k++
+		}
+		switch {
+		case b[i] == '"':
+			in = !in
+		case in && b[i] == '\\':
+			i++ // the escaped byte cannot end the string
+		}
+	}
+	for ; k < len(spans); k++ {
+		out[k] = in
+	}
+	return out
+}
+
+// escapeAt returns the escape [start, end) that holds position p inside a
+// JSON string, if any: a backslash, not itself escaped, among the five
+// bytes before p.
+func escapeAt(b []byte, p int) (int, int, bool) {
+	for q := p - 1; q >= 0 && q >= p-5; q-- {
+		if b[q] != '\\' {
+			continue
+		}
+		run := 0
+		for r := q - 1; r >= 0 && b[r] == '\\'; r-- {
+			run++
+		}
+		if run%2 == 1 {
+			continue // an escaped backslash: the escape starts before it
+		}
+		n := 2
+		if q+1 < len(b) && b[q+1] == 'u' {
+			n = 6
+		}
+		if p < q+n {
+			return q, min(q+n, len(b)), true
+		}
+		return 0, 0, false
+	}
+	return 0, 0, false
+}
+
+// isToken reports a byte of a bare JSON token (number, literal) or word.
+func isToken(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '+' || c == '-' || c == '_'
+}
+
+// widen grows a span so that replacing it keeps the text's structure: to
+// whole escapes inside a string, to the whole token outside one.
+func widen(b []byte, sp span, inString bool) span {
+	if inString {
+		if from, _, ok := escapeAt(b, sp.from); ok {
+			sp.from = from
+		}
+		if _, to, ok := escapeAt(b, sp.to); ok {
+			sp.to = max(sp.to, to)
+		}
+		return sp
+	}
+	for sp.from > 0 && isToken(b[sp.from-1]) {
+		sp.from--
+	}
+	for sp.to < len(b) && isToken(b[sp.to]) {
+		sp.to++
+	}
+	return sp
 }
 
 // anyAnchor reports whether b holds an anchor. Long texts are searched

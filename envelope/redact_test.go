@@ -151,3 +151,28 @@ func BenchmarkRedactor(b *testing.B) {
 		}
 	})
 }
+
+// TestRedactor_KeepsJSONValid: a secret found outside a string (a bare
+// token) is replaced by a quoted marker, and one that starts or ends inside
+// an escape takes the whole escape with it: the document stays JSON.
+func TestRedactor_KeepsJSONValid(t *testing.T) {
+	r := envelope.NewRedactor("u0041bc123xyz", "9f8e7d6c5b4a")
+	for _, doc := range []string{
+		`{"n":9f8e7d6c5b4a}`,
+		`[19f8e7d6c5b4a0, "9f8e7d6c5b4a"]`,
+		`{"s":"x\u0041bc123xyz"}`,
+		`{"s":"\\u0041bc123xyz\\"}`,
+	} {
+		out := r.Bytes([]byte(doc))
+		if strings.Contains(string(out), "9f8e7d6c5b4a") || strings.Contains(string(out), "bc123xyz") {
+			t.Fatalf("%s: the secret survived: %s", doc, out)
+		}
+		var v any
+		if strings.HasPrefix(doc, `{"s"`) && !json.Valid(out) {
+			t.Fatalf("%s: no longer JSON: %s", doc, out)
+		}
+		if json.Valid([]byte(doc)) && json.Unmarshal(out, &v) != nil {
+			t.Fatalf("%s: no longer JSON: %s", doc, out)
+		}
+	}
+}

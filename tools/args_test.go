@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"testing"
@@ -29,6 +30,11 @@ func TestOversizedIntegers_AreOverCapNeverTheDefault(t *testing.T) {
 				t.Fatalf("%s: want %s over_cap, got %v", raw, f, got)
 			}
 		}
+	}
+	// An exponent past what the schema validator reads once crashed it.
+	huge := h.deps.searchAll(context.Background(), &Call{RequestID: "t", Raw: json.RawMessage(`{"resource":"subscriptions","max_items":1e1000001,"max_pages":-1e-1000001}`)})
+	if got := fieldsOf(huge.Problem); got["max_items"] != envelope.FieldOverCap || got["max_pages"] == "" {
+		t.Fatalf("want max_items over_cap and max_pages refused, got %+v", huge.Problem)
 	}
 	ok := h.call("search_all", map[string]any{"resource": "subscriptions", "max_items": 1e1, "max_pages": 2e0})
 	if ok.env.Problem != nil || len(ok.items()) != 10 {
