@@ -110,8 +110,11 @@ func bound(next http.Handler, opts HTTPOptions) http.Handler {
 		rc := http.NewResponseController(w)
 		if r.Method == http.MethodGet && (r.URL.Path == "/mcp" || r.URL.Path == "/sse") {
 			if r.URL.Path == "/mcp" && r.Header.Get(server.HeaderKeySessionID) == "" {
-				// mcp-go would open a stream for a session it makes up.
-				http.Error(w, "a GET stream needs the Mcp-Session-Id of an initialized session", http.StatusBadRequest)
+				// mcp-go would open a stream for a session it makes up. 405
+				// is how the protocol says "no stream here" (clients go on
+				// without one).
+				w.Header().Set("Allow", "POST, DELETE")
+				http.Error(w, "a GET stream needs the Mcp-Session-Id of an initialized session", http.StatusMethodNotAllowed)
 				return
 			}
 			select {

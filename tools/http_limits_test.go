@@ -102,6 +102,10 @@ func TestHTTP_HugeBody_Is413WithoutGrowingMemory(t *testing.T) {
 				grown = max(grown, procStatusKB(t, "VmHWM")-before)
 			}
 			t.Logf("resident memory grew by %d kB (peak measured: %v)", grown, peakReset)
+			if raceEnabled {
+				t.Log("built with -race: its shadow memory makes resident size no measure of the body; the bound is checked by go test without -race")
+				return
+			}
 			if grown > 10*1024 {
 				t.Fatalf("a rejected body grew resident memory by %d kB", grown)
 			}
@@ -199,7 +203,13 @@ func TestHTTP_TricklingClients_AreCutOff(t *testing.T) {
 	if s := NewHTTPServer(http.NotFoundHandler(), nil); s.ReadHeaderTimeout != DefaultHeaderTimeout || s.IdleTimeout != DefaultIdleTimeout || s.WriteTimeout != 0 {
 		t.Fatalf("the server's bounds: header %v, idle %v, write %v (event streams need none)", s.ReadHeaderTimeout, s.IdleTimeout, s.WriteTimeout)
 	}
-	hs.Config.ReadHeaderTimeout = 300 * time.Millisecond
+	h := NewHTTPHandler(server.NewMCPServer("airlock-test", "1"), HTTPOptions{})
+	slow := httptest.NewUnstartedServer(h)
+	slow.Config = NewHTTPServer(h, nil)
+	slow.Config.ReadHeaderTimeout = 300 * time.Millisecond
+	slow.Start()
+	t.Cleanup(slow.Close)
+	addr = slow.Listener.Addr().String()
 	c := rawRequest(t, addr, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\n")
 	if _, closed := answerOf(t, c); !closed {
 		t.Fatal("a client that never finishes its headers must be disconnected")
@@ -216,8 +226,8 @@ func TestHTTP_EventStreams_NeedASessionAndAreCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("GET /mcp without a session: want 400, got %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("GET /mcp without a session: want 405 (no stream), got %d", resp.StatusCode)
 	}
 	open := func() *http.Response {
 		t.Helper()

@@ -196,6 +196,10 @@ func TestProcess_256MiBBody_Is413AndTheServerStaysSmall(t *testing.T) {
 		grown = max(grown, statusKB(t, pid, "VmHWM")-before)
 	}
 	t.Logf("server resident memory: %d kB before, %d kB after, growth %d kB (peak measured: %v)", before, after, grown, peakReset)
+	if raceEnabled {
+		t.Log("built with -race: its shadow memory makes resident size no measure of the body; the bound is checked by go test without -race")
+		return
+	}
 	if grown > 10*1024 {
 		t.Fatalf("the server's resident memory grew by %d kB", grown)
 	}
