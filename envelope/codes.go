@@ -65,6 +65,7 @@ const (
 	WarnUnknownEnumValue        = "UNKNOWN_ENUM_VALUE"
 	WarnFieldDrift              = "FIELD_DRIFT"
 	WarnDeclarationContradicted = "DECLARATION_CONTRADICTED"
+	WarnAnsweredFromMemory      = "ANSWERED_FROM_MEMORY"
 )
 
 // Problem codes.
@@ -129,6 +130,7 @@ const (
 	FieldUnknownFilter    = "unknown_filter"
 	FieldUnknownField     = "unknown_field"
 	FieldSensitive        = "sensitive_field"
+	FieldSensitiveQuery   = "sensitive_query"
 	FieldOutOfRange       = "out_of_range"
 	FieldOverCap          = "over_cap"
 	FieldEnum             = "enum"
@@ -239,6 +241,10 @@ var registry = []Code{
 		Message:  "the upstream contradicted something the configuration declares about it; the declaration was not relied on",
 		Meaning:  "a configured declaration (fields: result_cap, total) disagreed with what the upstream returned; airlock ignored it for this answer",
 		Recovery: "none needed for this answer; report it so that the configuration can be corrected"},
+	{Code: WarnAnsweredFromMemory, Kind: KindWarning,
+		Message:  "airlock answered an identical call from memory: the upstream asked to wait and was not called again",
+		Meaning:  "the answer is the one given at revision to an identical call; the upstream is not called again until continuation.retry_after_seconds have passed",
+		Recovery: "wait retry_after_seconds before calling again; the cursor, when given, continues the same scan"},
 
 	// Problems.
 	{Code: ProblemInvalidArguments, Kind: KindProblem, Status: 400, Title: "Invalid arguments", Retryable: false,
@@ -415,6 +421,7 @@ var registry = []Code{
 	{Code: FieldUnknownFilter, Kind: KindFieldError, Message: "this filter is not declared for the resource", Meaning: "the resource does not declare the filter", Recovery: "use a filter listed by describe_resources"},
 	{Code: FieldUnknownField, Kind: KindFieldError, Message: "this field is not declared for the resource", Meaning: "the resource does not declare the field", Recovery: "use a field listed by describe_resources"},
 	{Code: FieldSensitive, Kind: KindFieldError, Message: "this field is sensitive and never leaves airlock", Meaning: "the field is marked sensitive in the configuration", Recovery: "remove it"},
+	{Code: FieldSensitiveQuery, Kind: KindFieldError, Message: "this field is sensitive: airlock answers no query whose counts or membership would reveal its values", Meaning: "a filter, exclusion rule or group names a field marked sensitive (and not queryable) in the configuration", Recovery: "remove the condition on it; an operator may mark the field queryable"},
 	{Code: FieldOutOfRange, Kind: KindFieldError, Message: "this value is out of range", Meaning: "the number is below the minimum or above the maximum", Recovery: "use a value within the range in the example"},
 	{Code: FieldOverCap, Kind: KindFieldError, Message: "this budget exceeds the configured hard cap", Meaning: "the budget is above the cap from the configuration", Recovery: "use at most the cap (describe_resources lists it)"},
 	{Code: FieldEnum, Kind: KindFieldError, Message: "this value is not one of the allowed values", Meaning: "the value is not in the allowed set", Recovery: "use one of the allowed values"},

@@ -93,6 +93,11 @@ func RenderErrorsDoc() string {
 	b.WriteString("`X-Request-Id` and logged), `errors[]` (every invalid field at once, up to 20: the `detail` says when there were more) and, for writes,\n")
 	b.WriteString("`state_changed` (`none`, `partial`, `unknown`). Rendered from `envelope/codes.go`\n")
 	b.WriteString("(`UPDATE_GOLDEN=1 go test ./envelope` regenerates it); a test fails when they differ.\n\n")
+	b.WriteString("A problem airlock answered from memory, without calling the upstream (an identical call failed\n")
+	b.WriteString("moments ago), says so in `detail` and carries `remembered_until`: until that time (RFC 3339) an\n")
+	b.WriteString("identical call gets the same answer. A failure the upstream's state decides (401, 403, 404, a\n")
+	b.WriteString("login page) is remembered for 10 s, a rejected request for 60 s, a transient failure for the\n")
+	b.WriteString("wait it named; a call with another credential is never answered from memory.\n\n")
 	b.WriteString("Per target, an operation's results carry the same problems (with `state_changed`).\n")
 	b.WriteString("The field-error codes of `errors[]` are in [codes.md](codes.md).\n")
 	for _, c := range Codes() {

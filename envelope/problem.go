@@ -36,6 +36,10 @@ type Problem struct {
 	RequestID         string       `json:"request_id,omitempty"`
 	Errors            []FieldError `json:"errors,omitempty"`
 	StateChanged      string       `json:"state_changed,omitempty"`
+	// RememberedUntil is set when airlock answered from memory, without
+	// calling the upstream: an identical call before this time (RFC 3339)
+	// gets the same answer.
+	RememberedUntil string `json:"remembered_until,omitempty"`
 }
 
 // FieldError names one invalid field. Field is a dotted path into the

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -92,7 +93,7 @@ func DecodeJSON(doc []byte) (any, error) {
 
 // ValidateValue checks an already decoded value (see DecodeJSON).
 func (v *Validator) ValidateValue(val any) error {
-	if err := v.schema.Validate(val); err != nil {
+	if err := v.schema.Validate(tameNumbers(val)); err != nil {
 		var ve *jsonschema.ValidationError
 		if ok := asValidation(err, &ve); ok {
 			var lines []string
@@ -119,7 +120,7 @@ type Violation struct {
 
 // Violations validates val and returns every leaf violation.
 func (v *Validator) Violations(val any) []Violation {
-	err := v.schema.Validate(val)
+	err := v.schema.Validate(tameNumbers(val))
 	if err == nil {
 		return nil
 	}
@@ -169,4 +170,79 @@ func ValidateEnvelope(doc []byte) error {
 		envValidator = v
 	})
 	return envValidator.Validate(doc)
+}
+
+// maxExponent bounds the decimal exponent of a number handed to the
+// validator: it reads numbers as big.Rat, which refuses (and the validator
+// then dereferences nil on) exponents past a million. 1e400 compares like
+// 1e1000001 against any bound a schema states, and is as whole a number.
+const maxExponent = 400
+
+// tameNumbers returns val with every number whose exponent is out of the
+// validator's range brought to maxExponent (same sign, same side of one);
+// val itself when it holds none.
+func tameNumbers(val any) any {
+	out, _ := tame(val)
+	return out
+}
+
+// tame is tameNumbers that says whether it changed anything; it copies
+// only the containers on the way to a changed number.
+func tame(val any) (any, bool) {
+	switch x := val.(type) {
+	case json.Number:
+		t := tameNumber(x)
+		return t, t != x
+	case []any:
+		var out []any
+		for i, e := range x {
+			t, changed := tame(e)
+			if changed && out == nil {
+				out = append([]any(nil), x...)
+			}
+			if changed {
+				out[i] = t
+			}
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			t, changed := tame(e)
+			if changed && out == nil {
+				out = make(map[string]any, len(x))
+				for k2, e2 := range x {
+					out[k2] = e2
+				}
+			}
+			if changed {
+				out[k] = t
+			}
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	}
+	return val, false
+}
+
+func tameNumber(n json.Number) json.Number {
+	s := string(n)
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return n
+	}
+	exp, err := strconv.ParseInt(strings.TrimPrefix(s[i+1:], "+"), 10, 64)
+	if err == nil && exp >= -maxExponent && exp <= maxExponent {
+		return n
+	}
+	neg := strings.HasPrefix(s[i+1:], "-")
+	if neg {
+		return json.Number(s[:i] + "e-" + strconv.Itoa(maxExponent))
+	}
+	return json.Number(s[:i] + "e" + strconv.Itoa(maxExponent))
 }

@@ -476,7 +476,7 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 		r.applyStopRules("", resp.Status)
 		return
 	}
-	p := upstream.ProblemFor(err, r.a.ParamFor)
+	p := upstream.ProblemFor(err, r.a.FieldName)
 	var he *upstream.HTTPError
 	if !errors.As(err, &he) {
 		unobserved(0, p, "the write failed in an unexpected way; its outcome was not observed")

@@ -3,12 +3,18 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
+	"math/big"
 	"reflect"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // argChecker validates arguments against a tool's input schema and reports
@@ -76,10 +82,56 @@ func decodeArgs(name string, schema map[string]any, raw json.RawMessage, dst any
 			ptr := reflect.New(rt.Field(i).Type)
 			if dec.Decode(ptr.Interface()) == nil {
 				rv.Field(i).Set(ptr.Elem())
+			} else if n, ok := integral(val); ok {
+				setInt(rv.Field(i), n)
 			}
 		}
 	}
 	return errs, bad
+}
+
+// integral reads a JSON number that is a whole number but that
+// encoding/json will not put in an int (1e3, 1e21, 2^63): the value,
+// saturated to the int range so that a budget check answers over_cap
+// instead of the argument silently taking its default.
+func integral(raw json.RawMessage) (int, bool) {
+	lit := strings.TrimSpace(string(raw))
+	if lit == "" || !(lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
+		return 0, false
+	}
+	f, _, err := big.ParseFloat(lit, 10, 256, big.ToZero)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) || strings.Contains(err.Error(), "exponent overflow") {
+			if lit[0] == '-' {
+				return math.MinInt, true
+			}
+			return math.MaxInt, true
+		}
+		return 0, false
+	}
+	if !f.IsInt() {
+		return 0, false
+	}
+	if f.Sign() > 0 && f.Cmp(new(big.Float).SetInt64(math.MaxInt)) >= 0 {
+		return math.MaxInt, true
+	}
+	if f.Sign() < 0 && f.Cmp(new(big.Float).SetInt64(math.MinInt)) <= 0 {
+		return math.MinInt, true
+	}
+	n, _ := f.Int64()
+	return int(n), true
+}
+
+// setInt stores n in an int or *int field; other fields are left alone.
+func setInt(v reflect.Value, n int) {
+	switch {
+	case v.Kind() == reflect.Int:
+		v.SetInt(int64(n))
+	case v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Int:
+		p := reflect.New(v.Type().Elem())
+		p.Elem().SetInt(int64(n))
+		v.Set(p)
+	}
 }
 
 // violationErrors renders one schema violation as field errors under
@@ -170,4 +222,60 @@ func exampleAt(schema map[string]any, field string) any {
 		return ex[0]
 	}
 	return nil
+}
+
+// queryUse is a field a query conditions on: the argument path that named
+// it and the declared field it reads.
+type queryUse struct{ path, field string }
+
+// checkSensitive refuses, all at once, every condition a query puts on a
+// sensitive field: filters, exclusion rules, group selectors. The counts,
+// membership and ordering such a query answers reveal the field's values
+// (a binary search over "lt" exclusion counts reads an address out in a
+// few hundred previews). A field the configuration marks queryable is
+// exempt: its values are disclosed by counts, on purpose. Every tool that
+// accepts a field name from the caller for a condition calls it.
+func checkSensitive(r *upstream.Resource, uses []queryUse) []envelope.FieldError {
+	var errs []envelope.FieldError
+	for _, u := range uses {
+		if fc, ok := r.Field(u.field); ok && fc.Sensitive && !fc.Queryable {
+			errs = append(errs, envelope.NewFieldError(u.path, envelope.FieldSensitiveQuery, nil))
+		}
+	}
+	return errs
+}
+
+// filterUses lists the fields a filter conditions on.
+func filterUses(r *upstream.Resource, filter map[string]any) []queryUse {
+	var uses []queryUse
+	for _, name := range sortedKeys(filter) {
+		fc, ok := r.Config.Filters[name]
+		if !ok {
+			continue
+		}
+		field := name
+		if fc != nil && fc.Field != "" {
+			field = fc.Field
+		}
+		uses = append(uses, queryUse{path: "filter." + name, field: field})
+	}
+	return uses
+}
+
+// ruleUses lists the fields exclusion rules condition on.
+func ruleUses(arg string, rules []upstream.RuleConfig) []queryUse {
+	uses := make([]queryUse, 0, len(rules))
+	for i, rule := range rules {
+		uses = append(uses, queryUse{path: arg + "[" + itoa(i) + "].field", field: rule.Field})
+	}
+	return uses
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

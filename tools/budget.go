@@ -86,11 +86,3 @@ func fitGroups(groups map[string][]upstream.Group, budget int) (map[string][]ups
 	}
 	return out, cut
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make(map[string]bool, len(m))
-	for k := range m {
-		keys[k] = true
-	}
-	return sortedSet(keys)
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -36,6 +37,9 @@ type Deps struct {
 	// generated once and kept in the store, which shares it with every
 	// process using that store.
 	Secret []byte
+	// Redactor removes the credentials from every tool result, log record,
+	// stored document and audit line (NewDeps takes the runtime's).
+	Redactor *envelope.Redactor
 }
 
 // NewDeps fills the defaults: a wall clock, a fresh cursor key and a scan
@@ -44,12 +48,20 @@ func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	var red *envelope.Redactor
+	if rt != nil {
+		red = rt.Redactor
+	}
+	if red == nil {
+		red = envelope.NewRedactor()
+	}
 	return &Deps{
-		Runtime: rt,
-		Logger:  logger,
-		Clock:   upstream.WallClock,
-		Scans:   NewScanCache(15*time.Minute, 64, 256<<20, upstream.WallClock),
-		Cursors: NewCursorKey(),
+		Runtime:  rt,
+		Redactor: red,
+		Logger:   slog.New(red.Handler(logger.Handler())),
+		Clock:    upstream.WallClock,
+		Scans:    NewScanCache(15*time.Minute, 64, 256<<20, upstream.WallClock),
+		Cursors:  NewCursorKey(),
 	}
 }
 
@@ -57,8 +69,11 @@ func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
 // scans in the store and takes the cursor key from the secret or the
 // store, so that cursors outlive a restart and continue on any process
 // sharing the store. background is the context operations run in after a
-// commit call returns.
+// commit call returns. Everything written to the store, and to the
+// auditor's file, passes through the deps' redactor.
 func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) error {
+	s = selection.Redacting(s, d.Redactor)
+	d.Auditor = d.Auditor.WithRedactor(d.Redactor)
 	d.Store = s
 	d.Engine = &selection.Engine{Store: s, Runtime: d.Runtime, Clock: d.Clock, Logger: d.Logger, Background: background, Auditor: d.Auditor}
 	key, err := d.key(ctx, "cursor_key")
@@ -110,7 +125,10 @@ func NewServer(d *Deps) (*server.MCPServer, error) {
 	if d.Memory == nil {
 		d.Memory = NewProblemMemory(d.Clock, time.Minute)
 	}
-	if err := Register(srv, d.Logger, d.Memory, d.Specs()...); err != nil {
+	if d.Memory.Fingerprint == nil && d.Runtime != nil {
+		d.Memory.Fingerprint = d.Runtime.CredentialFingerprint
+	}
+	if err := Register(srv, RegisterOptions{Logger: d.Logger, Memory: d.Memory, Redactor: d.Redactor}, d.Specs()...); err != nil {
 		return nil, err
 	}
 	return srv, nil

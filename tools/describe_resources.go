@@ -82,6 +82,9 @@ func describeResource(r *upstream.Resource) map[string]any {
 		}
 		if f.Sensitive {
 			m["sensitive"] = true
+			if f.Queryable {
+				m["queryable"] = true
+			}
 		}
 		if f.Deprecated {
 			m["deprecated"] = true

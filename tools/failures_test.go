@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // scripted is an upstream whose every answer a test decides; it records
@@ -182,13 +183,14 @@ func TestUpstreamValidationErrors_AreTranslatedToTheArgumentsThatSentThem(t *tes
 
 // TestUpstreamRejectingHundredsOfFields_StaysASmallProblem: an upstream
 // that lists 300 invalid fields does not turn into a problem of thousands
-// of tokens: errors[] keeps the first 20 and the detail says how many
-// there were.
+// of tokens: the names the configuration does not declare are listed once,
+// as upstream.undeclared_field, and the detail says how many there were.
 func TestUpstreamRejectingHundredsOfFields_StaysASmallProblem(t *testing.T) {
 	var errs []string
 	for i := range 300 {
 		errs = append(errs, fmt.Sprintf(`{"field":"metadata.labels.k%03d","message":"too long"}`, i))
 	}
+	errs = append(errs, `{"field":"owner","message":"unknown team"}`)
 	body := `{"errors":[` + strings.Join(errs, ",") + `]}`
 	api := newFixture(t)
 	_, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
@@ -204,8 +206,12 @@ func TestUpstreamRejectingHundredsOfFields_StaysASmallProblem(t *testing.T) {
 	if p == nil || p.Code != envelope.ProblemUpstreamRejected {
 		t.Fatalf("want UPSTREAM_REJECTED_REQUEST, got %+v", p)
 	}
-	if len(p.Errors) != 20 || !strings.Contains(p.Detail, "The first 20 of 300 invalid fields are listed.") {
-		t.Fatalf("want 20 errors and a detail that says 300, got %d errors, detail %q", len(p.Errors), p.Detail)
+	got := fieldsOf(p)
+	if len(p.Errors) != 2 || got["filter.owner"] == "" || got[upstream.UndeclaredField] == "" {
+		t.Fatalf("want filter.owner and one %s, got %v", upstream.UndeclaredField, got)
+	}
+	if !strings.Contains(p.Detail, "It named 300 field(s) the configuration does not declare") {
+		t.Fatalf("the detail must say how many undeclared fields there were: %q", p.Detail)
 	}
 	if n := len(bad.raw); n > 8000 {
 		t.Fatalf("the result is %d bytes; a problem should stay small", n)

@@ -84,7 +84,19 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	if a.PageSize != nil {
 		q.Limit = *a.PageSize
 	}
+	if r != nil && !bad["group"] {
+		var uses []queryUse
+		for _, k := range sortedKeys(a.Group) {
+			uses = append(uses, queryUse{path: "group." + k, field: k})
+		}
+		errs = append(errs, checkSensitive(r, uses)...)
+	}
 	for k, v := range a.Group {
+		if r != nil {
+			if fc, ok := r.Field(k); ok && fc.Sensitive && !fc.Queryable {
+				continue // refused above
+			}
+		}
 		if _, ok := sel.Summary.Groups[k]; !ok {
 			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldUnknownField, keysOf(sel.Summary.Groups)))
 			continue

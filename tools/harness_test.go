@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/envelope/leaktest"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -104,12 +105,13 @@ func newFixture(t testing.TB) *fixtures.Server {
 		OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
 }
 
-// leaks fails the test when b holds a canary credential.
+// leaks fails the test when b holds a canary credential in any form a
+// reader could decode (raw, split, escaped, base64).
 func leaks(t testing.TB, what string, b []byte) {
 	t.Helper()
 	for _, c := range []string{canaryToken, canaryAdmin} {
-		if bytes.Contains(b, []byte(c)) {
-			t.Fatalf("the credential leaked into %s", what)
+		if hits := leaktest.Hits(b, c); len(hits) > 0 {
+			t.Fatalf("the credential leaked into %s (%v)", what, hits)
 		}
 	}
 }

@@ -1,12 +1,18 @@
 package tools
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -22,6 +28,45 @@ type HTTPOptions struct {
 	Logger         *slog.Logger
 	// Extra mounts more handlers (such as the review page) on the mux.
 	Extra map[string]http.Handler
+	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes when zero):
+	// a larger one is answered 413 before anything reads it.
+	MaxBodyBytes int64
+	// BodyTimeout bounds the time a request body may take to arrive
+	// (DefaultBodyTimeout when zero): a trickling client is cut off.
+	BodyTimeout time.Duration
+	// MaxStreams bounds the event streams open at once (GET /sse, GET
+	// /mcp of a session): DefaultMaxStreams when zero; past it, 503.
+	MaxStreams int
+}
+
+// Defaults of the HTTP transport's bounds.
+const (
+	DefaultMaxBodyBytes = 4 << 20
+	DefaultBodyTimeout  = 10 * time.Second
+	DefaultMaxStreams   = 64
+	// DefaultHeaderTimeout bounds the time request headers may take;
+	// DefaultIdleTimeout how long an idle keep-alive connection is kept.
+	DefaultHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout   = 120 * time.Second
+	// maxHeaderBytes bounds request headers.
+	maxHeaderBytes = 64 << 10
+)
+
+// NewHTTPServer returns the server for an HTTP handler, with the bounds a
+// server reachable by a web page or a network needs: header and idle
+// timeouts and a header size limit (the body's bounds are the handler's,
+// see HTTPOptions). No write timeout: event streams stay open.
+func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: DefaultHeaderTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
 }
 
 // NewHTTPHandler serves streamable HTTP at /mcp and SSE at /sse (messages at
@@ -40,7 +85,141 @@ func NewHTTPHandler(srv *server.MCPServer, opts HTTPOptions) http.Handler {
 	for p, h := range opts.Extra {
 		mux.Handle(p, h)
 	}
-	return guard(mux, opts)
+	return guard(bound(mux, opts), opts)
+}
+
+// bound enforces the transport's limits before any handler (mcp-go's reads
+// a whole body into memory) sees the request: the body's size and the time
+// it takes to arrive, the number of open event streams, and no stream
+// without a session.
+func bound(next http.Handler, opts HTTPOptions) http.Handler {
+	maxBody := opts.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	bodyTimeout := opts.BodyTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultBodyTimeout
+	}
+	maxStreams := opts.MaxStreams
+	if maxStreams <= 0 {
+		maxStreams = DefaultMaxStreams
+	}
+	streams := make(chan struct{}, maxStreams)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.Method == http.MethodGet && (r.URL.Path == "/mcp" || r.URL.Path == "/sse") {
+			if r.URL.Path == "/mcp" && r.Header.Get(server.HeaderKeySessionID) == "" {
+				// mcp-go would open a stream for a session it makes up. 405
+				// is how the protocol says "no stream here" (clients go on
+				// without one).
+				w.Header().Set("Allow", "POST, DELETE")
+				http.Error(w, "a GET stream needs the Mcp-Session-Id of an initialized session", http.StatusMethodNotAllowed)
+				return
+			}
+			select {
+			case streams <- struct{}{}:
+				defer func() { <-streams }()
+			default:
+				opts.Logger.Warn("refused an event stream: too many open", "max", maxStreams)
+				w.Header().Set("Retry-After", "10")
+				http.Error(w, "too many open event streams", http.StatusServiceUnavailable)
+				return
+			}
+			_ = rc.SetReadDeadline(time.Time{})
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > maxBody {
+			tooLarge(w, maxBody)
+			return
+		}
+		// The deadline stays on a refused request: the server's attempt
+		// to drain the rest of its body ends with it.
+		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		body, n, err := readBody(r.Body, maxBody)
+		defer body.release()
+		switch {
+		case errors.Is(err, errBodyTooLarge):
+			tooLarge(w, maxBody)
+			return
+		case err != nil:
+			w.Header().Set("Connection", "close")
+			http.Error(w, "the request body could not be read in time", http.StatusRequestTimeout)
+			return
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(body.reader())
+		r.ContentLength = n
+		next.ServeHTTP(w, r)
+	})
+}
+
+var errBodyTooLarge = errors.New("request body over the limit")
+
+// bodyBlock is the unit request bodies are read in; blocks are reused, so
+// that bodies refused one after another do not each cost new memory.
+const bodyBlock = 64 << 10
+
+var bodyBlocks = sync.Pool{New: func() any { return new([bodyBlock]byte) }}
+
+// blocks is a body read into pooled blocks.
+type blocks struct {
+	bufs []*[bodyBlock]byte
+	last int // bytes used in the last block
+}
+
+func (b *blocks) reader() io.Reader {
+	rs := make([]io.Reader, len(b.bufs))
+	for i, buf := range b.bufs {
+		n := bodyBlock
+		if i == len(b.bufs)-1 {
+			n = b.last
+		}
+		rs[i] = bytes.NewReader(buf[:n])
+	}
+	return io.MultiReader(rs...)
+}
+
+// release returns the blocks to the pool; the body must not be read after.
+func (b *blocks) release() {
+	for _, buf := range b.bufs {
+		bodyBlocks.Put(buf)
+	}
+	b.bufs = nil
+}
+
+// readBody reads a body of at most limit bytes into blocks taken as the
+// bytes arrive (never by what the client announced): a body over the limit
+// costs at most the limit, and one within it is handed on as it was read,
+// without a copy. The caller releases the blocks when the request is done.
+func readBody(body io.Reader, limit int64) (*blocks, int64, error) {
+	b := &blocks{}
+	var total int64
+	for {
+		buf := bodyBlocks.Get().(*[bodyBlock]byte)
+		n, err := io.ReadFull(body, buf[:])
+		total += int64(n)
+		b.bufs, b.last = append(b.bufs, buf), n
+		if total > limit {
+			return b, 0, errBodyTooLarge
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return b, total, nil
+		}
+		if err != nil {
+			return b, 0, err
+		}
+	}
+}
+
+func tooLarge(w http.ResponseWriter, limit int64) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, fmt.Sprintf("request body over the %d-byte limit", limit), http.StatusRequestEntityTooLarge)
 }
 
 // guard rejects foreign origins (403), non-loopback Host headers on a

@@ -173,9 +173,11 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	if !bad["filter"] {
 		errs = append(errs, r.CheckFilter(a.Filter)...)
+		errs = append(errs, checkSensitive(r, filterUses(r, a.Filter))...)
 	}
 	if !bad["exclude"] {
 		errs = append(errs, checkRules(r, a.Exclude)...)
+		errs = append(errs, checkSensitive(r, ruleUses("exclude", a.Exclude))...)
 	}
 	if !bad["fields"] {
 		errs = append(errs, checkReviewFields(r, a.Fields)...)

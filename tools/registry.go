@@ -134,26 +134,38 @@ func (s Spec) check() error {
 	return nil
 }
 
+// RegisterOptions are what every registered tool shares.
+type RegisterOptions struct {
+	Logger *slog.Logger
+	// Memory, when set, answers repeats of failed calls from memory.
+	Memory *ProblemMemory
+	// Redactor, when set, removes its secrets from every result.
+	Redactor *envelope.Redactor
+}
+
 // Register adds the tools to the server after checking their annotations.
-// mem, when set, answers repeats of failed calls from memory.
-func Register(srv *server.MCPServer, logger *slog.Logger, mem *ProblemMemory, specs ...Spec) error {
+func Register(srv *server.MCPServer, opts RegisterOptions, specs ...Spec) error {
 	for _, s := range specs {
 		if err := s.check(); err != nil {
 			return err
 		}
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	for _, s := range specs {
-		srv.AddTool(s.Tool(), handler(s, logger, mem))
+		srv.AddTool(s.Tool(), handler(s, opts))
 	}
 	return nil
 }
 
-func handler(s Spec, logger *slog.Logger, mem *ProblemMemory) server.ToolHandlerFunc {
+func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
+	mem, red := opts.Memory, opts.Redactor
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		call := &Call{RequestID: newRequestID(), Request: req, Client: clientInfo(ctx)}
 		raw, merr := rawArguments(req)
 		call.Raw = raw
-		log := logger.With("tool", s.Name, "request_id", call.RequestID)
+		log := opts.Logger.With("tool", s.Name, "request_id", call.RequestID)
 		defer func() {
 			if p := recover(); p != nil {
 				log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -166,26 +178,59 @@ func handler(s Spec, logger *slog.Logger, mem *ProblemMemory) server.ToolHandler
 			}).WithRequest(call.RequestID))), nil
 		}
 		if mem != nil {
-			if p := mem.recall(s.Name, call.Raw, call.RequestID); p != nil {
-				log.Info("tool call answered from memory", "code", p.Code)
-				return Result(envelope.ErrorEnvelope(p)), nil
+			if env := mem.recall(s, call.Raw, call.RequestID); env != nil {
+				log.Info("tool call answered from memory", "status", env.Status, "reasons", reasonCodes(env))
+				return redactedResult(env, red), nil
 			}
 		}
 		env := s.Handler(ctx, call)
 		if call.InputRequired != nil {
 			log.Info("tool call asks the client for input")
-			return call.InputRequired, nil
+			return redactedInput(call.InputRequired, red), nil
 		}
 		if env.Problem != nil && env.Problem.RequestID == "" {
 			env.Problem.WithRequest(call.RequestID)
 		}
-		if mem != nil {
-			mem.remember(s.Name, call.Raw, env.Problem)
-		}
 		env.Finish()
+		if mem != nil {
+			mem.remember(s, call.Raw, env)
+		}
 		log.Info("tool call", "status", env.Status, "complete", env.Complete, "reasons", reasonCodes(env))
-		return Result(env), nil
+		return redactedResult(env, red), nil
 	}
+}
+
+// redactedResult renders the envelope as Result does, with the secrets
+// removed from its bytes: the last step before a result leaves airlock.
+func redactedResult(env *envelope.Envelope, red *envelope.Redactor) *mcp.CallToolResult {
+	env.Finish()
+	b := red.Bytes(env.Marshal())
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
+		StructuredContent: json.RawMessage(b),
+		IsError:           env.Status == envelope.StatusError,
+	}
+}
+
+// redactedInput removes the secrets from a request for input (an approval
+// form built from a selection).
+func redactedInput(res *mcp.CallToolResult, red *envelope.Redactor) *mcp.CallToolResult {
+	if red.Empty() {
+		return res
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	clean := red.Bytes(b)
+	if len(clean) == len(b) && string(clean) == string(b) {
+		return res
+	}
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(clean, &out); err != nil {
+		return Result(envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "")))
+	}
+	return &out
 }
 
 // clientInfo names the calling MCP client, as it introduced itself.

@@ -164,6 +164,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	if !bad["filter"] {
 		errs = append(errs, r.CheckFilter(a.Filter)...)
+		errs = append(errs, checkSensitive(r, filterUses(r, a.Filter))...)
 	}
 	if !bad["fields"] {
 		errs = append(errs, checkFields(r, "fields", a.Fields)...)

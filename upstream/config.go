@@ -137,13 +137,17 @@ type PaginationConfig struct {
 	ResourceVersion string `yaml:"resource_version"`
 }
 
-// FieldConfig declares one field of a resource's items.
+// FieldConfig declares one field of a resource's items. A Sensitive field
+// never leaves airlock and answers no query; Queryable (only with
+// Sensitive) lets filters and exclusion rules name it, disclosing its
+// values through counts and membership.
 type FieldConfig struct {
 	Path        string   `yaml:"path"`
 	Type        string   `yaml:"type"`
 	Nullable    bool     `yaml:"nullable"`
 	Enum        []string `yaml:"enum"`
 	Sensitive   bool     `yaml:"sensitive"`
+	Queryable   bool     `yaml:"queryable"`
 	Deprecated  bool     `yaml:"deprecated"`
 	Normalize   string   `yaml:"normalize"`
 	Description string   `yaml:"description"`
@@ -583,6 +587,9 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 			} else if !validLayout(f.Layout) {
 				l.add("layout must be rfc3339, unix, unix_ms or a Go time layout such as \"2006-01-02 15:04:05.999Z07:00\"", at("fields", fname, "layout")...)
 			}
+		}
+		if f.Queryable && !f.Sensitive {
+			l.add("queryable only applies to a sensitive field (every other field can be queried)", at("fields", fname, "queryable")...)
 		}
 		validateFieldContract(l, f, at("fields", fname))
 	}

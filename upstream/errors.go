@@ -98,8 +98,13 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	var p *envelope.Problem
 	switch {
 	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
-		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, fmt.Sprintf("The upstream answered %d: it rejected values airlock sent.", st))
-		p.SetErrors(FieldErrors(he.Body, mapField))
+		errs, undeclared := fieldErrors(he.Body, mapField)
+		detail := fmt.Sprintf("The upstream answered %d: it rejected values airlock sent.", st)
+		if undeclared > 0 {
+			detail += fmt.Sprintf(" It named %d field(s) the configuration does not declare (%s).", undeclared, UndeclaredField)
+		}
+		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, detail)
+		p.SetErrors(errs)
 	case st == http.StatusUnauthorized:
 		p = envelope.NewProblem(envelope.ProblemUpstreamAuth, "")
 	case st == http.StatusForbidden:
@@ -123,18 +128,31 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	return p
 }
 
+// UndeclaredField is what errors[] names a field an upstream rejected when
+// the configuration declares no such field: the upstream's own names, which
+// may carry anything (an echoed credential), never reach the agent.
+const UndeclaredField = "upstream.undeclared_field"
+
 // FieldErrors translates an upstream's field errors into errors[]: RFC 9457
 // (errors[] or invalid-params[]), Google's google.rpc.Status BadRequest
 // fieldViolations, Kubernetes Status causes, and plain {"errors": [{field}]}
-// bodies are understood. Only field names travel (sanitized, and mapped to
-// the tool argument they came from when mapField knows it); the upstream's
-// messages never do.
+// bodies are understood. Only names airlock knows travel: mapField maps an
+// upstream's field name to the tool argument that sent it or to a declared
+// field (see Resource.FieldName and Action.FieldName); every other name
+// becomes UndeclaredField, listed once. The upstream's messages never
+// travel.
 func FieldErrors(body []byte, mapField func(string) string) []envelope.FieldError {
+	errs, _ := fieldErrors(body, mapField)
+	return errs
+}
+
+// fieldErrors is FieldErrors that also counts the distinct undeclared names.
+func fieldErrors(body []byte, mapField func(string) string) ([]envelope.FieldError, int) {
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if dec.Decode(&doc) != nil {
-		return nil
+		return nil, 0
 	}
 	var fields []string
 	add := func(v any) {
@@ -171,6 +189,7 @@ func FieldErrors(body []byte, mapField func(string) string) []envelope.FieldErro
 		}
 	}
 	seen := map[string]bool{}
+	undeclared := map[string]bool{}
 	var out []envelope.FieldError
 	for _, f := range fields {
 		f = strings.TrimPrefix(strings.ReplaceAll(strings.TrimPrefix(f, "/"), "/", "."), "body.")
@@ -179,7 +198,8 @@ func FieldErrors(body []byte, mapField func(string) string) []envelope.FieldErro
 			name = mapField(f)
 		}
 		if name == "" {
-			name = "upstream." + f
+			undeclared[f] = true
+			name = UndeclaredField
 		}
 		name = envelope.SafeName(name)
 		if seen[name] {
@@ -189,5 +209,34 @@ func FieldErrors(body []byte, mapField func(string) string) []envelope.FieldErro
 		out = append(out, envelope.NewFieldError(name, envelope.FieldUpstreamRejected, nil))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
-	return out
+	return out, len(undeclared)
+}
+
+// FieldName maps a field an upstream named in a validation error to a name
+// airlock may show: the filter argument that sent the query parameter
+// (filter.X), or upstream.F when F is a field the resource declares (by
+// name or path); "" for anything else.
+func (r *Resource) FieldName(name string) string {
+	if f := r.paramToFilter(name); f != "" {
+		return f
+	}
+	for _, fname := range sortedKeys(r.Config.Fields) {
+		if fname == name || r.FieldPath(fname) == name {
+			return "upstream." + fname
+		}
+	}
+	return ""
+}
+
+// FieldName maps a field an upstream named in its answer to a write: the
+// action parameter the request body took it from (action.params.X), else
+// a declared field of the resource (see Resource.FieldName); "" otherwise.
+func (a *Action) FieldName(name string) string {
+	if p := a.ParamFor(name); p != "" {
+		return p
+	}
+	if a.Resource != nil {
+		return a.Resource.FieldName(name)
+	}
+	return ""
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
 )
 
 // Defaults applied where the configuration is silent. They are deliberately
@@ -37,6 +39,9 @@ type Runtime struct {
 	Upstreams   map[string]*Client
 	Resources   map[string]*Resource
 	Actions     map[string]*Action
+	// Redactor knows every credential the runtime loaded: what airlock
+	// stores, logs, returns or exports passes through it.
+	Redactor *envelope.Redactor
 }
 
 // Resource is a resource with every default resolved.
@@ -70,6 +75,10 @@ type Options struct {
 	// for operator commands (approve, review), which need the actions and
 	// their policies but must not need the API's secret.
 	WithoutCredentials bool
+	// Redactor, when set, receives every credential loaded (so that a
+	// logger built before the configuration redacts them too); nil means
+	// a new one. Either way the runtime's logger redacts through it.
+	Redactor *envelope.Redactor
 }
 
 // Clock is the time source logic uses, so that tests can move it.
@@ -102,7 +111,12 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 	if opts.Clock == nil {
 		opts.Clock = WallClock
 	}
-	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{}}
+	if opts.Redactor == nil {
+		opts.Redactor = envelope.NewRedactor()
+	}
+	opts.Logger = slog.New(opts.Redactor.Handler(opts.Logger.Handler()))
+	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{},
+		Redactor: opts.Redactor}
 	var errs []error
 	for _, name := range sortedKeys(c.Upstreams) {
 		uc := *c.Upstreams[name]
@@ -119,6 +133,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 			errs = append(errs, fmt.Errorf("upstream %q: %w", name, err))
 			continue
 		}
+		opts.Redactor.Add(credentialSecrets(cl.credValue)...)
 		rt.Upstreams[name] = cl
 	}
 	if len(errs) > 0 {

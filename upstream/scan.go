@@ -699,7 +699,7 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 		defer s.mu.Unlock()
 		src.status = srcUnavailable
 		if s.fatal == nil {
-			s.fatal = &ScanError{Problem: ProblemFor(err, r.paramToFilter), Source: src.cfg.Name, Err: err}
+			s.fatal = &ScanError{Problem: ProblemFor(err, r.FieldName), Source: src.cfg.Name, Err: err}
 			s.cancelRun()
 		}
 	}

@@ -63,7 +63,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer apiSrv.Close()
 
 	logger := newLogger(io.Discard)
-	deps, err := buildDeps(ctx, fixtures.DemoConfig(apiSrv.URL), demoEnv, logger)
+	deps, err := buildDeps(ctx, fixtures.DemoConfig(apiSrv.URL), demoEnv, logger, nil)
 	if err != nil {
 		return err
 	}

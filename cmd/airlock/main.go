@@ -31,6 +31,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
@@ -40,7 +41,7 @@ import (
 const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 
 Usage:
-  airlock serve (--config FILE | --demo) [--http ADDR [--review]] [--store PATH|URL] [--audit-log FILE] [--allow-origin URL]...
+  airlock serve (--config FILE | --demo) [--http ADDR [--review] [--max-body BYTES] [--max-streams N]] [--store PATH|URL] [--audit-log FILE] [--allow-origin URL]...
   airlock init (--openapi SPEC | --sample URL) [--base-url URL] [--resource NAME]... [--environment NAME] [-o FILE]
   airlock probe --config FILE [--resource NAME]... [--json] [--max-requests N]
   airlock check --config FILE [--strict]
@@ -57,6 +58,9 @@ read-only, and exits non-zero when one is wrong.
 serve speaks MCP over stdio unless --http is given; then it serves streamable
 HTTP at /mcp and SSE at /sse. A non-loopback --http address requires
 AIRLOCK_HTTP_TOKEN. --review also serves the review page at /review/.
+Request bodies over --max-body (default 4 MiB) are answered 413 unread; a
+body must arrive within 10 s, headers within 10 s; at most --max-streams
+(default 64) event streams are open at once.
 
 approve and review decide outside the agent's channel, on the store the
 server uses. approve asks y/N on a terminal; without one it needs --yes
@@ -154,10 +158,18 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	auditLog := fs.String("audit-log", "", "also append the audit trail (decisions and external calls) to this file as JSON Lines")
 	var origins stringList
 	fs.Var(&origins, "allow-origin", "browser origin allowed to call the HTTP transport (repeatable)")
+	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body in bytes; a larger one is answered 413")
+	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once; past it, 503")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger := newLogger(stderr)
+	if *maxBody <= 0 || *maxStreams <= 0 {
+		return errors.New("--max-body and --max-streams must be positive")
+	}
+	// Everything written to stderr passes through the redactor, which
+	// learns the upstream credentials when the configuration is loaded.
+	red := envelope.NewRedactor(os.Getenv("AIRLOCK_HTTP_TOKEN"), os.Getenv("AIRLOCK_REVIEW_TOKEN"))
+	logger := newLogger(red.Writer(stderr))
 	var cfgBytes []byte
 	getenv := os.Getenv
 	switch {
@@ -179,7 +191,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	default:
 		return errors.New("serve needs --config FILE or --demo")
 	}
-	deps, err := buildDeps(ctx, cfgBytes, getenv, logger)
+	deps, err := buildDeps(ctx, cfgBytes, getenv, logger, red)
 	if err != nil {
 		return err
 	}
@@ -227,19 +239,22 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger}
+	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams}
 	if *review {
 		opts.Extra = map[string]http.Handler{"/review/": tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger})}
 		logger.Info("serving the review page", "url", "http://"+ln.Addr().String()+"/review/")
 	}
 	h := tools.NewHTTPHandler(mcpSrv, opts)
-	logger.Info("serving MCP over HTTP", "mcp", "http://"+ln.Addr().String()+"/mcp", "sse", "http://"+ln.Addr().String()+"/sse")
-	return serveHTTP(ctx, ln, h)
+	logger.Info("serving MCP over HTTP", "mcp", "http://"+ln.Addr().String()+"/mcp", "sse", "http://"+ln.Addr().String()+"/sse",
+		"max_body_bytes", *maxBody)
+	return serveHTTP(ctx, ln, h, logger)
 }
 
 // serveHTTP serves h on ln until ctx is done, then shuts down gracefully.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// The server bounds header time, idle connections and header size (see
+// tools.NewHTTPServer); the server's own errors go to logger.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	hs := tools.NewHTTPServer(h, logger)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -263,12 +278,14 @@ func demoEnv(k string) string {
 	return ""
 }
 
-func buildDeps(ctx context.Context, cfgBytes []byte, getenv func(string) string, logger *slog.Logger) (*tools.Deps, error) {
+// buildDeps initializes a configuration; red, when set, learns its
+// credentials (nil: the runtime makes its own redactor).
+func buildDeps(ctx context.Context, cfgBytes []byte, getenv func(string) string, logger *slog.Logger, red *envelope.Redactor) (*tools.Deps, error) {
 	cfg, err := upstream.ParseConfig(cfgBytes)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: logger, Getenv: getenv})
+	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: logger, Getenv: getenv, Redactor: red})
 	if err != nil {
 		return nil, err
 	}

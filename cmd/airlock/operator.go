@@ -256,7 +256,13 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return nil
 }
 
-func storePathOf(d *tools.Deps) string { return storeName(d.Store) }
+func storePathOf(d *tools.Deps) string {
+	st := d.Store
+	if w, ok := st.(interface{ Unwrap() selection.Store }); ok {
+		st = w.Unwrap()
+	}
+	return storeName(st)
+}
 
 // printManifest shows the first members; --export writes them all.
 func printManifest(ctx context.Context, st selection.Store, sel *selection.Selection, w io.Writer) error {
@@ -388,5 +394,5 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	mux.Handle("/review/", tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger}))
 	mux.Handle("/{$}", http.RedirectHandler("/review/", http.StatusSeeOther))
 	fmt.Fprintf(stdout, "review page: http://%s/review/\n", ln.Addr())
-	return serveHTTP(ctx, ln, mux)
+	return serveHTTP(ctx, ln, mux, logger)
 }

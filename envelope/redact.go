@@ -1,0 +1,592 @@
+package envelope
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Redacted replaces a secret wherever a Redactor finds one.
+const Redacted = "[redacted]"
+
+// minSecret is the shortest secret a Redactor removes: a shorter one would
+// match ordinary text everywhere, and is no secret.
+const minSecret = 4
+
+// minAnchor is the shortest base64 fragment taken as evidence of a secret.
+const minAnchor = 8
+
+// Redactor removes configured secrets (credentials) from bytes and strings
+// before they are stored, logged, returned or exported. It finds each secret
+// in the encodings upstreams echo it in: raw, after a Bearer or Basic
+// prefix, JSON-escaped, URL-encoded, base64 (standard and URL alphabets,
+// with or without padding, at any alignment inside a longer encoded value)
+// and split at its punctuation (cnry.3f9a, cnry 3f9a, cnry%2D3f9a,
+// cnry3f9a). Input without a trace of a secret is returned as is, without
+// copying.
+//
+// The zero value and nil redact nothing. It is safe for concurrent use;
+// Add may be called while other goroutines redact.
+type Redactor struct {
+	mu  sync.Mutex // serializes Add
+	set atomic.Pointer[redactSet]
+}
+
+// redactSet is an immutable compiled set of secrets.
+type redactSet struct {
+	secrets []string
+	// anchors: a text holding any form of a secret holds one of them, so
+	// a text holding none is returned untouched after a few searches.
+	anchors [][]byte
+	// byFirst indexes the anchors by their first byte; minAnchor is the
+	// shortest one's length.
+	byFirst   [256][]string
+	minAnchor int
+	// literals are the encoded forms, longest first.
+	literals [][]byte
+	// splits match a secret's alphanumeric runs with punctuation (or an
+	// escape of it, or nothing) between them.
+	splits []*regexp.Regexp
+}
+
+// NewRedactor returns a redactor for the secrets given (more can be added).
+func NewRedactor(secrets ...string) *Redactor {
+	r := &Redactor{}
+	r.Add(secrets...)
+	return r
+}
+
+// Add adds secrets. Secrets shorter than four bytes are ignored.
+func (r *Redactor) Add(secrets ...string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var all []string
+	if cur := r.set.Load(); cur != nil {
+		all = append(all, cur.secrets...)
+	}
+	added := false
+	for _, s := range secrets {
+		if len(s) < minSecret || containsString(all, s) {
+			continue
+		}
+		all = append(all, s)
+		added = true
+	}
+	if added {
+		r.set.Store(compileSecrets(all))
+	}
+}
+
+// Empty reports whether the redactor has no secret to remove.
+func (r *Redactor) Empty() bool {
+	return r == nil || r.set.Load() == nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func compileSecrets(secrets []string) *redactSet {
+	set := &redactSet{secrets: secrets}
+	lits := map[string]bool{}
+	anchors := map[string]bool{}
+	for _, s := range secrets {
+		for _, f := range secretForms(s) {
+			lits[f] = true
+		}
+		runs := alnumRuns(s)
+		if a := anchorRun(runs); a != "" {
+			anchors[a] = true
+		} else {
+			// A secret of short runs only: every literal form is its own
+			// anchor.
+			for _, f := range secretForms(s) {
+				anchors[f] = true
+			}
+		}
+		for _, a := range base64Fragments(s) {
+			lits[a] = true
+			anchors[a] = true
+		}
+		if len(runs) > 1 {
+			set.splits = append(set.splits, splitPattern(runs))
+		}
+	}
+	for f := range lits {
+		// A raw quote would match JSON's structure, never a value (inside
+		// a string it is escaped, and the escaped form is a literal too).
+		if !strings.Contains(f, `"`) {
+			set.literals = append(set.literals, []byte(f))
+		}
+	}
+	sort.Slice(set.literals, func(i, j int) bool {
+		if len(set.literals[i]) != len(set.literals[j]) {
+			return len(set.literals[i]) > len(set.literals[j])
+		}
+		return bytes.Compare(set.literals[i], set.literals[j]) < 0
+	})
+	var sorted []string
+	for a := range anchors {
+		sorted = append(sorted, a)
+	}
+	sort.Strings(sorted)
+	for _, a := range sorted {
+		set.anchors = append(set.anchors, []byte(a))
+		set.byFirst[a[0]] = append(set.byFirst[a[0]], a)
+		if set.minAnchor == 0 || len(a) < set.minAnchor {
+			set.minAnchor = len(a)
+		}
+	}
+	return set
+}
+
+// anchorRun picks the run every form of a secret keeps verbatim that is
+// least likely in ordinary text: the longest with a digit, else the
+// longest; "" when no run is long enough.
+func anchorRun(runs []string) string {
+	best, bestScore := "", 0
+	for _, run := range runs {
+		if len(run) < minSecret {
+			continue
+		}
+		score := len(run)
+		if strings.ContainsAny(run, "0123456789") {
+			score += 1000
+		}
+		if score > bestScore {
+			best, bestScore = run, score
+		}
+	}
+	return best
+}
+
+// secretForms are a secret's literal encodings: raw, JSON-escaped (with
+// and without HTML escaping) and URL-encoded (query and path escaping,
+// every reserved byte percent-encoded in upper and lower case hex).
+func secretForms(s string) []string {
+	forms := []string{s}
+	add := func(f string) {
+		if f != "" && !containsString(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	if b, err := json.Marshal(s); err == nil {
+		add(string(b[1 : len(b)-1]))
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) == nil {
+		b := bytes.TrimSpace(buf.Bytes())
+		add(string(b[1 : len(b)-1]))
+	}
+	add(url.QueryEscape(s))
+	add(url.PathEscape(s))
+	add(percentEncode(s, "0123456789ABCDEF"))
+	add(percentEncode(s, "0123456789abcdef"))
+	return forms
+}
+
+// percentEncode encodes every byte but letters and digits.
+func percentEncode(s, hex string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isAlnum(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// base64Fragments are the parts of the base64 encodings of any text that
+// contains s which depend on s alone: for each of the three alignments s
+// can have in the encoded text, the groups of four characters that encode
+// three bytes of s. They are found whatever surrounds s ("Basic " +
+// base64("user:" + s), a JSON document holding s, ...).
+func base64Fragments(s string) []string {
+	var out []string
+	for k := 0; k < 3; k++ {
+		in := append(bytes.Repeat([]byte{0}, k), s...)
+		first := (k + 2) / 3     // the first group made of s bytes only
+		last := (k + len(s)) / 3 // the groups before this one end inside s
+		if (last-first)*4 < minAnchor {
+			continue // too short to be evidence
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			full := enc.EncodeToString(in)
+			frag := full[first*4 : last*4]
+			if !containsString(out, frag) {
+				out = append(out, frag)
+			}
+		}
+	}
+	return out
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// alnumRuns splits s into its maximal runs of letters and digits.
+func alnumRuns(s string) []string {
+	var runs []string
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && isAlnum(s[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			runs = append(runs, s[start:i])
+			start = -1
+		}
+	}
+	return runs
+}
+
+// splitPattern matches the runs in order with up to four separators
+// between them: a punctuation or space byte (not a quote or a backslash,
+// which would cut into JSON's structure or an escape), a JSON escape, or a
+// %XX escape.
+func splitPattern(runs []string) *regexp.Regexp {
+	const sep = `(?:[^A-Za-z0-9"\\]|\\["\\/bfnrt]|\\\\?u00[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2}){0,4}`
+	quoted := make([]string, len(runs))
+	for i, r := range runs {
+		quoted[i] = regexp.QuoteMeta(r)
+	}
+	return regexp.MustCompile(strings.Join(quoted, sep))
+}
+
+// Bytes returns b without any secret. When b holds none, b itself is
+// returned. A JSON document stays valid: a secret inside a string becomes
+// [redacted] (never cutting an escape in two); one outside a string (a
+// number, in a document that is not JSON: a bare word) becomes the whole
+// token replaced by "[redacted]".
+func (r *Redactor) Bytes(b []byte) []byte {
+	if r == nil {
+		return b
+	}
+	set := r.set.Load()
+	if set == nil || !set.anyAnchor(b) {
+		return b
+	}
+	out := set.redact(b)
+	// A secret that the marker completes (]x with x the rest of it) is
+	// removed by a second pass.
+	if len(out) != len(b) && set.anyAnchor(out) {
+		out = set.redact(out)
+	}
+	return out
+}
+
+// span is a byte range [from, to) to replace.
+type span struct{ from, to int }
+
+func (s *redactSet) redact(b []byte) []byte {
+	var spans []span
+	for _, lit := range s.literals {
+		for i := 0; i < len(b); {
+			j := bytes.Index(b[i:], lit)
+			if j < 0 {
+				break
+			}
+			spans = append(spans, span{i + j, i + j + len(lit)})
+			i += j + len(lit)
+		}
+	}
+	for _, re := range s.splits {
+		for _, m := range re.FindAllIndex(b, -1) {
+			spans = append(spans, span{m[0], m[1]})
+		}
+	}
+	if len(spans) == 0 {
+		return b
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	inString := stringStates(b, spans)
+	for i := range spans {
+		spans[i] = widen(b, spans[i], inString[i])
+	}
+	type marked struct {
+		span
+		inString bool
+	}
+	var merged []marked
+	for i, sp := range spans {
+		if n := len(merged); n > 0 && sp.from <= merged[n-1].to {
+			merged[n-1].to = max(merged[n-1].to, sp.to)
+			continue
+		}
+		merged = append(merged, marked{sp, inString[i]})
+	}
+	out := make([]byte, 0, len(b))
+	at := 0
+	for _, sp := range merged {
+		out = append(out, b[at:sp.from]...)
+		if sp.inString {
+			out = append(out, Redacted...)
+		} else {
+			out = append(out, '"')
+			out = append(out, Redacted...)
+			out = append(out, '"')
+		}
+		at = sp.to
+	}
+	return append(out, b[at:]...)
+}
+
+// stringStates reads b as JSON text and reports, for each span (sorted by
+// start), whether it starts inside a string. On text that is not JSON the
+// answer is still one of the two, and either replacement leaves text
+// without the secret.
+func stringStates(b []byte, spans []span) []bool {
+	out := make([]bool, len(spans))
+	in := false
+	k := 0
+	for i := 0; i < len(b) && k < len(spans); i++ {
+		for k < len(spans) && spans[k].from <= i {
+			out[k] = in
+			k++
+		}
+		switch {
+		case b[i] == '"':
+			in = !in
+		case in && b[i] == '\\':
+			i++ // the escaped byte cannot end the string
+		}
+	}
+	for ; k < len(spans); k++ {
+		out[k] = in
+	}
+	return out
+}
+
+// escapeAt returns the escape [start, end) that holds position p inside a
+// JSON string, if any: a backslash, not itself escaped, among the five
+// bytes before p.
+func escapeAt(b []byte, p int) (int, int, bool) {
+	for q := p - 1; q >= 0 && q >= p-5; q-- {
+		if b[q] != '\\' {
+			continue
+		}
+		run := 0
+		for r := q - 1; r >= 0 && b[r] == '\\'; r-- {
+			run++
+		}
+		if run%2 == 1 {
+			continue // an escaped backslash: the escape starts before it
+		}
+		n := 2
+		if q+1 < len(b) && b[q+1] == 'u' {
+			n = 6
+		}
+		if p < q+n {
+			return q, min(q+n, len(b)), true
+		}
+		return 0, 0, false
+	}
+	return 0, 0, false
+}
+
+// isToken reports a byte of a bare JSON token (number, literal) or word.
+func isToken(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '+' || c == '-' || c == '_'
+}
+
+// widen grows a span so that replacing it keeps the text's structure: to
+// whole escapes inside a string, to the whole token outside one.
+func widen(b []byte, sp span, inString bool) span {
+	if inString {
+		if from, _, ok := escapeAt(b, sp.from); ok {
+			sp.from = from
+		}
+		if _, to, ok := escapeAt(b, sp.to); ok {
+			sp.to = max(sp.to, to)
+		}
+		return sp
+	}
+	for sp.from > 0 && isToken(b[sp.from-1]) {
+		sp.from--
+	}
+	for sp.to < len(b) && isToken(b[sp.to]) {
+		sp.to++
+	}
+	return sp
+}
+
+// anyAnchor reports whether b holds an anchor. Long texts are searched
+// anchor by anchor (vectorized searches); short ones in one pass, with a
+// table lookup per byte and a comparison only where an anchor could
+// start.
+func (s *redactSet) anyAnchor(b []byte) bool {
+	if len(b) < s.minAnchor {
+		return false
+	}
+	if len(b) >= shortText {
+		for _, a := range s.anchors {
+			if bytes.Contains(b, a) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i+s.minAnchor <= len(b); i++ {
+		for _, a := range s.byFirst[b[i]] {
+			if len(b)-i >= len(a) && string(b[i:i+len(a)]) == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shortText is the length under which one pass beats a search per anchor.
+const shortText = 512
+
+// anyAnchorString is anyAnchor for a string.
+func (s *redactSet) anyAnchorString(t string) bool {
+	if len(t) < s.minAnchor {
+		return false
+	}
+	if len(t) >= shortText {
+		return s.anyAnchor([]byte(t))
+	}
+	for i := 0; i+s.minAnchor <= len(t); i++ {
+		for _, a := range s.byFirst[t[i]] {
+			if len(t)-i >= len(a) && t[i:i+len(a)] == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// String returns s without any secret.
+func (r *Redactor) String(s string) string {
+	if !r.MayContain(s) {
+		return s
+	}
+	return string(r.Bytes([]byte(s)))
+}
+
+// MayContain reports whether s might hold a secret: false means it holds
+// none, true that String may change it. It is the cheap first step of
+// String, for callers that must copy a structure before redacting it.
+func (r *Redactor) MayContain(s string) bool {
+	if r == nil {
+		return false
+	}
+	set := r.set.Load()
+	return set != nil && set.anyAnchorString(s)
+}
+
+// Contains reports whether b holds a secret in a form Bytes removes.
+func (r *Redactor) Contains(b []byte) bool {
+	out := r.Bytes(b)
+	return len(out) != len(b) || !bytes.Equal(out, b)
+}
+
+// Writer returns a writer that redacts each Write before passing it on. A
+// secret split across two Writes is not seen: use it under writers that
+// write whole records (slog handlers, json.Encoder).
+func (r *Redactor) Writer(w io.Writer) io.Writer {
+	return &redactWriter{r: r, w: w}
+}
+
+type redactWriter struct {
+	r *Redactor
+	w io.Writer
+}
+
+func (rw *redactWriter) Write(p []byte) (int, error) {
+	if _, err := rw.w.Write(rw.r.Bytes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Handler returns a slog handler that redacts every record's message and
+// attributes (values of any kind, by their text) before h sees them.
+func (r *Redactor) Handler(h slog.Handler) slog.Handler {
+	if rh, ok := h.(*redactHandler); ok && rh.r == r {
+		return h
+	}
+	return &redactHandler{r: r, h: h}
+}
+
+type redactHandler struct {
+	r *Redactor
+	h slog.Handler
+}
+
+func (rh *redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return rh.h.Enabled(ctx, l) }
+
+func (rh *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if rh.r.Empty() {
+		return rh.h.Handle(ctx, rec)
+	}
+	out := slog.NewRecord(rec.Time, rec.Level, rh.r.String(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(rh.attr(a))
+		return true
+	})
+	return rh.h.Handle(ctx, out)
+}
+
+func (rh *redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, rh.r.String(v.String()))
+	case slog.KindGroup:
+		attrs := v.Group()
+		out := make([]any, len(attrs))
+		for i, g := range attrs {
+			out[i] = rh.attr(g)
+		}
+		return slog.Group(a.Key, out...)
+	case slog.KindAny:
+		text := fmt.Sprint(v.Any())
+		if red := rh.r.String(text); red != text {
+			return slog.String(a.Key, red)
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+func (rh *redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		out[i] = rh.attr(a)
+	}
+	return &redactHandler{r: rh.r, h: rh.h.WithAttrs(out)}
+}
+
+func (rh *redactHandler) WithGroup(name string) slog.Handler {
+	return &redactHandler{r: rh.r, h: rh.h.WithGroup(name)}
+}

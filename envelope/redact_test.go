@@ -1,0 +1,178 @@
+package envelope_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/envelope/leaktest"
+)
+
+const secret = "cnry-3f9a1c7e-demo-credential"
+
+// echoes are the ways upstreams have been seen to echo a credential back.
+func echoes(s string) map[string]string {
+	b64 := func(enc *base64.Encoding, v string) string { return enc.EncodeToString([]byte(v)) }
+	return map[string]string{
+		"raw":                     s,
+		"bearer header":           "Bearer " + s,
+		"basic password":          "Basic " + b64(base64.StdEncoding, "svc-user:"+s),
+		"basic, url alphabet":     "Basic " + b64(base64.URLEncoding, "svc:"+s),
+		"base64 std":              b64(base64.StdEncoding, s),
+		"base64 std, offset 1":    b64(base64.StdEncoding, "x"+s),
+		"base64 std, offset 2":    b64(base64.StdEncoding, "xy"+s),
+		"base64 url, no padding":  b64(base64.RawURLEncoding, s),
+		"base64 of a json object": b64(base64.StdEncoding, `{"authorization":"Bearer `+s+`"}`),
+		"query escaped":           url.QueryEscape("Bearer " + s),
+		"every byte escaped":      "%42earer%20" + strings.ReplaceAll(s, "-", "%2D"),
+		"lower-case escapes":      strings.ReplaceAll(s, "-", "%2d"),
+		"dots":                    strings.ReplaceAll(s, "-", "."),
+		"spaces":                  strings.ReplaceAll(s, "-", " "),
+		"underscores":             strings.ReplaceAll(s, "-", "_"),
+		"slashes":                 strings.ReplaceAll(s, "-", "/"),
+		"no separators":           strings.ReplaceAll(s, "-", ""),
+		"safe-name form":          strings.ReplaceAll("Bearer "+s, " ", "?"),
+		"json unicode escape":     strings.ReplaceAll(s, "-", `\u002d`),
+		"inside a path":           "body.credentials." + s + ".value",
+	}
+}
+
+// TestRedactor_RemovesTheSecretInEveryEchoedEncoding: whatever encoding an
+// upstream echoes the credential in, what airlock passes on holds no trace
+// a reader could decode, and the JSON around it stays valid.
+func TestRedactor_RemovesTheSecretInEveryEchoedEncoding(t *testing.T) {
+	r := envelope.NewRedactor("Bearer "+secret, secret)
+	for name, echo := range echoes(secret) {
+		t.Run(name, func(t *testing.T) {
+			doc, _ := json.Marshal(map[string]any{"problem": map[string]any{"errors": []any{map[string]any{"field": "upstream." + echo}}}, "text": "the value " + echo + " was refused"})
+			if hits := leaktest.Hits(doc, secret); len(hits) == 0 {
+				t.Fatalf("the check itself cannot see the echo %q", echo)
+			}
+			out := r.Bytes(doc)
+			if hits := leaktest.Hits(out, secret); len(hits) > 0 {
+				t.Fatalf("still readable (%v) after redaction: %s", hits, out)
+			}
+			if !json.Valid(out) {
+				t.Fatalf("redaction broke the JSON: %s", out)
+			}
+			if !strings.Contains(string(out), envelope.Redacted) {
+				t.Fatalf("no marker: %s", out)
+			}
+		})
+	}
+}
+
+// TestRedactor_LeavesCleanTextUntouched: text without a secret comes back
+// as the same bytes (no copy), and near misses are kept.
+func TestRedactor_LeavesCleanTextUntouched(t *testing.T) {
+	r := envelope.NewRedactor(secret)
+	for _, s := range []string{`{"items":[{"id":"sa_00002","name":"metrics-exporter-865"}]}`, "cnry-3f9a", "credential", "demo-credential", ""} {
+		in := []byte(s)
+		out := r.Bytes(in)
+		if string(out) != s {
+			t.Fatalf("%q became %q", s, out)
+		}
+		if len(in) > 0 && &out[0] != &in[0] {
+			t.Fatalf("%q was copied", s)
+		}
+	}
+	var nilR *envelope.Redactor
+	if got := nilR.String("x " + secret); got != "x "+secret || !nilR.Empty() {
+		t.Fatal("a nil redactor redacts nothing")
+	}
+	if envelope.NewRedactor("abc").Empty() != true {
+		t.Fatal("a secret under four bytes is ignored")
+	}
+}
+
+// TestRedactor_LogRecordsAndWritersAreRedacted: a log record's message and
+// attributes of every kind, and each write to a wrapped writer, lose the
+// secret; a secret added after the logger was built is redacted too.
+func TestRedactor_LogRecordsAndWritersAreRedacted(t *testing.T) {
+	r := envelope.NewRedactor()
+	var buf bytes.Buffer
+	log := slog.New(r.Handler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	r.Add(secret)
+	log.Debug("upstream said "+secret, "field", "upstream."+secret, "err", fmt.Errorf("status 422: %s", secret),
+		slog.Group("req", "url", "https://api.example.com/v1?next="+url.QueryEscape(secret)))
+	log.With("token", secret).Info("with attrs")
+	var w bytes.Buffer
+	fmt.Fprintf(r.Writer(&w), "line %s\n", base64.StdEncoding.EncodeToString([]byte("u:"+secret)))
+	for what, b := range map[string][]byte{"log": buf.Bytes(), "writer": w.Bytes()} {
+		if hits := leaktest.Hits(b, secret); len(hits) > 0 {
+			t.Fatalf("%s: the secret is readable (%v): %s", what, hits, b)
+		}
+		if !bytes.Contains(b, []byte(envelope.Redacted)) {
+			t.Fatalf("%s: nothing was redacted: %s", what, b)
+		}
+	}
+}
+
+// BenchmarkRedactor measures the redaction of a 32 KB tool result with
+// nothing to redact (the common case) and with one echo, against the cost
+// of marshaling that result.
+func BenchmarkRedactor(b *testing.B) {
+	items := make([]any, 0, 200)
+	for i := range 200 {
+		items = append(items, map[string]any{"id": fmt.Sprintf("sub_%05d", i), "customer_name": fmt.Sprintf("Customer %d GmbH", i),
+			"region": "eu", "status": "past_due", "amount_due": 1000 + i, "currency": "eur", "tags": []any{"disputed", "legal_hold"}})
+	}
+	env := &envelope.Envelope{Data: map[string]any{"items": items}}
+	env.Finish()
+	clean := env.Marshal()
+	for len(clean) < 32<<10 {
+		env.Data.(map[string]any)["items"] = append(env.Data.(map[string]any)["items"].([]any), items[:10]...)
+		clean = env.Marshal()
+	}
+	dirty := bytes.Replace(clean, []byte("Customer 7 GmbH"), []byte("Customer "+secret), 1)
+	r := envelope.NewRedactor("Bearer "+secret, secret, "cnry-b81d04aa-admin-credential")
+	b.Run("marshal", func(b *testing.B) {
+		b.SetBytes(int64(len(clean)))
+		for b.Loop() {
+			env.Marshal()
+		}
+	})
+	b.Run("clean", func(b *testing.B) {
+		b.SetBytes(int64(len(clean)))
+		for b.Loop() {
+			r.Bytes(clean)
+		}
+	})
+	b.Run("one_echo", func(b *testing.B) {
+		b.SetBytes(int64(len(dirty)))
+		for b.Loop() {
+			r.Bytes(dirty)
+		}
+	})
+}
+
+// TestRedactor_KeepsJSONValid: a secret found outside a string (a bare
+// token) is replaced by a quoted marker, and one that starts or ends inside
+// an escape takes the whole escape with it: the document stays JSON.
+func TestRedactor_KeepsJSONValid(t *testing.T) {
+	r := envelope.NewRedactor("u0041bc123xyz", "9f8e7d6c5b4a")
+	for _, doc := range []string{
+		`{"n":9f8e7d6c5b4a}`,
+		`[19f8e7d6c5b4a0, "9f8e7d6c5b4a"]`,
+		`{"s":"x\u0041bc123xyz"}`,
+		`{"s":"\\u0041bc123xyz\\"}`,
+	} {
+		out := r.Bytes([]byte(doc))
+		if strings.Contains(string(out), "9f8e7d6c5b4a") || strings.Contains(string(out), "bc123xyz") {
+			t.Fatalf("%s: the secret survived: %s", doc, out)
+		}
+		var v any
+		if strings.HasPrefix(doc, `{"s"`) && !json.Valid(out) {
+			t.Fatalf("%s: no longer JSON: %s", doc, out)
+		}
+		if json.Valid([]byte(doc)) && json.Unmarshal(out, &v) != nil {
+			t.Fatalf("%s: no longer JSON: %s", doc, out)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package upstream
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/envelope/leaktest"
+	"github.com/airlock-mcp/airlock/fixtures"
+)
+
+// TestUpstreamFieldNames_OnlyDeclaredNamesReachTheProblem: a field an
+// upstream names in a 422 is shown when it maps to the filter that sent it
+// or to a declared field; any other name (such as the credential the
+// upstream echoed) becomes one fixed placeholder.
+func TestUpstreamFieldNames_OnlyDeclaredNamesReachTheProblem(t *testing.T) {
+	const token = "cnry-3f9a1c7e-demo-credential"
+	rt := runtimeWith(t, fixtures.DemoConfig("http://127.0.0.1:1"), func(string) string { return token })
+	projects := rt.Resources["projects"]
+	body := `{"errors":[{"field":"state"},{"field":"last_activity_at"},{"field":"Bearer ` + token + `"},{"param":"` + token + `"},` +
+		`{"field":"` + base64.StdEncoding.EncodeToString([]byte(token)) + `"}],"error":{"param":"x-` + token + `"}}`
+	p := ProblemFor(&HTTPError{Kind: FailStatus, Status: 422, Body: []byte(body)}, projects.FieldName)
+	var got []string
+	for _, e := range p.Errors {
+		got = append(got, e.Field)
+		if e.Code != envelope.FieldUpstreamRejected {
+			t.Fatalf("%s: code %q", e.Field, e.Code)
+		}
+	}
+	want := []string{"filter.state", "upstream.last_activity_at", UndeclaredField}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("errors[] fields: got %v, want %v", got, want)
+	}
+	if hits := leaktest.Hits(p.Marshal(), token); len(hits) > 0 {
+		t.Fatalf("the echoed credential reached the problem (%v): %s", hits, p.Marshal())
+	}
+	if !strings.Contains(p.Detail, "named 4 field(s) the configuration does not declare") {
+		t.Fatalf("detail: %q", p.Detail)
+	}
+	act := rt.Actions["assign_owner"]
+	if act == nil {
+		t.Fatal("the demo configuration has assign_owner")
+	}
+	if got := act.FieldName("owner"); got != "action.params.owner" {
+		t.Fatalf("a body field taken from a parameter names the parameter, got %q", got)
+	}
+	if got := act.FieldName(token); got != "" {
+		t.Fatalf("an undeclared name maps to nothing, got %q", got)
+	}
+	if p := ProblemFor(&HTTPError{Kind: FailStatus, Status: 422, Body: []byte(body)}, nil); len(p.Errors) != 1 || p.Errors[0].Field != UndeclaredField {
+		t.Fatalf("without a mapping every name is the placeholder: %+v", p.Errors)
+	}
+}
+
+// TestRuntimeRedactor_KnowsEveryLoadedCredential: the runtime's redactor
+// removes each credential, its secret alone and a Basic credential's
+// decoded password.
+func TestRuntimeRedactor_KnowsEveryLoadedCredential(t *testing.T) {
+	basic := base64.StdEncoding.EncodeToString([]byte("svc-user:s3cr3t-passw0rd"))
+	yaml := strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "env: "+fixtures.DemoTokenEnv,
+		"env: "+fixtures.DemoTokenEnv+"\n      scheme: Basic", 1)
+	rt := runtimeWith(t, []byte(yaml), func(string) string { return basic })
+	if v := rt.Upstreams["demo"].credValue; v != "Basic "+basic {
+		t.Fatalf("the edit did not take: %q", v)
+	}
+	for _, s := range []string{"Basic " + basic, basic, "svc-user:s3cr3t-passw0rd", "s3cr3t-passw0rd"} {
+		if out := rt.Redactor.String("x " + s + " y"); strings.Contains(out, "s3cr3t") || strings.Contains(out, basic) {
+			t.Fatalf("%q survived: %q", s, out)
+		}
+	}
+}
+
+// TestQueryable_OnlyBesideSensitive: queryable relaxes what a sensitive
+// field answers; on any other field it is a configuration error.
+func TestQueryable_OnlyBesideSensitive(t *testing.T) {
+	y := strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "      project: {type: string}", "      project: {type: string, queryable: true}", 1)
+	_, err := ParseConfig([]byte(y))
+	if err == nil || !strings.Contains(err.Error(), "queryable only applies to a sensitive field") {
+		t.Fatalf("want a configuration error, got %v", err)
+	}
+	y = strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "email: {type: string, sensitive: true,", "email: {type: string, sensitive: true, queryable: true,", 1)
+	if _, err := ParseConfig([]byte(y)); err != nil {
+		t.Fatalf("queryable beside sensitive is accepted: %v", err)
+	}
+}
