@@ -1,0 +1,260 @@
+package upstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
+	p := []string{"actions", name}
+	at := func(k ...string) []string { return append(append([]string(nil), p...), k...) }
+	r, ok := c.Resources[a.Resource]
+	if a.Resource == "" {
+		l.add("required", at("resource")...)
+	} else if !ok || r == nil {
+		l.add(fmt.Sprintf("no resource named %q", a.Resource), at("resource")...)
+	}
+	if (a.Request == nil) == (a.Bulk == nil) {
+		l.add("set exactly one of request or bulk", at()...)
+	}
+	if a.Request != nil {
+		if !writeMethod(a.Request.Method) {
+			l.add("must be POST, PUT, PATCH or DELETE", at("request", "method")...)
+		}
+		if !strings.HasPrefix(a.Request.Path, "/") || !strings.Contains(a.Request.Path, "{{id}}") {
+			l.add("must be an absolute path containing {{id}}", at("request", "path")...)
+		}
+	}
+	if b := a.Bulk; b != nil {
+		if !writeMethod(b.Method) {
+			l.add("must be POST, PUT, PATCH or DELETE", at("bulk", "method")...)
+		}
+		if !strings.HasPrefix(b.Path, "/") {
+			l.add("must be an absolute path", at("bulk", "path")...)
+		}
+		if b.MaxBatch <= 0 {
+			l.add("required: a positive batch size", at("bulk", "max_batch")...)
+		}
+		if b.Results == "" || b.ResultID == "" || b.ResultStatus == "" || len(b.Applied) == 0 {
+			l.add("results, result_id, result_status and applied are required to read per-target outcomes", at("bulk")...)
+		}
+	}
+	switch a.Conditional {
+	case CondIfMatch, CondVersion:
+		if ok && r != nil && r.VersionField == "" {
+			l.add("needs the resource's version_field", at("conditional")...)
+		} else if ok && r != nil && r.Fields[r.VersionField] == nil {
+			l.add(fmt.Sprintf("the resource's version_field %q is not among its declared fields: the condition could not be read from items", r.VersionField), at("conditional")...)
+		}
+	case CondReread:
+		if ok && r != nil && r.Get == nil {
+			l.add("needs the resource's get endpoint", at("conditional")...)
+		}
+	case "":
+		l.add("required: if_match, version or reread (how the precondition is enforced at write time)", at("conditional")...)
+	default:
+		l.add("use if_match, version or reread", at("conditional")...)
+	}
+	if a.Conditional == CondIfMatch && a.Bulk != nil {
+		l.add("if_match needs one request per target; use version or reread with bulk", at("conditional")...)
+	}
+	if len(a.Effect) == 0 {
+		l.add("required: the fields the action changes (effect)", at("effect")...)
+	}
+	for i, e := range a.Effect {
+		if e.Op != "" && e.Op != "set" && e.Op != "add" {
+			l.add("op must be set or add", at("effect", strconv.Itoa(i), "op")...)
+		}
+		if ok && r != nil {
+			if _, declared := r.Fields[e.Field]; !declared {
+				l.add(fmt.Sprintf("field %q is not declared on the resource", e.Field), at("effect", strconv.Itoa(i))...)
+			}
+		}
+	}
+	for i, rule := range a.Precondition {
+		if !ruleOps[rule.Op] {
+			l.add("op must be one of eq, ne, in, not_in, contains, not_contains, gt, gte, lt, lte", at("precondition", strconv.Itoa(i), "op")...)
+		}
+		if ok && r != nil {
+			if _, declared := r.Fields[rule.Field]; !declared {
+				l.add(fmt.Sprintf("field %q is not declared on the resource", rule.Field), at("precondition", strconv.Itoa(i))...)
+			}
+		}
+	}
+	if a.Params != nil {
+		b, _ := json.Marshal(normalizeYAMLValue(a.Params))
+		if _, err := envelope.CompileSchema("params", b); err != nil {
+			l.add("is not a valid JSON Schema", at("params")...)
+		}
+	}
+	if a.MaxAttempts < 0 || a.MaxAttempts > 10 {
+		l.add("must be between 1 and 10", at("max_attempts")...)
+	}
+	if rc := a.Reconcile; rc.Rereads < 0 || rc.Rereads > 50 || rc.Backoff < 0 || rc.MaxBackoff < 0 {
+		l.add("rereads is between 1 and 50, backoff and max_backoff positive", at("reconcile")...)
+	}
+	if ok && r != nil {
+		c.validateTemplates(l, a, r, at)
+	}
+	if a.MaxTargets < 0 || a.Concurrency < 0 || a.Concurrency > 64 {
+		l.add("max_targets and concurrency must be positive (concurrency at most 64)", at()...)
+	}
+	if a.Stop.FailureRatio < 0 || a.Stop.FailureRatio > 1 || a.Stop.MinAttempts < 0 {
+		l.add("failure_ratio is between 0 and 1, min_attempts positive", at("stop")...)
+	}
+	if rc := a.Response; rc != nil {
+		for _, fname := range sortedKeys(rc.Fields) {
+			if f := rc.Fields[fname]; f != nil {
+				if !fieldTypes[f.Type] {
+					l.add("type must be one of string, integer, number, boolean, timestamp, array, object", at("response", "fields", fname, "type")...)
+				}
+				validateFieldContract(l, f, at("response", "fields", fname))
+			}
+		}
+		validateInvariants(l, rc.Fields, rc.Invariants, at("response", "invariants"))
+	}
+	if a.Compensation != "" {
+		other, ok := c.Actions[a.Compensation]
+		if !ok || other == nil {
+			l.add(fmt.Sprintf("no action named %q", a.Compensation), at("compensation")...)
+		} else if other.Resource != a.Resource {
+			l.add("the compensating action must act on the same resource", at("compensation")...)
+		}
+	}
+	if ap := a.Approval; ap != nil {
+		switch ap.Mode {
+		case "none", "client", "operator":
+		default:
+			l.add("mode must be none, client or operator", at("approval", "mode")...)
+		}
+		if ap.AboveTargets < 0 {
+			l.add("above_targets must be 0 (off) or more", at("approval", "above_targets")...)
+		}
+		if ap.TTL < 0 {
+			l.add("ttl must be positive", at("approval", "ttl")...)
+		}
+		if ok && r != nil {
+			// The groups a preview counts: review_groups, or else the
+			// review fields with an enum.
+			groups := map[string]bool{}
+			for _, g := range r.ReviewGroups {
+				groups[g] = true
+			}
+			if len(r.ReviewGroups) == 0 {
+				for _, f := range r.ReviewFields {
+					if fc := r.Fields[f]; fc != nil && len(fc.Enum) > 0 {
+						groups[f] = true
+					}
+				}
+			}
+			for i, dim := range ap.UnknownGroup {
+				if !groups[dim] {
+					l.add(fmt.Sprintf("%q is not one of the resource's review_groups: the rule compares the group values of each selection", dim), at("approval", "unknown_category", strconv.Itoa(i))...)
+				}
+			}
+		}
+	}
+}
+
+func writeMethod(m string) bool {
+	switch m {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// validateTemplates checks every {{reference}} of the action's request or
+// bulk templates, so that a reference that can have no value fails check,
+// not a commit half-way.
+func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfig, at func(k ...string) []string) {
+	params := map[string]bool{}
+	if props, ok := asMap(normalizeYAMLValue(a.Params))["properties"].(map[string]any); ok {
+		for k := range props {
+			params[k] = true
+		}
+	}
+	effect := map[string]bool{}
+	for _, e := range a.Effect {
+		effect[e.Field] = true
+	}
+	check := func(t any, bulk bool, where ...string) {
+		for _, ref := range templateRefs(t) {
+			root, rest, _ := strings.Cut(ref, ".")
+			var bad string
+			switch root {
+			case "id", "version":
+				if bulk {
+					bad = "a bulk template names each target through {{targets}} or {{ids}}"
+				}
+			case "targets", "ids":
+				if !bulk {
+					bad = "{{" + root + "}} is only for bulk templates"
+				}
+			case "operation_id":
+			case "params":
+				if !params[rest] {
+					bad = fmt.Sprintf("the action's params declare no property %q", rest)
+				}
+			case "before":
+				if r.Fields[rest] == nil {
+					bad = fmt.Sprintf("the resource declares no field %q", rest)
+				}
+			case "after", "restore":
+				if !effect[rest] {
+					bad = fmt.Sprintf("%q is not a field of the action's effect", rest)
+				}
+			case "secret", "secrets", "credential", "env":
+				bad = "templates cannot read secrets or the environment; the credential is sent by the upstream's credential block"
+			default:
+				bad = "unknown template reference"
+			}
+			if bad != "" {
+				l.add(fmt.Sprintf("{{%s}}: %s", ref, bad), at(where...)...)
+			}
+		}
+	}
+	if rc := a.Request; rc != nil {
+		check(rc.Path, false, "request", "path")
+		check(rc.Body, false, "request", "body")
+		for _, h := range sortedKeys(rc.Headers) {
+			check(rc.Headers[h], false, "request", "headers", h)
+		}
+	}
+	if b := a.Bulk; b != nil {
+		check(b.Path, true, "bulk", "path")
+		check(b.Body, true, "bulk", "body")
+	}
+}
+
+// templateRefs lists the {{references}} in a template value.
+func templateRefs(t any) []string {
+	var out []string
+	switch x := t.(type) {
+	case string:
+		for _, m := range tmplRef.FindAllStringSubmatch(x, -1) {
+			out = append(out, m[1])
+		}
+		if strings.Contains(x, "{{") && len(out) == 0 {
+			out = append(out, strings.TrimSpace(strings.Trim(x[strings.Index(x, "{{"):], "{} ")))
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			out = append(out, templateRefs(x[k])...)
+		}
+	case map[any]any:
+		for _, e := range x {
+			out = append(out, templateRefs(e)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, templateRefs(e)...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
+	resp, doc, items, err := s.request(ctx, src, st, false)
+	if err != nil {
+		return page{}, err
+	}
+	pg, err := s.r.dialect.parse(resp, doc, items, st)
+	if err != nil {
+		return pg, err
+	}
+	pg.doc = doc
+	if !pg.next.Done && sameContinuation(st, pg.next) {
+		return pg, badResponse("the upstream returned the same continuation twice")
+	}
+	pg.header = resp.Header
+	return pg, nil
+}
+
+// request sends one list request for the page st points at and returns the
+// decoded body and its items. A probe asks for the source's first page at
+// page size 1, without the upstream-side filters.
+func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe bool) (*Response, any, []any, error) {
+	r := s.r
+	q := url.Values{}
+	for k, v := range r.Config.List.Params {
+		q.Set(k, v)
+	}
+	for k, v := range src.cfg.Params {
+		q.Set(k, v)
+	}
+	if !probe {
+		r.filterParams(q, s.spec.Filter)
+	}
+	var u *url.URL
+	if next := r.dialect.query(q, st); next != nil {
+		u = src.base.ResolveReference(next)
+		if !r.Upstream.SameOrigin(src.base, u) {
+			return nil, nil, nil, badResponse("the continuation points at another host; it was not followed")
+		}
+	} else {
+		if probe {
+			q.Set(r.Pagination.PageSizeParam, "1")
+		}
+		u = r.Upstream.ResolveURL(src.base, r.Config.List.Path, q)
+	}
+	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: s.spec.RequestID, Idempotent: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	doc, err := decodeJSONBody(resp, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	items, err := r.itemsOf(doc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return resp, doc, items, nil
+}
+
+// itemsOf reads the items array of a list body; plain values become
+// objects when list.scalar_item_field says so.
+func (r *Resource) itemsOf(doc any) ([]any, error) {
+	raw, ok := getPath(doc, r.Config.List.Items)
+	items, isArr := raw.([]any)
+	if !ok || !isArr {
+		if ok && raw == nil {
+			return []any{}, nil
+		}
+		return nil, badResponse("items are not an array at %q", r.Config.List.Items)
+	}
+	if f := r.Config.List.ScalarItemField; f != "" {
+		wrapped := make([]any, len(items))
+		for i, it := range items {
+			switch it.(type) {
+			case string, json.Number, float64, bool:
+				wrapped[i] = map[string]any{f: it}
+			default:
+				return nil, badResponse("an item is not a plain value, as list.scalar_item_field declares")
+			}
+		}
+		items = wrapped
+	}
+	return items, nil
+}
+
+// probe settles an unknown end with one request: the source's first page
+// at page size 1 without the upstream-side filters. When it carries the
+// dialect's "more follows" signal, the upstream is known to send that
+// signal, so its absence on the scan's last page proves the end (and this
+// is remembered for the resource and source for the process's life).
+// Otherwise the end stays unproven. It returns false when the source
+// stopped (budget, deadline, a failure).
+func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
+	key := src.cfg.Name
+	if _, ok := s.r.endVerified.Load(key); ok {
+		s.settleProbe(src, true)
+		return true
+	}
+	if ctx.Err() != nil {
+		s.stopForContext(ctx, src)
+		return false
+	}
+	if s.takePages(1) == 0 {
+		s.setStatus(src, srcCutPages)
+		return false
+	}
+	resp, doc, items, err := s.request(ctx, src, pageState{}, true)
+	s.mu.Lock()
+	s.pages++
+	src.pages++
+	s.mu.Unlock()
+	var he *HTTPError
+	switch {
+	case err == nil:
+	case errors.As(err, &he) && (he.Kind != FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500):
+		s.fail(ctx, src, err) // transient: the next Run probes again
+		return false
+	default:
+		// The upstream refused or garbled the probe (a page size of 1
+		// may be refused): nothing is proven.
+		s.mu.Lock()
+		src.state.Probe, src.state.Done, src.state.End, src.state.EndSignal = false, true, envelope.EndUnproven, SignalProbeFailed
+		s.mu.Unlock()
+		return true
+	}
+	more := len(items) > 0 && s.r.dialect.more(resp, doc)
+	if more {
+		s.r.endVerified.Store(key, true)
+	}
+	s.settleProbe(src, more)
+	return true
+}
+
+func (s *Scan) settleProbe(src *sourceScan, verified bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &src.state
+	st.Probe, st.Done = false, true
+	if verified {
+		st.End, st.EndSignal = envelope.EndProven, st.EndSignal+SignalVerified
+		return
+	}
+	st.End, st.EndSignal = envelope.EndUnproven, SignalNotSeen
+}
+
+// sameContinuation reports a continuation that did not advance: the same
+// cursor, next URL, offset or page again.
+func sameContinuation(a, b pageState) bool {
+	if !a.Started {
+		return false
+	}
+	if a.NextURL != nil && b.NextURL != nil {
+		return a.NextURL.String() == b.NextURL.String()
+	}
+	return a.Cursor == b.Cursor && a.Offset == b.Offset && a.Page == b.Page && a.NextURL == nil && b.NextURL == nil
+}
+
+// decodeJSONBody decodes a JSON response body, numbers as json.Number. A
+// content type other than JSON and, when checkError is set, a body that is
+// an error object behind a 2xx are refused with their own kinds.
+func decodeJSONBody(resp *Response, checkError bool) (any, error) {
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+			if err != nil {
+				mt = "unparseable"
+			}
+			return nil, &BodyError{Kind: BodyContentType, Detail: envelope.SafeName(mt)}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(resp.Body))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, badResponse("the body is not valid JSON")
+	}
+	if dec.More() {
+		return nil, badResponse("the body has data after the JSON document")
+	}
+	if checkError {
+		if why, bad := errorInSuccess(doc); bad {
+			return nil, &BodyError{Kind: BodyErrorInSuccess, Detail: why}
+		}
+	}
+	return doc, nil
+}
+
+func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
+	r := s.r
+	var he *HTTPError
+	var se *ScanError
+	fatal := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		src.status = srcUnavailable
+		if s.fatal == nil {
+			s.fatal = &ScanError{Problem: ProblemFor(err, r.FieldName), Source: src.cfg.Name, Err: err}
+			s.cancelRun()
+		}
+	}
+	switch {
+	case errors.As(err, &se):
+		s.mu.Lock()
+		if s.fatal == nil {
+			s.fatal = se
+			s.cancelRun()
+		}
+		s.mu.Unlock()
+	case IsBadResponse(err):
+		fatal()
+	case errors.As(err, &he):
+		switch he.Kind {
+		case FailCanceled:
+			s.stopForContext(ctx, src)
+		case FailTooLarge:
+			fatal()
+		case FailTimeout, FailConnection:
+			if ctx.Err() != nil {
+				s.stopForContext(ctx, src)
+				return
+			}
+			s.mu.Lock()
+			src.status, src.signal = srcUnavailable, failSignal(he)
+			s.mu.Unlock()
+		case FailStatus:
+			switch st := he.Status; {
+			case st == http.StatusGone && r.Pagination.Dialect == DialectContinue:
+				s.setStatus(src, srcExpired)
+			case st == http.StatusTooManyRequests:
+				s.mu.Lock()
+				src.status, src.retryAfter = srcRateLimited, max(he.RetryAfter, time.Second)
+				s.mu.Unlock()
+			case st >= 500:
+				s.mu.Lock()
+				src.status, src.retryAfter, src.signal = srcUnavailable, he.RetryAfter, failSignal(he)
+				s.mu.Unlock()
+			default:
+				fatal()
+			}
+		}
+	default:
+		s.mu.Lock()
+		if s.fatal == nil {
+			s.fatal = &ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, ""), Source: src.cfg.Name, Err: err}
+			s.cancelRun()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// failSignal names how a source failed, for SOURCE_UNAVAILABLE.
+func failSignal(he *HTTPError) string {
+	switch he.Kind {
+	case FailTimeout:
+		return "timeout"
+	case FailConnection:
+		return "connection"
+	}
+	return fmt.Sprintf("status_%d", he.Status)
+}

@@ -1,0 +1,284 @@
+package upstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+)
+
+// process accounts for one page: signals, consistency checks, items.
+func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
+	r := s.r
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages++
+	src.pages++
+	s.readSignalsLocked(src, pg)
+	if pg.snapshot != "" && s.snapshot == "" {
+		s.snapshot = pg.snapshot
+	}
+	if pg.estimate != nil {
+		e := src.items + len(pg.items) + *pg.estimate
+		s.estimate = &e
+	}
+	if pg.total != nil && st.Total != nil && *pg.total != *st.Total {
+		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_changed")
+	}
+	if pg.hasBoundary && pg.boundary != src.lastID {
+		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "page_boundary_shifted")
+	}
+	idPath := r.FieldPath(r.Config.IDField)
+	verPath := ""
+	if r.Config.VersionField != "" {
+		verPath = r.FieldPath(r.Config.VersionField)
+	}
+	fresh, rejected, matchedBefore := 0, 0, s.matched
+	for _, raw := range pg.items {
+		doc, ok := raw.(map[string]any)
+		if !ok {
+			return badResponse("an item is not a JSON object")
+		}
+		id, ok := itemID(doc, idPath)
+		if !ok {
+			s.violationLocked(r.Config.IDField, "required", "")
+			src.items++
+			s.scanned++
+			continue
+		}
+		src.lastID = id
+		h := seenKey(s.salt, src.cfg.Name, id)
+		if _, dup := s.seen[h]; dup {
+			s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "duplicate_id")
+			continue
+		}
+		s.seen[h] = struct{}{}
+		fresh++
+		src.items++
+		s.scanned++
+		s.normalizeLocked(doc)
+		var broken []Violation
+		brokenFilter := false
+		if r.Contract != nil {
+			vs, aliases := r.Contract.Check(doc, s.decision)
+			for _, a := range aliases {
+				s.aliases[a] = true
+			}
+			for _, v := range vs {
+				switch {
+				case v.Decision:
+					broken = append(broken, v)
+					brokenFilter = brokenFilter || s.filterFields[v.Field]
+				case v.Rule == "enum":
+					s.enumDrift[v.Field] = true
+				default:
+					s.fieldDrift[v.Field] = true
+				}
+			}
+		}
+		// A record whose filter fields are broken might be in scope; one
+		// that clearly is not does not count either way.
+		if !brokenFilter && !r.Matches(doc, s.spec.Filter) {
+			rejected++
+			continue
+		}
+		if len(broken) > 0 && !s.spec.KeepViolations {
+			rejected++
+			for _, v := range broken {
+				rule := v.Rule
+				if v.Invariant != "" {
+					rule = "invariant: " + v.Invariant
+				}
+				s.violationLocked(v.Field, rule, id)
+			}
+			continue
+		}
+		s.matched++
+		for _, g := range s.spec.GroupBy {
+			v, _ := getPath(doc, r.FieldPath(g))
+			k := groupKey{g, canonicalKey(v)}
+			if _, seen := s.groupVals[k]; !seen {
+				s.groupVals[k] = v
+			}
+			s.groups[k]++
+		}
+		if s.spec.Sink != nil {
+			it := &Item{ID: id, Source: src.cfg.Name, Doc: doc, Violations: broken}
+			if verPath != "" {
+				it.Version, _ = itemID(doc, verPath)
+			}
+			if err := s.spec.Sink.Add(it); err != nil {
+				return &ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, "airlock could not record the scanned items."), Err: err}
+			}
+		}
+	}
+	if len(pg.items) > 0 {
+		if id, ok := itemID(pg.items[len(pg.items)-1], idPath); ok {
+			src.lastID = id
+		}
+	}
+	src.state = pg.next
+	if s.spec.CountFromTotal && s.spec.Sink == nil && len(s.spec.GroupBy) == 0 && !st.Started && pg.total != nil &&
+		rejected == 0 && fresh == len(pg.items) && !src.state.Done {
+		// Every item of the first page matched: the upstream applies the
+		// filter, and its total is declared exact. It counts the rest.
+		s.matched += *pg.total - (s.matched - matchedBefore)
+		src.fromTotal = true
+		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndProven, SignalDeclaredTotal
+	}
+	if st.Started && len(pg.items) > 0 && fresh == 0 && !src.state.Done {
+		// A whole page of records already read: the upstream ignores the
+		// page parameter or loops. Reading on proves nothing.
+		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalRepeatedPage
+	}
+	return nil
+}
+
+func (s *Scan) finishSource(src *sourceScan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src.status = srcDone
+	st := src.state
+	if st.TotalUntrusted && !s.stickySeen[envelope.InconsistentSnapshot+"/"+src.cfg.Name] {
+		// (A total that changed during the scan is INCONSISTENT_SNAPSHOT.)
+		s.contradictedLocked("total")
+	}
+	if st.End == envelope.EndUnproven || src.fromTotal {
+		return // END_NOT_PROVEN, in Outcome; or counted from the total
+	}
+	if c := s.r.Config.ResultCap; c > 0 {
+		switch {
+		case src.items > c:
+			// More than the declared cap came back: the declaration is
+			// wrong, and the end proved by the dialect stands.
+			s.contradictedLocked("result_cap")
+		case src.items == c:
+			src.capped = true
+			return
+		}
+	}
+	if t := st.Total; t != nil && !st.TotalUntrusted && src.items < *t && !s.stickySeen[envelope.InconsistentSnapshot+"/"+src.cfg.Name] {
+		// The upstream stopped before its own total without any sign of a
+		// change: it capped the result.
+		src.capped, src.shortOf = true, *t
+	}
+}
+
+// contradictedLocked warns once per declaration that the upstream
+// contradicted it.
+func (s *Scan) contradictedLocked(field string) {
+	key := envelope.WarnDeclarationContradicted + "/" + field
+	if s.warnSeen[key] {
+		return
+	}
+	s.warnSeen[key] = true
+	w := envelope.NewWarning(envelope.WarnDeclarationContradicted, s.r.Name)
+	w.Fields = []string{field}
+	s.warnings = append(s.warnings, w)
+}
+
+func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
+	r := s.r
+	if v := r.Config.Visibility; v != nil {
+		var got string
+		if v.Header != "" {
+			got = pg.header.Get(v.Header)
+		} else if x, ok := getPath(pg.doc, v.Field); ok {
+			got = scalarString(x)
+		}
+		for _, rv := range v.RestrictedValues {
+			if got != "" && strings.EqualFold(got, rv) {
+				s.addStickyLocked(envelope.VisibilityRestricted, src.cfg.Name, "")
+			}
+		}
+	}
+	if inc := r.Config.Incomplete; inc != nil {
+		for _, f := range inc.Flags {
+			if x, ok := getPath(pg.doc, f); ok && x == true {
+				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, lastSegment(f))
+			}
+		}
+		if inc.TotalRelation != "" {
+			if x, ok := getPath(pg.doc, inc.TotalRelation); ok && scalarString(x) == "gte" {
+				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, "total_gte")
+			}
+		}
+	}
+	if f := r.Config.Freshness; f != nil {
+		var ts string
+		if f.Header != "" {
+			ts = pg.header.Get(f.Header)
+		} else if x, ok := getPath(pg.doc, f.Field); ok {
+			ts = scalarString(x)
+		}
+		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.clock.Now().Sub(t) > f.MaxAge {
+			if !s.warnSeen[envelope.WarnStaleIndex] {
+				s.warnSeen[envelope.WarnStaleIndex] = true
+				w := envelope.NewWarning(envelope.WarnStaleIndex, src.cfg.Name)
+				w.Revision = t.UTC().Format(time.RFC3339)
+				s.warnings = append(s.warnings, w)
+			}
+		}
+	}
+}
+
+func lastSegment(p string) string {
+	if i := strings.LastIndex(p, "."); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func (s *Scan) addStickyLocked(code, source, signal string) {
+	key := code + "/" + source
+	if s.stickySeen[key] {
+		return
+	}
+	s.stickySeen[key] = true
+	rs := envelope.NewReason(code)
+	rs.Source, rs.Signal = source, signal
+	s.sticky = append(s.sticky, rs)
+}
+
+func (s *Scan) violationLocked(field, rule, sample string) {
+	k := field + "/" + rule
+	v := s.violations[k]
+	if v == nil {
+		v = &violation{field: field, rule: rule, sample: sample}
+		s.violations[k] = v
+	}
+	v.count++
+}
+
+func (s *Scan) normalizeLocked(doc map[string]any) {
+	for _, n := range s.r.norms {
+		if n.apply(doc) {
+			s.normalized[n.name] = true
+		}
+	}
+}
+
+func setPath(doc map[string]any, path string, v any) {
+	parts := strings.Split(path, ".")
+	cur := doc
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			return
+		}
+		cur = next
+	}
+	cur[parts[len(parts)-1]] = v
+}
+
+// canonicalKey is a group's key: the JSON encoding of the value, so that
+// null and "null" stay apart.
+func canonicalKey(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

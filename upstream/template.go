@@ -1,0 +1,131 @@
+package upstream
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// TemplateVars are the values a write template may use.
+type TemplateVars struct {
+	ID      string
+	Version string
+	// VersionValue is the version in its declared type (a number for an
+	// integer version field), as the upstream expects it back.
+	VersionValue any
+	Params       map[string]any
+	Before       map[string]any
+	After        map[string]any
+	Restore      map[string]any
+	OperationID  string
+	Targets      []map[string]any
+}
+
+var tmplRef = regexp.MustCompile(`\{\{\s*([a-z_]+(?:\.[A-Za-z0-9_]+)*)\s*\}\}`)
+
+func (v TemplateVars) lookup(ref string) (any, bool) {
+	parts := strings.SplitN(ref, ".", 2)
+	switch parts[0] {
+	case "id":
+		return v.ID, true
+	case "version":
+		if v.VersionValue != nil {
+			return v.VersionValue, true
+		}
+		return v.Version, v.Version != ""
+	case "operation_id":
+		return v.OperationID, true
+	case "targets":
+		out := make([]any, len(v.Targets))
+		for i, t := range v.Targets {
+			out[i] = t
+		}
+		return out, true
+	case "ids":
+		out := make([]any, len(v.Targets))
+		for i, t := range v.Targets {
+			out[i] = t["id"]
+		}
+		return out, true
+	}
+	if len(parts) < 2 {
+		return nil, false
+	}
+	var m map[string]any
+	switch parts[0] {
+	case "params":
+		m = v.Params
+	case "before":
+		m = v.Before
+	case "after":
+		m = v.After
+	case "restore":
+		m = v.Restore
+	}
+	x, ok := getPath(m, parts[1])
+	return x, ok
+}
+
+// Render fills a template value: a string that is exactly one reference
+// takes the referenced value with its type; references inside a longer
+// string are formatted as text. Unknown references are errors.
+func (v TemplateVars) Render(t any) (any, error) {
+	switch x := t.(type) {
+	case string:
+		if m := tmplRef.FindStringSubmatch(x); m != nil && m[0] == strings.TrimSpace(x) {
+			val, ok := v.lookup(m[1])
+			if !ok {
+				return nil, fmt.Errorf("template reference %q has no value", m[1])
+			}
+			return val, nil
+		}
+		var err error
+		out := tmplRef.ReplaceAllStringFunc(x, func(s string) string {
+			ref := tmplRef.FindStringSubmatch(s)[1]
+			val, ok := v.lookup(ref)
+			if !ok {
+				err = fmt.Errorf("template reference %q has no value", ref)
+				return ""
+			}
+			return scalarString(val)
+		})
+		return out, err
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := v.Render(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := v.Render(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return t, nil
+}
+
+// RenderPath fills a path template, escaping each value.
+func (v TemplateVars) RenderPath(p string) (string, error) {
+	var err error
+	out := tmplRef.ReplaceAllStringFunc(p, func(s string) string {
+		ref := tmplRef.FindStringSubmatch(s)[1]
+		val, ok := v.lookup(ref)
+		if !ok {
+			err = fmt.Errorf("template reference %q has no value", ref)
+			return ""
+		}
+		return url.PathEscape(scalarString(val))
+	})
+	return out, err
+}

@@ -1,0 +1,290 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// CheckResponse checks a 2xx write answer against the action's response
+// contract; the violations say what broke.
+func (a *Action) CheckResponse(resp *Response) []Violation {
+	if a.Response == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
+		if a.Response != nil {
+			return []Violation{{Field: "body", Rule: "required", Decision: true}}
+		}
+		return nil
+	}
+	doc, err := decodeJSONBody(resp, true)
+	if err != nil {
+		return nil // CheckWriteResponse reports the body itself
+	}
+	item, _ := getPath(doc, a.Config.Response.Item)
+	m, ok := item.(map[string]any)
+	if !ok {
+		return []Violation{{Field: a.Config.Response.Item, Rule: "type", Decision: true}}
+	}
+	all := map[string]bool{}
+	for f := range a.Config.Response.Fields {
+		all[f] = true
+	}
+	vs, _ := a.Response.Check(m, all)
+	return vs
+}
+
+// Read fetches one item through the resource's get endpoint. found is false
+// on 404. Errors are *HTTPError or bad-response errors.
+func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[string]any, version string, found bool, err error) {
+	g := r.Config.Get
+	if g == nil {
+		return nil, "", false, fmt.Errorf("resource %q has no get endpoint", r.Name)
+	}
+	if err := CheckPathID(id); err != nil {
+		return nil, "", false, err
+	}
+	u := r.Upstream.ResolveURL(nil, strings.ReplaceAll(g.Path, "{{id}}", url.PathEscape(id)), nil)
+	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true})
+	if err != nil {
+		if he, ok := err.(*HTTPError); ok && he.Kind == FailStatus && he.Status == http.StatusNotFound {
+			return nil, "", false, nil
+		}
+		return nil, "", false, err
+	}
+	body, err := decodeJSONBody(resp, true)
+	if err != nil {
+		return nil, "", false, err
+	}
+	item, _ := getPath(body, g.Item)
+	m, ok := item.(map[string]any)
+	if !ok {
+		return nil, "", false, badResponse("the item is not a JSON object")
+	}
+	if r.Config.VersionField != "" {
+		version, _ = itemID(m, r.FieldPath(r.Config.VersionField))
+	}
+	if version == "" {
+		version = resp.Header.Get("ETag")
+	}
+	s := &Scan{r: r, normalized: map[string]bool{}}
+	s.normalizeLocked(m)
+	return m, version, true, nil
+}
+
+// IdempotencyKey derives the per-target key from the operation and target:
+// the same operation and target always send the same key.
+func IdempotencyKey(operationID, targetID string) string {
+	sum := sha256.Sum256([]byte(operationID + "\x00" + targetID))
+	return "airlock-" + hex.EncodeToString(sum[:16])
+}
+
+// typedVersion returns a version in its declared field type.
+func (a *Action) typedVersion(v string) any {
+	if v == "" {
+		return nil
+	}
+	if fc, ok := a.Resource.Field(a.Resource.Config.VersionField); ok && (fc.Type == "integer" || fc.Type == "number") {
+		return json.Number(v)
+	}
+	return v
+}
+
+// CheckPathID refuses an id that cannot be written into a URL path as one
+// segment: empty, a dot segment (which a server resolves to another path),
+// or holding control characters.
+func CheckPathID(id string) error {
+	switch id {
+	case "":
+		return fmt.Errorf("%w: it is empty", ErrUnsafeID)
+	case ".", "..":
+		return fmt.Errorf("%w: %q is a dot segment, which would address another path", ErrUnsafeID, id)
+	}
+	for _, c := range id {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%w: it holds a control character", ErrUnsafeID)
+		}
+	}
+	return nil
+}
+
+// ErrUnsafeID is wrapped by CheckPathID's errors.
+var ErrUnsafeID = errors.New("the id cannot be one URL path segment")
+
+// ErrNoVersion is returned for a conditional write whose target has no
+// version: the condition cannot be expressed, so nothing is sent.
+var ErrNoVersion = errors.New("the target has no version: the conditional write cannot be expressed")
+
+// WriteRequest builds the per-target request. It is never retried by the
+// client (the commit engine journals and retries attempts itself) and never
+// follows a redirect.
+func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, error) {
+	if err := CheckPathID(vars.ID); err != nil {
+		return Request{}, err
+	}
+	if (a.Config.Conditional == CondIfMatch || a.Config.Conditional == CondVersion) && vars.Version == "" {
+		return Request{}, ErrNoVersion
+	}
+	vars.VersionValue = a.typedVersion(vars.Version)
+	rc := a.Config.Request
+	path, err := vars.RenderPath(rc.Path)
+	if err != nil {
+		return Request{}, err
+	}
+	req := Request{Method: rc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
+	for k, t := range rc.Headers {
+		v, err := vars.Render(t)
+		if err != nil {
+			return Request{}, err
+		}
+		req.Header.Set(k, scalarString(v))
+	}
+	if rc.Body != nil {
+		body, err := vars.Render(rc.Body)
+		if err != nil {
+			return Request{}, err
+		}
+		req.Body, _ = jsonMarshal(body)
+	}
+	if a.Config.Conditional == CondIfMatch {
+		req.Header.Set("If-Match", vars.Version)
+	}
+	if h := a.Config.IdempotencyHeader; h != "" {
+		req.Header.Set(h, IdempotencyKey(vars.OperationID, vars.ID))
+	}
+	return req, nil
+}
+
+// BulkRequest builds one bulk request for the targets.
+func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, error) {
+	bc := a.Config.Bulk
+	for _, t := range vars.Targets {
+		v, _ := t["version"].(string)
+		if a.Config.Conditional == CondVersion && v == "" {
+			return Request{}, ErrNoVersion
+		}
+		if v != "" {
+			t["version"] = a.typedVersion(v)
+		}
+	}
+	path, err := vars.RenderPath(bc.Path)
+	if err != nil {
+		return Request{}, err
+	}
+	req := Request{Method: bc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
+	body, err := vars.Render(bc.Body)
+	if err != nil {
+		return Request{}, err
+	}
+	req.Body, _ = jsonMarshal(body)
+	if h := a.Config.IdempotencyHeader; h != "" {
+		ids := make([]string, len(vars.Targets))
+		for i, t := range vars.Targets {
+			ids[i] = scalarString(t["id"])
+		}
+		req.Header.Set(h, IdempotencyKey(vars.OperationID, strings.Join(ids, ",")))
+	}
+	return req, nil
+}
+
+// ParamFor maps a field an upstream named in its validation errors back to
+// the action parameter the write template filled it from ("" when none).
+func (a *Action) ParamFor(field string) string {
+	var body any
+	if a.Config.Request != nil {
+		body = a.Config.Request.Body
+	} else if a.Config.Bulk != nil {
+		body = a.Config.Bulk.Body
+	}
+	t, ok := getPath(body, field)
+	if !ok {
+		return ""
+	}
+	s, _ := t.(string)
+	if m := tmplRef.FindStringSubmatch(s); m != nil && strings.HasPrefix(m[1], "params.") {
+		return "action." + m[1]
+	}
+	return ""
+}
+
+// BulkOutcome is one target's result in a bulk response.
+type BulkOutcome int
+
+// Bulk outcomes.
+const (
+	BulkApplied BulkOutcome = iota + 1
+	BulkConflict
+	BulkNotFound
+	BulkFailed
+)
+
+// ParseBulk reads per-target outcomes from a bulk response. Targets missing
+// from the response are absent from the map (their outcome is unknown).
+func (a *Action) ParseBulk(resp *Response) (map[string]BulkOutcome, error) {
+	bc := a.Config.Bulk
+	// A bulk body may say "errors": true when some targets failed; the
+	// per-target results tell which.
+	doc, err := decodeJSONBody(resp, false)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := getPath(doc, bc.Results)
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, badResponse("bulk results are not an array at %q", bc.Results)
+	}
+	out := map[string]BulkOutcome{}
+	for _, e := range list {
+		id, ok := itemID(e, bc.ResultID)
+		if !ok {
+			return nil, badResponse("a bulk result has no id")
+		}
+		st, _ := getPath(e, bc.ResultStatus)
+		s := scalarString(st)
+		switch {
+		case contains(bc.Applied, s):
+			out[id] = BulkApplied
+		case contains(bc.Conflict, s):
+			out[id] = BulkConflict
+		case contains(bc.NotFound, s):
+			out[id] = BulkNotFound
+		default:
+			out[id] = BulkFailed
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func jsonMarshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// CheckWriteResponse accepts a 2xx write response: an empty body, or a
+// JSON body that is not an error object.
+func CheckWriteResponse(resp *Response) error {
+	if len(bytes.TrimSpace(resp.Body)) == 0 {
+		return nil
+	}
+	_, err := decodeJSONBody(resp, true)
+	return err
+}
