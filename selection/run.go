@@ -547,7 +547,7 @@ func (r *run) rateLimited(wait time.Duration) {
 		return
 	}
 	r.mu.Lock()
-	if until := time.Now().Add(wait); until.After(r.pauseUntil) {
+	if until := r.e.Clock.Now().Add(wait); until.After(r.pauseUntil) {
 		r.pauseUntil = until
 	}
 	r.mu.Unlock()
@@ -557,7 +557,7 @@ func (r *run) pauseForRateLimit(ctx context.Context) {
 	r.mu.Lock()
 	until := r.pauseUntil
 	r.mu.Unlock()
-	sleep(ctx, time.Until(until))
+	sleep(ctx, until.Sub(r.e.Clock.Now()))
 }
 
 // sleep waits for d or until ctx is done.

@@ -252,7 +252,6 @@ func TestRateLimit_AirlockWaitsOrRefusesForTheUpstreamsWait(t *testing.T) {
 			api.ServeHTTP(w, r)
 		})
 		h := newHarness(t, demoAt(url), withClock(clock))
-		h.deps.Runtime.Upstreams["demo"].SetClock(clock)
 		args := map[string]any{"resource": "projects", "max_items": 0}
 		first := h.call("search_all", args)
 		if !first.env.HasReason(envelope.RateLimited) || *first.env.Continuation.RetryAfterSeconds != 30 {

@@ -135,7 +135,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv, Clock: cfg.clock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,12 +40,9 @@ func newDirect(t fataler, yaml []byte) *direct {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := cfg.Initialize(context.Background(), upstream.Options{Getenv: testEnv})
+	rt, err := cfg.Initialize(context.Background(), upstream.Options{Getenv: testEnv, MaxRetryWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, c := range rt.Upstreams {
-		c.SetMaxRetryWait(50 * time.Millisecond)
 	}
 	d := &direct{t: t, deps: NewDeps(rt, nil), specs: map[string]Spec{}, schemas: map[string]*envelope.Validator{}}
 	for _, s := range d.deps.Specs() {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"golang.org/x/time/rate"
 )
 
 // errCrossHostRedirect is returned by the redirect policy: a credential is
@@ -40,7 +41,7 @@ type Client struct {
 	maxBody      int64
 	maxRetryWait time.Duration
 	sem          chan struct{}
-	limiter      *limiter
+	limiter      *rate.Limiter
 	logger       *slog.Logger
 	clock        Clock
 
@@ -123,7 +124,10 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
 	}
 	if c.reqIDHeader == "" {
-		c.reqIDHeader = DefaultRequestIDHeadr
+		c.reqIDHeader = DefaultRequestIDHeader
+	}
+	if opts.MaxRetryWait > 0 {
+		c.maxRetryWait = opts.MaxRetryWait
 	}
 	if c.maxBody == 0 {
 		c.maxBody = DefaultMaxBodyBytes
@@ -149,7 +153,7 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 	}
 	c.sem = make(chan struct{}, conc)
 	if cfg.RateLimit.PerSecond > 0 {
-		c.limiter = newLimiter(cfg.RateLimit.PerSecond, max(cfg.RateLimit.Burst, 1), opts.Clock)
+		c.limiter = rate.NewLimiter(rate.Limit(cfg.RateLimit.PerSecond), max(cfg.RateLimit.Burst, 1))
 	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
@@ -228,17 +232,6 @@ func loadSecret(cr *CredentialConfig, getenv func(string) string) (string, error
 // Host is the upstream's host, for scope and approval screens.
 func (c *Client) Host() string { return c.base.Host }
 
-// SetClock replaces the clock that drives the rate limiter and cooldowns.
-func (c *Client) SetClock(clock Clock) {
-	c.clock = clock
-	if c.limiter != nil {
-		c.limiter.clock = clock
-	}
-}
-
-// SetMaxRetryWait changes how long a single call sleeps through Retry-After.
-func (c *Client) SetMaxRetryWait(d time.Duration) { c.maxRetryWait = d }
-
 // ResolveURL joins a path and query with the base URL. The path is in its
 // escaped form (a rendered template escapes each value once); it is not
 // escaped again.
@@ -288,7 +281,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		return nil, &HTTPError{Kind: FailStatus, Status: http.StatusTooManyRequests, RetryAfter: wait, Local: true}
 	}
 	if c.limiter != nil {
-		if err := c.limiter.wait(ctx); err != nil {
+		if err := c.waitLimit(ctx); err != nil {
 			return nil, &HTTPError{Kind: FailCanceled}
 		}
 	}
@@ -494,32 +487,12 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// limiter is a token bucket: rate tokens per second, up to burst, on the
-// injected clock.
-type limiter struct {
-	mu     sync.Mutex
-	clock  Clock
-	rate   float64
-	burst  float64
-	tokens float64
-	last   time.Time
-}
-
-func newLimiter(rate float64, burst int, clock Clock) *limiter {
-	return &limiter{clock: clock, rate: rate, burst: float64(burst), tokens: float64(burst), last: clock.Now()}
-}
-
-func (l *limiter) wait(ctx context.Context) error {
-	l.mu.Lock()
-	now := l.clock.Now()
-	l.tokens = math.Min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
-	l.last = now
-	l.tokens--
-	var d time.Duration
-	if l.tokens < 0 {
-		d = time.Duration(-l.tokens / l.rate * float64(time.Second))
-	}
-	l.mu.Unlock()
+// waitLimit waits for the client-side rate limit (a token bucket) on the
+// injected clock; a cancelled wait gives its token back.
+func (c *Client) waitLimit(ctx context.Context) error {
+	now := c.clock.Now()
+	r := c.limiter.ReserveN(now, 1)
+	d := r.DelayFrom(now)
 	if d <= 0 {
 		return nil
 	}
@@ -529,9 +502,7 @@ func (l *limiter) wait(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		l.mu.Lock()
-		l.tokens++
-		l.mu.Unlock()
+		r.CancelAt(c.clock.Now())
 		return ctx.Err()
 	}
 }

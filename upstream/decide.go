@@ -212,13 +212,8 @@ func RecordedResponse(status int, headers map[string]string, body []byte) *Respo
 	return &Response{Status: status, Header: h, Body: body}
 }
 
-// FixtureName is the versioned fixture file name of a resource operation:
+// ParseFixtureName splits a versioned fixture file name,
 // <resource>-<operation>-v<N>.json.
-func FixtureName(resource, operation string, version int) string {
-	return resource + "-" + operation + "-v" + strconv.Itoa(version) + ".json"
-}
-
-// ParseFixtureName splits a versioned fixture file name.
 func ParseFixtureName(name string) (resource, operation string, version int, ok bool) {
 	base, found := strings.CutSuffix(name, ".json")
 	if !found {

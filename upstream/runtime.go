@@ -17,20 +17,20 @@ import (
 // Defaults applied where the configuration is silent. They are deliberately
 // conservative: a response budget well under what MCP clients truncate at.
 const (
-	DefaultTimeout        = 10 * time.Second
-	DefaultRetries        = 2
-	DefaultConcurrency    = 4
-	DefaultMaxBodyBytes   = 16 << 20
-	DefaultPageSize       = 100
-	DefaultMaxItems       = 50
-	DefaultMaxItemsCap    = 1000
-	DefaultMaxPages       = 200
-	DefaultMaxPagesCap    = 5000
-	DefaultDeadlineMS     = 15000
-	DefaultDeadlineMSCap  = 120000
-	DefaultResponseBytes  = 24000
-	DefaultScanItems      = 200000
-	DefaultRequestIDHeadr = "X-Request-Id"
+	DefaultTimeout         = 10 * time.Second
+	DefaultRetries         = 2
+	DefaultConcurrency     = 4
+	DefaultMaxBodyBytes    = 16 << 20
+	DefaultPageSize        = 100
+	DefaultMaxItems        = 50
+	DefaultMaxItemsCap     = 1000
+	DefaultMaxPages        = 200
+	DefaultMaxPagesCap     = 5000
+	DefaultDeadlineMS      = 15000
+	DefaultDeadlineMSCap   = 120000
+	DefaultResponseBytes   = 24000
+	DefaultScanItems       = 200000
+	DefaultRequestIDHeader = "X-Request-Id"
 )
 
 // Runtime is an initialized configuration: upstream clients and resources.
@@ -69,8 +69,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Getenv reads credentials from the environment; nil means os.Getenv.
 	Getenv func(string) string
-	// Clock drives the client-side rate limiter; nil means the wall clock.
+	// Clock drives the client-side rate limiter, cooldowns and Retry-After
+	// dates; nil means the wall clock.
 	Clock Clock
+	// MaxRetryWait bounds how long one call sleeps through a Retry-After
+	// (DefaultMaxRetryWait when zero); a longer wait is reported instead.
+	MaxRetryWait time.Duration
 	// WithoutCredentials builds a runtime that never calls an upstream:
 	// for operator commands (approve, review), which need the actions and
 	// their policies but must not need the API's secret.
