@@ -9,7 +9,7 @@ import (
 	"time"
 
 	. "github.com/airlock-mcp/airlock/selection"
-	"github.com/airlock-mcp/airlock/selection/internal/docjson"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 )
 
@@ -81,9 +81,9 @@ func TestStreamable_ExactlyTheRecordsThatReadBackUnchanged(t *testing.T) {
 	}
 	// The reasons for the exclusions: these encode differently once stored.
 	for _, r := range []Record{{ID: "x", Review: map[string]any{"f": 1e20}}, {ID: "y", Review: map[string]any{"s": "a\xff\xfeb"}}} {
-		raw := docjson.Marshal(r.Review)
+		raw := jsonvalue.Marshal(r.Review)
 		var back map[string]any
-		_ = docjson.Unmarshal(raw, &back)
+		_ = jsonvalue.Unmarshal(raw, &back)
 		a, _ := Canonical(r.Review)
 		b, _ := Canonical(back)
 		if bytes.Equal(a, b) {

@@ -1,12 +1,13 @@
 package upstream
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"sort"
 	"time"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // ActionConfig describes a write airlock may carry out on a resource's
@@ -107,26 +108,7 @@ func (e EffectConfig) Applied(got, after any) bool {
 		}
 		return false
 	}
-	return sameJSON(got, after)
-}
-
-func sameJSON(a, b any) bool {
-	ja, err1 := jsonMarshal(normalizeYAMLValue(a))
-	jb, err2 := jsonMarshal(normalizeYAMLValue(b))
-	return err1 == nil && err2 == nil && bytes.Equal(canonicalNumbers(ja), canonicalNumbers(jb))
-}
-
-// canonicalNumbers re-encodes a JSON document with sorted keys so that two
-// encodings of one value compare equal.
-func canonicalNumbers(b []byte) []byte {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if dec.Decode(&v) != nil {
-		return b
-	}
-	out, _ := json.Marshal(v)
-	return out
+	return jsonvalue.Equal(normalizeYAMLValue(got), normalizeYAMLValue(after))
 }
 
 // StopConfig is the failure-ratio stop rule.
@@ -202,7 +184,7 @@ func newAction(name string, cfg ActionConfig, r *Resource) *Action {
 }
 
 // GetPath reads a dotted path from a decoded item.
-func GetPath(doc any, path string) (any, bool) { return getPath(doc, path) }
+func GetPath(doc any, path string) (any, bool) { return jsonvalue.Get(doc, path) }
 
 // After returns the effect's after-values for a target: the same for
 // every target unless the effect refers to the target's restore values.

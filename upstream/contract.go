@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // AliasConfig is a temporary second name of a field, accepted until Until
@@ -295,12 +296,12 @@ func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Vio
 	for _, name := range c.aliased {
 		f := c.fields[name]
 		path := c.resource.FieldPath(name)
-		canon, hasCanon := getPath(doc, path)
+		canon, hasCanon := jsonvalue.Get(doc, path)
 		for _, a := range f.Aliases {
-			av, hasAlias := getPath(doc, a.Name)
+			av, hasAlias := jsonvalue.Get(doc, a.Name)
 			switch {
 			case !hasAlias:
-			case hasCanon && !sameJSON(canon, av):
+			case hasCanon && !jsonvalue.Equal(normalizeYAMLValue(canon), normalizeYAMLValue(av)):
 				vs = append(vs, Violation{Field: name, Rule: "alias_conflict", Decision: isDecision(name)})
 			case !hasCanon:
 				setPathCreate(doc, path, av)
@@ -363,7 +364,7 @@ func (c *Contract) schemaViolations(doc map[string]any, isDecision func(string) 
 			}
 			rule := kw
 			if kw == "type" {
-				if v, ok := getPath(doc, p); ok && v == nil {
+				if v, ok := jsonvalue.Get(doc, p); ok && v == nil {
 					rule = "null"
 				}
 			}

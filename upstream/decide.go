@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // Decisions about an upstream answer, from the most to the least
@@ -103,9 +105,9 @@ func (r *Resource) DecideItem(resp *Response) Decision {
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
-	item, _ := getPath(doc, "")
+	item, _ := jsonvalue.Get(doc, "")
 	if r.Config.Get != nil {
-		item, _ = getPath(doc, r.Config.Get.Item)
+		item, _ = jsonvalue.Get(doc, r.Config.Get.Item)
 	}
 	m, ok := item.(map[string]any)
 	if !ok {

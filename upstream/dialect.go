@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // pageState is where one source's scan stands: enough to fetch the next
@@ -159,7 +160,7 @@ func readTotal(p PaginationConfig, resp *Response, doc any) (int, bool) {
 		n, err := strconv.Atoi(h)
 		return n, err == nil && n >= 0
 	case p.Total != "":
-		x, ok := getPath(doc, p.Total)
+		x, ok := jsonvalue.Get(doc, p.Total)
 		if !ok {
 			return 0, false
 		}
@@ -223,7 +224,7 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
 	if d.p.HasMore != "" {
-		hm, ok := getPath(doc, d.p.HasMore)
+		hm, ok := jsonvalue.Get(doc, d.p.HasMore)
 		more, isBool := hm.(bool)
 		switch {
 		case ok && isBool && !more:
@@ -249,7 +250,7 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 		}
 		return pg, nil
 	}
-	nc, present := getPath(doc, d.p.NextCursor)
+	nc, present := jsonvalue.Get(doc, d.p.NextCursor)
 	s, _ := nc.(string)
 	switch {
 	case s != "":
@@ -266,10 +267,10 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 
 func (d cursorDialect) more(_ *Response, doc any) bool {
 	if d.p.HasMore != "" {
-		hm, _ := getPath(doc, d.p.HasMore)
+		hm, _ := jsonvalue.Get(doc, d.p.HasMore)
 		return hm == true
 	}
-	nc, _ := getPath(doc, d.p.NextCursor)
+	nc, _ := jsonvalue.Get(doc, d.p.NextCursor)
 	s, _ := nc.(string)
 	return s != ""
 }
@@ -524,7 +525,7 @@ func (d continueDialect) parse(_ *Response, doc any, items []any, st pageState) 
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
-	rv, _ := getPath(doc, d.p.ResourceVersion)
+	rv, _ := jsonvalue.Get(doc, d.p.ResourceVersion)
 	if s, ok := rv.(string); ok {
 		pg.snapshot = s
 		if pg.next.Snapshot == "" {
@@ -534,7 +535,7 @@ func (d continueDialect) parse(_ *Response, doc any, items []any, st pageState) 
 	if n, ok := intAt(doc, "metadata.remainingItemCount"); ok {
 		pg.estimate = &n
 	}
-	c, present := getPath(doc, d.p.ContinuePath)
+	c, present := jsonvalue.Get(doc, d.p.ContinuePath)
 	s, _ := c.(string)
 	pg.next.Cursor = s
 	switch {
@@ -553,35 +554,15 @@ func (d continueDialect) parse(_ *Response, doc any, items []any, st pageState) 
 }
 
 func (d continueDialect) more(_ *Response, doc any) bool {
-	c, _ := getPath(doc, d.p.ContinuePath)
+	c, _ := jsonvalue.Get(doc, d.p.ContinuePath)
 	s, _ := c.(string)
 	return s != ""
 }
 
 func (continueDialect) plan(pageState) []pageState { return nil }
 
-// getPath walks a dotted path through decoded JSON objects. The empty path
-// is the document itself.
-func getPath(doc any, path string) (any, bool) {
-	if path == "" {
-		return doc, true
-	}
-	cur := doc
-	for _, part := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[part]
-		if !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
 func intAt(doc any, path string) (int, bool) {
-	v, ok := getPath(doc, path)
+	v, ok := jsonvalue.Get(doc, path)
 	if !ok {
 		return 0, false
 	}
@@ -605,7 +586,7 @@ func toInt(v any) (int, bool) {
 
 // itemID reads an item's id as a string (numbers are formatted).
 func itemID(item any, path string) (string, bool) {
-	v, ok := getPath(item, path)
+	v, ok := jsonvalue.Get(item, path)
 	if !ok || v == nil {
 		return "", false
 	}

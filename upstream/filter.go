@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // CheckFilter validates a caller's filter against the resource and returns
@@ -135,7 +136,7 @@ func (r *Resource) Matches(doc map[string]any, filter map[string]any) bool {
 		fc := r.Config.Filters[name]
 		field := r.filterField(name, fc)
 		fd, _ := r.Field(field)
-		got, _ := getPath(doc, r.FieldPath(field))
+		got, _ := jsonvalue.Get(doc, r.FieldPath(field))
 		contains := fc != nil && fc.Op == "contains"
 		if !matchValue(got, want, fd, contains) {
 			return false
@@ -220,7 +221,7 @@ func (r *Resource) Project(doc map[string]any, fields []string) (map[string]any,
 	out := make(map[string]any, len(fields))
 	var missing []string
 	for _, f := range fields {
-		v, ok := getPath(doc, r.FieldPath(f))
+		v, ok := jsonvalue.Get(doc, r.FieldPath(f))
 		if !ok {
 			missing = append(missing, f)
 			continue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // FuzzUpstreamBody: any body, status and headers an upstream answers with
@@ -60,7 +61,7 @@ func FuzzUpstreamBody(f *testing.F) {
 		resp := &Response{Status: status, Header: h, Body: body}
 		if doc, err := decodeJSONBody(resp, true); err == nil {
 			for _, d := range dialects {
-				raw, _ := getPath(doc, "data")
+				raw, _ := jsonvalue.Get(doc, "data")
 				items, _ := raw.([]any)
 				_, _ = d.parse(resp, doc, items, pageState{Started: true})
 			}

@@ -3,6 +3,8 @@ package upstream
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // fieldNorm rewrites one field's values into the declared form: case and
@@ -34,19 +36,19 @@ func fieldNorms(r *Resource) []fieldNorm {
 
 // apply rewrites the field in doc and reports whether it changed.
 func (n fieldNorm) apply(doc map[string]any) bool {
-	v, ok := getPath(doc, n.path)
+	v, ok := jsonvalue.Get(doc, n.path)
 	if !ok || v == nil {
 		return false
 	}
 	for _, nv := range n.nulls {
 		if sameScalar(v, nv) {
-			setPath(doc, n.path, nil)
+			jsonvalue.Set(doc, n.path, nil)
 			return true
 		}
 	}
 	if n.layout != "" {
 		if ts, ok := normalizeTimestamp(v, n.layout); ok {
-			setPath(doc, n.path, ts)
+			jsonvalue.Set(doc, n.path, ts)
 			return true
 		}
 	}
@@ -64,7 +66,7 @@ func (n fieldNorm) apply(doc map[string]any) bool {
 	if out == str {
 		return false
 	}
-	setPath(doc, n.path, out)
+	jsonvalue.Set(doc, n.path, out)
 	return true
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // Verdicts of one probe check.
@@ -257,7 +258,7 @@ func undeclaredTotal(resp *Response, doc any) string {
 		}
 	}
 	for _, path := range []string{"total", "totalItems", "total_count", "count"} {
-		if v, ok := getPath(doc, path); ok {
+		if v, ok := jsonvalue.Get(doc, path); ok {
 			if n, ok := toInt(v); ok {
 				return fmt.Sprintf("%s: %d", path, n)
 			}
@@ -277,7 +278,7 @@ func (p *prober) totalCheck(resp *Response, doc any) {
 			return
 		}
 	case pg.Total != "" && (pg.Dialect == DialectOffset || pg.Dialect == DialectPage || pg.Dialect == DialectLink):
-		v, ok := getPath(doc, pg.Total)
+		v, ok := jsonvalue.Get(doc, pg.Total)
 		where = "body path " + pg.Total
 		if !ok {
 			p.add("pagination.total", ProbeWrong, "the first page has no "+where, "point total at the body's count, or remove it: then only an empty page ends the list")
@@ -328,7 +329,7 @@ func (p *prober) snapshotCheck(doc any) {
 	if pg.Consistency != ConsistencySnapshot {
 		return
 	}
-	if v, ok := getPath(doc, pg.ResourceVersion); ok && scalarString(v) != "" {
+	if v, ok := jsonvalue.Get(doc, pg.ResourceVersion); ok && scalarString(v) != "" {
 		p.add("pagination.consistency", ProbeOK, fmt.Sprintf("snapshot: the first page carries %s %q", pg.ResourceVersion, scalarString(v)), "")
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // fieldChecks judges the declared fields on the raw items the probe read:
@@ -64,7 +66,7 @@ func (p *prober) fieldCheck(name string, f *FieldConfig) {
 	}
 	var st fieldStats
 	for _, m := range p.samples {
-		v, ok := getPath(m, path)
+		v, ok := jsonvalue.Get(m, path)
 		if !ok {
 			continue
 		}
@@ -300,7 +302,7 @@ func (p *prober) commonValues(field string, contains bool) []any {
 		}
 	}
 	for _, m := range docs {
-		v, _ := getPath(m, path)
+		v, _ := jsonvalue.Get(m, path)
 		if contains {
 			list, _ := v.([]any)
 			for _, e := range list {
@@ -424,7 +426,7 @@ func (p *prober) writeChecks(ctx context.Context) {
 			path := r.FieldPath(vf)
 			without := 0
 			for _, m := range p.samples {
-				if v, ok := getPath(m, path); !ok || v == nil || scalarString(v) == "" {
+				if v, ok := jsonvalue.Get(m, path); !ok || v == nil || scalarString(v) == "" {
 					without++
 				}
 			}

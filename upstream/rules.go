@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // RuleConfig is a comparison on a field: a precondition or an exclusion.
@@ -74,7 +76,7 @@ func NormalizeValue(v any) any { return normalizeYAMLValue(v) }
 // missing or has a type the operator cannot compare: the record is then
 // ambiguous, never silently in or out.
 func (r *Resource) EvalRule(doc map[string]any, rule RuleConfig) (match, ok bool) {
-	got, present := getPath(doc, r.FieldPath(rule.Field))
+	got, present := jsonvalue.Get(doc, r.FieldPath(rule.Field))
 	if !present {
 		return false, false
 	}

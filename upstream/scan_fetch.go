@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
@@ -77,7 +78,7 @@ func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe
 // itemsOf reads the items array of a list body; plain values become
 // objects when list.scalar_item_field says so.
 func (r *Resource) itemsOf(doc any) ([]any, error) {
-	raw, ok := getPath(doc, r.Config.List.Items)
+	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)
 	items, isArr := raw.([]any)
 	if !ok || !isArr {
 		if ok && raw == nil {

@@ -1,12 +1,12 @@
 package upstream
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // process accounts for one page: signals, consistency checks, items.
@@ -97,7 +97,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 		}
 		s.matched++
 		for _, g := range s.spec.GroupBy {
-			v, _ := getPath(doc, r.FieldPath(g))
+			v, _ := jsonvalue.Get(doc, r.FieldPath(g))
 			k := groupKey{g, canonicalKey(v)}
 			if _, seen := s.groupVals[k]; !seen {
 				s.groupVals[k] = v
@@ -185,7 +185,7 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 		var got string
 		if v.Header != "" {
 			got = pg.header.Get(v.Header)
-		} else if x, ok := getPath(pg.doc, v.Field); ok {
+		} else if x, ok := jsonvalue.Get(pg.doc, v.Field); ok {
 			got = scalarString(x)
 		}
 		for _, rv := range v.RestrictedValues {
@@ -196,12 +196,12 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 	}
 	if inc := r.Config.Incomplete; inc != nil {
 		for _, f := range inc.Flags {
-			if x, ok := getPath(pg.doc, f); ok && x == true {
+			if x, ok := jsonvalue.Get(pg.doc, f); ok && x == true {
 				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, lastSegment(f))
 			}
 		}
 		if inc.TotalRelation != "" {
-			if x, ok := getPath(pg.doc, inc.TotalRelation); ok && scalarString(x) == "gte" {
+			if x, ok := jsonvalue.Get(pg.doc, inc.TotalRelation); ok && scalarString(x) == "gte" {
 				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, "total_gte")
 			}
 		}
@@ -210,7 +210,7 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 		var ts string
 		if f.Header != "" {
 			ts = pg.header.Get(f.Header)
-		} else if x, ok := getPath(pg.doc, f.Field); ok {
+		} else if x, ok := jsonvalue.Get(pg.doc, f.Field); ok {
 			ts = scalarString(x)
 		}
 		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.clock.Now().Sub(t) > f.MaxAge {
@@ -260,23 +260,10 @@ func (s *Scan) normalizeLocked(doc map[string]any) {
 	}
 }
 
-func setPath(doc map[string]any, path string, v any) {
-	parts := strings.Split(path, ".")
-	cur := doc
-	for _, p := range parts[:len(parts)-1] {
-		next, ok := cur[p].(map[string]any)
-		if !ok {
-			return
-		}
-		cur = next
-	}
-	cur[parts[len(parts)-1]] = v
-}
-
-// canonicalKey is a group's key: the JSON encoding of the value, so that
+// canonicalKey is a group's key: the value's canonical encoding, so that
 // null and "null" stay apart.
 func canonicalKey(v any) string {
-	b, err := json.Marshal(v)
+	b, err := jsonvalue.Canonical(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}

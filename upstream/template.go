@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // TemplateVars are the values a write template may use.
@@ -63,7 +65,7 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 	case "restore":
 		m = v.Restore
 	}
-	x, ok := getPath(m, parts[1])
+	x, ok := jsonvalue.Get(m, parts[1])
 	return x, ok
 }
 

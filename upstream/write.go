@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // CheckResponse checks a 2xx write answer against the action's response
@@ -26,7 +28,7 @@ func (a *Action) CheckResponse(resp *Response) []Violation {
 	if err != nil {
 		return nil // CheckWriteResponse reports the body itself
 	}
-	item, _ := getPath(doc, a.Config.Response.Item)
+	item, _ := jsonvalue.Get(doc, a.Config.Response.Item)
 	m, ok := item.(map[string]any)
 	if !ok {
 		return []Violation{{Field: a.Config.Response.Item, Rule: "type", Decision: true}}
@@ -61,7 +63,7 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	if err != nil {
 		return nil, "", false, err
 	}
-	item, _ := getPath(body, g.Item)
+	item, _ := jsonvalue.Get(body, g.Item)
 	m, ok := item.(map[string]any)
 	if !ok {
 		return nil, "", false, badResponse("the item is not a JSON object")
@@ -201,7 +203,7 @@ func (a *Action) ParamFor(field string) string {
 	} else if a.Config.Bulk != nil {
 		body = a.Config.Bulk.Body
 	}
-	t, ok := getPath(body, field)
+	t, ok := jsonvalue.Get(body, field)
 	if !ok {
 		return ""
 	}
@@ -233,7 +235,7 @@ func (a *Action) ParseBulk(resp *Response) (map[string]BulkOutcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := getPath(doc, bc.Results)
+	raw, _ := jsonvalue.Get(doc, bc.Results)
 	list, ok := raw.([]any)
 	if !ok {
 		return nil, badResponse("bulk results are not an array at %q", bc.Results)
@@ -244,7 +246,7 @@ func (a *Action) ParseBulk(resp *Response) (map[string]BulkOutcome, error) {
 		if !ok {
 			return nil, badResponse("a bulk result has no id")
 		}
-		st, _ := getPath(e, bc.ResultStatus)
+		st, _ := jsonvalue.Get(e, bc.ResultStatus)
 		s := scalarString(st)
 		switch {
 		case contains(bc.Applied, s):

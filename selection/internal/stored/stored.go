@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/selection"
-	"github.com/airlock-mcp/airlock/selection/internal/docjson"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // InFlightNote is the note of a target that was in flight when its lease
@@ -24,13 +24,13 @@ const InFlightNote = "the airlock process sending this write stopped or lost the
 // RecordColumns are a record's JSON columns: review, before, groups and
 // restore values, never null.
 func RecordColumns(r *selection.Record) (review, before, groups, restore string) {
-	return docjson.Marshal(nonNil(r.Review)), docjson.Marshal(nonNil(r.Before)), docjson.Marshal(nonNil(r.Groups)), docjson.Marshal(nonNil(r.Restore))
+	return jsonvalue.Marshal(nonNil(r.Review)), jsonvalue.Marshal(nonNil(r.Before)), jsonvalue.Marshal(nonNil(r.Groups)), jsonvalue.Marshal(nonNil(r.Restore))
 }
 
 // DecodeRecord reads a record's JSON columns into r.
 func DecodeRecord(r *selection.Record, review, before, groups, restore string) error {
-	if err := errors.Join(docjson.UnmarshalMap(review, &r.Review), docjson.UnmarshalMap(before, &r.Before),
-		docjson.UnmarshalMap(groups, &r.Groups), docjson.UnmarshalMap(restore, &r.Restore)); err != nil {
+	if err := errors.Join(jsonvalue.UnmarshalMap(review, &r.Review), jsonvalue.UnmarshalMap(before, &r.Before),
+		jsonvalue.UnmarshalMap(groups, &r.Groups), jsonvalue.UnmarshalMap(restore, &r.Restore)); err != nil {
 		return err
 	}
 	if len(r.Restore) == 0 {
@@ -67,7 +67,7 @@ func TargetDoc(t *selection.Target) string {
 	if t.Problem != nil {
 		doc.Problem = t.Problem
 	}
-	return docjson.Marshal(doc)
+	return jsonvalue.Marshal(doc)
 }
 
 // DecodeTarget reads a target row's before, restore and document columns
@@ -77,7 +77,7 @@ func DecodeTarget(t *selection.Target, before, restore, doc string) error {
 		targetDoc
 		Problem json.RawMessage `json:"problem,omitempty"`
 	}
-	if err := errors.Join(docjson.UnmarshalMap(before, &t.Before), docjson.Unmarshal(doc, &d), docjson.UnmarshalMap(restore, &t.Restore)); err != nil {
+	if err := errors.Join(jsonvalue.UnmarshalMap(before, &t.Before), jsonvalue.Unmarshal(doc, &d), jsonvalue.UnmarshalMap(restore, &t.Restore)); err != nil {
 		return err
 	}
 	if len(t.Restore) == 0 {
@@ -95,10 +95,10 @@ func DecodeTarget(t *selection.Target, before, restore, doc string) error {
 
 // Doc decodes a stored document (a selection, an operation, an approval,
 // an audit event) into v.
-func Doc(doc string, v any) error { return docjson.Unmarshal(doc, v) }
+func Doc(doc string, v any) error { return jsonvalue.Unmarshal(doc, v) }
 
 // Encode is a document's stored form.
-func Encode(v any) string { return docjson.Marshal(v) }
+func Encode(v any) string { return jsonvalue.Marshal(v) }
 
 // QuoteKey quotes a group dimension for a JSON path.
 func QuoteKey(k string) string {

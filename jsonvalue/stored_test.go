@@ -1,4 +1,4 @@
-package docjson
+package jsonvalue
 
 import (
 	"bytes"

@@ -1,10 +1,11 @@
-// Package docjson is the stores' document codec: the JSON documents of
+package jsonvalue
+
+// The stored encoding is the stores' document codec: the JSON documents of
 // records, targets and operations are written and read through it. Its
 // fast paths handle exactly the values decoded JSON holds and produce
 // what encoding/json does, byte for byte and value for value; anything else
 // falls back to encoding/json. It must never produce bytes or values that
 // encoding/json would not.
-package docjson
 
 import (
 	"encoding/json"

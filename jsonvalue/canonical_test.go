@@ -1,0 +1,96 @@
+package jsonvalue
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func decode(t testing.TB, b []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
+	}
+	return v, true
+}
+
+func TestEqual_IsEqualityOfJSONValues(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{`{"a":1,"b":[true,null]}`, `{"b":[true,null],"a":1}`, true},
+		{`1`, `1.0`, true},
+		{`1e2`, `100`, true},
+		{`12345678901234567890`, `12345678901234567891`, false},
+		{`null`, `"null"`, false},
+		{`"é"`, `"\u00e9"`, true},
+		{`[1,2]`, `[2,1]`, false},
+		{`{"a":{}}`, `{"a":[]}`, false},
+	} {
+		a, _ := decode(t, []byte(tc.a))
+		b, _ := decode(t, []byte(tc.b))
+		if got := Equal(a, b); got != tc.want {
+			t.Errorf("Equal(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+	if Equal(map[string]any{"f": func() {}}, map[string]any{"f": func() {}}) {
+		t.Error("values without an encoding are equal to nothing")
+	}
+}
+
+func TestGetAndSet_WalkDottedPaths(t *testing.T) {
+	doc := map[string]any{"a": map[string]any{"b": "x"}, "n": nil}
+	for _, tc := range []struct {
+		path string
+		want any
+		ok   bool
+	}{
+		{"", doc, true}, {"a.b", "x", true}, {"n", nil, true}, {"a.c", nil, false}, {"a.b.c", nil, false}, {"z", nil, false},
+	} {
+		got, ok := Get(doc, tc.path)
+		if ok != tc.ok || (tc.path != "" && got != tc.want) {
+			t.Errorf("Get(%q) = %v, %v; want %v, %v", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+	Set(doc, "a.b", "y")
+	Set(doc, "missing.b", "y") // creates nothing
+	if v, _ := Get(doc, "a.b"); v != "y" {
+		t.Errorf("a.b = %v after Set", v)
+	}
+	if _, ok := doc["missing"]; ok {
+		t.Error("Set created a missing step")
+	}
+}
+
+// FuzzCanonical_AgainstEncodingJSON: for any JSON document, the canonical
+// encoding is JSON that encoding/json reads back as the same value, and
+// encoding that again gives the same bytes.
+func FuzzCanonical_AgainstEncodingJSON(f *testing.F) {
+	for _, seed := range []string{`{"b":1,"a":[null,true,"x\u0000y"]}`, `1e400`, `-0`, `"\ud800"`, `{"é":{"":[]}}`, `12345678901234567890123`, `0.1`, `"<&>"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		v, ok := decode(t, in)
+		if !ok {
+			return
+		}
+		enc, err := Canonical(v)
+		if err != nil {
+			return // numbers beyond float64 (1e400) have no canonical form
+		}
+		back, ok := decode(t, enc)
+		if !ok {
+			t.Fatalf("canonical %q of %q is not JSON", enc, in)
+		}
+		again, err := Canonical(back)
+		if err != nil || !bytes.Equal(enc, again) {
+			t.Fatalf("canonical is not stable: %q then %q (%v)", enc, again, err)
+		}
+		if !Equal(v, back) {
+			t.Fatalf("%q and its canonical %q are not Equal", in, enc)
+		}
+	})
+}
