@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	. "github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 )
 

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/selection"
 )
 
 // InFlightNote is the note of a target that was in flight when its lease
