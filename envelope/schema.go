@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,11 @@ func OutputSchema(dataSchema map[string]any, problems ...string) json.RawMessage
 
 // Validator validates documents against one compiled schema.
 type Validator struct{ schema *jsonschema.Schema }
+
+// NewValidator wraps a schema compiled elsewhere (with other compiler
+// options), so that its violations are read the one way Violations reads
+// them.
+func NewValidator(s *jsonschema.Schema) *Validator { return &Validator{schema: s} }
 
 // CompileSchema compiles a 2020-12 schema document.
 func CompileSchema(name string, schema []byte) (*Validator, error) {
@@ -116,7 +122,14 @@ type Violation struct {
 	Pointer string
 	Keyword string
 	Message string
+	// Names are the properties a required or additionalProperties
+	// violation names (relative to Pointer).
+	Names []string
 }
+
+// quotedName finds the property names the validator quotes in its messages
+// ("missing properties: 'a', 'b'"; "additionalProperties 'x' not allowed").
+var quotedName = regexp.MustCompile(`'([^']*)'`)
 
 // Violations validates val and returns every leaf violation.
 func (v *Validator) Violations(val any) []Violation {
@@ -136,7 +149,13 @@ func (v *Validator) Violations(val any) []Violation {
 			if i := strings.LastIndex(kw, "/"); i >= 0 {
 				kw = kw[i+1:]
 			}
-			out = append(out, Violation{Pointer: e.InstanceLocation, Keyword: kw, Message: e.Message})
+			vio := Violation{Pointer: e.InstanceLocation, Keyword: kw, Message: e.Message}
+			if kw == "required" || kw == "additionalProperties" || kw == "dependentRequired" {
+				for _, m := range quotedName.FindAllStringSubmatch(e.Message, -1) {
+					vio.Names = append(vio.Names, m[1])
+				}
+			}
+			out = append(out, vio)
 			return
 		}
 		for _, c := range e.Causes {

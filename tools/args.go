@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/big"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,8 +35,6 @@ func schemaFor(name string, schema map[string]any) (*envelope.Validator, error) 
 	})
 	return ac.v, ac.err
 }
-
-var quoted = regexp.MustCompile(`'([^']*)'`)
 
 // decodeArgs validates raw against the schema, then decodes each top-level
 // argument into dst independently, so that one bad argument does not hide
@@ -143,8 +140,8 @@ func violationErrors(prefix string, vio envelope.Violation, schema map[string]an
 	fields := []string{field}
 	if code == envelope.FieldRequired || code == envelope.FieldUnknownArgument {
 		fields = nil
-		for _, m := range quoted.FindAllStringSubmatch(vio.Message, -1) {
-			fields = append(fields, joinPath(field, m[1]))
+		for _, name := range vio.Names {
+			fields = append(fields, joinPath(field, name))
 		}
 		if fields == nil {
 			fields = []string{field}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -285,8 +284,6 @@ func addRequired(node map[string]any, name string) {
 	node["required"] = append(req, name)
 }
 
-var quotedName = regexp.MustCompile(`'([^']*)'`)
-
 // Check validates an item. decision adds fields that drive the current
 // decision (filters, exclusions, preconditions). It resolves aliases in
 // place (the canonical field takes the alias's value) and reports which
@@ -331,39 +328,25 @@ func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Vio
 }
 
 // schemaViolations runs the JSON Schema validator and appends the
-// violations it reports to vs.
+// violations it reports to vs, one per field and rule.
 func (c *Contract) schemaViolations(doc map[string]any, isDecision func(string) bool, vs []Violation) []Violation {
-	err := c.schema.Validate(doc)
-	ve, ok := err.(*jsonschema.ValidationError)
-	if err == nil || !ok {
-		return vs
-	}
 	seen := map[string]bool{}
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, x := range e.Causes {
-				walk(x)
+	for _, vio := range envelope.NewValidator(c.schema).Violations(doc) {
+		base := strings.ReplaceAll(strings.TrimPrefix(vio.Pointer, "/"), "/", ".")
+		paths := []string{base}
+		if vio.Keyword == "required" {
+			paths = nil
+			for _, name := range vio.Names {
+				paths = append(paths, strings.TrimPrefix(base+"."+name, "."))
 			}
-			return
-		}
-		kw := e.KeywordLocation[strings.LastIndex(e.KeywordLocation, "/")+1:]
-		base := strings.ReplaceAll(strings.TrimPrefix(e.InstanceLocation, "/"), "/", ".")
-		var paths []string
-		if kw == "required" {
-			for _, m := range quotedName.FindAllStringSubmatch(e.Message, -1) {
-				paths = append(paths, strings.TrimPrefix(base+"."+m[1], "."))
-			}
-		} else {
-			paths = []string{base}
 		}
 		for _, p := range paths {
 			field := c.paths[p]
 			if field == "" {
 				field = p
 			}
-			rule := kw
-			if kw == "type" {
+			rule := vio.Keyword
+			if rule == "type" {
 				if v, ok := jsonvalue.Get(doc, p); ok && v == nil {
 					rule = "null"
 				}
@@ -376,7 +359,6 @@ func (c *Contract) schemaViolations(doc map[string]any, isDecision func(string) 
 			vs = append(vs, Violation{Field: field, Rule: rule, Decision: isDecision(field)})
 		}
 	}
-	walk(ve)
 	return vs
 }
 
