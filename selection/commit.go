@@ -172,9 +172,10 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	if err := e.Store.UpdateOperation(ctx, op); err != nil {
 		return nil, e.internal("update operation", err)
 	}
+	id := op.ID // the run owns op from here on
 	r := e.start(op, sel, a, req.Progress)
 	go r.execute()
-	return e.wait(ctx, r, op.ID, req.Wait, false)
+	return e.wait(ctx, r, id, req.Wait, false)
 }
 
 func (e *Engine) internal(what string, err error) *envelope.Problem {
@@ -226,10 +227,11 @@ func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *u
 			}
 			e.audit(ctx, AuditEvent{At: op.UpdatedAt, Kind: AuditDecision, OperationID: op.ID, SelectionID: sel.ID, Digest: sel.Digest,
 				Actor: req.Who, Event: "resume", RequestID: req.RequestID, Detail: fmt.Sprintf("%d target(s) without a final outcome", unsettled(counts))})
+			id := op.ID // the run owns op from here on
 			r := e.start(op, sel, a, req.Progress)
 			r.sendPending, r.noSendReason = send, why
 			go r.execute()
-			return e.wait(ctx, r, op.ID, req.Wait, true)
+			return e.wait(ctx, r, id, req.Wait, true)
 		}
 		if op.Status == OpInterrupted {
 			// Every target has its outcome; only the end was not

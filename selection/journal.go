@@ -3,7 +3,8 @@ package selection
 import (
 	"context"
 	"errors"
-	"sync"
+
+	"github.com/airlock-mcp/airlock/selection/internal/batch"
 )
 
 // journal writes target transitions through the store with group commit:
@@ -19,75 +20,45 @@ type journal struct {
 	// onLost, when set, is called when a write finds the lease lost or
 	// about to expire, before the write's error is returned.
 	onLost func()
-	ch     chan jreq
-	done   chan struct{}
-	mu     sync.Mutex
-	err    error
+	q      *batch.Queue[jreq]
 }
 
 type jreq struct {
 	entries []Target
 	events  []AuditEvent
-	ack     chan error
 }
 
 // newJournal starts the journal of the operation the fence holds; every
 // write carries its lease. audit writes the queued audit events.
 func newJournal(store Store, f *fence, audit func([]AuditEvent)) *journal {
-	j := &journal{store: store, fence: f, audit: audit, ch: make(chan jreq, 1024), done: make(chan struct{})}
-	go j.loop()
+	j := &journal{store: store, fence: f, audit: audit}
+	j.q = batch.New(batch.Options{Depth: 1024, Merge: 512}, j.write)
 	return j
 }
 
-func (j *journal) loop() {
-	defer close(j.done)
-	for first := range j.ch {
-		batch := []jreq{first}
-	drain:
-		for len(batch) < 512 {
-			select {
-			case r, ok := <-j.ch:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		var entries []Target
-		var events []AuditEvent
-		for _, r := range batch {
-			entries = append(entries, r.entries...)
-			events = append(events, r.events...)
-		}
-		if len(events) > 0 {
-			// Before the outcomes they led to; an audit failure is
-			// logged by audit and does not stop the operation.
-			j.audit(events)
-		}
-		// The journal outlives the caller's context: an outcome observed
-		// must be recorded even if the caller went away.
-		var err error
-		if len(entries) > 0 {
-			err = j.store.Journal(context.Background(), j.fence.current(), entries)
-			if errors.Is(err, ErrLeaseLost) {
-				j.fence.lose()
-			}
-		}
-		if err != nil {
-			j.mu.Lock()
-			if j.err == nil {
-				j.err = err
-			}
-			j.mu.Unlock()
-		}
-		for _, r := range batch {
-			if r.ack != nil {
-				r.ack <- err
-			}
-		}
+// write writes one batch of requests: the audit events first (before the
+// outcomes they led to; an audit failure is logged by audit and does not
+// stop the operation), then the entries in one store call, which outlives
+// the caller's context: an outcome observed must be recorded even if the
+// caller went away.
+func (j *journal) write(reqs []jreq) error {
+	var entries []Target
+	var events []AuditEvent
+	for _, r := range reqs {
+		entries = append(entries, r.entries...)
+		events = append(events, r.events...)
 	}
+	if len(events) > 0 {
+		j.audit(events)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	err := j.store.Journal(context.Background(), j.fence.current(), entries)
+	if errors.Is(err, ErrLeaseLost) {
+		j.fence.lose()
+	}
+	return err
 }
 
 // intent records entries and waits until they are durable. It refuses,
@@ -99,9 +70,7 @@ func (j *journal) intent(entries ...Target) error {
 	if len(entries) > 0 && !j.fence.holds() {
 		return j.lost(errLeaseExpiring)
 	}
-	ack := make(chan error, 1)
-	j.ch <- jreq{entries: entries, ack: ack}
-	err := <-ack
+	err := j.q.SendWait(jreq{entries: entries})
 	if err == nil && len(entries) > 0 && !j.fence.holds() {
 		err = errLeaseExpiring
 	}
@@ -119,29 +88,13 @@ func (j *journal) lost(err error) error {
 }
 
 // outcome queues entries.
-func (j *journal) outcome(entries ...Target) {
-	j.ch <- jreq{entries: entries}
-}
+func (j *journal) outcome(entries ...Target) { _ = j.q.Send(jreq{entries: entries}) }
 
 // record queues audit events.
-func (j *journal) record(events ...AuditEvent) {
-	j.ch <- jreq{events: events}
-}
+func (j *journal) record(events ...AuditEvent) { _ = j.q.Send(jreq{events: events}) }
 
 // flush waits until every entry queued before it is durable.
 func (j *journal) flush() error { return j.intent() }
 
 // close flushes every queued entry and returns the first write error.
-func (j *journal) close() error {
-	close(j.ch)
-	<-j.done
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.err
-}
-
-func (j *journal) failed() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.err
-}
+func (j *journal) close() error { return j.q.Close() }

@@ -132,9 +132,6 @@ func (r *run) execute() {
 	} else if err != nil {
 		r.logger().Error("could not record the operation's end", "err", err)
 	}
-	r.mu.Lock()
-	*r.op = op
-	r.mu.Unlock()
 	r.notify(true)
 	r.logger().Info("operation finished", "status", op.Status, "counts", counts)
 }

@@ -22,8 +22,9 @@ type Item struct {
 	Violations []Violation
 }
 
-// Sink receives every matching item in scan order. An error from Add stops
-// the scan and is returned by Run.
+// Sink receives every matching item in scan order, one call at a time and
+// never with the scan's lock held (Add may read the scan's Outcome). An
+// error from Add stops the scan and is returned by Run.
 type Sink interface {
 	Add(*Item) error
 }
@@ -121,7 +122,10 @@ type Scan struct {
 
 	runMu sync.Mutex // one Run at a time
 	mu    sync.Mutex
-	srcs  []*sourceScan
+	// sinkMu serializes the sink's calls; the scan's lock is never held
+	// while the sink runs.
+	sinkMu sync.Mutex
+	srcs   []*sourceScan
 
 	pages, scanned, matched int
 	groups                  map[groupKey]int

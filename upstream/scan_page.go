@@ -9,11 +9,31 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
-// process accounts for one page: signals, consistency checks, items.
+// process accounts for one page (signals, consistency checks, items) under
+// the scan's lock, then hands the matching items to the sink without it:
+// the sink never runs with the scan's lock held. Sink calls are serialized
+// in page order.
 func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
+	items, err := s.account(src, st, pg)
+	if err != nil || len(items) == 0 {
+		return err
+	}
+	s.sinkMu.Lock()
+	defer s.sinkMu.Unlock()
+	for _, it := range items {
+		if err := s.spec.Sink.Add(it); err != nil {
+			return &ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, "airlock could not record the scanned items."), Err: err}
+		}
+	}
+	return nil
+}
+
+// account accounts for one page and returns the items for the sink.
+func (s *Scan) account(src *sourceScan, st pageState, pg page) ([]*Item, error) {
 	r := s.r
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var handoff []*Item
 	s.pages++
 	src.pages++
 	s.readSignalsLocked(src, pg)
@@ -39,7 +59,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 	for _, raw := range pg.items {
 		doc, ok := raw.(map[string]any)
 		if !ok {
-			return badResponse("an item is not a JSON object")
+			return nil, badResponse("an item is not a JSON object")
 		}
 		id, ok := itemID(doc, idPath)
 		if !ok {
@@ -109,9 +129,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 			if verPath != "" {
 				it.Version, _ = itemID(doc, verPath)
 			}
-			if err := s.spec.Sink.Add(it); err != nil {
-				return &ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, "airlock could not record the scanned items."), Err: err}
-			}
+			handoff = append(handoff, it)
 		}
 	}
 	if len(pg.items) > 0 {
@@ -133,7 +151,7 @@ func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
 		// page parameter or loops. Reading on proves nothing.
 		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalRepeatedPage
 	}
-	return nil
+	return handoff, nil
 }
 
 func (s *Scan) finishSource(src *sourceScan) {

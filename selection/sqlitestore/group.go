@@ -32,13 +32,9 @@ func (s *SQLite) write(ctx context.Context, what string, fn func(tx *sql.Tx) err
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	done := make(chan error, 1)
-	s.groupMu.RLock()
-	if s.groupClosed {
-		s.groupMu.RUnlock()
+	if err := s.group.Send(groupWrite{what: what, fn: fn, done: done}); err != nil {
 		return fmt.Errorf("%s: %w", what, errClosed)
 	}
-	s.group <- groupWrite{what: what, fn: fn, done: done}
-	s.groupMu.RUnlock()
 	err := <-done
 	if p, ok := err.(callPanic); ok {
 		// A call that panics panics in its caller, as it did before
@@ -63,35 +59,16 @@ func (g groupWrite) run(tx *sql.Tx) (err error) {
 	return g.fn(tx)
 }
 
-// groupCommit commits queued writes: it takes every call waiting (up to
-// maxGroup) into one transaction, each call in its own savepoint so that
-// a failing call leaves nothing behind and does not fail the others. A
-// commit costs the same for one call as for many, so concurrent writers
-// (a commit's journal and its audit of every request) share them.
-func (s *SQLite) groupCommit() {
-	defer close(s.groupDone)
-	batch := make([]groupWrite, 0, maxGroup)
-	for first := range s.group {
-		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < maxGroup {
-			select {
-			case g, ok := <-s.group:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, g)
-			default:
-				break drain
-			}
-		}
-		s.commitGroup(batch)
-	}
-}
+// Queued writes are committed by a batch.Queue whose consumer is
+// commitGroup: it takes every call waiting (up to maxGroup) into one
+// transaction, each call in its own savepoint so that a failing call leaves
+// nothing behind and does not fail the others. A commit costs the same for
+// one call as for many, so concurrent writers (a commit's journal and its
+// audit of every request) share them.
 
 // commitGroup commits one batch, the whole batch again while another
 // process holds the database busy.
-func (s *SQLite) commitGroup(batch []groupWrite) {
+func (s *SQLite) commitGroup(batch []groupWrite) error {
 	var errs []error
 	var err error
 	_ = retry(context.Background(), func() error {
@@ -100,11 +77,12 @@ func (s *SQLite) commitGroup(batch []groupWrite) {
 	})
 	if err != nil {
 		s.failGroup(batch, err)
-		return
+		return nil // each call has its own answer
 	}
 	for i, g := range batch {
 		g.done <- errs[i]
 	}
+	return nil
 }
 
 // tryGroup runs the batch in one transaction: the calls' own results, or

@@ -15,12 +15,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"modernc.org/sqlite" // the pure-Go SQLite driver
 
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/internal/batch"
 	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
@@ -39,11 +39,8 @@ type SQLite struct {
 	recordsStmt *sql.Stmt // recordsPerInsert records
 
 	// Journal and Audit calls go through one goroutine that commits the
-	// calls waiting at the same time in one transaction (see groupCommit).
-	group       chan groupWrite
-	groupDone   chan struct{}
-	groupMu     sync.RWMutex
-	groupClosed bool
+	// calls waiting at the same time in one transaction (see commitGroup).
+	group *batch.Queue[groupWrite]
 }
 
 //go:embed migrations/*.sql
@@ -104,8 +101,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		s.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s.group, s.groupDone = make(chan groupWrite, maxGroup), make(chan struct{})
-	go s.groupCommit()
+	s.group = batch.New(batch.Options{Depth: maxGroup, Merge: maxGroup}, s.commitGroup)
 	return s, nil
 }
 
@@ -117,13 +113,9 @@ func (s *SQLite) String() string { return s.path }
 
 // Close closes the store.
 func (s *SQLite) Close() error {
-	s.groupMu.Lock()
-	if s.group != nil && !s.groupClosed {
-		s.groupClosed = true
-		close(s.group)
-		<-s.groupDone
+	if s.group != nil {
+		_ = s.group.Close()
 	}
-	s.groupMu.Unlock()
 	var errs []error
 	for _, st := range []*sql.Stmt{s.journalStmt, s.fenceStmt, s.recordsStmt} {
 		if st != nil {

@@ -1,0 +1,126 @@
+package batch
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+)
+
+func TestQueue_ConsumesEveryValueInOrder(t *testing.T) {
+	var got []int
+	q := New(Options{Depth: 2, Chunk: 3}, func(vs []int) error { got = append(got, vs...); return nil })
+	for i := range 10 {
+		if err := q.Add(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Send(10, 11); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}; !slices.Equal(got, want) {
+		t.Fatalf("consumed %v, want %v", got, want)
+	}
+	if err := q.Add(12); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Add after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestQueue_SendWaitAnswersWithItsBatchsResult(t *testing.T) {
+	boom := errors.New("boom")
+	q := New(Options{Depth: 4}, func(vs []string) error {
+		if slices.Contains(vs, "bad") {
+			return boom
+		}
+		return nil
+	})
+	defer q.Close()
+	if err := q.SendWait("good"); err != nil {
+		t.Fatalf("good batch: %v", err)
+	}
+	if err := q.SendWait("bad"); !errors.Is(err, boom) {
+		t.Fatalf("bad batch: %v", err)
+	}
+	// Without StopOnError later batches are still consumed.
+	if err := q.SendWait("good"); err != nil {
+		t.Fatalf("a later batch: %v", err)
+	}
+	if !errors.Is(q.Err(), boom) || q.FailedAt() != 2 {
+		t.Fatalf("first error %v at %d, want boom at 2", q.Err(), q.FailedAt())
+	}
+}
+
+func TestQueue_StopOnErrorDropsWhatFollows(t *testing.T) {
+	boom := errors.New("boom")
+	var consumed []int
+	q := New(Options{Depth: 8, StopOnError: true}, func(vs []int) error {
+		consumed = append(consumed, vs...)
+		if vs[0] == 2 {
+			return boom
+		}
+		return nil
+	})
+	for i := range 5 {
+		_ = q.Send(i)
+	}
+	if err := q.Close(); !errors.Is(err, boom) {
+		t.Fatalf("Close: %v, want boom", err)
+	}
+	if !slices.Equal(consumed, []int{0, 1, 2}) {
+		t.Fatalf("consumed %v after the failure at 2", consumed)
+	}
+}
+
+func TestQueue_MergeTakesWaitingHandoversTogether(t *testing.T) {
+	release, holding := make(chan struct{}), make(chan struct{})
+	var sizes []int
+	q := New(Options{Depth: 16, Merge: 5}, func(vs []int) error {
+		if vs[0] == 0 {
+			close(holding)
+			<-release // hold the consumer while handovers pile up
+		}
+		sizes = append(sizes, len(vs))
+		return nil
+	})
+	_ = q.Send(0)
+	<-holding
+	for i := 1; i <= 7; i++ {
+		_ = q.Send(i)
+	}
+	close(release)
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if sizes[0] != 1 || sizes[1] != 5 || len(sizes) != 3 || sizes[2] != 2 {
+		t.Fatalf("batch sizes %v, want [1 5 2]", sizes)
+	}
+}
+
+func TestQueue_AbortDropsTheRestAndConcurrentProducersAreSafe(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	q := New(Options{Depth: 1, Chunk: 4}, func(vs []int) error { mu.Lock(); n += len(vs); mu.Unlock(); return nil })
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				_ = q.Add(g*1000 + i)
+			}
+		}()
+	}
+	wg.Wait()
+	q.Abort()
+	mu.Lock()
+	defer mu.Unlock()
+	if n > 400 {
+		t.Fatalf("consumed %d of 400", n)
+	}
+	if err := q.Send(1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send after Abort: %v", err)
+	}
+}
