@@ -37,446 +37,464 @@ func rec(id, disp string, group any) selection.Record {
 		Before: map[string]any{"paused": false}, Groups: map[string]any{"region": group}, Restore: map[string]any{"owner": nil}}
 }
 
-// Run runs the contract suite.
+// Run runs the contract suite: every subtest on a fresh store from o.
 func Run(t *testing.T, o Opener) {
-	ctx := context.Background()
-	t.Run("SelectionRoundTrip", func(t *testing.T) {
-		s := o.Open(t)
-		if _, err := s.Selection(ctx, "sel_missing"); !errors.Is(err, selection.ErrNotFound) {
-			t.Fatalf("unknown selection: want ErrNotFound, got %v", err)
-		}
-		sel := newSelection("sel_1")
-		if err := s.CreateSelection(ctx, sel); err != nil {
-			t.Fatal(err)
-		}
-		sel.State, sel.Digest, sel.Committable = selection.StateReady, "sha256:d", true
-		sel.Summary.Members = 3
-		if err := s.FinishSelection(ctx, sel); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Selection(ctx, "sel_1")
-		if err != nil || got.State != selection.StateReady || got.Digest != "sha256:d" || !got.Committable || got.Summary.Members != 3 || !got.ExpiresAt.Equal(sel.ExpiresAt) {
-			t.Fatalf("round trip: %+v %v", got, err)
-		}
-		if err := s.FinishSelection(ctx, newSelection("sel_other")); !errors.Is(err, selection.ErrNotFound) {
-			t.Fatalf("finishing an unknown selection: want ErrNotFound, got %v", err)
-		}
-	})
-
-	t.Run("RecordsInByteOrderWithFilters", func(t *testing.T) {
-		s := o.Open(t)
-		sel := newSelection("sel_2")
-		if err := s.CreateSelection(ctx, sel); err != nil {
-			t.Fatal(err)
-		}
-		ids := []string{"b", "B", "a", "10", "9", "é", "a-1", "Z"}
-		var recs []selection.Record
-		for i, id := range ids {
-			disp := selection.Member
-			if i%3 == 2 {
-				disp = selection.Excluded
-			}
-			var g any = "eu"
-			switch i % 4 {
-			case 1:
-				g = nil
-			case 2:
-				g = "null"
-			}
-			recs = append(recs, rec(id, disp, g))
-		}
-		if err := s.PutRecords(ctx, sel.ID, recs[:4]); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.PutRecords(ctx, sel.ID, recs[4:]); err != nil {
-			t.Fatal(err)
-		}
-		want := slices.Clone(ids)
-		sort.Strings(want) // byte order
-		var got []string
-		after := ""
-		for {
-			page, err := s.Records(ctx, sel.ID, selection.RecordQuery{After: after, Limit: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page) == 0 {
-				break
-			}
-			for _, r := range page {
-				got = append(got, r.ID)
-			}
-			after = page[len(page)-1].ID
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("records in %v, want byte order %v", got, want)
-		}
-		var streamed []string
-		if err := s.EachRecord(ctx, sel.ID, func(r selection.Record) error { streamed = append(streamed, r.ID); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(streamed, want) {
-			t.Fatalf("EachRecord in %v, want %v", streamed, want)
-		}
-		members, err := s.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, Limit: 100})
-		if err != nil || len(members) != 6 {
-			t.Fatalf("members: %d %v", len(members), err)
-		}
-		r := members[0]
-		if r.Version == "" || r.Review["n"] != json.Number("1.5") || r.Before["paused"] != false {
-			t.Fatalf("record fields lost: %+v", r)
-		}
-		nullGroup, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": "null"}, Limit: 100})
-		strGroup, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"null"`}, Limit: 100})
-		eu, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"eu"`}, Limit: 100})
-		if len(nullGroup) != 2 || len(strGroup) != 2 || len(eu) != 4 {
-			t.Fatalf("group filter: null %d, \"null\" %d, eu %d; want 2, 2, 4", len(nullGroup), len(strGroup), len(eu))
-		}
-	})
-
-	t.Run("OneExecuteOperationPerSelectionAndAction", func(t *testing.T) {
-		s := o.Open(t)
-		const n = 8
-		var wg sync.WaitGroup
-		created := make(chan string, n)
-		errs := make(chan error, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				op := &selection.Operation{ID: fmt.Sprintf("op_%d", i), SelectionID: "sel_3", ActionDigest: "sha256:a", Mode: selection.ModeExecute,
-					Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0, Counts: map[string]int{}}
-				got, ok, err := s.CreateOperation(ctx, op)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if ok {
-					created <- got.ID
-				}
-			}()
-		}
-		wg.Wait()
-		close(created)
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		if len(created) != 1 {
-			t.Fatalf("%d operations created for one selection and action, want 1", len(created))
-		}
-		dry := &selection.Operation{ID: "op_dry", SelectionID: "sel_3", ActionDigest: "sha256:a", Mode: selection.ModeDryRun, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
-		if _, ok, err := s.CreateOperation(ctx, dry); err != nil || !ok {
-			t.Fatalf("a dry run is not limited to one: %v %v", ok, err)
-		}
-		other := &selection.Operation{ID: "op_other", SelectionID: "sel_3", ActionDigest: "sha256:b", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
-		if _, ok, err := s.CreateOperation(ctx, other); err != nil || !ok {
-			t.Fatalf("another action on the same selection is another operation: %v %v", ok, err)
-		}
-		ops, err := s.OperationsOf(ctx, "sel_3")
-		if err != nil || len(ops) != 3 {
-			t.Fatalf("operations of the selection: %d %v", len(ops), err)
-		}
-	})
-
-	t.Run("JournalIsAtomicAndOrdered", func(t *testing.T) {
-		s := o.Open(t)
-		sel := newSelection("sel_4")
-		_ = s.CreateSelection(ctx, sel)
-		_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("t1", selection.Member, "eu"), rec("t2", selection.Member, "eu"), rec("t3", selection.Excluded, "eu")})
-		op := &selection.Operation{ID: "op_4", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
-		op.Lease = selection.Lease{OperationID: op.ID, Holder: "a", Epoch: 1, Expires: t0.Add(30 * time.Second)}
-		_, _, _ = s.CreateOperation(ctx, op)
-		lease := op.Lease
-		n, err := s.InitTargets(ctx, op.ID, sel.ID)
-		if err != nil || n != 2 {
-			t.Fatalf("targets are the members: %d %v", n, err)
-		}
-		if n, err := s.InitTargets(ctx, op.ID, sel.ID); err != nil || n != 2 {
-			t.Fatalf("creating the targets again creates none and counts them: %d %v", n, err)
-		}
-		ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
-		if len(ts) != 2 || ts[0].Outcome != selection.TargetPending || ts[0].Version != "v-t1" || ts[0].Before["paused"] != false {
-			t.Fatalf("initial targets: %+v", ts)
-		}
-		if v, ok := ts[0].Restore["owner"]; !ok || v != nil {
-			t.Fatalf("initial targets: %+v", ts)
-		}
-		now := t0.Add(time.Second)
-		err = s.Journal(ctx, lease, []selection.Target{
-			{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1"},
-			{ID: "nope", Outcome: selection.TargetSucceeded},
-		})
-		if err == nil {
-			t.Fatal("journaling an unknown target must fail")
-		}
-		ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
-		if ts[0].Outcome != selection.TargetPending {
-			t.Fatalf("a failed journal call applied part of its entries: %+v", ts[0])
-		}
-		if err := s.Journal(ctx, lease, []selection.Target{
-			{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1", Version: "v-t1"},
-			{ID: "t1", Outcome: selection.TargetSucceeded, Attempts: 1, AttemptAt: &now, DoneAt: &now, HTTPStatus: 200, After: map[string]any{"paused": true}, Version: "v-t1"},
-			{ID: "t2", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, Version: "v-t2"},
-		}); err != nil {
-			t.Fatal(err)
-		}
-		ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
-		if ts[0].Outcome != selection.TargetSucceeded || ts[0].HTTPStatus != 200 || ts[0].After["paused"] != true || ts[0].Before["paused"] != false {
-			t.Fatalf("entries apply in order: %+v", ts[0])
-		}
-		succeeded, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Outcome: selection.TargetSucceeded, Limit: 10})
-		if len(succeeded) != 1 || succeeded[0].ID != "t1" {
-			t.Fatalf("outcome filter: %+v", succeeded)
-		}
-		counts, _ := s.CountTargets(ctx, op.ID)
-		if counts[selection.TargetSucceeded] != 1 || counts[selection.TargetInFlight] != 1 {
-			t.Fatalf("counts %v", counts)
-		}
-		// A takeover after the lease expired: the in-flight target becomes
-		// unknown, never failed or pending; the previous holder's writes
-		// are refused from then on.
-		if _, err := s.AcquireLease(ctx, op.ID, "b", t0.Add(10*time.Second), time.Minute); !errors.Is(err, selection.ErrLeaseHeld) {
-			t.Fatalf("a live lease is not taken: %v", err)
-		}
-		taken, err := s.AcquireLease(ctx, op.ID, "b", t0.Add(31*time.Second), time.Minute)
-		if err != nil || taken.Epoch != 2 || taken.Holder != "b" {
-			t.Fatalf("an expired lease is taken with the next epoch: %+v %v", taken, err)
-		}
-		got, _ := s.Operation(ctx, op.ID)
-		ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
-		if got.Status != selection.OpRunning || got.Lease.Epoch != 2 || ts[1].Outcome != selection.TargetUnknown || ts[1].Note == "" || ts[0].Outcome != selection.TargetSucceeded {
-			t.Fatalf("after the takeover: %s %+v, %+v", got.Status, got.Lease, ts)
-		}
-		if err := s.Journal(ctx, lease, []selection.Target{{ID: "t2", Outcome: selection.TargetSucceeded}}); !errors.Is(err, selection.ErrLeaseLost) {
-			t.Fatalf("the previous holder's journal write: %v", err)
-		}
-		if ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10}); ts[1].Outcome != selection.TargetUnknown {
-			t.Fatalf("a fenced journal write applied: %+v", ts[1])
-		}
-		stale := *op
-		stale.Status = selection.OpCompleted
-		if err := s.UpdateOperation(ctx, &stale); !errors.Is(err, selection.ErrLeaseLost) {
-			t.Fatalf("the previous holder's operation update: %v", err)
-		}
-		if _, err := s.RenewLease(ctx, lease, t0.Add(32*time.Second), time.Minute); !errors.Is(err, selection.ErrLeaseLost) {
-			t.Fatalf("the previous holder's renewal: %v", err)
-		}
-		if l, err := s.RenewLease(ctx, taken, t0.Add(40*time.Second), time.Minute); err != nil || !l.Expires.Equal(t0.Add(100*time.Second)) {
-			t.Fatalf("the holder renews: %+v %v", l, err)
-		}
-		if err := s.Journal(ctx, taken, []selection.Target{{ID: "t2", Outcome: selection.TargetSucceeded}}); err != nil {
-			t.Fatalf("the new holder journals: %v", err)
-		}
-	})
-
-	t.Run("ExpiredLeasesAreTakenOnce", func(t *testing.T) {
-		s := o.Open(t)
-		fresh := &selection.Operation{ID: "op_fresh", SelectionID: "sel_5", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
-			Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Hour)}}
-		stale := &selection.Operation{ID: "op_stale", SelectionID: "sel_5", ActionDigest: "sha256:b", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
-			Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Minute)}}
-		done := &selection.Operation{ID: "op_done", SelectionID: "sel_5", ActionDigest: "sha256:c", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
-			Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Hour)}}
-		for _, op := range []*selection.Operation{fresh, stale, done} {
-			if _, _, err := s.CreateOperation(ctx, op); err != nil {
-				t.Fatal(err)
-			}
-		}
-		done.Status = selection.OpCompleted
-		if err := s.UpdateOperation(ctx, done); err != nil {
-			t.Fatal(err)
-		}
-		ids, err := s.ExpiredOperations(ctx, t0.Add(2*time.Minute), 10)
-		if err != nil || !slices.Equal(ids, []string{"op_stale"}) {
-			t.Fatalf("expired leases at +2m: %v %v; want only op_stale", ids, err)
-		}
-		const n = 8
-		var wg sync.WaitGroup
-		won := make(chan selection.Lease, n)
-		for i := range n {
-			wg.Go(func() {
-				l, err := s.AcquireLease(ctx, "op_stale", fmt.Sprint("p", i), t0.Add(2*time.Minute), time.Minute)
-				if err == nil {
-					won <- l
-				} else if !errors.Is(err, selection.ErrLeaseHeld) {
-					t.Errorf("acquire: %v", err)
-				}
-			})
-		}
-		wg.Wait()
-		close(won)
-		if len(won) != 1 {
-			t.Fatalf("%d processes took the same expired lease, want 1", len(won))
-		}
-		if ids, _ := s.ExpiredOperations(ctx, t0.Add(2*time.Minute), 10); len(ids) != 0 {
-			t.Fatalf("a taken lease is not expired: %v", ids)
-		}
-		if _, err := s.AcquireLease(ctx, "op_missing", "p", t0, time.Minute); !errors.Is(err, selection.ErrNotFound) {
-			t.Fatalf("an unknown operation: %v", err)
-		}
-		// An operation that stopped running released its lease: resuming it
-		// does not wait for the expiry.
-		if l, err := s.AcquireLease(ctx, "op_done", "p", t0.Add(time.Second), time.Minute); err != nil || l.Epoch != 2 {
-			t.Fatalf("a released lease: %+v %v", l, err)
-		}
-	})
-
-	t.Run("ApprovalUsedOnceAcrossConcurrentCallers", func(t *testing.T) {
-		s := o.Open(t)
-		a := &selection.Approval{ID: "apr_c", SelectionID: "sel_c", Digest: "sha256:d", ActionDigest: "sha256:a", Decision: selection.DecisionApproved,
-			Who: "alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), Acknowledgements: []string{}}
-		if err := s.PutApproval(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		const n = 8
-		var wg sync.WaitGroup
-		used := make(chan string, n)
-		for i := range n {
-			wg.Go(func() {
-				id := fmt.Sprint("op_", i)
-				err := s.UseApproval(ctx, "apr_c", id, t0)
-				if err == nil {
-					used <- id
-				} else if !errors.Is(err, selection.ErrConflict) {
-					t.Errorf("use approval: %v", err)
-				}
-			})
-		}
-		wg.Wait()
-		close(used)
-		if len(used) != 1 {
-			t.Fatalf("an approval was used by %d operations, want 1", len(used))
-		}
-		winner := <-used
-		if err := s.UseApproval(ctx, "apr_c", winner, t0); err != nil {
-			t.Fatalf("the operation that used it may use it again (a takeover does): %v", err)
-		}
-	})
-
-	t.Run("FrozenScansAreBounded", func(t *testing.T) {
-		s := o.Open(t)
-		b := selection.ScanBounds{TTL: time.Minute, MaxScans: 3, MaxBytes: 1000}
-		put := func(id string, rev int, size int, at time.Time) {
-			t.Helper()
-			doc := make([]byte, size)
-			for i := range doc {
-				doc[i] = byte('a' + rev%26)
-			}
-			if err := s.PutScan(ctx, selection.FrozenScan{ID: id, Revision: rev, Doc: doc, UsedAt: at}, b); err != nil {
-				t.Fatal(err)
-			}
-		}
-		put("s1", 1, 100, t0)
-		put("s1", 2, 100, t0.Add(time.Second))
-		put("s1", 2, 50, t0.Add(time.Second)) // a second save of revision 2 (another process's) loses
-		got, err := s.FrozenScan(ctx, "s1", t0.Add(2*time.Second), time.Minute)
-		if err != nil || got.Revision != 2 || len(got.Doc) != 100 || got.Doc[0] != 'c' {
-			t.Fatalf("a stored scan reads back as its last revision: %+v %v", got, err)
-		}
-		if _, err := s.FrozenScan(ctx, "s1", t0.Add(2*time.Minute), time.Minute); !errors.Is(err, selection.ErrNotFound) {
-			t.Fatalf("a scan unused for longer than its TTL: %v", err)
-		}
-		put("s2", 1, 100, t0.Add(3*time.Second))
-		put("s3", 1, 100, t0.Add(4*time.Second))
-		put("s4", 1, 100, t0.Add(5*time.Second))
-		put("s5", 1, 100, t0.Add(6*time.Second))
-		if _, err := s.FrozenScan(ctx, "s1", t0.Add(7*time.Second), time.Minute); !errors.Is(err, selection.ErrNotFound) {
-			t.Fatalf("past MaxScans the least recently used goes first: %v", err)
-		}
-		for _, id := range []string{"s3", "s4", "s5"} {
-			if _, err := s.FrozenScan(ctx, id, t0.Add(8*time.Second), time.Minute); err != nil {
-				t.Fatalf("%s: %v", id, err)
-			}
-		}
-		put("big", 1, 950, t0.Add(9*time.Second))
-		for _, id := range []string{"s3", "s4", "s5"} {
-			if _, err := s.FrozenScan(ctx, id, t0.Add(10*time.Second), time.Minute); !errors.Is(err, selection.ErrNotFound) {
-				t.Fatalf("past MaxBytes older scans go: %s %v", id, err)
-			}
-		}
-		if got, err := s.FrozenScan(ctx, "big", t0.Add(10*time.Second), time.Minute); err != nil || len(got.Doc) != 950 {
-			t.Fatalf("the scan just stored stays: %v", err)
-		}
-	})
-
-	t.Run("MetaApprovalsAudit", func(t *testing.T) {
-		s := o.Open(t)
-		v, err := s.SetMetaIfAbsent(ctx, "k", []byte("first"))
-		if err != nil || string(v) != "first" {
-			t.Fatalf("meta: %q %v", v, err)
-		}
-		if v, _ := s.SetMetaIfAbsent(ctx, "k", []byte("second")); string(v) != "first" {
-			t.Fatalf("meta is set once: %q", v)
-		}
-		if err := s.SetMeta(ctx, "k", []byte("third")); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Meta(ctx, "k"); string(v) != "third" {
-			t.Fatalf("SetMeta replaces: %q", v)
-		}
-		for i, id := range []string{"sel_old", "sel_new"} {
-			sel := newSelection(id)
-			sel.CreatedAt = t0.Add(time.Duration(i) * time.Minute)
-			_ = s.CreateSelection(ctx, sel)
-			sel.State = selection.StateReady
-			_ = s.FinishSelection(ctx, sel)
-		}
-		building := newSelection("sel_building")
-		_ = s.CreateSelection(ctx, building)
-		recent, err := s.RecentSelections(ctx, 10)
-		if err != nil || len(recent) != 2 || recent[0].ID != "sel_new" {
-			t.Fatalf("recent ready selections, newest first: %v %v", recent, err)
-		}
-		a := &selection.Approval{ID: "apr_1", SelectionID: "sel_6", Digest: "sha256:d", ActionDigest: "sha256:a", Decision: selection.DecisionApproved,
-			Who: "alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), Acknowledgements: []string{}}
-		if err := s.PutApproval(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.UseApproval(ctx, "apr_1", "op_1", t0); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.UseApproval(ctx, "apr_1", "op_2", t0); !errors.Is(err, selection.ErrConflict) {
-			t.Fatalf("an approval is used once: %v", err)
-		}
-		list, _ := s.Approvals(ctx, "sel_6")
-		if len(list) != 1 || list[0].UsedBy != "op_1" {
-			t.Fatalf("approvals: %+v", list)
-		}
-		op := &selection.Operation{ID: "op_a", SelectionID: "sel_6", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpCompleted, CreatedAt: t0, UpdatedAt: t0}
-		_, _, _ = s.CreateOperation(ctx, op)
-		events := []selection.AuditEvent{
-			{At: t0, Kind: selection.AuditDecision, SelectionID: "sel_6", Event: "approved", Actor: "alice"},
-			{At: t0.Add(time.Second), Kind: selection.AuditCall, OperationID: "op_a", SelectionID: "sel_6", Event: "write", Method: "POST", Status: 200},
-			{At: t0, Kind: selection.AuditDecision, SelectionID: "sel_other", Event: "approved"},
-		}
-		if err := s.Audit(ctx, events); err != nil {
-			t.Fatal(err)
-		}
-		trail, err := s.AuditTrail(ctx, "op_a")
-		if err != nil || len(trail) != 2 || trail[0].Event != "approved" || trail[1].Method != "POST" {
-			t.Fatalf("audit trail: %+v %v", trail, err)
-		}
-	})
-
+	t.Run("SelectionRoundTrip", func(t *testing.T) { testSelectionRoundTrip(t, o) })
+	t.Run("RecordsInByteOrderWithFilters", func(t *testing.T) { testRecordsInByteOrderWithFilters(t, o) })
+	t.Run("OneExecuteOperationPerSelectionAndAction", func(t *testing.T) { testOneExecuteOperationPerSelectionAndAction(t, o) })
+	t.Run("JournalIsAtomicAndOrdered", func(t *testing.T) { testJournalIsAtomicAndOrdered(t, o) })
+	t.Run("ExpiredLeasesAreTakenOnce", func(t *testing.T) { testExpiredLeasesAreTakenOnce(t, o) })
+	t.Run("ApprovalUsedOnceAcrossConcurrentCallers", func(t *testing.T) { testApprovalUsedOnceAcrossConcurrentCallers(t, o) })
+	t.Run("FrozenScansAreBounded", func(t *testing.T) { testFrozenScansAreBounded(t, o) })
+	t.Run("MetaApprovalsAudit", func(t *testing.T) { testMetaApprovalsAudit(t, o) })
 	if o.Reopen != nil {
-		t.Run("SurvivesReopen", func(t *testing.T) {
-			s := o.Open(t)
-			sel := newSelection("sel_7")
-			_ = s.CreateSelection(ctx, sel)
-			_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("x", selection.Member, "eu")})
-			op := &selection.Operation{ID: "op_7", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
-			_, _, _ = s.CreateOperation(ctx, op)
-			_, _ = s.InitTargets(ctx, op.ID, sel.ID)
-			now := t0
-			if err := s.Journal(ctx, selection.Lease{OperationID: op.ID}, []selection.Target{{ID: "x", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now}}); err != nil {
-				t.Fatal(err)
+		t.Run("SurvivesReopen", func(t *testing.T) { testSurvivesReopen(t, o) })
+	}
+}
+
+func testSelectionRoundTrip(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	if _, err := s.Selection(ctx, "sel_missing"); !errors.Is(err, selection.ErrNotFound) {
+		t.Fatalf("unknown selection: want ErrNotFound, got %v", err)
+	}
+	sel := newSelection("sel_1")
+	if err := s.CreateSelection(ctx, sel); err != nil {
+		t.Fatal(err)
+	}
+	sel.State, sel.Digest, sel.Committable = selection.StateReady, "sha256:d", true
+	sel.Summary.Members = 3
+	if err := s.FinishSelection(ctx, sel); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Selection(ctx, "sel_1")
+	if err != nil || got.State != selection.StateReady || got.Digest != "sha256:d" || !got.Committable || got.Summary.Members != 3 || !got.ExpiresAt.Equal(sel.ExpiresAt) {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	if err := s.FinishSelection(ctx, newSelection("sel_other")); !errors.Is(err, selection.ErrNotFound) {
+		t.Fatalf("finishing an unknown selection: want ErrNotFound, got %v", err)
+	}
+}
+
+func testRecordsInByteOrderWithFilters(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	sel := newSelection("sel_2")
+	if err := s.CreateSelection(ctx, sel); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"b", "B", "a", "10", "9", "é", "a-1", "Z"}
+	var recs []selection.Record
+	for i, id := range ids {
+		disp := selection.Member
+		if i%3 == 2 {
+			disp = selection.Excluded
+		}
+		var g any = "eu"
+		switch i % 4 {
+		case 1:
+			g = nil
+		case 2:
+			g = "null"
+		}
+		recs = append(recs, rec(id, disp, g))
+	}
+	if err := s.PutRecords(ctx, sel.ID, recs[:4]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRecords(ctx, sel.ID, recs[4:]); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(ids)
+	sort.Strings(want) // byte order
+	var got []string
+	after := ""
+	for {
+		page, err := s.Records(ctx, sel.ID, selection.RecordQuery{After: after, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, r := range page {
+			got = append(got, r.ID)
+		}
+		after = page[len(page)-1].ID
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("records in %v, want byte order %v", got, want)
+	}
+	var streamed []string
+	if err := s.EachRecord(ctx, sel.ID, func(r selection.Record) error { streamed = append(streamed, r.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(streamed, want) {
+		t.Fatalf("EachRecord in %v, want %v", streamed, want)
+	}
+	members, err := s.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, Limit: 100})
+	if err != nil || len(members) != 6 {
+		t.Fatalf("members: %d %v", len(members), err)
+	}
+	r := members[0]
+	if r.Version == "" || r.Review["n"] != json.Number("1.5") || r.Before["paused"] != false {
+		t.Fatalf("record fields lost: %+v", r)
+	}
+	nullGroup, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": "null"}, Limit: 100})
+	strGroup, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"null"`}, Limit: 100})
+	eu, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"eu"`}, Limit: 100})
+	if len(nullGroup) != 2 || len(strGroup) != 2 || len(eu) != 4 {
+		t.Fatalf("group filter: null %d, \"null\" %d, eu %d; want 2, 2, 4", len(nullGroup), len(strGroup), len(eu))
+	}
+}
+
+func testOneExecuteOperationPerSelectionAndAction(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	const n = 8
+	var wg sync.WaitGroup
+	created := make(chan string, n)
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			op := &selection.Operation{ID: fmt.Sprintf("op_%d", i), SelectionID: "sel_3", ActionDigest: "sha256:a", Mode: selection.ModeExecute,
+				Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0, Counts: map[string]int{}}
+			got, ok, err := s.CreateOperation(ctx, op)
+			if err != nil {
+				errs <- err
+				return
 			}
-			s = o.Reopen(t, s)
-			ts, err := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
-			if err != nil || len(ts) != 1 || ts[0].Outcome != selection.TargetInFlight {
-				t.Fatalf("the journal did not survive a reopen: %+v %v", ts, err)
+			if ok {
+				created <- got.ID
+			}
+		}()
+	}
+	wg.Wait()
+	close(created)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(created) != 1 {
+		t.Fatalf("%d operations created for one selection and action, want 1", len(created))
+	}
+	dry := &selection.Operation{ID: "op_dry", SelectionID: "sel_3", ActionDigest: "sha256:a", Mode: selection.ModeDryRun, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+	if _, ok, err := s.CreateOperation(ctx, dry); err != nil || !ok {
+		t.Fatalf("a dry run is not limited to one: %v %v", ok, err)
+	}
+	other := &selection.Operation{ID: "op_other", SelectionID: "sel_3", ActionDigest: "sha256:b", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+	if _, ok, err := s.CreateOperation(ctx, other); err != nil || !ok {
+		t.Fatalf("another action on the same selection is another operation: %v %v", ok, err)
+	}
+	ops, err := s.OperationsOf(ctx, "sel_3")
+	if err != nil || len(ops) != 3 {
+		t.Fatalf("operations of the selection: %d %v", len(ops), err)
+	}
+}
+
+func testJournalIsAtomicAndOrdered(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	sel := newSelection("sel_4")
+	_ = s.CreateSelection(ctx, sel)
+	_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("t1", selection.Member, "eu"), rec("t2", selection.Member, "eu"), rec("t3", selection.Excluded, "eu")})
+	op := &selection.Operation{ID: "op_4", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+	op.Lease = selection.Lease{OperationID: op.ID, Holder: "a", Epoch: 1, Expires: t0.Add(30 * time.Second)}
+	_, _, _ = s.CreateOperation(ctx, op)
+	lease := op.Lease
+	n, err := s.InitTargets(ctx, op.ID, sel.ID)
+	if err != nil || n != 2 {
+		t.Fatalf("targets are the members: %d %v", n, err)
+	}
+	if n, err := s.InitTargets(ctx, op.ID, sel.ID); err != nil || n != 2 {
+		t.Fatalf("creating the targets again creates none and counts them: %d %v", n, err)
+	}
+	ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	if len(ts) != 2 || ts[0].Outcome != selection.TargetPending || ts[0].Version != "v-t1" || ts[0].Before["paused"] != false {
+		t.Fatalf("initial targets: %+v", ts)
+	}
+	if v, ok := ts[0].Restore["owner"]; !ok || v != nil {
+		t.Fatalf("initial targets: %+v", ts)
+	}
+	now := t0.Add(time.Second)
+	err = s.Journal(ctx, lease, []selection.Target{
+		{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1"},
+		{ID: "nope", Outcome: selection.TargetSucceeded},
+	})
+	if err == nil {
+		t.Fatal("journaling an unknown target must fail")
+	}
+	ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	if ts[0].Outcome != selection.TargetPending {
+		t.Fatalf("a failed journal call applied part of its entries: %+v", ts[0])
+	}
+	if err := s.Journal(ctx, lease, []selection.Target{
+		{ID: "t1", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, RequestID: "r1", Version: "v-t1"},
+		{ID: "t1", Outcome: selection.TargetSucceeded, Attempts: 1, AttemptAt: &now, DoneAt: &now, HTTPStatus: 200, After: map[string]any{"paused": true}, Version: "v-t1"},
+		{ID: "t2", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now, Version: "v-t2"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	if ts[0].Outcome != selection.TargetSucceeded || ts[0].HTTPStatus != 200 || ts[0].After["paused"] != true || ts[0].Before["paused"] != false {
+		t.Fatalf("entries apply in order: %+v", ts[0])
+	}
+	succeeded, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Outcome: selection.TargetSucceeded, Limit: 10})
+	if len(succeeded) != 1 || succeeded[0].ID != "t1" {
+		t.Fatalf("outcome filter: %+v", succeeded)
+	}
+	counts, _ := s.CountTargets(ctx, op.ID)
+	if counts[selection.TargetSucceeded] != 1 || counts[selection.TargetInFlight] != 1 {
+		t.Fatalf("counts %v", counts)
+	}
+	// A takeover after the lease expired: the in-flight target becomes
+	// unknown, never failed or pending; the previous holder's writes
+	// are refused from then on.
+	if _, err := s.AcquireLease(ctx, op.ID, "b", t0.Add(10*time.Second), time.Minute); !errors.Is(err, selection.ErrLeaseHeld) {
+		t.Fatalf("a live lease is not taken: %v", err)
+	}
+	taken, err := s.AcquireLease(ctx, op.ID, "b", t0.Add(31*time.Second), time.Minute)
+	if err != nil || taken.Epoch != 2 || taken.Holder != "b" {
+		t.Fatalf("an expired lease is taken with the next epoch: %+v %v", taken, err)
+	}
+	got, _ := s.Operation(ctx, op.ID)
+	ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	if got.Status != selection.OpRunning || got.Lease.Epoch != 2 || ts[1].Outcome != selection.TargetUnknown || ts[1].Note == "" || ts[0].Outcome != selection.TargetSucceeded {
+		t.Fatalf("after the takeover: %s %+v, %+v", got.Status, got.Lease, ts)
+	}
+	if err := s.Journal(ctx, lease, []selection.Target{{ID: "t2", Outcome: selection.TargetSucceeded}}); !errors.Is(err, selection.ErrLeaseLost) {
+		t.Fatalf("the previous holder's journal write: %v", err)
+	}
+	if ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10}); ts[1].Outcome != selection.TargetUnknown {
+		t.Fatalf("a fenced journal write applied: %+v", ts[1])
+	}
+	stale := *op
+	stale.Status = selection.OpCompleted
+	if err := s.UpdateOperation(ctx, &stale); !errors.Is(err, selection.ErrLeaseLost) {
+		t.Fatalf("the previous holder's operation update: %v", err)
+	}
+	if _, err := s.RenewLease(ctx, lease, t0.Add(32*time.Second), time.Minute); !errors.Is(err, selection.ErrLeaseLost) {
+		t.Fatalf("the previous holder's renewal: %v", err)
+	}
+	if l, err := s.RenewLease(ctx, taken, t0.Add(40*time.Second), time.Minute); err != nil || !l.Expires.Equal(t0.Add(100*time.Second)) {
+		t.Fatalf("the holder renews: %+v %v", l, err)
+	}
+	if err := s.Journal(ctx, taken, []selection.Target{{ID: "t2", Outcome: selection.TargetSucceeded}}); err != nil {
+		t.Fatalf("the new holder journals: %v", err)
+	}
+}
+
+func testExpiredLeasesAreTakenOnce(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	fresh := &selection.Operation{ID: "op_fresh", SelectionID: "sel_5", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
+		Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Hour)}}
+	stale := &selection.Operation{ID: "op_stale", SelectionID: "sel_5", ActionDigest: "sha256:b", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
+		Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Minute)}}
+	done := &selection.Operation{ID: "op_done", SelectionID: "sel_5", ActionDigest: "sha256:c", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0,
+		Lease: selection.Lease{Holder: "a", Epoch: 1, Expires: t0.Add(time.Hour)}}
+	for _, op := range []*selection.Operation{fresh, stale, done} {
+		if _, _, err := s.CreateOperation(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done.Status = selection.OpCompleted
+	if err := s.UpdateOperation(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.ExpiredOperations(ctx, t0.Add(2*time.Minute), 10)
+	if err != nil || !slices.Equal(ids, []string{"op_stale"}) {
+		t.Fatalf("expired leases at +2m: %v %v; want only op_stale", ids, err)
+	}
+	const n = 8
+	var wg sync.WaitGroup
+	won := make(chan selection.Lease, n)
+	for i := range n {
+		wg.Go(func() {
+			l, err := s.AcquireLease(ctx, "op_stale", fmt.Sprint("p", i), t0.Add(2*time.Minute), time.Minute)
+			if err == nil {
+				won <- l
+			} else if !errors.Is(err, selection.ErrLeaseHeld) {
+				t.Errorf("acquire: %v", err)
 			}
 		})
+	}
+	wg.Wait()
+	close(won)
+	if len(won) != 1 {
+		t.Fatalf("%d processes took the same expired lease, want 1", len(won))
+	}
+	if ids, _ := s.ExpiredOperations(ctx, t0.Add(2*time.Minute), 10); len(ids) != 0 {
+		t.Fatalf("a taken lease is not expired: %v", ids)
+	}
+	if _, err := s.AcquireLease(ctx, "op_missing", "p", t0, time.Minute); !errors.Is(err, selection.ErrNotFound) {
+		t.Fatalf("an unknown operation: %v", err)
+	}
+	// An operation that stopped running released its lease: resuming it
+	// does not wait for the expiry.
+	if l, err := s.AcquireLease(ctx, "op_done", "p", t0.Add(time.Second), time.Minute); err != nil || l.Epoch != 2 {
+		t.Fatalf("a released lease: %+v %v", l, err)
+	}
+}
+
+func testApprovalUsedOnceAcrossConcurrentCallers(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	a := &selection.Approval{ID: "apr_c", SelectionID: "sel_c", Digest: "sha256:d", ActionDigest: "sha256:a", Decision: selection.DecisionApproved,
+		Who: "alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), Acknowledgements: []string{}}
+	if err := s.PutApproval(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	var wg sync.WaitGroup
+	used := make(chan string, n)
+	for i := range n {
+		wg.Go(func() {
+			id := fmt.Sprint("op_", i)
+			err := s.UseApproval(ctx, "apr_c", id, t0)
+			if err == nil {
+				used <- id
+			} else if !errors.Is(err, selection.ErrConflict) {
+				t.Errorf("use approval: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	close(used)
+	if len(used) != 1 {
+		t.Fatalf("an approval was used by %d operations, want 1", len(used))
+	}
+	winner := <-used
+	if err := s.UseApproval(ctx, "apr_c", winner, t0); err != nil {
+		t.Fatalf("the operation that used it may use it again (a takeover does): %v", err)
+	}
+}
+
+func testFrozenScansAreBounded(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	b := selection.ScanBounds{TTL: time.Minute, MaxScans: 3, MaxBytes: 1000}
+	put := func(id string, rev int, size int, at time.Time) {
+		t.Helper()
+		doc := make([]byte, size)
+		for i := range doc {
+			doc[i] = byte('a' + rev%26)
+		}
+		if err := s.PutScan(ctx, selection.FrozenScan{ID: id, Revision: rev, Doc: doc, UsedAt: at}, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("s1", 1, 100, t0)
+	put("s1", 2, 100, t0.Add(time.Second))
+	put("s1", 2, 50, t0.Add(time.Second)) // a second save of revision 2 (another process's) loses
+	got, err := s.FrozenScan(ctx, "s1", t0.Add(2*time.Second), time.Minute)
+	if err != nil || got.Revision != 2 || len(got.Doc) != 100 || got.Doc[0] != 'c' {
+		t.Fatalf("a stored scan reads back as its last revision: %+v %v", got, err)
+	}
+	if _, err := s.FrozenScan(ctx, "s1", t0.Add(2*time.Minute), time.Minute); !errors.Is(err, selection.ErrNotFound) {
+		t.Fatalf("a scan unused for longer than its TTL: %v", err)
+	}
+	put("s2", 1, 100, t0.Add(3*time.Second))
+	put("s3", 1, 100, t0.Add(4*time.Second))
+	put("s4", 1, 100, t0.Add(5*time.Second))
+	put("s5", 1, 100, t0.Add(6*time.Second))
+	if _, err := s.FrozenScan(ctx, "s1", t0.Add(7*time.Second), time.Minute); !errors.Is(err, selection.ErrNotFound) {
+		t.Fatalf("past MaxScans the least recently used goes first: %v", err)
+	}
+	for _, id := range []string{"s3", "s4", "s5"} {
+		if _, err := s.FrozenScan(ctx, id, t0.Add(8*time.Second), time.Minute); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	put("big", 1, 950, t0.Add(9*time.Second))
+	for _, id := range []string{"s3", "s4", "s5"} {
+		if _, err := s.FrozenScan(ctx, id, t0.Add(10*time.Second), time.Minute); !errors.Is(err, selection.ErrNotFound) {
+			t.Fatalf("past MaxBytes older scans go: %s %v", id, err)
+		}
+	}
+	if got, err := s.FrozenScan(ctx, "big", t0.Add(10*time.Second), time.Minute); err != nil || len(got.Doc) != 950 {
+		t.Fatalf("the scan just stored stays: %v", err)
+	}
+}
+
+func testMetaApprovalsAudit(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	v, err := s.SetMetaIfAbsent(ctx, "k", []byte("first"))
+	if err != nil || string(v) != "first" {
+		t.Fatalf("meta: %q %v", v, err)
+	}
+	if v, _ := s.SetMetaIfAbsent(ctx, "k", []byte("second")); string(v) != "first" {
+		t.Fatalf("meta is set once: %q", v)
+	}
+	if err := s.SetMeta(ctx, "k", []byte("third")); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Meta(ctx, "k"); string(v) != "third" {
+		t.Fatalf("SetMeta replaces: %q", v)
+	}
+	for i, id := range []string{"sel_old", "sel_new"} {
+		sel := newSelection(id)
+		sel.CreatedAt = t0.Add(time.Duration(i) * time.Minute)
+		_ = s.CreateSelection(ctx, sel)
+		sel.State = selection.StateReady
+		_ = s.FinishSelection(ctx, sel)
+	}
+	building := newSelection("sel_building")
+	_ = s.CreateSelection(ctx, building)
+	recent, err := s.RecentSelections(ctx, 10)
+	if err != nil || len(recent) != 2 || recent[0].ID != "sel_new" {
+		t.Fatalf("recent ready selections, newest first: %v %v", recent, err)
+	}
+	a := &selection.Approval{ID: "apr_1", SelectionID: "sel_6", Digest: "sha256:d", ActionDigest: "sha256:a", Decision: selection.DecisionApproved,
+		Who: "alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), Acknowledgements: []string{}}
+	if err := s.PutApproval(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseApproval(ctx, "apr_1", "op_1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseApproval(ctx, "apr_1", "op_2", t0); !errors.Is(err, selection.ErrConflict) {
+		t.Fatalf("an approval is used once: %v", err)
+	}
+	list, _ := s.Approvals(ctx, "sel_6")
+	if len(list) != 1 || list[0].UsedBy != "op_1" {
+		t.Fatalf("approvals: %+v", list)
+	}
+	op := &selection.Operation{ID: "op_a", SelectionID: "sel_6", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpCompleted, CreatedAt: t0, UpdatedAt: t0}
+	_, _, _ = s.CreateOperation(ctx, op)
+	events := []selection.AuditEvent{
+		{At: t0, Kind: selection.AuditDecision, SelectionID: "sel_6", Event: "approved", Actor: "alice"},
+		{At: t0.Add(time.Second), Kind: selection.AuditCall, OperationID: "op_a", SelectionID: "sel_6", Event: "write", Method: "POST", Status: 200},
+		{At: t0, Kind: selection.AuditDecision, SelectionID: "sel_other", Event: "approved"},
+	}
+	if err := s.Audit(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	trail, err := s.AuditTrail(ctx, "op_a")
+	if err != nil || len(trail) != 2 || trail[0].Event != "approved" || trail[1].Method != "POST" {
+		t.Fatalf("audit trail: %+v %v", trail, err)
+	}
+}
+
+func testSurvivesReopen(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	sel := newSelection("sel_7")
+	_ = s.CreateSelection(ctx, sel)
+	_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("x", selection.Member, "eu")})
+	op := &selection.Operation{ID: "op_7", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
+	_, _, _ = s.CreateOperation(ctx, op)
+	_, _ = s.InitTargets(ctx, op.ID, sel.ID)
+	now := t0
+	if err := s.Journal(ctx, selection.Lease{OperationID: op.ID}, []selection.Target{{ID: "x", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now}}); err != nil {
+		t.Fatal(err)
+	}
+	s = o.Reopen(t, s)
+	ts, err := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	if err != nil || len(ts) != 1 || ts[0].Outcome != selection.TargetInFlight {
+		t.Fatalf("the journal did not survive a reopen: %+v %v", ts, err)
 	}
 }

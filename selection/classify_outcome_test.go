@@ -1,0 +1,136 @@
+package selection
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// journalOnly is the store a classifier table test needs: it keeps the
+// journal's entries; any other call panics (the classifier makes none).
+type journalOnly struct {
+	Store
+	mu      sync.Mutex
+	entries []Target
+}
+
+func (s *journalOnly) Journal(_ context.Context, _ Lease, es []Target) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entries = append(s.entries, es...)
+	return nil
+}
+
+// TestClassify_OutcomeOfEveryAnswer is the write outcome table: what each
+// answer to an attempt makes of the target, with and without an earlier
+// attempt whose outcome was not observed. A refusal is final only when no
+// earlier attempt may have applied.
+func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
+	status := func(st int) error { return &upstream.HTTPError{Kind: upstream.FailStatus, Status: st, Sent: true} }
+	ok := func(st int, body string) *upstream.Response {
+		return &upstream.Response{Status: st, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}
+	}
+	for _, tc := range []struct {
+		name    string
+		resp    *upstream.Response
+		err     error
+		landed  bool   // an earlier attempt was not observed
+		want    string // outcome
+		changed string // problem.state_changed ("" without a problem)
+		stops   bool
+	}{
+		{"200", ok(200, `{"id":"a"}`), nil, false, TargetSucceeded, "", false},
+		{"204 empty", ok(204, ``), nil, false, TargetSucceeded, "", false},
+		{"202 accepted", ok(202, `{"queued":true}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
+		{"2xx with an error body", ok(200, `{"error":{"message":"queue full"}}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
+		{"timeout after sending", nil, &upstream.HTTPError{Kind: upstream.FailTimeout, Sent: true}, false, TargetUnknown, envelope.StateUnknown, false},
+		{"cancelled before sending", nil, &upstream.HTTPError{Kind: upstream.FailCanceled}, false, TargetPending, "", false},
+		{"connection refused", nil, &upstream.HTTPError{Kind: upstream.FailConnection}, false, TargetFailed, envelope.StateNone, false},
+		{"connection refused after an unobserved attempt", nil, &upstream.HTTPError{Kind: upstream.FailConnection}, true, TargetUnknown, envelope.StateUnknown, false},
+		{"connection broken after sending", nil, &upstream.HTTPError{Kind: upstream.FailConnection, Sent: true}, false, TargetUnknown, envelope.StateUnknown, false},
+		{"404", nil, status(404), false, TargetSkipped, envelope.StateNone, false},
+		{"404 after an unobserved attempt", nil, status(404), true, TargetUnknown, envelope.StateUnknown, false},
+		{"409", nil, status(409), false, TargetSkipped, envelope.StateNone, false},
+		{"409 after an unobserved attempt", nil, status(409), true, TargetUnknown, envelope.StateUnknown, false},
+		{"412", nil, status(412), false, TargetSkipped, envelope.StateNone, false},
+		{"412 after an unobserved attempt", nil, status(412), true, TargetUnknown, envelope.StateUnknown, false},
+		{"422", nil, status(422), false, TargetFailed, envelope.StateNone, false},
+		{"422 after an unobserved attempt", nil, status(422), true, TargetUnknown, envelope.StateUnknown, false},
+		{"429", nil, status(429), false, TargetPending, "", false},
+		{"401", nil, status(401), false, TargetFailed, envelope.StateNone, true},
+		{"403 after an unobserved attempt", nil, status(403), true, TargetUnknown, envelope.StateUnknown, true},
+		{"500", nil, status(500), false, TargetUnknown, envelope.StateUnknown, false},
+		{"307", nil, status(307), false, TargetUnknown, envelope.StateUnknown, true},
+		{"418", nil, status(418), false, TargetUnknown, envelope.StateUnknown, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &journalOnly{}
+			a := &upstream.Action{Name: "a", Config: upstream.ActionConfig{Stop: upstream.StopConfig{FailureRatio: 0.5, MinAttempts: 20}}}
+			e := &Engine{Clock: upstream.WallClock, MaxRateLimitPause: time.Minute}
+			r := &run{e: e, op: &Operation{ID: "op"}, a: a, done: make(chan struct{})}
+			r.fence = newFence(Lease{OperationID: "op", Epoch: 1, Expires: time.Now().Add(time.Hour)}, e.Clock, time.Hour)
+			r.j = newJournal(st, r.fence, func([]AuditEvent) {})
+			target := Target{ID: "t", Attempts: 1}
+			if tc.landed {
+				target.Attempts, target.Unobserved = 2, 1
+			}
+			r.classify(target, tc.resp, tc.err)
+			if err := r.j.close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(st.entries) != 1 {
+				t.Fatalf("%d journal entries, want 1", len(st.entries))
+			}
+			got := st.entries[0]
+			if got.Outcome != tc.want {
+				t.Errorf("outcome %s (%q), want %s", got.Outcome, got.Note, tc.want)
+			}
+			if changed := ""; got.Problem != nil {
+				changed = got.Problem.StateChanged
+				if changed != tc.changed {
+					t.Errorf("state_changed %q, want %q", changed, tc.changed)
+				}
+			} else if tc.changed != "" {
+				t.Errorf("no problem, want state_changed %q", tc.changed)
+			}
+			if r.stopped.Load() != tc.stops {
+				t.Errorf("stopped %v (%q), want %v", r.stopped.Load(), r.stopReason, tc.stops)
+			}
+			// This attempt adds an unobserved one unless it was answered
+			// (a refusal, a success) or never sent.
+			wantUnobserved := target.Unobserved
+			if tc.want == TargetUnknown && !isRefusal(tc.err) {
+				wantUnobserved++
+			}
+			if got.Unobserved != wantUnobserved {
+				t.Errorf("unobserved_attempts %d, want %d", got.Unobserved, wantUnobserved)
+			}
+		})
+	}
+}
+
+// isRefusal reports an attempt that was answered with a refusal airlock
+// knows (an unexpected status, such as 418, is not one) or that never left:
+// nothing of it can have applied.
+func isRefusal(err error) bool {
+	he, ok := err.(*upstream.HTTPError)
+	if !ok {
+		return false
+	}
+	switch {
+	case he.Kind == upstream.FailConnection:
+		return !he.Sent
+	case he.Kind != upstream.FailStatus:
+		return false
+	}
+	switch he.Status {
+	case 400, 401, 403, 404, 409, 412, 422, 429:
+		return true
+	}
+	return false
+}
