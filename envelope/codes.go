@@ -178,7 +178,7 @@ var registry = []Code{
 		Recovery: "narrow the filter so the upstream can answer completely"},
 	{Code: InconsistentSnapshot, Kind: KindReason, Continuation: ContinueRestart, Retryable: true,
 		Message:  "the collection changed during the scan in a way that may hide records",
-		Meaning:  "the scan saw the total change or an id twice (signal) on a dialect without a snapshot",
+		Meaning:  "the scan saw the total change, an id twice, a page boundary shift or the snapshot change between pages (signal)",
 		Recovery: "start a new scan; if the collection keeps changing, narrow the filter"},
 	{Code: ContractViolation, Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "records broke the decision-field contract and were withheld",

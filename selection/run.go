@@ -462,6 +462,13 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
 			return
 		}
+		if r.a.ContradictsEffect(resp, r.afterFor(t)) {
+			// A success that shows the target without the change claims
+			// what it does not show: a re-read decides.
+			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream answered success with the target unchanged; whether the write applied is observed by re-reading."),
+				"answered 2xx, but the answer shows the target without the change: a re-read decides")
+			return
+		}
 		if resp.Status == http.StatusAccepted {
 			// Accepted for processing is not done: it may still fail, or
 			// land later. A re-read decides.

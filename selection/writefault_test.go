@@ -337,9 +337,24 @@ func TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone(t *testing.T) {
 	l.agree(op.ID)
 }
 
+// TestIgnoredWrite_ClaimsNothingItDoesNotShow: a 200 whose answer shows
+// the account unchanged is not a success: the target is re-read, sent again
+// under its condition, and succeeds only when the change is there.
+func TestIgnoredWrite_ClaimsNothingItDoesNotShow(t *testing.T) {
+	api := fixtures.NewWriteLab(3)
+	api.SetFault("acc-0001", fixtures.LabFault{Kind: fixtures.LabIgnored})
+	l := newLab(t, t.TempDir(), api, time.Second)
+	op := l.commit(l.preview("archive_if_match", nil, nil), false)
+	tg := l.targets(op.ID)["acc-0001"]
+	if tg.Outcome != selection.TargetSucceeded || tg.Attempts != 2 || api.Applied()["acc-0001"] != 1 {
+		t.Fatalf("acc-0001: %s after %d attempt(s), applied %d; want succeeded on the second attempt", tg.Outcome, tg.Attempts, api.Applied()["acc-0001"])
+	}
+	l.agree(op.ID)
+}
+
 // labFaults are the faults of the suite.
 var labFaults = []string{fixtures.LabLostAnswer, fixtures.LabSlow, fixtures.LabInFlight409, fixtures.LabStale,
-	fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, "escaping"}
+	fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, fixtures.LabIgnored, "escaping"}
 
 var labActions = []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread", "delete_if_match"}
 

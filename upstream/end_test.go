@@ -220,3 +220,31 @@ func TestResultCapExceeded_WarnsAndKeepsTheProvenEnd(t *testing.T) {
 		t.Errorf("warnings = %+v, want %s on result_cap", out.Warnings, envelope.WarnDeclarationContradicted)
 	}
 }
+
+// TestContinueWithAChangedResourceVersion_IsInconsistent: a continue token
+// promises the first page's snapshot; a later page at another
+// resourceVersion is a list read at two points in time.
+func TestContinueWithAChangedResourceVersion_IsInconsistent(t *testing.T) {
+	rec := &recorder{respond: func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("continue") == "" {
+			io.WriteString(w, `{"metadata":{"resourceVersion":"100","continue":"tok"},"items":[{"id":"a"},{"id":"b"}]}`)
+			return
+		}
+		io.WriteString(w, `{"metadata":{"resourceVersion":"117"},"items":[{"id":"c"}]}`)
+	}}
+	ts := startRecorder(t, rec)
+	rt := runtimeFor(t, customConfig(ts.URL, "{dialect: continue, page_size: 2}", "items", ""))
+	_, out, err := scanAll(t, rt.Resources["items"], nil, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ScanComplete || !hasReason(out, envelope.InconsistentSnapshot) {
+		t.Fatalf("complete %v, reasons %+v; want INCONSISTENT_SNAPSHOT", out.ScanComplete, out.Reasons)
+	}
+	for _, r := range out.Reasons {
+		if r.Code == envelope.InconsistentSnapshot && r.Signal != "snapshot_changed" {
+			t.Errorf("signal %q, want snapshot_changed", r.Signal)
+		}
+	}
+}

@@ -40,6 +40,11 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page) ([]*Item, error) 
 	if pg.snapshot != "" && s.snapshot == "" {
 		s.snapshot = pg.snapshot
 	}
+	if pg.snapshot != "" && st.Snapshot != "" && pg.snapshot != st.Snapshot {
+		// A continuation promises the first page's snapshot; another one
+		// is a list read at two points in time.
+		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "snapshot_changed")
+	}
 	if pg.estimate != nil {
 		e := src.items + len(pg.items) + *pg.estimate
 		s.estimate = &e

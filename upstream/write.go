@@ -290,3 +290,33 @@ func CheckWriteResponse(resp *Response) error {
 	_, err := decodeJSONBody(resp, true)
 	return err
 }
+
+// ContradictsEffect reports whether a 2xx write answer shows the target
+// without the action's effect: the answer is the item (at response.item,
+// else the body) and holds an effect field with another value. Such an
+// answer claims success while showing none; only a re-read can tell. An
+// answer that shows no effect field contradicts nothing.
+func (a *Action) ContradictsEffect(resp *Response, after map[string]any) bool {
+	if len(bytes.TrimSpace(resp.Body)) == 0 {
+		return false
+	}
+	doc, err := decodeJSONBody(resp, false)
+	if err != nil {
+		return false
+	}
+	path := ""
+	if a.Config.Response != nil {
+		path = a.Config.Response.Item
+	}
+	item, ok := jsonvalue.Get(doc, path)
+	if !ok {
+		return false
+	}
+	for _, e := range a.Config.Effect {
+		v, present := jsonvalue.Get(item, a.Resource.FieldPath(e.Field))
+		if present && !e.Applied(v, after[e.Field]) {
+			return true
+		}
+	}
+	return false
+}
