@@ -593,6 +593,24 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 		}
 		validateFieldContract(l, f, at("fields", fname))
 	}
+	// A field that reads a sensitive field's value, or an object holding
+	// it, would return what sensitive withholds.
+	for _, sname := range sortedKeys(r.Fields) {
+		sf := r.Fields[sname]
+		if sf == nil || !sf.Sensitive {
+			continue
+		}
+		spath := fieldPathOf(sname, sf)
+		for _, fname := range sortedKeys(r.Fields) {
+			f := r.Fields[fname]
+			if f == nil || f.Sensitive || fname == sname {
+				continue
+			}
+			if p := fieldPathOf(fname, f); p == spath || strings.HasPrefix(spath, p+".") {
+				l.add(fmt.Sprintf("reads %s, which holds sensitive field %q: mark it sensitive too, or point it elsewhere", p, sname), at("fields", fname)...)
+			}
+		}
+	}
 	for i, fname := range r.DefaultFields {
 		f, ok := r.Fields[fname]
 		if !ok {
@@ -784,4 +802,12 @@ func (c *Config) Summary(getenv func(string) string) []string {
 			name, r.List.Path, r.Upstream, p.Dialect, p.Consistency, len(r.Fields), len(r.Filters), srcs))
 	}
 	return out
+}
+
+// fieldPathOf is where a declared field lives in an item.
+func fieldPathOf(name string, f *FieldConfig) string {
+	if f.Path != "" {
+		return f.Path
+	}
+	return name
 }

@@ -365,6 +365,15 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 			[]wantErr{{9, "resources.items.pagination.total_header", "only the link, offset and page dialects read a total"}}},
 		{"total and total_header both", with(set(9, "    pagination: {dialect: page, total: totalItems, total_header: X-Total-Count}")),
 			[]wantErr{{9, "resources.items.pagination.total_header", "set one of total"}}},
+		{"a field reading a sensitive field's value", with(add(
+			"      email: {type: string, sensitive: true}",                      // 13
+			"      contact_email: {type: string, path: email}",                  // 14
+			"      contact: {type: object, path: profile}",                      // 15
+			"      phone: {type: string, path: profile.phone, sensitive: true}", // 16
+		)), []wantErr{
+			{14, "resources.items.fields.contact_email", `holds sensitive field "email"`},
+			{15, "resources.items.fields.contact", `holds sensitive field "phone"`},
+		}},
 		{"scalar items under an undeclared field", with(set(8, "    list: {path: /v2/_catalog, items: repositories, scalar_item_field: name}")),
 			[]wantErr{{8, "resources.items.list.scalar_item_field", `field "name" is not declared`}}},
 	} {
