@@ -176,7 +176,10 @@ func readTotal(p PaginationConfig, resp *Response, doc any) (int, bool) {
 // so far reached it exactly on a page that was not full. Items beyond the
 // total make it untrusted. A total reached on a full page is not yet proof:
 // a total that lags the collection (a cached count) looks the same, so the
-// next page is read, and only an empty one ends the list.
+// next page is read, and only an empty one ends the list. The same holds on
+// the first page (full is then true for any page with items): until a page
+// has shown the upstream's own page size, a short page may be one capped
+// below the size asked for.
 func totalVerdict(pg *page, total int, known bool, full bool) (reached bool) {
 	if known {
 		pg.total = &total
@@ -198,11 +201,11 @@ func totalVerdict(pg *page, total int, known bool, full bool) (reached bool) {
 // fullPage reports whether a page of n items filled the page: the size
 // asked for, or the upstream's own smaller cap once a page showed it.
 func fullPage(p PaginationConfig, st pageState, n int) bool {
-	capacity := p.PageSize
-	if st.MaxPage > 0 {
-		capacity = min(capacity, st.MaxPage)
+	if st.MaxPage == 0 {
+		// No page has shown the upstream's page size yet.
+		return n > 0
 	}
-	return n >= capacity
+	return n >= min(p.PageSize, st.MaxPage)
 }
 
 type cursorDialect struct {

@@ -76,6 +76,10 @@ func TestTimestampLayout_NormalizesPocketBaseTimes(t *testing.T) {
 		{"id":"b","updated":"2026-12-01 08:00:00.000Z"}]}`
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("page") != "1" {
+			io.WriteString(w, `{"page":2,"perPage":30,"totalItems":2,"items":[]}`)
+			return
+		}
 		io.WriteString(w, body)
 	}))
 	t.Cleanup(ts.Close)
