@@ -119,7 +119,6 @@ var Version = "0.1.0"
 func NewServer(d *Deps) (*server.MCPServer, error) {
 	srv := server.NewMCPServer("airlock", Version,
 		server.WithToolCapabilities(false),
-		server.WithElicitation(),
 		server.WithInstructions(Instructions),
 	)
 	if d.Memory == nil {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/envelope/leaktest"
@@ -39,6 +43,12 @@ type harness struct {
 	schemas map[string]*envelope.Validator
 	// noElicitation: the client does not declare elicitation.
 	noElicitation bool
+	// transport and protocol are how the client connects: streamable
+	// HTTP ("http", the default), "sse" or "stdio", at a pinned protocol
+	// version (default: the client's newest).
+	transport, protocol string
+	// initialized is the server's answer to the client's initialize.
+	initialized *mcp.InitializeResult
 }
 
 type harnessOpt func(*harnessCfg)
@@ -49,6 +59,14 @@ type harnessCfg struct {
 	clock  upstream.Clock
 	// noElicitation connects a client that cannot show approval requests.
 	noElicitation bool
+	transport     string
+	protocol      string
+}
+
+// withTransport connects the client over transport ("http", "sse" or
+// "stdio") at protocol version ("" for the client's newest).
+func withTransport(transport, protocol string) harnessOpt {
+	return func(h *harnessCfg) { h.transport, h.protocol = transport, protocol }
 }
 
 func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitation = true } }
@@ -171,7 +189,8 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if err := deps.UseStore(context.Background(), bg, store); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation}
+	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
+		transport: cfg.transport, protocol: cfg.protocol}
 	h.connect()
 	return h
 }
@@ -182,11 +201,39 @@ func (h *harness) connect() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
-	t.Cleanup(hs.Close)
-	tr, err := transport.NewStreamableHTTP(hs.URL + "/mcp")
-	if err != nil {
-		t.Fatal(err)
+	var tr transport.Interface
+	switch h.transport {
+	case "stdio":
+		// Two pipes stand for the process's stdin and stdout.
+		srvIn, cliOut := io.Pipe()
+		cliIn, srvOut := io.Pipe()
+		ctx, stop := context.WithCancel(context.Background())
+		stdio := server.NewStdioServer(srv)
+		stdio.SetErrorLogger(log.New(io.Discard, "", 0))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = stdio.Listen(ctx, srvIn, srvOut)
+		}()
+		t.Cleanup(func() {
+			stop()
+			cliOut.Close()
+			srvOut.Close()
+			<-done
+		})
+		tr = transport.NewIO(cliIn, cliOut, io.NopCloser(strings.NewReader("")))
+	case "sse":
+		hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
+		t.Cleanup(hs.Close)
+		if tr, err = transport.NewSSE(hs.URL + "/sse"); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
+		t.Cleanup(hs.Close)
+		if tr, err = transport.NewStreamableHTTP(hs.URL + "/mcp"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if h.answer == nil {
 		h.answer = &answerer{action: mcp.ElicitationResponseActionAccept}
@@ -195,16 +242,21 @@ func (h *harness) connect() {
 	if !h.noElicitation {
 		copts = append(copts, client.WithElicitationHandler(h.answer))
 	}
+	if h.protocol != "" {
+		copts = append(copts, client.WithProtocolVersion(h.protocol))
+	}
 	c := client.NewClient(tr, copts...)
 	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
+	// The SSE transport's stream lives as long as the context Start is
+	// given.
+	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	init := mcp.InitializeRequest{}
 	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
+	if h.initialized, err = c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}
 	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})

@@ -10,6 +10,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -184,9 +185,30 @@ func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 			}
 		}
 		env := s.Handler(ctx, call)
-		if call.InputRequired != nil {
+		if call.InputRequired != nil && modernRequest(ctx) {
 			log.Info("tool call asks the client for input")
 			return redactedInput(call.InputRequired, red), nil
+		}
+		for round := 0; call.InputRequired != nil; round++ {
+			// A client of an earlier protocol is asked here, and the
+			// handler runs again with the answers, as a client of the
+			// current protocol would call again.
+			ask := redactedInput(call.InputRequired, red)
+			call.InputRequired = nil
+			answers, err := askClient(ctx, ask)
+			if err == nil && round == maxInputRounds {
+				err = errors.New("the tool asked for input too many times")
+			}
+			if err != nil {
+				log.Warn("the client could not be asked for approval", "err", err)
+				p := envelope.NewProblem(envelope.ProblemClientApprovalMissing, "")
+				p.StateChanged = envelope.StateNone
+				env = envelope.ErrorEnvelope(p)
+				break
+			}
+			log.Info("tool call asked the client for input")
+			call.Request.Params.MultiRoundTripParams = mcp.MultiRoundTripParams{InputResponses: answers, RequestState: ask.RequestState}
+			env = s.Handler(ctx, call)
 		}
 		if env.Problem != nil && env.Problem.RequestID == "" {
 			env.Problem.WithRequest(call.RequestID)
