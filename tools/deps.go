@@ -37,6 +37,9 @@ type Deps struct {
 	// generated once and kept in the store, which shares it with every
 	// process using that store.
 	Secret []byte
+	// ProgressInterval is how often a scan reports progress while no page
+	// completes (DefaultProgressInterval when zero).
+	ProgressInterval time.Duration
 	// Redactor removes the credentials from every tool result, log record,
 	// stored document and audit line (NewDeps takes the runtime's).
 	Redactor *envelope.Redactor

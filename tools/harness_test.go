@@ -49,6 +49,21 @@ type harness struct {
 	transport, protocol string
 	// initialized is the server's answer to the client's initialize.
 	initialized *mcp.InitializeResult
+	notesMu     sync.Mutex
+	notes       []mcp.JSONRPCNotification
+}
+
+// progressNotes returns the progress notifications received for token.
+func (h *harness) progressNotes(token string) []map[string]any {
+	h.notesMu.Lock()
+	defer h.notesMu.Unlock()
+	var out []map[string]any
+	for _, n := range h.notes {
+		if n.Method == "notifications/progress" && n.Params.AdditionalFields["progressToken"] == token {
+			out = append(out, n.Params.AdditionalFields)
+		}
+	}
+	return out
 }
 
 type harnessOpt func(*harnessCfg)
@@ -247,6 +262,11 @@ func (h *harness) connect() {
 	}
 	c := client.NewClient(tr, copts...)
 	t.Cleanup(func() { c.Close() })
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		h.notesMu.Lock()
+		defer h.notesMu.Unlock()
+		h.notes = append(h.notes, n)
+	})
 	// The SSE transport's stream lives as long as the context Start is
 	// given.
 	if err := c.Start(context.Background()); err != nil {
@@ -372,11 +392,18 @@ func (r result) totalMatched() int {
 // structured content, and isError matches the status.
 func (h *harness) call(tool string, args map[string]any) result {
 	h.t.Helper()
+	return h.callMeta(tool, args, nil)
+}
+
+// callMeta is call with the request's _meta (a progress token).
+func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) result {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
+	req.Params.Meta = meta
 	res, err := h.client.CallTool(ctx, req)
 	if err != nil {
 		h.t.Fatalf("%s: %v", tool, err)

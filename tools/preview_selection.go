@@ -199,7 +199,10 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	if req.Params == nil {
 		req.Params = map[string]any{}
 	}
+	progress, stopProgress := d.startProgress(ctx, call)
+	req.Progress = progress
 	res, err := d.Previewer().Preview(ctx, req)
+	stopProgress()
 	if err != nil {
 		return scanProblem(err)
 	}

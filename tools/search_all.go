@@ -228,9 +228,11 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 			Data:     map[string]any{"resource": r.Name, "items": []any{}, "total_matched": 0, "total_relation": envelope.RelationGte, "groups": map[string]any{}, "delivered": map[string]any{"offset": 0, "count": 0, "remaining": 0}},
 		}
 	}
+	progress, stopProgress := d.startProgress(ctx, call)
+	defer stopProgress()
 	if fs == nil {
 		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}}
-		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID}
+		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID, Progress: progress}
 		if b.maxItems > 0 {
 			spec.Sink = sink
 		} else {
@@ -240,11 +242,14 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	out := fs.scan.Outcome()
 	if offset == 0 || out.Resumable {
-		if err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline}); err != nil {
+		err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
+		stopProgress()
+		if err != nil {
 			return scanProblem(err)
 		}
 		out = fs.scan.Outcome()
 	}
+	stopProgress()
 	d.Scans.put(fs)
 	return d.deliver(r, fs, out, offset, b, scope, warnings)
 }
