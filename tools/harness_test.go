@@ -418,6 +418,11 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, len(whole), maxResultBytes)
 	}
 	recordProblems(raw)
+	// The advertised schema is compact; every result also holds to the
+	// envelope's full schema.
+	if err := fullEnvelope.Validate(raw); err != nil {
+		h.t.Fatalf("%s result breaks the envelope schema: %v\n%s", tool, err, raw)
+	}
 	if v := h.schemas[tool]; v == nil {
 		h.t.Fatalf("tool %s was not listed", tool)
 	} else if err := v.Validate(raw); err != nil {
@@ -430,11 +435,19 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 	if !ok {
 		h.t.Fatalf("%s: content is not text", tool)
 	}
+	// The text is the structured content without the members that hold
+	// their defaults: putting them back gives the same JSON.
+	var defaults []envelope.TextDefault
+	for _, sp := range h.deps.Specs() {
+		if sp.Name == tool {
+			defaults = sp.TextDefaults
+		}
+	}
 	var a, b any
-	_ = json.Unmarshal([]byte(text.Text), &a)
+	_ = json.Unmarshal(envelope.Expand([]byte(text.Text), defaults...), &a)
 	_ = json.Unmarshal(raw, &b)
 	if ja, _ := json.Marshal(a); string(ja) != string(mustJSON(b)) {
-		h.t.Fatalf("%s: text content does not mirror structured content", tool)
+		h.t.Fatalf("%s: text content does not mirror structured content\ntext: %s\nstructured: %s", tool, text.Text, raw)
 	}
 	var env envelope.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
@@ -449,6 +462,15 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 	}
 	return result{env: &env, data: data, raw: raw, res: res}
 }
+
+// fullEnvelope is the envelope's published schema.
+var fullEnvelope = func() *envelope.Validator {
+	v, err := envelope.CompileSchema("envelope-full", envelope.Schema())
+	if err != nil {
+		panic(err)
+	}
+	return v
+}()
 
 // maxResultBytes bounds a whole tool result (structured content and its
 // text copy, as sent).
