@@ -265,3 +265,57 @@ func tameNumber(n json.Number) json.Number {
 	}
 	return json.Number(s[:i] + "e" + strconv.Itoa(maxExponent))
 }
+
+// CompactOutputSchema is a tool's outputSchema as clients compile it at
+// connect time: the envelope's members and their types, the decision
+// field, the continuation kinds, reasons and warnings as codes with their
+// message, and the problem with its codes narrowed to problems; data is
+// dataSchema. It holds every result the full schema (Schema) holds, which
+// airlock's tests check every result against as well.
+func CompactOutputSchema(dataSchema map[string]any, problems ...string) json.RawMessage {
+	code := map[string]any{"$ref": "#/$defs/code"}
+	str := map[string]any{"type": "string"}
+	problem := map[string]any{
+		"type":     "object",
+		"required": []any{"type", "title", "status", "detail", "code", "retryable", "next_action"},
+		"properties": map[string]any{
+			"code": map[string]any{"type": "string"}, "status": map[string]any{"type": "integer"}, "retryable": map[string]any{"type": "boolean"},
+			"next_action": str, "detail": str, "title": str, "type": str, "state_changed": map[string]any{"enum": []any{StateNone, StatePartial, StateUnknown}},
+		},
+	}
+	if len(problems) > 0 {
+		codes := make([]any, len(problems))
+		for i, c := range problems {
+			codes[i] = c
+		}
+		problem["properties"].(map[string]any)["code"] = map[string]any{"enum": codes}
+	}
+	if dataSchema == nil {
+		dataSchema = map[string]any{"type": "object"}
+	}
+	doc := map[string]any{
+		"type":     "object",
+		"required": []any{"status", "complete", "incomplete_reasons", "continuation", "warnings"},
+		"properties": map[string]any{
+			"status":             map[string]any{"enum": []any{StatusComplete, StatusPartial, StatusError}},
+			"complete":           map[string]any{"type": "boolean", "description": "Only true supports claims about the whole scope, absence included."},
+			"incomplete_reasons": map[string]any{"type": "array", "items": code},
+			"continuation": map[string]any{"type": "object", "required": []any{"kind"}, "properties": map[string]any{
+				"kind":   map[string]any{"enum": []any{ContinueNextCursor, ContinueRetryAfter, ContinueRetryWithDeadline, ContinueNarrowQuery, ContinueRestart, ContinueNone}},
+				"cursor": str,
+			}},
+			"scope":    map[string]any{"type": "object"},
+			"coverage": map[string]any{"type": "object"},
+			"warnings": map[string]any{"type": "array", "items": code},
+			"data":     dataSchema,
+			"problem":  problem,
+		},
+		"$defs": map[string]any{"code": map[string]any{"type": "object", "required": []any{"code", "message"},
+			"properties": map[string]any{"code": str, "message": str}}},
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic("envelope: output schema: " + err.Error())
+	}
+	return b
+}

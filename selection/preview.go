@@ -41,6 +41,9 @@ type PreviewRequest struct {
 	// compensated write's after-values) for the restore to be safe.
 	Restore map[string]map[string]any
 	Expect  map[string]map[string]any
+	// Progress, when set, is called after every page of the scan (see
+	// upstream.ScanSpec.Progress).
+	Progress func(upstream.ScanProgress)
 }
 
 // Previewer builds frozen selections.
@@ -113,7 +116,7 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 	if kind == KindScope {
 		c.q = newItemQueue(c)
 		scan := r.NewScan(upstream.ScanSpec{Filter: req.Filter, RequestID: req.RequestID, Sink: c,
-			Decision: decisionFields(req), KeepViolations: true})
+			Decision: decisionFields(req), KeepViolations: true, Progress: req.Progress})
 		if err := scan.Run(ctx, req.Budget); err != nil {
 			c.q.abort()
 			c.w.abort()

@@ -88,19 +88,6 @@ func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selecti
 	return &st, nil
 }
 
-// clientCanElicit reports whether the calling client declared the
-// elicitation capability (per request in the 2026-07-28 protocol, at
-// initialization before).
-func clientCanElicit(ctx context.Context) bool {
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-		return info.ClientCapabilities != nil && info.ClientCapabilities.Elicitation != nil
-	}
-	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-		return s.GetClientCapabilities().Elicitation != nil
-	}
-	return false
-}
-
 // ApprovalSummary is what the person sees: where the write goes, what it
 // does, to how many and which records, what was excluded, what is missing
 // or cannot be undone.

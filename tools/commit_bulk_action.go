@@ -22,24 +22,26 @@ type commitArgs struct {
 	ApprovalID     string     `json:"approval_id"`
 }
 
+var commitInput = commitInputSchema()
+
 func commitInputSchema() map[string]any {
 	return map[string]any{
 		"type": "object", "additionalProperties": false,
 		"required": []any{"selection_id", "expected_digest", "action", "mode"},
 		"properties": map[string]any{
-			"selection_id":    map[string]any{"type": "string", "minLength": 1, "examples": []any{"sel_…"}},
-			"expected_digest": map[string]any{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$", "examples": []any{"sha256:…"}, "description": "The digest preview_selection returned."},
+			"selection_id":    map[string]any{"type": "string", "minLength": 1, "examples": []any{"sel_…"}, "description": "From preview_selection."},
+			"expected_digest": map[string]any{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$", "examples": []any{"sha256:…"}, "description": "The preview's digest."},
 			"action":          actionSchema,
-			"mode": map[string]any{"enum": []any{"execute", "dry_run"}, "examples": []any{"dry_run"},
-				"description": "Required, no default: dry_run runs every check and reports per target what would happen, writing nothing; execute writes."},
+			"mode": map[string]any{"type": "string", "enum": []any{"execute", "dry_run"}, "examples": []any{"dry_run"},
+				"description": "dry_run writes nothing."},
 			"idempotency_key": map[string]any{"type": "string", "minLength": 8, "maxLength": 200, "examples": []any{"pause-eu-2026-12-02"},
-				"description": "Optional. The natural key is (selection, action): committing them again returns the existing operation."},
+				"description": "Optional."},
 			"resume": map[string]any{"type": "boolean", "examples": []any{true},
-				"description": "Continue an interrupted operation: unknown targets are reconciled by re-reading them, then the targets that never started run."},
+				"description": "Continue an interrupted operation."},
 			"wait_ms": map[string]any{"type": "integer", "minimum": 0, "maximum": 120000, "examples": []any{20000},
-				"description": "How long to wait for the operation before answering status running (default 20000)."},
+				"description": "Wait, ms (default 20000)."},
 			"approval_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"apr_…"},
-				"description": "Optional: the approval to use. By default, the latest unused approval of this selection and action."},
+				"description": "Approval to use (default: latest)."},
 		},
 	}
 }
@@ -62,14 +64,13 @@ func operationDataSchema() map[string]any {
 // CommitBulkAction is the commit_bulk_action tool.
 func CommitBulkAction(d *Deps) Spec {
 	return Spec{
-		Name:  "commit_bulk_action",
-		Title: "Commit an action to a frozen selection",
-		Description: `Run the previewed action on exactly the members of a frozen selection. Requires selection_id, expected_digest and the same action (type and params) that preview_selection returned, and mode (execute or dry_run; no default). Every target's outcome is journaled: succeeded, failed, skipped (precondition changed, not found) or unknown (sent, no answer observed; reconciled by re-reading, never blindly re-sent). Committing the same selection and action again returns the existing operation.
-Answers operation_id, status, counts (every target) and the first results (get_operation pages through all, filterable by outcome); OPERATION_RUNNING means the wait budget ran out: poll get_operation. Every refusal below has state_changed none: nothing was written.`,
-		Input:  commitInputSchema(),
-		Data:   operationDataSchema(),
-		Hints:  NewHints(false, true, true, true),
-		Writes: true,
+		Name:        "commit_bulk_action",
+		Title:       "Commit an action to a frozen selection",
+		Description: `Run a previewed action on exactly a selection's members; each target's outcome is journaled (unknown: sent, unobserved, never re-sent blindly). Committing again returns the same operation. May ask the user to approve.`,
+		Input:       advertised(commitInput),
+		Data:        operationDataSchema(),
+		Hints:       NewHints(false, true, true, true),
+		Writes:      true,
 		Problems: []string{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale,
 			envelope.ProblemDigestMismatch, envelope.ProblemActionMismatch, envelope.ProblemNotCommittable, envelope.ProblemAlreadyCommitted,
 			envelope.ProblemUpstreamRateLimited, envelope.ProblemApprovalRequired, envelope.ProblemApprovalRejected,
@@ -82,7 +83,7 @@ Answers operation_id, status, counts (every target) and the first results (get_o
 
 func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	var a commitArgs
-	errs, bad := decodeArgs("commit_bulk_action", commitInputSchema(), call.Raw, &a)
+	errs, bad := decodeArgs("commit_bulk_action", commitInput, call.Raw, &a)
 	if bad["selection_id"] {
 		return invalidWrite(errs)
 	}

@@ -37,6 +37,11 @@ type Deps struct {
 	// generated once and kept in the store, which shares it with every
 	// process using that store.
 	Secret []byte
+	// Options choose the tools offered (see Enabled).
+	Options Options
+	// ProgressInterval is how often a scan reports progress while no page
+	// completes (DefaultProgressInterval when zero).
+	ProgressInterval time.Duration
 	// Redactor removes the credentials from every tool result, log record,
 	// stored document and audit line (NewDeps takes the runtime's).
 	Redactor *envelope.Redactor
@@ -119,19 +124,27 @@ var Version = "0.1.0"
 func NewServer(d *Deps) (*server.MCPServer, error) {
 	srv := server.NewMCPServer("airlock", Version,
 		server.WithToolCapabilities(false),
-		server.WithElicitation(),
 		server.WithInstructions(Instructions),
 	)
+	if err := d.register(srv); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// register adds the enabled tools to srv.
+func (d *Deps) register(srv *server.MCPServer) error {
 	if d.Memory == nil {
 		d.Memory = NewProblemMemory(d.Clock, time.Minute)
 	}
 	if d.Memory.Fingerprint == nil && d.Runtime != nil {
 		d.Memory.Fingerprint = d.Runtime.CredentialFingerprint
 	}
-	if err := Register(srv, RegisterOptions{Logger: d.Logger, Memory: d.Memory, Redactor: d.Redactor}, d.Specs()...); err != nil {
-		return nil, err
+	specs, err := d.Enabled()
+	if err != nil {
+		return err
 	}
-	return srv, nil
+	return Register(srv, RegisterOptions{Logger: d.Logger, Memory: d.Memory, Redactor: d.Redactor}, specs...)
 }
 
 // Instructions are sent to clients at initialization: the rules an agent
@@ -141,4 +154,5 @@ const Instructions = `airlock answers every call with an envelope. Rules:
 - When complete is false, read incomplete_reasons and follow continuation (next_cursor, retry_after, restart, narrow_query); never invent a cursor.
 - A partial answer may support a read-only, bounded investigation, never a bulk change.
 - Surface incomplete_reasons to the user before asking to act on a result.
-- Writes go preview_selection -> show the manifest, effect and exclusions to the user -> commit_bulk_action with the selection_id, digest and the same action. Never approve on the user's behalf.`
+- Writes go preview_selection -> show the manifest, effect and exclusions to the user -> commit_bulk_action with the selection_id, digest and the same action. Never approve on the user's behalf.
+- On error, problem.next_action says what to do. A text answer omits members at their defaults: empty lists, continuation none, status (from complete).`

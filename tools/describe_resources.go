@@ -12,6 +12,8 @@ type describeArgs struct {
 	Resource string `json:"resource"`
 }
 
+var describeInput = describeInputSchema()
+
 func describeInputSchema() map[string]any {
 	return map[string]any{
 		"type": "object",
@@ -38,20 +40,19 @@ func describeDataSchema() map[string]any {
 // how completely, and within which limits.
 func DescribeResources(d *Deps) Spec {
 	return Spec{
-		Name:  "describe_resources",
-		Title: "Describe the configured resources",
-		Description: `List the resources airlock can read: fields (sensitive ones are never returned; decision fields are checked against their contract), filters, the pagination dialect and the consistency it guarantees (snapshot, keyset, none), sources, budgets (defaults and hard caps), how the upstream signals restricted visibility, and the actions a commit can run: parameter schemas, preconditions, effects, approval policy.
-Call it first to learn valid resource, filter and field names.`,
-		Input:   describeInputSchema(),
-		Data:    describeDataSchema(),
-		Hints:   NewHints(true, false, true, false),
-		Handler: d.describe,
+		Name:        "describe_resources",
+		Title:       "Describe the configured resources",
+		Description: `Resources in detail: fields, filters, pagination consistency, budgets, actions (parameters, precondition, effect, approval).`,
+		Input:       resourceSchema(describeInput, d.Runtime, "Default: all.", false, nil),
+		Data:        describeDataSchema(),
+		Hints:       NewHints(true, false, true, false),
+		Handler:     d.describe,
 	}
 }
 
 func (d *Deps) describe(_ context.Context, call *Call) *envelope.Envelope {
 	var a describeArgs
-	errs, bad := decodeArgs("describe_resources", describeInputSchema(), call.Raw, &a)
+	errs, bad := decodeArgs("describe_resources", describeInput, call.Raw, &a)
 	names := d.Runtime.ResourceNames()
 	if a.Resource != "" && !bad["resource"] {
 		if _, ok := d.Runtime.Resources[a.Resource]; !ok {
@@ -143,7 +144,7 @@ func describeResource(r *upstream.Resource) map[string]any {
 		"sources":    sources,
 		"visibility": r.Visibility(),
 		"limits": map[string]any{
-			"max_items":      map[string]any{"default": l.MaxItems.Default, "cap": l.MaxItems.Cap},
+			"max_items":      map[string]any{"default": defaultMaxItems(r), "cap": l.MaxItems.Cap},
 			"max_pages":      map[string]any{"default": l.MaxPages.Default, "cap": l.MaxPages.Cap},
 			"deadline_ms":    map[string]any{"default": l.DeadlineMS.Default, "cap": l.DeadlineMS.Cap},
 			"response_bytes": l.ResponseBytes,

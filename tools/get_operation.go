@@ -15,15 +15,17 @@ type getOperationArgs struct {
 	Outcome     string `json:"outcome"`
 }
 
+var getOperationInput = getOperationInputSchema()
+
 func getOperationInputSchema() map[string]any {
 	return map[string]any{
 		"type": "object", "required": []any{"operation_id"}, "additionalProperties": false,
 		"properties": map[string]any{
-			"operation_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"op_…"}},
-			"cursor":       map[string]any{"type": "string", "minLength": 1, "examples": []any{"<continuation.cursor>"}},
-			"page_size":    map[string]any{"type": "integer", "minimum": 1, "maximum": 500, "examples": []any{100}},
-			"outcome": map[string]any{"enum": []any{"pending", "in_flight", "succeeded", "failed", "skipped", "unknown", "would_succeed", "would_skip"},
-				"examples": []any{"failed"}, "description": "Only targets with this outcome."},
+			"operation_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"op_…"}, "description": "From commit_bulk_action."},
+			"cursor":       map[string]any{"type": "string", "minLength": 1, "examples": []any{"<continuation.cursor>"}, "description": "Next page's cursor."},
+			"page_size":    map[string]any{"type": "integer", "minimum": 1, "maximum": 500, "examples": []any{100}, "description": "Page size (default 50)."},
+			"outcome": map[string]any{"type": "string", "enum": []any{"pending", "in_flight", "succeeded", "failed", "skipped", "unknown", "would_succeed", "would_skip"},
+				"examples": []any{"failed"}, "description": "Only this outcome."},
 		},
 	}
 }
@@ -31,21 +33,20 @@ func getOperationInputSchema() map[string]any {
 // GetOperation is the get_operation tool.
 func GetOperation(d *Deps) Spec {
 	return Spec{
-		Name:  "get_operation",
-		Title: "Read an operation and its per-target journal",
-		Description: `Read an operation: status (running, completed, completed_with_failures, stopped, interrupted), stop_reason, counts per outcome, and per-target results (id, outcome, http_status, problem, before, after, time), paged and filterable by outcome.
-complete is true once the operation finished and this page holds its last results. An operation that is interrupted can be resumed with commit_bulk_action and resume: true.`,
-		Input:    getOperationInputSchema(),
-		Data:     operationDataSchema(),
-		Hints:    NewHints(true, false, true, false),
-		Problems: []string{envelope.ProblemOperationNotFound},
-		Handler:  d.getOperation,
+		Name:        "get_operation",
+		Title:       "Read an operation and its per-target journal",
+		Description: `An operation's status, counts and per-target results, paged; complete:true on a finished one's last page. commit_bulk_action resume:true resumes it.`,
+		Input:       advertised(getOperationInput),
+		Data:        operationDataSchema(),
+		Hints:       NewHints(true, false, true, false),
+		Problems:    []string{envelope.ProblemOperationNotFound},
+		Handler:     d.getOperation,
 	}
 }
 
 func (d *Deps) getOperation(ctx context.Context, call *Call) *envelope.Envelope {
 	var a getOperationArgs
-	errs, bad := decodeArgs("get_operation", getOperationInputSchema(), call.Raw, &a)
+	errs, bad := decodeArgs("get_operation", getOperationInput, call.Raw, &a)
 	if len(errs) > 0 && bad["operation_id"] {
 		return invalid(errs)
 	}

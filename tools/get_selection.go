@@ -18,18 +18,20 @@ type getSelectionArgs struct {
 	Fields      []string       `json:"fields"`
 }
 
+var getSelectionInput = getSelectionInputSchema()
+
 func getSelectionInputSchema() map[string]any {
 	return map[string]any{
 		"type": "object", "required": []any{"selection_id"}, "additionalProperties": false,
 		"properties": map[string]any{
-			"selection_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"sel_…"}},
-			"cursor":       map[string]any{"type": "string", "minLength": 1, "examples": []any{"<manifest.next_cursor>"}},
-			"page_size":    map[string]any{"type": "integer", "minimum": 1, "maximum": 500, "examples": []any{100}},
-			"disposition": map[string]any{"enum": []any{"member", "excluded", "ambiguous"}, "examples": []any{"member"},
-				"description": "Which records to page through (default member: the targets)."},
+			"selection_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"sel_…"}, "description": "From preview_selection."},
+			"cursor":       map[string]any{"type": "string", "minLength": 1, "examples": []any{"<manifest.next_cursor>"}, "description": "Next page's cursor."},
+			"page_size":    map[string]any{"type": "integer", "minimum": 1, "maximum": 500, "examples": []any{100}, "description": "Page size (default 50)."},
+			"disposition": map[string]any{"type": "string", "enum": []any{"member", "excluded", "ambiguous"}, "examples": []any{"member"},
+				"description": "Records to list (default member)."},
 			"group": map[string]any{"type": "object", "examples": []any{map[string]any{"region": "eu"}},
-				"description": "Keep records whose review dimension has this value (dimensions are the keys of groups)."},
-			"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "customer_name"}}},
+				"description": "One group, e.g. {\"region\":\"eu\"}."},
+			"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "customer_name"}}, "description": "Review fields."},
 		},
 	}
 }
@@ -37,15 +39,14 @@ func getSelectionInputSchema() map[string]any {
 // GetSelection is the get_selection tool.
 func GetSelection(d *Deps) Spec {
 	return Spec{
-		Name:  "get_selection",
-		Title: "Page through a frozen selection",
-		Description: `Page through the frozen manifest of a selection: members (the targets), excluded or ambiguous records, optionally one group (e.g. {"region": "eu"}). Pages are consistent: they read the frozen set, never the upstream.
-complete is true on the last page; MORE_PAGES_AVAILABLE with next_cursor otherwise.`,
-		Input:    getSelectionInputSchema(),
-		Data:     map[string]any{"type": "object", "required": []any{"selection_id", "digest", "items"}},
-		Hints:    NewHints(true, false, true, false),
-		Problems: []string{envelope.ProblemSelectionNotFound},
-		Handler:  d.getSelection,
+		Name:        "get_selection",
+		Title:       "Page through a frozen selection",
+		Description: `Page through a frozen selection's members, excluded or ambiguous records. complete:true on the last page.`,
+		Input:       advertised(getSelectionInput),
+		Data:        map[string]any{"type": "object", "required": []any{"selection_id", "digest", "items"}},
+		Hints:       NewHints(true, false, true, false),
+		Problems:    []string{envelope.ProblemSelectionNotFound},
+		Handler:     d.getSelection,
 	}
 }
 
@@ -65,7 +66,7 @@ func (d *Deps) loadSelection(ctx context.Context, id string) (*selection.Selecti
 
 func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope {
 	var a getSelectionArgs
-	errs, bad := decodeArgs("get_selection", getSelectionInputSchema(), call.Raw, &a)
+	errs, bad := decodeArgs("get_selection", getSelectionInput, call.Raw, &a)
 	if len(errs) > 0 && bad["selection_id"] {
 		return invalid(errs)
 	}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/envelope/leaktest"
@@ -39,6 +43,27 @@ type harness struct {
 	schemas map[string]*envelope.Validator
 	// noElicitation: the client does not declare elicitation.
 	noElicitation bool
+	// transport and protocol are how the client connects: streamable
+	// HTTP ("http", the default), "sse" or "stdio", at a pinned protocol
+	// version (default: the client's newest).
+	transport, protocol string
+	// initialized is the server's answer to the client's initialize.
+	initialized *mcp.InitializeResult
+	notesMu     sync.Mutex
+	notes       []mcp.JSONRPCNotification
+}
+
+// progressNotes returns the progress notifications received for token.
+func (h *harness) progressNotes(token string) []map[string]any {
+	h.notesMu.Lock()
+	defer h.notesMu.Unlock()
+	var out []map[string]any
+	for _, n := range h.notes {
+		if n.Method == "notifications/progress" && n.Params.AdditionalFields["progressToken"] == token {
+			out = append(out, n.Params.AdditionalFields)
+		}
+	}
+	return out
 }
 
 type harnessOpt func(*harnessCfg)
@@ -49,6 +74,14 @@ type harnessCfg struct {
 	clock  upstream.Clock
 	// noElicitation connects a client that cannot show approval requests.
 	noElicitation bool
+	transport     string
+	protocol      string
+}
+
+// withTransport connects the client over transport ("http", "sse" or
+// "stdio") at protocol version ("" for the client's newest).
+func withTransport(transport, protocol string) harnessOpt {
+	return func(h *harnessCfg) { h.transport, h.protocol = transport, protocol }
 }
 
 func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitation = true } }
@@ -171,7 +204,8 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if err := deps.UseStore(context.Background(), bg, store); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation}
+	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
+		transport: cfg.transport, protocol: cfg.protocol}
 	h.connect()
 	return h
 }
@@ -182,11 +216,39 @@ func (h *harness) connect() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
-	t.Cleanup(hs.Close)
-	tr, err := transport.NewStreamableHTTP(hs.URL + "/mcp")
-	if err != nil {
-		t.Fatal(err)
+	var tr transport.Interface
+	switch h.transport {
+	case "stdio":
+		// Two pipes stand for the process's stdin and stdout.
+		srvIn, cliOut := io.Pipe()
+		cliIn, srvOut := io.Pipe()
+		ctx, stop := context.WithCancel(context.Background())
+		stdio := server.NewStdioServer(srv)
+		stdio.SetErrorLogger(log.New(io.Discard, "", 0))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = stdio.Listen(ctx, srvIn, srvOut)
+		}()
+		t.Cleanup(func() {
+			stop()
+			cliOut.Close()
+			srvOut.Close()
+			<-done
+		})
+		tr = transport.NewIO(cliIn, cliOut, io.NopCloser(strings.NewReader("")))
+	case "sse":
+		hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
+		t.Cleanup(hs.Close)
+		if tr, err = transport.NewSSE(hs.URL + "/sse"); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
+		t.Cleanup(hs.Close)
+		if tr, err = transport.NewStreamableHTTP(hs.URL + "/mcp"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if h.answer == nil {
 		h.answer = &answerer{action: mcp.ElicitationResponseActionAccept}
@@ -195,16 +257,26 @@ func (h *harness) connect() {
 	if !h.noElicitation {
 		copts = append(copts, client.WithElicitationHandler(h.answer))
 	}
+	if h.protocol != "" {
+		copts = append(copts, client.WithProtocolVersion(h.protocol))
+	}
 	c := client.NewClient(tr, copts...)
 	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		h.notesMu.Lock()
+		defer h.notesMu.Unlock()
+		h.notes = append(h.notes, n)
+	})
+	// The SSE transport's stream lives as long as the context Start is
+	// given.
+	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	init := mcp.InitializeRequest{}
 	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
+	if h.initialized, err = c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}
 	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
@@ -320,11 +392,18 @@ func (r result) totalMatched() int {
 // structured content, and isError matches the status.
 func (h *harness) call(tool string, args map[string]any) result {
 	h.t.Helper()
+	return h.callMeta(tool, args, nil)
+}
+
+// callMeta is call with the request's _meta (a progress token).
+func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) result {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
+	req.Params.Meta = meta
 	res, err := h.client.CallTool(ctx, req)
 	if err != nil {
 		h.t.Fatalf("%s: %v", tool, err)
@@ -339,6 +418,11 @@ func (h *harness) call(tool string, args map[string]any) result {
 		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, len(whole), maxResultBytes)
 	}
 	recordProblems(raw)
+	// The advertised schema is compact; every result also holds to the
+	// envelope's full schema.
+	if err := fullEnvelope.Validate(raw); err != nil {
+		h.t.Fatalf("%s result breaks the envelope schema: %v\n%s", tool, err, raw)
+	}
 	if v := h.schemas[tool]; v == nil {
 		h.t.Fatalf("tool %s was not listed", tool)
 	} else if err := v.Validate(raw); err != nil {
@@ -351,11 +435,19 @@ func (h *harness) call(tool string, args map[string]any) result {
 	if !ok {
 		h.t.Fatalf("%s: content is not text", tool)
 	}
+	// The text is the structured content without the members that hold
+	// their defaults: putting them back gives the same JSON.
+	var defaults []envelope.TextDefault
+	for _, sp := range h.deps.Specs() {
+		if sp.Name == tool {
+			defaults = sp.TextDefaults
+		}
+	}
 	var a, b any
-	_ = json.Unmarshal([]byte(text.Text), &a)
+	_ = json.Unmarshal(envelope.Expand([]byte(text.Text), defaults...), &a)
 	_ = json.Unmarshal(raw, &b)
 	if ja, _ := json.Marshal(a); string(ja) != string(mustJSON(b)) {
-		h.t.Fatalf("%s: text content does not mirror structured content", tool)
+		h.t.Fatalf("%s: text content does not mirror structured content\ntext: %s\nstructured: %s", tool, text.Text, raw)
 	}
 	var env envelope.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
@@ -370,6 +462,15 @@ func (h *harness) call(tool string, args map[string]any) result {
 	}
 	return result{env: &env, data: data, raw: raw, res: res}
 }
+
+// fullEnvelope is the envelope's published schema.
+var fullEnvelope = func() *envelope.Validator {
+	v, err := envelope.CompileSchema("envelope-full", envelope.Schema())
+	if err != nil {
+		panic(err)
+	}
+	return v
+}()
 
 // maxResultBytes bounds a whole tool result (structured content and its
 // text copy, as sent).

@@ -77,11 +77,13 @@ func NewHTTPHandler(srv *server.MCPServer, opts HTTPOptions) http.Handler {
 	}
 	mux := http.NewServeMux()
 	stream := server.NewStreamableHTTPServer(srv, server.WithEndpointPath("/mcp"), server.WithStreamableHTTPLogger(opts.Logger))
+	bridge := newSSEBridge(opts.Logger)
 	sse := server.NewSSEServer(srv, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"),
-		server.WithUseFullURLForMessageEndpoint(false))
+		server.WithUseFullURLForMessageEndpoint(false), server.WithSSEContextFunc(bridge.context))
+	bridge.sse = sse
 	mux.Handle("/mcp", stream)
 	mux.Handle("/sse", sse)
-	mux.Handle("/message", sse)
+	mux.Handle("/message", bridge.messages(sse))
 	for p, h := range opts.Extra {
 		mux.Handle(p, h)
 	}

@@ -34,35 +34,47 @@ var actionSchema = map[string]any{
 	"type": "object", "required": []any{"type"}, "additionalProperties": false,
 	"examples": []any{map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}},
 	"properties": map[string]any{
-		"type":   map[string]any{"type": "string", "minLength": 1, "description": "An action of the resource (describe_resources lists them)."},
-		"params": map[string]any{"type": "object", "description": "The action's parameters (its schema is in describe_resources)."},
+		"type":   map[string]any{"type": "string", "minLength": 1, "description": "Action name."},
+		"params": map[string]any{"type": "object", "description": "Parameters."},
 	},
+}
+
+var previewInput = previewInputSchema()
+
+// hasAction reports whether a commit can run an action on r.
+func hasAction(rt *upstream.Runtime, r *upstream.Resource) bool {
+	for _, a := range rt.Actions {
+		if a.Resource == r {
+			return true
+		}
+	}
+	return false
 }
 
 func previewInputSchema() map[string]any {
 	props := map[string]any{
-		"resource": map[string]any{"type": "string", "minLength": 1, "examples": []any{"subscriptions"}},
+		"resource": map[string]any{"type": "string", "minLength": 1, "examples": []any{"subscriptions"}, "description": "Resource name."},
 		"filter": map[string]any{"type": "object", "examples": []any{map[string]any{"status": "past_due", "region": "eu"}},
-			"description": "Declared filters, as in search_all."},
-		"exclude": map[string]any{"type": "array", "maxItems": 50, "description": "Explicit exclusion rules; each is listed with its count.",
+			"description": "As in search_all.", "additionalProperties": filterValue},
+		"exclude": map[string]any{"type": "array", "maxItems": 50, "description": "Exclusions, each counted.",
 			"examples": []any{[]any{map[string]any{"field": "tags", "op": "contains", "value": "disputed", "reason": "disputed invoices stay"}}},
 			"items": map[string]any{"type": "object", "required": []any{"field", "op", "value", "reason"}, "additionalProperties": false,
 				"properties": map[string]any{
-					"field":  map[string]any{"type": "string", "minLength": 1},
-					"op":     map[string]any{"enum": []any{"eq", "ne", "in", "not_in", "contains", "not_contains", "gt", "gte", "lt", "lte"}},
-					"value":  map[string]any{},
-					"reason": map[string]any{"type": "string", "minLength": 3, "maxLength": 200},
+					"field":  map[string]any{"type": "string", "minLength": 1, "description": "Field."},
+					"op":     map[string]any{"type": "string", "enum": []any{"eq", "ne", "in", "not_in", "contains", "not_contains", "gt", "gte", "lt", "lte"}, "description": "Comparison."},
+					"value":  map[string]any{"description": "Compared value.", "anyOf": filterValue["anyOf"]},
+					"reason": map[string]any{"type": "string", "minLength": 3, "maxLength": 200, "description": "Shown to the user."},
 				}}},
 		"action": actionSchema,
 		"ids": map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1}, "maxItems": 1000,
 			"examples":    []any{[]any{"sub_00104", "sub_00219"}},
-			"description": "Name the targets instead of scanning: an explicit selection, each member re-verified at commit."},
+			"description": "Targets by id, instead of a scan."},
 		"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "customer_name"}},
-			"description": "Review fields shown in the manifest (from the resource's allowlist)."},
+			"description": "Manifest review fields."},
 		"page_size": map[string]any{"type": "integer", "minimum": 0, "maximum": 200, "examples": []any{20},
-			"description": "Members in the first manifest page (default 20); get_selection pages through the rest."},
+			"description": "Manifest size (default 20)."},
 		"compensate": map[string]any{"type": "string", "minLength": 1, "examples": []any{"op_…"},
-			"description": "Instead of resource and action: an operation id. Previews restoring the journaled before-values of its succeeded targets that still hold what it wrote, with the action's configured compensation."},
+			"description": "Operation to undo instead."},
 	}
 	props["max_pages"] = budgetProps["max_pages"]
 	props["deadline_ms"] = budgetProps["deadline_ms"]
@@ -89,13 +101,12 @@ func selectionDataSchema() map[string]any {
 // PreviewSelection is the preview_selection tool.
 func PreviewSelection(d *Deps) Spec {
 	return Spec{
-		Name:  "preview_selection",
-		Title: "Preview and freeze the targets of a bulk action",
-		Description: `Scan the scope (or read named ids), apply explicit exclusions and the action's precondition, and freeze the exact set of targets as a selection bound to one action. Returns selection_id, digest and action_digest (commit_bulk_action needs all three), expires_at, kind (scope or explicit), committable with committable_reasons, environment and upstream host, counts, groups, each exclusion rule with its count, ambiguous records (never silently in or out), the effect (field: before -> after) and the first manifest page.
-complete says whether the scan covered the whole scope; an incomplete scan is reviewable but never committable. Show the manifest, exclusions and effect to the user before committing. Writes nothing upstream.`,
-		Input: previewInputSchema(),
-		Data:  selectionDataSchema(),
-		Hints: NewHints(false, false, false, true),
+		Name:        "preview_selection",
+		Title:       "Preview and freeze the targets of a bulk action",
+		Description: `Freeze one action's exact targets (scan or ids, exclusions, precondition): selection_id, digest, committable, counts, exclusions, ambiguous, effect, manifest. Show them to the user; commit with selection_id, digest as expected_digest and the same action. Incomplete scans never commit.`,
+		Input:       resourceSchema(previewInput, d.Runtime, "Resource.", false, func(r *upstream.Resource) bool { return hasAction(d.Runtime, r) }),
+		Data:        selectionDataSchema(),
+		Hints:       NewHints(false, false, false, true),
 		// Named ids are read one by one: their failures end the preview.
 		Problems: append(append([]string(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
 			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection, envelope.ProblemOperationNotFound, envelope.ProblemCompensationUnavailable),
@@ -148,7 +159,7 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "airlock runs without a store; selections are unavailable."))
 	}
 	var a previewArgs
-	errs, bad := decodeArgs("preview_selection", previewInputSchema(), call.Raw, &a)
+	errs, bad := decodeArgs("preview_selection", previewInput, call.Raw, &a)
 	if a.Compensate != "" && !bad["compensate"] {
 		return d.compensate(ctx, call, a, errs)
 	}
@@ -199,7 +210,10 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	if req.Params == nil {
 		req.Params = map[string]any{}
 	}
+	progress, stopProgress := d.startProgress(ctx, call)
+	req.Progress = progress
 	res, err := d.Previewer().Preview(ctx, req)
+	stopProgress()
 	if err != nil {
 		return scanProblem(err)
 	}

@@ -96,12 +96,14 @@ func reasonCases() []reasonCase {
 			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(200, lateOnly)) },
 			args:  local(map[string]any{"max_pages": 2}), cont: envelope.ContinueNextCursor},
 		{name: "airlock's default item limit, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectOffset, ""),
-			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(300, everyThird)) },
+			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(2400, everyThird)) },
 			args:  map[string]any{"resource": "subs", "filter": map[string]any{"status": "past_due"}, "fields": []any{"id"}}, cont: envelope.ContinueNextCursor,
 			check: func(t *testing.T, r result) {
-				// The caller set no max_items: the 50 is airlock's.
-				if rs := r.reason(envelope.ResultLimitReached); rs.LimitSource != envelope.LimitAirlock || *rs.Limit != upstream.DefaultMaxItems || len(r.ids()) != upstream.DefaultMaxItems {
-					t.Fatalf("want airlock's default limit %d, got %+v and %d items", upstream.DefaultMaxItems, rs, len(r.ids()))
+				// The caller set no max_items: the answer holds what the
+				// response budget takes, and says the budget is airlock's.
+				rs := r.reason(envelope.ResultLimitReached)
+				if rs.LimitSource != envelope.LimitAirlock || *rs.Limit != upstream.DefaultResponseBytes || len(r.ids()) <= upstream.DefaultMaxItems || len(r.ids()) >= 800 {
+					t.Fatalf("want the response budget %d as the limit, got %+v and %d items", upstream.DefaultResponseBytes, rs, len(r.ids()))
 				}
 			}},
 		{name: "caller item limit, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectOffset, ""),

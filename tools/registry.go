@@ -10,11 +10,11 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"sort"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -46,8 +46,11 @@ type Spec struct {
 	// Problems are the problem codes the tool can return besides those
 	// every tool can (INVALID_ARGUMENTS, INTERNAL_ERROR and the upstream
 	// failures answered from memory or a cooldown). They narrow the output
-	// schema and are listed, with what each means, in the description.
+	// schema; what each means is in docs/errors.md and in the problem.
 	Problems []string
+	// TextDefaults are the members of the tool's data that its text
+	// mirror leaves out when they hold their defaults (see envelope.Text).
+	TextDefaults []envelope.TextDefault
 	// Writes declares that the tool changes something outside airlock.
 	Writes  bool
 	Handler func(ctx context.Context, call *Call) *envelope.Envelope
@@ -84,26 +87,13 @@ func (s Spec) AllProblems() []string {
 	return out
 }
 
-// description appends what each of the tool's problem codes means for the
-// caller, from the registry.
-func (s Spec) description() string {
-	var b strings.Builder
-	b.WriteString(s.Description)
-	b.WriteString("\nProblems (problem.code; retryable says whether waiting can help):")
-	for _, c := range s.AllProblems() {
-		info, _ := envelope.Lookup(c)
-		fmt.Fprintf(&b, "\n- %s: %s", c, info.Meaning)
-	}
-	return b.String()
-}
-
 // Tool returns the MCP tool definition.
 func (s Spec) Tool() mcp.Tool {
 	in, _ := json.Marshal(s.Input)
 	t := mcp.NewTool(s.Name,
-		mcp.WithDescription(s.description()),
+		mcp.WithDescription(s.Description),
 		mcp.WithRawInputSchema(in),
-		mcp.WithRawOutputSchema(envelope.OutputSchema(s.Data, s.AllProblems()...)),
+		mcp.WithRawOutputSchema(envelope.CompactOutputSchema(s.Data, s.AllProblems()...)),
 		mcp.WithToolAnnotation(mcp.ToolAnnotation{
 			Title:           s.Title,
 			ReadOnlyHint:    mcp.ToBoolPtr(s.Hints.ReadOnly),
@@ -180,13 +170,34 @@ func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 		if mem != nil {
 			if env := mem.recall(s, call.Raw, call.RequestID); env != nil {
 				log.Info("tool call answered from memory", "status", env.Status, "reasons", reasonCodes(env))
-				return redactedResult(env, red), nil
+				return redactedResult(env, red, s.TextDefaults...), nil
 			}
 		}
 		env := s.Handler(ctx, call)
-		if call.InputRequired != nil {
+		if call.InputRequired != nil && modernRequest(ctx) {
 			log.Info("tool call asks the client for input")
 			return redactedInput(call.InputRequired, red), nil
+		}
+		for round := 0; call.InputRequired != nil; round++ {
+			// A client of an earlier protocol is asked here, and the
+			// handler runs again with the answers, as a client of the
+			// current protocol would call again.
+			ask := redactedInput(call.InputRequired, red)
+			call.InputRequired = nil
+			answers, err := askClient(ctx, ask)
+			if err == nil && round == maxInputRounds {
+				err = errors.New("the tool asked for input too many times")
+			}
+			if err != nil {
+				log.Warn("the client could not be asked for approval", "err", err)
+				p := envelope.NewProblem(envelope.ProblemClientApprovalMissing, "")
+				p.StateChanged = envelope.StateNone
+				env = envelope.ErrorEnvelope(p)
+				break
+			}
+			log.Info("tool call asked the client for input")
+			call.Request.Params.MultiRoundTripParams = mcp.MultiRoundTripParams{InputResponses: answers, RequestState: ask.RequestState}
+			env = s.Handler(ctx, call)
 		}
 		if env.Problem != nil && env.Problem.RequestID == "" {
 			env.Problem.WithRequest(call.RequestID)
@@ -196,17 +207,17 @@ func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 			mem.remember(s, call.Raw, env)
 		}
 		log.Info("tool call", "status", env.Status, "complete", env.Complete, "reasons", reasonCodes(env))
-		return redactedResult(env, red), nil
+		return redactedResult(env, red, s.TextDefaults...), nil
 	}
 }
 
 // redactedResult renders the envelope as Result does, with the secrets
 // removed from its bytes: the last step before a result leaves airlock.
-func redactedResult(env *envelope.Envelope, red *envelope.Redactor) *mcp.CallToolResult {
+func redactedResult(env *envelope.Envelope, red *envelope.Redactor, data ...envelope.TextDefault) *mcp.CallToolResult {
 	env.Finish()
 	b := red.Bytes(env.Marshal())
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
+		Content:           []mcp.Content{mcp.NewTextContent(string(envelope.Text(b, data...)))},
 		StructuredContent: json.RawMessage(b),
 		IsError:           env.Status == envelope.StatusError,
 	}
@@ -280,13 +291,14 @@ func newRequestID() string {
 	return id.String()
 }
 
-// Result renders an envelope as an MCP tool result: structured content and
-// the same JSON as text, isError when it carries a problem.
+// Result renders an envelope as an MCP tool result: the whole envelope as
+// structured content and, as text, the same JSON without the members that
+// hold their defaults (envelope.Text); isError when it carries a problem.
 func Result(env *envelope.Envelope) *mcp.CallToolResult {
 	env.Finish()
 	b := env.Marshal()
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
+		Content:           []mcp.Content{mcp.NewTextContent(string(envelope.Text(b)))},
 		StructuredContent: json.RawMessage(b),
 		IsError:           env.Status == envelope.StatusError,
 	}

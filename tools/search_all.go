@@ -26,27 +26,28 @@ type searchArgs struct {
 
 var budgetProps = map[string]any{
 	"max_items": map[string]any{"type": "integer", "minimum": 0, "examples": []any{50},
-		"description": "Most items to return inline (0 = counts only). Default and hard cap per resource: see describe_resources."},
+		"description": "Most items (0: counts only; default: what fits)."},
 	"max_pages": map[string]any{"type": "integer", "minimum": 1, "examples": []any{100},
-		"description": "Most upstream pages to read in this call. Default and hard cap per resource."},
+		"description": "Most upstream pages read."},
 	"deadline_ms": map[string]any{"type": "integer", "minimum": 100, "examples": []any{15000},
-		"description": "Time budget for this call in milliseconds. Default and hard cap per resource."},
+		"description": "Time budget, ms (at most 120000)."},
 }
+
+// searchInput is search_all's validation schema, built once.
+var searchInput = searchInputSchema()
 
 func searchInputSchema() map[string]any {
 	props := map[string]any{
 		"resource": map[string]any{"type": "string", "minLength": 1, "examples": []any{"service_accounts"},
-			"description": "Resource name from describe_resources."},
+			"description": "Resource name."},
 		"filter": map[string]any{"type": "object", "examples": []any{map[string]any{"owner": nil}},
-			"description": "Declared filters: field -> value (equality), a list of values (any of), or null (missing or null). Every filter is applied by airlock to every item.",
-			"additionalProperties": map[string]any{"type": []any{"string", "number", "integer", "boolean", "null", "array"},
-				"items": map[string]any{"type": []any{"string", "number", "integer", "boolean"}}}},
+			"description": "Filter -> value, list (any of), or null.", "additionalProperties": filterValue},
 		"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "name"}},
-			"description": "Fields to return per item (declared, non-sensitive). Default: the resource's default fields."},
+			"description": "Fields per item; [\"id\"] lists ids densely."},
 		"group_by": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "maxItems": 5, "examples": []any{[]any{"status"}},
-			"description": "Fields to count matches by, over everything scanned."},
+			"description": "Fields to count matches by."},
 		"cursor": map[string]any{"type": "string", "minLength": 1, "examples": []any{"<continuation.cursor>"},
-			"description": "continuation.cursor from a previous answer to the same query: continues the same frozen scan."},
+			"description": "continuation.cursor of the same query."},
 	}
 	for k, v := range budgetProps {
 		props[k] = v
@@ -77,16 +78,30 @@ func searchDataSchema() map[string]any {
 // scope the answer covers.
 func SearchAll(d *Deps) Spec {
 	return Spec{
-		Name:  "search_all",
-		Title: "Search a whole resource scope",
-		Description: `Scan every page of a resource's scope within a budget and return matching items, exact or lower-bound totals, group counts, and the completeness envelope.
-An empty list proves absence only when complete is true. When complete is false, incomplete_reasons say why (MORE_PAGES_AVAILABLE, RESULT_LIMIT_REACHED, TIME_BUDGET_EXCEEDED, SOURCE_UNAVAILABLE, VISIBILITY_RESTRICTED, CURSOR_EXPIRED, RATE_LIMITED, UPSTREAM_REPORTED_INCOMPLETE, INCONSISTENT_SNAPSHOT, CONTRACT_VIOLATION) and continuation says how to go on: next_cursor (call again with the same arguments and cursor), retry_after (wait, then use the cursor), restart (call again without cursor), narrow_query (filter more), none.`,
-		Input:    searchInputSchema(),
-		Data:     searchDataSchema(),
-		Hints:    NewHints(true, false, true, true),
-		Problems: readProblems,
-		Handler:  d.searchAll,
+		Name:         "search_all",
+		Title:        "Search a whole resource scope",
+		Description:  `Scan a resource's whole scope within a budget: matching items, totals, group counts. Only complete:true proves absence; else incomplete_reasons say why and continuation how to go on (next_cursor: same call with cursor).`,
+		Input:        resourceSchema(searchInput, d.Runtime, "Resource to scan.", true, nil),
+		Data:         searchDataSchema(),
+		Hints:        NewHints(true, false, true, true),
+		Problems:     readProblems,
+		TextDefaults: searchTextDefaults,
+		Handler:      d.searchAll,
 	}
+}
+
+// searchTextDefaults: search_all's data repeats the scope's resource and
+// the coverage's totals, and delivery starts at the first item and leaves
+// nothing behind, unless it says otherwise.
+var searchTextDefaults = []envelope.TextDefault{
+	envelope.Same("data.resource", "scope.resource"),
+	envelope.Same("data.total_matched", "coverage.total_matched"),
+	envelope.Same("data.total_relation", "coverage.total_relation"),
+	envelope.Const("data.groups", `{}`),
+	{Path: "data.delivered", Default: func(_, data map[string]any) (any, bool) {
+		items, _ := data["items"].([]any)
+		return map[string]any{"offset": 0, "count": len(items), "remaining": 0}, true
+	}},
 }
 
 // readProblems are the failures a read can end with as a whole (the others
@@ -104,11 +119,23 @@ type budget struct {
 	deadline    time.Duration
 }
 
+// defaultMaxItems is max_items when the caller sets none: the
+// configuration's default, else the cap, so that an answer holds as many
+// items as the response budget takes (the fewer fields asked for, the
+// fewer calls a listing takes).
+func defaultMaxItems(r *upstream.Resource) int {
+	if r.Config.Limits.MaxItems.Default > 0 {
+		return r.Limits.MaxItems.Default
+	}
+	return r.Limits.MaxItems.Cap
+}
+
 // checkBudget validates the caller's budget against the resource's caps.
 func checkBudget(r *upstream.Resource, maxItems, maxPages, deadlineMS *int, bad map[string]bool) (budget, []envelope.FieldError) {
 	l := r.Limits
 	b := budget{maxItems: l.MaxItems.Default, itemsSource: envelope.LimitAirlock, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
 		deadline: time.Duration(l.DeadlineMS.Default) * time.Millisecond}
+	b.maxItems = defaultMaxItems(r)
 	var errs []envelope.FieldError
 	if maxItems != nil && !bad["max_items"] {
 		if *maxItems > l.MaxItems.Cap {
@@ -154,7 +181,7 @@ func itoa(i int) string {
 
 func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	var a searchArgs
-	errs, bad := decodeArgs("search_all", searchInputSchema(), call.Raw, &a)
+	errs, bad := decodeArgs("search_all", searchInput, call.Raw, &a)
 	r, ok := d.Runtime.Resources[a.Resource]
 	if !ok && !bad["resource"] && a.Resource != "" {
 		errs = append(errs, envelope.NewFieldError("resource", envelope.FieldUnknownResource, d.Runtime.ResourceNames()))
@@ -228,9 +255,11 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 			Data:     map[string]any{"resource": r.Name, "items": []any{}, "total_matched": 0, "total_relation": envelope.RelationGte, "groups": map[string]any{}, "delivered": map[string]any{"offset": 0, "count": 0, "remaining": 0}},
 		}
 	}
+	progress, stopProgress := d.startProgress(ctx, call)
+	defer stopProgress()
 	if fs == nil {
 		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}}
-		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID}
+		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID, Progress: progress}
 		if b.maxItems > 0 {
 			spec.Sink = sink
 		} else {
@@ -240,11 +269,14 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	out := fs.scan.Outcome()
 	if offset == 0 || out.Resumable {
-		if err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline}); err != nil {
+		err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
+		stopProgress()
+		if err != nil {
 			return scanProblem(err)
 		}
 		out = fs.scan.Outcome()
 	}
+	stopProgress()
 	d.Scans.put(fs)
 	return d.deliver(r, fs, out, offset, b, scope, warnings)
 }

@@ -365,7 +365,7 @@ func (r *Resource) Visibility() string {
 	if r.Config.Visibility != nil && r.Config.Visibility.Description != "" {
 		return r.Config.Visibility.Description
 	}
-	return "records readable by the configured credential"
+	return envelope.DefaultVisibility
 }
 
 // sourceURL resolves the base URL for a source.

@@ -41,7 +41,7 @@ import (
 const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 
 Usage:
-  airlock serve (--config FILE | --demo) [--http ADDR [--review] [--max-body BYTES] [--max-streams N]] [--store PATH|URL] [--audit-log FILE] [--allow-origin URL]...
+  airlock serve (--config FILE | --demo) [--http ADDR [--review] [--max-body BYTES] [--max-streams N]] [--store PATH|URL] [--audit-log FILE] [--allow-origin URL]... [--read-only] [--tools A,B] [--exclude-tools A,B]
   airlock init (--openapi SPEC | --sample URL) [--base-url URL] [--resource NAME]... [--environment NAME] [-o FILE]
   airlock probe --config FILE [--resource NAME]... [--json] [--max-requests N]
   airlock check --config FILE [--strict]
@@ -160,6 +160,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.Var(&origins, "allow-origin", "browser origin allowed to call the HTTP transport (repeatable)")
 	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body in bytes; a larger one is answered 413")
 	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once; past it, 503")
+	readOnly := fs.Bool("read-only", false, "offer no write tool (neither preview_selection nor commit_bulk_action)")
+	only := fs.String("tools", "", "offer only these tools (comma-separated names)")
+	exclude := fs.String("exclude-tools", "", "never offer these tools (comma-separated names)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -214,6 +217,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	defer closeStore()
+	deps.Options = tools.Options{ReadOnly: *readOnly, Tools: splitList(*only), ExcludeTools: splitList(*exclude)}
 	mcpSrv, err := tools.NewServer(deps)
 	if err != nil {
 		return err
@@ -343,4 +347,15 @@ func bindAddr(addr string) (string, bool, error) {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port), tools.IsLoopback(host), nil
+}
+
+// splitList reads a comma-separated flag value; empty is none.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -1,0 +1,65 @@
+package tools
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/airlock-mcp/airlock/fixtures"
+)
+
+func listedNames(t *testing.T, h *harness) []string {
+	t.Helper()
+	list, err := h.client.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestModes_ReadOnlyToolListsAndNoActions_OfferWhatTheUserChose: read-only
+// lists no tool of the write path, --tools and --exclude-tools choose by
+// name, a configuration without an action offers no write tool, and an
+// unknown name is refused at start-up.
+func TestModes_ReadOnlyToolListsAndNoActions_OfferWhatTheUserChose(t *testing.T) {
+	cases := []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{"default", Options{}, []string{"commit_bulk_action", "describe_resources", "get_operation", "get_selection", "preview_selection", "search_all"}},
+		{"read_only", Options{ReadOnly: true}, []string{"describe_resources", "get_operation", "get_selection", "search_all"}},
+		{"tools", Options{Tools: []string{"search_all", "describe_resources"}}, []string{"describe_resources", "search_all"}},
+		{"exclude", Options{ExcludeTools: []string{"describe_resources"}}, []string{"commit_bulk_action", "get_operation", "get_selection", "preview_selection", "search_all"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.deps.Options = c.opts
+			h.connect()
+			if got := listedNames(t, h); !slices.Equal(got, c.want) {
+				t.Fatalf("listed %v, want %v", got, c.want)
+			}
+		})
+	}
+	t.Run("no_actions", func(t *testing.T) {
+		h := newHarness(t, withResources(fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectCursor}))
+		if got, want := listedNames(t, h), []string{"describe_resources", "get_operation", "get_selection", "search_all"}; !slices.Equal(got, want) {
+			t.Fatalf("listed %v, want %v", got, want)
+		}
+	})
+	t.Run("unknown_name", func(t *testing.T) {
+		h := newHarness(t)
+		h.deps.Options = Options{Tools: []string{"search_everything"}}
+		if _, err := NewServer(h.deps); err == nil {
+			t.Fatal("an unknown tool name was accepted")
+		}
+	})
+}
