@@ -17,7 +17,6 @@
 // and the draft-07 vocabulary, so it silently ignores keywords it does not
 // know (2020-12's prefixItems, unevaluatedProperties, ...).
 
-import { isDeepStrictEqual } from 'node:util';
 
 import { Ajv } from 'ajv';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -25,7 +24,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 
-import { CheckError, check, sdkVersion } from './check.mjs';
+import { CheckError, check, sdkVersion, mirrors } from './check.mjs';
 
 const REQUIRED_TOOLS = ['describe_resources', 'search_all'];
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
@@ -95,7 +94,7 @@ async function call(name, args) {
   } catch (err) {
     throw new CheckError(`text content is not JSON: ${err.message}`);
   }
-  check(isDeepStrictEqual(parsed, res.structuredContent), 'text content and structuredContent differ');
+  check(mirrors(parsed, res.structuredContent), 'text content and structuredContent differ');
   return res;
 }
 

@@ -34,7 +34,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { CheckError, check, sdkVersion } from './check.mjs';
+import { CheckError, check, sdkVersion, mirrors } from './check.mjs';
 
 const DEADLINE_MS = 90_000;
 const RESOURCE = 'subscriptions';
@@ -123,7 +123,7 @@ async function call(client, name, args) {
   } catch (err) {
     throw new CheckError(`${name}: text content is not JSON: ${err.message}`);
   }
-  check(isDeepStrictEqual(parsed, sc), `${name}: text content and structuredContent differ`);
+  check(mirrors(parsed, sc), `${name}: text content and structuredContent differ`);
   return res;
 }
 
