@@ -33,6 +33,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -154,7 +155,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	demoMode := fs.Bool("demo", false, "serve the built-in demo API")
 	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio")
 	storePath := fs.String("store", "", "the store: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else a SQLite file under the user's state directory)")
-	review := fs.Bool("review", false, "with --http: also serve the operator's review page at /review/")
+	withReview := fs.Bool("review", false, "with --http: also serve the operator's review page at /review/")
 	auditLog := fs.String("audit-log", "", "also append the audit trail (decisions and external calls) to this file as JSON Lines")
 	var origins stringList
 	fs.Var(&origins, "allow-origin", "browser origin allowed to call the HTTP transport (repeatable)")
@@ -195,7 +196,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if *review && *httpAddr == "" {
+	if *withReview && *httpAddr == "" {
 		return errors.New("--review needs --http: the review page is served over HTTP")
 	}
 	if *auditLog != "" {
@@ -240,8 +241,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams}
-	if *review {
-		opts.Extra = map[string]http.Handler{"/review/": tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger})}
+	if *withReview {
+		opts.Extra = map[string]http.Handler{review.Prefix: review.NewHandler(reviewDeps(deps), review.Options{Token: token})}
 		logger.Info("serving the review page", "url", "http://"+ln.Addr().String()+"/review/")
 	}
 	h := tools.NewHTTPHandler(mcpSrv, opts)

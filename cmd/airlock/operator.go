@@ -19,6 +19,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -148,7 +149,7 @@ func takeExports(args []string) ([]string, []export, error) {
 			return nil, nil, errors.New("--export needs a format (csv or json) and a file")
 		}
 		f := args[i+1]
-		if f != tools.ExportCSV && f != tools.ExportJSON {
+		if f != review.ExportCSV && f != review.ExportJSON {
 			return nil, nil, fmt.Errorf("--export %s: the format is csv or json", f)
 		}
 		out = append(out, export{f, args[i+2]})
@@ -287,7 +288,7 @@ func exportTo(ctx context.Context, st selection.Store, sel *selection.Selection,
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if err := tools.ExportManifest(ctx, st, sel, ex.format, f); err != nil {
+	if err := review.ExportManifest(ctx, st, sel, ex.format, f); err != nil {
 		f.Close()
 		return fmt.Errorf("export: %w", err)
 	}
@@ -391,8 +392,13 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/review/", tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger}))
+	mux.Handle(review.Prefix, review.NewHandler(reviewDeps(deps), review.Options{Token: token}))
 	mux.Handle("/{$}", http.RedirectHandler("/review/", http.StatusSeeOther))
 	fmt.Fprintf(stdout, "review page: http://%s/review/\n", ln.Addr())
 	return serveHTTP(ctx, ln, mux, logger)
+}
+
+// reviewDeps are the review page's view of the server's deps.
+func reviewDeps(d *tools.Deps) review.Deps {
+	return review.Deps{Store: d.Store, Engine: d.Engine, Runtime: d.Runtime, Clock: d.Clock, Secret: d.Secret, Logger: d.Logger}
 }
