@@ -147,7 +147,7 @@ func TestApprove_AsksOnATerminal(t *testing.T) {
 		t.Fatalf("audit: exit %d %s", code, errOut)
 	}
 	for _, want := range []string{"approved  os user ", "channel operator_cli, 2 targets, action archive", "commit    mcp client crash-test 1",
-		"PATCH /v1/projects/{{id}}  proj_0023  200", "PATCH /v1/projects/{{id}}  proj_0042  200"} {
+		"PATCH /v1/projects/{id}  proj_0023  200", "PATCH /v1/projects/{id}  proj_0042  200"} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("audit lacks %q:\n%s", want, trail)
 		}
@@ -201,7 +201,7 @@ func TestReview_NonLoopbackNeedsAToken(t *testing.T) {
 		t.Fatalf("exit %d %s", code, errOut)
 	}
 	code, _, errOut = cli("serve", "--demo", "--review", "--store", filepath.Join(t.TempDir(), "s.db"))
-	if code != 1 || !strings.Contains(errOut, "--review needs --http") {
+	if code != 2 || !strings.Contains(errOut, "--review needs --http") {
 		t.Fatalf("exit %d %s", code, errOut)
 	}
 }
