@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/user"
 	"regexp"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -212,7 +213,7 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	acks := selection.Acknowledgements(sel)
 	fmt.Fprintln(stdout, tools.ApprovalSummary(sel, need, acks))
 	fmt.Fprintf(stdout, "Approval policy: %s\n", need.Mode)
-	if err := printManifest(ctx, deps.Store, sel, stdout); err != nil {
+	if err := printManifest(ctx, deps, sel, stdout); err != nil {
 		return err
 	}
 	for _, ex := range exports {
@@ -269,9 +270,24 @@ func storePathOf(d *tools.Deps) string {
 	return storeName(st)
 }
 
-// printManifest shows the first members; --export writes them all.
-func printManifest(ctx context.Context, st selection.Store, sel *selection.Selection, w io.Writer) error {
-	recs, err := st.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, Limit: 10})
+// printManifest shows the first members (amounts of money fields also with
+// their currency, when the configuration is given); --export writes them
+// all.
+func printManifest(ctx context.Context, deps *tools.Deps, sel *selection.Selection, w io.Writer) error {
+	var money map[string]*upstream.MoneyConfig
+	if deps.Runtime != nil {
+		if r := deps.Runtime.Resources[sel.Resource]; r != nil {
+			for name, f := range r.Config.Fields {
+				if f != nil && f.Money != nil {
+					if money == nil {
+						money = map[string]*upstream.MoneyConfig{}
+					}
+					money[name] = f.Money
+				}
+			}
+		}
+	}
+	recs, err := deps.Store.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, Limit: 10})
 	if err != nil {
 		return err
 	}
@@ -282,9 +298,31 @@ func printManifest(ctx context.Context, st selection.Store, sel *selection.Selec
 	fmt.Fprintln(w)
 	for _, r := range recs {
 		b, _ := selection.Canonical(r.Review)
-		fmt.Fprintf(w, "  %s %s\n", r.ID, b)
+		var amounts []string
+		for _, name := range sortedNames(money) {
+			m := money[name]
+			if v, ok := r.Review[name]; ok {
+				if text, ok := review.FormatMoney(m, v, r.Review[m.CurrencyField]); ok {
+					amounts = append(amounts, name+" "+text)
+				}
+			}
+		}
+		if len(amounts) > 0 {
+			fmt.Fprintf(w, "  %s %s (%s)\n", r.ID, b, strings.Join(amounts, ", "))
+		} else {
+			fmt.Fprintf(w, "  %s %s\n", r.ID, b)
+		}
 	}
 	return nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func exportTo(ctx context.Context, st selection.Store, sel *selection.Selection, ex export) error {

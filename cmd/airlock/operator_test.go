@@ -234,3 +234,22 @@ func callTool(t *testing.T, c *client.Client, tool string, args map[string]any) 
 	}
 	return string(b)
 }
+
+// TestApprove_ShowsAmountsWithTheirCurrency: with the server's
+// configuration, a money field of the manifest also reads in its currency.
+func TestApprove_ShowsAmountsWithTheirCurrency(t *testing.T) {
+	s := newOperatorSetup(t)
+	p := callData(t, s.c, "preview_selection", map[string]any{"resource": "subscriptions", "ids": []any{"sub_00076", "sub_00084"},
+		"action": map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}})
+	sel := p["selection_id"].(string)
+	_, out, _ := cli("approve", sel, "--store", s.store, "--config", s.config)
+	for _, want := range []string{`"amount_due":22550`, "(amount_due EUR 225.50)", "(amount_due EUR 59.00)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the manifest lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = cli("approve", sel, "--store", s.store)
+	if strings.Contains(out, "EUR 225.50") || !strings.Contains(out, `"amount_due":22550`) {
+		t.Errorf("without the configuration the amount is the API's number:\n%s", out)
+	}
+}
