@@ -177,13 +177,14 @@ func share(n, of int) int {
 }
 
 // counts renders a distribution, the most frequent first (as stored),
-// bounded to max values.
-func (rv *page) counts(sel *selection.Selection, dim string, gs []upstream.Group, max int) ([]valueCount, int, int) {
+// bounded to limit values; it also returns how many values, and records,
+// it left out.
+func (rv *page) counts(sel *selection.Selection, dim string, gs []upstream.Group, limit int) ([]valueCount, int, int) {
 	m := rv.money(sel.Resource, dim)
 	var out []valueCount
 	more, moreCount := 0, 0
 	for _, g := range gs {
-		if len(out) >= max {
+		if len(out) >= limit {
 			more++
 			moreCount += g.Count
 			continue
