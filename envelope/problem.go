@@ -6,9 +6,12 @@ import (
 	"strings"
 )
 
-// ProblemTypeBase prefixes a problem's type URI; the fragment is the code in
-// lower case, which is also the anchor in docs/errors.md.
-const ProblemTypeBase = "https://github.com/airlock-mcp/airlock/blob/main/docs/errors.md#"
+// ProblemTypeBase prefixes a problem's type URI: urn:airlock:problem:
+// followed by the code in lower case, which is also the code's heading in
+// docs/errors.md. The type is an identifier, not a link: it names the
+// problem the same way wherever airlock is installed from, and sends no
+// reader to a page that may not exist.
+const ProblemTypeBase = "urn:airlock:problem:"
 
 // State changed values, on problems about writes.
 const (

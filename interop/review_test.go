@@ -40,9 +40,12 @@ func requireChromium(t *testing.T) string {
 }
 
 // TestReviewPage_InHeadlessChromium: an operator opens the review page that
-// `airlock serve --http --review` mounts, approves one selection and
-// rejects another in a real browser; the agent's commit of the first goes
-// through and of the second is refused.
+// `airlock serve --http --review` mounts, on a laptop (1280x720) and on a
+// phone (390x844): the decision and what it acknowledges are on the first
+// screen without scrolling, for a two-project destructive archive and for a
+// 131-member selection, and no page scrolls sideways. The operator approves
+// one selection and rejects another in a real browser; the agent's commit
+// of the first goes through and of the second is refused.
 func TestReviewPage_InHeadlessChromium(t *testing.T) {
 	node := requireNode(t)
 	chromium := requireChromium(t)
@@ -85,6 +88,15 @@ func TestReviewPage_InHeadlessChromium(t *testing.T) {
 	archive := map[string]any{"type": "archive"}
 	a, _ := call("preview_selection", map[string]any{"resource": "projects", "ids": []any{"proj_0023", "proj_0042"}, "action": archive})
 	b, _ := call("preview_selection", map[string]any{"resource": "projects", "ids": []any{"proj_0068"}, "action": archive})
+	large, _ := call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due", "region": "eu"},
+		"exclude": []any{
+			map[string]any{"field": "tags", "op": "contains", "value": "disputed", "reason": "disputed invoices stay"},
+			map[string]any{"field": "tags", "op": "contains", "value": "legal_hold", "reason": "legal hold"},
+		},
+		"action": map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}, "page_size": 0})
+	if large["counts"].(map[string]any)["members"] != float64(131) {
+		t.Fatalf("the large selection: %v", large["counts"])
+	}
 	commit := func(sel map[string]any) (map[string]any, map[string]any) {
 		return call("commit_bulk_action", map[string]any{"selection_id": sel["selection_id"], "expected_digest": sel["digest"], "action": archive, "mode": "execute"})
 	}
@@ -97,7 +109,7 @@ func TestReviewPage_InHeadlessChromium(t *testing.T) {
 		shots = t.TempDir()
 	}
 	t.Setenv("CHROMIUM", chromium)
-	runScript(t, node, "review.mjs", base, a["selection_id"].(string), a["digest"].(string), b["selection_id"].(string), shots)
+	runScript(t, node, "review.mjs", base, a["selection_id"].(string), a["digest"].(string), b["selection_id"].(string), shots, large["selection_id"].(string))
 
 	op, p := commit(a)
 	if p != nil || op["status"] != "completed" || op["counts"].(map[string]any)["succeeded"] != float64(2) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope/leaktest"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/review"
 )
 
 // echo is one way a hostile or careless upstream sends back the
@@ -170,9 +171,9 @@ func (h *harness) exportLeaks(selID any) {
 	if err != nil {
 		h.t.Fatalf("selection %s: %v", id, err)
 	}
-	for _, format := range []string{ExportCSV, ExportJSON} {
+	for _, format := range []string{review.ExportCSV, review.ExportJSON} {
 		var b bytes.Buffer
-		if err := ExportManifest(context.Background(), h.deps.Store, sel, format, &b); err != nil {
+		if err := review.ExportManifest(context.Background(), h.deps.Store, sel, format, &b); err != nil {
 			h.t.Fatal(err)
 		}
 		leaks(h.t, format+" export", b.Bytes())

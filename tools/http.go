@@ -224,6 +224,10 @@ func tooLarge(w http.ResponseWriter, limit int64) {
 	http.Error(w, fmt.Sprintf("request body over the %d-byte limit", limit), http.StatusRequestEntityTooLarge)
 }
 
+// reviewPrefix is where serve --review mounts the review page (package
+// review), which checks its own token.
+const reviewPrefix = "/review/"
+
 // guard rejects foreign origins (403), non-loopback Host headers on a
 // loopback listener (403, DNS rebinding) and missing tokens (401).
 func guard(next http.Handler, opts HTTPOptions) http.Handler {

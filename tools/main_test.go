@@ -56,6 +56,11 @@ func recordProblems(raw []byte) {
 	}
 }
 
+// producedElsewhere are the codes no tool returns, only an operator's
+// channel (the review page, airlock approve): the review package's tests
+// require them.
+var producedElsewhere = map[string]bool{envelope.ProblemReviewAccessDenied: true, envelope.ProblemReviewFormInvalid: true, envelope.ProblemApprovalDecided: true}
+
 // TestMain fails the suite when a registered problem, reason or warning code
 // was produced by no tool result in a test (when the whole suite ran: with
 // -run or -short it cannot know).
@@ -64,7 +69,7 @@ func TestMain(m *testing.M) {
 	if run := flag.Lookup("test.run"); code == 0 && run != nil && run.Value.String() == "" && !testing.Short() {
 		var missing []string
 		for _, c := range envelope.Codes() {
-			if (c.Kind == envelope.KindProblem || c.Kind == envelope.KindReason || c.Kind == envelope.KindWarning) && !produced[c.Code] {
+			if (c.Kind == envelope.KindProblem || c.Kind == envelope.KindReason || c.Kind == envelope.KindWarning) && !produced[c.Code] && !producedElsewhere[c.Code] {
 				missing = append(missing, c.Code)
 			}
 		}

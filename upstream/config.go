@@ -167,6 +167,8 @@ type FieldConfig struct {
 	// a Go layout, or unix / unix_ms for epoch numbers. Values are
 	// normalized to RFC 3339.
 	Layout string `yaml:"layout"`
+	// Money marks an amount of money, shown to reviewers with its currency.
+	Money *MoneyConfig `yaml:"money"`
 }
 
 // FilterConfig declares a filter. Param, when set, is sent upstream; airlock
@@ -592,6 +594,7 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 			l.add("queryable only applies to a sensitive field (every other field can be queried)", at("fields", fname, "queryable")...)
 		}
 		validateFieldContract(l, f, at("fields", fname))
+		validateMoney(l, r, fname, at("fields", fname, "money"))
 	}
 	// A field that reads a sensitive field's value, or an object holding
 	// it, would return what sensitive withholds.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -20,15 +19,18 @@ import (
 var errDrift = errors.New("contract drift")
 
 func contract(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("contract", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "configuration file (YAML)")
+	fs := newFlags("contract", "contract (--config FILE [--fixtures DIR] | --demo) [--live] [flags]",
+		"Check recorded upstream answers (versioned fixtures) against the configuration's\ndecision-field contracts and, with --live, one page of every resource of the\nreal API (read-only). Exits 1 on drift: usable as a release gate.")
+	configPath := fs.String("config", "", "the configuration `FILE` (YAML)")
 	demoMode := fs.Bool("demo", false, "use the demo configuration, its fixtures and (with --live) the demo API")
-	fixtureDir := fs.String("fixtures", "", "directory of versioned fixtures (default: contracts/ next to the configuration)")
+	fixtureDir := fs.String("fixtures", "", "the `DIR` of versioned fixtures (default: contracts/ next to the configuration)")
 	live := fs.Bool("live", false, "also read one small page of every resource from the real upstream (read-only)")
-	pageSize := fs.Int("page-size", 20, "items per resource in --live")
-	if err := fs.Parse(args); err != nil {
+	pageSize := fs.Int("page-size", 20, "items per resource with --live, `N`")
+	if _, err := fs.parse(args, 0, stdout); err != nil {
 		return err
+	}
+	if *demoMode && *configPath != "" {
+		return usagef("use --config or --demo, not both")
 	}
 	var cfg *upstream.Config
 	var fxs []fixtures.ContractFixture
@@ -61,7 +63,7 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("no fixtures at %s: pass --fixtures DIR, or --live to probe the upstream", dir)
 		}
 	default:
-		return errors.New("contract needs --config FILE or --demo")
+		return usagef("needs --config FILE or --demo")
 	}
 	if err != nil {
 		return err
@@ -76,7 +78,7 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return "offline"
 		}
 	}
-	rt, err := cfg.Initialize(ctx, upstream.Options{Getenv: getenv, Logger: newLogger(io.Discard)})
+	rt, err := cfg.Initialize(ctx, upstream.Options{Getenv: getenv, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

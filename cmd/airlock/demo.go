@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -21,7 +20,9 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/tools"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // tour drives airlock through a real MCP client connection and prints what
@@ -33,6 +34,8 @@ type tour struct {
 	api   *fixtures.Server
 	n     int
 	store string
+	// amountDue is how the configuration says amount_due is money.
+	amountDue *upstream.MoneyConfig
 }
 
 // demoUser plays the user at the client's approval prompt: it prints what
@@ -50,9 +53,8 @@ func (u demoUser) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.El
 }
 
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("demo", "demo", "A guided tour against the built-in demo API, through a real MCP client\nconnection: complete and partial answers, a previewed and approved bulk write\nwhile the upstream misbehaves, an operator's approval, the audit, an undo.")
+	if _, err := fs.parse(args, 0, stdout); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -62,7 +64,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	apiSrv := httptest.NewServer(api)
 	defer apiSrv.Close()
 
-	logger := newLogger(io.Discard)
+	logger := quietLogger()
 	deps, err := buildDeps(ctx, fixtures.DemoConfig(apiSrv.URL), demoEnv, logger, nil)
 	if err != nil {
 		return err
@@ -96,6 +98,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t := &tour{ctx: ctx, out: stdout, api: api, store: storePath}
+	if r := deps.Runtime.Resources["subscriptions"]; r != nil && r.Config.Fields["amount_due"] != nil {
+		t.amountDue = r.Config.Fields["amount_due"].Money
+	}
 	c := client.NewClient(tr, client.WithElicitationHandler(demoUser{t}))
 	t.c = c
 	defer c.Close()
@@ -179,7 +184,7 @@ func (t *tour) verdict(env *envelope.Envelope, data map[string]any) {
 			line += fmt.Sprintf(", %d item(s) returned", len(items))
 		}
 		if tm, ok := data["total_matched"]; ok {
-			line += fmt.Sprintf(", total_matched %v (%v)", tm, data["total_relation"])
+			line += fmt.Sprintf(", total_matched %s (%v)", jsonText(tm), data["total_relation"])
 		}
 	}
 	if env.Coverage != nil {
@@ -347,7 +352,7 @@ func (t *tour) writeTour() error {
 	for _, e := range p["exclusions"].([]any) {
 		m := e.(map[string]any)
 		if num(m["rule"]) >= 0 {
-			t.printf("     excluded %3d: %s %s %v (%s)\n", num(m["count"]), m["field"], m["op"], m["value"], m["reason"])
+			t.printf("     excluded %3d: %s %s %s (%s)\n", num(m["count"]), m["field"], m["op"], jsonText(m["value"]), m["reason"])
 		} else {
 			t.printf("     excluded %3d: %s\n", num(m["count"]), m["reason"])
 		}
@@ -357,14 +362,20 @@ func (t *tour) writeTour() error {
 		var before []string
 		for _, b := range m["before"].([]any) {
 			g := b.(map[string]any)
-			before = append(before, fmt.Sprintf("%v (%d)", g["value"], num(g["count"])))
+			before = append(before, fmt.Sprintf("%s (%d)", jsonText(g["value"]), num(g["count"])))
 		}
-		t.printf("     effect: %s %s -> %v\n", m["field"], strings.Join(before, ", "), m["after"])
+		t.printf("     effect: %s %s -> %s\n", m["field"], strings.Join(before, ", "), jsonText(m["after"]))
 	}
 	items := p["manifest"].(map[string]any)["items"].([]any)
 	for _, it := range items {
 		f := it.(map[string]any)["fields"].(map[string]any)
-		t.printf("     member %s  %-32v %6v %v\n", f["id"], f["customer_name"], f["amount_due"], f["currency"])
+		amount := jsonText(f["amount_due"]) + " " + jsonText(f["currency"])
+		if t.amountDue != nil {
+			if s, ok := review.FormatMoney(t.amountDue, f["amount_due"], f["currency"]); ok {
+				amount = s
+			}
+		}
+		t.printf("     member %s  %-32v %12s\n", f["id"], f["customer_name"], amount)
 	}
 	t.say("The manifest is frozen: get_selection pages through all of it, and the commit must name",
 		"this selection_id, this digest and this exact action.")
@@ -387,7 +398,7 @@ func (t *tour) writeTour() error {
 	if err != nil {
 		return err
 	}
-	t.printf("     %s: %v\n", op["status"], op["counts"])
+	t.printf("     %s: %s\n", op["status"], jsonText(op["counts"]))
 
 	// Between the preview and the commit, one member changes upstream and
 	// one write will be applied without its answer arriving.
@@ -407,7 +418,7 @@ func (t *tour) writeTour() error {
 	if err != nil {
 		return err
 	}
-	t.printf("     operation %s: %s %v\n", op["operation_id"], op["status"], op["counts"])
+	t.printf("     operation %s: %s %s\n", op["operation_id"], op["status"], jsonText(op["counts"]))
 
 	t.step("get_operation: what happened to each target")
 	_, op, err = t.call("get_operation", map[string]any{"operation_id": op["operation_id"], "page_size": 500})
@@ -462,7 +473,7 @@ func (t *tour) operatorTour() error {
 	if err := expect(env.Complete && p["committable"] == true, "a committable selection"); err != nil {
 		return err
 	}
-	t.printf("     %d members; approval %v\n", num(p["counts"].(map[string]any)["members"]), p["approval"])
+	t.printf("     %d members; approval %s\n", num(p["counts"].(map[string]any)["members"]), jsonText(p["approval"]))
 	commit := map[string]any{"selection_id": p["selection_id"], "expected_digest": p["digest"], "action": archive, "mode": "execute"}
 	env, _, err = t.call("commit_bulk_action", commit)
 	if err != nil {
@@ -483,7 +494,7 @@ func (t *tour) operatorTour() error {
 	if err := expect(env.Problem == nil && op["status"] == "completed", "the approved archive"); err != nil {
 		return err
 	}
-	t.printf("     %s: %v\n", op["status"], op["counts"])
+	t.printf("     %s: %s\n", op["status"], jsonText(op["counts"]))
 
 	t.step("Who decided, and what was called: the audit trail of that operation")
 	if err := t.cli("audit", op["operation_id"].(string), "--store", t.store); err != nil {
@@ -504,7 +515,7 @@ func (t *tour) operatorTour() error {
 		var back []string
 		for _, g := range asSlice(after["restored_per_target"]) {
 			gm := g.(map[string]any)
-			back = append(back, fmt.Sprintf("%v (%d)", gm["value"], num(gm["count"])))
+			back = append(back, fmt.Sprintf("%s (%d)", jsonText(gm["value"]), num(gm["count"])))
 		}
 		t.printf("     effect: %s back to %s, each target to its own journaled value\n", m["field"], strings.Join(back, ", "))
 	}
@@ -515,7 +526,7 @@ func (t *tour) operatorTour() error {
 	if err := expect(env.Problem == nil && undo["status"] == "completed", "the compensation"); err != nil {
 		return err
 	}
-	t.printf("     %s: %v\n", undo["status"], undo["counts"])
+	t.printf("     %s: %s\n", undo["status"], jsonText(undo["counts"]))
 	t.say("Each restore was a conditional write: a project changed since the archive would have been",
 		"left alone and listed. What an action did outside the data (an e-mail) is said, not undone.")
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,27 +11,29 @@ import (
 )
 
 func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	spec := fs.String("openapi", "", "an OpenAPI 3.0 or 3.1 document (YAML or JSON)")
-	sample := fs.String("sample", "", "the URL of a live list endpoint to sample (GET only)")
-	baseURL := fs.String("base-url", "", "the API's base URL (default: the document's first server, or the sample's origin)")
-	env := fs.String("environment", "", "the environment's name (default: a TODO)")
-	outPath := fs.String("o", "", "write the draft to this file (default: standard output); an existing file is not overwritten")
-	credEnv := fs.String("credential-env", "", "with --sample: the environment variable holding the credential")
-	credHeader := fs.String("credential-header", "", "with --sample: the header the credential goes in (default Authorization)")
-	credScheme := fs.String("credential-scheme", "Bearer", "with --sample: the scheme before the credential (\"\" sends it as is)")
+	fs := newFlags("init", "init (--openapi SPEC | --sample URL) [-o FILE] [flags]",
+		"Draft a commented configuration from an OpenAPI 3.0 or 3.1 document, or from a\nlive sample of a list endpoint. What it cannot decide is written TODO(...), and\nevery command refuses the file until each is resolved; then probe checks it.")
+	spec := fs.String("openapi", "", "an OpenAPI 3.0 or 3.1 document, `SPEC` (YAML or JSON)")
+	sample := fs.String("sample", "", "the `URL` of a live list endpoint to sample (GET only)")
+	baseURL := fs.String("base-url", "", "the API's base `URL` (default: the document's first server, or the sample's origin)")
+	env := fs.String("environment", "", "the environment's `NAME` (default: a TODO)")
+	outPath := fs.String("output", "", "write the draft to `FILE` (default: standard output); an existing file is not overwritten")
+	fs.alias("o", "output")
+	credEnv := fs.String("credential-env", "", "with --sample: the environment variable, `VAR`, holding the credential")
+	credHeader := fs.String("credential-header", "", "with --sample: the `HEADER` the credential goes in (default Authorization)")
+	credScheme := fs.String("credential-scheme", "Bearer", "with --sample: the `SCHEME` before the credential (\"\" sends it as is)")
 	var resources stringList
-	fs.Var(&resources, "resource", "draft only this resource (repeatable; with --sample, its name)")
-	if err := fs.Parse(args); err != nil {
+	fs.Var(&resources, "resource", "draft only the resource `NAME` (repeatable; with --sample, its name)")
+	if _, err := fs.parse(args, 0, stdout); err != nil {
 		return err
+	}
+	if (*spec == "") == (*sample == "") {
+		return usagef("needs exactly one of --openapi SPEC or --sample URL")
 	}
 	opts := draft.Options{BaseURL: *baseURL, Resources: resources, Environment: *env}
 	var d *draft.Draft
 	var err error
 	switch {
-	case (*spec == "") == (*sample == ""):
-		return errors.New("init needs exactly one of --openapi SPEC or --sample URL")
 	case *spec != "":
 		b, readErr := os.ReadFile(*spec)
 		if readErr != nil {

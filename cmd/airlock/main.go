@@ -16,7 +16,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -40,39 +40,36 @@ import (
 
 const usage = `airlock: an MCP server between AI agents and HTTP APIs.
 
-Usage:
-  airlock serve (--config FILE | --demo) [--http ADDR [--review] [--max-body BYTES] [--max-streams N]] [--store PATH|URL] [--audit-log FILE] [--allow-origin URL]... [--read-only] [--tools A,B] [--exclude-tools A,B]
-  airlock init (--openapi SPEC | --sample URL) [--base-url URL] [--resource NAME]... [--environment NAME] [-o FILE]
-  airlock probe --config FILE [--resource NAME]... [--json] [--max-requests N]
-  airlock check --config FILE [--strict]
-  airlock contract (--config FILE [--fixtures DIR] | --demo) [--live]
-  airlock demo
-  airlock approve SELECTION [--reject] [--export csv|json FILE]... [--yes DIGEST] [--store PATH|URL] [--config FILE | --demo] [--audit-log FILE]
-  airlock review [--listen 127.0.0.1:8766] [--store PATH|URL] [--config FILE | --demo] [--audit-log FILE]
-  airlock audit OPERATION [--json] [--store PATH|URL]
+Usage: airlock COMMAND [flags]
 
-init drafts a configuration (TODO(...) marks what it could not decide);
-probe checks every assumption of a configuration against the live API,
-read-only, and exits non-zero when one is wrong.
+Serving
+  serve      serve MCP over stdio, or streamable HTTP and SSE with --http
+  demo       a guided tour against the built-in demo API, through a real MCP client
 
-serve speaks MCP over stdio unless --http is given; then it serves streamable
-HTTP at /mcp and SSE at /sse. A non-loopback --http address requires
-AIRLOCK_HTTP_TOKEN. --review also serves the review page at /review/.
-Request bodies over --max-body (default 4 MiB) are answered 413 unread; a
-body must arrive within 10 s, headers within 10 s; at most --max-streams
-(default 64) event streams are open at once.
+Describing an API
+  init       draft a configuration from an OpenAPI document or a live sample
+  probe      check every assumption of a configuration against the live API
+  check      validate a configuration
+  contract   check recorded answers (and, with --live, the API) against the decision-field contracts
 
-approve and review decide outside the agent's channel, on the store the
-server uses. approve asks y/N on a terminal; without one it needs --yes
-with the selection's digest typed out. A non-loopback review page requires
-AIRLOCK_REVIEW_TOKEN (or, with serve --review, AIRLOCK_HTTP_TOKEN); open it
-once with ?token=.... Logs go to stderr.
+Deciding, outside the agent's channel
+  approve    approve or reject a selection at a terminal
+  review     serve the review page
+  audit      who decided, and which calls an operation made
 
-Any number of servers may share a store: a SQLite file on one machine, a
-PostgreSQL database (--store postgres://… or AIRLOCK_STORE) for replicas.
-AIRLOCK_SECRET (or AIRLOCK_SECRET_FILE) is what cursor and elicitation keys
-derive from; AIRLOCK_LEASE_TTL (default 30s) how long a running operation's
-lease lasts without renewal.
+  version    print the version, the commit and the Go version (also: airlock --version)
+
+Run 'airlock COMMAND --help' for a command's flags. Every flag is spelled
+--name (a single dash works too). Exit status: 0 done, 1 failed or refused,
+2 a wrong command line (nothing was done).
+
+Environment
+  AIRLOCK_STORE          the store when --store is not given: a SQLite file or a postgres:// URL
+  AIRLOCK_SECRET         (or AIRLOCK_SECRET_FILE) what cursor, elicitation and form keys derive from
+  AIRLOCK_LEASE_TTL      how long a running operation's lease lasts without renewal (default 30s)
+  AIRLOCK_HTTP_TOKEN     the bearer token of serve --http (required off loopback)
+  AIRLOCK_REVIEW_TOKEN   the token of the review page (required off loopback)
+  AIRLOCK_LOG_LEVEL      the default of --log-level (debug, info, warn, error)
 `
 
 func main() {
@@ -82,124 +79,151 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	name, rest := args[0], args[1:]
+	if name == "help" && len(rest) > 0 {
+		// airlock help serve is airlock serve --help.
+		name, rest = rest[0], []string{"--help"}
+	}
 	var err error
-	switch args[0] {
+	switch name {
 	case "serve":
-		err = serve(ctx, args[1:], stdin, stdout, stderr)
+		err = serve(ctx, rest, stdin, stdout, stderr)
 	case "check":
-		err = check(args[1:], stdout, stderr)
+		err = check(rest, stdout, stderr)
 	case "demo":
-		err = demo(ctx, args[1:], stdout, stderr)
+		err = demo(ctx, rest, stdout, stderr)
 	case "contract":
-		err = contract(ctx, args[1:], stdout, stderr)
+		err = contract(ctx, rest, stdout, stderr)
 	case "init":
-		err = initCmd(ctx, args[1:], stdout, stderr)
+		err = initCmd(ctx, rest, stdout, stderr)
 	case "probe":
-		err = probe(ctx, args[1:], stdout, stderr)
+		err = probe(ctx, rest, stdout, stderr)
 	case "approve":
-		err = approve(ctx, args[1:], stdin, stdout, stderr)
+		err = approve(ctx, rest, stdin, stdout, stderr)
 	case "audit":
-		err = audit(ctx, args[1:], stdout, stderr)
+		err = audit(ctx, rest, stdout, stderr)
 	case "review":
-		err = reviewCmd(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
+		err = reviewCmd(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version":
+		err = versionCmd(rest, stdout)
+	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
-		return 0
+		return exitOK
 	default:
-		fmt.Fprintf(stderr, "airlock: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		fmt.Fprintf(stderr, "airlock: unknown command %q\n\n%s", name, usage)
+		return exitUsage
 	}
-	if err != nil {
-		var ce upstream.ConfigErrors
-		if errors.As(err, &ce) {
-			fmt.Fprintf(stderr, "airlock: the configuration has %d error(s):\n", len(ce))
-			for _, e := range ce {
-				fmt.Fprintf(stderr, "  %s\n", e.Error())
-			}
-			return 1
+	return exitCode(err, name, stderr)
+}
+
+// exitCode prints what err says, unless it was printed already, and
+// returns the exit status it stands for.
+func exitCode(err error, name string, stderr io.Writer) int {
+	var ue *usageError
+	var ce upstream.ConfigErrors
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "airlock %s: %s\nRun 'airlock %s --help' for usage.\n", name, ue.msg, name)
+		return exitUsage
+	case errors.As(err, &ce):
+		fmt.Fprintf(stderr, "airlock: the configuration has %d error(s):\n", len(ce))
+		for _, e := range ce {
+			fmt.Fprintf(stderr, "  %s\n", e.Error())
 		}
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		if errors.Is(err, errDrift) || errors.Is(err, errDecision) || errors.Is(err, errWrong) {
-			return 1
-		}
+	case errors.Is(err, errDrift), errors.Is(err, errDecision), errors.Is(err, errWrong):
+		// printed already
+	default:
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
-		return 1
 	}
-	return 0
+	return exitFailure
 }
 
-type stringList []string
+const serveAbout = `Serve MCP over stdio (for an MCP client that starts airlock), or, with --http,
+streamable HTTP at /mcp and SSE at /sse. A non-loopback --http address requires
+AIRLOCK_HTTP_TOKEN, which clients send as Authorization: Bearer. --review also
+serves the review page at /review/. Request bodies over --max-body are answered
+413 unread; headers and bodies must arrive within 10 s.
 
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-func newLogger(w io.Writer) *slog.Logger {
-	level := slog.LevelInfo
-	if os.Getenv("AIRLOCK_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
+Any number of servers may share a store: a SQLite file on one machine, a
+PostgreSQL database (--store postgres://… or AIRLOCK_STORE) for replicas, with
+the same AIRLOCK_SECRET. Logs go to standard error (or --log-file), never to
+standard output, which belongs to MCP over stdio.`
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "configuration file (YAML)")
+	fs := newFlags("serve", "serve (--config FILE | --demo) [--http ADDR [--review]] [flags]", serveAbout)
+	configPath := fs.String("config", "", "the configuration `FILE` (YAML)")
 	demoMode := fs.Bool("demo", false, "serve the built-in demo API")
-	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio")
-	storePath := fs.String("store", "", "the store: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else a SQLite file under the user's state directory)")
-	review := fs.Bool("review", false, "with --http: also serve the operator's review page at /review/")
-	auditLog := fs.String("audit-log", "", "also append the audit trail (decisions and external calls) to this file as JSON Lines")
+	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on `ADDR` (host:port) instead of stdio")
+	storePath := fs.String("store", "", "the `STORE`: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else a SQLite file under the user's state directory)")
+	withReview := fs.Bool("review", false, "with --http: also serve the operator's review page at /review/")
+	auditLog := fs.String("audit-log", "", "also append the audit trail (decisions and external calls) to `FILE` as JSON Lines")
 	var origins stringList
-	fs.Var(&origins, "allow-origin", "browser origin allowed to call the HTTP transport (repeatable)")
-	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body in bytes; a larger one is answered 413")
-	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once; past it, 503")
+	fs.Var(&origins, "allow-origin", "a browser `ORIGIN` allowed to call the HTTP transport (repeatable)")
+	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body, in `BYTES`; a larger one is answered 413")
+	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once, `N`; past it, 503")
 	readOnly := fs.Bool("read-only", false, "offer no write tool (neither preview_selection nor commit_bulk_action)")
-	only := fs.String("tools", "", "offer only these tools (comma-separated names)")
-	exclude := fs.String("exclude-tools", "", "never offer these tools (comma-separated names)")
-	if err := fs.Parse(args); err != nil {
+	only := fs.String("tools", "", "offer only these tools, a comma-separated `LIST` of names")
+	exclude := fs.String("exclude-tools", "", "never offer these tools, a comma-separated `LIST` of names")
+	var logOpts logOptions
+	logOpts.register(fs)
+	if _, err := fs.parse(args, 0, stdout); err != nil {
 		return err
 	}
-	if *maxBody <= 0 || *maxStreams <= 0 {
-		return errors.New("--max-body and --max-streams must be positive")
+	switch {
+	case *maxBody <= 0 || *maxStreams <= 0:
+		return usagef("--max-body and --max-streams must be positive")
+	case *demoMode && *configPath != "":
+		return usagef("use --config or --demo, not both")
+	case !*demoMode && *configPath == "":
+		return usagef("needs --config FILE or --demo")
+	case *withReview && *httpAddr == "":
+		return usagef("--review needs --http: the review page is served over HTTP")
 	}
-	// Everything written to stderr passes through the redactor, which
-	// learns the upstream credentials when the configuration is loaded.
+	var addr string
+	var loopback bool
+	if *httpAddr != "" {
+		var err error
+		if addr, loopback, err = bindAddr(*httpAddr); err != nil {
+			return usagef("--http %q: %v", *httpAddr, err)
+		}
+	}
+	token := os.Getenv("AIRLOCK_HTTP_TOKEN")
+	if *httpAddr != "" && !loopback && token == "" {
+		return errors.New("--http binds a non-loopback address: set AIRLOCK_HTTP_TOKEN so that clients must present a bearer token")
+	}
+	// Everything logged passes through the redactor, which learns the
+	// upstream credentials when the configuration is loaded.
 	red := envelope.NewRedactor(os.Getenv("AIRLOCK_HTTP_TOKEN"), os.Getenv("AIRLOCK_REVIEW_TOKEN"))
-	logger := newLogger(red.Writer(stderr))
+	logger, closeLog, err := logOpts.open(stderr, red)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	var cfgBytes []byte
 	getenv := os.Getenv
-	switch {
-	case *demoMode && *configPath != "":
-		return errors.New("use --config or --demo, not both")
-	case *demoMode:
+	if *demoMode {
 		api := httptest.NewUnstartedServer(&fixtures.Server{})
 		api.Start()
 		defer api.Close()
 		logger.Info("demo API started", "url", api.URL)
 		cfgBytes = fixtures.DemoConfig(api.URL)
 		getenv = demoEnv
-	case *configPath != "":
+	} else {
 		b, err := os.ReadFile(*configPath)
 		if err != nil {
 			return fmt.Errorf("read config: %w", err)
 		}
 		cfgBytes = b
-	default:
-		return errors.New("serve needs --config FILE or --demo")
 	}
 	deps, err := buildDeps(ctx, cfgBytes, getenv, logger, red)
 	if err != nil {
 		return err
-	}
-	if *review && *httpAddr == "" {
-		return errors.New("--review needs --http: the review page is served over HTTP")
 	}
 	if *auditLog != "" {
 		f, err := openAuditLog(*auditLog)
@@ -231,22 +255,14 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 		return nil
 	}
-	token := os.Getenv("AIRLOCK_HTTP_TOKEN")
-	addr, loopback, err := bindAddr(*httpAddr)
-	if err != nil {
-		return fmt.Errorf("--http: %w", err)
-	}
-	if !loopback && token == "" {
-		return errors.New("--http binds a non-loopback address: set AIRLOCK_HTTP_TOKEN so that clients must present a bearer token")
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams}
-	if *review {
-		opts.Extra = map[string]http.Handler{"/review/": tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger})}
-		logger.Info("serving the review page", "url", "http://"+ln.Addr().String()+"/review/")
+	if *withReview {
+		opts.Extra = map[string]http.Handler{review.Prefix: review.NewHandler(reviewDeps(deps), review.Options{Token: token})}
+		logger.Info("serving the review page", "url", "http://"+ln.Addr().String()+review.Prefix)
 	}
 	h := tools.NewHTTPHandler(mcpSrv, opts)
 	logger.Info("serving MCP over HTTP", "mcp", "http://"+ln.Addr().String()+"/mcp", "sse", "http://"+ln.Addr().String()+"/sse",
@@ -297,15 +313,14 @@ func buildDeps(ctx context.Context, cfgBytes []byte, getenv func(string) string,
 }
 
 func check(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "configuration file (YAML)")
+	fs := newFlags("check", "check --config FILE [--strict]", "Validate a configuration as serve would load it (contracts, schemas, templates),\nwithout calling the API: every error at once, with its line.")
+	configPath := fs.String("config", "", "the configuration `FILE` (YAML)")
 	strict := fs.Bool("strict", false, "treat warnings (an unset credential, an expired alias) as errors")
-	if err := fs.Parse(args); err != nil {
+	if _, err := fs.parse(args, 0, stdout); err != nil {
 		return err
 	}
 	if *configPath == "" {
-		return errors.New("check needs --config FILE")
+		return usagef("needs --config FILE")
 	}
 	if b, err := os.ReadFile(*configPath); err == nil {
 		if todos := upstream.FindTodos(b); len(todos) > 0 {

@@ -120,10 +120,15 @@ func TestDemo_RunsTheTourAndExitsZero(t *testing.T) {
 	}
 	for _, want := range []string{"VISIBILITY_RESTRICTED", "SOURCE_UNAVAILABLE", "complete true", "complete false",
 		"the client asks the user", "Why approval: 131 targets, more than 100", "error APPROVAL_REQUIRED", "$ airlock approve sel_",
-		"channel operator_cli, 23 targets", "PATCH /v1/projects/{{id}}", "state back to inactive (23)", "completed: map[succeeded:23]"} {
+		"channel operator_cli, 23 targets", "PATCH /v1/projects/{id}", `state back to "inactive" (23)`, `completed: {"succeeded":23}`,
+		"member sub_00076  Nimbus Freight Inc                 EUR 225.50"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the tour lacks %q", want)
 		}
+	}
+	// A person reads the tour: values are JSON, never Go's map syntax.
+	if strings.Contains(out.String(), "map[") {
+		t.Errorf("the tour prints a Go map:\n%s", out.String())
 	}
 }
 

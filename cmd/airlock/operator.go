@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,12 +12,15 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"regexp"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -37,7 +39,7 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 	getenv := os.Getenv
 	switch {
 	case demo && configPath != "":
-		return nil, nil, errors.New("use --config or --demo, not both")
+		return nil, nil, usagef("use --config or --demo, not both")
 	case demo:
 		// The demo's actions do not depend on where its API listens.
 		cfgBytes = fixtures.DemoConfig("http://127.0.0.1:1")
@@ -73,7 +75,7 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 			logFile.Close()
 		}
 	}
-	st, err := openStore(ctx, storePath)
+	st, err := openOperatorStore(ctx, storePath, false)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -115,25 +117,16 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// splitPositional lets the selection or operation id come before or after
-// the flags.
-func splitPositional(fs *flag.FlagSet, args []string) (string, error) {
-	var pos string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		pos, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		return "", err
-	}
-	if pos == "" && fs.NArg() > 0 {
-		pos = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return "", fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	return pos, nil
-}
-
 type export struct{ format, file string }
+
+// exportFlag documents --export FORMAT FILE in help; takeExports reads it
+// (a flag takes one value), so a value reaching the flag is misspelled.
+type exportFlag struct{}
+
+func (exportFlag) String() string { return "" }
+func (exportFlag) Set(string) error {
+	return errors.New("takes a format and a file: --export csv FILE")
+}
 
 // takeExports removes every "--export FORMAT FILE" from args.
 func takeExports(args []string) ([]string, []export, error) {
@@ -145,11 +138,11 @@ func takeExports(args []string) ([]string, []export, error) {
 			continue
 		}
 		if i+2 >= len(args) {
-			return nil, nil, errors.New("--export needs a format (csv or json) and a file")
+			return nil, nil, usagef("--export needs a format (csv or json) and a file")
 		}
 		f := args[i+1]
-		if f != tools.ExportCSV && f != tools.ExportJSON {
-			return nil, nil, fmt.Errorf("--export %s: the format is csv or json", f)
+		if f != review.ExportCSV && f != review.ExportJSON {
+			return nil, nil, usagef("--export %s: the format is csv or json", f)
 		}
 		out = append(out, export{f, args[i+2]})
 		i += 2
@@ -167,27 +160,40 @@ func printProblem(w io.Writer, p *envelope.Problem) {
 	}
 }
 
+const approveAbout = `Approve or reject a selection an agent previewed, outside the agent's channel:
+it prints the summary (where, what, effect, what is missing), the approval
+policy and the first members, then asks y/N on a terminal. Without a terminal
+it needs --yes with the selection's digest typed out. The decision is
+recorded in the server's store (never created here) and used once.`
+
 func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	args, exports, err := takeExports(args)
 	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("approve", "approve SELECTION [--reject] [--export csv|json FILE]... [--yes DIGEST] [flags]", approveAbout)
 	reject := fs.Bool("reject", false, "reject the selection instead of approving it")
-	yes := fs.String("yes", "", "decide without a prompt: the selection's digest, typed out in full")
-	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
-	configPath := fs.String("config", "", "the server's configuration, for the action's approval policy")
+	yes := fs.String("yes", "", "decide without a prompt: the selection's `DIGEST`, typed out in full")
+	storePath := fs.String("store", "", "the `STORE` the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory); never created")
+	configPath := fs.String("config", "", "the server's configuration `FILE`, for the action's approval policy")
 	demoMode := fs.Bool("demo", false, "the built-in demo's configuration")
-	auditLog := fs.String("audit-log", "", "also append the decision to this JSON Lines audit file (the server's)")
-	selID, err := splitPositional(fs, args)
+	auditLog := fs.String("audit-log", "", "also append the decision to `FILE`, the server's JSON Lines audit file")
+	fs.Var(exportFlag{}, "export", "write every member to `csv|json FILE` (repeatable)")
+	var logOpts logOptions
+	logOpts.register(fs)
+	pos, err := fs.parse(args, 1, stdout)
 	if err != nil {
 		return err
 	}
-	if selID == "" {
-		return errors.New("approve needs a selection id: airlock approve SELECTION [--reject] [--export csv|json FILE] [--yes DIGEST]")
+	if len(pos) == 0 {
+		return usagef("needs the id of the selection to decide: airlock approve SELECTION")
 	}
-	logger := newLogger(stderr)
+	selID := pos[0]
+	logger, closeLog, err := logOpts.open(stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	deps, closeStore, err := operatorDeps(ctx, *storePath, *configPath, *auditLog, *demoMode, logger)
 	if err != nil {
 		return err
@@ -207,7 +213,7 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	acks := selection.Acknowledgements(sel)
 	fmt.Fprintln(stdout, tools.ApprovalSummary(sel, need, acks))
 	fmt.Fprintf(stdout, "Approval policy: %s\n", need.Mode)
-	if err := printManifest(ctx, deps.Store, sel, stdout); err != nil {
+	if err := printManifest(ctx, deps, sel, stdout); err != nil {
 		return err
 	}
 	for _, ex := range exports {
@@ -264,9 +270,24 @@ func storePathOf(d *tools.Deps) string {
 	return storeName(st)
 }
 
-// printManifest shows the first members; --export writes them all.
-func printManifest(ctx context.Context, st selection.Store, sel *selection.Selection, w io.Writer) error {
-	recs, err := st.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, Limit: 10})
+// printManifest shows the first members (amounts of money fields also with
+// their currency, when the configuration is given); --export writes them
+// all.
+func printManifest(ctx context.Context, deps *tools.Deps, sel *selection.Selection, w io.Writer) error {
+	var money map[string]*upstream.MoneyConfig
+	if deps.Runtime != nil {
+		if r := deps.Runtime.Resources[sel.Resource]; r != nil {
+			for name, f := range r.Config.Fields {
+				if f != nil && f.Money != nil {
+					if money == nil {
+						money = map[string]*upstream.MoneyConfig{}
+					}
+					money[name] = f.Money
+				}
+			}
+		}
+	}
+	recs, err := deps.Store.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, Limit: 10})
 	if err != nil {
 		return err
 	}
@@ -277,9 +298,31 @@ func printManifest(ctx context.Context, st selection.Store, sel *selection.Selec
 	fmt.Fprintln(w)
 	for _, r := range recs {
 		b, _ := selection.Canonical(r.Review)
-		fmt.Fprintf(w, "  %s %s\n", r.ID, b)
+		var amounts []string
+		for _, name := range sortedNames(money) {
+			m := money[name]
+			if v, ok := r.Review[name]; ok {
+				if text, ok := review.FormatMoney(m, v, r.Review[m.CurrencyField]); ok {
+					amounts = append(amounts, name+" "+text)
+				}
+			}
+		}
+		if len(amounts) > 0 {
+			fmt.Fprintf(w, "  %s %s (%s)\n", r.ID, b, strings.Join(amounts, ", "))
+		} else {
+			fmt.Fprintf(w, "  %s %s\n", r.ID, b)
+		}
 	}
 	return nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func exportTo(ctx context.Context, st selection.Store, sel *selection.Selection, ex export) error {
@@ -287,7 +330,7 @@ func exportTo(ctx context.Context, st selection.Store, sel *selection.Selection,
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if err := tools.ExportManifest(ctx, st, sel, ex.format, f); err != nil {
+	if err := review.ExportManifest(ctx, st, sel, ex.format, f); err != nil {
 		f.Close()
 		return fmt.Errorf("export: %w", err)
 	}
@@ -295,18 +338,19 @@ func exportTo(ctx context.Context, st selection.Store, sel *selection.Selection,
 }
 
 func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
+	fs := newFlags("audit", "audit OPERATION [--json] [--store STORE]",
+		"Print who previewed, approved and committed an operation, and every call it\nmade upstream. Reads the store without changing it (never creates one).")
+	storePath := fs.String("store", "", "the `STORE` the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
 	asJSON := fs.Bool("json", false, "print the events as JSON Lines")
-	opID, err := splitPositional(fs, args)
+	pos, err := fs.parse(args, 1, stdout)
 	if err != nil {
 		return err
 	}
-	if opID == "" {
-		return errors.New("audit needs an operation id: airlock audit OPERATION")
+	if len(pos) == 0 {
+		return usagef("needs an operation id: airlock audit OPERATION")
 	}
-	st, err := openStore(ctx, *storePath)
+	opID := pos[0]
+	st, err := openOperatorStore(ctx, *storePath, true)
 	if err != nil {
 		return err
 	}
@@ -337,7 +381,7 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if op.ApprovalID != "" {
 		fmt.Fprintf(stdout, "Approval %s\n", op.ApprovalID)
 	}
-	fmt.Fprintf(stdout, "Counts %v\n\nDecisions\n", op.Counts)
+	fmt.Fprintf(stdout, "Counts %s\n\nDecisions\n", jsonText(op.Counts))
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	for _, e := range events {
 		if e.Kind == selection.AuditDecision {
@@ -351,7 +395,7 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, e := range events {
 		if e.Kind == selection.AuditCall {
 			calls++
-			fmt.Fprintf(tw, "  %s\t%s %s\t%s\t%d\t%dms\t%s\n", e.At.UTC().Format(time.RFC3339), e.Method, e.PathTemplate, e.TargetID, e.Status, e.DurationMS, e.RequestID)
+			fmt.Fprintf(tw, "  %s\t%s %s\t%s\t%d\t%dms\t%s\n", e.At.UTC().Format(time.RFC3339), e.Method, pathTemplate(e.PathTemplate), e.TargetID, e.Status, e.DurationMS, e.RequestID)
 		}
 	}
 	tw.Flush()
@@ -362,25 +406,31 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("review", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8766", "address of the review page")
-	storePath := fs.String("store", "", "the store the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory)")
-	configPath := fs.String("config", "", "the server's configuration, for the actions' approval policies")
+	fs := newFlags("review", "review [--listen ADDR] [--config FILE | --demo] [flags]",
+		"Serve the review page: the selections awaiting a decision, each with what\napproving it acknowledges, its effect, composition and manifest, and a form to\napprove or reject it. A non-loopback --listen address requires\nAIRLOCK_REVIEW_TOKEN; open the page once with ?token=….")
+	listen := fs.String("listen", "127.0.0.1:8766", "the `ADDR` (host:port) of the review page")
+	storePath := fs.String("store", "", "the `STORE` the server uses: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else under the user's state directory); never created")
+	configPath := fs.String("config", "", "the server's configuration `FILE`, for the actions' approval policies, the upstreams' names and money fields")
 	demoMode := fs.Bool("demo", false, "the built-in demo's configuration")
-	auditLog := fs.String("audit-log", "", "also append decisions to this JSON Lines audit file (the server's)")
-	if err := fs.Parse(args); err != nil {
+	auditLog := fs.String("audit-log", "", "also append decisions to `FILE`, the server's JSON Lines audit file")
+	var logOpts logOptions
+	logOpts.register(fs)
+	if _, err := fs.parse(args, 0, stdout); err != nil {
 		return err
 	}
 	token := os.Getenv("AIRLOCK_REVIEW_TOKEN")
 	addr, loopback, err := bindAddr(*listen)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return usagef("--listen %q: %v", *listen, err)
 	}
 	if !loopback && token == "" {
 		return errors.New("--listen binds a non-loopback address: set AIRLOCK_REVIEW_TOKEN so that the page asks for it")
 	}
-	logger := newLogger(stderr)
+	logger, closeLog, err := logOpts.open(stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	deps, closeStore, err := operatorDeps(ctx, *storePath, *configPath, *auditLog, *demoMode, logger)
 	if err != nil {
 		return err
@@ -391,8 +441,29 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/review/", tools.NewReviewHandler(deps, tools.ReviewOptions{Token: token, Logger: logger}))
+	mux.Handle(review.Prefix, review.NewHandler(reviewDeps(deps), review.Options{Token: token}))
 	mux.Handle("/{$}", http.RedirectHandler("/review/", http.StatusSeeOther))
 	fmt.Fprintf(stdout, "review page: http://%s/review/\n", ln.Addr())
 	return serveHTTP(ctx, ln, mux, logger)
+}
+
+// reviewDeps are the review page's view of the server's deps.
+func reviewDeps(d *tools.Deps) review.Deps {
+	return review.Deps{Store: d.Store, Engine: d.Engine, Runtime: d.Runtime, Clock: d.Clock, Secret: d.Secret, Logger: d.Logger}
+}
+
+// templateVar is a {{name}} of a configured path.
+var templateVar = regexp.MustCompile(`\{\{\s*([^{}]+?)\s*\}\}`)
+
+// pathTemplate shows a configured path the way API documents write one:
+// /v1/projects/{{id}} as /v1/projects/{id}.
+func pathTemplate(p string) string { return templateVar.ReplaceAllString(p, "{$1}") }
+
+// jsonText is v as compact JSON, for what a person reads (never a Go map).
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }

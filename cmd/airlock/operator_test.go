@@ -147,7 +147,7 @@ func TestApprove_AsksOnATerminal(t *testing.T) {
 		t.Fatalf("audit: exit %d %s", code, errOut)
 	}
 	for _, want := range []string{"approved  os user ", "channel operator_cli, 2 targets, action archive", "commit    mcp client crash-test 1",
-		"PATCH /v1/projects/{{id}}  proj_0023  200", "PATCH /v1/projects/{{id}}  proj_0042  200"} {
+		"PATCH /v1/projects/{id}  proj_0023  200", "PATCH /v1/projects/{id}  proj_0042  200"} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("audit lacks %q:\n%s", want, trail)
 		}
@@ -201,7 +201,7 @@ func TestReview_NonLoopbackNeedsAToken(t *testing.T) {
 		t.Fatalf("exit %d %s", code, errOut)
 	}
 	code, _, errOut = cli("serve", "--demo", "--review", "--store", filepath.Join(t.TempDir(), "s.db"))
-	if code != 1 || !strings.Contains(errOut, "--review needs --http") {
+	if code != 2 || !strings.Contains(errOut, "--review needs --http") {
 		t.Fatalf("exit %d %s", code, errOut)
 	}
 }
@@ -233,4 +233,23 @@ func callTool(t *testing.T, c *client.Client, tool string, args map[string]any) 
 		t.Fatalf("%s: the result breaks the envelope schema: %v\n%s", tool, err, b)
 	}
 	return string(b)
+}
+
+// TestApprove_ShowsAmountsWithTheirCurrency: with the server's
+// configuration, a money field of the manifest also reads in its currency.
+func TestApprove_ShowsAmountsWithTheirCurrency(t *testing.T) {
+	s := newOperatorSetup(t)
+	p := callData(t, s.c, "preview_selection", map[string]any{"resource": "subscriptions", "ids": []any{"sub_00076", "sub_00084"},
+		"action": map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}})
+	sel := p["selection_id"].(string)
+	_, out, _ := cli("approve", sel, "--store", s.store, "--config", s.config)
+	for _, want := range []string{`"amount_due":22550`, "(amount_due EUR 225.50)", "(amount_due EUR 59.00)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the manifest lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = cli("approve", sel, "--store", s.store)
+	if strings.Contains(out, "EUR 225.50") || !strings.Contains(out, `"amount_due":22550`) {
+		t.Errorf("without the configuration the amount is the API's number:\n%s", out)
+	}
 }

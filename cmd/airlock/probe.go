@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,19 +26,19 @@ type probeOutput struct {
 }
 
 func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "configuration file (YAML)")
+	fs := newFlags("probe", "probe --config FILE [--resource NAME]... [--json] [flags]",
+		"Check every assumption of a configuration against the live API, read-only and\nwithin a request budget: each list walked to its end, each filter sent as\ndeclared, items read by id. Exits 1 when an assumption is wrong.")
+	configPath := fs.String("config", "", "the configuration `FILE` (YAML)")
 	asJSON := fs.Bool("json", false, "print the checks as JSON")
-	maxRequests := fs.Int("max-requests", upstream.DefaultProbeRequests, "request budget per resource")
-	pageSize := fs.Int("page-size", 0, "page size of the walk to the end (default: small enough to span several pages within the budget)")
+	maxRequests := fs.Int("max-requests", upstream.DefaultProbeRequests, "the request budget per resource, `N`")
+	pageSize := fs.Int("page-size", 0, "the page size, `N`, of the walk to the end (default: small enough to span several pages within the budget)")
 	var only stringList
-	fs.Var(&only, "resource", "probe only this resource (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	fs.Var(&only, "resource", "probe only the resource `NAME` (repeatable)")
+	if _, err := fs.parse(args, 0, stdout); err != nil {
 		return err
 	}
 	if *configPath == "" {
-		return errors.New("probe needs --config FILE")
+		return usagef("needs --config FILE")
 	}
 	if b, err := os.ReadFile(*configPath); err == nil {
 		if todos := upstream.FindTodos(b); len(todos) > 0 {
@@ -50,7 +49,7 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: newLogger(io.Discard)})
+	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ func TestProcess_EchoedCredentialIsNotInStderrAtDebugLevel(t *testing.T) {
 	if err := os.WriteFile(cfg, fixtures.DemoConfig(up.URL), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr, _, stderr := serveProcess(t, []string{"AIRLOCK_DEBUG=1", fixtures.DemoTokenEnv + "=" + canaryCredential}, "--config", cfg, "--store", store)
+	addr, _, stderr := serveProcess(t, []string{"AIRLOCK_LOG_LEVEL=debug", fixtures.DemoTokenEnv + "=" + canaryCredential}, "--config", cfg, "--store", store)
 	c := connect(t, "http://"+addr+"/mcp")
 	var results []byte
 	for _, owner := range []string{"team-echo", "team-link"} {

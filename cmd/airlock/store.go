@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -53,6 +54,39 @@ func openStore(ctx context.Context, spec string) (selection.Store, error) {
 		spec = p
 	}
 	return sqlitestore.Open(ctx, spec)
+}
+
+// openOperatorStore opens, for an operator's command, the store spec names
+// (as openStore resolves it) without ever creating or migrating one:
+// readOnly for audit, read-write for approve and review, which record
+// decisions.
+func openOperatorStore(ctx context.Context, spec string, readOnly bool) (selection.Store, error) {
+	if spec == "" {
+		spec = os.Getenv(envStore)
+	}
+	var st selection.Store
+	var err error
+	switch {
+	case isPostgres(spec) && readOnly:
+		st, err = pgstore.OpenReadOnly(ctx, spec)
+	case isPostgres(spec):
+		st, err = pgstore.OpenExisting(ctx, spec)
+	default:
+		if spec == "" {
+			if spec, err = sqlitestore.DefaultPath(); err != nil {
+				return nil, err
+			}
+		}
+		if readOnly {
+			st, err = sqlitestore.OpenReadOnly(ctx, spec)
+		} else {
+			st, err = sqlitestore.OpenExisting(ctx, spec)
+		}
+	}
+	if errors.Is(err, sqlitestore.ErrNoStore) || errors.Is(err, pgstore.ErrNoStore) {
+		return nil, fmt.Errorf("%w; give the --store the server uses (or set %s)", err, envStore)
+	}
+	return st, err
 }
 
 // storeName names a store in messages: its file, or its URL without the

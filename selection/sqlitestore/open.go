@@ -89,20 +89,27 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		return nil, err
 	}
 	_ = os.Chmod(path, 0o600)
-	if s.journalStmt, err = w.PrepareContext(ctx, journalSQL); err != nil {
+	if err := s.start(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, err
 	}
-	if s.fenceStmt, err = w.PrepareContext(ctx, fenceSQL); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("store: %w", err)
+	return s, nil
+}
+
+// start prepares the writer's statements and starts the group commit.
+func (s *SQLite) start(ctx context.Context) error {
+	var err error
+	if s.journalStmt, err = s.w.PrepareContext(ctx, journalSQL); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
-	if s.recordsStmt, err = w.PrepareContext(ctx, insertRecordsSQL(recordsPerInsert)); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("store: %w", err)
+	if s.fenceStmt, err = s.w.PrepareContext(ctx, fenceSQL); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if s.recordsStmt, err = s.w.PrepareContext(ctx, insertRecordsSQL(recordsPerInsert)); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	s.group = batch.New(batch.Options{Depth: maxGroup, Merge: maxGroup}, s.commitGroup)
-	return s, nil
+	return nil
 }
 
 // Path is the store's file.

@@ -1,4 +1,16 @@
-package tools
+// Package review is the operator's review page: it shows a frozen selection
+// the way an approval needs it (the decision and what it acknowledges
+// first, then the effect, composition, exclusions and manifest) and records
+// the operator's approval or rejection outside the agent's channel. It also
+// exports a selection's manifest (CSV, JSON) for the page and for airlock
+// approve.
+//
+// It must never record a decision for another selection or action than the
+// one the page showed (the digest travels with the form), never accept a
+// form that its own page did not serve (session-bound form tokens, same
+// origin), and never show a field the configuration marks sensitive (such
+// fields never reach the store).
+package review
 
 import (
 	"context"
@@ -15,57 +27,82 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
-	"time"
 	"unicode"
+
+	"github.com/google/uuid"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
-// ReviewOptions configure the operator's review page.
-type ReviewOptions struct {
+// Deps are what the page reads and decides with.
+type Deps struct {
+	// Store holds the selections, approvals and operations (required).
+	Store selection.Store
+	// Engine records decisions and applies approval policies (required).
+	Engine *selection.Engine
+	// Runtime is the server's configuration: approval policies, the
+	// upstreams' names, which fields are money, which actions are
+	// destructive. nil: policies read "unknown" and values are shown as
+	// stored.
+	Runtime *upstream.Runtime
+	// Clock says what is expired; nil means the wall clock.
+	Clock upstream.Clock
+	// Secret, when set, is what the form tokens' key derives from, so that
+	// every process given it accepts the others' forms (AIRLOCK_SECRET).
+	// Without it the key is generated once and kept in the store.
+	Secret []byte
+	// Logger receives refusals and decisions; nil discards them.
+	Logger *slog.Logger
+}
+
+// Options configure access to the page.
+type Options struct {
 	// Token, when set, admits whoever presents it: a browser once as
 	// ?token=… (then in a cookie), a program as Authorization: Bearer.
 	// Without one, the page serves loopback clients on a loopback host
 	// name only.
-	Token  string
-	Logger *slog.Logger
+	Token string
 }
 
 const (
-	reviewPrefix   = "/review/"
+	// Prefix is the path the page is served under.
+	Prefix         = "/review/"
 	sessionCookie  = "airlock_review_session"
 	tokenCookie    = "airlock_review_token"
 	manifestPage   = 50
 	maxDecisionLen = 64 << 10
+	// recentLimit bounds the selections the index considers.
+	recentLimit = 200
+	// indexRows bounds the rows the index shows.
+	indexRows = 50
 )
 
-//go:embed review.html
-var reviewFS embed.FS
+//go:embed page.html
+var pageFS embed.FS
 
-var reviewTmpl = template.Must(template.New("review.html").Funcs(template.FuncMap{
-	"json": func(v any) string { b, _ := selection.Canonical(v); return string(b) },
-	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"cell": cell,
-}).ParseFS(reviewFS, "review.html"))
+var pages = template.Must(template.New("page.html").Funcs(template.FuncMap{
+	"short": shortDigest,
+	"json":  jsonOf,
+	"stamp": stamp,
+}).ParseFS(pageFS, "page.html"))
 
-// review serves the review page: an operator sees a selection the way the
-// approval needs it (environment, action and effect, composition,
-// exclusions, what is missing, the manifest) and approves or rejects that
-// exact selection and action, outside the agent's channel.
-type review struct {
-	d    *Deps
-	opts ReviewOptions
+type page struct {
+	d    Deps
+	opts Options
 }
 
-// NewReviewHandler serves the review page under /review/.
-func NewReviewHandler(d *Deps, opts ReviewOptions) http.Handler {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+// NewHandler serves the review page under /review/.
+func NewHandler(d Deps, opts Options) http.Handler {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	rv := &review{d: d, opts: opts}
+	if d.Clock == nil {
+		d.Clock = upstream.WallClock
+	}
+	rv := &page{d: d, opts: opts}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /review/{$}", rv.index)
 	mux.HandleFunc("GET /review/selections/{id}", rv.selection)
@@ -91,7 +128,7 @@ func NewReviewHandler(d *Deps, opts ReviewOptions) http.Handler {
 
 // admit applies the access rule; it answers the request itself when it
 // does not admit it (or when it trades a ?token= for a cookie).
-func (rv *review) admit(w http.ResponseWriter, r *http.Request) bool {
+func (rv *page) admit(w http.ResponseWriter, r *http.Request) bool {
 	if rv.opts.Token != "" {
 		tok := []byte(rv.opts.Token)
 		if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && subtle.ConstantTimeCompare([]byte(b), tok) == 1 {
@@ -101,7 +138,7 @@ func (rv *review) admit(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 		if q := r.URL.Query().Get("token"); r.Method == http.MethodGet && q != "" && subtle.ConstantTimeCompare([]byte(q), tok) == 1 {
-			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: rv.opts.Token, Path: reviewPrefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: rv.opts.Token, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 			u := *r.URL
 			q := u.Query()
 			q.Del("token")
@@ -113,17 +150,39 @@ func (rv *review) admit(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || !IsLoopback(r.Host) {
-		rv.opts.Logger.Warn("review page refused a request", "remote", r.RemoteAddr)
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || !isLoopbackHost(r.Host) {
+		rv.d.Logger.Warn("review page refused a request", "remote", r.RemoteAddr)
 		rv.fail(w, r, envelope.NewProblem(envelope.ProblemReviewAccessDenied, ""))
 		return false
 	}
 	return true
 }
 
+// isLoopbackHost reports whether a Host header names a loopback address
+// (or localhost): anything else on a loopback listener is DNS rebinding.
+func isLoopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newRequestID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
 // fail answers a problem: as application/problem+json to a program that
 // asks for JSON, as a page otherwise.
-func (rv *review) fail(w http.ResponseWriter, r *http.Request, p *envelope.Problem) {
+func (rv *page) fail(w http.ResponseWriter, r *http.Request, p *envelope.Problem) {
 	if p.RequestID == "" {
 		p.WithRequest(newRequestID())
 	}
@@ -135,66 +194,17 @@ func (rv *review) fail(w http.ResponseWriter, r *http.Request, p *envelope.Probl
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(p.Status)
-	_ = reviewTmpl.ExecuteTemplate(w, "problem", p)
+	_ = pages.ExecuteTemplate(w, "problem", p)
 }
 
-func (rv *review) index(w http.ResponseWriter, r *http.Request) {
-	sels, err := rv.d.Store.RecentSelections(r.Context(), 50)
-	if err != nil {
-		rv.fail(w, r, envelope.NewProblem(envelope.ProblemInternal, ""))
-		return
+func (rv *page) render(w http.ResponseWriter, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+		rv.d.Logger.Error("review page", "template", name, "err", err)
 	}
-	type row struct {
-		Sel    *selection.Selection
-		Need   string
-		Status string
-	}
-	var rows []row
-	for _, s := range sels {
-		rows = append(rows, row{Sel: s, Need: rv.need(r.Context(), s).Mode, Status: rv.status(r.Context(), s)})
-	}
-	rv.page(w, "index", map[string]any{"Rows": rows})
 }
 
-func (rv *review) need(ctx context.Context, sel *selection.Selection) selection.Requirement {
-	if rv.d.Runtime == nil {
-		return selection.Requirement{Mode: "unknown (no configuration given)"}
-	}
-	if a, ok := rv.d.Runtime.Actions[sel.Action.Type]; ok {
-		return rv.d.Engine.ApprovalRequirement(ctx, sel, a)
-	}
-	return selection.Requirement{Mode: "unknown (the action is no longer configured)"}
-}
-
-// status says in a few words where a selection stands.
-func (rv *review) status(ctx context.Context, sel *selection.Selection) string {
-	ops, _ := rv.d.Store.OperationsOf(ctx, sel.ID)
-	for _, op := range ops {
-		if op.Mode == selection.ModeExecute {
-			return "committed: " + op.ID + " " + op.Status
-		}
-	}
-	if !rv.d.Clock.Now().Before(sel.ExpiresAt) {
-		return "expired"
-	}
-	aps, _ := rv.d.Store.Approvals(ctx, sel.ID)
-	for i := len(aps) - 1; i >= 0; i-- {
-		switch ap := aps[i]; ap.Decision {
-		case selection.DecisionRejected:
-			return "rejected by " + ap.Who
-		case selection.DecisionApproved:
-			if ap.UsedBy == "" && rv.d.Clock.Now().Before(ap.ExpiresAt) {
-				return "approved by " + ap.Who + ", usable until " + ap.ExpiresAt.UTC().Format("15:04:05 UTC")
-			}
-		}
-	}
-	if !sel.Committable {
-		return "not committable"
-	}
-	return "awaiting a decision"
-}
-
-func (rv *review) load(w http.ResponseWriter, r *http.Request) *selection.Selection {
+func (rv *page) load(w http.ResponseWriter, r *http.Request) *selection.Selection {
 	sel, err := rv.d.Store.Selection(r.Context(), r.PathValue("id"))
 	if err != nil || sel.State != selection.StateReady {
 		rv.fail(w, r, envelope.NewProblem(envelope.ProblemSelectionNotFound, "No selection with this id is ready."))
@@ -204,21 +214,39 @@ func (rv *review) load(w http.ResponseWriter, r *http.Request) *selection.Select
 }
 
 // session returns the browser's review session id, starting one.
-func (rv *review) session(w http.ResponseWriter, r *http.Request) string {
+func (rv *page) session(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(sessionCookie); err == nil && len(c.Value) >= 32 {
 		return c.Value
 	}
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	v := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: reviewPrefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	return v
 }
 
-// csrf is the form token of one session and selection: an HMAC with a key
-// derived from the shared secret or kept in the store.
-func (rv *review) csrf(ctx context.Context, session, selID string) (string, error) {
-	key, err := rv.d.key(ctx, "review_csrf_key")
+// csrfKeyName names the form tokens' key, in the store or derived from
+// the secret.
+const csrfKeyName = "review_csrf_key"
+
+// key returns the form tokens' key: derived from the secret when there is
+// one, else generated once and kept in the store.
+func (rv *page) key(ctx context.Context) ([]byte, error) {
+	if len(rv.d.Secret) > 0 {
+		m := hmac.New(sha256.New, rv.d.Secret)
+		m.Write([]byte("airlock signing key: " + csrfKeyName))
+		return m.Sum(nil), nil
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	return rv.d.Store.SetMetaIfAbsent(ctx, csrfKeyName, secret)
+}
+
+// csrf is the form token of one session and selection.
+func (rv *page) csrf(ctx context.Context, session, selID string) (string, error) {
+	key, err := rv.key(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -227,78 +255,7 @@ func (rv *review) csrf(ctx context.Context, session, selID string) (string, erro
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
 }
 
-type reviewGroup struct {
-	Dim    string
-	Values []groupValue
-}
-
-type groupValue struct {
-	Value string
-	Count int
-}
-
-func (rv *review) selection(w http.ResponseWriter, r *http.Request) {
-	sel := rv.load(w, r)
-	if sel == nil {
-		return
-	}
-	ctx := r.Context()
-	after := r.URL.Query().Get("after")
-	recs, err := rv.d.Store.Records(ctx, sel.ID, selection.RecordQuery{Disposition: selection.Member, After: after, Limit: manifestPage + 1})
-	if err != nil {
-		rv.fail(w, r, envelope.NewProblem(envelope.ProblemInternal, ""))
-		return
-	}
-	next := ""
-	if len(recs) > manifestPage {
-		recs = recs[:manifestPage]
-		next = recs[len(recs)-1].ID
-	}
-	cols := map[string]bool{}
-	for _, rec := range recs {
-		for k := range rec.Review {
-			cols[k] = true
-		}
-	}
-	delete(cols, "id")
-	token, err := rv.csrf(ctx, rv.session(w, r), sel.ID)
-	if err != nil {
-		rv.fail(w, r, envelope.NewProblem(envelope.ProblemInternal, ""))
-		return
-	}
-	var groups []reviewGroup
-	dims := make([]string, 0, len(sel.Summary.Groups))
-	for k := range sel.Summary.Groups {
-		dims = append(dims, k)
-	}
-	sort.Strings(dims)
-	for _, dim := range dims {
-		g := reviewGroup{Dim: dim}
-		for _, v := range sel.Summary.Groups[dim] {
-			b, _ := selection.Canonical(v.Value)
-			g.Values = append(g.Values, groupValue{Value: string(b), Count: v.Count})
-		}
-		groups = append(groups, g)
-	}
-	aps, _ := rv.d.Store.Approvals(ctx, sel.ID)
-	ops, _ := rv.d.Store.OperationsOf(ctx, sel.ID)
-	need := rv.need(ctx, sel)
-	status := rv.status(ctx, sel)
-	rv.page(w, "selection", map[string]any{
-		"Sel": sel, "Need": need, "Acks": selection.Acknowledgements(sel), "Groups": groups,
-		"Records": recs, "Columns": sortedSet(cols), "After": after, "Next": next,
-		"Approvals": aps, "Operations": ops, "Status": status, "CSRF": token,
-		"Decidable": status == "awaiting a decision", "Expired": !rv.d.Clock.Now().Before(sel.ExpiresAt),
-		"Params": jsonOf(sel.Action.Params), "Decided": r.URL.Query().Get("decided"),
-	})
-}
-
-func jsonOf(v any) string {
-	b, _ := selection.Canonical(v)
-	return string(b)
-}
-
-func (rv *review) export(format string) http.HandlerFunc {
+func (rv *page) export(format string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sel := rv.load(w, r)
 		if sel == nil {
@@ -311,7 +268,7 @@ func (rv *review) export(format string) http.HandlerFunc {
 		w.Header().Set("Content-Type", ct)
 		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-manifest.%s"`, sel.ID, format))
 		if err := ExportManifest(r.Context(), rv.d.Store, sel, format, w); err != nil {
-			rv.opts.Logger.Error("manifest export failed", "selection_id", sel.ID, "err", err)
+			rv.d.Logger.Error("manifest export failed", "selection_id", sel.ID, "err", err)
 		}
 	}
 }
@@ -331,7 +288,7 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && strings.EqualFold(u.Host, r.Host)
 }
 
-func (rv *review) decide(w http.ResponseWriter, r *http.Request) {
+func (rv *page) decide(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxDecisionLen)
 	if err := r.ParseForm(); err != nil {
 		rv.fail(w, r, envelope.NewProblem(envelope.ProblemReviewFormInvalid, "The form could not be read."))
@@ -350,7 +307,7 @@ func (rv *review) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	got := r.PostForm.Get("csrf")
 	if want == "" || !hmac.Equal([]byte(got), []byte(want)) || !sameOrigin(r) {
-		rv.opts.Logger.Warn("review page refused a decision without a valid form token", "selection_id", id, "remote", r.RemoteAddr)
+		rv.d.Logger.Warn("review page refused a decision without a valid form token", "selection_id", id, "remote", r.RemoteAddr)
 		rv.fail(w, r, envelope.NewProblem(envelope.ProblemReviewFormInvalid, ""))
 		return
 	}
@@ -390,8 +347,8 @@ func (rv *review) decide(w http.ResponseWriter, r *http.Request) {
 		rv.fail(w, r, p)
 		return
 	}
-	rv.opts.Logger.Info("review page decision", "selection_id", sel.ID, "decision", decision, "approval_id", ap.ID)
-	http.Redirect(w, r, reviewPrefix+"selections/"+url.PathEscape(sel.ID)+"?decided="+url.QueryEscape(ap.ID), http.StatusSeeOther)
+	rv.d.Logger.Info("review page decision", "selection_id", sel.ID, "decision", decision, "approval_id", ap.ID)
+	http.Redirect(w, r, Prefix+"selections/"+url.PathEscape(sel.ID)+"?decided="+url.QueryEscape(ap.ID), http.StatusSeeOther)
 }
 
 // personName keeps a typed name printable and short: letters, digits,
@@ -407,11 +364,4 @@ func personName(s string) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
-}
-
-func (rv *review) page(w http.ResponseWriter, name string, data map[string]any) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := reviewTmpl.ExecuteTemplate(w, name, data); err != nil {
-		rv.opts.Logger.Error("review page", "template", name, "err", err)
-	}
 }

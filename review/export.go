@@ -1,4 +1,4 @@
-package tools
+package review
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/airlock-mcp/airlock/selection"
 )
@@ -130,4 +131,13 @@ func exportJSON(ctx context.Context, st selection.Store, sel *selection.Selectio
 	}
 	_, err := io.WriteString(w, "]}\n")
 	return err
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/tools"
+)
+
+// buildInfo is what `airlock version` reports, read from the binary's own
+// build information.
+type buildInfo struct {
+	Version string `json:"version"`
+	// Module is the main module's version as the go command stamped it:
+	// a tag, a pseudo-version, or "(devel)" for a build from a checkout.
+	Module     string `json:"module_version"`
+	Commit     string `json:"commit,omitempty"`
+	CommitTime string `json:"commit_time,omitempty"`
+	Modified   bool   `json:"modified"`
+	Go         string `json:"go"`
+	Platform   string `json:"platform"`
+}
+
+// readBuildInfo reads the version of airlock (what MCP clients are told),
+// and from the binary's build information the commit (when the go command
+// stamped it: a build in a git clone), the Go version and the platform.
+func readBuildInfo() buildInfo {
+	info, _ := debug.ReadBuildInfo()
+	return fromBuildInfo(info)
+}
+
+func fromBuildInfo(info *debug.BuildInfo) buildInfo {
+	bi := buildInfo{Version: tools.Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info == nil {
+		return bi
+	}
+	bi.Module = info.Main.Version
+	if info.GoVersion != "" {
+		bi.Go = info.GoVersion
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			bi.Commit = s.Value
+		case "vcs.time":
+			bi.CommitTime = s.Value
+		case "vcs.modified":
+			bi.Modified = s.Value == "true"
+		}
+	}
+	return bi
+}
+
+func versionCmd(args []string, stdout io.Writer) error {
+	f := newFlags("version", "version [--json]", "Print airlock's version, the commit it was built from and the Go version that built it.\nairlock --version prints the same.")
+	asJSON := f.Bool("json", false, "print one JSON object")
+	if _, err := f.parse(args, 0, stdout); err != nil {
+		return err
+	}
+	bi := readBuildInfo()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(bi)
+	}
+	_, err := io.WriteString(stdout, bi.String())
+	return err
+}
+
+// String is the text `airlock version` prints.
+func (bi buildInfo) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "airlock %s\n", bi.Version)
+	if bi.Commit == "" {
+		b.WriteString("commit:  unknown (built without version control information; go install in a git clone records it)\n")
+	} else {
+		c := bi.Commit
+		if bi.CommitTime != "" {
+			c += " (" + bi.CommitTime + ")"
+		}
+		if bi.Modified {
+			c += ", with uncommitted changes"
+		}
+		fmt.Fprintf(&b, "commit:  %s\n", c)
+	}
+	if bi.Module != "" {
+		fmt.Fprintf(&b, "module:  %s\n", bi.Module)
+	}
+	fmt.Fprintf(&b, "go:      %s %s\n", bi.Go, bi.Platform)
+	return b.String()
+}
