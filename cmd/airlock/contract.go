@@ -44,13 +44,13 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			defer api.Close()
 			base = api.URL
 		}
-		if cfg, err = upstream.ParseConfig(fixtures.DemoConfig(base)); err != nil {
+		if cfg, err = loadConfig("", base); err != nil {
 			return err
 		}
 		fxs, err = fixtures.ContractFixtures()
 		getenv = demoEnv
 	case *configPath != "":
-		if cfg, err = upstream.LoadConfig(*configPath); err != nil {
+		if cfg, err = loadConfig(*configPath, ""); err != nil {
 			return err
 		}
 		dir := *fixtureDir

@@ -65,7 +65,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer apiSrv.Close()
 
 	logger := quietLogger()
-	deps, err := buildDeps(ctx, fixtures.DemoConfig(apiSrv.URL), demoEnv, logger, nil)
+	cfg, err := loadConfig("", apiSrv.URL)
+	if err != nil {
+		return err
+	}
+	deps, err := buildDeps(ctx, cfg, demoEnv, logger, nil)
 	if err != nil {
 		return err
 	}

@@ -205,23 +205,20 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	defer closeLog()
-	var cfgBytes []byte
+	demoURL := ""
 	getenv := os.Getenv
 	if *demoMode {
 		api := httptest.NewUnstartedServer(&fixtures.Server{})
 		api.Start()
 		defer api.Close()
 		logger.Info("demo API started", "url", api.URL)
-		cfgBytes = fixtures.DemoConfig(api.URL)
-		getenv = demoEnv
-	} else {
-		b, err := os.ReadFile(*configPath)
-		if err != nil {
-			return fmt.Errorf("read config: %w", err)
-		}
-		cfgBytes = b
+		demoURL, getenv = api.URL, demoEnv
 	}
-	deps, err := buildDeps(ctx, cfgBytes, getenv, logger, red)
+	cfg, err := loadConfig(*configPath, demoURL)
+	if err != nil {
+		return err
+	}
+	deps, err := buildDeps(ctx, cfg, getenv, logger, red)
 	if err != nil {
 		return err
 	}
@@ -300,11 +297,7 @@ func demoEnv(k string) string {
 
 // buildDeps initializes a configuration; red, when set, learns its
 // credentials (nil: the runtime makes its own redactor).
-func buildDeps(ctx context.Context, cfgBytes []byte, getenv func(string) string, logger *slog.Logger, red *envelope.Redactor) (*tools.Deps, error) {
-	cfg, err := upstream.ParseConfig(cfgBytes)
-	if err != nil {
-		return nil, err
-	}
+func buildDeps(ctx context.Context, cfg *upstream.Config, getenv func(string) string, logger *slog.Logger, red *envelope.Redactor) (*tools.Deps, error) {
 	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: logger, Getenv: getenv, Redactor: red})
 	if err != nil {
 		return nil, err
@@ -327,7 +320,7 @@ func check(args []string, stdout, stderr io.Writer) error {
 			return todos // a draft's open decisions, before what they stand in for
 		}
 	}
-	cfg, err := upstream.LoadConfig(*configPath)
+	cfg, err := loadConfig(*configPath, "")
 	if err != nil {
 		return err
 	}
@@ -373,4 +366,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// loadConfig is how every command reads its configuration: the file at
+// path, whose relative paths (contract schemas, OpenAPI documents) resolve
+// against its own directory whatever the working directory, or, when
+// demoURL is set, the demo's configuration for an API there.
+func loadConfig(path, demoURL string) (*upstream.Config, error) {
+	if demoURL != "" {
+		return upstream.ParseConfig(fixtures.DemoConfig(demoURL))
+	}
+	return upstream.LoadConfig(path)
 }

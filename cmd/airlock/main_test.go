@@ -225,3 +225,35 @@ func TestCheck_FailsOnAContractFileItCannotRead(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 1 naming the missing schema", code, errb.String())
 	}
 }
+
+// TestConfig_RelativeContractPathsResolveAgainstTheFile: every command reads
+// the configuration the same way, so a schema named relative to the
+// configuration file is found from any working directory, by check and by
+// the commands that build the runtime (serve, approve, review).
+func TestConfig_RelativeContractPathsResolveAgainstTheFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	schema := `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`
+	if err := os.WriteFile(filepath.Join(dir, "schemas", "sub.json"), []byte(schema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(fixtures.DemoConfig("https://api.example.com")), "    invariants:", "    contract: {schema: schemas/sub.json}\n    invariants:", 1)
+	path := filepath.Join(dir, "airlock.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir("/")
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", path}, nil, &out, &errb); code != 0 {
+		t.Fatalf("check from /: exit %d: %s", code, errb.String())
+	}
+	loaded, err := loadConfig(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := buildDeps(context.Background(), loaded, func(string) string { return "token" }, quietLogger(), nil); err != nil {
+		t.Fatalf("serve's runtime from /: %v", err)
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
@@ -35,23 +34,17 @@ var errDecision = errors.New("refused")
 // without it, the defaults do.
 func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, demo bool, logger *slog.Logger) (*tools.Deps, func(), error) {
 	var rt *upstream.Runtime
-	var cfgBytes []byte
 	getenv := os.Getenv
+	demoURL := ""
 	switch {
 	case demo && configPath != "":
 		return nil, nil, usagef("use --config or --demo, not both")
 	case demo:
 		// The demo's actions do not depend on where its API listens.
-		cfgBytes = fixtures.DemoConfig("http://127.0.0.1:1")
-	case configPath != "":
-		b, err := os.ReadFile(configPath)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read config: %w", err)
-		}
-		cfgBytes = b
+		demoURL = "http://127.0.0.1:1"
 	}
-	if cfgBytes != nil {
-		cfg, err := upstream.ParseConfig(cfgBytes)
+	if configPath != "" || demoURL != "" {
+		cfg, err := loadConfig(configPath, demoURL)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -45,7 +45,7 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return todos
 		}
 	}
-	cfg, err := upstream.LoadConfig(*configPath)
+	cfg, err := loadConfig(*configPath, "")
 	if err != nil {
 		return err
 	}
