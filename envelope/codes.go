@@ -36,401 +36,417 @@ type Code struct {
 	NextAction string
 }
 
+// The kinds of code are distinct types, so that a code of one kind given
+// where another is expected is a compile error, not a panic.
+type (
+	// ReasonCode is an incomplete reason's code.
+	ReasonCode string
+	// WarningCode is a warning's code.
+	WarningCode string
+	// ProblemCode is a problem's code.
+	ProblemCode string
+	// BlockerCode says why a selection is not committable (besides the
+	// scan's incomplete reasons).
+	BlockerCode string
+	// FieldCode is the code of one entry of a problem's errors[].
+	FieldCode string
+)
+
 // Incomplete reason codes.
 const (
-	MorePagesAvailable         = "MORE_PAGES_AVAILABLE"
-	ResultLimitReached         = "RESULT_LIMIT_REACHED"
-	TimeBudgetExceeded         = "TIME_BUDGET_EXCEEDED"
-	SourceUnavailable          = "SOURCE_UNAVAILABLE"
-	VisibilityRestricted       = "VISIBILITY_RESTRICTED"
-	CursorExpired              = "CURSOR_EXPIRED"
-	RateLimited                = "RATE_LIMITED"
-	UpstreamReportedIncomplete = "UPSTREAM_REPORTED_INCOMPLETE"
-	InconsistentSnapshot       = "INCONSISTENT_SNAPSHOT"
-	ContractViolation          = "CONTRACT_VIOLATION"
-	EndNotProven               = "END_NOT_PROVEN"
-	OperationRunning           = "OPERATION_RUNNING"
-	TargetsUnsettled           = "TARGETS_UNSETTLED"
+	MorePagesAvailable         ReasonCode = "MORE_PAGES_AVAILABLE"
+	ResultLimitReached         ReasonCode = "RESULT_LIMIT_REACHED"
+	TimeBudgetExceeded         ReasonCode = "TIME_BUDGET_EXCEEDED"
+	SourceUnavailable          ReasonCode = "SOURCE_UNAVAILABLE"
+	VisibilityRestricted       ReasonCode = "VISIBILITY_RESTRICTED"
+	CursorExpired              ReasonCode = "CURSOR_EXPIRED"
+	RateLimited                ReasonCode = "RATE_LIMITED"
+	UpstreamReportedIncomplete ReasonCode = "UPSTREAM_REPORTED_INCOMPLETE"
+	InconsistentSnapshot       ReasonCode = "INCONSISTENT_SNAPSHOT"
+	ContractViolation          ReasonCode = "CONTRACT_VIOLATION"
+	EndNotProven               ReasonCode = "END_NOT_PROVEN"
+	OperationRunning           ReasonCode = "OPERATION_RUNNING"
+	TargetsUnsettled           ReasonCode = "TARGETS_UNSETTLED"
 )
 
 // Warning codes.
 const (
-	WarnNoSnapshot              = "NO_SNAPSHOT"
-	WarnStaleIndex              = "STALE_INDEX"
-	WarnPartialFieldSet         = "PARTIAL_FIELD_SET"
-	WarnDefaultScopeApplied     = "DEFAULT_SCOPE_APPLIED"
-	WarnEstimatedTotal          = "ESTIMATED_TOTAL"
-	WarnDeprecatedField         = "DEPRECATED_FIELD"
-	WarnValueNormalized         = "VALUE_NORMALIZED"
-	WarnUnknownEnumValue        = "UNKNOWN_ENUM_VALUE"
-	WarnFieldDrift              = "FIELD_DRIFT"
-	WarnDeclarationContradicted = "DECLARATION_CONTRADICTED"
-	WarnAnsweredFromMemory      = "ANSWERED_FROM_MEMORY"
+	WarnNoSnapshot              WarningCode = "NO_SNAPSHOT"
+	WarnStaleIndex              WarningCode = "STALE_INDEX"
+	WarnPartialFieldSet         WarningCode = "PARTIAL_FIELD_SET"
+	WarnDefaultScopeApplied     WarningCode = "DEFAULT_SCOPE_APPLIED"
+	WarnEstimatedTotal          WarningCode = "ESTIMATED_TOTAL"
+	WarnDeprecatedField         WarningCode = "DEPRECATED_FIELD"
+	WarnValueNormalized         WarningCode = "VALUE_NORMALIZED"
+	WarnUnknownEnumValue        WarningCode = "UNKNOWN_ENUM_VALUE"
+	WarnFieldDrift              WarningCode = "FIELD_DRIFT"
+	WarnDeclarationContradicted WarningCode = "DECLARATION_CONTRADICTED"
+	WarnAnsweredFromMemory      WarningCode = "ANSWERED_FROM_MEMORY"
 )
 
 // Problem codes.
 const (
-	ProblemInvalidArguments    = "INVALID_ARGUMENTS"
-	ProblemUpstreamAuth        = "UPSTREAM_UNAUTHORIZED"
-	ProblemUpstreamForbidden   = "UPSTREAM_FORBIDDEN"
-	ProblemUpstreamRejected    = "UPSTREAM_REJECTED_REQUEST"
-	ProblemUpstreamNotFound    = "UPSTREAM_NOT_FOUND"
-	ProblemUpstreamBadResponse = "UPSTREAM_BAD_RESPONSE"
-	ProblemInternal            = "INTERNAL_ERROR"
-	ProblemUpstreamUnavailable = "UPSTREAM_UNAVAILABLE"
-	ProblemSelectionNotFound   = "SELECTION_NOT_FOUND"
-	ProblemSelectionExpired    = "SELECTION_EXPIRED"
-	ProblemSelectionStale      = "SELECTION_STALE"
-	ProblemDigestMismatch      = "DIGEST_MISMATCH"
-	ProblemActionMismatch      = "ACTION_MISMATCH"
-	ProblemNotCommittable      = "SELECTION_NOT_COMMITTABLE"
-	ProblemAlreadyCommitted    = "ALREADY_COMMITTED"
-	ProblemOperationNotFound   = "OPERATION_NOT_FOUND"
+	ProblemInvalidArguments    ProblemCode = "INVALID_ARGUMENTS"
+	ProblemUpstreamAuth        ProblemCode = "UPSTREAM_UNAUTHORIZED"
+	ProblemUpstreamForbidden   ProblemCode = "UPSTREAM_FORBIDDEN"
+	ProblemUpstreamRejected    ProblemCode = "UPSTREAM_REJECTED_REQUEST"
+	ProblemUpstreamNotFound    ProblemCode = "UPSTREAM_NOT_FOUND"
+	ProblemUpstreamBadResponse ProblemCode = "UPSTREAM_BAD_RESPONSE"
+	ProblemInternal            ProblemCode = "INTERNAL_ERROR"
+	ProblemUpstreamUnavailable ProblemCode = "UPSTREAM_UNAVAILABLE"
+	ProblemSelectionNotFound   ProblemCode = "SELECTION_NOT_FOUND"
+	ProblemSelectionExpired    ProblemCode = "SELECTION_EXPIRED"
+	ProblemSelectionStale      ProblemCode = "SELECTION_STALE"
+	ProblemDigestMismatch      ProblemCode = "DIGEST_MISMATCH"
+	ProblemActionMismatch      ProblemCode = "ACTION_MISMATCH"
+	ProblemNotCommittable      ProblemCode = "SELECTION_NOT_COMMITTABLE"
+	ProblemAlreadyCommitted    ProblemCode = "ALREADY_COMMITTED"
+	ProblemOperationNotFound   ProblemCode = "OPERATION_NOT_FOUND"
 
-	ProblemUpstreamConflict       = "UPSTREAM_CONFLICT"
-	ProblemUpstreamRateLimited    = "UPSTREAM_RATE_LIMITED"
-	ProblemUpstreamServerError    = "UPSTREAM_SERVER_ERROR"
-	ProblemUpstreamTimeout        = "UPSTREAM_TIMEOUT"
-	ProblemUpstreamConnection     = "UPSTREAM_CONNECTION_FAILED"
-	ProblemUpstreamErrorInSuccess = "UPSTREAM_ERROR_IN_SUCCESS"
-	ProblemUpstreamTooLarge       = "UPSTREAM_RESPONSE_TOO_LARGE"
-	ProblemUpstreamContentType    = "UPSTREAM_CONTENT_TYPE_CHANGED"
-	ProblemUpstreamContract       = "UPSTREAM_CONTRACT_VIOLATION"
+	ProblemUpstreamConflict       ProblemCode = "UPSTREAM_CONFLICT"
+	ProblemUpstreamRateLimited    ProblemCode = "UPSTREAM_RATE_LIMITED"
+	ProblemUpstreamServerError    ProblemCode = "UPSTREAM_SERVER_ERROR"
+	ProblemUpstreamTimeout        ProblemCode = "UPSTREAM_TIMEOUT"
+	ProblemUpstreamConnection     ProblemCode = "UPSTREAM_CONNECTION_FAILED"
+	ProblemUpstreamErrorInSuccess ProblemCode = "UPSTREAM_ERROR_IN_SUCCESS"
+	ProblemUpstreamTooLarge       ProblemCode = "UPSTREAM_RESPONSE_TOO_LARGE"
+	ProblemUpstreamContentType    ProblemCode = "UPSTREAM_CONTENT_TYPE_CHANGED"
+	ProblemUpstreamContract       ProblemCode = "UPSTREAM_CONTRACT_VIOLATION"
 
-	ProblemApprovalRequired      = "APPROVAL_REQUIRED"
-	ProblemApprovalRejected      = "APPROVAL_REJECTED"
-	ProblemApprovalDeclined      = "APPROVAL_DECLINED"
-	ProblemApprovalCancelled     = "APPROVAL_CANCELLED"
-	ProblemApprovalDecided       = "APPROVAL_ALREADY_DECIDED"
-	ProblemApprovalMismatch      = "APPROVAL_MISMATCH"
-	ProblemApprovalExpired       = "APPROVAL_EXPIRED"
-	ProblemClientApprovalMissing = "CLIENT_APPROVAL_UNAVAILABLE"
-	ProblemElicitationForged     = "ELICITATION_STATE_INVALID"
-	ProblemElicitationReplayed   = "ELICITATION_STATE_REPLAYED"
+	ProblemApprovalRequired      ProblemCode = "APPROVAL_REQUIRED"
+	ProblemApprovalRejected      ProblemCode = "APPROVAL_REJECTED"
+	ProblemApprovalDeclined      ProblemCode = "APPROVAL_DECLINED"
+	ProblemApprovalCancelled     ProblemCode = "APPROVAL_CANCELLED"
+	ProblemApprovalDecided       ProblemCode = "APPROVAL_ALREADY_DECIDED"
+	ProblemApprovalMismatch      ProblemCode = "APPROVAL_MISMATCH"
+	ProblemApprovalExpired       ProblemCode = "APPROVAL_EXPIRED"
+	ProblemClientApprovalMissing ProblemCode = "CLIENT_APPROVAL_UNAVAILABLE"
+	ProblemElicitationForged     ProblemCode = "ELICITATION_STATE_INVALID"
+	ProblemElicitationReplayed   ProblemCode = "ELICITATION_STATE_REPLAYED"
 
-	ProblemCompensationUnavailable = "COMPENSATION_UNAVAILABLE"
+	ProblemCompensationUnavailable ProblemCode = "COMPENSATION_UNAVAILABLE"
 
-	ProblemReviewAccessDenied = "REVIEW_ACCESS_DENIED"
-	ProblemReviewFormInvalid  = "REVIEW_FORM_INVALID"
+	ProblemReviewAccessDenied ProblemCode = "REVIEW_ACCESS_DENIED"
+	ProblemReviewFormInvalid  ProblemCode = "REVIEW_FORM_INVALID"
 )
 
 // Blocker codes (why a selection is not committable, besides the scan's
 // incomplete reasons).
 const (
-	BlockerAmbiguous  = "AMBIGUOUS_RECORDS"
-	BlockerMaxTargets = "MAX_TARGETS_EXCEEDED"
+	BlockerAmbiguous  BlockerCode = "AMBIGUOUS_RECORDS"
+	BlockerMaxTargets BlockerCode = "MAX_TARGETS_EXCEEDED"
 )
 
 // Field error codes (the code member of a problem's errors[] entries).
 const (
-	FieldRequired         = "required"
-	FieldType             = "type"
-	FieldUnknownArgument  = "unknown_argument"
-	FieldUnknownResource  = "unknown_resource"
-	FieldUnknownFilter    = "unknown_filter"
-	FieldUnknownField     = "unknown_field"
-	FieldSensitive        = "sensitive_field"
-	FieldSensitiveQuery   = "sensitive_query"
-	FieldOutOfRange       = "out_of_range"
-	FieldOverCap          = "over_cap"
-	FieldEnum             = "enum"
-	FieldFormat           = "format"
-	FieldCursorTampered   = "cursor_tampered"
-	FieldCursorMismatch   = "cursor_mismatch"
-	FieldInvalid          = "invalid"
-	FieldUnknownAction    = "unknown_action"
-	FieldUpstreamRejected = "upstream_rejected"
+	FieldRequired         FieldCode = "required"
+	FieldType             FieldCode = "type"
+	FieldUnknownArgument  FieldCode = "unknown_argument"
+	FieldUnknownResource  FieldCode = "unknown_resource"
+	FieldUnknownFilter    FieldCode = "unknown_filter"
+	FieldUnknownField     FieldCode = "unknown_field"
+	FieldSensitive        FieldCode = "sensitive_field"
+	FieldSensitiveQuery   FieldCode = "sensitive_query"
+	FieldOutOfRange       FieldCode = "out_of_range"
+	FieldOverCap          FieldCode = "over_cap"
+	FieldEnum             FieldCode = "enum"
+	FieldFormat           FieldCode = "format"
+	FieldCursorTampered   FieldCode = "cursor_tampered"
+	FieldCursorMismatch   FieldCode = "cursor_mismatch"
+	FieldInvalid          FieldCode = "invalid"
+	FieldUnknownAction    FieldCode = "unknown_action"
+	FieldUpstreamRejected FieldCode = "upstream_rejected"
 )
 
 var registry = []Code{
 	// Incomplete reasons.
-	{Code: MorePagesAvailable, Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
+	{Code: string(MorePagesAvailable), Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
 		Message:  "more matching items are available through continuation.cursor",
 		Meaning:  "the scan is not finished or not every match was delivered; the rest is reachable through the cursor over the same frozen scan",
 		Recovery: "call the same tool with the same arguments and continuation.cursor"},
-	{Code: ResultLimitReached, Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
+	{Code: string(ResultLimitReached), Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
 		Message:  "a result limit stopped the scan or the delivery before matches ran out",
 		Meaning:  "a limit (limit_source: upstream, airlock or caller) stopped the scan or the delivery before matches ran out",
 		Recovery: "continue with the cursor, raise the caller's budget within the cap, or narrow the filter when the upstream caps results"},
-	{Code: TimeBudgetExceeded, Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
+	{Code: string(TimeBudgetExceeded), Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
 		Message:  "the deadline stopped the scan before the planned work was done",
 		Meaning:  "the deadline stopped the scan; the work done is in coverage",
 		Recovery: "continue with the cursor, or call again with a larger deadline_ms"},
-	{Code: SourceUnavailable, Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
+	{Code: string(SourceUnavailable), Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
 		Message:  "a source did not answer; its records are missing from this answer",
 		Meaning:  "the named source or partition did not answer; the other sources' items are returned",
 		Recovery: "wait, then continue with the cursor to retry the unavailable source"},
-	{Code: VisibilityRestricted, Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+	{Code: string(VisibilityRestricted), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "the credential cannot see part of the requested domain; hidden records are not counted",
 		Meaning:  "the upstream reported that the configured credential sees a restricted view; absence in this answer proves nothing about hidden records",
 		Recovery: "do not treat absence as proof; ask an operator to run the query with a credential that sees the whole domain"},
-	{Code: CursorExpired, Kind: KindReason, Continuation: ContinueRestart, Retryable: true,
+	{Code: string(CursorExpired), Kind: KindReason, Continuation: ContinueRestart, Retryable: true,
 		Message:  "the continuation became invalid; the scan was not restarted or merged",
 		Meaning:  "the upstream or airlock continuation expired; the items returned so far cannot be combined with a new scan",
 		Recovery: "start a new scan without a cursor and use only its result"},
-	{Code: RateLimited, Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
+	{Code: string(RateLimited), Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
 		Message:  "an upstream quota stopped the scan",
 		Meaning:  "the upstream rate limit stopped the scan; retry_after_seconds says when it may continue",
 		Recovery: "wait at least retry_after_seconds, then continue with the cursor"},
-	{Code: UpstreamReportedIncomplete, Kind: KindReason, Continuation: ContinueNarrowQuery, Retryable: false,
+	{Code: string(UpstreamReportedIncomplete), Kind: KindReason, Continuation: ContinueNarrowQuery, Retryable: false,
 		Message:  "the upstream reported that its own answer is incomplete",
 		Meaning:  "the upstream said so itself (signal: incomplete_results, timed_out, unreachable, total_gte)",
 		Recovery: "narrow the filter so the upstream can answer completely"},
-	{Code: InconsistentSnapshot, Kind: KindReason, Continuation: ContinueRestart, Retryable: true,
+	{Code: string(InconsistentSnapshot), Kind: KindReason, Continuation: ContinueRestart, Retryable: true,
 		Message:  "the collection changed during the scan in a way that may hide records",
 		Meaning:  "the scan saw the total change, an id twice, a page boundary shift or the snapshot change between pages (signal)",
 		Recovery: "start a new scan; if the collection keeps changing, narrow the filter"},
-	{Code: ContractViolation, Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+	{Code: string(ContractViolation), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "records broke the decision-field contract and were withheld",
 		Meaning:  "records whose decision fields broke the configured contract were withheld (field, rule, count, sample_id)",
 		Recovery: "report the drift to the operator; do not act on the withheld part of the scope"},
-	{Code: EndNotProven, Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+	{Code: string(EndNotProven), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "the upstream gave no proof that the list ended; records after the last page read may exist",
 		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, repeated_page, probe_failed): the list may go on",
 		Recovery: "do not treat absence as proof; an operator should check the resource's pagination with airlock probe"},
 
-	{Code: OperationRunning, Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
+	{Code: string(OperationRunning), Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
 		Message:  "the operation is still running; its counts are a snapshot",
 		Meaning:  "a commit returned before every target had an outcome (the wait budget ran out); the operation keeps running",
 		Recovery: "wait retry_after_seconds, then call get_operation with the operation_id; never commit again"},
 
-	{Code: TargetsUnsettled, Kind: KindReason, Continuation: ContinueNone, Retryable: true,
+	{Code: string(TargetsUnsettled), Kind: KindReason, Continuation: ContinueNone, Retryable: true,
 		Message:  "some targets have no final outcome: pending ones were never sent, unknown ones were sent and not observed",
 		Meaning:  "the operation is not running and count targets are pending or unknown; an unknown write may have applied",
 		Recovery: "call commit_bulk_action with the same arguments and resume: true to re-read the unknown targets and send the pending ones; never treat them as done or as untouched"},
 
 	// Warnings.
-	{Code: WarnNoSnapshot, Kind: KindWarning,
+	{Code: string(WarnNoSnapshot), Kind: KindWarning,
 		Message:  "the upstream has no snapshot: records changed during the scan may be missed or seen in a newer state",
 		Meaning:  "the scan covered the scope without a snapshot; records created or changed while it ran may be absent or newer",
 		Recovery: "re-read targets before acting; airlock does this at commit time"},
-	{Code: WarnStaleIndex, Kind: KindWarning,
+	{Code: string(WarnStaleIndex), Kind: KindWarning,
 		Message:  "the upstream answered from an index older than the configured freshness",
 		Meaning:  "the upstream's index lags its source (revision says when it was built)",
 		Recovery: "check the authoritative source before acting on fresh changes"},
-	{Code: WarnPartialFieldSet, Kind: KindWarning,
+	{Code: string(WarnPartialFieldSet), Kind: KindWarning,
 		Message:  "some items lack fields that were requested; the upstream omitted them",
 		Meaning:  "the listed fields were requested but some items came without them",
 		Recovery: "do not read a missing field as null; request the item individually if needed"},
-	{Code: WarnDefaultScopeApplied, Kind: KindWarning,
+	{Code: string(WarnDefaultScopeApplied), Kind: KindWarning,
 		Message:  "a default scope from the configuration was applied",
 		Meaning:  "the resource's configured default filter narrowed the scope (fields names it)",
 		Recovery: "pass the field explicitly in filter to choose another scope"},
-	{Code: WarnEstimatedTotal, Kind: KindWarning,
+	{Code: string(WarnEstimatedTotal), Kind: KindWarning,
 		Message:  "the upstream's total is an estimate",
 		Meaning:  "a total reported by the upstream is an estimate, not a count",
 		Recovery: "use coverage.total_matched with total_relation for claims"},
-	{Code: WarnDeprecatedField, Kind: KindWarning,
+	{Code: string(WarnDeprecatedField), Kind: KindWarning,
 		Message:  "a deprecated field or alias was used",
 		Meaning:  "the listed field is deprecated or was read through a temporary alias",
 		Recovery: "move to the field's current name before the alias ends"},
-	{Code: WarnValueNormalized, Kind: KindWarning,
+	{Code: string(WarnValueNormalized), Kind: KindWarning,
 		Message:  "values were normalized to the declared form",
 		Meaning:  "values of the listed fields arrived in another form (case, whitespace) and were normalized",
 		Recovery: "none needed; compare against the normalized values"},
 
-	{Code: WarnUnknownEnumValue, Kind: KindWarning,
+	{Code: string(WarnUnknownEnumValue), Kind: KindWarning,
 		Message:  "some items carry a value outside a field's declared set; the field drives no decision here",
 		Meaning:  "a non-decision field (fields) has a value its contract does not list: the upstream added a value",
 		Recovery: "read the value as unknown; report it so that the contract can be updated"},
-	{Code: WarnFieldDrift, Kind: KindWarning,
+	{Code: string(WarnFieldDrift), Kind: KindWarning,
 		Message:  "some items break the contract of fields that drive no decision here",
 		Meaning:  "non-decision fields (fields) are missing, null or of another type than declared",
 		Recovery: "do not rely on the listed fields; report the drift"},
-	{Code: WarnDeclarationContradicted, Kind: KindWarning,
+	{Code: string(WarnDeclarationContradicted), Kind: KindWarning,
 		Message:  "the upstream contradicted something the configuration declares about it; the declaration was not relied on",
 		Meaning:  "a configured declaration (fields: result_cap, total) disagreed with what the upstream returned; airlock ignored it for this answer",
 		Recovery: "none needed for this answer; report it so that the configuration can be corrected"},
-	{Code: WarnAnsweredFromMemory, Kind: KindWarning,
+	{Code: string(WarnAnsweredFromMemory), Kind: KindWarning,
 		Message:  "airlock answered an identical call from memory: the upstream asked to wait and was not called again",
 		Meaning:  "the answer is the one given at revision to an identical call; the upstream is not called again until continuation.retry_after_seconds have passed",
 		Recovery: "wait retry_after_seconds before calling again; the cursor, when given, continues the same scan"},
 
 	// Problems.
-	{Code: ProblemInvalidArguments, Kind: KindProblem, Status: 400, Title: "Invalid arguments", Retryable: false,
+	{Code: string(ProblemInvalidArguments), Kind: KindProblem, Status: 400, Title: "Invalid arguments", Retryable: false,
 		Meaning:    "one or more arguments are invalid; errors[] names every bad field",
 		Recovery:   "fix every field listed in errors[] and call again",
 		NextAction: "Fix every field listed in errors[] (see each entry's message and example), then call the tool again. Do not resend the same arguments."},
-	{Code: ProblemUpstreamAuth, Kind: KindProblem, Status: 502, Title: "Upstream rejected the credential", Retryable: false,
+	{Code: string(ProblemUpstreamAuth), Kind: KindProblem, Status: 502, Title: "Upstream rejected the credential", Retryable: false,
 		Meaning:    "the upstream answered 401: the configured credential is missing, expired or wrong",
 		Recovery:   "stop; an operator must fix the credential in airlock's configuration",
 		NextAction: "Stop and tell the user that the upstream credential was rejected. Retrying will not help; an operator must fix the credential."},
-	{Code: ProblemUpstreamForbidden, Kind: KindProblem, Status: 502, Title: "Upstream refused access", Retryable: false,
+	{Code: string(ProblemUpstreamForbidden), Kind: KindProblem, Status: 502, Title: "Upstream refused access", Retryable: false,
 		Meaning:    "the upstream answered 403: the credential lacks permission for this resource",
 		Recovery:   "stop; an operator must grant the permission or use another credential",
 		NextAction: "Stop and tell the user that the credential lacks permission for this resource. Retrying will not help."},
-	{Code: ProblemUpstreamRejected, Kind: KindProblem, Status: 502, Title: "Upstream rejected the request", Retryable: false,
+	{Code: string(ProblemUpstreamRejected), Kind: KindProblem, Status: 502, Title: "Upstream rejected the request", Retryable: false,
 		Meaning:    "the upstream answered 400 or 422 to a request airlock built from the arguments",
 		Recovery:   "change the arguments named in errors[], or report a configuration problem when errors[] is empty",
 		NextAction: "Change the arguments named in errors[] and call again. If errors[] is empty, stop and report the request_id to an operator."},
-	{Code: ProblemUpstreamNotFound, Kind: KindProblem, Status: 502, Title: "Upstream resource not found", Retryable: false,
+	{Code: string(ProblemUpstreamNotFound), Kind: KindProblem, Status: 502, Title: "Upstream resource not found", Retryable: false,
 		Meaning:    "the upstream answered 404 for the configured list endpoint",
 		Recovery:   "stop; the configuration points at an endpoint that does not exist",
 		NextAction: "Stop and report the request_id to an operator: the configured endpoint does not exist."},
-	{Code: ProblemUpstreamBadResponse, Kind: KindProblem, Status: 502, Title: "Upstream response not understood", Retryable: false,
+	{Code: string(ProblemUpstreamBadResponse), Kind: KindProblem, Status: 502, Title: "Upstream response not understood", Retryable: false,
 		Meaning:    "the upstream answered with a body airlock could not read as the configured shape",
 		Recovery:   "stop; report the request_id to an operator",
 		NextAction: "Stop and report the request_id to an operator: the upstream's response did not match its configured shape."},
-	{Code: ProblemInternal, Kind: KindProblem, Status: 500, Title: "Internal error", Retryable: false,
+	{Code: string(ProblemInternal), Kind: KindProblem, Status: 500, Title: "Internal error", Retryable: false,
 		Meaning:    "airlock failed in a way it did not expect; nothing was written",
 		Recovery:   "report the request_id to an operator",
 		NextAction: "Stop and report the request_id to an operator."},
 
-	{Code: ProblemUpstreamUnavailable, Kind: KindProblem, Status: 503, Title: "Upstream unavailable", Retryable: true,
+	{Code: string(ProblemUpstreamUnavailable), Kind: KindProblem, Status: 503, Title: "Upstream unavailable", Retryable: true,
 		Meaning:    "the upstream answered 503 (maintenance or overload); nothing was changed by this request",
 		Recovery:   "wait retry_after_seconds (or 10 seconds when absent), then call again",
 		NextAction: "Wait {retry_after_seconds} seconds, then call the tool again with the same arguments. Do not call sooner."},
-	{Code: ProblemUpstreamConflict, Kind: KindProblem, Status: 409, Title: "Upstream target changed", Retryable: false,
+	{Code: string(ProblemUpstreamConflict), Kind: KindProblem, Status: 409, Title: "Upstream target changed", Retryable: false,
 		Meaning:    "the upstream answered 409 or 412 to a conditional write: the target changed since it was read",
 		Recovery:   "re-read the target (preview again); the write was not applied",
 		NextAction: "Do not repeat the write. Call preview_selection again to see the target's current state."},
-	{Code: ProblemUpstreamRateLimited, Kind: KindProblem, Status: 429, Title: "Upstream rate limit", Retryable: true,
+	{Code: string(ProblemUpstreamRateLimited), Kind: KindProblem, Status: 429, Title: "Upstream rate limit", Retryable: true,
 		Meaning:    "the upstream's quota is exhausted; airlock will not call it again until retry_after_seconds have passed",
 		Recovery:   "wait retry_after_seconds, then call again",
 		NextAction: "Wait {retry_after_seconds} seconds before calling any tool on this upstream again. Calling sooner is answered by airlock without reaching the upstream."},
-	{Code: ProblemUpstreamServerError, Kind: KindProblem, Status: 502, Title: "Upstream server error", Retryable: true,
+	{Code: string(ProblemUpstreamServerError), Kind: KindProblem, Status: 502, Title: "Upstream server error", Retryable: true,
 		Meaning:    "the upstream failed with a 5xx other than 503; airlock already retried what was safe to retry",
 		Recovery:   "wait a little, then call again once; report the request_id if it persists",
 		NextAction: "Wait {retry_after_seconds} seconds, then call again once. If it fails again, stop and report the request_id to an operator."},
-	{Code: ProblemUpstreamTimeout, Kind: KindProblem, Status: 504, Title: "Upstream timed out", Retryable: true,
+	{Code: string(ProblemUpstreamTimeout), Kind: KindProblem, Status: 504, Title: "Upstream timed out", Retryable: true,
 		Meaning:    "the upstream did not answer in time; for a write, whether it applied is in state_changed",
 		Recovery:   "wait, then call again; a write with state_changed unknown is reconciled by airlock, never re-sent blindly",
 		NextAction: "Wait {retry_after_seconds} seconds, then call again. Never repeat a write whose state_changed is unknown: read get_operation instead."},
-	{Code: ProblemUpstreamConnection, Kind: KindProblem, Status: 502, Title: "Upstream unreachable", Retryable: true,
+	{Code: string(ProblemUpstreamConnection), Kind: KindProblem, Status: 502, Title: "Upstream unreachable", Retryable: true,
 		Meaning:    "the connection to the upstream failed or was reset",
 		Recovery:   "wait, then call again",
 		NextAction: "Wait {retry_after_seconds} seconds, then call again. If it keeps failing, stop and report the request_id to an operator."},
-	{Code: ProblemUpstreamErrorInSuccess, Kind: KindProblem, Status: 502, Title: "Upstream error behind a success status", Retryable: false,
+	{Code: string(ProblemUpstreamErrorInSuccess), Kind: KindProblem, Status: 502, Title: "Upstream error behind a success status", Retryable: false,
 		Meaning:    "the upstream answered 2xx but its body is an error object (ok false, an error member, errors true); airlock never treats it as success",
 		Recovery:   "stop; report the request_id to an operator",
 		NextAction: "Do not treat this as a success and do not repeat it. Stop and report the request_id to an operator."},
-	{Code: ProblemUpstreamTooLarge, Kind: KindProblem, Status: 502, Title: "Upstream response too large", Retryable: false,
+	{Code: string(ProblemUpstreamTooLarge), Kind: KindProblem, Status: 502, Title: "Upstream response too large", Retryable: false,
 		Meaning:    "the upstream's body was larger than max_body_bytes",
 		Recovery:   "narrow the request (smaller page size or filter), or raise max_body_bytes in the configuration",
 		NextAction: "Narrow the request with a more specific filter. If that is not possible, report the request_id to an operator."},
-	{Code: ProblemUpstreamContract, Kind: KindProblem, Status: 502, Title: "Upstream answer broke its contract", Retryable: false,
+	{Code: string(ProblemUpstreamContract), Kind: KindProblem, Status: 502, Title: "Upstream answer broke its contract", Retryable: false,
 		Meaning:    "a write's answer broke the action's declared response contract (a field missing, renamed, of another type, or an invariant broken); the operation stopped at that answer",
 		Recovery:   "stop; an operator must compare the upstream with the contract (airlock contract --live)",
 		NextAction: "Do not retry. Stop and tell the user the upstream changed its answers; report the request_id to an operator."},
-	{Code: ProblemUpstreamContentType, Kind: KindProblem, Status: 502, Title: "Upstream content type changed", Retryable: false,
+	{Code: string(ProblemUpstreamContentType), Kind: KindProblem, Status: 502, Title: "Upstream content type changed", Retryable: false,
 		Meaning:    "the upstream answered with a content type other than JSON (often a login, proxy or maintenance page)",
 		Recovery:   "stop; an operator must check the upstream",
 		NextAction: "Stop and report the request_id to an operator: the upstream is not answering with JSON."},
-	{Code: ProblemSelectionNotFound, Kind: KindProblem, Status: 404, Title: "Selection not found", Retryable: false,
+	{Code: string(ProblemSelectionNotFound), Kind: KindProblem, Status: 404, Title: "Selection not found", Retryable: false,
 		Meaning:    "no selection has this id",
 		Recovery:   "call preview_selection to create one",
 		NextAction: "Call preview_selection again to build a selection, then use the selection_id and digest it returns."},
-	{Code: ProblemSelectionExpired, Kind: KindProblem, Status: 410, Title: "Selection expired", Retryable: false,
+	{Code: string(ProblemSelectionExpired), Kind: KindProblem, Status: 410, Title: "Selection expired", Retryable: false,
 		Meaning:    "the selection's expires_at has passed; it can no longer be committed or approved",
 		Recovery:   "preview again",
 		NextAction: "Call preview_selection again with the same arguments, review the new selection, and commit the new selection_id with its digest."},
-	{Code: ProblemSelectionStale, Kind: KindProblem, Status: 409, Title: "Selection is stale", Retryable: false,
+	{Code: string(ProblemSelectionStale), Kind: KindProblem, Status: 409, Title: "Selection is stale", Retryable: false,
 		Meaning:    "the action's configuration changed since the preview, so the preview no longer describes what the commit would do",
 		Recovery:   "preview again",
 		NextAction: "Call preview_selection again: the action's definition changed since this selection was previewed."},
-	{Code: ProblemDigestMismatch, Kind: KindProblem, Status: 409, Title: "Digest does not match", Retryable: false,
+	{Code: string(ProblemDigestMismatch), Kind: KindProblem, Status: 409, Title: "Digest does not match", Retryable: false,
 		Meaning:    "expected_digest is not the selection's digest: the commit does not name what was previewed",
 		Recovery:   "use the digest returned by preview_selection for this selection_id, or preview again",
 		NextAction: "Use exactly the digest that preview_selection returned for this selection_id. If you do not have it, call preview_selection again."},
-	{Code: ProblemActionMismatch, Kind: KindProblem, Status: 409, Title: "Action differs from the preview", Retryable: false,
+	{Code: string(ProblemActionMismatch), Kind: KindProblem, Status: 409, Title: "Action differs from the preview", Retryable: false,
 		Meaning:    "the action (type or params) is not the one previewed with this selection",
 		Recovery:   "commit the previewed action, or preview the new action",
 		NextAction: "Send the same action (type and params) that was previewed, or call preview_selection again with the new action."},
-	{Code: ProblemNotCommittable, Kind: KindProblem, Status: 409, Title: "Selection is not committable", Retryable: false,
+	{Code: string(ProblemNotCommittable), Kind: KindProblem, Status: 409, Title: "Selection is not committable", Retryable: false,
 		Meaning:    "the selection has blockers (an incomplete scan, ambiguous records, too many targets); errors[] lists them",
 		Recovery:   "resolve the blockers (complete the scan, exclude or name the ambiguous records) and preview again",
 		NextAction: "Do not commit. Resolve the blockers listed in the selection's committable_reasons, then call preview_selection again."},
-	{Code: ProblemAlreadyCommitted, Kind: KindProblem, Status: 409, Title: "Already committed", Retryable: false,
+	{Code: string(ProblemAlreadyCommitted), Kind: KindProblem, Status: 409, Title: "Already committed", Retryable: false,
 		Meaning:    "this selection and action were committed under another idempotency key",
 		Recovery:   "read the existing operation with get_operation",
 		NextAction: "Do not commit again. Call get_operation with the operation_id in detail to read the existing operation."},
-	{Code: ProblemOperationNotFound, Kind: KindProblem, Status: 404, Title: "Operation not found", Retryable: false,
+	{Code: string(ProblemOperationNotFound), Kind: KindProblem, Status: 404, Title: "Operation not found", Retryable: false,
 		Meaning:    "no operation has this id",
 		Recovery:   "use the operation_id returned by commit_bulk_action",
 		NextAction: "Use the operation_id that commit_bulk_action returned."},
 
-	{Code: ProblemApprovalRequired, Kind: KindProblem, Status: 403, Title: "Approval required", Retryable: false,
+	{Code: string(ProblemApprovalRequired), Kind: KindProblem, Status: 403, Title: "Approval required", Retryable: false,
 		Meaning:    "the action's policy requires a person to approve this selection and action before it is committed",
 		Recovery:   "ask the user to approve it (detail says how: through the client or by an operator); never approve it yourself",
 		NextAction: "Do not retry. Show the user the selection's manifest, effect and exclusions, and ask them to approve it as the detail says; then commit again."},
-	{Code: ProblemApprovalRejected, Kind: KindProblem, Status: 403, Title: "Approval rejected", Retryable: false,
+	{Code: string(ProblemApprovalRejected), Kind: KindProblem, Status: 403, Title: "Approval rejected", Retryable: false,
 		Meaning:    "a person rejected this selection and action",
 		Recovery:   "do not commit it; preview a different selection if the user asks for one",
 		NextAction: "Do not commit this selection. Tell the user it was rejected and ask what they want instead."},
-	{Code: ProblemApprovalDeclined, Kind: KindProblem, Status: 403, Title: "Approval declined", Retryable: false,
+	{Code: string(ProblemApprovalDeclined), Kind: KindProblem, Status: 403, Title: "Approval declined", Retryable: false,
 		Meaning:    "the user declined the approval request shown by the client",
 		Recovery:   "do not commit; ask the user what to change",
 		NextAction: "Do not commit. Ask the user what they want to change in the selection or the action."},
-	{Code: ProblemApprovalCancelled, Kind: KindProblem, Status: 403, Title: "Approval cancelled", Retryable: false,
+	{Code: string(ProblemApprovalCancelled), Kind: KindProblem, Status: 403, Title: "Approval cancelled", Retryable: false,
 		Meaning:    "the user dismissed the approval request without deciding",
 		Recovery:   "ask the user whether to ask again",
 		NextAction: "Do not commit. Ask the user whether they want to be asked again."},
-	{Code: ProblemApprovalDecided, Kind: KindProblem, Status: 409, Title: "Already decided", Retryable: false,
+	{Code: string(ProblemApprovalDecided), Kind: KindProblem, Status: 409, Title: "Already decided", Retryable: false,
 		Meaning:    "this selection and action already have a decision (an approval not yet used, or a rejection)",
 		Recovery:   "commit with the existing approval, or preview again for a new decision",
 		NextAction: "Do not decide again. Commit with the existing approval, or preview again if the decision was a rejection."},
-	{Code: ProblemApprovalMismatch, Kind: KindProblem, Status: 409, Title: "Approval does not match", Retryable: false,
+	{Code: string(ProblemApprovalMismatch), Kind: KindProblem, Status: 409, Title: "Approval does not match", Retryable: false,
 		Meaning:    "the approval named is for another selection, digest or action, or was used already: an approval is single-use and never valid for a different action on the same targets",
 		Recovery:   "get an approval of this exact selection and action",
 		NextAction: "Do not reuse approvals. Ask the user to approve this exact selection and action."},
-	{Code: ProblemApprovalExpired, Kind: KindProblem, Status: 410, Title: "Approval expired", Retryable: false,
+	{Code: string(ProblemApprovalExpired), Kind: KindProblem, Status: 410, Title: "Approval expired", Retryable: false,
 		Meaning:    "the approval's short validity has passed",
 		Recovery:   "ask the user to approve again",
 		NextAction: "Ask the user to approve the selection again, then commit."},
-	{Code: ProblemReviewAccessDenied, Kind: KindProblem, Status: 403, Title: "Review page access denied", Retryable: false,
+	{Code: string(ProblemReviewAccessDenied), Kind: KindProblem, Status: 403, Title: "Review page access denied", Retryable: false,
 		Meaning:    "the review page serves loopback clients on a loopback host name, or anyone presenting the configured review token; this request was neither",
 		Recovery:   "open the page on the machine airlock runs on (127.0.0.1), or with the token the operator configured",
 		NextAction: "Do not retry. Ask the operator to open the review page themselves."},
-	{Code: ProblemReviewFormInvalid, Kind: KindProblem, Status: 403, Title: "Review form not accepted", Retryable: false,
+	{Code: string(ProblemReviewFormInvalid), Kind: KindProblem, Status: 403, Title: "Review form not accepted", Retryable: false,
 		Meaning:    "the decision did not come from the review page airlock served to this browser: its anti-forgery token or origin is missing or wrong",
 		Recovery:   "reload the selection's review page and decide from it",
 		NextAction: "Do not retry. Ask the operator to reload the review page and decide from it."},
-	{Code: ProblemClientApprovalMissing, Kind: KindProblem, Status: 403, Title: "The client cannot ask the user", Retryable: false,
+	{Code: string(ProblemClientApprovalMissing), Kind: KindProblem, Status: 403, Title: "The client cannot ask the user", Retryable: false,
 		Meaning:    "the action requires approval through the MCP client, and this client cannot show an approval request (no elicitation); airlock never answers yes on a person's behalf",
 		Recovery:   "an operator approves it outside the conversation: airlock approve SELECTION_ID or the review page",
 		NextAction: "Tell the user this commit needs approval and their client cannot show it; ask an operator to run airlock approve with the selection_id, then commit again."},
-	{Code: ProblemElicitationForged, Kind: KindProblem, Status: 400, Title: "Approval state not issued by airlock", Retryable: false,
+	{Code: string(ProblemElicitationForged), Kind: KindProblem, Status: 400, Title: "Approval state not issued by airlock", Retryable: false,
 		Meaning:    "the approval round trip's state failed its integrity check: it was altered or made up",
 		Recovery:   "commit again without a state to be asked properly",
 		NextAction: "Call commit_bulk_action again with the same arguments and no request state; airlock will ask the user."},
-	{Code: ProblemElicitationReplayed, Kind: KindProblem, Status: 409, Title: "Approval state already used", Retryable: false,
+	{Code: string(ProblemElicitationReplayed), Kind: KindProblem, Status: 409, Title: "Approval state already used", Retryable: false,
 		Meaning:    "the approval round trip's state was answered already; a decision is never replayed",
 		Recovery:   "commit again to be asked again",
 		NextAction: "Call commit_bulk_action again with the same arguments and no request state; airlock will ask the user again."},
 
-	{Code: ProblemCompensationUnavailable, Kind: KindProblem, Status: 409, Title: "No compensation possible", Retryable: false,
+	{Code: string(ProblemCompensationUnavailable), Kind: KindProblem, Status: 409, Title: "No compensation possible", Retryable: false,
 		Meaning:    "the operation cannot be compensated: its action has no configured compensation, it is still running or a dry run, or nothing succeeded",
 		Recovery:   "read the operation; an operator may configure a compensating action",
 		NextAction: "Do not retry. Read the operation with get_operation and tell the user why it cannot be undone automatically."},
 
 	// Blockers.
-	{Code: BlockerAmbiguous, Kind: KindBlocker,
+	{Code: string(BlockerAmbiguous), Kind: KindBlocker,
 		Message:  "records have a decision field missing or unreadable; they are neither in nor out",
 		Meaning:  "count records could not be classified (a filter, exclusion, precondition or effect field is missing or unreadable)",
 		Recovery: "exclude them with an explicit rule, fix the upstream or the contract, or name the intended ids"},
-	{Code: BlockerMaxTargets, Kind: KindBlocker,
+	{Code: string(BlockerMaxTargets), Kind: KindBlocker,
 		Message:  "the selection has more members than the action's max_targets",
 		Meaning:  "count members exceed limit (max_targets, a guard, never an authorization)",
 		Recovery: "narrow the filter or add exclusions"},
 
 	// Field errors.
-	{Code: FieldRequired, Kind: KindFieldError, Message: "this field is required", Meaning: "a required argument is missing", Recovery: "provide it"},
-	{Code: FieldType, Kind: KindFieldError, Message: "this field has the wrong type", Meaning: "the value has the wrong JSON type", Recovery: "send the type shown in the example"},
-	{Code: FieldUnknownArgument, Kind: KindFieldError, Message: "this argument is not accepted by the tool", Meaning: "the tool has no such argument", Recovery: "remove it"},
-	{Code: FieldUnknownResource, Kind: KindFieldError, Message: "no resource with this name is configured", Meaning: "the resource is not in the configuration", Recovery: "call describe_resources and use one of its names"},
-	{Code: FieldUnknownFilter, Kind: KindFieldError, Message: "this filter is not declared for the resource", Meaning: "the resource does not declare the filter", Recovery: "use a filter listed by describe_resources"},
-	{Code: FieldUnknownField, Kind: KindFieldError, Message: "this field is not declared for the resource", Meaning: "the resource does not declare the field", Recovery: "use a field listed by describe_resources"},
-	{Code: FieldSensitive, Kind: KindFieldError, Message: "this field is sensitive and never leaves airlock", Meaning: "the field is marked sensitive in the configuration", Recovery: "remove it"},
-	{Code: FieldSensitiveQuery, Kind: KindFieldError, Message: "this field is sensitive: airlock answers no query whose counts or membership would reveal its values", Meaning: "a filter, exclusion rule or group names a field marked sensitive (and not queryable) in the configuration", Recovery: "remove the condition on it; an operator may mark the field queryable"},
-	{Code: FieldOutOfRange, Kind: KindFieldError, Message: "this value is out of range", Meaning: "the number is below the minimum or above the maximum", Recovery: "use a value within the range in the example"},
-	{Code: FieldOverCap, Kind: KindFieldError, Message: "this budget exceeds the configured hard cap", Meaning: "the budget is above the cap from the configuration", Recovery: "use at most the cap (describe_resources lists it)"},
-	{Code: FieldEnum, Kind: KindFieldError, Message: "this value is not one of the allowed values", Meaning: "the value is not in the allowed set", Recovery: "use one of the allowed values"},
-	{Code: FieldFormat, Kind: KindFieldError, Message: "this value does not have the expected format", Meaning: "the value does not match the expected format", Recovery: "follow the example"},
-	{Code: FieldCursorTampered, Kind: KindFieldError, Message: "this cursor was not issued by airlock or was altered", Meaning: "the cursor failed its integrity check", Recovery: "use the cursor exactly as returned, or start without one"},
-	{Code: FieldCursorMismatch, Kind: KindFieldError, Message: "this cursor belongs to another query", Meaning: "the cursor was issued for other arguments", Recovery: "send the same resource, filter, fields and group_by as the call that returned the cursor"},
-	{Code: FieldInvalid, Kind: KindFieldError, Message: "this value is not valid here", Meaning: "the value breaks a rule of the tool", Recovery: "follow the example"},
-	{Code: FieldUpstreamRejected, Kind: KindFieldError, Message: "the upstream rejected the value sent for this field", Meaning: "the upstream named this field in its validation errors", Recovery: "change the value (see describe_resources for the field's type and the action's parameters)"},
-	{Code: FieldUnknownAction, Kind: KindFieldError, Message: "no action with this type is configured for the resource", Meaning: "the action type is not in the configuration", Recovery: "call describe_resources and use one of the resource's actions"},
+	{Code: string(FieldRequired), Kind: KindFieldError, Message: "this field is required", Meaning: "a required argument is missing", Recovery: "provide it"},
+	{Code: string(FieldType), Kind: KindFieldError, Message: "this field has the wrong type", Meaning: "the value has the wrong JSON type", Recovery: "send the type shown in the example"},
+	{Code: string(FieldUnknownArgument), Kind: KindFieldError, Message: "this argument is not accepted by the tool", Meaning: "the tool has no such argument", Recovery: "remove it"},
+	{Code: string(FieldUnknownResource), Kind: KindFieldError, Message: "no resource with this name is configured", Meaning: "the resource is not in the configuration", Recovery: "call describe_resources and use one of its names"},
+	{Code: string(FieldUnknownFilter), Kind: KindFieldError, Message: "this filter is not declared for the resource", Meaning: "the resource does not declare the filter", Recovery: "use a filter listed by describe_resources"},
+	{Code: string(FieldUnknownField), Kind: KindFieldError, Message: "this field is not declared for the resource", Meaning: "the resource does not declare the field", Recovery: "use a field listed by describe_resources"},
+	{Code: string(FieldSensitive), Kind: KindFieldError, Message: "this field is sensitive and never leaves airlock", Meaning: "the field is marked sensitive in the configuration", Recovery: "remove it"},
+	{Code: string(FieldSensitiveQuery), Kind: KindFieldError, Message: "this field is sensitive: airlock answers no query whose counts or membership would reveal its values", Meaning: "a filter, exclusion rule or group names a field marked sensitive (and not queryable) in the configuration", Recovery: "remove the condition on it; an operator may mark the field queryable"},
+	{Code: string(FieldOutOfRange), Kind: KindFieldError, Message: "this value is out of range", Meaning: "the number is below the minimum or above the maximum", Recovery: "use a value within the range in the example"},
+	{Code: string(FieldOverCap), Kind: KindFieldError, Message: "this budget exceeds the configured hard cap", Meaning: "the budget is above the cap from the configuration", Recovery: "use at most the cap (describe_resources lists it)"},
+	{Code: string(FieldEnum), Kind: KindFieldError, Message: "this value is not one of the allowed values", Meaning: "the value is not in the allowed set", Recovery: "use one of the allowed values"},
+	{Code: string(FieldFormat), Kind: KindFieldError, Message: "this value does not have the expected format", Meaning: "the value does not match the expected format", Recovery: "follow the example"},
+	{Code: string(FieldCursorTampered), Kind: KindFieldError, Message: "this cursor was not issued by airlock or was altered", Meaning: "the cursor failed its integrity check", Recovery: "use the cursor exactly as returned, or start without one"},
+	{Code: string(FieldCursorMismatch), Kind: KindFieldError, Message: "this cursor belongs to another query", Meaning: "the cursor was issued for other arguments", Recovery: "send the same resource, filter, fields and group_by as the call that returned the cursor"},
+	{Code: string(FieldInvalid), Kind: KindFieldError, Message: "this value is not valid here", Meaning: "the value breaks a rule of the tool", Recovery: "follow the example"},
+	{Code: string(FieldUpstreamRejected), Kind: KindFieldError, Message: "the upstream rejected the value sent for this field", Meaning: "the upstream named this field in its validation errors", Recovery: "change the value (see describe_resources for the field's type and the action's parameters)"},
+	{Code: string(FieldUnknownAction), Kind: KindFieldError, Message: "no action with this type is configured for the resource", Meaning: "the action type is not in the configuration", Recovery: "call describe_resources and use one of the resource's actions"},
 }
 
 var byCode = func() map[string]Code {
@@ -445,8 +461,8 @@ var byCode = func() map[string]Code {
 }()
 
 // Lookup returns the registered code.
-func Lookup(code string) (Code, bool) {
-	c, ok := byCode[code]
+func Lookup[C ~string](code C) (Code, bool) {
+	c, ok := byCode[string(code)]
 	return c, ok
 }
 
@@ -473,11 +489,18 @@ func mustLookup(code string, kind Kind) Code {
 
 // NewReason returns a reason with the code's fixed message. It panics on an
 // unregistered code: a typo is a bug, not a runtime condition.
-func NewReason(code string) Reason {
-	return Reason{Code: code, Message: mustLookup(code, KindReason).Message}
+func NewReason(code ReasonCode) Reason {
+	return Reason{Code: code, Message: mustLookup(string(code), KindReason).Message}
+}
+
+// NewBlocker returns a blocker with the code's fixed message. A blocker
+// travels as a reason (a selection's blockers are its scan's incomplete
+// reasons and these).
+func NewBlocker(code BlockerCode) Reason {
+	return Reason{Code: ReasonCode(code), Message: mustLookup(string(code), KindBlocker).Message}
 }
 
 // NewWarning returns a warning with the code's fixed message.
-func NewWarning(code, source string) Warning {
-	return Warning{Code: code, Message: mustLookup(code, KindWarning).Message, Source: source}
+func NewWarning(code WarningCode, source string) Warning {
+	return Warning{Code: code, Message: mustLookup(string(code), KindWarning).Message, Source: source}
 }

@@ -56,7 +56,7 @@ const exampleRequestID = "0193a4f2-7c1e-7d3a-9b2f-5e8c1a2b3c4d"
 
 // ExampleProblem returns a representative body of a problem code, as the
 // documentation shows it.
-func ExampleProblem(code string) *Problem {
+func ExampleProblem(code ProblemCode) *Problem {
 	p := NewProblem(code, "")
 	switch code {
 	case ProblemInvalidArguments:
@@ -69,7 +69,7 @@ func ExampleProblem(code string) *Problem {
 	case ProblemUpstreamRateLimited, ProblemUpstreamUnavailable:
 		p.SetRetryAfter(30)
 	case ProblemNotCommittable:
-		p.Errors = []FieldError{{Field: "selection_id", Code: BlockerAmbiguous, Message: mustLookup(BlockerAmbiguous, KindBlocker).Message}}
+		p.Errors = []FieldError{{Field: "selection_id", Code: FieldCode(BlockerAmbiguous), Message: mustLookup(string(BlockerAmbiguous), KindBlocker).Message}}
 	}
 	switch code {
 	case ProblemSelectionNotFound, ProblemSelectionExpired, ProblemSelectionStale, ProblemDigestMismatch, ProblemActionMismatch,
@@ -109,7 +109,7 @@ func RenderErrorsDoc() string {
 		fmt.Fprintf(&b, "\n## %s\n\n", strings.ToLower(c.Code))
 		fmt.Fprintf(&b, "`%s`: %s. HTTP status %d, retryable: %v.\n\n", c.Code, c.Meaning, c.Status, c.Retryable)
 		fmt.Fprintf(&b, "- recovery: %s\n- next_action template: %s\n\n", c.Recovery, c.NextAction)
-		body, _ := json.MarshalIndent(ExampleProblem(c.Code), "", "  ")
+		body, _ := json.MarshalIndent(ExampleProblem(ProblemCode(c.Code)), "", "  ")
 		fmt.Fprintf(&b, "```json\n%s\n```\n", body)
 	}
 	return b.String()

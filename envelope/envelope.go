@@ -57,12 +57,12 @@ type Envelope struct {
 // of the requested scope. Code is one of the registered reason codes; Message
 // comes from the code's fixed template.
 type Reason struct {
-	Code              string `json:"code"`
-	Message           string `json:"message"`
-	Limit             *int   `json:"limit,omitempty"`
-	LimitSource       string `json:"limit_source,omitempty"`
-	Source            string `json:"source,omitempty"`
-	RetryAfterSeconds *int   `json:"retry_after_seconds,omitempty"`
+	Code              ReasonCode `json:"code"`
+	Message           string     `json:"message"`
+	Limit             *int       `json:"limit,omitempty"`
+	LimitSource       string     `json:"limit_source,omitempty"`
+	Source            string     `json:"source,omitempty"`
+	RetryAfterSeconds *int       `json:"retry_after_seconds,omitempty"`
 	// Signal names how the upstream reported incompleteness
 	// (UPSTREAM_REPORTED_INCOMPLETE) or how a change was detected
 	// (INCONSISTENT_SNAPSHOT).
@@ -77,11 +77,11 @@ type Reason struct {
 // Warning is about trust, freshness or interpretation; it never makes an
 // answer incomplete.
 type Warning struct {
-	Code     string   `json:"code"`
-	Message  string   `json:"message"`
-	Source   string   `json:"source,omitempty"`
-	Revision string   `json:"revision,omitempty"`
-	Fields   []string `json:"fields,omitempty"`
+	Code     WarningCode `json:"code"`
+	Message  string      `json:"message"`
+	Source   string      `json:"source,omitempty"`
+	Revision string      `json:"revision,omitempty"`
+	Fields   []string    `json:"fields,omitempty"`
 }
 
 // Continuation names the recovery route for an incomplete answer.
@@ -117,11 +117,11 @@ type Coverage struct {
 // SourceCoverage is one source's (partition's, region's) share of the work.
 // Status is "complete", "partial", "unavailable" or "not_started".
 type SourceCoverage struct {
-	Name         string `json:"name"`
-	Status       string `json:"status"`
-	Pages        int    `json:"pages"`
-	ItemsScanned int    `json:"items_scanned"`
-	Reason       string `json:"reason,omitempty"`
+	Name         string     `json:"name"`
+	Status       string     `json:"status"`
+	Pages        int        `json:"pages"`
+	ItemsScanned int        `json:"items_scanned"`
+	Reason       ReasonCode `json:"reason,omitempty"`
 	// End says how the source's end was established: "proven" (EndSignal
 	// names the proof) or "unproven" (EndSignal names what was missing).
 	// Empty when the scan did not reach the source's end.
@@ -178,7 +178,7 @@ func (e *Envelope) Finish() {
 }
 
 // HasReason reports whether the envelope carries the reason code.
-func (e *Envelope) HasReason(code string) bool {
+func (e *Envelope) HasReason(code ReasonCode) bool {
 	for _, r := range e.IncompleteReasons {
 		if r.Code == code {
 			return true
@@ -188,7 +188,7 @@ func (e *Envelope) HasReason(code string) bool {
 }
 
 // HasWarning reports whether the envelope carries the warning code.
-func (e *Envelope) HasWarning(code string) bool {
+func (e *Envelope) HasWarning(code WarningCode) bool {
 	for _, w := range e.Warnings {
 		if w.Code == code {
 			return true

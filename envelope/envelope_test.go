@@ -45,7 +45,7 @@ func TestErrorsDocListsEveryProblem(t *testing.T) {
 		if c.Kind != KindProblem {
 			continue
 		}
-		body := ExampleProblem(c.Code)
+		body := ExampleProblem(ProblemCode(c.Code))
 		if err := ValidateEnvelope(ErrorEnvelope(body).Marshal()); err != nil {
 			t.Errorf("%s: the example body breaks the schema: %v", c.Code, err)
 		}
@@ -147,7 +147,7 @@ func TestInvalidArgumentsNamesEveryFieldAndSanitizes(t *testing.T) {
 	if p.Errors[2].Field != "filter.ignore?all?previous?instructions" {
 		t.Fatalf("field not sanitized: %q", p.Errors[2].Field)
 	}
-	if p.NextAction != mustLookup(ProblemInvalidArguments, KindProblem).NextAction {
+	if p.NextAction != mustLookup(string(ProblemInvalidArguments), KindProblem).NextAction {
 		t.Fatalf("next_action not from template: %q", p.NextAction)
 	}
 	if err := ValidateEnvelope(ErrorEnvelope(p).Marshal()); err != nil {

@@ -32,7 +32,7 @@ type Problem struct {
 	Status            int          `json:"status"`
 	Detail            string       `json:"detail"`
 	Instance          string       `json:"instance,omitempty"`
-	Code              string       `json:"code"`
+	Code              ProblemCode  `json:"code"`
 	Retryable         bool         `json:"retryable"`
 	RetryAfterSeconds *int         `json:"retry_after_seconds,omitempty"`
 	NextAction        string       `json:"next_action"`
@@ -48,21 +48,21 @@ type Problem struct {
 // FieldError names one invalid field. Field is a dotted path into the
 // arguments; Code is a registered field-error code; Example is a valid value.
 type FieldError struct {
-	Field   string `json:"field"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Example any    `json:"example,omitempty"`
+	Field   string    `json:"field"`
+	Code    FieldCode `json:"code"`
+	Message string    `json:"message"`
+	Example any       `json:"example,omitempty"`
 }
 
 // NewProblem returns the registered problem for code, with the detail given.
 // detail must be built by the caller from fixed text and sanitized names only.
-func NewProblem(code, detail string) *Problem {
-	c := mustLookup(code, KindProblem)
+func NewProblem(code ProblemCode, detail string) *Problem {
+	c := mustLookup(string(code), KindProblem)
 	if detail == "" {
 		detail = strings.ToUpper(c.Meaning[:1]) + c.Meaning[1:] + "."
 	}
 	p := &Problem{
-		Type:       ProblemTypeBase + strings.ToLower(code),
+		Type:       ProblemTypeBase + strings.ToLower(string(code)),
 		Title:      c.Title,
 		Status:     c.Status,
 		Detail:     truncate(detail, 400),
@@ -85,7 +85,7 @@ const DefaultRetryAfter = 10
 func (p *Problem) SetRetryAfter(secs int) *Problem {
 	secs = max(secs, 1)
 	p.RetryAfterSeconds = &secs
-	p.NextAction = renderNextAction(mustLookup(p.Code, KindProblem).NextAction, secs)
+	p.NextAction = renderNextAction(mustLookup(string(p.Code), KindProblem).NextAction, secs)
 	return p
 }
 
@@ -105,8 +105,8 @@ func (p *Problem) WithRequest(requestID string) *Problem {
 }
 
 // NewFieldError returns a field error with the code's fixed message.
-func NewFieldError(field, code string, example any) FieldError {
-	return FieldError{Field: SafeName(field), Code: code, Message: mustLookup(code, KindFieldError).Message, Example: example}
+func NewFieldError(field string, code FieldCode, example any) FieldError {
+	return FieldError{Field: SafeName(field), Code: code, Message: mustLookup(string(code), KindFieldError).Message, Example: example}
 }
 
 // InvalidArguments builds the INVALID_ARGUMENTS problem listing every error

@@ -29,7 +29,7 @@ func TestProblemType_IsAStableIdentifierNotAnAddress(t *testing.T) {
 		if c.Kind != KindProblem {
 			continue
 		}
-		p := NewProblem(c.Code, "")
+		p := NewProblem(ProblemCode(c.Code), "")
 		u, err := url.Parse(p.Type)
 		if err != nil || u.Scheme != "urn" || u.Host != "" || p.Type != "urn:airlock:problem:"+strings.ToLower(c.Code) {
 			t.Errorf("%s: type %q is not urn:airlock:problem:%s", c.Code, p.Type, strings.ToLower(c.Code))

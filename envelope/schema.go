@@ -24,7 +24,7 @@ func Schema() []byte { return bytes.Clone(schemaJSON) }
 // ready to be a tool's outputSchema. The meta keywords $schema and $id are
 // dropped: MCP's default dialect is 2020-12, and clients that validate with a
 // draft-07 engine reject an unknown meta-schema URI.
-func OutputSchema(dataSchema map[string]any, problems ...string) json.RawMessage {
+func OutputSchema(dataSchema map[string]any, problems ...ProblemCode) json.RawMessage {
 	var doc map[string]any
 	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
 		panic("envelope: embedded schema: " + err.Error())
@@ -272,7 +272,7 @@ func tameNumber(n json.Number) json.Number {
 // message, and the problem with its codes narrowed to problems; data is
 // dataSchema. It holds every result the full schema (Schema) holds, which
 // airlock's tests check every result against as well.
-func CompactOutputSchema(dataSchema map[string]any, problems ...string) json.RawMessage {
+func CompactOutputSchema(dataSchema map[string]any, problems ...ProblemCode) json.RawMessage {
 	code := map[string]any{"$ref": "#/$defs/code"}
 	str := map[string]any{"type": "string"}
 	problem := map[string]any{

@@ -34,11 +34,11 @@ import (
 // page: a test here must make each appear.
 var (
 	producedMu sync.Mutex
-	produced   = map[string]bool{}
-	pageCodes  = []string{envelope.ProblemReviewAccessDenied, envelope.ProblemReviewFormInvalid, envelope.ProblemApprovalDecided}
+	produced   = map[envelope.ProblemCode]bool{}
+	pageCodes  = []envelope.ProblemCode{envelope.ProblemReviewAccessDenied, envelope.ProblemReviewFormInvalid, envelope.ProblemApprovalDecided}
 )
 
-func record(code string) {
+func record(code envelope.ProblemCode) {
 	producedMu.Lock()
 	defer producedMu.Unlock()
 	produced[code] = true
@@ -227,7 +227,7 @@ func (b *browser) get(path string) (int, string) {
 	body, _ := io.ReadAll(resp.Body)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		if m := problemCode.FindStringSubmatch(string(body)); m != nil {
-			record(m[1])
+			record(envelope.ProblemCode(m[1]))
 		}
 	}
 	return resp.StatusCode, string(body)

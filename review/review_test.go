@@ -487,7 +487,7 @@ func TestPage_Access(t *testing.T) {
 			t.Errorf("%s: the page may be framed", c.name)
 		}
 	}
-	if w := do(open, "10.1.2.3:5000", "airlock.internal", "/review/", nil); !strings.Contains(w.Body.String(), envelope.ProblemReviewAccessDenied) {
+	if w := do(open, "10.1.2.3:5000", "airlock.internal", "/review/", nil); !strings.Contains(w.Body.String(), string(envelope.ProblemReviewAccessDenied)) {
 		t.Fatalf("denied body: %s", w.Body)
 	}
 

@@ -321,7 +321,7 @@ func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, *env
 func Acknowledgements(sel *Selection) []string {
 	var out []string
 	for _, w := range sel.Summary.Warnings {
-		out = append(out, w.Code+": "+w.Message)
+		out = append(out, string(w.Code)+": "+w.Message)
 	}
 	for _, x := range sel.Summary.Exclusions {
 		if x.Rule == RuleNotFound && x.Count > 0 {

@@ -60,7 +60,7 @@ type CommitResult struct {
 	Replayed bool
 }
 
-func problem(code, detail string) *envelope.Problem {
+func problem(code envelope.ProblemCode, detail string) *envelope.Problem {
 	p := envelope.NewProblem(code, detail)
 	p.StateChanged = envelope.StateNone
 	return p
@@ -111,7 +111,7 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		p := problem(envelope.ProblemNotCommittable, fmt.Sprintf("The selection has %d blocker(s); it can be reviewed but not committed.", len(sel.Blockers)))
 		errs := make([]envelope.FieldError, 0, len(sel.Blockers))
 		for _, b := range sel.Blockers {
-			errs = append(errs, envelope.FieldError{Field: "selection_id", Code: b.Code, Message: b.Message})
+			errs = append(errs, envelope.FieldError{Field: "selection_id", Code: envelope.FieldCode(b.Code), Message: b.Message})
 		}
 		p.SetErrors(errs)
 		return nil, p

@@ -363,25 +363,19 @@ func blockers(out upstream.Outcome, sum Summary, a *upstream.Action) []Blocker {
 	var bs []Blocker
 	bs = append(bs, out.Reasons...)
 	if sum.Ambiguous > 0 {
-		b := envelope.Reason{Code: BlockAmbiguous, Message: mustMessage(BlockAmbiguous), Count: envelope.Ptr(sum.Ambiguous)}
+		b := envelope.NewBlocker(BlockAmbiguous)
+		b.Count = envelope.Ptr(sum.Ambiguous)
 		bs = append(bs, b)
 	}
 	if sum.Members > a.Config.MaxTargets {
-		b := envelope.Reason{Code: BlockMaxTargets, Message: mustMessage(BlockMaxTargets), Limit: envelope.Ptr(a.Config.MaxTargets), LimitSource: envelope.LimitAirlock, Count: envelope.Ptr(sum.Members)}
+		b := envelope.NewBlocker(BlockMaxTargets)
+		b.Limit, b.LimitSource, b.Count = envelope.Ptr(a.Config.MaxTargets), envelope.LimitAirlock, envelope.Ptr(sum.Members)
 		bs = append(bs, b)
 	}
 	if bs == nil {
 		bs = []Blocker{}
 	}
 	return bs
-}
-
-func mustMessage(code string) string {
-	c, ok := envelope.Lookup(code)
-	if !ok {
-		panic("selection: unregistered code " + code)
-	}
-	return c.Message
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -113,7 +113,7 @@ func (r *run) settle(ctx context.Context, t Target, last bool) (decided, resend 
 	doc, ver, found, p := r.reread(ctx, t, reqID)
 	if p != nil {
 		if last {
-			t.Note = "still unknown: the re-read failed (" + p.Code + "); resume the operation to try again"
+			t.Note = "still unknown: the re-read failed (" + string(p.Code) + "); resume the operation to try again"
 			r.j.outcome(t)
 		}
 		return false, false

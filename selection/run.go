@@ -602,7 +602,7 @@ func (r *run) finish(t Target, outcome string, status int, p *envelope.Problem, 
 }
 
 // applyStopRules stops on structural failures and on the failure ratio.
-func (r *run) applyStopRules(code string, status int) {
+func (r *run) applyStopRules(code envelope.ProblemCode, status int) {
 	switch code {
 	case envelope.ProblemUpstreamAuth, envelope.ProblemUpstreamForbidden:
 		r.stop(fmt.Sprintf("the upstream answered %d: the credential was refused, so the operation stopped at the first refusal", status))

@@ -29,7 +29,7 @@ func (h *harness) approvals(selID any) []*selection.Approval {
 	return aps
 }
 
-func problemCode(r result) string {
+func problemCode(r result) envelope.ProblemCode {
 	if r.env.Problem == nil {
 		return ""
 	}
@@ -375,7 +375,7 @@ func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
 		t.Fatalf("the seed selection has %d members; the test needs more than 10", members)
 	}
 	reasons, _ := p.data["committable_reasons"].([]any)
-	if p.data["committable"] != false || len(reasons) != 1 || reasons[0].(map[string]any)["code"] != envelope.BlockerMaxTargets ||
+	if p.data["committable"] != false || len(reasons) != 1 || reasons[0].(map[string]any)["code"] != string(envelope.BlockerMaxTargets) ||
 		reasons[0].(map[string]any)["limit"] != float64(10) || reasons[0].(map[string]any)["count"] != float64(members) {
 		t.Fatalf("committable %v, reasons %v", p.data["committable"], reasons)
 	}
@@ -390,7 +390,7 @@ func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
 	if problemCode(r) != envelope.ProblemNotCommittable || r.env.Problem.StateChanged != envelope.StateNone {
 		t.Fatalf("want SELECTION_NOT_COMMITTABLE, got %s", r.raw)
 	}
-	if !strings.Contains(fmt.Sprint(r.env.Problem.Errors), envelope.BlockerMaxTargets) {
+	if !strings.Contains(fmt.Sprint(r.env.Problem.Errors), string(envelope.BlockerMaxTargets)) {
 		t.Fatalf("the problem does not name the cap: %+v", r.env.Problem.Errors)
 	}
 	if n := h.writesTo(); n != 0 || len(h.answer.asked()) != 0 {

@@ -54,7 +54,7 @@ func decodeArgs(name string, schema map[string]any, raw json.RawMessage, dst any
 	seen := map[string]bool{}
 	for _, vio := range v.Violations(doc) {
 		for _, fe := range violationErrors("", vio, schema) {
-			key := fe.Field + "/" + fe.Code
+			key := fe.Field + "/" + string(fe.Code)
 			if seen[key] {
 				continue
 			}
@@ -159,7 +159,7 @@ func violationErrors(prefix string, vio envelope.Violation, schema map[string]an
 }
 
 // keywordCode maps a failing JSON Schema keyword to a field-error code.
-func keywordCode(keyword string) string {
+func keywordCode(keyword string) envelope.FieldCode {
 	switch keyword {
 	case "required":
 		return envelope.FieldRequired

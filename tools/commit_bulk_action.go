@@ -71,7 +71,7 @@ func CommitBulkAction(d *Deps) Spec {
 		Data:        operationDataSchema(),
 		Hints:       NewHints(false, true, true, true),
 		Writes:      true,
-		Problems: []string{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale,
+		Problems: []envelope.ProblemCode{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale,
 			envelope.ProblemDigestMismatch, envelope.ProblemActionMismatch, envelope.ProblemNotCommittable, envelope.ProblemAlreadyCommitted,
 			envelope.ProblemUpstreamRateLimited, envelope.ProblemApprovalRequired, envelope.ProblemApprovalRejected,
 			envelope.ProblemApprovalDeclined, envelope.ProblemApprovalCancelled, envelope.ProblemApprovalMismatch,

@@ -197,7 +197,7 @@ func TestCommitRefusals_NothingReachesTheUpstream(t *testing.T) {
 	cases := []struct {
 		name string
 		args map[string]any
-		code string
+		code envelope.ProblemCode
 	}{
 		{"unknown selection", commitArgsFor(result{data: map[string]any{"selection_id": "sel_nope", "digest": p.data["digest"]}}, "execute", nil), envelope.ProblemSelectionNotFound},
 		{"digest mismatch", commitArgsFor(result{data: map[string]any{"selection_id": p.data["selection_id"], "digest": "sha256:" + strings.Repeat("0", 64)}}, "execute", nil), envelope.ProblemDigestMismatch},
@@ -378,7 +378,7 @@ func TestExecute_MovedTargetSkippedAndTimedOutWriteReconciled(t *testing.T) {
 		// The upstream's 409 for the moved target is its problem, per target.
 		if m["id"] == moved {
 			prob, _ := m["problem"].(map[string]any)
-			if m["http_status"] != float64(409) || prob["code"] != envelope.ProblemUpstreamConflict || prob["state_changed"] != envelope.StateNone {
+			if m["http_status"] != float64(409) || prob["code"] != string(envelope.ProblemUpstreamConflict) || prob["state_changed"] != envelope.StateNone {
 				t.Fatalf("the moved target's result: %v", m)
 			}
 		}
@@ -521,7 +521,7 @@ func TestAmbiguousRecords_BlockTheCommitUntilExcluded(t *testing.T) {
 		t.Fatalf("the ambiguous record is listed with why: %v", amb)
 	}
 	reasons := p.data["committable_reasons"].([]any)
-	if len(reasons) != 1 || reasons[0].(map[string]any)["code"] != envelope.BlockerAmbiguous {
+	if len(reasons) != 1 || reasons[0].(map[string]any)["code"] != string(envelope.BlockerAmbiguous) {
 		t.Fatalf("committable_reasons %v", reasons)
 	}
 	r := h.call("commit_bulk_action", commitArgsFor(p, "execute", nil))

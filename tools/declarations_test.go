@@ -17,7 +17,7 @@ func declRecords(n int) []fixtures.Record {
 	return out
 }
 
-func warningOf(env *envelope.Envelope, code string) *envelope.Warning {
+func warningOf(env *envelope.Envelope, code envelope.WarningCode) *envelope.Warning {
 	for i := range env.Warnings {
 		if env.Warnings[i].Code == code {
 			return &env.Warnings[i]

@@ -92,7 +92,7 @@ func TestNamedReads_EachFailureModeHasItsOwnProblem(t *testing.T) {
 		name      string
 		respond   func(n int, w http.ResponseWriter, r *http.Request)
 		edits     []string
-		code      string
+		code      envelope.ProblemCode
 		retryable bool
 		after     int
 	}{
@@ -338,7 +338,7 @@ func TestServerErrorOnWrite_NoDuplicate(t *testing.T) {
 		m := res.(map[string]any)
 		if m["id"] == broken {
 			pr := m["problem"].(map[string]any)
-			if pr["code"] != envelope.ProblemUpstreamServerError || pr["state_changed"] != envelope.StateUnknown {
+			if pr["code"] != string(envelope.ProblemUpstreamServerError) || pr["state_changed"] != envelope.StateUnknown {
 				t.Fatalf("the target's problem says the outcome is unknown: %v", pr)
 			}
 		}
@@ -361,7 +361,7 @@ func TestErrorBehindSuccess_OnWriteIsNeverASuccess(t *testing.T) {
 		if m["id"] != ids[2] {
 			continue
 		}
-		if m["outcome"] != selection.TargetUnknown || m["problem"].(map[string]any)["code"] != envelope.ProblemUpstreamErrorInSuccess {
+		if m["outcome"] != selection.TargetUnknown || m["problem"].(map[string]any)["code"] != string(envelope.ProblemUpstreamErrorInSuccess) {
 			t.Fatalf("a 200 with an error body: %v", m)
 		}
 	}

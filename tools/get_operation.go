@@ -39,7 +39,7 @@ func GetOperation(d *Deps) Spec {
 		Input:       advertised(getOperationInput),
 		Data:        operationDataSchema(),
 		Hints:       NewHints(true, false, true, false),
-		Problems:    []string{envelope.ProblemOperationNotFound},
+		Problems:    []envelope.ProblemCode{envelope.ProblemOperationNotFound},
 		Handler:     d.getOperation,
 	}
 }

@@ -45,7 +45,7 @@ func GetSelection(d *Deps) Spec {
 		Input:       advertised(getSelectionInput),
 		Data:        map[string]any{"type": "object", "required": []any{"selection_id", "digest", "items"}},
 		Hints:       NewHints(true, false, true, false),
-		Problems:    []string{envelope.ProblemSelectionNotFound},
+		Problems:    []envelope.ProblemCode{envelope.ProblemSelectionNotFound},
 		Handler:     d.getSelection,
 	}
 }

@@ -365,15 +365,15 @@ func (r result) ids() []string {
 	return out
 }
 
-func (r result) reasonCodes() []string {
-	var out []string
+func (r result) reasonCodes() []envelope.ReasonCode {
+	var out []envelope.ReasonCode
 	for _, rs := range r.env.IncompleteReasons {
 		out = append(out, rs.Code)
 	}
 	return out
 }
 
-func (r result) reason(code string) envelope.Reason {
+func (r result) reason(code envelope.ReasonCode) envelope.Reason {
 	for _, rs := range r.env.IncompleteReasons {
 		if rs.Code == code {
 			return rs

@@ -59,7 +59,7 @@ func recordProblems(raw []byte) {
 // producedElsewhere are the codes no tool returns, only an operator's
 // channel (the review page, airlock approve): the review package's tests
 // require them.
-var producedElsewhere = map[string]bool{envelope.ProblemReviewAccessDenied: true, envelope.ProblemReviewFormInvalid: true, envelope.ProblemApprovalDecided: true}
+var producedElsewhere = map[string]bool{string(envelope.ProblemReviewAccessDenied): true, string(envelope.ProblemReviewFormInvalid): true, string(envelope.ProblemApprovalDecided): true}
 
 // TestMain fails the suite when a registered problem, reason or warning code
 // was produced by no tool result in a test (when the whole suite ran: with

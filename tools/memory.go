@@ -16,14 +16,14 @@ import (
 // verbatim are the failures an identical call meets again as long as
 // nothing about the call or the credential changes: the upstream refused
 // what airlock sent, or answered in a shape the configuration rules out.
-var verbatim = map[string]bool{
+var verbatim = map[envelope.ProblemCode]bool{
 	envelope.ProblemUpstreamRejected: true, envelope.ProblemUpstreamBadResponse: true, envelope.ProblemUpstreamTooLarge: true,
 }
 
 // changeable are the failures the upstream's state decides (a permission
 // granted, a credential re-enabled, a maintenance page taken down): they
 // are remembered for a short window only.
-var changeable = map[string]bool{
+var changeable = map[envelope.ProblemCode]bool{
 	envelope.ProblemUpstreamAuth: true, envelope.ProblemUpstreamForbidden: true, envelope.ProblemUpstreamNotFound: true,
 	envelope.ProblemUpstreamContentType: true, envelope.ProblemUpstreamErrorInSuccess: true,
 }
@@ -95,7 +95,7 @@ func (m *ProblemMemory) window(s Spec, env *envelope.Envelope, now time.Time) ti
 			return now.Add(m.ttl)
 		case changeable[p.Code]:
 			return now.Add(min(m.ttl, ChangeableWindow))
-		case !s.Writes && p.Retryable && p.RetryAfterSeconds != nil && strings.HasPrefix(p.Code, "UPSTREAM_"):
+		case !s.Writes && p.Retryable && p.RetryAfterSeconds != nil && strings.HasPrefix(string(p.Code), "UPSTREAM_"):
 			return now.Add(time.Duration(*p.RetryAfterSeconds) * time.Second)
 		}
 		return time.Time{}

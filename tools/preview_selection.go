@@ -108,7 +108,7 @@ func PreviewSelection(d *Deps) Spec {
 		Data:        selectionDataSchema(),
 		Hints:       NewHints(false, false, false, true),
 		// Named ids are read one by one: their failures end the preview.
-		Problems: append(append([]string(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
+		Problems: append(append([]envelope.ProblemCode(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
 			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection, envelope.ProblemOperationNotFound, envelope.ProblemCompensationUnavailable),
 		Handler: d.preview,
 	}

@@ -39,7 +39,7 @@ func res(dialect string, extra string) fixtures.Resource {
 // a populated and an empty variant.
 type reasonCase struct {
 	name     string
-	code     string
+	code     envelope.ReasonCode
 	resource fixtures.Resource
 	setup    func(h *harness)
 	args     map[string]any
@@ -335,7 +335,7 @@ func reasonCases() []reasonCase {
 // from a real upstream condition, with and without items, and checks the
 // decision fields an agent relies on.
 func TestEveryReadReason_PopulatedAndEmpty(t *testing.T) {
-	covered := map[string][2]bool{}
+	covered := map[envelope.ReasonCode][2]bool{}
 	for _, tc := range reasonCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, withResources(tc.resource), withEnv(testEnv))
@@ -367,14 +367,14 @@ func TestEveryReadReason_PopulatedAndEmpty(t *testing.T) {
 		})
 	}
 	for _, c := range envelope.Codes() {
-		switch c.Code {
+		switch envelope.ReasonCode(c.Code) {
 		case envelope.OperationRunning:
 			continue // a write-side reason: TestCommit_WaitBudgetAnswersRunningThenPolls
 		case envelope.TargetsUnsettled:
 			continue // a write-side reason: the write fault tests
 		}
-		if c.Kind == envelope.KindReason && covered[c.Code] != [2]bool{true, true} {
-			t.Errorf("reason %s lacks a populated or an empty case: %v", c.Code, covered[c.Code])
+		if c.Kind == envelope.KindReason && covered[envelope.ReasonCode(c.Code)] != [2]bool{true, true} {
+			t.Errorf("reason %s lacks a populated or an empty case: %v", c.Code, covered[envelope.ReasonCode(c.Code)])
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sort"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -47,7 +47,7 @@ type Spec struct {
 	// every tool can (INVALID_ARGUMENTS, INTERNAL_ERROR and the upstream
 	// failures answered from memory or a cooldown). They narrow the output
 	// schema; what each means is in docs/errors.md and in the problem.
-	Problems []string
+	Problems []envelope.ProblemCode
 	// TextDefaults are the members of the tool's data that its text
 	// mirror leaves out when they hold their defaults (see envelope.Text).
 	TextDefaults []envelope.TextDefault
@@ -71,19 +71,19 @@ type Call struct {
 }
 
 // commonProblems can come from any tool.
-var commonProblems = []string{envelope.ProblemInvalidArguments, envelope.ProblemInternal}
+var commonProblems = []envelope.ProblemCode{envelope.ProblemInvalidArguments, envelope.ProblemInternal}
 
 // AllProblems is every problem code the tool can return, sorted.
-func (s Spec) AllProblems() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range append(append([]string(nil), commonProblems...), s.Problems...) {
+func (s Spec) AllProblems() []envelope.ProblemCode {
+	seen := map[envelope.ProblemCode]bool{}
+	var out []envelope.ProblemCode
+	for _, c := range append(append([]envelope.ProblemCode(nil), commonProblems...), s.Problems...) {
 		if !seen[c] {
 			seen[c] = true
 			out = append(out, c)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -260,10 +260,10 @@ func clientInfo(ctx context.Context) string {
 func reasonCodes(e *envelope.Envelope) []string {
 	var out []string
 	for _, r := range e.IncompleteReasons {
-		out = append(out, r.Code)
+		out = append(out, string(r.Code))
 	}
 	if e.Problem != nil {
-		out = append(out, e.Problem.Code)
+		out = append(out, string(e.Problem.Code))
 	}
 	return out
 }

@@ -106,7 +106,7 @@ var searchTextDefaults = []envelope.TextDefault{
 
 // readProblems are the failures a read can end with as a whole (the others
 // become incomplete reasons of a partial answer).
-var readProblems = []string{envelope.ProblemUpstreamAuth, envelope.ProblemUpstreamForbidden, envelope.ProblemUpstreamNotFound,
+var readProblems = []envelope.ProblemCode{envelope.ProblemUpstreamAuth, envelope.ProblemUpstreamForbidden, envelope.ProblemUpstreamNotFound,
 	envelope.ProblemUpstreamRejected, envelope.ProblemUpstreamBadResponse, envelope.ProblemUpstreamErrorInSuccess,
 	envelope.ProblemUpstreamTooLarge, envelope.ProblemUpstreamContentType, envelope.ProblemUpstreamRateLimited}
 

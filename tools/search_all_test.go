@@ -13,8 +13,8 @@ import (
 	"github.com/airlock-mcp/airlock/fixtures"
 )
 
-func fieldsOf(p *envelope.Problem) map[string]string {
-	out := map[string]string{}
+func fieldsOf(p *envelope.Problem) map[string]envelope.FieldCode {
+	out := map[string]envelope.FieldCode{}
 	for _, e := range p.Errors {
 		out[e.Field] = e.Code
 	}
@@ -35,7 +35,7 @@ func TestBadInput_ListsEveryBadFieldAtOnce(t *testing.T) {
 	if p == nil || p.Code != envelope.ProblemInvalidArguments || p.Retryable || r.env.Complete || r.env.Status != envelope.StatusError {
 		t.Fatalf("want INVALID_ARGUMENTS, not retryable: %+v", r.env)
 	}
-	want := map[string]string{
+	want := map[string]envelope.FieldCode{
 		"filter.status": envelope.FieldEnum, "filter.colour": envelope.FieldUnknownFilter, "filter.amount_due": envelope.FieldUnknownFilter,
 		"fields[1]": envelope.FieldUnknownField, "group_by[1]": envelope.FieldUnknownField,
 		"max_items": envelope.FieldOverCap, "max_pages": envelope.FieldOutOfRange, "deadline_ms": envelope.FieldOverCap,
@@ -202,7 +202,7 @@ func TestUpstreamFailures_AreProblemsThatSayWhatToDo(t *testing.T) {
 		status int
 		body   string
 		ctype  string
-		code   string
+		code   envelope.ProblemCode
 	}{
 		{"unauthorized", 401, `{"error":"bad token"}`, "application/json", envelope.ProblemUpstreamAuth},
 		{"forbidden", 403, `{"error":"nope"}`, "application/json", envelope.ProblemUpstreamForbidden},
@@ -249,7 +249,7 @@ func TestUpstreamFailures_AreProblemsThatSayWhatToDo(t *testing.T) {
 func TestWarnings_EachAppearsFromARealCondition(t *testing.T) {
 	stale := time.Now().Add(-2 * time.Hour)
 	cases := []struct {
-		code  string
+		code  envelope.WarningCode
 		extra string
 		setup func(h *harness)
 		args  map[string]any
@@ -273,7 +273,7 @@ func TestWarnings_EachAppearsFromARealCondition(t *testing.T) {
 		}, map[string]any{"resource": "subs", "max_items": 0, "group_by": []any{"region"}}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.code, func(t *testing.T) {
+		t.Run(string(tc.code), func(t *testing.T) {
 			dialect := fixtures.DialectOffset
 			if tc.code == envelope.WarnEstimatedTotal {
 				dialect = fixtures.DialectContinue

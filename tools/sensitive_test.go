@@ -182,7 +182,7 @@ func TestSensitiveField_MarkedQueryable_AnswersCountsButNeverValues(t *testing.T
 	}
 	for arg, val := range map[string]any{"fields": []any{"id", "email"}, "group_by": []any{"email"}} {
 		r := h.call("search_all", map[string]any{"resource": "service_accounts", arg: val})
-		if r.env.Problem == nil || !strings.Contains(string(r.raw), envelope.FieldSensitive) {
+		if r.env.Problem == nil || !strings.Contains(string(r.raw), string(envelope.FieldSensitive)) {
 			t.Fatalf("%s naming a queryable sensitive field must stay refused: %s", arg, r.raw)
 		}
 	}

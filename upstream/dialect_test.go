@@ -465,7 +465,7 @@ func TestMalformedResponse_EndsScanWithBadResponse(t *testing.T) {
 		contentType string
 		body        string
 		ok          bool
-		code        string
+		code        envelope.ProblemCode
 	}{
 		{"html content type", "text/html", valid, false, ctype},
 		{"plain text content type", "text/plain; charset=utf-8", valid, false, ctype},

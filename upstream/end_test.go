@@ -49,8 +49,8 @@ func endOf(t *testing.T, out Outcome) envelope.SourceCoverage {
 func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 	type want struct {
 		complete bool
-		signal   string // the end signal in coverage
-		reason   string // the reason when incomplete
+		signal   string              // the end signal in coverage
+		reason   envelope.ReasonCode // the reason when incomplete
 	}
 	for _, tc := range []struct {
 		name       string
@@ -132,7 +132,7 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 	}
 }
 
-func hasReason(out Outcome, code string) bool {
+func hasReason(out Outcome, code envelope.ReasonCode) bool {
 	for _, r := range out.Reasons {
 		if r.Code == code {
 			return true

@@ -493,9 +493,9 @@ func describeScanErr(err error) string {
 	var se *ScanError
 	if errors.As(err, &se) && se.Problem != nil {
 		if se.Err != nil {
-			return se.Problem.Code + ": " + se.Err.Error()
+			return string(se.Problem.Code) + ": " + se.Err.Error()
 		}
-		return se.Problem.Code
+		return string(se.Problem.Code)
 	}
 	return err.Error()
 }

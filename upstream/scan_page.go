@@ -164,7 +164,7 @@ func (s *Scan) finishSource(src *sourceScan) {
 	defer s.mu.Unlock()
 	src.status = srcDone
 	st := src.state
-	if st.TotalUntrusted && !s.stickySeen[envelope.InconsistentSnapshot+"/"+src.cfg.Name] {
+	if st.TotalUntrusted && !s.stickySeen[string(envelope.InconsistentSnapshot)+"/"+src.cfg.Name] {
 		// (A total that changed during the scan is INCONSISTENT_SNAPSHOT.)
 		s.contradictedLocked("total")
 	}
@@ -182,7 +182,7 @@ func (s *Scan) finishSource(src *sourceScan) {
 			return
 		}
 	}
-	if t := st.Total; t != nil && !st.TotalUntrusted && src.items < *t && !s.stickySeen[envelope.InconsistentSnapshot+"/"+src.cfg.Name] {
+	if t := st.Total; t != nil && !st.TotalUntrusted && src.items < *t && !s.stickySeen[string(envelope.InconsistentSnapshot)+"/"+src.cfg.Name] {
 		// The upstream stopped before its own total without any sign of a
 		// change: it capped the result.
 		src.capped, src.shortOf = true, *t
@@ -192,7 +192,7 @@ func (s *Scan) finishSource(src *sourceScan) {
 // contradictedLocked warns once per declaration that the upstream
 // contradicted it.
 func (s *Scan) contradictedLocked(field string) {
-	key := envelope.WarnDeclarationContradicted + "/" + field
+	key := string(envelope.WarnDeclarationContradicted) + "/" + field
 	if s.warnSeen[key] {
 		return
 	}
@@ -237,8 +237,8 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 			ts = scalarString(x)
 		}
 		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.clock.Now().Sub(t) > f.MaxAge {
-			if !s.warnSeen[envelope.WarnStaleIndex] {
-				s.warnSeen[envelope.WarnStaleIndex] = true
+			if !s.warnSeen[string(envelope.WarnStaleIndex)] {
+				s.warnSeen[string(envelope.WarnStaleIndex)] = true
 				w := envelope.NewWarning(envelope.WarnStaleIndex, src.cfg.Name)
 				w.Revision = t.UTC().Format(time.RFC3339)
 				s.warnings = append(s.warnings, w)
@@ -254,8 +254,8 @@ func lastSegment(p string) string {
 	return p
 }
 
-func (s *Scan) addStickyLocked(code, source, signal string) {
-	key := code + "/" + source
+func (s *Scan) addStickyLocked(code envelope.ReasonCode, source, signal string) {
+	key := string(code) + "/" + source
 	if s.stickySeen[key] {
 		return
 	}

@@ -210,10 +210,10 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
 		s.groups[k], s.groupVals[k] = g.Count, v
 	}
 	for _, rs := range st.Sticky {
-		s.stickySeen[rs.Code+"/"+rs.Source] = true
+		s.stickySeen[string(rs.Code)+"/"+rs.Source] = true
 	}
 	for _, w := range st.Warnings {
-		s.warnSeen[w.Code] = true
+		s.warnSeen[string(w.Code)] = true
 	}
 	for _, v := range st.Violations {
 		s.violations[v.Field+"/"+v.Rule] = &violation{field: v.Field, rule: v.Rule, sample: v.Sample, count: v.Count}

@@ -305,7 +305,8 @@ func TestReplicas_KilledHolderIsTakenOverAfterItsLease(t *testing.T) {
 							t.Fatalf("%s unknown after the takeover (in flight at kill: %v, safe retry: %v)", id, inFlight[id], ac.keyed)
 						}
 					default:
-						t.Fatalf("%s ended %s", id, o)
+						final, _ := st.Operation(context.Background(), opID)
+						t.Fatalf("%s ended %s; the operation %s (%q); its journal: %+v", id, o, final.Status, final.StopReason, targetsOf(t, st, opID)[id])
 					}
 				}
 			})
