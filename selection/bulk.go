@@ -12,8 +12,9 @@ import (
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
-// runBulk sends pending targets in batches through the bulk endpoint.
-func (r *run) runBulk(ctx context.Context, batch []Target) {
+// runBulk sends targets in batches through the bulk endpoint. It returns
+// the targets it did not take up because the run stopped.
+func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 	size := r.a.Config.Bulk.MaxBatch
 	for len(batch) > 0 && !r.stopped.Load() {
 		n := min(size, len(batch))
@@ -54,11 +55,11 @@ func (r *run) runBulk(ctx context.Context, batch []Target) {
 		}
 		if err != nil {
 			r.stop("the action's bulk template could not be rendered: check the configuration")
-			return
+			return append(send, batch...)
 		}
 		if err := r.j.intent(intents...); err != nil {
 			r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
-			return
+			return append(send, batch...)
 		}
 		start := time.Now()
 		resp, err := r.a.Resource.Upstream.Do(ctx, req)
@@ -78,12 +79,13 @@ func (r *run) runBulk(ctx context.Context, batch []Target) {
 				r.finish(t, TargetUnknown, resp.Status, p, "the bulk response could not be read", nil)
 			}
 			r.stop("the bulk response broke its declared shape: the operation stopped")
-			return
+			return batch
 		}
 		for _, t := range intents {
 			r.bulkOutcome(t, results[t.ID], resp.Status)
 		}
 	}
+	return batch
 }
 
 // bulkOutcome journals one target's result in a bulk response.

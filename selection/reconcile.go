@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,19 +26,23 @@ const (
 // the first at once and each later one after a wait that doubles from
 // reconcile.backoff up to reconcile.max_backoff, up to reconcile.rereads
 // rounds or until none is undecided. A re-read that shows the effect makes
-// the target succeeded. One that shows it untouched sends it back to
-// pending when a re-send cannot apply twice (an idempotency key or a
+// the target succeeded. One that shows it untouched makes it a target to
+// send again when a re-send cannot apply twice (an idempotency key or a
 // condition) and attempts remain; otherwise the target stays unknown, and
 // the last re-read's finding is noted. Waiting matters: a write can land
-// after its answer was lost, so one untouched re-read proves nothing. It
-// returns how many targets it put back to pending.
-func (r *run) reconcile(ctx context.Context) (resend int) {
+// after its answer was lost, so one untouched re-read proves nothing.
+//
+// It returns the targets to send again. They stay unknown in the journal
+// until their next intent: a target an attempt may have reached is never
+// pending (never sent), whatever stops the run before it goes out.
+func (r *run) reconcile(ctx context.Context) (again []Target) {
 	if r.dryRun() || r.a.Resource.Config.Get == nil {
-		return 0
+		return nil
 	}
 	if err := r.j.flush(); err != nil {
-		return 0
+		return nil
 	}
+	settled := map[string]bool{}
 	cfg := r.a.Config.Reconcile
 	wait := time.Duration(0)
 	for round := range cfg.Rereads {
@@ -46,10 +51,10 @@ func (r *run) reconcile(ctx context.Context) (resend int) {
 			sleep(ctx, wait)
 		}
 		if ctx.Err() != nil {
-			return resend
+			return again
 		}
-		undecided, sent := r.reconcileRound(ctx, round+1 == cfg.Rereads)
-		resend += sent
+		undecided, sent := r.reconcileRound(ctx, round+1 == cfg.Rereads, settled)
+		again = append(again, sent...)
 		if undecided == 0 {
 			break
 		}
@@ -57,20 +62,22 @@ func (r *run) reconcile(ctx context.Context) (resend int) {
 	if err := r.j.flush(); err != nil {
 		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
 	}
-	return resend
+	return again
 }
 
-// reconcileRound re-reads every unknown target once. last says it is the
-// final round: targets still undecided get a note saying so.
-func (r *run) reconcileRound(ctx context.Context, last bool) (undecided, resend int) {
+// reconcileRound re-reads every unknown target once, but those an earlier
+// round already settled. last says it is the final round: targets still
+// undecided get a note saying so.
+func (r *run) reconcileRound(ctx context.Context, last bool, settled map[string]bool) (undecided int, again []Target) {
 	var mu sync.Mutex
 	after := ""
 	for ctx.Err() == nil {
 		batch, err := r.e.Store.Targets(ctx, r.op.ID, TargetQuery{Outcome: TargetUnknown, After: after, Limit: 256})
 		if err != nil || len(batch) == 0 {
-			return undecided, resend
+			return undecided, again
 		}
 		after = batch[len(batch)-1].ID
+		batch = slices.DeleteFunc(batch, func(t Target) bool { return settled[t.ID] })
 		work := make(chan Target)
 		var wg sync.WaitGroup
 		for range min(r.a.Config.Concurrency, len(batch)) {
@@ -78,13 +85,17 @@ func (r *run) reconcileRound(ctx context.Context, last bool) (undecided, resend 
 			go func() {
 				defer wg.Done()
 				for t := range work {
-					decided, sent := r.settle(ctx, t, last)
+					// The target is unknown: at least one attempt was not
+					// observed (a taken-over intent carries no count).
+					t.Unobserved = max(t.Unobserved, 1)
+					decided, resend := r.settle(ctx, t, last)
 					mu.Lock()
 					if !decided {
 						undecided++
 					}
-					if sent {
-						resend++
+					if resend {
+						settled[t.ID] = true
+						again = append(again, t)
 					}
 					mu.Unlock()
 				}
@@ -96,19 +107,17 @@ func (r *run) reconcileRound(ctx context.Context, last bool) (undecided, resend 
 		close(work)
 		wg.Wait()
 	}
-	return undecided, resend
+	return undecided, again
 }
 
 // settle re-reads one unknown target. decided is false while a later
-// re-read could still tell more.
+// re-read could still tell more; resend says it is to be sent again.
 func (r *run) settle(ctx context.Context, t Target, last bool) (decided, resend bool) {
 	if t.Problem != nil && t.Problem.Code == envelope.ProblemUpstreamContract {
 		// Its answer broke the contract: a re-read would be read through
 		// the same broken contract. It stays unknown.
 		return true, false
 	}
-	// The target is unknown: at least one attempt was not observed.
-	t.Unobserved = max(t.Unobserved, 1)
 	reqID := uuid.NewString()
 	doc, ver, found, p := r.reread(ctx, t, reqID)
 	if p != nil {
@@ -125,7 +134,6 @@ func (r *run) settle(ctx context.Context, t Target, last bool) (decided, resend 
 		return true, false
 	case stateUntouched:
 		if r.safeRetry() && t.Attempts < r.a.Config.MaxAttempts && r.sendPending && !r.stopped.Load() {
-			r.finish(t, TargetPending, 0, nil, "reconciled: untouched when re-read; it is sent again with the same idempotency key or condition", nil)
 			return true, true
 		}
 		if last {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,17 +85,20 @@ func (r *run) execute() {
 	stopBeat := r.heartbeat(ctx)
 	// Targets whose outcome was not observed (a crash, a timeout) are
 	// settled by re-reading before anything is sent: never blindly re-sent.
-	r.reconcile(ctx)
+	again := r.reconcile(ctx)
 	if r.sendPending {
-		r.runPending(ctx)
 		// Writes whose outcome this run did not observe are settled the
 		// same way; those a re-read shows untouched, and that a re-send
 		// cannot apply twice, go out again, up to max_attempts.
-		for range r.a.Config.MaxAttempts {
-			if r.stopped.Load() || ctx.Err() != nil || r.reconcile(ctx) == 0 {
+		for attempt := 0; ; attempt++ {
+			r.resend(ctx, again)
+			r.runPending(ctx)
+			if attempt == r.a.Config.MaxAttempts || r.stopped.Load() || ctx.Err() != nil {
 				break
 			}
-			r.runPending(ctx)
+			if again = r.reconcile(ctx); len(again) == 0 {
+				break
+			}
 		}
 	}
 	stopBeat()
@@ -167,7 +171,6 @@ func (r *run) runPending(ctx context.Context) {
 // pendingPass runs one pass over the pending targets and returns how many
 // it found.
 func (r *run) pendingPass(ctx context.Context) int {
-	conc := r.a.Config.Concurrency
 	after := ""
 	found := 0
 	for !r.stopped.Load() && ctx.Err() == nil {
@@ -181,14 +184,10 @@ func (r *run) pendingPass(ctx context.Context) int {
 		}
 		found += len(batch)
 		after = batch[len(batch)-1].ID
-		if r.a.Config.Bulk != nil {
-			r.runBulk(ctx, batch)
-			continue
-		}
 		// The first write of a run goes alone: a structural failure (a
 		// refused credential, an unexpected status) stops the run before
 		// any other target is attempted.
-		if !r.canaryDone {
+		if !r.canaryDone && r.a.Config.Bulk == nil {
 			r.canaryDone = true
 			r.one(ctx, batch[0])
 			batch = batch[1:]
@@ -196,27 +195,62 @@ func (r *run) pendingPass(ctx context.Context) int {
 				continue
 			}
 		}
-		work := make(chan Target)
-		var wg sync.WaitGroup
-		for range min(conc, len(batch)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for t := range work {
-					r.one(ctx, t)
-				}
-			}()
-		}
-		for _, t := range batch {
-			if r.stopped.Load() {
-				break
-			}
-			work <- t
-		}
-		close(work)
-		wg.Wait()
+		r.send(ctx, batch)
 	}
 	return found
+}
+
+// send runs targets through a pool of the action's concurrency, or in
+// bulk batches, until the run stops. It returns the targets it did not
+// take up because the run stopped.
+func (r *run) send(ctx context.Context, batch []Target) (unsent []Target) {
+	if r.a.Config.Bulk != nil {
+		return r.runBulk(ctx, batch)
+	}
+	var mu sync.Mutex
+	work := make(chan Target)
+	var wg sync.WaitGroup
+	for range min(r.a.Config.Concurrency, len(batch)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range work {
+				if !r.one(ctx, t) {
+					mu.Lock()
+					unsent = append(unsent, t)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i, t := range batch {
+		if r.stopped.Load() {
+			mu.Lock()
+			unsent = append(unsent, batch[i:]...)
+			mu.Unlock()
+			break
+		}
+		work <- t
+	}
+	close(work)
+	wg.Wait()
+	return unsent
+}
+
+// resend sends again the targets a reconcile found untouched. Those the
+// run stops before sending stay unknown, with the reason they were not
+// sent again.
+func (r *run) resend(ctx context.Context, again []Target) {
+	if len(again) == 0 {
+		return
+	}
+	if err := r.j.flush(); err != nil {
+		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+	}
+	for _, t := range r.send(ctx, again) {
+		t.Note = r.untouchedNote(t)
+		r.j.outcome(t)
+	}
 }
 
 func (r *run) dryRun() bool { return r.op.Mode == ModeDryRun }
@@ -372,16 +406,17 @@ func (r *run) unwritable(t Target, err error) {
 }
 
 // one runs one target: re-read when needed, journal the intent, write,
-// journal the outcome.
-func (r *run) one(ctx context.Context, t Target) {
+// journal the outcome. It returns false, having done nothing, when the run
+// stopped before it could start.
+func (r *run) one(ctx context.Context, t Target) bool {
 	reqID := uuid.NewString()
 	r.pauseForRateLimit(ctx)
 	if r.stopped.Load() {
-		return
+		return false
 	}
 	version, ok := r.prepare(ctx, t, reqID)
 	if !ok {
-		return
+		return true
 	}
 	if r.dryRun() {
 		note := "precondition holds and the version is unchanged"
@@ -389,25 +424,25 @@ func (r *run) one(ctx context.Context, t Target) {
 			note = "not re-read: the write will be conditional"
 		}
 		r.finish(t, TargetWouldSucceed, 0, nil, note, nil)
-		return
+		return true
 	}
 	vars := upstream.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
 	req, err := r.a.WriteRequest(vars, reqID)
 	if errors.Is(err, upstream.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
 		r.unwritable(t, err)
-		return
+		return true
 	}
 	if err != nil {
 		r.finish(t, TargetFailed, 0, envelope.NewProblem(envelope.ProblemInternal, "The write request could not be built from the action's templates."), "", nil)
 		r.stop("the action's request template could not be rendered: check the configuration")
-		return
+		return true
 	}
 	now := r.e.Clock.Now()
 	intent := t
 	intent.Outcome, intent.Attempts, intent.AttemptAt, intent.RequestID, intent.Version = TargetInFlight, t.Attempts+1, &now, reqID, version
 	if err := r.j.intent(intent); err != nil {
 		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
-		return
+		return true
 	}
 	wctx := ctx
 	if to := r.a.Config.Timeout; to > 0 {
@@ -419,6 +454,7 @@ func (r *run) one(ctx context.Context, t Target) {
 	resp, err := r.a.Resource.Upstream.Do(wctx, req)
 	r.call(req.Method, r.a.Config.Request.Path, t.ID, statusOf(err, true), time.Since(start), reqID)
 	r.classify(intent, resp, err)
+	return true
 }
 
 // classify turns a write's result into the target's outcome. Every failure
@@ -577,8 +613,26 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// finish journals a target's outcome and counts it.
+// finish journals a target's outcome and counts it. A target an earlier
+// attempt may have reached is never said untouched (pending, skipped,
+// failed): that attempt may still land, so it stays unknown, for a re-read
+// to decide.
 func (r *run) finish(t Target, outcome string, status int, p *envelope.Problem, note string, after map[string]any) {
+	if t.Unobserved > 0 && (outcome == TargetPending || outcome == TargetSkipped || outcome == TargetFailed) {
+		outcome = TargetUnknown
+		note = strings.TrimPrefix(note+"; ", "; ") + "an earlier attempt was not observed, so a re-read decides"
+		switch {
+		case p != nil:
+			cp := *p
+			p = &cp
+		case t.Problem != nil:
+			cp := *t.Problem
+			p = &cp
+		default:
+			p = envelope.NewProblem(envelope.ProblemUpstreamTimeout, "An earlier attempt's outcome was not observed.")
+		}
+		p.StateChanged = envelope.StateUnknown
+	}
 	now := r.e.Clock.Now()
 	t.Outcome, t.HTTPStatus, t.Problem, t.Note, t.After = outcome, status, p, note, after
 	t.DoneAt = nil

@@ -14,6 +14,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -352,9 +353,31 @@ func TestIgnoredWrite_ClaimsNothingItDoesNotShow(t *testing.T) {
 	l.agree(op.ID)
 }
 
+// TestStoppedBeforeAResend_LeavesTheTargetUnknownNotPending: a 202 whose
+// write has not landed after every re-read is sent again under its key;
+// the re-send is answered 429 with a wait longer than an operation pauses,
+// and the run stops. The first write lands later. The target must not read
+// pending (never sent): it was sent, and it stays unknown until a re-read
+// sees it.
+func TestStoppedBeforeAResend_LeavesTheTargetUnknownNotPending(t *testing.T) {
+	api := fixtures.NewWriteLab(3)
+	api.SetFault("acc-0001", fixtures.LabFault{Kind: fixtures.LabAcceptedThen429, Delay: 3 * time.Second})
+	l := newLab(t, t.TempDir(), api, time.Second)
+	op := l.commit(l.preview("archive_keyed", nil, nil), false)
+	tg := l.targets(op.ID)["acc-0001"]
+	if op.Status != selection.OpStopped || tg.Outcome != selection.TargetUnknown || tg.Attempts != 2 ||
+		tg.Problem == nil || tg.Problem.StateChanged != envelope.StateUnknown {
+		t.Fatalf("first run: %s (%s); acc-0001 %s after %d attempt(s) (%q); want stopped, acc-0001 unknown after 2", op.Status, op.StopReason, tg.Outcome, tg.Attempts, tg.Note)
+	}
+	if op.Counts[selection.TargetPending] != 0 {
+		t.Fatalf("counts %v: a target that was sent is counted pending", op.Counts)
+	}
+	l.agree(op.ID)
+}
+
 // labFaults are the faults of the suite.
 var labFaults = []string{fixtures.LabLostAnswer, fixtures.LabSlow, fixtures.LabInFlight409, fixtures.LabStale,
-	fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, fixtures.LabIgnored, "escaping"}
+	fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, fixtures.LabIgnored, fixtures.LabAcceptedThen429, "escaping"}
 
 var labActions = []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread", "delete_if_match"}
 
@@ -397,7 +420,9 @@ func TestWriteFaultSuite(t *testing.T) {
 				}
 				l := newLab(t, t.TempDir(), api, 150*time.Millisecond)
 				op := l.commit(l.preview(action, nil, nil), false)
-				if op.Status != selection.OpCompleted {
+				// A 429 asking for an hour stops the operation, and the
+				// upstream's wait holds for a resume as well.
+				if op.Status != selection.OpCompleted && fault != fixtures.LabAcceptedThen429 {
 					op = l.commit(l.preview(action, nil, nil), true)
 				}
 				bad, dbl := l.contradictions(op.ID)

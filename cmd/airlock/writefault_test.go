@@ -32,7 +32,7 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 		trials = 20
 	}
 	faults := []string{fixtures.LabLostAnswer, fixtures.LabSlow, fixtures.LabInFlight409, fixtures.LabStale,
-		fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, fixtures.LabIgnored, "escaping"}
+		fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, fixtures.LabIgnored, fixtures.LabAcceptedThen429, "escaping"}
 	actions := []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread", "delete_if_match"}
 	total, contradictions, doubles := 0, 0, 0
 	for _, fault := range faults {
