@@ -530,10 +530,10 @@ func (m *memJournal) Targets(_ context.Context, operationID string, q selection.
 	return out, nil
 }
 
-func (m *memJournal) CountTargets(_ context.Context, operationID string) (map[string]int, error) {
+func (m *memJournal) CountTargets(_ context.Context, operationID string) (map[selection.Outcome]int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[string]int{}
+	out := map[selection.Outcome]int{}
 	for _, t := range m.targets[operationID] {
 		out[t.Outcome]++
 	}

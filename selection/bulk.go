@@ -90,7 +90,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 
 // bulkOutcome journals one target's result in a bulk response.
 func (r *run) bulkOutcome(t Target, res upstream.BulkOutcome, status int) {
-	refused := func(outcome string, p *envelope.Problem, note string) {
+	refused := func(outcome Outcome, p *envelope.Problem, note string) {
 		if t.Unobserved > 0 {
 			if p == nil {
 				p = envelope.NewProblem(envelope.ProblemUpstreamConflict, "")

@@ -39,8 +39,8 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 		name    string
 		resp    *upstream.Response
 		err     error
-		landed  bool   // an earlier attempt was not observed
-		want    string // outcome
+		landed  bool // an earlier attempt was not observed
+		want    Outcome
 		changed string // problem.state_changed ("" without a problem)
 		stops   bool
 	}{

@@ -118,7 +118,7 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	}
 	op := &Operation{
 		ID: "op_" + uuid.NewString(), SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: actionDigest, Action: req.Action,
-		Mode: req.Mode, IdempotencyKey: req.IdempotencyKey, Status: OpRunning, Counts: map[string]int{}, CreatedAt: now, UpdatedAt: now,
+		Mode: req.Mode, IdempotencyKey: req.IdempotencyKey, Status: OpRunning, Counts: map[Outcome]int{}, CreatedAt: now, UpdatedAt: now,
 	}
 	op.Lease = e.newLease(op.ID, now)
 	var approval *Approval
@@ -168,7 +168,7 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		return nil, e.internal("create targets", err)
 	}
 	op.Total = n
-	op.Counts = map[string]int{TargetPending: n}
+	op.Counts = map[Outcome]int{TargetPending: n}
 	if err := e.Store.UpdateOperation(ctx, op); err != nil {
 		return nil, e.internal("update operation", err)
 	}
@@ -253,7 +253,7 @@ func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *u
 // finalStatus is the status of an operation whose run ended without a
 // stop: completed, or completed with failures when a target failed or has
 // no final outcome.
-func finalStatus(counts map[string]int) string {
+func finalStatus(counts map[Outcome]int) string {
 	if counts[TargetFailed] > 0 || unsettled(counts) > 0 {
 		return OpCompletedWithFailures
 	}
@@ -262,7 +262,7 @@ func finalStatus(counts map[string]int) string {
 
 // unsettled counts the targets without a final outcome: never sent
 // (pending), or sent without an observed outcome (in flight, unknown).
-func unsettled(counts map[string]int) int {
+func unsettled(counts map[Outcome]int) int {
 	return counts[TargetPending] + counts[TargetInFlight] + counts[TargetUnknown]
 }
 

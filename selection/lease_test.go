@@ -95,9 +95,9 @@ func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
 	}
 }
 
-func targetsByID(t *testing.T, s selection.Store, opID string) map[string]string {
+func targetsByID(t *testing.T, s selection.Store, opID string) map[string]selection.Outcome {
 	t.Helper()
-	out := map[string]string{}
+	out := map[string]selection.Outcome{}
 	after := ""
 	for {
 		page, err := s.Targets(context.Background(), opID, selection.TargetQuery{After: after, Limit: 500})

@@ -35,7 +35,7 @@ type run struct {
 	noSendReason string
 
 	mu         sync.Mutex
-	counts     map[string]int
+	counts     map[Outcome]int
 	attempted  int
 	failed     int
 	stopReason string
@@ -472,7 +472,7 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 	}
 	// refused journals a refusal: final when no earlier attempt may have
 	// applied, else unknown.
-	refused := func(outcome string, status int, p *envelope.Problem, note string) bool {
+	refused := func(outcome Outcome, status int, p *envelope.Problem, note string) bool {
 		if landed {
 			p.StateChanged = envelope.StateUnknown
 			r.finish(t, TargetUnknown, status, p, fmt.Sprintf("this attempt was refused (%d), but an earlier attempt may have applied: a re-read decides", status), nil)
@@ -617,7 +617,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // attempt may have reached is never said untouched (pending, skipped,
 // failed): that attempt may still land, so it stays unknown, for a re-read
 // to decide.
-func (r *run) finish(t Target, outcome string, status int, p *envelope.Problem, note string, after map[string]any) {
+func (r *run) finish(t Target, outcome Outcome, status int, p *envelope.Problem, note string, after map[string]any) {
 	if t.Unobserved > 0 && (outcome == TargetPending || outcome == TargetSkipped || outcome == TargetFailed) {
 		outcome = TargetUnknown
 		note = strings.TrimPrefix(note+"; ", "; ") + "an earlier attempt was not observed, so a re-read decides"
@@ -642,7 +642,7 @@ func (r *run) finish(t Target, outcome string, status int, p *envelope.Problem, 
 	r.j.outcome(t)
 	r.mu.Lock()
 	if r.counts == nil {
-		r.counts = map[string]int{}
+		r.counts = map[Outcome]int{}
 	}
 	r.counts[outcome]++
 	if outcome != TargetPending {

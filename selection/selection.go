@@ -183,21 +183,21 @@ type Effect struct {
 
 // Operation is one commit (or dry run) of a selection.
 type Operation struct {
-	ID             string         `json:"operation_id"`
-	SelectionID    string         `json:"selection_id"`
-	Digest         string         `json:"digest"`
-	ActionDigest   string         `json:"action_digest"`
-	Action         Action         `json:"action"`
-	Mode           string         `json:"mode"`
-	IdempotencyKey string         `json:"idempotency_key,omitempty"`
-	Status         string         `json:"status"`
-	StopReason     string         `json:"stop_reason,omitempty"`
-	Counts         map[string]int `json:"counts"`
-	Total          int            `json:"total"`
-	CreatedAt      time.Time      `json:"created_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
-	FinishedAt     *time.Time     `json:"finished_at,omitempty"`
-	ApprovalID     string         `json:"approval_id,omitempty"`
+	ID             string          `json:"operation_id"`
+	SelectionID    string          `json:"selection_id"`
+	Digest         string          `json:"digest"`
+	ActionDigest   string          `json:"action_digest"`
+	Action         Action          `json:"action"`
+	Mode           string          `json:"mode"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Status         string          `json:"status"`
+	StopReason     string          `json:"stop_reason,omitempty"`
+	Counts         map[Outcome]int `json:"counts"`
+	Total          int             `json:"total"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
+	ApprovalID     string          `json:"approval_id,omitempty"`
 	// Lease is the process's hold on the running operation; stores keep
 	// it beside the document.
 	Lease Lease `json:"-"`
@@ -215,24 +215,27 @@ const (
 	OpInterrupted           = "interrupted"
 )
 
+// Outcome is a target's outcome in the journal.
+type Outcome string
+
 // Target outcomes (and the journal's intermediate states).
 const (
-	TargetPending   = "pending"
-	TargetInFlight  = "in_flight"
-	TargetSucceeded = "succeeded"
-	TargetFailed    = "failed"
-	TargetSkipped   = "skipped"
-	TargetUnknown   = "unknown"
+	TargetPending   Outcome = "pending"
+	TargetInFlight  Outcome = "in_flight"
+	TargetSucceeded Outcome = "succeeded"
+	TargetFailed    Outcome = "failed"
+	TargetSkipped   Outcome = "skipped"
+	TargetUnknown   Outcome = "unknown"
 	// Dry runs report what would happen.
-	TargetWouldSucceed = "would_succeed"
-	TargetWouldSkip    = "would_skip"
+	TargetWouldSucceed Outcome = "would_succeed"
+	TargetWouldSkip    Outcome = "would_skip"
 )
 
 // Target is one target's journal entry.
 type Target struct {
 	OperationID string            `json:"-"`
 	ID          string            `json:"id"`
-	Outcome     string            `json:"outcome"`
+	Outcome     Outcome           `json:"outcome"`
 	HTTPStatus  int               `json:"http_status,omitempty"`
 	Problem     *envelope.Problem `json:"problem,omitempty"`
 	Note        string            `json:"note,omitempty"`

@@ -53,7 +53,7 @@ type Store interface {
 	// Targets pages through an operation's targets.
 	Targets(ctx context.Context, operationID string, q TargetQuery) ([]Target, error)
 	// CountTargets counts an operation's targets by outcome.
-	CountTargets(ctx context.Context, operationID string) (map[string]int, error)
+	CountTargets(ctx context.Context, operationID string) (map[Outcome]int, error)
 
 	LeaseStore
 	ScanStore
@@ -86,7 +86,7 @@ type RecordQuery struct {
 type TargetQuery struct {
 	After   string
 	Limit   int
-	Outcome string
+	Outcome Outcome
 }
 
 // LeaseStore keeps the leases of running operations: one process at a time

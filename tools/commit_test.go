@@ -99,19 +99,19 @@ func (h *harness) allItems(args map[string]any) []map[string]any {
 	return nil
 }
 
-func counts(r result) map[string]int {
-	out := map[string]int{}
+func counts(r result) map[selection.Outcome]int {
+	out := map[selection.Outcome]int{}
 	for k, v := range r.data["counts"].(map[string]any) {
-		out[k] = int(v.(float64))
+		out[selection.Outcome(k)] = int(v.(float64))
 	}
 	return out
 }
 
-func outcomes(r result) map[string]string {
-	out := map[string]string{}
+func outcomes(r result) map[string]selection.Outcome {
+	out := map[string]selection.Outcome{}
 	for _, t := range r.data["results"].([]any) {
 		m := t.(map[string]any)
-		out[m["id"].(string)] = m["outcome"].(string)
+		out[m["id"].(string)] = selection.Outcome(m["outcome"].(string))
 	}
 	return out
 }

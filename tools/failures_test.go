@@ -361,7 +361,7 @@ func TestErrorBehindSuccess_OnWriteIsNeverASuccess(t *testing.T) {
 		if m["id"] != ids[2] {
 			continue
 		}
-		if m["outcome"] != selection.TargetUnknown || m["problem"].(map[string]any)["code"] != string(envelope.ProblemUpstreamErrorInSuccess) {
+		if m["outcome"] != string(selection.TargetUnknown) || m["problem"].(map[string]any)["code"] != string(envelope.ProblemUpstreamErrorInSuccess) {
 			t.Fatalf("a 200 with an error body: %v", m)
 		}
 	}

@@ -9,10 +9,10 @@ import (
 )
 
 type getOperationArgs struct {
-	OperationID string `json:"operation_id"`
-	Cursor      string `json:"cursor"`
-	PageSize    *int   `json:"page_size"`
-	Outcome     string `json:"outcome"`
+	OperationID string            `json:"operation_id"`
+	Cursor      string            `json:"cursor"`
+	PageSize    *int              `json:"page_size"`
+	Outcome     selection.Outcome `json:"outcome"`
 }
 
 var getOperationInput = getOperationInputSchema()

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/selection"
 )
 
 // child is an airlock server process serving streamable HTTP.
@@ -178,9 +179,9 @@ func writesPerTarget(api *fixtures.Server) map[string]int {
 	return out
 }
 
-func targetOutcomes(t *testing.T, c *client.Client, opID any) (map[string]string, string) {
+func targetOutcomes(t *testing.T, c *client.Client, opID any) (map[string]selection.Outcome, string) {
 	t.Helper()
-	out := map[string]string{}
+	out := map[string]selection.Outcome{}
 	args := map[string]any{"operation_id": opID, "page_size": 500}
 	var status string
 	for {
@@ -188,7 +189,7 @@ func targetOutcomes(t *testing.T, c *client.Client, opID any) (map[string]string
 		status = d["status"].(string)
 		for _, r := range d["results"].([]any) {
 			m := r.(map[string]any)
-			out[m["id"].(string)] = m["outcome"].(string)
+			out[m["id"].(string)] = selection.Outcome(m["outcome"].(string))
 		}
 		cur, _ := d["results_cursor"].(string)
 		if cur == "" {

@@ -111,7 +111,7 @@ func targetsOf(t *testing.T, st selection.Store, opID string) map[string]selecti
 }
 
 // waitFinished polls an operation through c until it is no longer running.
-func waitFinished(t *testing.T, c *client.Client, opID any) (map[string]string, string) {
+func waitFinished(t *testing.T, c *client.Client, opID any) (map[string]selection.Outcome, string) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/selection"
 )
 
 // TestWriteFaults_KilledMidCommit: the write fault suite with a kill -9 of
@@ -106,7 +107,7 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 					if n > 1 {
 						dbl++
 					}
-					ok := map[string]bool{"succeeded": n == 1, "skipped": n == 0, "failed": n == 0, "pending": n == 0, "unknown": n <= 1}[o]
+					ok := map[selection.Outcome]bool{selection.TargetSucceeded: n == 1, selection.TargetSkipped: n == 0, selection.TargetFailed: n == 0, selection.TargetPending: n == 0, selection.TargetUnknown: n <= 1}[o]
 					if !ok || n > 1 {
 						bad = append(bad, fmt.Sprintf("%s: journal %s, upstream applied %d", id, o, n))
 					}
@@ -129,7 +130,7 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 
 // awaitOperation polls get_operation until the operation is no longer
 // running (60 s at most) and returns its targets' outcomes and status.
-func awaitOperation(t *testing.T, c *client.Client, opID any) (map[string]string, string) {
+func awaitOperation(t *testing.T, c *client.Client, opID any) (map[string]selection.Outcome, string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -240,20 +240,20 @@ func (s *Postgres) Targets(ctx context.Context, operationID string, q selection.
 	return out, rows.Err()
 }
 
-func (s *Postgres) CountTargets(ctx context.Context, operationID string) (map[string]int, error) {
+func (s *Postgres) CountTargets(ctx context.Context, operationID string) (map[selection.Outcome]int, error) {
 	rows, err := s.pool.Query(ctx, `SELECT outcome, COUNT(*) FROM targets WHERE operation_id = $1 GROUP BY outcome`, operationID)
 	if err != nil {
 		return nil, fmt.Errorf("count targets: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int{}
+	out := map[selection.Outcome]int{}
 	for rows.Next() {
 		var k string
 		var n int
 		if err := rows.Scan(&k, &n); err != nil {
 			return nil, err
 		}
-		out[k] = n
+		out[selection.Outcome(k)] = n
 	}
 	return out, rows.Err()
 }

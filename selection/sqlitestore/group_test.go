@@ -44,13 +44,13 @@ func groupStore(t *testing.T) (*SQLite, string) {
 	return s, op.ID
 }
 
-func outcomes(t *testing.T, s *SQLite, opID string) map[string]string {
+func outcomes(t *testing.T, s *SQLite, opID string) map[string]Outcome {
 	t.Helper()
 	ts, err := s.Targets(context.Background(), opID, TargetQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
+	out := map[string]Outcome{}
 	for _, x := range ts {
 		out[x.ID] = x.Outcome
 	}
@@ -90,7 +90,7 @@ func TestGroupCommit_EachCallAllOrNothing(t *testing.T) {
 		t.Fatalf("a panicking call: %v", errs[3])
 	}
 	got := outcomes(t, s, opID)
-	want := map[string]string{"t1": TargetInFlight, "t2": TargetPending, "t3": TargetSucceeded}
+	want := map[string]Outcome{"t1": TargetInFlight, "t2": TargetPending, "t3": TargetSucceeded}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("outcomes %v, want %v: a failed call must leave nothing, the others everything", got, want)
 	}

@@ -160,7 +160,7 @@ func testOneExecuteOperationPerSelectionAndAction(t *testing.T, o Opener) {
 		go func() {
 			defer wg.Done()
 			op := &selection.Operation{ID: fmt.Sprintf("op_%d", i), SelectionID: "sel_3", ActionDigest: "sha256:a", Mode: selection.ModeExecute,
-				Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0, Counts: map[string]int{}}
+				Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0, Counts: map[selection.Outcome]int{}}
 			got, ok, err := s.CreateOperation(ctx, op)
 			if err != nil {
 				errs <- err
