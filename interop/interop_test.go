@@ -2,7 +2,10 @@
 // client (client.mjs), over stdio and streamable HTTP: the SDK must accept
 // every tool's outputSchema and annotations and validate every result against
 // them; and (elicit.mjs) that a commit needing the user's approval asks for
-// it through MCP elicitation. It holds tests only and must never be imported.
+// it through MCP elicitation. The MCP Inspector's CLI (inspector_test.go) must
+// list the tools and run a complete search_all over stdio, streamable HTTP
+// and SSE, and be refused protocol 2026-07-28 on SSE cleanly at connect.
+// It holds tests only and must never be imported.
 //
 // The tests skip when node or interop/node_modules is missing, unless
 // AIRLOCK_REQUIRE_INTEROP=1 (set by CI), which turns the skip into a failure.
