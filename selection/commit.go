@@ -85,19 +85,8 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		return nil, problem(envelope.ProblemActionMismatch, "The action (type and params) is not the one previewed with this selection.")
 	}
 	if req.Mode == ModeExecute {
-		ops, err := e.Store.OperationsOf(ctx, sel.ID)
-		if err != nil {
-			return nil, e.internal("read operations", err)
-		}
-		for _, op := range ops {
-			if op.Mode != ModeExecute || op.ActionDigest != actionDigest {
-				continue
-			}
-			if req.IdempotencyKey != "" && op.IdempotencyKey != "" && req.IdempotencyKey != op.IdempotencyKey {
-				p := problem(envelope.ProblemAlreadyCommitted, "This selection and action were committed as operation "+op.ID+" under another idempotency key.")
-				return nil, p
-			}
-			return e.replay(ctx, op, sel, a, req)
+		if res, p, found := e.committed(ctx, sel, a, actionDigest, req); found {
+			return res, p
 		}
 	}
 	now := e.Clock.Now()
@@ -125,6 +114,11 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	if req.Mode == ModeExecute {
 		var p *envelope.Problem
 		if approval, p = e.gate(ctx, sel, a, req); p != nil {
+			// A concurrent commit of this selection and action may have
+			// won since: its approval is spent, and it is the answer.
+			if res, rp, found := e.committed(ctx, sel, a, actionDigest, req); found {
+				return res, rp
+			}
 			return nil, p
 		}
 		if approval != nil {
@@ -176,6 +170,26 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	r := e.start(op, sel, a, req.Progress)
 	go r.execute()
 	return e.wait(ctx, r, id, req.Wait, false)
+}
+
+// committed answers a commit whose selection and action already have an
+// execute operation: that operation, replayed (found true).
+func (e *Engine) committed(ctx context.Context, sel *Selection, a *upstream.Action, actionDigest string, req CommitRequest) (*CommitResult, *envelope.Problem, bool) {
+	ops, err := e.Store.OperationsOf(ctx, sel.ID)
+	if err != nil {
+		return nil, e.internal("read operations", err), true
+	}
+	for _, op := range ops {
+		if op.Mode != ModeExecute || op.ActionDigest != actionDigest {
+			continue
+		}
+		if req.IdempotencyKey != "" && op.IdempotencyKey != "" && req.IdempotencyKey != op.IdempotencyKey {
+			return nil, problem(envelope.ProblemAlreadyCommitted, "This selection and action were committed as operation "+op.ID+" under another idempotency key."), true
+		}
+		res, p := e.replay(ctx, op, sel, a, req)
+		return res, p, true
+	}
+	return nil, nil, false
 }
 
 func (e *Engine) internal(what string, err error) *envelope.Problem {
