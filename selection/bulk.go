@@ -58,6 +58,9 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			return append(send, batch...)
 		}
 		if err := r.j.intent(intents...); err != nil {
+			if errors.Is(err, errLeaseExpiring) {
+				r.j.outcome(send...) // not sent: back to what they were
+			}
 			r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
 			return append(send, batch...)
 		}

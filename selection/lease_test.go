@@ -2,8 +2,10 @@ package selection_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,12 +15,10 @@ import (
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
-// TestLease_ARunTakenOverRecordsNothingMore: once another holder took an
-// operation's lease, the run that held it sends no new write, its journal
-// writes are refused and it does not record the operation's end: the
-// store holds what the run had journaled before the takeover.
-func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
-	const n = 400
+// leaseLab previews n subscriptions, mostly past due, for
+// pause_collection against a fixture whose writes take 20 ms.
+func leaseLab(t *testing.T, n int) (*fixtures.Server, *sqlitestore.SQLite, *upstream.Runtime, *selection.Selection) {
+	t.Helper()
 	api := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
 	api.SetCollection(fixtures.DatasetSubscriptions, fixtures.SyntheticSubscriptions(n, benchMostlyPastDue))
 	api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 20 * time.Millisecond})
@@ -51,7 +51,17 @@ func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
 	if err != nil || !res.Selection.Committable {
 		t.Fatalf("preview: %v %+v", err, res.Selection.Blockers)
 	}
-	sel := res.Selection
+	return api, store, rt, res.Selection
+}
+
+// TestLease_ARunTakenOverRecordsNothingMore: once another holder took an
+// operation's lease, the run that held it sends no new write, its journal
+// writes are refused and it does not record the operation's end: the
+// store holds what the run had journaled before the takeover.
+func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
+	const n = 400
+	api, store, rt, sel := leaseLab(t, n)
+	ctx := context.Background()
 	e := &selection.Engine{Store: store, Runtime: rt, Clock: upstream.WallClock, Background: ctx, Holder: "a", LeaseTTL: time.Minute}
 	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
 		Mode: selection.ModeExecute, Wait: time.Millisecond, RequestID: "t"})
@@ -95,6 +105,78 @@ func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
 	}
 }
 
+// jumpClock is a wall clock that can be moved ahead, as a process paused
+// past its lease (a stopped VM, a long GC pause) sees time on waking.
+type jumpClock struct{ ahead atomic.Int64 }
+
+func (c *jumpClock) Now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
+
+// pausingStore moves the clock past the lease's safety margin right after
+// the first intent it writes, as a process paused during that write would
+// see on waking.
+type pausingStore struct {
+	selection.Store
+	clock  *jumpClock
+	jump   time.Duration
+	jumped atomic.Bool
+}
+
+func (s *pausingStore) Journal(ctx context.Context, l selection.Lease, entries []selection.Target) error {
+	err := s.Store.Journal(ctx, l, entries)
+	for _, e := range entries {
+		if err == nil && e.Outcome == selection.TargetInFlight && s.jumped.CompareAndSwap(false, true) {
+			s.clock.ahead.Store(int64(s.jump))
+			break
+		}
+	}
+	return err
+}
+
+// TestLease_ARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover: a run
+// that wakes past its lease's safety margin right after journaling an
+// intent does not send that write and sends nothing more. The target goes
+// back to what it was (not in flight, so not unknown after a takeover),
+// and the run records no end, whether or not its heartbeat renewed the
+// lease meanwhile: the operation stays running until its lease runs out,
+// then a takeover finishes it, each target written once.
+func TestLease_ARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover(t *testing.T) {
+	const n = 300
+	api, store, rt, sel := leaseLab(t, n)
+	ctx := context.Background()
+	const ttl = 3 * time.Second
+	clock := &jumpClock{}
+	ps := &pausingStore{Store: store, clock: clock, jump: ttl}
+	e := &selection.Engine{Store: ps, Runtime: rt, Clock: clock, Background: ctx, Holder: "a", LeaseTTL: ttl}
+	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
+		Mode: selection.ModeExecute, Wait: time.Millisecond, RequestID: "t"})
+	if prob != nil {
+		t.Fatalf("commit: %+v", prob)
+	}
+	opID := r.Operation.ID
+	e.Wait()
+	op, err := store.Operation(ctx, opID)
+	if err != nil || op.Status != selection.OpRunning {
+		t.Fatalf("after the run stopped for its lease: %s (%q) %v; want running, its end left to a takeover", op.Status, op.StopReason, err)
+	}
+	counts, _ := store.CountTargets(ctx, opID)
+	if counts[selection.TargetInFlight] != 0 || counts[selection.TargetUnknown] != 0 || counts[selection.TargetPending] == 0 {
+		t.Fatalf("counts %v: every target is succeeded or pending, none in flight or unknown", counts)
+	}
+	// The lease runs out; a takeover (here by the same engine) finishes.
+	clock.ahead.Store(int64(3 * ttl))
+	if taken, err := e.TakeOver(ctx); err != nil || len(taken) != 1 {
+		t.Fatalf("takeover: %v %v", taken, err)
+	}
+	e.Wait()
+	op, err = store.Operation(ctx, opID)
+	if err != nil || op.Status != selection.OpCompleted || op.Counts[selection.TargetSucceeded] != op.Total {
+		t.Fatalf("after the takeover: %s %v (%q) %v; want completed, all %d succeeded", op.Status, op.Counts, op.StopReason, err, op.Total)
+	}
+	if w := len(api.Writes()); w != op.Total {
+		t.Fatalf("%d writes for %d targets", w, op.Total)
+	}
+}
+
 func targetsByID(t *testing.T, s selection.Store, opID string) map[string]selection.Outcome {
 	t.Helper()
 	out := map[string]selection.Outcome{}
@@ -111,5 +193,55 @@ func targetsByID(t *testing.T, s selection.Store, opID string) map[string]select
 			return out
 		}
 		after = page[len(page)-1].ID
+	}
+}
+
+// failingOutcomes fails the first journal write that holds outcomes only,
+// as a store that refused one transaction would.
+type failingOutcomes struct {
+	selection.Store
+	failed atomic.Bool
+}
+
+func (s *failingOutcomes) Journal(ctx context.Context, l selection.Lease, entries []selection.Target) error {
+	for _, e := range entries {
+		if e.Outcome == selection.TargetInFlight {
+			return s.Store.Journal(ctx, l, entries)
+		}
+	}
+	if s.failed.CompareAndSwap(false, true) {
+		return errors.New("disk I/O error")
+	}
+	return s.Store.Journal(ctx, l, entries)
+}
+
+// TestJournalFailure_EndsWithNoTargetInFlight: outcomes the journal could
+// not write leave their targets in flight; the operation stops (so that no
+// write goes unrecorded) and says those targets are unknown, not in flight
+// in an operation that is over. A resume re-reads them and finds them
+// applied: no target is written twice.
+func TestJournalFailure_EndsWithNoTargetInFlight(t *testing.T) {
+	api, store, rt, sel := leaseLab(t, 200)
+	ctx := context.Background()
+	e := &selection.Engine{Store: &failingOutcomes{Store: store}, Runtime: rt, Clock: upstream.WallClock, Background: ctx}
+	req := selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action, Mode: selection.ModeExecute, Wait: time.Minute, RequestID: "t"}
+	r, prob := e.Commit(ctx, req)
+	if prob != nil {
+		t.Fatalf("commit: %+v", prob)
+	}
+	e.Wait()
+	op, err := store.Operation(ctx, r.Operation.ID)
+	if err != nil || op.Status != selection.OpStopped || op.Counts[selection.TargetInFlight] != 0 || op.Counts[selection.TargetUnknown] == 0 {
+		t.Fatalf("after the journal failed: %s %v (%q) %v; want stopped, no target in flight, some unknown", op.Status, op.Counts, op.StopReason, err)
+	}
+	e2 := &selection.Engine{Store: store, Runtime: rt, Clock: upstream.WallClock, Background: ctx}
+	req.Resume = true
+	if _, prob := e2.Commit(ctx, req); prob != nil {
+		t.Fatalf("resume: %+v", prob)
+	}
+	e2.Wait()
+	op, _ = store.Operation(ctx, r.Operation.ID)
+	if op.Status != selection.OpCompleted || len(api.Writes()) != op.Total {
+		t.Fatalf("after the resume: %s %v, %d writes for %d targets", op.Status, op.Counts, len(api.Writes()), op.Total)
 	}
 }

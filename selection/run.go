@@ -40,6 +40,9 @@ type run struct {
 	failed     int
 	stopReason string
 	stopped    atomic.Bool
+	// leaseGone says the run stopped because its lease was lost or came
+	// too close to its expiry: its end is the takeover's to record.
+	leaseGone  atomic.Bool
 	lastNotify time.Time
 	pauseUntil time.Time
 	canaryDone bool
@@ -59,6 +62,7 @@ func (e *Engine) start(op *Operation, sel *Selection, a *upstream.Action, progre
 	r.fence = newFence(op.Lease, e.Clock, e.leaseTTL())
 	r.j = newJournal(e.Store, r.fence, func(events []AuditEvent) { e.audit(context.Background(), events...) })
 	r.j.onLost = func() {
+		r.leaseGone.Store(true)
 		r.stop("this process lost the operation's lease: it sends no more writes, and the process that takes the operation over finishes it")
 	}
 	return r
@@ -101,6 +105,9 @@ func (r *run) execute() {
 			}
 		}
 	}
+	if !r.leaseGone.Load() {
+		r.settleInFlight()
+	}
 	stopBeat()
 	jerr := r.j.close()
 	if jerr != nil && r.stopReason == "" {
@@ -123,10 +130,12 @@ func (r *run) execute() {
 	default:
 		op.Status = finalStatus(counts)
 	}
-	if !r.fence.holds() {
-		// Lost, or expiring without renewal: whichever process takes the
-		// operation over (this one included) finishes it and records its
-		// end.
+	if !r.fence.holds() || r.leaseGone.Load() {
+		// Lost, or expiring without renewal (even if renewed since): the
+		// run stopped for its lease, not for the operation, so it records
+		// no end. Its lease runs out without a heartbeat, and whichever
+		// process takes the operation over (this one included) finishes
+		// it and records its end.
 		r.logger().Warn("the operation's lease is lost or expiring: its end is left to the process that takes it over")
 		r.notify(true)
 		return
@@ -138,6 +147,31 @@ func (r *run) execute() {
 	}
 	r.notify(true)
 	r.logger().Info("operation finished", "status", op.Status, "counts", counts)
+}
+
+// settleInFlight makes unknown the targets a run ends with in flight: an
+// intent was journaled and no outcome was (the journal failed in between).
+// The write may have gone out; an operation that ends says so, and a
+// resume re-reads them.
+func (r *run) settleInFlight() {
+	if r.j.flush() != nil {
+		return
+	}
+	ctx := context.Background()
+	after := ""
+	for {
+		batch, err := r.e.Store.Targets(ctx, r.op.ID, TargetQuery{Outcome: TargetInFlight, After: after, Limit: 512})
+		if err != nil || len(batch) == 0 {
+			return
+		}
+		after = batch[len(batch)-1].ID
+		for _, t := range batch {
+			t.Unobserved++
+			p := envelope.NewProblem(envelope.ProblemUpstreamTimeout, "The write's outcome was not recorded before the run ended.")
+			p.StateChanged = envelope.StateUnknown
+			r.finish(t, TargetUnknown, 0, p, "in flight when the run ended: the write may have been sent and its outcome was not recorded", nil)
+		}
+	}
 }
 
 func (r *run) stop(reason string) {
@@ -441,6 +475,13 @@ func (r *run) one(ctx context.Context, t Target) bool {
 	intent := t
 	intent.Outcome, intent.Attempts, intent.AttemptAt, intent.RequestID, intent.Version = TargetInFlight, t.Attempts+1, &now, reqID, version
 	if err := r.j.intent(intent); err != nil {
+		if errors.Is(err, errLeaseExpiring) {
+			// The intent may be durable, but the write is not sent: the
+			// target goes back to what it was, unless the lease is
+			// already another process's (then that one reads it in
+			// flight and reconciles it).
+			r.j.outcome(t)
+		}
 		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
 		return true
 	}
