@@ -78,34 +78,21 @@ func (r *run) reconcileRound(ctx context.Context, last bool, settled map[string]
 		}
 		after = batch[len(batch)-1].ID
 		batch = slices.DeleteFunc(batch, func(t Target) bool { return settled[t.ID] })
-		work := make(chan Target)
-		var wg sync.WaitGroup
-		for range min(r.a.Config.Concurrency, len(batch)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for t := range work {
-					// The target is unknown: at least one attempt was not
-					// observed (a taken-over intent carries no count).
-					t.Unobserved = max(t.Unobserved, 1)
-					decided, resend := r.settle(ctx, t, last)
-					mu.Lock()
-					if !decided {
-						undecided++
-					}
-					if resend {
-						settled[t.ID] = true
-						again = append(again, t)
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		for _, t := range batch {
-			work <- t
-		}
-		close(work)
-		wg.Wait()
+		r.fanOut(batch, nil, func(t Target) {
+			// The target is unknown: at least one attempt was not observed
+			// (a taken-over intent carries no count).
+			t.Unobserved = max(t.Unobserved, 1)
+			decided, resend := r.settle(ctx, t, last)
+			mu.Lock()
+			defer mu.Unlock()
+			if !decided {
+				undecided++
+			}
+			if resend {
+				settled[t.ID] = true
+				again = append(again, t)
+			}
+		})
 	}
 	return undecided, again
 }

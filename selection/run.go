@@ -242,6 +242,20 @@ func (r *run) send(ctx context.Context, batch []Target) (unsent []Target) {
 		return r.runBulk(ctx, batch)
 	}
 	var mu sync.Mutex
+	rest := r.fanOut(batch, r.stopped.Load, func(t Target) {
+		if !r.one(ctx, t) {
+			mu.Lock()
+			unsent = append(unsent, t)
+			mu.Unlock()
+		}
+	})
+	return append(unsent, rest...)
+}
+
+// fanOut runs each over the targets on as many workers as the action's
+// concurrency. Once stop (when set) says so it hands out no more, and
+// returns the targets it did not hand out.
+func (r *run) fanOut(batch []Target, stop func() bool, each func(Target)) (rest []Target) {
 	work := make(chan Target)
 	var wg sync.WaitGroup
 	for range min(r.a.Config.Concurrency, len(batch)) {
@@ -249,26 +263,20 @@ func (r *run) send(ctx context.Context, batch []Target) (unsent []Target) {
 		go func() {
 			defer wg.Done()
 			for t := range work {
-				if !r.one(ctx, t) {
-					mu.Lock()
-					unsent = append(unsent, t)
-					mu.Unlock()
-				}
+				each(t)
 			}
 		}()
 	}
 	for i, t := range batch {
-		if r.stopped.Load() {
-			mu.Lock()
-			unsent = append(unsent, batch[i:]...)
-			mu.Unlock()
+		if stop != nil && stop() {
+			rest = batch[i:]
 			break
 		}
 		work <- t
 	}
 	close(work)
 	wg.Wait()
-	return unsent
+	return rest
 }
 
 // resend sends again the targets a reconcile found untouched. Those the
