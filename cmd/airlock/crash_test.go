@@ -181,21 +181,31 @@ func writesPerTarget(api *fixtures.Server) map[string]int {
 
 func targetOutcomes(t *testing.T, c *client.Client, opID any) (map[string]selection.Outcome, string) {
 	t.Helper()
-	out := map[string]selection.Outcome{}
-	args := map[string]any{"operation_id": opID, "page_size": 500}
-	var status string
+	// The pages of a running operation are read at different moments: a
+	// set of pages is one view only when every page reports the same
+	// status (an operation that ended changes no target again).
 	for {
-		d := callData(t, c, "get_operation", args)
-		status = d["status"].(string)
-		for _, r := range d["results"].([]any) {
-			m := r.(map[string]any)
-			out[m["id"].(string)] = selection.Outcome(m["outcome"].(string))
+		out := map[string]selection.Outcome{}
+		args := map[string]any{"operation_id": opID, "page_size": 500}
+		statuses := map[string]bool{}
+		var status string
+		for {
+			d := callData(t, c, "get_operation", args)
+			status = d["status"].(string)
+			statuses[status] = true
+			for _, r := range d["results"].([]any) {
+				m := r.(map[string]any)
+				out[m["id"].(string)] = selection.Outcome(m["outcome"].(string))
+			}
+			cur, _ := d["results_cursor"].(string)
+			if cur == "" {
+				break
+			}
+			args["cursor"] = cur
 		}
-		cur, _ := d["results_cursor"].(string)
-		if cur == "" {
+		if len(statuses) == 1 {
 			return out, status
 		}
-		args["cursor"] = cur
 	}
 }
 
