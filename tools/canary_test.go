@@ -236,7 +236,7 @@ func TestCanary_EchoedCredentialIsFoundNowhere(t *testing.T) {
 			mu.Unlock()
 			return i, ok && known && r.Method == http.MethodPut
 		})
-		h := newHarness(t, demoAt(url, fastRetries...))
+		h := newHarness(t, demoAt(url, append(fastRetries, fastReconcile...)...))
 		free := ownerlessVisible(h, n)
 		if len(free) < n {
 			t.Fatalf("the demo data has %d ownerless accounts, want %d", len(free), n)

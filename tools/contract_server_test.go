@@ -64,7 +64,7 @@ func TestRecordedWriteThatTimesOut_IsRetriedOnlyWithTheSameKey(t *testing.T) {
 	})
 	t.Run("no key: unknown, never a second write", func(t *testing.T) {
 		cs, url := contractServer(t, "service_accounts-assign_owner-v1.json")
-		h := newHarness(t, demoAt(url, `      - {field: owner, to: "{{params.owner}}"}`, "      - {field: owner, to: \"{{params.owner}}\"}\n    timeout: 1s"))
+		h := newHarness(t, demoAt(url, append([]string{`      - {field: owner, to: "{{params.owner}}"}`, "      - {field: owner, to: \"{{params.owner}}\"}\n    timeout: 1s"}, fastReconcile...)...))
 		p := h.call("preview_selection", map[string]any{"resource": "service_accounts", "ids": []any{"sa_00017"}, "action": assignOwner})
 		op := h.operation(h.call("commit_bulk_action", map[string]any{"selection_id": p.data["selection_id"], "expected_digest": p.data["digest"],
 			"action": assignOwner, "mode": "execute"}).data["operation_id"])

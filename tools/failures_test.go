@@ -68,6 +68,18 @@ func answer(w http.ResponseWriter, status int, ctype, body string, headers ...st
 }
 
 // demoAt points the demo configuration at another upstream, with edits.
+// demoEdited is the demo configuration at the harness's own fixture, with
+// edits (old, new pairs) applied as demoAt does.
+func demoEdited(edits ...string) harnessOpt {
+	return withConfig(func(url string) []byte {
+		y := string(fixtures.DemoConfig(url))
+		for i := 0; i+1 < len(edits); i += 2 {
+			y = strings.Replace(y, edits[i], edits[i+1], 1)
+		}
+		return []byte(y)
+	})
+}
+
 func demoAt(url string, edits ...string) harnessOpt {
 	return withConfig(func(string) []byte {
 		y := string(fixtures.DemoConfig(url))
@@ -315,7 +327,7 @@ func TestNonRetryableFailure_RepeatedVerbatimIsAnsweredFromMemory(t *testing.T) 
 // is retried only with its idempotency key, is never applied twice, and
 // ends unknown (not failed, not succeeded).
 func TestServerErrorOnWrite_NoDuplicate(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, demoEdited(fastReconcile...))
 	p := h.call("preview_selection", seedPreview(nil))
 	ids := h.members(p.data["selection_id"])
 	flaky, broken := ids[0], ids[1]
@@ -351,7 +363,7 @@ func TestServerErrorOnWrite_NoDuplicate(t *testing.T) {
 // TestErrorBehindSuccess_OnWriteIsNeverASuccess: a 200 whose body is an
 // error object leaves the target unknown with its own problem.
 func TestErrorBehindSuccess_OnWriteIsNeverASuccess(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, demoEdited(fastReconcile...))
 	p := h.call("preview_selection", seedPreview(nil))
 	ids := h.members(p.data["selection_id"])
 	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{ErrorInOK: map[string]bool{ids[2]: true}})
