@@ -292,9 +292,6 @@ func LoadConfig(path string) (*Config, error) {
 	return cfg, nil
 }
 
-// SetBaseDir sets the directory relative contract paths resolve against.
-func (c *Config) SetBaseDir(dir string) { c.baseDir = dir }
-
 // Warnings are problems a configuration may run with but should not keep:
 // aliases past their end date.
 func (c *Config) Warnings(now time.Time) []string { return c.expiredAliases(now) }

@@ -592,10 +592,6 @@ func setPathCreate(doc map[string]any, path string, v any) {
 	cur[parts[len(parts)-1]] = v
 }
 
-// DecisionFields returns the fields the resource declares as driving
-// decisions (decision, permission, or named by an invariant), sorted.
-func (c *Contract) DecisionFields() []string { return sortedKeys(c.decision) }
-
 // expiredAliases lists aliases whose until date has passed.
 func (c *Config) expiredAliases(now time.Time) []string {
 	var out []string

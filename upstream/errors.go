@@ -70,7 +70,7 @@ func errorInSuccess(doc any) (string, bool) {
 
 // ProblemFor maps any failed upstream exchange to its problem: one stable
 // code per failure mode, retryable and retry_after_seconds set, field errors
-// translated (see FieldErrors), nothing of the body echoed.
+// translated (see fieldErrors), nothing of the body echoed.
 func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	var be *BodyError
 	if errors.As(err, &be) {
@@ -133,20 +133,14 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 // may carry anything (an echoed credential), never reach the agent.
 const UndeclaredField = "upstream.undeclared_field"
 
-// FieldErrors translates an upstream's field errors into errors[]: RFC 9457
+// fieldErrors translates an upstream's field errors into errors[]: RFC 9457
 // (errors[] or invalid-params[]), Google's google.rpc.Status BadRequest
 // fieldViolations, Kubernetes Status causes, and plain {"errors": [{field}]}
 // bodies are understood. Only names airlock knows travel: mapField maps an
 // upstream's field name to the tool argument that sent it or to a declared
 // field (see Resource.FieldName and Action.FieldName); every other name
 // becomes UndeclaredField, listed once. The upstream's messages never
-// travel.
-func FieldErrors(body []byte, mapField func(string) string) []envelope.FieldError {
-	errs, _ := fieldErrors(body, mapField)
-	return errs
-}
-
-// fieldErrors is FieldErrors that also counts the distinct undeclared names.
+// travel. It also counts the distinct undeclared names.
 func fieldErrors(body []byte, mapField func(string) string) ([]envelope.FieldError, int) {
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(body))
