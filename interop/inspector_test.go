@@ -151,14 +151,9 @@ type inspector struct {
 // or node_modules holds another version than package.json pins.
 func requireInspector(t *testing.T) inspector {
 	t.Helper()
-	node := requireNode(t)
-	missing := func(reason string) {
-		t.Helper()
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf("%s, and %s=1 requires the interop test", reason, requireEnv)
-		}
-		t.Skipf("skipping the Inspector CLI interop test: %s (set %s=1 to make this a failure)", reason, requireEnv)
-	}
+	const what = "Inspector CLI interop test"
+	node := requireNodeFor(t, what)
+	missing := func(reason string) { t.Helper(); unavailable(t, requireEnv, what, reason) }
 	var pkg struct {
 		Version      string            `json:"version"`
 		Dependencies map[string]string `json:"dependencies"`

@@ -63,15 +63,26 @@ func TestOfficialTypeScriptSDK_ApprovesThroughElicitation(t *testing.T) {
 
 // requireNode returns the node executable, or skips (fails under
 // AIRLOCK_REQUIRE_INTEROP=1) when node or the SDK is not installed.
+// unavailable skips the test (what it is) because a tool it needs is
+// missing, or fails it when env is 1: CI sets it, so that a missing tool
+// never passes for a test that ran.
+func unavailable(t *testing.T, env, what, reason string) {
+	t.Helper()
+	if os.Getenv(env) == "1" {
+		t.Fatalf("%s, and %s=1 requires the %s", reason, env, what)
+	}
+	t.Skipf("skipping the %s: %s (set %s=1 to make this a failure)", what, reason, env)
+}
+
 func requireNode(t *testing.T) string {
 	t.Helper()
-	missing := func(reason string) {
-		t.Helper()
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf("%s, and %s=1 requires the interop test", reason, requireEnv)
-		}
-		t.Skipf("skipping the TypeScript SDK interop test: %s (set %s=1 to make this a failure)", reason, requireEnv)
-	}
+	return requireNodeFor(t, "TypeScript SDK interop test")
+}
+
+// requireNodeFor is requireNode for the test named what.
+func requireNodeFor(t *testing.T, what string) string {
+	t.Helper()
+	missing := func(reason string) { t.Helper(); unavailable(t, requireEnv, what, reason) }
 	node, err := exec.LookPath("node")
 	if err != nil {
 		missing("node is not on PATH")

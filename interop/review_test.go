@@ -31,10 +31,7 @@ func requireChromium(t *testing.T) string {
 		reason = "interop/node_modules/playwright-core is missing (npm ci in interop/)"
 	}
 	if reason != "" {
-		if os.Getenv(requireBrowserEnv) == "1" {
-			t.Fatalf("%s, and %s=1 requires the browser test", reason, requireBrowserEnv)
-		}
-		t.Skipf("skipping the browser test: %s (set %s=1 to make this a failure)", reason, requireBrowserEnv)
+		unavailable(t, requireBrowserEnv, "browser test", reason)
 	}
 	return path
 }
