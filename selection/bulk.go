@@ -93,15 +93,9 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 
 // bulkOutcome journals one target's result in a bulk response.
 func (r *run) bulkOutcome(t Target, res upstream.BulkOutcome, status int) {
+	// A refusal is final unless an earlier attempt may have applied
+	// (finish keeps the target unknown then).
 	refused := func(outcome Outcome, p *envelope.Problem, note string) {
-		if t.Unobserved > 0 {
-			if p == nil {
-				p = envelope.NewProblem(envelope.ProblemUpstreamConflict, "")
-			}
-			p.StateChanged = envelope.StateUnknown
-			r.finish(t, TargetUnknown, status, p, "refused in this batch, but an earlier attempt may have applied: a re-read decides", nil)
-			return
-		}
 		if p != nil {
 			p.StateChanged = envelope.StateNone
 		}

@@ -519,17 +519,13 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 		p.StateChanged = envelope.StateUnknown
 		r.finish(t, TargetUnknown, status, p, note, nil)
 	}
-	// refused journals a refusal: final when no earlier attempt may have
-	// applied, else unknown.
+	// refused journals a refusal and says whether it is final: it is not
+	// when an earlier attempt may have applied (finish keeps the target
+	// unknown then).
 	refused := func(outcome Outcome, status int, p *envelope.Problem, note string) bool {
-		if landed {
-			p.StateChanged = envelope.StateUnknown
-			r.finish(t, TargetUnknown, status, p, fmt.Sprintf("this attempt was refused (%d), but an earlier attempt may have applied: a re-read decides", status), nil)
-			return false
-		}
 		p.StateChanged = envelope.StateNone
 		r.finish(t, outcome, status, p, note, nil)
-		return true
+		return !landed
 	}
 	if err == nil {
 		if berr := upstream.CheckWriteResponse(resp); berr != nil {
