@@ -143,6 +143,15 @@ func (l *lab) contradictions(opID string) (bad []string, doubles int) {
 	return bad, doubles
 }
 
+// oneFault is a lab of three accounts, one of them with a fault, whose
+// writes time out after timeout.
+func oneFault(t *testing.T, id string, f fixtures.LabFault, timeout time.Duration) (*fixtures.WriteLab, *lab) {
+	t.Helper()
+	api := fixtures.NewWriteLab(3)
+	api.SetFault(id, f)
+	return api, newLab(t, t.TempDir(), api, timeout)
+}
+
 func (l *lab) agree(opID string) {
 	l.t.Helper()
 	if bad, doubles := l.contradictions(opID); len(bad) > 0 || doubles > 0 {
@@ -156,9 +165,7 @@ func (l *lab) agree(opID string) {
 // flight). That refusal proves nothing: the target stays unknown until a
 // re-read shows the first write applied. Every attempt is journaled.
 func TestLostAnswerThenInFlight409_IsNotSkipped(t *testing.T) {
-	api := fixtures.NewWriteLab(3)
-	api.SetFault("acc-0001", fixtures.LabFault{Kind: fixtures.LabInFlight409, Delay: 900 * time.Millisecond})
-	l := newLab(t, t.TempDir(), api, 200*time.Millisecond)
+	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabInFlight409, Delay: 900 * time.Millisecond}, 200*time.Millisecond)
 	op := l.commit(l.preview("archive_keyed", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
 	if tg.Outcome != selection.TargetSucceeded || tg.Attempts < 2 {
@@ -205,9 +212,7 @@ func TestStaleVersionRefusal_IsSkippedOnlyWhenNothingWasSentBefore(t *testing.T)
 // TestAppliedThen500_IsReconciledAsSucceeded: a 5xx after the write was
 // applied is unknown, then succeeded once a re-read shows the effect.
 func TestAppliedThen500_IsReconciledAsSucceeded(t *testing.T) {
-	api := fixtures.NewWriteLab(3)
-	api.SetFault("acc-0001", fixtures.LabFault{Kind: fixtures.LabServerError})
-	l := newLab(t, t.TempDir(), api, time.Second)
+	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabServerError}, time.Second)
 	op := l.commit(l.preview("archive_if_match", nil, nil), false)
 	if tg := l.targets(op.ID)["acc-0001"]; tg.Outcome != selection.TargetSucceeded || tg.Attempts != 1 {
 		t.Fatalf("acc-0001: %s after %d attempt(s); want succeeded without a re-send", tg.Outcome, tg.Attempts)
@@ -314,9 +319,7 @@ func TestResume_RunsPendingAndReconcilesUnknownOnAStoppedOperation(t *testing.T)
 
 // TestAccepted202_IsNotSucceededUntilObserved: 202 means queued, not done.
 func TestAccepted202_IsNotSucceededUntilObserved(t *testing.T) {
-	api := fixtures.NewWriteLab(3)
-	api.SetFault("acc-0001", fixtures.LabFault{Kind: fixtures.LabAccepted, Delay: 600 * time.Millisecond})
-	l := newLab(t, t.TempDir(), api, time.Second)
+	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabAccepted, Delay: 600 * time.Millisecond}, time.Second)
 	op := l.commit(l.preview("archive_reread", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
 	if tg.Outcome != selection.TargetSucceeded || !strings.Contains(tg.Note, "reconciled") {
@@ -328,9 +331,7 @@ func TestAccepted202_IsNotSucceededUntilObserved(t *testing.T) {
 // TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone: for a delete,
 // a re-read that finds nothing shows the effect.
 func TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone(t *testing.T) {
-	api := fixtures.NewWriteLab(3)
-	api.SetFault("acc-0002", fixtures.LabFault{Kind: fixtures.LabLostAnswer})
-	l := newLab(t, t.TempDir(), api, 200*time.Millisecond)
+	_, l := oneFault(t, "acc-0002", fixtures.LabFault{Kind: fixtures.LabLostAnswer}, 200*time.Millisecond)
 	op := l.commit(l.preview("delete_if_match", nil, nil), false)
 	if tg := l.targets(op.ID)["acc-0002"]; tg.Outcome != selection.TargetSucceeded {
 		t.Fatalf("acc-0002: %s (%q); want succeeded: the re-read finds it gone", tg.Outcome, tg.Note)
@@ -342,9 +343,7 @@ func TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone(t *testing.T) {
 // the account unchanged is not a success: the target is re-read, sent again
 // under its condition, and succeeds only when the change is there.
 func TestIgnoredWrite_ClaimsNothingItDoesNotShow(t *testing.T) {
-	api := fixtures.NewWriteLab(3)
-	api.SetFault("acc-0001", fixtures.LabFault{Kind: fixtures.LabIgnored})
-	l := newLab(t, t.TempDir(), api, time.Second)
+	api, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabIgnored}, time.Second)
 	op := l.commit(l.preview("archive_if_match", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
 	if tg.Outcome != selection.TargetSucceeded || tg.Attempts != 2 || api.Applied()["acc-0001"] != 1 {
@@ -360,9 +359,7 @@ func TestIgnoredWrite_ClaimsNothingItDoesNotShow(t *testing.T) {
 // pending (never sent): it was sent, and it stays unknown until a re-read
 // sees it.
 func TestStoppedBeforeAResend_LeavesTheTargetUnknownNotPending(t *testing.T) {
-	api := fixtures.NewWriteLab(3)
-	api.SetFault("acc-0001", fixtures.LabFault{Kind: fixtures.LabAcceptedThen429, Delay: 3 * time.Second})
-	l := newLab(t, t.TempDir(), api, time.Second)
+	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabAcceptedThen429, Delay: 3 * time.Second}, time.Second)
 	op := l.commit(l.preview("archive_keyed", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
 	if op.Status != selection.OpStopped || tg.Outcome != selection.TargetUnknown || tg.Attempts != 2 ||
