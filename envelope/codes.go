@@ -479,10 +479,32 @@ func Codes() []Code {
 	return out
 }
 
-func mustLookup(code string, kind Kind) Code {
-	c, ok := byCode[code]
+// anyCode is every kind of code; its type says its kind.
+type anyCode interface {
+	ReasonCode | WarningCode | ProblemCode | BlockerCode | FieldCode
+}
+
+func kindOf[C anyCode](code C) Kind {
+	switch any(code).(type) {
+	case ReasonCode:
+		return KindReason
+	case WarningCode:
+		return KindWarning
+	case ProblemCode:
+		return KindProblem
+	case BlockerCode:
+		return KindBlocker
+	}
+	return KindFieldError
+}
+
+// mustLookup returns the registered code of code's kind, and panics on an
+// unregistered one: a typo is a bug, not a runtime condition.
+func mustLookup[C anyCode](code C) Code {
+	kind := kindOf(code)
+	c, ok := byCode[string(code)]
 	if !ok || c.Kind != kind {
-		panic("envelope: unregistered " + string(kind) + " code " + code)
+		panic("envelope: unregistered " + string(kind) + " code " + string(code))
 	}
 	return c
 }
@@ -490,17 +512,17 @@ func mustLookup(code string, kind Kind) Code {
 // NewReason returns a reason with the code's fixed message. It panics on an
 // unregistered code: a typo is a bug, not a runtime condition.
 func NewReason(code ReasonCode) Reason {
-	return Reason{Code: code, Message: mustLookup(string(code), KindReason).Message}
+	return Reason{Code: code, Message: mustLookup(code).Message}
 }
 
 // NewBlocker returns a blocker with the code's fixed message. A blocker
 // travels as a reason (a selection's blockers are its scan's incomplete
 // reasons and these).
 func NewBlocker(code BlockerCode) Reason {
-	return Reason{Code: ReasonCode(code), Message: mustLookup(string(code), KindBlocker).Message}
+	return Reason{Code: ReasonCode(code), Message: mustLookup(code).Message}
 }
 
 // NewWarning returns a warning with the code's fixed message.
 func NewWarning(code WarningCode, source string) Warning {
-	return Warning{Code: code, Message: mustLookup(string(code), KindWarning).Message, Source: source}
+	return Warning{Code: code, Message: mustLookup(code).Message, Source: source}
 }

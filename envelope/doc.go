@@ -69,7 +69,7 @@ func ExampleProblem(code ProblemCode) *Problem {
 	case ProblemUpstreamRateLimited, ProblemUpstreamUnavailable:
 		p.SetRetryAfter(30)
 	case ProblemNotCommittable:
-		p.Errors = []FieldError{{Field: "selection_id", Code: FieldCode(BlockerAmbiguous), Message: mustLookup(string(BlockerAmbiguous), KindBlocker).Message}}
+		p.Errors = []FieldError{{Field: "selection_id", Code: FieldCode(BlockerAmbiguous), Message: mustLookup(BlockerAmbiguous).Message}}
 	}
 	switch code {
 	case ProblemSelectionNotFound, ProblemSelectionExpired, ProblemSelectionStale, ProblemDigestMismatch, ProblemActionMismatch,

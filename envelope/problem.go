@@ -57,7 +57,7 @@ type FieldError struct {
 // NewProblem returns the registered problem for code, with the detail given.
 // detail must be built by the caller from fixed text and sanitized names only.
 func NewProblem(code ProblemCode, detail string) *Problem {
-	c := mustLookup(string(code), KindProblem)
+	c := mustLookup(code)
 	if detail == "" {
 		detail = strings.ToUpper(c.Meaning[:1]) + c.Meaning[1:] + "."
 	}
@@ -85,7 +85,7 @@ const DefaultRetryAfter = 10
 func (p *Problem) SetRetryAfter(secs int) *Problem {
 	secs = max(secs, 1)
 	p.RetryAfterSeconds = &secs
-	p.NextAction = renderNextAction(mustLookup(string(p.Code), KindProblem).NextAction, secs)
+	p.NextAction = renderNextAction(mustLookup(p.Code).NextAction, secs)
 	return p
 }
 
@@ -106,7 +106,7 @@ func (p *Problem) WithRequest(requestID string) *Problem {
 
 // NewFieldError returns a field error with the code's fixed message.
 func NewFieldError(field string, code FieldCode, example any) FieldError {
-	return FieldError{Field: SafeName(field), Code: code, Message: mustLookup(string(code), KindFieldError).Message, Example: example}
+	return FieldError{Field: SafeName(field), Code: code, Message: mustLookup(code).Message, Example: example}
 }
 
 // InvalidArguments builds the INVALID_ARGUMENTS problem listing every error
