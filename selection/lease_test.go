@@ -245,3 +245,51 @@ func TestJournalFailure_EndsWithNoTargetInFlight(t *testing.T) {
 		t.Fatalf("after the resume: %s %v, %d writes for %d targets", op.Status, op.Counts, len(api.Writes()), op.Total)
 	}
 }
+
+// uncountable is a store that cannot count an operation's targets once
+// armed.
+type uncountable struct {
+	selection.Store
+	armed atomic.Bool
+}
+
+func (s *uncountable) CountTargets(ctx context.Context, opID string) (map[selection.Outcome]int, error) {
+	if s.armed.Load() {
+		return nil, errors.New("database is locked")
+	}
+	return s.Store.CountTargets(ctx, opID)
+}
+
+// TestUncountedEnd_IsLeftToTheTakeover: a run that cannot count the
+// journal when it ends records no end (its own tally misses every target
+// it did not touch, and would call a partial operation completed); the
+// takeover that follows the lease's expiry counts and records it.
+func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
+	_, store, rt, sel := leaseLab(t, 60)
+	ctx := context.Background()
+	clock := &jumpClock{}
+	const ttl = 3 * time.Second
+	us := &uncountable{Store: store}
+	e := &selection.Engine{Store: us, Runtime: rt, Clock: clock, Background: ctx, Holder: "a", LeaseTTL: ttl}
+	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
+		Mode: selection.ModeExecute, Wait: time.Millisecond, RequestID: "t"})
+	if prob != nil {
+		t.Fatalf("commit: %+v", prob)
+	}
+	us.armed.Store(true)
+	e.Wait()
+	op, err := store.Operation(ctx, r.Operation.ID)
+	if err != nil || op.Status != selection.OpRunning {
+		t.Fatalf("after a run that could not count its targets: %s (%v); want running, its end left to a takeover", op.Status, err)
+	}
+	clock.ahead.Store(int64(2 * ttl))
+	e2 := &selection.Engine{Store: store, Runtime: rt, Clock: clock, Background: ctx, Holder: "b", LeaseTTL: ttl}
+	if taken, err := e2.TakeOver(ctx); err != nil || len(taken) != 1 {
+		t.Fatalf("takeover: %v %v", taken, err)
+	}
+	e2.Wait()
+	op, _ = store.Operation(ctx, r.Operation.ID)
+	if op.Status != selection.OpCompleted || op.Counts[selection.TargetSucceeded] != op.Total {
+		t.Fatalf("after the takeover: %s %v", op.Status, op.Counts)
+	}
+}

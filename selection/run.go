@@ -35,7 +35,6 @@ type run struct {
 	noSendReason string
 
 	mu         sync.Mutex
-	counts     map[Outcome]int
 	attempted  int
 	failed     int
 	stopReason string
@@ -115,7 +114,12 @@ func (r *run) execute() {
 	}
 	counts, err := r.e.Store.CountTargets(context.Background(), r.op.ID)
 	if err != nil {
-		counts = r.counts
+		// Without the journal's counts the end cannot be told (this run's
+		// own tally misses every target it did not touch): none is
+		// recorded, the lease runs out, and a takeover records it.
+		r.logger().Error("could not count the operation's targets: its end is left to the process that takes it over", "err", err)
+		r.notify(true)
+		return
 	}
 	now := r.e.Clock.Now()
 	r.mu.Lock()
@@ -658,10 +662,10 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// finish journals a target's outcome and counts it. A target an earlier
-// attempt may have reached is never said untouched (pending, skipped,
-// failed): that attempt may still land, so it stays unknown, for a re-read
-// to decide.
+// finish journals a target's outcome and counts it for the stop rules and
+// progress. A target an earlier attempt may have reached is never said
+// untouched (pending, skipped, failed): that attempt may still land, so it
+// stays unknown, for a re-read to decide.
 func (r *run) finish(t Target, outcome Outcome, status int, p *envelope.Problem, note string, after map[string]any) {
 	if t.Unobserved > 0 && (outcome == TargetPending || outcome == TargetSkipped || outcome == TargetFailed) {
 		outcome = TargetUnknown
@@ -686,10 +690,6 @@ func (r *run) finish(t Target, outcome Outcome, status int, p *envelope.Problem,
 	}
 	r.j.outcome(t)
 	r.mu.Lock()
-	if r.counts == nil {
-		r.counts = map[Outcome]int{}
-	}
-	r.counts[outcome]++
 	if outcome != TargetPending {
 		r.attempted++
 	}
