@@ -352,6 +352,11 @@ func yamlTypeError(m string) ConfigError {
 	}
 	if strings.HasPrefix(rest, "field ") && strings.Contains(rest, " not found in type ") {
 		key := strings.TrimPrefix(rest[:strings.Index(rest, " not found in type ")], "field ")
+		if key == "" {
+			// A key that is empty once parsed (`"" :`, `!tag :`): name the
+			// file, not an empty path.
+			return ConfigError{Line: line, Path: "config", Msg: "unknown key: an empty key"}
+		}
 		return ConfigError{Line: line, Path: key, Msg: "unknown key"}
 	}
 	if i := strings.Index(rest, " into "); i > 0 && strings.HasPrefix(rest, "cannot unmarshal ") {
