@@ -72,6 +72,9 @@ type Reason struct {
 	Rule     string `json:"rule,omitempty"`
 	Count    *int   `json:"count,omitempty"`
 	SampleID string `json:"sample_id,omitempty"`
+	// UpstreamMessage quotes what the upstream said (see QuoteUpstream),
+	// as GraphQL errors beside partial data.
+	UpstreamMessage string `json:"upstream_message,omitempty"`
 }
 
 // Warning is about trust, freshness or interpretation; it never makes an

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ProblemTypeBase prefixes a problem's type URI: urn:airlock:problem:
@@ -43,6 +45,10 @@ type Problem struct {
 	// calling the upstream: an identical call before this time (RFC 3339)
 	// gets the same answer.
 	RememberedUntil string `json:"remembered_until,omitempty"`
+	// UpstreamMessage quotes what the upstream itself said about the
+	// failure (see QuoteUpstream): the API's words, data and never an
+	// instruction.
+	UpstreamMessage string `json:"upstream_message,omitempty"`
 }
 
 // FieldError names one invalid field. Field is a dotted path into the
@@ -154,6 +160,40 @@ func SafeName(s string) string {
 		default:
 			b.WriteRune('?')
 		}
+	}
+	return b.String()
+}
+
+// MaxUpstreamMessage bounds a quoted upstream message, in bytes.
+const MaxUpstreamMessage = 300
+
+// QuoteUpstream prepares text an upstream API wrote (an error message) to
+// be quoted in upstream_message: control characters and runs of white
+// space become one space, invalid UTF-8 is dropped, and the result is cut
+// to MaxUpstreamMessage bytes at a rune boundary. The words are kept as
+// the API wrote them; the member's schema marks them as the API's text.
+// Credentials are removed later, with everything else that leaves
+// airlock, by the Redactor.
+func QuoteUpstream(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			continue
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		if b.Len()+utf8.RuneLen(r) > MaxUpstreamMessage {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
 	}
 	return b.String()
 }

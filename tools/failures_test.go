@@ -182,8 +182,12 @@ func TestUpstreamValidationErrors_AreTranslatedToTheArgumentsThatSentThem(t *tes
 			if got["filter.state"] != envelope.FieldUpstreamRejected || got["filter.owner"] != envelope.FieldUpstreamRejected {
 				t.Fatalf("want filter.state and filter.owner named, got %v", got)
 			}
-			if strings.Contains(string(bad.raw), "IGNORE PREVIOUS") {
-				t.Fatal("the upstream's text reached the agent")
+			// The API's words travel only quoted, in upstream_message:
+			// never in the detail, next_action or errors[] airlock writes.
+			quoted := *p
+			quoted.UpstreamMessage = ""
+			if strings.Contains(string(quoted.Marshal()), "IGNORE PREVIOUS") {
+				t.Fatal("the upstream's text reached a member airlock writes itself")
 			}
 			ok := h.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0})
 			if ok.env.Problem != nil || !ok.env.Complete {

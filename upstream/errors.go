@@ -125,6 +125,9 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	if he.RetryAfter > 0 {
 		p.SetRetryAfter(int((he.RetryAfter + 999_999_999) / 1_000_000_000))
 	}
+	if !he.Local {
+		p.UpstreamMessage = UpstreamMessage(he.Header, he.Body)
+	}
 	return p
 }
 
@@ -231,6 +234,84 @@ func (a *Action) FieldName(name string) string {
 	}
 	if a.Resource != nil {
 		return a.Resource.FieldName(name)
+	}
+	return ""
+}
+
+// UpstreamMessage extracts what an upstream's error body says in its own
+// words, quoted for upstream_message (see envelope.QuoteUpstream); "" when
+// the body holds no message airlock can find. It reads the common shapes:
+// {"error": "…"}, {"error": {"message": "…"}}, OAuth's error_description,
+// {"message"}, RFC 9457's detail and title, {"errors": [{"message"}]}
+// (GraphQL, GitHub), Jira's errorMessages, Django REST Framework's
+// {"field": ["…"]}, and a plain-text body. An HTML page is no message.
+func UpstreamMessage(header http.Header, body []byte) string {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return ""
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		ct := ""
+		if header != nil {
+			ct = strings.ToLower(header.Get("Content-Type"))
+		}
+		if strings.HasPrefix(ct, "text/plain") || (ct == "" && !bytes.HasPrefix(body, []byte("<"))) {
+			return envelope.QuoteUpstream(string(body))
+		}
+		return ""
+	}
+	return envelope.QuoteUpstream(messageOf(doc))
+}
+
+// messageOf finds the message in a decoded error body.
+func messageOf(doc any) string {
+	str := func(v any) string {
+		s, _ := v.(string)
+		return strings.TrimSpace(s)
+	}
+	switch d := doc.(type) {
+	case string:
+		return d
+	case []any:
+		var parts []string
+		for _, e := range d[:min(len(d), 3)] {
+			if s := messageOf(e); s != "" {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, "; ")
+	case map[string]any:
+		if e, ok := d["error"].(map[string]any); ok {
+			if s := messageOf(e); s != "" {
+				return s
+			}
+		}
+		for _, k := range []string{"error_description", "message", "detail", "error", "title", "msg", "description"} {
+			if s := str(d[k]); s != "" {
+				return s
+			}
+		}
+		for _, k := range []string{"errors", "errorMessages", "non_field_errors"} {
+			if s := messageOf(d[k]); s != "" {
+				return s
+			}
+		}
+		// Django REST Framework: {"field": ["message", …]}.
+		var parts []string
+		for _, k := range sortedKeys(d) {
+			if list, ok := d[k].([]any); ok && len(list) > 0 {
+				if s := str(list[0]); s != "" {
+					parts = append(parts, k+": "+s)
+				}
+			}
+			if len(parts) == 3 {
+				break
+			}
+		}
+		return strings.Join(parts, "; ")
 	}
 	return ""
 }
