@@ -82,6 +82,7 @@ const (
 	WarnFieldDrift              WarningCode = "FIELD_DRIFT"
 	WarnDeclarationContradicted WarningCode = "DECLARATION_CONTRADICTED"
 	WarnAnsweredFromMemory      WarningCode = "ANSWERED_FROM_MEMORY"
+	WarnNullLikeValues          WarningCode = "NULL_LIKE_VALUES"
 )
 
 // Problem codes.
@@ -112,6 +113,7 @@ const (
 	ProblemUpstreamTooLarge       ProblemCode = "UPSTREAM_RESPONSE_TOO_LARGE"
 	ProblemUpstreamContentType    ProblemCode = "UPSTREAM_CONTENT_TYPE_CHANGED"
 	ProblemUpstreamContract       ProblemCode = "UPSTREAM_CONTRACT_VIOLATION"
+	ProblemUpstreamGraphQL        ProblemCode = "UPSTREAM_GRAPHQL_ERRORS"
 
 	ProblemApprovalRequired      ProblemCode = "APPROVAL_REQUIRED"
 	ProblemApprovalRejected      ProblemCode = "APPROVAL_REJECTED"
@@ -190,7 +192,7 @@ var registry = []Code{
 		Recovery: "wait at least retry_after_seconds, then continue with the cursor"},
 	{Code: string(UpstreamReportedIncomplete), Kind: KindReason, Continuation: ContinueNarrowQuery, Retryable: false,
 		Message:  "the upstream reported that its own answer is incomplete",
-		Meaning:  "the upstream said so itself (signal: incomplete_results, timed_out, unreachable, total_gte)",
+		Meaning:  "the upstream said so itself (signal: incomplete_results, timed_out, unreachable, total_gte, or graphql_errors: a GraphQL answer carried errors beside its data, quoted in upstream_message)",
 		Recovery: "narrow the filter so the upstream can answer completely"},
 	{Code: string(InconsistentSnapshot), Kind: KindReason, Continuation: ContinueRestart, Retryable: true,
 		Message:  "the collection changed during the scan in a way that may hide records",
@@ -202,7 +204,7 @@ var registry = []Code{
 		Recovery: "report the drift to the operator; do not act on the withheld part of the scope"},
 	{Code: string(EndNotProven), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "the upstream gave no proof that the list ended; records after the last page read may exist",
-		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, repeated_page, probe_failed): the list may go on",
+		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, more_without_continuation, repeated_page, probe_failed): the list may go on",
 		Recovery: "do not treat absence as proof; an operator should check the resource's pagination with airlock probe"},
 
 	{Code: string(OperationRunning), Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
@@ -261,6 +263,10 @@ var registry = []Code{
 		Message:  "airlock answered an identical call from memory: the upstream asked to wait and was not called again",
 		Meaning:  "the answer is the one given at revision to an identical call; the upstream is not called again until continuation.retry_after_seconds have passed",
 		Recovery: "wait retry_after_seconds before calling again; the cursor, when given, continues the same scan"},
+	{Code: string(WarnNullLikeValues), Kind: KindWarning,
+		Message:  "a filter asked for null, and the field holds values that may mean 'no value' where the configuration does not declare them (null_values)",
+		Meaning:  "the scan read records whose filtered field holds an empty string or a word such as none, null or - (values, count): airlock matched only real nulls, so those records are not in the answer",
+		Recovery: "if those values mean 'no value', ask an operator to declare them in the field's null_values (airlock probe finds them); meanwhile filter on them explicitly"},
 
 	// Problems.
 	{Code: string(ProblemInvalidArguments), Kind: KindProblem, Status: 400, Title: "Invalid arguments", Retryable: false,
@@ -328,6 +334,10 @@ var registry = []Code{
 		Meaning:    "a write's answer broke the action's declared response contract (a field missing, renamed, of another type, or an invariant broken); the operation stopped at that answer",
 		Recovery:   "stop; an operator must compare the upstream with the contract (airlock contract --live)",
 		NextAction: "Do not retry. Stop and tell the user the upstream changed its answers; report the request_id to an operator."},
+	{Code: string(ProblemUpstreamGraphQL), Kind: KindProblem, Status: 502, Title: "Upstream GraphQL errors", Retryable: false,
+		Meaning:    "the upstream's GraphQL answer carried errors and no data for the list (the configured query or its variables were refused); upstream_message quotes the errors",
+		Recovery:   "stop; an operator must fix the resource's query (airlock probe shows the errors)",
+		NextAction: "Do not retry. Stop and report the request_id to an operator: the upstream refused the configured query."},
 	{Code: string(ProblemUpstreamContentType), Kind: KindProblem, Status: 502, Title: "Upstream content type changed", Retryable: false,
 		Meaning:    "the upstream answered with a content type other than JSON (often a login, proxy or maintenance page)",
 		Recovery:   "stop; an operator must check the upstream",

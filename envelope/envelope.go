@@ -85,6 +85,11 @@ type Warning struct {
 	Source   string      `json:"source,omitempty"`
 	Revision string      `json:"revision,omitempty"`
 	Fields   []string    `json:"fields,omitempty"`
+	// Values and Count describe NULL_LIKE_VALUES: the null stand-ins
+	// seen (from a fixed list, never an upstream's free text) and how
+	// many records held them.
+	Values []string `json:"values,omitempty"`
+	Count  *int     `json:"count,omitempty"`
 }
 
 // Continuation names the recovery route for an incomplete answer.

@@ -63,6 +63,26 @@ func TestGetAndSet_WalkDottedPaths(t *testing.T) {
 	if _, ok := doc["missing"]; ok {
 		t.Error("Set created a missing step")
 	}
+	Put(doc, "p.q.r", 1)
+	if v, _ := Get(doc, "p.q.r"); v != 1 {
+		t.Errorf("p.q.r = %v after Put", v)
+	}
+}
+
+// TestGet_FindsKeysThatContainDots: Microsoft Graph's "@odata.nextLink"
+// and "@odata.count" are one key each, reached by the path as written; a
+// nested object of the same name is still preferred step by step.
+func TestGet_FindsKeysThatContainDots(t *testing.T) {
+	doc := map[string]any{"@odata.nextLink": "https://graph/next", "meta": map[string]any{"x.y": map[string]any{"z": 2}},
+		"a": map[string]any{"b": 1}, "a.b": 9}
+	for path, want := range map[string]any{"@odata.nextLink": "https://graph/next", "meta.x.y.z": 2, "a.b": 1} {
+		if got, ok := Get(doc, path); !ok || got != want {
+			t.Errorf("Get(%q) = %v, %v; want %v", path, got, ok, want)
+		}
+	}
+	if _, ok := Get(doc, "@odata.count"); ok {
+		t.Error("a missing dotted key was found")
+	}
 }
 
 // FuzzCanonical_AgainstEncodingJSON: for any JSON document, the canonical

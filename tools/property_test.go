@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -244,23 +245,47 @@ func TestPropertyCompleteMeansExactlyTheMatchingSet(t *testing.T) {
 // TestPropertyFaultyDialects_CompleteMeansTheTrueSet draws random
 // collections and random upstream behaviour of every dialect (page sizes
 // capped below the size asked for, full last pages without a next signal, no
-// next signal at all, negative, missing or lying totals, ignored page or
-// filter parameters, multi-value parameters in each form the API may take):
-// an answer that says complete holds exactly the upstream's matching set.
-// Honest upstreams must still be read completely.
+// next signal at all, negative, missing or lying totals, end flags that say
+// "last", ignored page or filter parameters, multi-value parameters in each
+// form the API may take, values that hold the list separator, continuations
+// that expire, GraphQL errors beside the data): an answer that says
+// complete holds exactly the upstream's matching set. Honest upstreams must
+// still be read completely.
 func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 	dialects := []string{fixtures.DialectCursor, fixtures.DialectCursorNext, fixtures.DialectLink,
-		fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectContinue}
+		fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectContinue,
+		fixtures.DialectNextURL, fixtures.DialectGraphQL, fixtures.DialectPostCursor, fixtures.DialectSearchAfter}
+	jsonKind := map[string]bool{fixtures.DialectGraphQL: true, fixtures.DialectPostCursor: true, fixtures.DialectSearchAfter: true}
 	owners := []any{"", "team-a", "team-b", nil}
 	checks, completes := 0, 0
+	byDialect := map[string]int{}
 	for range 10 { // 10 × rapid's 100 checks
 		rapid.Check(t, func(rt *rapid.T) {
 			checks++
 			fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: rapid.SampledFrom(dialects).Draw(rt, "dialect")}}
+			// The API's filter semantics, and a configuration that either
+			// declares the multi-value form the API really takes or none.
+			fl.Filter = rapid.SampledFrom([]string{"exact", "comma", "ignore"}).Draw(rt, "api_filter")
+			multi := ""
+			if rapid.Bool().Draw(rt, "declare_multi") {
+				forms := map[string]string{"exact": "repeat", "comma": "comma", "ignore": rapid.SampledFrom([]string{"repeat", "comma"}).Draw(rt, "any_multi")}
+				if jsonKind[fl.Dialect] {
+					forms["exact"], forms["ignore"] = "array", rapid.SampledFrom([]string{"array", "comma"}).Draw(rt, "any_json_multi")
+				}
+				multi = forms[fl.Filter]
+			}
+			// A status holding the separator, whenever the configuration
+			// says how the API reads its parameter (an API that splits a
+			// parameter declared as taking one value is a wrong
+			// declaration only probe can find).
+			pool := statuses
+			if fl.Filter != "comma" || multi == "comma" {
+				pool = append(append([]string(nil), statuses...), "on hold, billing")
+			}
 			n := rapid.IntRange(0, 80).Draw(rt, "records")
 			for i := range n {
 				fl.Records = append(fl.Records, fixtures.Record{"id": fmt.Sprintf("r%03d", i),
-					"status": rapid.SampledFrom(statuses).Draw(rt, "status"), "owner": rapid.SampledFrom(owners).Draw(rt, "owner")})
+					"status": rapid.SampledFrom(pool).Draw(rt, "status"), "owner": rapid.SampledFrom(owners).Draw(rt, "owner")})
 			}
 			minPage := 1
 			if fl.Dialect == fixtures.DialectOffset {
@@ -271,17 +296,25 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 			if rapid.Bool().Draw(rt, "capped") {
 				fl.MaxPageSize = rapid.IntRange(minPage, 25).Draw(rt, "max_page_size")
 			}
-			pagination := ""
+			var pagination []string
 			switch fl.Dialect {
-			case fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectLink:
+			case fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectLink, fixtures.DialectNextURL:
 				fl.Total = rapid.SampledFrom([]string{"exact", "header", "missing", "negative", "low", "high"}).Draw(rt, "total")
 				if fl.Total == "header" {
-					pagination = "total_header: X-Total-Count"
+					pagination = append(pagination, "total_header: X-Total-Count")
 				}
 				if fl.Dialect == fixtures.DialectLink && fl.Total != "header" {
 					fl.Total = ""
 				}
 				honest = fl.Total != "high"
+			case fixtures.DialectGraphQL, fixtures.DialectSearchAfter:
+				fl.Total = rapid.SampledFrom([]string{"exact", "missing", "negative", "low", "high"}).Draw(rt, "total")
+				honest = fl.Total != "high"
+			}
+			if (fl.Dialect == fixtures.DialectPostCursor || fl.Dialect == fixtures.DialectNextURL) && rapid.Bool().Draw(rt, "end_flag") {
+				fl.EndFlag = true
+				flag := map[string]string{fixtures.DialectPostCursor: "is_last: isLast", fixtures.DialectNextURL: "is_last: done"}[fl.Dialect]
+				pagination = append(pagination, flag)
 			}
 			switch rapid.IntRange(0, 5).Draw(rt, "fault") {
 			case 1:
@@ -298,25 +331,34 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 				// reader can catch; the model leaves it out.
 				fl.NoNextSignal, honest = false, !fl.IgnorePage
 			}
-			// The API's filter semantics, and a configuration that either
-			// declares the multi-value form the API really takes or none.
-			fl.Filter = rapid.SampledFrom([]string{"exact", "comma", "ignore"}).Draw(rt, "api_filter")
-			multi := ""
-			if rapid.Bool().Draw(rt, "declare_multi") {
-				multi = map[string]string{"exact": "repeat", "comma": "comma", "ignore": rapid.SampledFrom([]string{"repeat", "comma"}).Draw(rt, "any_multi")}[fl.Filter]
+			if fl.EndFlag && fl.NoNextSignal && fl.Dialect == fixtures.DialectNextURL {
+				// done: true on a page that is not the last is the same
+				// explicit lie.
+				fl.NoNextSignal, honest = false, !fl.IgnorePage
+			}
+			if rapid.IntRange(0, 4).Draw(rt, "expire") == 0 {
+				fl.ExpireAfter, honest = rapid.IntRange(1, 4).Draw(rt, "expire_after"), false
+				if fl.Dialect == fixtures.DialectGraphQL {
+					pagination = append(pagination, "expiry: {match: expired}")
+				}
+			}
+			if fl.Dialect == fixtures.DialectGraphQL && rapid.IntRange(0, 3).Draw(rt, "graphql_errors") == 0 {
+				fl.GraphQLErrorPages, honest = map[int]bool{rapid.IntRange(1, 3).Draw(rt, "error_page"): true}, false
 			}
 			ts := httptest.NewServer(fl)
 			defer ts.Close()
-			d := newDirect(rt, fixtures.FaultListConfig(ts.URL, fl.Dialect, pageSize, pagination, multi))
+			d := newDirect(rt, fixtures.FaultListConfig(ts.URL, fl.Dialect, pageSize, strings.Join(pagination, ", "), multi))
 
 			filter := map[string]any{}
-			switch rapid.IntRange(0, 3).Draw(rt, "filter") {
+			switch rapid.IntRange(0, 4).Draw(rt, "filter") {
 			case 1:
-				filter["status"] = rapid.SampledFrom(statuses).Draw(rt, "one_status")
+				filter["status"] = rapid.SampledFrom(pool).Draw(rt, "one_status")
 			case 2:
-				filter["status"] = []any{statuses[0], rapid.SampledFrom(statuses[1:]).Draw(rt, "other_status")}
+				filter["status"] = []any{pool[0], rapid.SampledFrom(pool[1:]).Draw(rt, "other_status")}
 			case 3:
 				filter["owner"] = nil
+			case 4:
+				filter["status"] = pool[len(pool)-1]
 			}
 			var want []string
 			for _, r := range fl.Records {
@@ -348,8 +390,17 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 					return // a refusal claims nothing
 				}
 				got = append(got, dataIDs(data)...)
+				if dup := firstDuplicate(got); dup != "" {
+					rt.Fatalf("%s delivered twice across the continuation", dup)
+				}
+				for _, rs := range env.IncompleteReasons {
+					if rs.Code == envelope.CursorExpired && env.Continuation.Kind != envelope.ContinueRestart {
+						rt.Fatalf("CURSOR_EXPIRED with continuation %q, want restart", env.Continuation.Kind)
+					}
+				}
 				if env.Complete {
 					completes++
+					byDialect[fl.Dialect]++
 					if total := int(data["total_matched"].(float64)); total != len(want) {
 						rt.Fatalf("complete with total_matched %d, the upstream holds %d matches", total, len(want))
 					}
@@ -371,5 +422,10 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d property checks, %d complete answers", checks, completes)
+	t.Logf("%d property checks, %d complete answers (by dialect: %v)", checks, completes, byDialect)
+	for _, d := range dialects {
+		if byDialect[d] == 0 {
+			t.Errorf("no complete answer from the %s dialect: the property checked nothing there", d)
+		}
+	}
 }

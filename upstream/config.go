@@ -105,6 +105,15 @@ type ListConfig struct {
 	// ScalarItemField reads items that are plain values (strings, numbers)
 	// as objects holding the value under this field name.
 	ScalarItemField string `yaml:"scalar_item_field"`
+	// Method is GET (the default) or POST: a POST list sends Body as its
+	// JSON body, with the pagination and filter parameters placed in it
+	// at their dotted paths (Notion, Jira's search, Elasticsearch).
+	Method string         `yaml:"method"`
+	Body   map[string]any `yaml:"body"`
+	// GraphQL is the query document of a graphql list: it declares the
+	// page size and cursor variables (and any filter variables) and
+	// selects the connection named by pagination.connection.
+	GraphQL string `yaml:"graphql"`
 }
 
 // PaginationConfig selects a dialect and names its parameters and response
@@ -135,7 +144,51 @@ type PaginationConfig struct {
 	ContinueParam   string `yaml:"continue_param"`
 	ContinuePath    string `yaml:"continue_path"`
 	ResourceVersion string `yaml:"resource_version"`
+	// IsLast is an end flag that says "last" rather than "more" (Jira's
+	// isLast, Salesforce's done): true proves the end.
+	IsLast string `yaml:"is_last"`
+	// next_url: the path of the next page's URL in the body (Django REST
+	// Framework's next, Microsoft Graph's @odata.nextLink).
+	Next string `yaml:"next"`
+	// graphql: the path of the connection under data; the cursor and
+	// the end come from its pageInfo, the items from nodes or
+	// edges[].node, the total from totalCount.
+	Connection string `yaml:"connection"`
+	// search_after: the path, in each item, of its sort values (the
+	// cursor is the last item's), and the point in time held across
+	// the pages.
+	SortValues  string     `yaml:"sort_values"`
+	SearchAfter string     `yaml:"search_after_param"`
+	PIT         *PITConfig `yaml:"pit"`
+	// TotalRelation, with total, reads whether the total is exact ("eq")
+	// or a bound (anything else makes the total unknown).
+	TotalRelation string `yaml:"total_relation"`
+	// Expiry is how the upstream says a continuation expired.
+	Expiry *ExpiryConfig `yaml:"expiry"`
 }
+
+// PITConfig is a point in time held across the pages of a search_after
+// list: opened once by a POST to Open, its id (at ID in that answer) is
+// sent at Param in every page's body, and replaced by the one each answer
+// carries at Response (an upstream may renew it).
+type PITConfig struct {
+	Open     string `yaml:"open"`
+	ID       string `yaml:"id"`
+	Param    string `yaml:"param"`
+	Response string `yaml:"response"`
+}
+
+// ExpiryConfig is how an upstream answers a continuation that expired: a
+// status among Status (default 410 Gone) whose body (for a graphql list,
+// also the errors of a 200 answer) matches Match when it is set. Only a
+// request that carried a continuation can expire.
+type ExpiryConfig struct {
+	Status []int  `yaml:"status"`
+	Match  string `yaml:"match"`
+}
+
+// NoTotal is pagination.total's value for an API that reports no total.
+const NoTotal = "none"
 
 // FieldConfig declares one field of a resource's items. A Sensitive field
 // never leaves airlock and answers no query; Queryable (only with
@@ -181,10 +234,28 @@ type FilterConfig struct {
 	// NullParam is sent as the parameter's value for a null filter value.
 	NullParam string `yaml:"null_param"`
 	// Multi says how the API takes several values of the parameter:
-	// repeat (?p=a&p=b) or comma (?p=a,b). Unset, a list of values is
-	// not sent upstream: airlock applies it alone.
-	Multi       string `yaml:"multi"`
-	Description string `yaml:"description"`
+	// repeat (?p=a&p=b), comma (?p=a,b; a value holding the separator
+	// cannot be sent so) or array (a JSON array, in a POST body or a
+	// GraphQL variable). Unset, a list of values is not sent upstream:
+	// airlock applies it alone.
+	Multi string `yaml:"multi"`
+	// MultiParam is where a list goes when the API takes it under
+	// another parameter than one value (team=x but team__in=x,y).
+	MultiParam string `yaml:"multi_param"`
+	// Separator joins a comma list (default ",").
+	Separator string `yaml:"separator"`
+	// Null is a null filter value sent as a parameter of its own
+	// (owner__isnull=true), or as a JSON null in a body or variable.
+	Null        *NullForm `yaml:"null"`
+	Description string    `yaml:"description"`
+}
+
+// NullForm sends a null filter value: Param set to Value. In a query,
+// Value is required; in a POST body or a GraphQL variable, an unset
+// Value sends JSON null.
+type NullForm struct {
+	Param string `yaml:"param"`
+	Value any    `yaml:"value"`
 }
 
 // SourceConfig is one partition or region of a fanned-out resource.
@@ -241,6 +312,14 @@ const (
 	DialectOffset   = "offset"
 	DialectPage     = "page"
 	DialectContinue = "continue"
+	// DialectNextURL follows a next page's URL read from the body.
+	DialectNextURL = "next_url"
+	// DialectGraphQL pages a GraphQL connection (pageInfo, nodes/edges).
+	DialectGraphQL = "graphql"
+	// DialectSearchAfter continues after the last item's sort values
+	// (Elasticsearch/OpenSearch search_after), optionally in a point in
+	// time.
+	DialectSearchAfter = "search_after"
 )
 
 // Consistency levels.
@@ -507,44 +586,7 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	if r.IDField == "" {
 		l.add("required: the field holding each item's stable id", at("id_field")...)
 	}
-	pg := r.Pagination
-	switch pg.Dialect {
-	case DialectCursor:
-		if pg.HasMore == "" && pg.NextCursor == "" {
-			l.add("the cursor dialect needs has_more (cursor = last id) or next_cursor (a response path)", at("pagination")...)
-		}
-	case DialectLink, DialectOffset, DialectPage, DialectContinue:
-	case "":
-		l.add("required: one of cursor, link, offset, page, continue", at("pagination", "dialect")...)
-	default:
-		l.add("unknown dialect; use one of cursor, link, offset, page, continue", at("pagination", "dialect")...)
-	}
-	switch pg.Consistency {
-	case "", ConsistencySnapshot, ConsistencyKeyset, ConsistencyNone:
-	default:
-		l.add("use one of snapshot, keyset, none", at("pagination", "consistency")...)
-	}
-	if pg.Consistency == ConsistencySnapshot && pg.Dialect != DialectContinue && pg.Dialect != "" {
-		l.add("only the continue dialect carries a snapshot; declare keyset or none", at("pagination", "consistency")...)
-	}
-	if pg.PageSize < 0 || pg.PageSize > 10000 {
-		l.add("must be between 1 and 10000", at("pagination", "page_size")...)
-	}
-	if pg.Dialect == DialectOffset && pg.PageSize == 1 {
-		l.add("the offset dialect overlaps pages by one item to detect shifts, so it needs a page size of at least 2", at("pagination", "page_size")...)
-	}
-	if pg.Concurrency < 0 || pg.Concurrency > 32 {
-		l.add("must be between 1 and 32", at("pagination", "concurrency")...)
-	}
-	if pg.TotalHeader != "" && pg.Dialect != DialectLink && pg.Dialect != DialectOffset && pg.Dialect != DialectPage {
-		l.add("only the link, offset and page dialects read a total", at("pagination", "total_header")...)
-	}
-	if pg.TotalExact && pg.Dialect != DialectOffset && pg.Dialect != DialectPage && !(pg.Dialect == DialectLink && pg.TotalHeader != "") {
-		l.add("only a dialect that reads a total (offset, page, or link with total_header) can declare it exact", at("pagination", "total_exact")...)
-	}
-	if pg.TotalHeader != "" && pg.Total != "" {
-		l.add("set one of total (a body path) or total_header", at("pagination", "total_header")...)
-	}
+	validateList(l, r, at)
 	if f := r.List.ScalarItemField; f != "" {
 		if _, ok := r.Fields[f]; !ok {
 			l.add(fmt.Sprintf("field %q is not declared", f), at("list", "scalar_item_field")...)
@@ -624,34 +666,7 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 			l.add(fmt.Sprintf("field %q is sensitive and cannot be returned", fname), at("default_fields", strconv.Itoa(i))...)
 		}
 	}
-	for _, fname := range sortedKeys(r.Filters) {
-		f := r.Filters[fname]
-		if f == nil {
-			r.Filters[fname] = &FilterConfig{}
-			f = r.Filters[fname]
-		}
-		field := f.Field
-		if field == "" {
-			field = fname
-		}
-		if _, ok := r.Fields[field]; !ok {
-			l.add(fmt.Sprintf("filters on field %q, which is not declared", field), at("filters", fname)...)
-		}
-		switch f.Op {
-		case "", "eq", "contains":
-		default:
-			l.add("op must be eq or contains", at("filters", fname, "op")...)
-		}
-		switch f.Multi {
-		case "":
-		case "repeat", "comma":
-			if f.Param == "" {
-				l.add("multi says how the upstream parameter takes several values; set param too", at("filters", fname, "multi")...)
-			}
-		default:
-			l.add("multi must be repeat (?p=a&p=b) or comma (?p=a,b); leave it unset when the API takes one value", at("filters", fname, "multi")...)
-		}
-	}
+	validateFilters(l, r, at)
 	for _, k := range sortedKeys(r.DefaultFilter) {
 		if _, ok := r.Filters[k]; !ok {
 			l.add("default_filter names an undeclared filter", at("default_filter", k)...)

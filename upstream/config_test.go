@@ -281,7 +281,7 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 		{"cursor without a way to continue", with(set(9, "    pagination: {dialect: cursor}")),
 			[]wantErr{{9, "resources.items.pagination", "needs has_more"}}},
 		{"snapshot on a non-continue dialect", with(set(9, "    pagination: {dialect: offset, consistency: snapshot}")),
-			[]wantErr{{9, "resources.items.pagination.consistency", "only the continue dialect carries a snapshot"}}},
+			[]wantErr{{9, "resources.items.pagination.consistency", "only the continue dialect, or search_after with a point in time, carries a snapshot"}}},
 		{"unknown consistency", with(set(9, "    pagination: {dialect: link, consistency: eventual}")),
 			[]wantErr{{9, "resources.items.pagination.consistency", "use one of snapshot, keyset, none"}}},
 		{"id_field not declared in fields", with(set(10, "    id_field: uuid")),
@@ -354,7 +354,7 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 			"      status: {type: string}", // 13
 			"    filters:",                 // 14
 			"      status: {multi: comma}", // 15
-		)), []wantErr{{15, "resources.items.filters.status.multi", "set param too"}}},
+		)), []wantErr{{15, "resources.items.filters.status.multi", "set param or multi_param too"}}},
 		{"layout on a field that is not a timestamp", with(add("      created: {type: string, layout: unix}")),
 			[]wantErr{{13, "resources.items.fields.created.layout", "only for timestamp fields"}}},
 		{"layout that cannot read a time", with(add("      created: {type: timestamp, layout: \"2006\"}")),
@@ -362,7 +362,7 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 		{"null value that is not a scalar", with(add("      owner: {type: string, null_values: [[]]}")),
 			[]wantErr{{13, "resources.items.fields.owner.null_values.0", "must be a string, number or boolean"}}},
 		{"total_header on a dialect without totals", with(set(9, "    pagination: {dialect: cursor, has_more: has_more, total_header: X-Total-Count}")),
-			[]wantErr{{9, "resources.items.pagination.total_header", "only the link, offset and page dialects read a total"}}},
+			[]wantErr{{9, "resources.items.pagination.total_header", "only the link, offset, page, next_url, graphql and search_after dialects read a total"}}},
 		{"total and total_header both", with(set(9, "    pagination: {dialect: page, total: totalItems, total_header: X-Total-Count}")),
 			[]wantErr{{9, "resources.items.pagination.total_header", "set one of total"}}},
 		{"a field reading a sensitive field's value", with(add(
@@ -415,7 +415,7 @@ func TestParseConfig_ReportsEverySemanticErrorSortedByLine(t *testing.T) {
 	checkErrors(t, got, []wantErr{
 		{1, "environment", "required"},
 		{3, "resources.zeta.upstream", `no upstream named "nowhere"`},
-		{12, "resources.alpha.pagination.consistency", "only the continue dialect carries a snapshot"},
+		{12, "resources.alpha.pagination.consistency", "only the continue dialect, or search_after with a point in time, carries a snapshot"},
 		{13, "resources.alpha.id_field", "the id field must be declared in fields"},
 		{17, "resources.alpha.default_fields.1", `field "email" is sensitive`},
 		{18, "resources.alpha.filters.status", `filters on field "status"`},

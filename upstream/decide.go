@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,21 +153,15 @@ func (a *Action) DecideWrite(resp *Response) Decision {
 // Probe reads one small page of the resource (read-only) and judges it:
 // `airlock contract --live`.
 func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) Decision {
-	q := url.Values{}
-	for k, v := range r.Config.List.Params {
-		q.Set(k, v)
+	st := pageState{}
+	if err := r.ensurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
+		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}
-	if src := r.Sources[0]; src.Params != nil {
-		for k, v := range src.Params {
-			q.Set(k, v)
-		}
+	req, err := r.listRequest(r.Sources[0], st, listOptions{pageSize: pageSize, requestID: requestID})
+	if err != nil {
+		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}
-	p := r.Pagination
-	p.PageSize = pageSize
-	d := newDialect(p, r.FieldPath(r.Config.IDField))
-	d.query(q, pageState{})
-	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: r.Upstream.ResolveURL(r.sourceBase(r.Sources[0]), r.Config.List.Path, q),
-		RequestID: requestID, Idempotent: true})
+	resp, err := r.Upstream.Do(ctx, req)
 	if err != nil {
 		var he *HTTPError
 		if errors.As(err, &he) && he.Kind == FailStatus && resp != nil {

@@ -19,6 +19,7 @@ type pageState struct {
 	Offset   int      // offset: first new item of the next page
 	Page     int      // page: next page number
 	Snapshot string   // continue: resourceVersion of the first page
+	PIT      string   // search_after: the point in time's current id
 	Total    *int     // offset, page, link: total seen on the first page
 	LastID   string   // offset: id of the last item read (overlap check)
 	// Seen counts the items the upstream returned so far (offset: without
@@ -64,7 +65,15 @@ const (
 	// probe showed the upstream sends the signal when more follows.
 	SignalVerified = "_verified"
 
+	// SignalIsLast: an end flag that says "last" (is_last) was true.
+	SignalIsLast = "is_last_true"
+	// SignalNextURLNone: the next URL was null or empty.
+	SignalNextURLNone = "next_url_empty"
+	// SignalHasNextFalse: a GraphQL connection's hasNextPage was false.
+	SignalHasNextFalse = "has_next_page_false"
+
 	SignalNotSeen       = "next_signal_not_seen"
+	SignalMoreNoCursor  = "more_without_continuation"
 	SignalMoreOnEmpty   = "more_on_empty_page"
 	SignalRepeatedPage  = "repeated_page"
 	SignalProbeFailed   = "probe_failed"
@@ -86,6 +95,9 @@ type page struct {
 	next        pageState
 	doc         any
 	header      http.Header
+	// upstreamErrors quotes errors the upstream reported beside the
+	// page's data (GraphQL): the page is read, the answer is partial.
+	upstreamErrors string
 }
 
 // proven, unknown and more set the page's end verdict. A dialect calls
@@ -116,8 +128,9 @@ func (pg *page) absent(st pageState, signal string) {
 
 // dialect builds page requests and parses page responses.
 type dialect interface {
-	// query sets the pagination parameters for the page st points at.
-	query(q url.Values, st pageState) (nextURL *url.URL)
+	// query sets the pagination parameters for the page st points at, or
+	// returns the URL to follow (a next link read from the last page).
+	query(p *listParams, st pageState) (nextURL *url.URL)
 	// parse reads a response and returns the page with the next state,
 	// whose verdict on the end (Done, End, EndSignal, Probe) the dialect
 	// must set from what the page proves, never from a missing signal.
@@ -142,8 +155,39 @@ func newDialect(p PaginationConfig, idPath string) dialect {
 		return pageDialect{p}
 	case DialectContinue:
 		return continueDialect{p}
+	case DialectNextURL:
+		return nextURLDialect{p}
+	case DialectGraphQL:
+		return graphqlDialect{p}
+	case DialectSearchAfter:
+		return searchAfterDialect{p}
 	}
 	return nil
+}
+
+// endFlag reads the page's end flag: has_more (true: more follows) or
+// is_last (true: this is the last page). known is false when no flag is
+// declared or the page does not carry a boolean there.
+func endFlag(p PaginationConfig, doc any) (last, known bool) {
+	switch {
+	case p.IsLast != "":
+		v, _ := jsonvalue.Get(doc, p.IsLast)
+		b, ok := v.(bool)
+		return b, ok
+	case p.HasMore != "":
+		v, _ := jsonvalue.Get(doc, p.HasMore)
+		b, ok := v.(bool)
+		return !b, ok
+	}
+	return false, false
+}
+
+// flagSignal names how an end flag proved the end.
+func flagSignal(p PaginationConfig) string {
+	if p.IsLast != "" {
+		return SignalIsLast
+	}
+	return SignalHasMoreFalse
 }
 
 // readTotal reads the upstream's total from the configured header or body
@@ -159,10 +203,17 @@ func readTotal(p PaginationConfig, resp *Response, doc any) (int, bool) {
 		h := strings.TrimSpace(resp.Header.Get(p.TotalHeader))
 		n, err := strconv.Atoi(h)
 		return n, err == nil && n >= 0
-	case p.Total != "":
+	case p.Total != "" && p.Total != NoTotal:
 		x, ok := jsonvalue.Get(doc, p.Total)
 		if !ok {
 			return 0, false
+		}
+		if p.TotalRelation != "" {
+			// Elasticsearch's {"value": 10000, "relation": "gte"} is a
+			// bound, not a total.
+			if rel, _ := jsonvalue.Get(doc, p.TotalRelation); rel != "eq" {
+				return 0, false
+			}
 		}
 		v = x
 	default:
@@ -213,10 +264,10 @@ type cursorDialect struct {
 	idPath string
 }
 
-func (d cursorDialect) query(q url.Values, st pageState) *url.URL {
-	q.Set(d.p.PageSizeParam, strconv.Itoa(d.p.PageSize))
+func (d cursorDialect) query(p *listParams, st pageState) *url.URL {
+	p.set(d.p.PageSizeParam, d.p.PageSize)
 	if st.Cursor != "" {
-		q.Set(d.p.CursorParam, st.Cursor)
+		p.set(d.p.CursorParam, st.Cursor)
 	}
 	return nil
 }
@@ -226,14 +277,17 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
-	if d.p.HasMore != "" {
-		hm, ok := jsonvalue.Get(doc, d.p.HasMore)
-		more, isBool := hm.(bool)
+	last, flagged := endFlag(d.p, doc)
+	if flagged && last {
+		pg.proven(flagSignal(d.p))
+		return pg, nil
+	}
+	if d.p.NextCursor == "" {
+		// The cursor is the last item's id (Stripe): more is promised by
+		// the flag, or (flag missing) assumed until an explicit end or an
+		// empty page.
 		switch {
-		case ok && isBool && !more:
-			pg.proven(SignalHasMoreFalse)
-			return pg, nil
-		case len(items) == 0 && ok && isBool:
+		case len(items) == 0 && flagged:
 			// More is promised, but there is no last id to continue from.
 			pg.unknown(SignalMoreOnEmpty, false)
 			return pg, nil
@@ -241,14 +295,12 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 			pg.proven(SignalEmptyPage)
 			return pg, nil
 		}
-		// has_more true, or missing: continue after the last id until an
-		// explicit has_more false or an empty page.
 		id, ok := itemID(items[len(items)-1], d.idPath)
 		if !ok {
 			return pg, badResponse("the last item has no id to continue from")
 		}
 		pg.next.Cursor = id
-		if isBool {
+		if flagged {
 			pg.next.SignalSeen = true
 		}
 		return pg, nil
@@ -258,6 +310,10 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 	switch {
 	case s != "":
 		pg.next.Cursor, pg.next.SignalSeen = s, true
+	case flagged:
+		// The flag says more follows, but there is nothing to continue
+		// with.
+		pg.unknown(SignalMoreNoCursor, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
 	case present && (nc == nil || nc == ""):
@@ -269,9 +325,8 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 }
 
 func (d cursorDialect) more(_ *Response, doc any) bool {
-	if d.p.HasMore != "" {
-		hm, _ := jsonvalue.Get(doc, d.p.HasMore)
-		return hm == true
+	if last, ok := endFlag(d.p, doc); ok && d.p.NextCursor == "" {
+		return !last
 	}
 	nc, _ := jsonvalue.Get(doc, d.p.NextCursor)
 	s, _ := nc.(string)
@@ -282,11 +337,11 @@ func (cursorDialect) plan(pageState) []pageState { return nil }
 
 type linkDialect struct{ p PaginationConfig }
 
-func (d linkDialect) query(q url.Values, st pageState) *url.URL {
+func (d linkDialect) query(p *listParams, st pageState) *url.URL {
 	if st.NextURL != nil {
 		return st.NextURL
 	}
-	q.Set(d.p.PageSizeParam, strconv.Itoa(d.p.PageSize))
+	p.set(d.p.PageSizeParam, d.p.PageSize)
 	return nil
 }
 
@@ -405,13 +460,13 @@ type offsetDialect struct {
 
 func (d offsetDialect) stride() int { return max(d.p.PageSize-1, 1) }
 
-func (d offsetDialect) query(q url.Values, st pageState) *url.URL {
+func (d offsetDialect) query(p *listParams, st pageState) *url.URL {
 	off := st.Offset
 	if off > 0 {
 		off--
 	}
-	q.Set(d.p.OffsetParam, strconv.Itoa(off))
-	q.Set(d.p.PageSizeParam, strconv.Itoa(d.p.PageSize))
+	p.set(d.p.OffsetParam, off)
+	p.set(d.p.PageSizeParam, d.p.PageSize)
 	return nil
 }
 
@@ -465,13 +520,13 @@ func (d offsetDialect) plan(st pageState) []pageState {
 // the upstream's exact total proves the end.
 type pageDialect struct{ p PaginationConfig }
 
-func (d pageDialect) query(q url.Values, st pageState) *url.URL {
+func (d pageDialect) query(p *listParams, st pageState) *url.URL {
 	n := st.Page
 	if !st.Started {
 		n = *d.p.FirstPage
 	}
-	q.Set(d.p.PageParam, strconv.Itoa(n))
-	q.Set(d.p.PageSizeParam, strconv.Itoa(d.p.PageSize))
+	p.set(d.p.PageParam, n)
+	p.set(d.p.PageSizeParam, d.p.PageSize)
 	return nil
 }
 
@@ -515,10 +570,10 @@ func (d pageDialect) plan(st pageState) []pageState {
 
 type continueDialect struct{ p PaginationConfig }
 
-func (d continueDialect) query(q url.Values, st pageState) *url.URL {
-	q.Set(d.p.PageSizeParam, strconv.Itoa(d.p.PageSize))
+func (d continueDialect) query(p *listParams, st pageState) *url.URL {
+	p.set(d.p.PageSizeParam, d.p.PageSize)
 	if st.Cursor != "" {
-		q.Set(d.p.ContinueParam, st.Cursor)
+		p.set(d.p.ContinueParam, st.Cursor)
 	}
 	return nil
 }

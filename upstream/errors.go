@@ -20,14 +20,21 @@ const (
 	BodyMalformed      BodyKind = iota + 1 // not JSON, or not the configured shape
 	BodyContentType                        // a content type other than JSON
 	BodyErrorInSuccess                     // a 2xx whose body is an error object
+	BodyGraphQLErrors                      // a GraphQL answer with errors and no data
 )
 
 // BodyError is a response body airlock could not accept. Detail is built
-// from configuration and fixed text only, never from the body.
+// from configuration and fixed text only, never from the body; Message
+// quotes the upstream's own words, when it gave some.
 type BodyError struct {
-	Kind   BodyKind
-	Detail string
+	Kind    BodyKind
+	Detail  string
+	Message string
 }
+
+// errExpired is a continuation the upstream says expired (see
+// Resource.expiryMatches): the source must be read again from its start.
+var errExpired = errors.New("the upstream says the continuation expired")
 
 func (e *BodyError) Error() string {
 	switch e.Kind {
@@ -35,6 +42,8 @@ func (e *BodyError) Error() string {
 		return "response content type is not JSON: " + e.Detail
 	case BodyErrorInSuccess:
 		return "response is an error behind a success status: " + e.Detail
+	case BodyGraphQLErrors:
+		return "graphql errors: " + e.Detail
 	}
 	return "response does not match the configured shape: " + e.Detail
 }
@@ -79,6 +88,10 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 			return envelope.NewProblem(envelope.ProblemUpstreamContentType, "The upstream answered with a content type other than JSON ("+be.Detail+"); it may be serving a login or maintenance page.")
 		case BodyErrorInSuccess:
 			return envelope.NewProblem(envelope.ProblemUpstreamErrorInSuccess, "The upstream answered with a success status but its body is an error object ("+be.Detail+").")
+		case BodyGraphQLErrors:
+			p := envelope.NewProblem(envelope.ProblemUpstreamGraphQL, "")
+			p.UpstreamMessage = be.Message
+			return p
 		}
 		return envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream's response did not match the configured shape: "+be.Detail+".")
 	}

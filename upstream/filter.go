@@ -3,7 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -233,78 +233,18 @@ func (r *Resource) Project(doc map[string]any, fields []string) (map[string]any,
 
 // CountFromTotal reports whether a counts-only scan with this filter may be
 // answered from the upstream's total: the resource declares its total
-// exact, and every filter is sent upstream in a form it declares.
+// exact, and every filter is sent upstream, whole and intact, in a form it
+// declares.
 func (r *Resource) CountFromTotal(filter map[string]any, groupBy []string) bool {
 	if !r.Pagination.TotalExact || len(groupBy) > 0 {
 		return false
 	}
-	q := url.Values{}
-	r.filterParams(q, filter)
-	for name, v := range filter {
-		fc := r.Config.Filters[name]
-		if fc == nil || fc.Param == "" || !q.Has(fc.Param) {
-			return false
-		}
-		if arr, ok := v.([]any); ok && len(arr) > 1 && fc.Multi == "" {
+	for _, form := range r.sendFilters(r.newParams(r.Sources[0]), filter) {
+		if !form.sent {
 			return false
 		}
 	}
 	return true
-}
-
-// filterParams sends the upstream-side filters, each only in a form the
-// configuration declares the API accepts: a single value; a list only as
-// the declared multi form (a list of one is a single value); null only as
-// null_param. Everything else is left to airlock, which re-checks every
-// filter on every item anyway: an upstream filter can only narrow what is
-// read, so a form the API might misread must never be sent.
-func (r *Resource) filterParams(q url.Values, filter map[string]any) {
-	for _, name := range sortedKeys(filter) {
-		fc := r.Config.Filters[name]
-		if fc == nil || fc.Param == "" {
-			continue
-		}
-		fd, _ := r.Field(r.filterField(name, fc))
-		if fd != nil && fd.Normalize != "" {
-			// airlock compares normalized values; the upstream might not.
-			continue
-		}
-		v := filter[name]
-		if arr, ok := v.([]any); ok && len(arr) == 1 {
-			v = arr[0]
-		}
-		if v != nil && isNullValue(v, fd) {
-			v = nil
-		}
-		switch x := v.(type) {
-		case nil:
-			if fc.NullParam != "" {
-				q.Set(fc.Param, fc.NullParam)
-			}
-		case []any:
-			var parts []string
-			for _, e := range x {
-				if e == nil || isNullValue(e, fd) {
-					parts = nil // null among the values: only airlock can match it
-					break
-				}
-				parts = append(parts, scalarString(e))
-			}
-			if len(parts) == 0 {
-				continue
-			}
-			switch fc.Multi {
-			case "repeat":
-				for _, p := range parts {
-					q.Add(fc.Param, p)
-				}
-			case "comma":
-				q.Set(fc.Param, strings.Join(parts, ","))
-			}
-		default:
-			q.Set(fc.Param, scalarString(x))
-		}
-	}
 }
 
 func scalarString(v any) string {
@@ -326,8 +266,8 @@ func scalarString(v any) string {
 // paramToFilter maps an upstream query parameter back to the filter that
 // sent it, so that an upstream's field error names the tool argument.
 func (r *Resource) paramToFilter(param string) string {
-	for name, fc := range r.Config.Filters {
-		if fc != nil && fc.Param == param {
+	for _, name := range sortedKeys(r.Config.Filters) {
+		if fc := r.Config.Filters[name]; fc != nil && slices.Contains(paramNames(fc), param) {
 			return "filter." + name
 		}
 	}

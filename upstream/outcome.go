@@ -157,6 +157,15 @@ func (s *Scan) Outcome() Outcome {
 		o.Warnings = append(o.Warnings, w)
 	}
 	o.Warnings = append(o.Warnings, WarningsFor(s.r.Name, s.enumDrift, s.fieldDrift)...)
+	if s.nullLikeCount > 0 {
+		w := envelope.NewWarning(envelope.WarnNullLikeValues, s.r.Name)
+		for _, name := range s.nullFilters {
+			w.Fields = append(w.Fields, s.r.filterField(name, s.r.Config.Filters[name]))
+		}
+		w.Values = sortedKeys(s.nullLike)
+		w.Count = envelope.Ptr(s.nullLikeCount)
+		o.Warnings = append(o.Warnings, w)
+	}
 	if s.pages > 1 && s.r.Consistency() != ConsistencySnapshot {
 		o.Warnings = append(o.Warnings, envelope.NewWarning(envelope.WarnNoSnapshot, s.r.Name))
 	}

@@ -135,35 +135,25 @@ func (p *prober) left() int { return p.opts.MaxRequests - p.report.Requests }
 
 // get sends one GET, counted against the budget.
 func (p *prober) get(ctx context.Context, u *url.URL) (*Response, error) {
+	return p.do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: p.opts.RequestID, Idempotent: true})
+}
+
+// do sends one read request, counted against the budget.
+func (p *prober) do(ctx context.Context, req Request) (*Response, error) {
 	if p.left() <= 0 {
 		return nil, errBudget
 	}
 	p.report.Requests++
-	return p.r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: p.opts.RequestID, Idempotent: true})
+	return p.r.Upstream.Do(ctx, req)
 }
 
 var errBudget = errors.New("the probe's request budget is spent")
 
-func (p *prober) listURL(pg PaginationConfig, d dialect, st pageState, filter map[string]any) (*url.URL, error) {
+// listRequest builds the probe's list request for the page st points at,
+// under the pagination pg (the configured one, or a smaller page size).
+func (p *prober) listRequest(pg PaginationConfig, st pageState, filter map[string]any) (Request, error) {
 	r := p.r
-	src := r.Sources[0]
-	base := r.sourceBase(src)
-	q := url.Values{}
-	for k, v := range r.Config.List.Params {
-		q.Set(k, v)
-	}
-	for k, v := range src.Params {
-		q.Set(k, v)
-	}
-	r.filterParams(q, filter)
-	if next := d.query(q, st); next != nil {
-		u := base.ResolveReference(next)
-		if !r.Upstream.SameOrigin(base, u) {
-			return nil, errors.New("the next link points at another host; it was not followed")
-		}
-		return u, nil
-	}
-	return r.Upstream.ResolveURL(base, r.Config.List.Path, q), nil
+	return r.listRequest(r.Sources[0], st, listOptions{filter: filter, pageSize: pg.PageSize, requestID: p.opts.RequestID})
 }
 
 func (p *prober) keep(items []any) {
@@ -179,21 +169,28 @@ func (p *prober) keep(items []any) {
 // headers and the snapshot claim. It reports whether the probe can go on.
 func (p *prober) firstPage(ctx context.Context) bool {
 	r := p.r
-	d := newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
-	u, err := p.listURL(r.Pagination, d, pageState{}, nil)
+	st := pageState{}
+	req, err := p.listRequest(r.Pagination, st, nil)
+	if err == nil {
+		err = r.ensurePIT(ctx, r.Sources[0], &st, p.opts.RequestID)
+		req, _ = p.listRequest(r.Pagination, st, nil)
+	}
 	if err != nil {
 		p.add("list.path", ProbeWrong, err.Error(), "")
 		return false
 	}
-	resp, err := p.get(ctx, u)
+	resp, err := p.do(ctx, req)
 	if err != nil {
-		p.add("list.path", ProbeWrong, "GET "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
+		p.add("list.path", ProbeWrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
 		return false
 	}
 	p.first = resp
 	doc, err := decodeJSONBody(resp, true)
+	if err == nil && r.Pagination.Dialect == DialectGraphQL {
+		err = r.graphqlCheck(doc, st)
+	}
 	if err != nil {
-		p.add("list.path", ProbeWrong, "GET "+r.Config.List.Path+": "+err.Error(), "")
+		p.add("list.path", ProbeWrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "")
 		return false
 	}
 	p.firstDoc = doc
@@ -528,18 +525,24 @@ func (p *prober) walkRaw(ctx context.Context, filter map[string]any, maxPages in
 	idPath := r.FieldPath(r.Config.IDField)
 	w := rawWalk{docs: map[string]map[string]any{}}
 	st := pageState{}
+	if err := r.ensurePIT(ctx, r.Sources[0], &st, p.opts.RequestID); err != nil {
+		return w, err
+	}
 	norm := &Scan{r: r, normalized: map[string]bool{}}
 	for w.pages < maxPages {
-		u, err := p.listURL(pg, d, st, filter)
+		req, err := p.listRequest(pg, st, filter)
 		if err != nil {
 			return w, err
 		}
-		resp, err := p.get(ctx, u)
+		resp, err := p.do(ctx, req)
 		if err != nil {
 			return w, err
 		}
 		w.pages++
 		doc, err := decodeJSONBody(resp, true)
+		if err == nil && pg.Dialect == DialectGraphQL {
+			err = r.graphqlCheck(doc, st)
+		}
 		if err != nil {
 			return w, err
 		}

@@ -323,10 +323,16 @@ func (p *prober) commonValues(field string, contains bool) []any {
 
 func (p *prober) compareFilter(ctx context.Context, check, param string, filter map[string]any) {
 	r := p.r
-	sent := url.Values{}
-	r.filterParams(sent, filter)
-	what := sent.Encode()
+	sent := &listParams{kind: listKind(&r.Config), query: url.Values{}, body: map[string]any{}}
+	forms := r.sendFilters(sent, filter)
+	what := sent.describe()
 	if what == "" {
+		for _, f := range forms {
+			if f.why != "" {
+				p.add(check, ProbeOK, "not sent upstream ("+f.why+"): airlock applies it alone", "")
+				return
+			}
+		}
 		p.add(check, ProbeOK, "this form is not sent upstream: airlock applies it alone", "")
 		return
 	}

@@ -224,6 +224,10 @@ func defaultItemsPath(dialect string) string {
 		return "data"
 	case DialectLink:
 		return ""
+	case DialectNextURL:
+		return "results"
+	case DialectSearchAfter:
+		return "hits.hits"
 	default:
 		return "items"
 	}
@@ -244,7 +248,7 @@ func resolvePagination(p PaginationConfig) PaginationConfig {
 	switch p.Dialect {
 	case DialectCursor:
 		set(&p.PageSizeParam, "limit")
-		if p.HasMore != "" {
+		if p.NextCursor == "" {
 			set(&p.CursorParam, "starting_after")
 		} else {
 			set(&p.CursorParam, "cursor")
@@ -277,6 +281,34 @@ func resolvePagination(p PaginationConfig) PaginationConfig {
 		set(&p.ContinuePath, "metadata.continue")
 		set(&p.ResourceVersion, "metadata.resourceVersion")
 		set(&p.Consistency, ConsistencySnapshot)
+	case DialectNextURL:
+		set(&p.PageSizeParam, "page_size")
+		set(&p.Next, "next")
+		set(&p.Consistency, ConsistencyNone)
+	case DialectGraphQL:
+		set(&p.PageSizeParam, "first")
+		set(&p.CursorParam, "after")
+		set(&p.HasMore, "pageInfo.hasNextPage")
+		set(&p.NextCursor, "pageInfo.endCursor")
+		set(&p.Total, "totalCount")
+		set(&p.Consistency, ConsistencyKeyset)
+	case DialectSearchAfter:
+		set(&p.PageSizeParam, "size")
+		set(&p.SearchAfter, "search_after")
+		set(&p.SortValues, "sort")
+		if p.TotalHeader == "" {
+			set(&p.Total, "hits.total.value")
+			if p.Total == "hits.total.value" {
+				set(&p.TotalRelation, "hits.total.relation")
+			}
+		}
+		if p.PIT != nil {
+			set(&p.Consistency, ConsistencySnapshot)
+		}
+		set(&p.Consistency, ConsistencyKeyset)
+	}
+	if p.Total == NoTotal {
+		p.Total, p.TotalRelation = "", ""
 	}
 	return p
 }

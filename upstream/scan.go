@@ -145,6 +145,13 @@ type Scan struct {
 	filterFields            map[string]bool
 	aliases                 map[string]bool
 	enumDrift, fieldDrift   map[string]bool
+	// nullFilters are the filters that ask for null, nullRest the
+	// others; nullLike counts the undeclared null stand-ins seen on
+	// records that only they kept out (NULL_LIKE_VALUES).
+	nullFilters   []string
+	nullRest      map[string]any
+	nullLike      map[string]int
+	nullLikeCount int
 
 	// per run
 	budget    Budget
@@ -165,7 +172,14 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		seen: map[uint64]struct{}{}, salt: newSalt(), stickySeen: map[string]bool{},
 		warnSeen: map[string]bool{}, normalized: map[string]bool{}, violations: map[string]*violation{},
 		decision: map[string]bool{}, filterFields: map[string]bool{}, aliases: map[string]bool{},
-		enumDrift: map[string]bool{}, fieldDrift: map[string]bool{},
+		enumDrift: map[string]bool{}, fieldDrift: map[string]bool{}, nullRest: map[string]any{}, nullLike: map[string]int{},
+	}
+	for _, name := range sortedKeys(spec.Filter) {
+		if asksNull(spec.Filter[name]) {
+			s.nullFilters = append(s.nullFilters, name)
+		} else {
+			s.nullRest[name] = spec.Filter[name]
+		}
 	}
 	for name := range spec.Filter {
 		f := r.filterField(name, r.Config.Filters[name])
@@ -183,6 +197,20 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		s.srcs = append(s.srcs, ss)
 	}
 	return s
+}
+
+// asksNull reports whether a filter value asks for null (alone or among
+// others).
+func asksNull(v any) bool {
+	if arr, ok := v.([]any); ok {
+		for _, e := range arr {
+			if e == nil {
+				return true
+			}
+		}
+		return false
+	}
+	return v == nil
 }
 
 // inScope reports whether a source can hold records matching the filter.

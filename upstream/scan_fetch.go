@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -17,6 +16,9 @@ import (
 )
 
 func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
+	if err := s.r.ensurePIT(ctx, src.cfg, &st, s.spec.RequestID); err != nil {
+		return page{}, err
+	}
 	resp, doc, items, err := s.request(ctx, src, st, false)
 	if err != nil {
 		return page{}, err
@@ -37,36 +39,32 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, 
 // decoded body and its items. A probe asks for the source's first page at
 // page size 1, without the upstream-side filters.
 func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe bool) (*Response, any, []any, error) {
-	r := s.r
-	q := url.Values{}
-	for k, v := range r.Config.List.Params {
-		q.Set(k, v)
-	}
-	for k, v := range src.cfg.Params {
-		q.Set(k, v)
-	}
-	if !probe {
-		r.filterParams(q, s.spec.Filter)
-	}
-	var u *url.URL
-	if next := r.dialect.query(q, st); next != nil {
-		u = src.base.ResolveReference(next)
-		if !r.Upstream.SameOrigin(src.base, u) {
-			return nil, nil, nil, badResponse("the continuation points at another host; it was not followed")
-		}
-	} else {
-		if probe {
-			q.Set(r.Pagination.PageSizeParam, "1")
-		}
-		u = r.Upstream.ResolveURL(src.base, r.Config.List.Path, q)
-	}
-	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: s.spec.RequestID, Idempotent: true})
+	return s.r.fetchList(ctx, src.cfg, st, listOptions{filter: s.spec.Filter, probe: probe, requestID: s.spec.RequestID})
+}
+
+// fetchList sends one list request and decodes its page: the body, then
+// (for a graphql list) the answer's errors, then the items.
+func (r *Resource) fetchList(ctx context.Context, src SourceConfig, st pageState, o listOptions) (*Response, any, []any, error) {
+	req, err := r.listRequest(src, st, o)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	resp, err := r.Upstream.Do(ctx, req)
+	if err != nil {
+		var he *HTTPError
+		if st.Started && errors.As(err, &he) && he.Kind == FailStatus && r.expiryMatches(he.Status, he.Body) {
+			return nil, nil, nil, errExpired
+		}
 		return nil, nil, nil, err
 	}
 	doc, err := decodeJSONBody(resp, true)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if r.Pagination.Dialect == DialectGraphQL {
+		if err := r.graphqlCheck(doc, st); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	items, err := r.itemsOf(doc)
 	if err != nil {
@@ -78,6 +76,9 @@ func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe
 // itemsOf reads the items array of a list body; plain values become
 // objects when list.scalar_item_field says so.
 func (r *Resource) itemsOf(doc any) ([]any, error) {
+	if r.Pagination.Dialect == DialectGraphQL {
+		return graphqlItems(doc, r.Pagination.Connection)
+	}
 	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)
 	items, isArr := raw.([]any)
 	if !ok || !isArr {
@@ -224,6 +225,8 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 			s.cancelRun()
 		}
 		s.mu.Unlock()
+	case errors.Is(err, errExpired):
+		s.setStatus(src, srcExpired)
 	case IsBadResponse(err):
 		fatal()
 	case errors.As(err, &he):
@@ -242,8 +245,6 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 			s.mu.Unlock()
 		case FailStatus:
 			switch st := he.Status; {
-			case st == http.StatusGone && r.Pagination.Dialect == DialectContinue:
-				s.setStatus(src, srcExpired)
 			case st == http.StatusTooManyRequests:
 				s.mu.Lock()
 				src.status, src.retryAfter = srcRateLimited, max(he.RetryAfter, time.Second)

@@ -37,6 +37,10 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page) ([]*Item, error) 
 	s.pages++
 	src.pages++
 	s.readSignalsLocked(src, pg)
+	if pg.upstreamErrors != "" {
+		s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, "graphql_errors")
+		s.quoteStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, pg.upstreamErrors)
+	}
 	if pg.snapshot != "" && s.snapshot == "" {
 		s.snapshot = pg.snapshot
 	}
@@ -107,6 +111,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page) ([]*Item, error) 
 		// that clearly is not does not count either way.
 		if !brokenFilter && !r.Matches(doc, s.spec.Filter) {
 			rejected++
+			s.nullLikeLocked(doc)
 			continue
 		}
 		if len(broken) > 0 && !s.spec.KeepViolations {
@@ -263,6 +268,46 @@ func (s *Scan) addStickyLocked(code envelope.ReasonCode, source, signal string) 
 	rs := envelope.NewReason(code)
 	rs.Source, rs.Signal = source, signal
 	s.sticky = append(s.sticky, rs)
+}
+
+// quoteStickyLocked sets the upstream's words on a sticky reason (the
+// first words it gave).
+func (s *Scan) quoteStickyLocked(code envelope.ReasonCode, source, msg string) {
+	for i := range s.sticky {
+		if s.sticky[i].Code == code && s.sticky[i].Source == source && s.sticky[i].UpstreamMessage == "" {
+			s.sticky[i].UpstreamMessage = msg
+		}
+	}
+}
+
+// nullLikeWords are values APIs write for "no value" besides null; an
+// empty string is one too.
+var nullLikeWords = map[string]bool{"": true, "null": true, "none": true, "nil": true, "-": true, "n/a": true, "na": true, "undefined": true}
+
+// nullLikeLocked counts a record the filter rejected that it would have
+// selected if an undeclared null stand-in in a field filtered on null
+// (declared null_values are null already) meant no value.
+func (s *Scan) nullLikeLocked(doc map[string]any) {
+	if len(s.nullFilters) == 0 || !s.r.Matches(doc, s.nullRest) {
+		return
+	}
+	var words []string
+	for _, name := range s.nullFilters {
+		v, _ := jsonvalue.Get(doc, s.r.FieldPath(s.r.filterField(name, s.r.Config.Filters[name])))
+		str, ok := v.(string)
+		w := strings.ToLower(strings.TrimSpace(str))
+		if !ok || !nullLikeWords[w] {
+			return
+		}
+		if w == "" {
+			w = `""`
+		}
+		words = append(words, w)
+	}
+	for _, w := range words {
+		s.nullLike[w]++
+	}
+	s.nullLikeCount++
 }
 
 func (s *Scan) violationLocked(field, rule, sample string) {

@@ -68,6 +68,8 @@ type savedScan struct {
 	Aliases    []string           `json:"aliases,omitempty"`
 	EnumDrift  []string           `json:"enum_drift,omitempty"`
 	FieldDrift []string           `json:"field_drift,omitempty"`
+	NullLike   map[string]int     `json:"null_like,omitempty"`
+	NullCount  int                `json:"null_like_count,omitempty"`
 	Budget     Budget             `json:"budget"`
 }
 
@@ -90,6 +92,7 @@ type savedPage struct {
 	Offset   int    `json:"offset,omitempty"`
 	Page     int    `json:"page,omitempty"`
 	Snapshot string `json:"snapshot,omitempty"`
+	PIT      string `json:"pit,omitempty"`
 	Total    *int   `json:"total,omitempty"`
 	LastID   string `json:"last_id,omitempty"`
 	Started  bool   `json:"started,omitempty"`
@@ -127,9 +130,10 @@ func (s *Scan) State() ([]byte, error) {
 	defer s.mu.Unlock()
 	st := savedScan{V: scanStateVersion, Salt: s.salt, Pages: s.pages, Scanned: s.scanned, Matched: s.matched, Elapsed: s.elapsed,
 		Snapshot: s.snapshot, Estimate: s.estimate, Sticky: s.sticky, Warnings: s.warnings, Normalized: setKeys(s.normalized),
-		Aliases: setKeys(s.aliases), EnumDrift: setKeys(s.enumDrift), FieldDrift: setKeys(s.fieldDrift), Budget: s.budget}
+		Aliases: setKeys(s.aliases), EnumDrift: setKeys(s.enumDrift), FieldDrift: setKeys(s.fieldDrift), Budget: s.budget,
+		NullLike: s.nullLike, NullCount: s.nullLikeCount}
 	for _, src := range s.srcs {
-		ps := savedPage{Cursor: src.state.Cursor, Offset: src.state.Offset, Page: src.state.Page, Snapshot: src.state.Snapshot,
+		ps := savedPage{Cursor: src.state.Cursor, Offset: src.state.Offset, Page: src.state.Page, Snapshot: src.state.Snapshot, PIT: src.state.PIT,
 			Total: src.state.Total, LastID: src.state.LastID, Started: src.state.Started, Done: src.state.Done}
 		if src.state.NextURL != nil {
 			ps.NextURL = src.state.NextURL.String()
@@ -185,7 +189,7 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
 		if ss.Name != src.cfg.Name {
 			return nil, fmt.Errorf("resume scan: source %q saved where %q is configured", ss.Name, src.cfg.Name)
 		}
-		ps := pageState{Cursor: ss.State.Cursor, Offset: ss.State.Offset, Page: ss.State.Page, Snapshot: ss.State.Snapshot,
+		ps := pageState{Cursor: ss.State.Cursor, Offset: ss.State.Offset, Page: ss.State.Page, Snapshot: ss.State.Snapshot, PIT: ss.State.PIT,
 			Total: ss.State.Total, LastID: ss.State.LastID, Started: ss.State.Started, Done: ss.State.Done}
 		if ss.State.NextURL != "" {
 			u, err := url.Parse(ss.State.NextURL)
@@ -199,6 +203,10 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
 	}
 	s.salt, s.pages, s.scanned, s.matched, s.elapsed = st.Salt, st.Pages, st.Scanned, st.Matched, st.Elapsed
 	s.snapshot, s.estimate, s.sticky, s.warnings, s.budget = st.Snapshot, st.Estimate, st.Sticky, st.Warnings, st.Budget
+	for k, n := range st.NullLike {
+		s.nullLike[k] = n
+	}
+	s.nullLikeCount = st.NullCount
 	for _, g := range st.Groups {
 		var v any
 		d := json.NewDecoder(bytes.NewReader(g.Value))

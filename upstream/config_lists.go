@@ -1,0 +1,209 @@
+package upstream
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The kinds of list request, which decide where pagination and filter
+// parameters go: a query string, a JSON body, or GraphQL variables.
+const (
+	listQuery     = "query"
+	listBody      = "body"
+	listVariables = "variables"
+)
+
+// listKind is where a resource's list request carries its parameters.
+func listKind(r *ResourceConfig) string {
+	switch {
+	case r.Pagination.Dialect == DialectGraphQL:
+		return listVariables
+	case strings.EqualFold(r.List.Method, http.MethodPost):
+		return listBody
+	}
+	return listQuery
+}
+
+// readsTotal reports whether a resolved pagination reads a total.
+func readsTotal(p PaginationConfig) bool {
+	return p.TotalHeader != "" || (p.Total != "" && p.Total != NoTotal)
+}
+
+var dialectNames = "cursor, link, offset, page, continue, next_url, graphql, search_after"
+
+// validateList checks the list request and its pagination dialect.
+func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) {
+	pg := r.Pagination
+	kind := listKind(r)
+	switch strings.ToUpper(r.List.Method) {
+	case "", http.MethodGet:
+	case http.MethodPost:
+		if pg.Dialect == DialectContinue || pg.Dialect == DialectLink {
+			l.add("the "+pg.Dialect+" dialect reads with GET", at("list", "method")...)
+		}
+	default:
+		l.add("must be GET or POST", at("list", "method")...)
+	}
+	if len(r.List.Body) > 0 && kind != listBody {
+		l.add("a body is sent only by a POST list (list.method: POST)", at("list", "body")...)
+	}
+	if r.List.GraphQL != "" && pg.Dialect != DialectGraphQL {
+		l.add("a GraphQL query needs pagination.dialect: graphql", at("list", "graphql")...)
+	}
+	switch pg.Dialect {
+	case DialectCursor:
+		if pg.HasMore == "" && pg.NextCursor == "" {
+			l.add("the cursor dialect needs has_more (cursor = last id) or next_cursor (a response path)", at("pagination")...)
+		}
+	case DialectGraphQL:
+		if r.List.GraphQL == "" {
+			l.add("required: the query document, with its page size and cursor variables", at("list", "graphql")...)
+		}
+		if pg.Connection == "" {
+			l.add("required: the path of the connection under data (allAccounts, repository.issues)", at("pagination", "connection")...)
+		}
+		rp := resolvePagination(pg)
+		for _, v := range []string{rp.PageSizeParam, rp.CursorParam} {
+			if r.List.GraphQL != "" && !strings.Contains(r.List.GraphQL, "$"+v) {
+				l.add(fmt.Sprintf("the query uses no $%s variable: airlock sets it on every page", v), at("list", "graphql")...)
+			}
+		}
+	case DialectSearchAfter:
+		if kind != listBody {
+			l.add("the search_after dialect posts its body: set list.method: POST", at("list", "method")...)
+		}
+		if p := pg.PIT; p != nil && (p.Open == "" || !strings.HasPrefix(p.Open, "/") || p.ID == "" || p.Param == "") {
+			l.add("open (an absolute path), id and param are required", at("pagination", "pit")...)
+		}
+	case DialectLink, DialectOffset, DialectPage, DialectContinue, DialectNextURL:
+	case "":
+		l.add("required: one of "+dialectNames, at("pagination", "dialect")...)
+	default:
+		l.add("unknown dialect; use one of "+dialectNames, at("pagination", "dialect")...)
+	}
+	if pg.PIT != nil && pg.Dialect != DialectSearchAfter {
+		l.add("only the search_after dialect holds a point in time", at("pagination", "pit")...)
+	}
+	if pg.HasMore != "" && pg.IsLast != "" {
+		l.add("set one end flag: has_more (true: more follows) or is_last (true: the last page)", at("pagination", "is_last")...)
+	}
+	if pg.IsLast != "" && pg.Dialect != DialectCursor && pg.Dialect != DialectNextURL {
+		l.add("only the cursor and next_url dialects read an end flag", at("pagination", "is_last")...)
+	}
+	switch pg.Consistency {
+	case "", ConsistencySnapshot, ConsistencyKeyset, ConsistencyNone:
+	default:
+		l.add("use one of snapshot, keyset, none", at("pagination", "consistency")...)
+	}
+	snapshot := pg.Dialect == DialectContinue || (pg.Dialect == DialectSearchAfter && pg.PIT != nil)
+	if pg.Consistency == ConsistencySnapshot && pg.Dialect != "" && !snapshot {
+		l.add("only the continue dialect, or search_after with a point in time, carries a snapshot; declare keyset or none", at("pagination", "consistency")...)
+	}
+	if pg.PageSize < 0 || pg.PageSize > 10000 {
+		l.add("must be between 1 and 10000", at("pagination", "page_size")...)
+	}
+	if pg.Dialect == DialectOffset && pg.PageSize == 1 {
+		l.add("the offset dialect overlaps pages by one item to detect shifts, so it needs a page size of at least 2", at("pagination", "page_size")...)
+	}
+	if pg.Concurrency < 0 || pg.Concurrency > 32 {
+		l.add("must be between 1 and 32", at("pagination", "concurrency")...)
+	}
+	total := map[string]bool{DialectLink: true, DialectOffset: true, DialectPage: true, DialectNextURL: true, DialectGraphQL: true, DialectSearchAfter: true}
+	if pg.TotalHeader != "" && !total[pg.Dialect] {
+		l.add("only the link, offset, page, next_url, graphql and search_after dialects read a total", at("pagination", "total_header")...)
+	}
+	if pg.Total != "" && pg.Dialect != "" && !total[pg.Dialect] {
+		l.add("only the link, offset, page, next_url, graphql and search_after dialects read a total", at("pagination", "total")...)
+	}
+	if pg.TotalHeader != "" && pg.Total != "" {
+		l.add("set one of total (a body path, or none) or total_header", at("pagination", "total_header")...)
+	}
+	if pg.TotalRelation != "" && (pg.Total == "" || pg.Total == NoTotal) {
+		l.add("total_relation qualifies a total read from the body: set total too", at("pagination", "total_relation")...)
+	}
+	if pg.TotalExact && !readsTotal(resolvePagination(pg)) {
+		l.add("only a dialect that reads a total can declare it exact", at("pagination", "total_exact")...)
+	}
+	if e := pg.Expiry; e != nil {
+		for i, st := range e.Status {
+			if st < 200 || st > 599 {
+				l.add("an HTTP status (a 200 is matched against a GraphQL answer's errors)", at("pagination", "expiry", "status", strconv.Itoa(i))...)
+			}
+		}
+		if _, err := regexp.Compile(e.Match); err != nil {
+			l.add("not a regular expression: "+err.Error(), at("pagination", "expiry", "match")...)
+		}
+	}
+}
+
+// validateFilters checks each filter and the forms its values are sent
+// upstream in.
+func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []string) {
+	kind := listKind(r)
+	for _, fname := range sortedKeys(r.Filters) {
+		f := r.Filters[fname]
+		if f == nil {
+			r.Filters[fname] = &FilterConfig{}
+			f = r.Filters[fname]
+		}
+		p := func(k ...string) []string { return at(append([]string{"filters", fname}, k...)...) }
+		field := f.Field
+		if field == "" {
+			field = fname
+		}
+		if _, ok := r.Fields[field]; !ok {
+			l.add(fmt.Sprintf("filters on field %q, which is not declared", field), p()...)
+		}
+		switch f.Op {
+		case "", "eq", "contains":
+		default:
+			l.add("op must be eq or contains", p("op")...)
+		}
+		switch f.Multi {
+		case "":
+			if f.MultiParam != "" {
+				l.add("multi_param needs multi: how the API takes the list there", p("multi_param")...)
+			}
+		case "repeat":
+			if kind != listQuery {
+				l.add("a repeated parameter is a query form; in a JSON body or a GraphQL variable use array or comma", p("multi")...)
+			}
+		case "comma":
+		case "array":
+			if kind == listQuery {
+				l.add("an array is sent in a JSON body or a GraphQL variable; a query takes repeat or comma", p("multi")...)
+			}
+		default:
+			l.add("multi must be repeat (?p=a&p=b), comma (?p=a,b) or array (a JSON list); leave it unset when the API takes one value", p("multi")...)
+		}
+		if f.Multi != "" && f.Param == "" && f.MultiParam == "" {
+			l.add("multi says how the upstream takes several values; set param or multi_param too", p("multi")...)
+		}
+		if f.Separator != "" && f.Multi != "comma" {
+			l.add("separator joins a comma list: set multi: comma", p("separator")...)
+		}
+		if f.NullParam != "" && f.Param == "" {
+			l.add("null_param is the value sent in param for null; set param too", p("null_param")...)
+		}
+		if n := f.Null; n != nil {
+			if f.NullParam != "" {
+				l.add("set one of null (a parameter of its own) or null_param (a value of param)", p("null")...)
+			}
+			if n.Param == "" {
+				l.add("required: the parameter that carries null", p("null", "param")...)
+			}
+			switch n.Value.(type) {
+			case nil:
+				if kind == listQuery {
+					l.add("required: a query cannot carry null; the value that means null (true, 1, none)", p("null", "value")...)
+				}
+			case string, int, float64, bool:
+			default:
+				l.add("a null form's value is a string, number or boolean", p("null", "value")...)
+			}
+		}
+	}
+}

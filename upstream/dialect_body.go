@@ -1,0 +1,147 @@
+package upstream
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
+)
+
+// nextURLDialect follows the next page's URL read from the body: Django
+// REST Framework's next (with count), Microsoft Graph's @odata.nextLink,
+// Salesforce's nextRecordsUrl (with done), Twilio's next_page_uri
+// (relative). Like Link headers, the URL is followed on the source's own
+// host only. The end is proven by a next URL that is present and null or
+// empty, an end flag that says last, an empty page, or the items reaching
+// an exact total on a page that was not full; an absent next URL proves it
+// only once an earlier page carried one, or a probe showed the upstream
+// sends one.
+type nextURLDialect struct{ p PaginationConfig }
+
+func (d nextURLDialect) query(p *listParams, st pageState) *url.URL {
+	if st.NextURL != nil {
+		return st.NextURL
+	}
+	p.set(d.p.PageSizeParam, d.p.PageSize)
+	return nil
+}
+
+func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+	pg := page{items: items, next: st}
+	pg.next.Started = true
+	pg.next.Seen += len(items)
+	full := fullPage(d.p, st, len(items))
+	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
+	total, known := readTotal(d.p, resp, doc)
+	reached := totalVerdict(&pg, total, known, full)
+	last, flagged := endFlag(d.p, doc)
+	raw, present := jsonvalue.Get(doc, d.p.Next)
+	next, _ := raw.(string)
+	next = strings.TrimSpace(next)
+	pg.next.NextURL = nil
+	if flagged && last {
+		pg.proven(SignalIsLast)
+		return pg, nil
+	}
+	if next != "" {
+		u, err := url.Parse(next)
+		if err != nil {
+			return pg, badResponse("the next URL at %q does not parse", d.p.Next)
+		}
+		pg.next.NextURL, pg.next.SignalSeen = u, true
+		return pg, nil
+	}
+	t := pg.next.Total
+	switch {
+	case flagged:
+		// The flag says more follows, but there is no URL to follow.
+		pg.unknown(SignalMoreNoCursor, false)
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+	case reached:
+		pg.proven(SignalTotalReached)
+	case t != nil && !pg.next.TotalUntrusted && pg.next.Seen < *t:
+		// Fewer items than the upstream's own total, and no way on: the
+		// upstream stopped short (Scan.finishSource reports the cap).
+		pg.proven(SignalNextURLNone)
+	case present && (raw == nil || next == ""):
+		pg.proven(SignalNextURLNone)
+	default:
+		pg.absent(st, SignalNextURLNone)
+	}
+	return pg, nil
+}
+
+func (d nextURLDialect) more(_ *Response, doc any) bool {
+	raw, _ := jsonvalue.Get(doc, d.p.Next)
+	s, _ := raw.(string)
+	return strings.TrimSpace(s) != ""
+}
+
+func (nextURLDialect) plan(pageState) []pageState { return nil }
+
+// searchAfterDialect continues after the last item's sort values
+// (Elasticsearch and OpenSearch search_after), in a point in time when one
+// is configured (whose id the scan opens first and carries from answer to
+// answer). The end is proven by an empty page or by the items reaching an
+// exact total on a page that was not full; a short page is read past.
+type searchAfterDialect struct{ p PaginationConfig }
+
+func (d searchAfterDialect) query(p *listParams, st pageState) *url.URL {
+	p.set(d.p.PageSizeParam, d.p.PageSize)
+	if st.Cursor != "" {
+		p.set(d.p.SearchAfter, searchAfterValue(st.Cursor))
+	}
+	if st.PIT != "" && d.p.PIT != nil {
+		p.set(d.p.PIT.Param, st.PIT)
+	}
+	return nil
+}
+
+func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+	pg := page{items: items, next: st}
+	pg.next.Started = true
+	pg.next.Seen += len(items)
+	full := fullPage(d.p, st, len(items))
+	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
+	if pit := d.p.PIT; pit != nil {
+		if pit.Response != "" {
+			if id, _ := jsonvalue.Get(doc, pit.Response); id != nil {
+				if s, ok := id.(string); ok && s != "" {
+					pg.next.PIT = s
+				}
+			}
+		}
+		if !st.Started {
+			pg.snapshot = st.PIT
+		}
+	}
+	total, known := readTotal(d.p, resp, doc)
+	reached := totalVerdict(&pg, total, known, full)
+	switch {
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+		return pg, nil
+	case reached:
+		pg.proven(SignalTotalReached)
+		return pg, nil
+	}
+	sv, ok := jsonvalue.Get(items[len(items)-1], d.p.SortValues)
+	if !ok || sv == nil {
+		return pg, badResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
+	}
+	b, err := jsonvalue.Canonical(sv)
+	if err != nil {
+		return pg, badResponse("the last item's sort values cannot be encoded")
+	}
+	pg.next.Cursor, pg.next.SignalSeen = string(b), true
+	return pg, nil
+}
+
+// more: a search_after list has no "more follows" signal; its ends are
+// proven without one, so it never asks for a probe.
+func (searchAfterDialect) more(*Response, any) bool { return false }
+
+func (searchAfterDialect) plan(pageState) []pageState { return nil }

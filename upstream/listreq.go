@@ -1,0 +1,366 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
+)
+
+// listParams collects one list request's parameters where its kind puts
+// them: the query string of a GET list, the JSON body of a POST list, the
+// variables of a graphql list. The list's own params and a source's params
+// are always query parameters.
+type listParams struct {
+	kind  string
+	query url.Values
+	body  map[string]any
+}
+
+// set places one value: in a query as its string form, in a body at its
+// dotted path, in variables under its name, keeping its JSON type.
+func (p *listParams) set(k string, v any) {
+	switch p.kind {
+	case listQuery:
+		p.query.Set(k, scalarString(v))
+	case listBody:
+		jsonvalue.Put(p.body, k, v)
+	default:
+		p.body[k] = v
+	}
+}
+
+// add appends one more value of a repeated query parameter.
+func (p *listParams) add(k, v string) { p.query.Add(k, v) }
+
+// describe is the parameters in a line, for evidence: the query string,
+// then the body (or variables) as JSON.
+func (p *listParams) describe() string {
+	out := p.query.Encode()
+	if len(p.body) > 0 {
+		b, _ := jsonMarshal(p.body)
+		if out != "" {
+			out += " "
+		}
+		out += string(b)
+	}
+	return out
+}
+
+func (r *Resource) newParams(src SourceConfig) *listParams {
+	p := &listParams{kind: listKind(&r.Config), query: url.Values{}}
+	for k, v := range r.Config.List.Params {
+		p.query.Set(k, v)
+	}
+	for k, v := range src.Params {
+		p.query.Set(k, v)
+	}
+	switch p.kind {
+	case listBody:
+		p.body, _ = normalizeYAMLValue(r.Config.List.Body).(map[string]any)
+		if p.body == nil {
+			p.body = map[string]any{}
+		}
+		p.body = cloneJSON(p.body)
+	case listVariables:
+		p.body = map[string]any{}
+	}
+	return p
+}
+
+// cloneJSON deep-copies a decoded JSON object, so that a request's body
+// never shares maps with the configuration's template.
+func cloneJSON(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch x := v.(type) {
+		case map[string]any:
+			out[k] = cloneJSON(x)
+		case []any:
+			c := make([]any, len(x))
+			for i, e := range x {
+				if em, ok := e.(map[string]any); ok {
+					c[i] = cloneJSON(em)
+				} else {
+					c[i] = e
+				}
+			}
+			out[k] = c
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// listOptions shape one list request.
+type listOptions struct {
+	filter map[string]any
+	// probe asks for the source's first page at page size 1, without the
+	// upstream-side filters.
+	probe bool
+	// pageSize, when set, replaces the configured page size.
+	pageSize  int
+	requestID string
+}
+
+// listRequest builds the request for the page st points at: the method,
+// URL and body the list's kind and dialect call for, with the filters
+// sent upstream only in a form that carries each value intact. A next
+// URL (link, next_url) is followed on the source's own host only.
+func (r *Resource) listRequest(src SourceConfig, st pageState, o listOptions) (Request, error) {
+	base := r.sourceBase(src)
+	p := r.newParams(src)
+	if !o.probe {
+		r.sendFilters(p, o.filter)
+	}
+	d := r.dialect
+	if o.pageSize > 0 {
+		pg := r.Pagination
+		pg.PageSize = o.pageSize
+		d = newDialect(pg, r.FieldPath(r.Config.IDField))
+	}
+	req := Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true}
+	if next := d.query(p, st); next != nil {
+		u := base.ResolveReference(next)
+		if !r.Upstream.SameOrigin(base, u) {
+			return Request{}, badResponse("the continuation points at another host; it was not followed")
+		}
+		req.URL = u
+		return req, nil
+	}
+	if o.probe {
+		p.set(r.Pagination.PageSizeParam, 1)
+	}
+	req.URL = r.Upstream.ResolveURL(base, r.Config.List.Path, p.query)
+	switch p.kind {
+	case listBody:
+		req.Method = http.MethodPost
+		req.Body, _ = jsonMarshal(p.body)
+	case listVariables:
+		req.Method = http.MethodPost
+		req.Body, _ = jsonMarshal(map[string]any{"query": r.Config.List.GraphQL, "variables": p.body})
+	}
+	return req, nil
+}
+
+// filterForm is how one filter's value is sent upstream, or why not.
+type filterForm struct {
+	// sent is false when airlock applies the value alone.
+	sent bool
+	// why says, for a value not sent, what kept it back ("" when the
+	// configuration declares no upstream form for it).
+	why string
+}
+
+// sendFilters sends the upstream-side filters, each only in a form the
+// configuration declares the API accepts and that carries the value
+// intact: one value in param; a list only in the declared multi form (a
+// list of one is one value); null only as null_param or the null form;
+// never for a field with normalize. A comma list whose values hold the
+// separator (or white space at an end, which APIs trim) cannot carry them:
+// the list is not sent, and neither is one such value sent where the API
+// splits lists. Everything else is left to airlock, which re-checks every
+// filter on every item anyway: an upstream filter can only narrow what is
+// read, so a form the API might misread must never be sent. It returns the
+// form each filter was given.
+func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]filterForm {
+	forms := map[string]filterForm{}
+	for _, name := range sortedKeys(filter) {
+		fc := r.Config.Filters[name]
+		form := r.filterForm(name, fc, filter[name])
+		forms[name] = form
+		if form.sent {
+			r.placeFilter(p, name, fc, filter[name])
+		}
+	}
+	return forms
+}
+
+// filterValue is a filter's value as sent: a list of one is one value,
+// and a declared null stand-in is null.
+func (r *Resource) filterValue(name string, fc *FilterConfig, v any) any {
+	fd, _ := r.Field(r.filterField(name, fc))
+	if arr, ok := v.([]any); ok && len(arr) == 1 {
+		v = arr[0]
+	}
+	if v != nil && isNullValue(v, fd) {
+		v = nil
+	}
+	return v
+}
+
+// filterForm decides whether a filter value can be sent upstream.
+func (r *Resource) filterForm(name string, fc *FilterConfig, raw any) filterForm {
+	if fc == nil {
+		return filterForm{}
+	}
+	fd, _ := r.Field(r.filterField(name, fc))
+	if fd != nil && fd.Normalize != "" {
+		return filterForm{why: "the field is normalized: airlock compares normalized values, the API may not"}
+	}
+	switch v := r.filterValue(name, fc, raw).(type) {
+	case nil:
+		return filterForm{sent: fc.NullParam != "" || fc.Null != nil}
+	case []any:
+		if fc.Multi == "" {
+			return filterForm{}
+		}
+		for _, e := range v {
+			if e == nil || isNullValue(e, fd) {
+				return filterForm{why: "null among the values: only airlock can match it"}
+			}
+			if why := r.splits(fc, e); why != "" {
+				return filterForm{why: why}
+			}
+		}
+		return filterForm{sent: true}
+	default:
+		if fc.Param == "" {
+			return filterForm{}
+		}
+		if fc.Multi == "comma" && (fc.MultiParam == "" || fc.MultiParam == fc.Param) {
+			// The API splits this parameter's value into a list.
+			if why := r.splits(fc, v); why != "" {
+				return filterForm{why: why}
+			}
+		}
+		return filterForm{sent: true}
+	}
+}
+
+// splits says why a comma list cannot carry a value intact ("" when it
+// can): the value holds the separator, is empty, or has white space at an
+// end (APIs trim the parts of a list).
+func (r *Resource) splits(fc *FilterConfig, v any) string {
+	if fc.Multi != "comma" {
+		return ""
+	}
+	s := scalarString(v)
+	sep := separatorOf(fc)
+	switch {
+	case strings.Contains(s, sep):
+		return "a value holds the list separator " + strconv.Quote(sep)
+	case s == "":
+		return "an empty value cannot be a member of a comma list"
+	case strings.TrimSpace(s) != s:
+		return "a value has white space at an end, which APIs trim from list members"
+	}
+	return ""
+}
+
+func separatorOf(fc *FilterConfig) string {
+	if fc.Separator != "" {
+		return fc.Separator
+	}
+	return ","
+}
+
+// placeFilter places a value filterForm accepted.
+func (r *Resource) placeFilter(p *listParams, name string, fc *FilterConfig, raw any) {
+	switch v := r.filterValue(name, fc, raw).(type) {
+	case nil:
+		if fc.NullParam != "" {
+			p.set(fc.Param, fc.NullParam)
+			return
+		}
+		p.set(fc.Null.Param, normalizeYAMLValue(fc.Null.Value))
+	case []any:
+		param := fc.MultiParam
+		if param == "" {
+			param = fc.Param
+		}
+		switch fc.Multi {
+		case "repeat":
+			for _, e := range v {
+				p.add(param, scalarString(e))
+			}
+		case "comma":
+			parts := make([]string, len(v))
+			for i, e := range v {
+				parts[i] = scalarString(e)
+			}
+			p.set(param, strings.Join(parts, separatorOf(fc)))
+		case "array":
+			p.set(param, v)
+		}
+	default:
+		p.set(fc.Param, v)
+	}
+}
+
+// ensurePIT opens the point in time of a search_after list before its
+// first page (st holds it from then on); nothing for other lists.
+func (r *Resource) ensurePIT(ctx context.Context, src SourceConfig, st *pageState, requestID string) error {
+	if r.Pagination.PIT == nil || st.PIT != "" {
+		return nil
+	}
+	id, err := r.openPIT(ctx, src, requestID)
+	if err != nil {
+		return err
+	}
+	st.PIT = id
+	return nil
+}
+
+// openPIT opens the point in time a search_after list reads in, and
+// returns its id.
+func (r *Resource) openPIT(ctx context.Context, src SourceConfig, requestID string) (string, error) {
+	pit := r.Pagination.PIT
+	base := r.sourceBase(src)
+	path, rawQuery, _ := strings.Cut(pit.Open, "?")
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", badResponse("pagination.pit.open has a query that does not parse")
+	}
+	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(base, path, q), RequestID: requestID, Idempotent: true})
+	if err != nil {
+		return "", err
+	}
+	doc, err := decodeJSONBody(resp, true)
+	if err != nil {
+		return "", err
+	}
+	id, ok := jsonvalue.Get(doc, pit.ID)
+	s, _ := id.(string)
+	if !ok || s == "" {
+		return "", badResponse("the point in time's answer has no id at %q", pit.ID)
+	}
+	return s, nil
+}
+
+// searchAfterValue decodes a saved search_after cursor (the last item's
+// sort values, canonically encoded).
+func searchAfterValue(cursor string) any {
+	dec := json.NewDecoder(strings.NewReader(cursor))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return cursor
+	}
+	return v
+}
+
+// paramNames lists every upstream parameter a filter may send, sorted.
+func paramNames(fc *FilterConfig) []string {
+	set := map[string]bool{}
+	for _, p := range []string{fc.Param, fc.MultiParam} {
+		if p != "" {
+			set[p] = true
+		}
+	}
+	if fc.Null != nil && fc.Null.Param != "" {
+		set[fc.Null.Param] = true
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
