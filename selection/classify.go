@@ -201,8 +201,9 @@ func (c *classifier) classify(id, version, source string, doc map[string]any, br
 // sent unconditionally: it is ambiguous until excluded or the
 // configuration fixed.
 func writable(a *upstream.Action, id, version string) string {
-	if a.Config.Request != nil {
-		if err := upstream.CheckPathID(id); err != nil {
+	if rq := a.Config.Request; rq != nil {
+		// A GraphQL mutation carries the id in its variables, not a path.
+		if err := upstream.CheckPathID(id); err != nil && (rq.GraphQL == "" || id == "") {
 			return err.Error()
 		}
 	}

@@ -532,6 +532,23 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 		return !landed
 	}
 	if err == nil {
+		switch verdict, msg := r.a.GraphQLVerdict(resp); verdict {
+		case upstream.GraphQLRefused:
+			// Errors before execution (no data at all), or the API's own
+			// user errors: nothing was applied.
+			p := envelope.NewProblem(envelope.ProblemUpstreamRejected, "The upstream refused the GraphQL mutation.")
+			p.UpstreamMessage = msg
+			if refused(TargetFailed, resp.Status, p, "the GraphQL mutation was refused") {
+				r.applyStopRules(p.Code, http.StatusBadRequest)
+			}
+			return
+		case upstream.GraphQLUnknown:
+			// Errors during execution: the mutation may have applied.
+			p := envelope.NewProblem(envelope.ProblemUpstreamGraphQL, "The GraphQL mutation answered with errors during execution; whether it applied is observed by re-reading.")
+			p.UpstreamMessage = msg
+			unobserved(resp.Status, p, "the GraphQL mutation reported errors while executing: whether it applied is unknown until re-read")
+			return
+		}
 		if berr := upstream.CheckWriteResponse(resp); berr != nil {
 			// A 2xx whose body is an error or unreadable is never a
 			// success: whether it applied is unknown until re-read.

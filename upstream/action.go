@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"net/http"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -70,6 +71,12 @@ type WriteRequestConfig struct {
 	Path    string            `yaml:"path"`
 	Headers map[string]string `yaml:"headers"`
 	Body    any               `yaml:"body"`
+	// GraphQL is a mutation document, sent by POST to Path with
+	// Variables (a template) as its variables; the answer's errors and
+	// the declared UserErrors list decide its outcome.
+	GraphQL    string `yaml:"graphql"`
+	Variables  any    `yaml:"variables"`
+	UserErrors string `yaml:"user_errors"`
 }
 
 // BulkConfig is a bulk endpoint: one request for up to MaxBatch targets,
@@ -121,6 +128,10 @@ type StopConfig struct {
 type GetConfig struct {
 	Path string `yaml:"path"`
 	Item string `yaml:"item"`
+	// GraphQL is a query document taking the item's id as $id, sent by
+	// POST to Path; Item is then the item's path in the answer
+	// (data.accountById), and a null item is not found.
+	GraphQL string `yaml:"graphql"`
 }
 
 // Conditional write modes.
@@ -174,6 +185,10 @@ func newAction(name string, cfg ActionConfig, r *Resource) *Action {
 	}
 	if cfg.Request != nil {
 		cfg.Request.Body = normalizeYAMLValue(cfg.Request.Body)
+		cfg.Request.Variables = normalizeYAMLValue(cfg.Request.Variables)
+		if cfg.Request.GraphQL != "" && cfg.Request.Method == "" {
+			cfg.Request.Method = http.MethodPost
+		}
 	}
 	if cfg.Bulk != nil {
 		cfg.Bulk.Body = normalizeYAMLValue(cfg.Bulk.Body)

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"slices"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -23,11 +24,28 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		l.add("set exactly one of request or bulk", at()...)
 	}
 	if a.Request != nil {
-		if !writeMethod(a.Request.Method) {
+		if !writeMethod(a.Request.Method) && !(a.Request.GraphQL != "" && a.Request.Method == "") {
 			l.add("must be POST, PUT, PATCH or DELETE", at("request", "method")...)
 		}
-		if !strings.HasPrefix(a.Request.Path, "/") || !strings.Contains(a.Request.Path, "{{id}}") {
+		switch rq := a.Request; {
+		case rq.GraphQL != "":
+			if !strings.HasPrefix(rq.Path, "/") {
+				l.add("must be an absolute path (the GraphQL endpoint)", at("request", "path")...)
+			}
+			if rq.Method != "" && rq.Method != http.MethodPost {
+				l.add("a GraphQL mutation is sent with POST", at("request", "method")...)
+			}
+			if rq.Body != nil {
+				l.add("set one of body or graphql (whose variables are the body)", at("request", "body")...)
+			}
+			if !slices.Contains(templateRefs(normalizeYAMLValue(rq.Variables)), "id") {
+				l.add("the mutation's variables must name the target: {{id}}", at("request", "variables")...)
+			}
+		case !strings.HasPrefix(rq.Path, "/") || !strings.Contains(rq.Path, "{{id}}"):
 			l.add("must be an absolute path containing {{id}}", at("request", "path")...)
+		}
+		if a.Request.GraphQL == "" && (a.Request.Variables != nil || a.Request.UserErrors != "") {
+			l.add("variables and user_errors belong to a GraphQL mutation (request.graphql)", at("request")...)
 		}
 	}
 	if b := a.Bulk; b != nil {
@@ -222,6 +240,7 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 	if rc := a.Request; rc != nil {
 		check(rc.Path, false, "request", "path")
 		check(rc.Body, false, "request", "body")
+		check(normalizeYAMLValue(rc.Variables), false, "request", "variables")
 		for _, h := range sortedKeys(rc.Headers) {
 			check(rc.Headers[h], false, "request", "headers", h)
 		}

@@ -244,9 +244,10 @@ type FilterConfig struct {
 	MultiParam string `yaml:"multi_param"`
 	// Separator joins a comma list (default ",").
 	Separator string `yaml:"separator"`
-	// Null is a null filter value sent as a parameter of its own
-	// (owner__isnull=true), or as a JSON null in a body or variable.
-	Null        *NullForm `yaml:"null"`
+	// Null (is_null) is a null filter value sent as a parameter of its
+	// own (owner__isnull=true), or as a JSON null in a body or variable.
+	// (YAML reads a bare null key as no key at all, hence the name.)
+	Null        *NullForm `yaml:"is_null"`
 	Description string    `yaml:"description"`
 }
 
@@ -497,6 +498,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func (c *Config) validate() ConfigErrors {
 	l := &errList{c: c}
+	l.errs = append(l.errs, nullKeys(c.root)...)
 	if c.Environment == "" {
 		l.add("required: name the environment (it is shown beside every answer)", "environment")
 	}
@@ -725,8 +727,21 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	if r.Limits.ResponseBytes < 0 || r.Limits.ScanItems < 0 {
 		l.add("must not be negative", at("limits")...)
 	}
-	if r.Get != nil && (!strings.HasPrefix(r.Get.Path, "/") || !strings.Contains(r.Get.Path, "{{id}}")) {
-		l.add("must be an absolute path containing {{id}}", at("get", "path")...)
+	if g := r.Get; g != nil {
+		switch {
+		case g.GraphQL != "":
+			if !strings.HasPrefix(g.Path, "/") {
+				l.add("must be an absolute path (the GraphQL endpoint)", at("get", "path")...)
+			}
+			if !strings.Contains(g.GraphQL, "$id") {
+				l.add("the query must take the item's id as $id", at("get", "graphql")...)
+			}
+			if g.Item == "" {
+				l.add("required: the item's path in the answer (data.accountById)", at("get", "item")...)
+			}
+		case !strings.HasPrefix(g.Path, "/") || !strings.Contains(g.Path, "{{id}}"):
+			l.add("must be an absolute path containing {{id}}", at("get", "path")...)
+		}
 	}
 	for key, list := range map[string][]string{"review_fields": r.ReviewFields, "review_groups": r.ReviewGroups} {
 		for i, fname := range list {

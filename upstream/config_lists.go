@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // The kinds of list request, which decide where pagination and filter
@@ -190,20 +192,46 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 		}
 		if n := f.Null; n != nil {
 			if f.NullParam != "" {
-				l.add("set one of null (a parameter of its own) or null_param (a value of param)", p("null")...)
+				l.add("set one of is_null (a parameter of its own) or null_param (a value of param)", p("is_null")...)
 			}
 			if n.Param == "" {
-				l.add("required: the parameter that carries null", p("null", "param")...)
+				l.add("required: the parameter that carries null", p("is_null", "param")...)
 			}
 			switch n.Value.(type) {
 			case nil:
 				if kind == listQuery {
-					l.add("required: a query cannot carry null; the value that means null (true, 1, none)", p("null", "value")...)
+					l.add("required: a query cannot carry null; the value that means null (true, 1, none)", p("is_null", "value")...)
 				}
 			case string, int, float64, bool:
 			default:
-				l.add("a null form's value is a string, number or boolean", p("null", "value")...)
+				l.add("a null form's value is a string, number or boolean", p("is_null", "value")...)
 			}
 		}
 	}
+}
+
+// nullKeys reports every mapping key YAML reads as null (null, ~ or
+// nothing): the decoder drops such a key and its value without a word,
+// so `null: {param: …}` would silently configure nothing.
+func nullKeys(root *yaml.Node) ConfigErrors {
+	var errs ConfigErrors
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil {
+			return
+		}
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!null" {
+					errs = append(errs, ConfigError{Line: k.Line, Path: "config",
+						Msg: fmt.Sprintf("the key %q is read as null, which is no key: quote it, or for a filter's null form use is_null", k.Value)})
+				}
+			}
+		}
+		for _, ch := range n.Content {
+			walk(ch)
+		}
+	}
+	walk(root)
+	return errs
 }

@@ -411,8 +411,12 @@ func (p *prober) writeChecks(ctx context.Context) {
 		if getResp != nil || getErr != nil || r.Config.Get == nil {
 			return
 		}
-		u := r.Upstream.ResolveURL(nil, strings.ReplaceAll(r.Config.Get.Path, "{{id}}", url.PathEscape(firstID)), nil)
-		getResp, getErr = p.get(ctx, u)
+		req, err := r.ReadRequest(firstID, p.opts.RequestID)
+		if err != nil {
+			getErr = err
+			return
+		}
+		getResp, getErr = p.do(ctx, req)
 	}
 	names := make([]string, 0, len(p.opts.Actions))
 	byName := map[string]*Action{}

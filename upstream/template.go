@@ -11,7 +11,11 @@ import (
 
 // TemplateVars are the values a write template may use.
 type TemplateVars struct {
-	ID      string
+	ID string
+	// IDValue is the id in its declared type (a number for an integer id
+	// field), for a template that is exactly {{id}} (a JSON body, a
+	// GraphQL variable); in a path or inside text the id is a string.
+	IDValue any
 	Version string
 	// VersionValue is the version in its declared type (a number for an
 	// integer version field), as the upstream expects it back.
@@ -30,6 +34,9 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 	parts := strings.SplitN(ref, ".", 2)
 	switch parts[0] {
 	case "id":
+		if v.IDValue != nil {
+			return v.IDValue, true
+		}
 		return v.ID, true
 	case "version":
 		if v.VersionValue != nil {

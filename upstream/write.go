@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -41,18 +42,48 @@ func (a *Action) CheckResponse(resp *Response) []Violation {
 	return vs
 }
 
-// Read fetches one item through the resource's get endpoint. found is false
-// on 404. Errors are *HTTPError or bad-response errors.
-func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[string]any, version string, found bool, err error) {
+// ReadRequest builds the request that reads one item by id: a GET of
+// get.path, or a POST of get.graphql with the id as $id.
+func (r *Resource) ReadRequest(id, requestID string) (Request, error) {
 	g := r.Config.Get
 	if g == nil {
-		return nil, "", false, fmt.Errorf("resource %q has no get endpoint", r.Name)
+		return Request{}, fmt.Errorf("resource %q has no get endpoint", r.Name)
+	}
+	if g.GraphQL != "" {
+		if id == "" {
+			return Request{}, fmt.Errorf("%w: it is empty", ErrUnsafeID)
+		}
+		body, _ := jsonMarshal(map[string]any{"query": g.GraphQL, "variables": map[string]any{"id": r.TypedID(id)}})
+		return Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(nil, g.Path, nil), Body: body, RequestID: requestID, Idempotent: true}, nil
 	}
 	if err := CheckPathID(id); err != nil {
-		return nil, "", false, err
+		return Request{}, err
 	}
 	u := r.Upstream.ResolveURL(nil, strings.ReplaceAll(g.Path, "{{id}}", url.PathEscape(id)), nil)
-	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true})
+	return Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true}, nil
+}
+
+// TypedID is an id in its declared field type: a number for an integer or
+// number id field (GraphQL's Int!, a JSON body), else the string.
+func (r *Resource) TypedID(id string) any {
+	if fc, ok := r.Field(r.Config.IDField); ok && (fc.Type == "integer" || fc.Type == "number") {
+		if _, err := json.Number(id).Float64(); err == nil {
+			return json.Number(id)
+		}
+	}
+	return id
+}
+
+// Read fetches one item through the resource's get endpoint. found is false
+// on 404 (and, for a GraphQL get, on a null item without errors). Errors
+// are *HTTPError or bad-response errors.
+func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[string]any, version string, found bool, err error) {
+	g := r.Config.Get
+	req, err := r.ReadRequest(id, requestID)
+	if err != nil {
+		return nil, "", false, err
+	}
+	resp, err := r.Upstream.Do(ctx, req)
 	if err != nil {
 		if he, ok := err.(*HTTPError); ok && he.Kind == FailStatus && he.Status == http.StatusNotFound {
 			return nil, "", false, nil
@@ -64,6 +95,12 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 		return nil, "", false, err
 	}
 	item, _ := jsonvalue.Get(body, g.Item)
+	if g.GraphQL != "" && item == nil {
+		if msgs := graphqlMessages(body); msgs != "" {
+			return nil, "", false, &BodyError{Kind: BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no item", Message: msgs}
+		}
+		return nil, "", false, nil
+	}
 	m, ok := item.(map[string]any)
 	if !ok {
 		return nil, "", false, badResponse("the item is not a JSON object")
@@ -126,14 +163,15 @@ var ErrNoVersion = errors.New("the target has no version: the conditional write 
 // client (the commit engine journals and retries attempts itself) and never
 // follows a redirect.
 func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, error) {
-	if err := CheckPathID(vars.ID); err != nil {
+	rc := a.Config.Request
+	if err := CheckPathID(vars.ID); err != nil && (rc.GraphQL == "" || vars.ID == "") {
 		return Request{}, err
 	}
 	if (a.Config.Conditional == CondIfMatch || a.Config.Conditional == CondVersion) && vars.Version == "" {
 		return Request{}, ErrNoVersion
 	}
 	vars.VersionValue = a.typedVersion(vars.Version)
-	rc := a.Config.Request
+	vars.IDValue = a.Resource.TypedID(vars.ID)
 	path, err := vars.RenderPath(rc.Path)
 	if err != nil {
 		return Request{}, err
@@ -146,7 +184,17 @@ func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, err
 		}
 		req.Header.Set(k, scalarString(v))
 	}
-	if rc.Body != nil {
+	switch {
+	case rc.GraphQL != "":
+		variables, err := vars.Render(rc.Variables)
+		if err != nil {
+			return Request{}, err
+		}
+		if variables == nil {
+			variables = map[string]any{}
+		}
+		req.Body, _ = jsonMarshal(map[string]any{"query": rc.GraphQL, "variables": variables})
+	case rc.Body != nil:
 		body, err := vars.Render(rc.Body)
 		if err != nil {
 			return Request{}, err
@@ -280,6 +328,50 @@ func jsonMarshal(v any) ([]byte, error) {
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
+
+// GraphQLVerdict reads the outcome of a GraphQL mutation's 2xx answer:
+// executed (no errors, and the declared user errors list empty), refused
+// (errors before execution, which leave out data altogether, or a
+// non-empty user errors list: the API said no), or unknown (errors during
+// execution: the mutation may have applied in part). msg quotes what the
+// upstream said. For an action that is not a GraphQL mutation it is
+// always executed.
+func (a *Action) GraphQLVerdict(resp *Response) (v GraphQLOutcome, msg string) {
+	rc := a.Config.Request
+	if rc == nil || rc.GraphQL == "" || len(bytes.TrimSpace(resp.Body)) == 0 {
+		return GraphQLExecuted, ""
+	}
+	doc, err := decodeJSONBody(resp, false)
+	if err != nil {
+		return GraphQLExecuted, "" // CheckWriteResponse reports the body
+	}
+	m, _ := doc.(map[string]any)
+	msg = graphqlMessages(doc)
+	_, hasData := m["data"]
+	switch {
+	case msg != "" && !hasData:
+		return GraphQLRefused, msg
+	case msg != "":
+		return GraphQLUnknown, msg
+	}
+	if rc.UserErrors != "" {
+		ue, _ := jsonvalue.Get(doc, rc.UserErrors)
+		if list, ok := ue.([]any); ok && len(list) > 0 {
+			return GraphQLRefused, envelope.QuoteUpstream(messageOf(list))
+		}
+	}
+	return GraphQLExecuted, ""
+}
+
+// GraphQLOutcome is what a GraphQL mutation's answer says happened.
+type GraphQLOutcome int
+
+// GraphQL outcomes.
+const (
+	GraphQLExecuted GraphQLOutcome = iota
+	GraphQLRefused
+	GraphQLUnknown
+)
 
 // CheckWriteResponse accepts a 2xx write response: an empty body, or a
 // JSON body that is not an error object.
