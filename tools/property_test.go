@@ -316,6 +316,7 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 				flag := map[string]string{fixtures.DialectPostCursor: "is_last: isLast", fixtures.DialectNextURL: "is_last: done"}[fl.Dialect]
 				pagination = append(pagination, flag)
 			}
+			honestBefore := honest
 			switch rapid.IntRange(0, 5).Draw(rt, "fault") {
 			case 1:
 				fl.NoNextSignal, honest = true, false
@@ -329,12 +330,12 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 			if fl.Dialect == fixtures.DialectCursor && fl.NoNextSignal {
 				// has_more: false on every page is an explicit lie no
 				// reader can catch; the model leaves it out.
-				fl.NoNextSignal, honest = false, !fl.IgnorePage
+				fl.NoNextSignal, honest = false, honestBefore && !fl.IgnorePage
 			}
 			if fl.EndFlag && fl.NoNextSignal && fl.Dialect == fixtures.DialectNextURL {
 				// done: true on a page that is not the last is the same
 				// explicit lie.
-				fl.NoNextSignal, honest = false, !fl.IgnorePage
+				fl.NoNextSignal, honest = false, honestBefore && !fl.IgnorePage
 			}
 			if rapid.IntRange(0, 4).Draw(rt, "expire") == 0 {
 				fl.ExpireAfter, honest = rapid.IntRange(1, 4).Draw(rt, "expire_after"), false
