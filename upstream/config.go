@@ -833,8 +833,12 @@ func (c *Config) Summary(getenv func(string) string) []string {
 			}
 			srcs = ", sources " + strings.Join(names, "/")
 		}
-		out = append(out, fmt.Sprintf("resource %s: GET %s via %s, dialect %s (consistency %s), %d fields, %d filters%s",
-			name, r.List.Path, r.Upstream, p.Dialect, p.Consistency, len(r.Fields), len(r.Filters), srcs))
+		method := "GET"
+		if listKind(r) != listQuery {
+			method = "POST"
+		}
+		out = append(out, fmt.Sprintf("resource %s: %s %s via %s, dialect %s (consistency %s), %d fields, %d filters%s",
+			name, method, r.List.Path, r.Upstream, p.Dialect, p.Consistency, len(r.Fields), len(r.Filters), srcs))
 	}
 	return out
 }

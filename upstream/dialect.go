@@ -223,6 +223,16 @@ func readTotal(p PaginationConfig, resp *Response, doc any) (int, bool) {
 	return n, ok && n >= 0
 }
 
+// pageTotal reads a page's total as the resource's dialect does (a
+// GraphQL total is the connection's).
+func (r *Resource) pageTotal(resp *Response, doc any) (int, bool) {
+	if r.Pagination.Dialect == DialectGraphQL {
+		conn, _ := jsonvalue.Get(doc, "data."+r.Pagination.Connection)
+		return readTotal(r.Pagination, nil, conn)
+	}
+	return readTotal(r.Pagination, resp, doc)
+}
+
 // totalVerdict records the page's total and reports whether the items seen
 // so far reached it exactly on a page that was not full. Items beyond the
 // total make it untrusted. A total reached on a full page is not yet proof:

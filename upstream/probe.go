@@ -211,6 +211,13 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	p.totalCheck(resp, doc)
 	p.rateLimitCheck(resp)
 	p.snapshotCheck(doc)
+	if msgs := graphqlMessages(doc); msgs != "" && r.Pagination.Dialect == DialectGraphQL {
+		p.add("list.graphql", ProbeWrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
+			"an answer with errors is never complete: fix the query, or the fields it selects")
+	}
+	if e := r.Pagination.Expiry; e != nil {
+		p.add("pagination.expiry", ProbeUnverifiable, "an expired continuation cannot be produced on demand: the declared expiry answer is taken as written", "")
+	}
 	return true
 }
 
@@ -274,12 +281,23 @@ func (p *prober) totalCheck(resp *Response, doc any) {
 			p.add("pagination.total_header", ProbeWrong, "the first page has no "+pg.TotalHeader+" header", "remove total_header, or ask for the page in a way that makes the upstream count")
 			return
 		}
-	case pg.Total != "" && (pg.Dialect == DialectOffset || pg.Dialect == DialectPage || pg.Dialect == DialectLink):
-		v, ok := jsonvalue.Get(doc, pg.Total)
+	case pg.Total != "" && pg.Dialect != DialectCursor && pg.Dialect != DialectContinue:
+		at := doc
 		where = "body path " + pg.Total
+		if pg.Dialect == DialectGraphQL {
+			at, _ = jsonvalue.Get(doc, "data."+pg.Connection)
+			where = "the connection's " + pg.Total
+		}
+		v, ok := jsonvalue.Get(at, pg.Total)
 		if !ok {
-			p.add("pagination.total", ProbeWrong, "the first page has no "+where, "point total at the body's count, or remove it: then only an empty page ends the list")
+			p.add("pagination.total", ProbeWrong, "the first page has no "+where, "point total at the body's count, or set total: none: then only the dialect's end signal or an empty page ends the list")
 			return
+		}
+		if pg.TotalRelation != "" {
+			if rel, _ := jsonvalue.Get(doc, pg.TotalRelation); rel != "eq" {
+				p.add("pagination.total", ProbeUnverifiable, fmt.Sprintf("%s is a bound (%s is %q), not a count: the end is proven by an empty page", where, pg.TotalRelation, scalarString(rel)), "")
+				return
+			}
 		}
 		raw = scalarString(v)
 	default:
@@ -326,6 +344,10 @@ func (p *prober) snapshotCheck(doc any) {
 	if pg.Consistency != ConsistencySnapshot {
 		return
 	}
+	if pg.PIT != nil {
+		p.add("pagination.consistency", ProbeOK, "snapshot: a point in time was opened at "+pg.PIT.Open+" and the first page was read in it", "")
+		return
+	}
 	if v, ok := jsonvalue.Get(doc, pg.ResourceVersion); ok && scalarString(v) != "" {
 		p.add("pagination.consistency", ProbeOK, fmt.Sprintf("snapshot: the first page carries %s %q", pg.ResourceVersion, scalarString(v)), "")
 		return
@@ -348,7 +370,7 @@ func (p *prober) walkPageSize(firstItems int) int {
 	budget := max(p.left()/2, 3)
 	total := -1
 	if p.first != nil {
-		if n, ok := readTotal(pg, p.first, p.firstDoc); ok {
+		if n, ok := p.r.pageTotal(p.first, p.firstDoc); ok {
 			total = n
 		}
 	}
@@ -424,13 +446,18 @@ func (p *prober) walk(ctx context.Context) {
 	}
 	total, totalKnown := 0, false
 	if p.first != nil {
-		total, totalKnown = readTotal(r.Pagination, p.first, p.firstDoc)
+		total, totalKnown = r.pageTotal(p.first, p.firstDoc)
 	}
 	switch {
 	case unproven:
 		hint := "the dialect's end signal never appeared: the configuration cannot prove a list complete"
-		if r.Pagination.Dialect == DialectLink {
+		switch r.Pagination.Dialect {
+		case DialectLink:
 			hint = "no Link: rel=\"next\" header came back: name the page in list.params if the API pages only when asked (json-server needs _page), or use the dialect its answers follow"
+		case DialectNextURL:
+			hint = "no next URL came back at " + r.Pagination.Next + ": point pagination.next at the key that holds the next page's URL (next, @odata.nextLink, nextRecordsUrl, next_page_uri)"
+		case DialectGraphQL:
+			hint = "the query must select the connection's pageInfo { hasNextPage endCursor }"
 		}
 		ev := what + ", and the end was not proven (" + signal + ")"
 		if t := undeclaredTotal(p.first, p.firstDoc); t != "" {
