@@ -542,3 +542,27 @@ func TestNullFilter_WarnsOfNullLikeValues(t *testing.T) {
 		t.Errorf("with \"\" declared null, %d items; want 12", len(sink.ids))
 	}
 }
+
+// TestSearchAfter_AnExpiredPointInTimeRestarts: Elasticsearch answers a
+// point in time that expired 404 search_context_missing_exception; with
+// that declared, the scan says CURSOR_EXPIRED and restarts, and a 404
+// without the pattern stays a problem.
+func TestSearchAfter_AnExpiredPointInTimeRestarts(t *testing.T) {
+	body := `{"error": {"root_cause": [{"type": "search_context_missing_exception", "reason": "No search context found for id [91]"}], "type": "search_phase_execution_exception"}, "status": 404}`
+	for _, declared := range []bool{true, false} {
+		fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectSearchAfter, ExpireAfter: 2, ExpireStatus: 404, ExpireBody: body}}
+		fl.Records = faultRecords(40)
+		pagination := ""
+		if declared {
+			pagination = "expiry: {status: [404], match: search_context_missing_exception}"
+		}
+		r := faultRuntime(t, fl, 10, pagination, "")
+		sink, out, err := scanAll(t, r, nil, Budget{})
+		switch {
+		case declared && (err != nil || reasonOf(out, envelope.CursorExpired) == nil || out.Continuation != envelope.ContinueRestart || len(sink.ids) != 20):
+			t.Errorf("declared: err %v, reasons %+v, %d items; want CURSOR_EXPIRED after the 20 read", err, out.Reasons, len(sink.ids))
+		case !declared && (err == nil || reasonOf(out, envelope.CursorExpired) != nil):
+			t.Errorf("undeclared: err %v, reasons %+v; want a problem (404 proves no expiry by itself)", err, out.Reasons)
+		}
+	}
+}
