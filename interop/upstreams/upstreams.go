@@ -80,10 +80,16 @@ func interopDir(t testing.TB) string {
 // numbers as float64).
 type Record map[string]any
 
-// ID is the record's "id" as a string ("" when absent or not a string).
+// ID is the record's "id" as a string: a string as it is, a number in
+// decimal ("" when absent or neither).
 func (r Record) ID() string {
-	s, _ := r["id"].(string)
-	return s
+	switch id := r["id"].(type) {
+	case string:
+		return id
+	case float64:
+		return strconv.FormatFloat(id, 'f', -1, 64)
+	}
+	return ""
 }
 
 // IDs returns the ids of the records for which keep is true (every record
