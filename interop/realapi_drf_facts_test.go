@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/interop/upstreams"
@@ -29,6 +30,7 @@ func TestDRFFacts_TheServerPagesFiltersAndExpiresAsConfigurationsAssume(t *testi
 	t.Run("filters", func(t *testing.T) { checkDRFFilterFacts(t, d, truth) })
 	t.Run("cursor_expiry_knob", func(t *testing.T) { checkDRFCursorExpiry(t, d) })
 	t.Run("detail_and_patch", func(t *testing.T) { checkDRFWriteFacts(t, d, truth) })
+	t.Run("concurrent_patches_each_bump_the_version", func(t *testing.T) { checkDRFConcurrentPatches(t, d, truth) })
 }
 
 // checkSeededAccounts pins the seeded data that the any-of and null cases
@@ -365,6 +367,47 @@ func checkDRFWriteFacts(t *testing.T, d *upstreams.DRF, truth []upstreams.Record
 	restored, _ := d.Account(t, id)
 	if r.Status != http.StatusOK || restored["status"] != before["status"] || restored["owner"] != before["owner"] || restored["version"] != before["version"].(float64)+2 {
 		t.Errorf("PATCH the before-values back: status %d, database %v; want the values of %v at version %v+2", r.Status, restored, before, before["version"])
+	}
+}
+
+// checkDRFConcurrentPatches: PATCHes of one account sent at once each
+// answer 200 and each count, as a commit's workers need.
+func checkDRFConcurrentPatches(t *testing.T, d *upstreams.DRF, truth []upstreams.Record) {
+	const n = 16
+	id := int(truth[9]["id"].(float64))
+	before, _ := d.Account(t, id)
+	answers := make(chan string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Not d.Patch: a goroutine must not end the test.
+			body := strings.NewReader(fmt.Sprintf(`{"owner": "owner-%d@example.com"}`, i))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPatch, fmt.Sprintf("%s/api/page/accounts/%d/", d.URL, id), body)
+			if err != nil {
+				answers <- err.Error()
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- err.Error()
+				return
+			}
+			resp.Body.Close()
+			answers <- resp.Status
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	for a := range answers {
+		if a != "200 OK" {
+			t.Errorf("a concurrent PATCH answered %s", a)
+		}
+	}
+	if after, _ := d.Account(t, id); after["version"] != before["version"].(float64)+n {
+		t.Errorf("after %d concurrent PATCHes: version %v; want %v+%d", n, after["version"], before["version"], n)
 	}
 }
 

@@ -26,6 +26,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
     daemon_threads = True
     allow_reuse_address = False
+    # socketserver's default backlog is 5: too few for a commit's workers
+    # and a scan at once.
+    request_queue_size = 128
 
 
 class QuietHandler(WSGIRequestHandler):
