@@ -290,6 +290,27 @@ func checkGraphQLProxyFaults(t *testing.T, pg *upstreams.PostGraphile, truth []u
 			t.Errorf("stats %+v; want 2 requests, 1 expired", s)
 		}
 	})
+	t.Run("expires_the_cursor_of_chosen_pages", func(t *testing.T) {
+		pg.SetFaults(upstreams.GraphQLFaults{ExpirePages: []int{3}})
+		var after any
+		for page := 1; page <= 3; page++ {
+			r := pg.Query(t, pglListQuery, map[string]any{"first": 100, "after": after, "orderBy": []string{"PRIMARY_KEY_ASC"}})
+			if page == 3 {
+				if !sameJSON(r.Body, `{"errors":[{"message":"cursor expired"}],"data":null}`) {
+					t.Errorf("page 3: status %d %s; want cursor expired", r.Status, clip(r.Body))
+				}
+				break
+			}
+			c := decodePGL(t, r).connection(t)
+			if diff := sameRecords(c.Nodes, truth[(page-1)*100:page*100]); diff != "" {
+				t.Errorf("page %d: %s; want the page's data", page, diff)
+			}
+			after = *c.PageInfo.EndCursor
+		}
+		if s := pg.ProxyStats(); s.Requests != 3 || s.Expired != 1 {
+			t.Errorf("stats %+v; want 3 requests, 1 expired", s)
+		}
+	})
 	t.Run("adds_an_error_beside_good_data_on_chosen_pages", func(t *testing.T) {
 		pg.SetFaults(upstreams.GraphQLFaults{ErrorPages: []int{2}})
 		var after any

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -38,8 +37,10 @@ const drfPython = "/usr/bin/python3"
 //
 // A size above the maximum is silently capped. The filters: status, team,
 // owner (exact), status__in and team__in (a comma list, split on every
-// comma), owner__isnull (true/false/1/0). An empty value or an unknown
-// parameter filters nothing. Under each prefix, accounts/<id>/ answers GET
+// comma, escaped or not; of a repeated parameter only the last counts),
+// owner__isnull (true/false/1/0). An empty value, an owner__isnull it
+// cannot read or an unknown parameter filters nothing. Under each prefix,
+// accounts/<id>/ answers GET
 // and PATCH (status, team and owner are writable; every PATCH bumps version
 // and sets updated_at); a missing id is 404 {"detail": "Not found."} and
 // a bad value 400 {"field": ["message"]}.
@@ -160,8 +161,9 @@ type DRFFaults struct {
 	MaxAge time.Duration
 }
 
-// SetFaults sets every knob at once (POST /api/_faults/); DRFFaults{}
-// turns them off.
+// SetFaults sets every knob at once; DRFFaults{} turns them off. By hand:
+// POST /api/_faults/ {"expire_cursors": true, "expired_status": 410 or
+// 400, "max_age_seconds": seconds or null}; GET /api/_faults/ answers them.
 func (d *DRF) SetFaults(t testing.TB, f DRFFaults) {
 	t.Helper()
 	status := f.ExpiredStatus
@@ -232,20 +234,4 @@ func (d *DRF) query(t testing.TB, where string, args ...any) []Record {
 		t.Fatalf("read the DRF database: %v", err)
 	}
 	return out
-}
-
-// send sends a request with a JSON body and returns whatever status the
-// server answers.
-func send(t testing.TB, method, url string, body any) Response {
-	t.Helper()
-	hdr, b, err := call(t.Context(), method, url, nil, body, http.StatusOK)
-	var he *httpError
-	switch {
-	case err == nil:
-		return Response{Status: http.StatusOK, Header: hdr, Body: b}
-	case errors.As(err, &he):
-		return Response{Status: he.status, Header: hdr, Body: b}
-	}
-	t.Fatalf("%s %s: %v", method, url, err)
-	return Response{}
 }

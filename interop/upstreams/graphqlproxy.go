@@ -20,6 +20,10 @@ type GraphQLFaults struct {
 	// non-empty cursor with 200 {"errors":[{"message":"cursor expired"}],
 	// "data":null}, without asking PostGraphile.
 	ExpireCursors bool
+	// ExpirePages answers "cursor expired" on these pages only (2 and
+	// later: page 1 carries no cursor), as when a cursor expires in the
+	// middle of a scan.
+	ExpirePages []int
 	// CursorVariable names the cursor variable; "" means "after".
 	CursorVariable string
 	// ErrorPages adds {"message": PartialErrorMessage, "path": [<the
@@ -60,6 +64,7 @@ func (p *graphQLProxy) set(f GraphQLFaults) {
 	if f.CursorVariable == "" {
 		f.CursorVariable = "after"
 	}
+	f.ExpirePages = slices.Clone(f.ExpirePages)
 	f.ErrorPages = slices.Clone(f.ErrorPages)
 	f.DropPageInfoPages = slices.Clone(f.DropPageInfoPages)
 	p.faults, p.count = f, GraphQLProxyStats{}
@@ -93,7 +98,7 @@ func (p *graphQLProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cursor != "" {
 		page = p.pages[cursor] // 0 when never answered
 	}
-	expire := f.ExpireCursors && cursor != ""
+	expire := cursor != "" && (f.ExpireCursors || slices.Contains(f.ExpirePages, page))
 	if expire {
 		p.count.Expired++
 	}
@@ -205,4 +210,16 @@ func (p *graphQLProxy) alter(answer []byte, page int, f GraphQLFaults) []byte {
 		return answer
 	}
 	return out
+}
+
+// decodeJSON decodes b keeping numbers as json.Number, so that a body
+// re-encoded after a change keeps every number exactly.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }

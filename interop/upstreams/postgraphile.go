@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -328,15 +327,3 @@ func (p *PostGraphile) SetFaults(f GraphQLFaults) { p.proxy.set(f) }
 
 // ProxyStats counts what the proxy did since the last SetFaults.
 func (p *PostGraphile) ProxyStats() GraphQLProxyStats { return p.proxy.stats() }
-
-// decodeJSON decodes b keeping numbers as json.Number, so that a body
-// re-encoded after a change keeps every number exactly.
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}

@@ -389,3 +389,19 @@ func get(t testing.TB, url string, header http.Header) Response {
 	t.Fatalf("GET %s: %v", url, err)
 	return Response{}
 }
+
+// send sends a request with a JSON body and returns whatever status the
+// server answers.
+func send(t testing.TB, method, url string, body any) Response {
+	t.Helper()
+	hdr, b, err := call(t.Context(), method, url, nil, body, http.StatusOK)
+	var he *httpError
+	switch {
+	case err == nil:
+		return Response{Status: http.StatusOK, Header: hdr, Body: b}
+	case errors.As(err, &he):
+		return Response{Status: he.status, Header: hdr, Body: b}
+	}
+	t.Fatalf("%s %s: %v", method, url, err)
+	return Response{}
+}

@@ -50,7 +50,7 @@ class FaultsView(APIView):
         if not isinstance(expire, bool):
             errors["expire_cursors"] = ["Must be true or false."]
         expired_status = body.get("expired_status", current["expired_status"])
-        if expired_status not in faults.EXPIRED_DETAIL or isinstance(expired_status, bool):
+        if not isinstance(expired_status, int) or isinstance(expired_status, bool) or expired_status not in faults.EXPIRED_DETAIL:
             errors["expired_status"] = ["Must be 410 or 400."]
         max_age = body.get("max_age_seconds", current["max_age_seconds"])
         if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or max_age < 0):
