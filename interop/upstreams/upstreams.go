@@ -1,6 +1,8 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
-// PocketBase and Debian's docker-registry), seeds them deterministically, and
-// reads their ground truth directly over HTTP.
+// PocketBase, Debian's docker-registry, Django REST Framework and
+// PostGraphile over PostgreSQL), seeds them deterministically, and reads
+// their ground truth directly over HTTP, or from their SQLite file or
+// PostgreSQL database.
 //
 // It must never import anything of airlock's: its truth is what the
 // upstream itself holds, read by code that shares nothing with the code under
@@ -8,8 +10,10 @@
 //
 // The whole suite runs only when AIRLOCK_TEST_REAL_UPSTREAMS=1, so that a
 // plain `go test ./...` stays fast. A missing tool (interop/node_modules,
-// the PocketBase module download, /usr/bin/docker-registry) skips the test,
-// unless AIRLOCK_REQUIRE_INTEROP=1 turns the skip into a failure.
+// the PocketBase module download, /usr/bin/docker-registry, Debian's
+// python3-django, python3-djangorestframework and python3-django-filters,
+// PostgreSQL) skips the test, unless AIRLOCK_REQUIRE_INTEROP=1 turns the
+// skip into a failure.
 package upstreams
 
 import (
@@ -50,7 +54,7 @@ const maxBody = 64 << 20
 func Enabled(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnableEnv) != "1" {
-		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry): set %s=1 to run it", EnableEnv)
+		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile): set %s=1 to run it", EnableEnv)
 	}
 }
 
@@ -80,10 +84,16 @@ func interopDir(t testing.TB) string {
 // numbers as float64).
 type Record map[string]any
 
-// ID is the record's "id" as a string ("" when absent or not a string).
+// ID is the record's "id" as a string: a string as it is, a number in
+// decimal ("" when absent or neither).
 func (r Record) ID() string {
-	s, _ := r["id"].(string)
-	return s
+	switch id := r["id"].(type) {
+	case string:
+		return id
+	case float64:
+		return strconv.FormatFloat(id, 'f', -1, 64)
+	}
+	return ""
 }
 
 // IDs returns the ids of the records for which keep is true (every record
@@ -377,5 +387,21 @@ func get(t testing.TB, url string, header http.Header) Response {
 		return Response{Status: he.status, Header: hdr, Body: b}
 	}
 	t.Fatalf("GET %s: %v", url, err)
+	return Response{}
+}
+
+// send sends a request with a JSON body and returns whatever status the
+// server answers.
+func send(t testing.TB, method, url string, body any) Response {
+	t.Helper()
+	hdr, b, err := call(t.Context(), method, url, nil, body, http.StatusOK)
+	var he *httpError
+	switch {
+	case err == nil:
+		return Response{Status: http.StatusOK, Header: hdr, Body: b}
+	case errors.As(err, &he):
+		return Response{Status: he.status, Header: hdr, Body: b}
+	}
+	t.Fatalf("%s %s: %v", method, url, err)
 	return Response{}
 }
