@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 // airlock calls the tool handlers in process, checking every result
 // against the tool's output schema.
 type airlock struct {
+	runtime *upstream.Runtime
 	specs   map[string]tools.Spec
 	schemas map[string]*envelope.Validator
 }
@@ -51,7 +53,7 @@ func startAirlock(t testing.TB, config, baseURL string, env map[string]string) *
 	if err != nil {
 		t.Fatalf("initialize testdata/%s: %v", config, err)
 	}
-	a := &airlock{specs: map[string]tools.Spec{}, schemas: map[string]*envelope.Validator{}}
+	a := &airlock{runtime: rt, specs: map[string]tools.Spec{}, schemas: map[string]*envelope.Validator{}}
 	for _, s := range tools.NewDeps(rt, nil).Specs() {
 		v, err := envelope.CompileSchema(s.Name, s.Tool().RawOutputSchema)
 		if err != nil {
@@ -161,8 +163,7 @@ func (a *airlock) walk(t *testing.T, args map[string]any, idField string) (answe
 	for calls := 1; ; calls++ {
 		ans := a.search(t, args)
 		for _, it := range ans.Data.Items {
-			id, _ := it[idField].(string)
-			ids = append(ids, id)
+			ids = append(ids, idOf(it[idField]))
 		}
 		if ans.Continuation.Kind != envelope.ContinueNextCursor {
 			return ans, ids
@@ -172,6 +173,17 @@ func (a *airlock) walk(t *testing.T, args map[string]any, idField string) (answe
 		}
 		args["cursor"] = ans.Continuation.Cursor
 	}
+}
+
+// idOf is an id as a string: a string as it is, a number in decimal.
+func idOf(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 func clone(m map[string]any) map[string]any {
