@@ -101,3 +101,18 @@ func TestNullFilterOverEmptyStrings_WarnsTheAgent(t *testing.T) {
 		t.Fatalf("warnings %+v; want NULL_LIKE_VALUES naming owner and \"\" on 10 records", env.Warnings)
 	}
 }
+
+// TestGraphQLErrorsWithoutData_AreAProblemQuotingTheAPI: a GraphQL answer
+// with errors and data null is never read as an empty page: the call ends
+// with UPSTREAM_GRAPHQL_ERRORS, quoting the API's words.
+func TestGraphQLErrorsWithoutData_AreAProblemQuotingTheAPI(t *testing.T) {
+	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectGraphQL, Records: declRecords(30), ExpireAfter: 1}}
+	ts := httptest.NewServer(fl)
+	t.Cleanup(ts.Close)
+	// No expiry declared: the errors of the second page are just errors.
+	d := newDirect(t, fixtures.FaultListConfig(ts.URL, fl.Dialect, 10, "", ""))
+	env, _ := d.call("search_all", map[string]any{"resource": "items", "max_items": 0})
+	if env.Problem == nil || env.Problem.Code != envelope.ProblemUpstreamGraphQL || env.Problem.UpstreamMessage != "cursor expired" || env.Problem.Retryable {
+		t.Fatalf("problem %+v; want UPSTREAM_GRAPHQL_ERRORS quoting the API, not retryable", env.Problem)
+	}
+}

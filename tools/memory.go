@@ -25,7 +25,7 @@ var verbatim = map[envelope.ProblemCode]bool{
 // are remembered for a short window only.
 var changeable = map[envelope.ProblemCode]bool{
 	envelope.ProblemUpstreamAuth: true, envelope.ProblemUpstreamForbidden: true, envelope.ProblemUpstreamNotFound: true,
-	envelope.ProblemUpstreamContentType: true, envelope.ProblemUpstreamErrorInSuccess: true,
+	envelope.ProblemUpstreamContentType: true, envelope.ProblemUpstreamErrorInSuccess: true, envelope.ProblemUpstreamGraphQL: true,
 }
 
 // ChangeableWindow is how long a failure the upstream's state decides

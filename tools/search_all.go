@@ -107,7 +107,7 @@ var searchTextDefaults = []envelope.TextDefault{
 // readProblems are the failures a read can end with as a whole (the others
 // become incomplete reasons of a partial answer).
 var readProblems = []envelope.ProblemCode{envelope.ProblemUpstreamAuth, envelope.ProblemUpstreamForbidden, envelope.ProblemUpstreamNotFound,
-	envelope.ProblemUpstreamRejected, envelope.ProblemUpstreamBadResponse, envelope.ProblemUpstreamErrorInSuccess,
+	envelope.ProblemUpstreamRejected, envelope.ProblemUpstreamBadResponse, envelope.ProblemUpstreamErrorInSuccess, envelope.ProblemUpstreamGraphQL,
 	envelope.ProblemUpstreamTooLarge, envelope.ProblemUpstreamContentType, envelope.ProblemUpstreamRateLimited}
 
 // budget is a validated budget with who set each part.
