@@ -329,4 +329,3 @@ func commitAndWait(t *testing.T, w *airlock, sel map[string]any) string {
 	}
 	return op
 }
-

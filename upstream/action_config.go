@@ -1,10 +1,10 @@
 package upstream
 
 import (
-	"slices"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 

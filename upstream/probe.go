@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -132,11 +130,6 @@ func (p *prober) add(check, status, evidence, hint string) {
 }
 
 func (p *prober) left() int { return p.opts.MaxRequests - p.report.Requests }
-
-// get sends one GET, counted against the budget.
-func (p *prober) get(ctx context.Context, u *url.URL) (*Response, error) {
-	return p.do(ctx, Request{Method: http.MethodGet, URL: u, RequestID: p.opts.RequestID, Idempotent: true})
-}
 
 // do sends one read request, counted against the budget.
 func (p *prober) do(ctx context.Context, req Request) (*Response, error) {
