@@ -120,7 +120,7 @@ func describeResource(r *upstream.Resource) map[string]any {
 	var filters []map[string]any
 	for _, name := range sortedFilterNames(r) {
 		fc := r.Config.Filters[name]
-		m := map[string]any{"name": name, "op": "eq", "sent_upstream": fc.Param != ""}
+		m := map[string]any{"name": name, "op": "eq", "sent_upstream": fc.Param != "" || fc.MultiParam != "" || fc.Null != nil}
 		if fc.Op != "" {
 			m["op"] = fc.Op
 		}
