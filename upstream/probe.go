@@ -551,6 +551,7 @@ func (p *prober) walkRaw(ctx context.Context, filter map[string]any, maxPages in
 		if err != nil {
 			return w, err
 		}
+		page.next.NextURL = r.Upstream.WithoutCredential(page.next.NextURL)
 		p.keep(page.items)
 		fresh := 0
 		for _, it := range page.items {
