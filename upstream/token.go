@@ -190,6 +190,23 @@ func IsTokenProblem(code envelope.ProblemCode) bool {
 	return false
 }
 
+// safeHost keeps a host:port from the configuration readable in a detail,
+// and nothing else.
+func safeHost(h string) string {
+	var b strings.Builder
+	for _, r := range h {
+		switch {
+		case b.Len() >= 100:
+			return b.String() + "…"
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == ':', r == '[', r == ']':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('?')
+		}
+	}
+	return b.String()
+}
+
 func isTokenError(err error) bool {
 	var te *TokenError
 	return errors.As(err, &te)
@@ -243,7 +260,7 @@ func classifyTokenError(ctx context.Context, host string, err error) *TokenError
 // tokenProblem is the problem of a failure to obtain a token: whose fault
 // it is, whether to retry, and what an operator fixes.
 func tokenProblem(te *TokenError) *envelope.Problem {
-	host := envelope.SafeName(te.Host)
+	host := safeHost(te.Host)
 	code := ""
 	if rfc6749Errors[te.ErrorCode] {
 		code = " (" + te.ErrorCode + ")"
