@@ -109,8 +109,8 @@ type hostile struct {
 	// secret is what every echo must hold ("" for canaryToken).
 	secret string
 	mu     sync.Mutex
-	hits map[int]int
-	sent map[int][]byte
+	hits   map[int]int
+	sent   map[int][]byte
 }
 
 func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
