@@ -18,9 +18,16 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 )
 
-// maxRenewMargin bounds how long before its expiry a token is renewed; a
-// short-lived token is renewed when a fifth of its lifetime is left.
+// maxRenewMargin bounds how long before its expiry a token is renewed.
 const maxRenewMargin = 30 * time.Second
+
+// renewMargin is how long before its expiry a token is renewed: a fifth
+// of its lifetime, at most 30 s, and at least 2 s (or half of a shorter
+// lifetime): servers write expiry times in whole seconds, truncated, and
+// the request still has to travel.
+func renewMargin(life time.Duration) time.Duration {
+	return max(min(life/5, maxRenewMargin), min(life/2, 2*time.Second))
+}
 
 // tokenSource holds one upstream's OAuth 2.0 access token: obtained with
 // the client credentials grant (x/oauth2's clientcredentials), cached,
@@ -97,7 +104,7 @@ func (ts *tokenSource) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 	ts.tok = tok
 	ts.renewAt = time.Time{}
 	if life := lifetime(tok, start); life > 0 {
-		ts.renewAt = start.Add(life - min(life/5, maxRenewMargin))
+		ts.renewAt = start.Add(life - renewMargin(life))
 	}
 	ts.logger.Debug("access token obtained", "token_host", ts.host, "expires_in_s", int(lifetime(tok, start).Seconds()), "scope", grantedScope(tok))
 	return tok, nil
