@@ -199,7 +199,7 @@ type mcpAirlock struct {
 	results [][]byte
 }
 
-func startMCPAirlock(t *testing.T, config string, secret string) *mcpAirlock {
+func startMCPAirlock(t *testing.T, config string, env map[string]string) *mcpAirlock {
 	t.Helper()
 	cfg, err := upstream.ParseConfig([]byte(config))
 	if err != nil {
@@ -207,12 +207,7 @@ func startMCPAirlock(t *testing.T, config string, secret string) *mcpAirlock {
 	}
 	a := &mcpAirlock{logs: &syncBuffer{}, dbPath: filepath.Join(t.TempDir(), "airlock.db")}
 	logger := slog.New(slog.NewJSONHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rt, err := cfg.Initialize(t.Context(), upstream.Options{Logger: logger, Getenv: func(k string) string {
-		if k == "OAUTH_CLIENT_SECRET" {
-			return secret
-		}
-		return ""
-	}})
+	rt, err := cfg.Initialize(t.Context(), upstream.Options{Logger: logger, Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
@@ -294,17 +289,25 @@ func (a *mcpAirlock) countAll(t *testing.T) map[string]any {
 	return a.call(t, "search_all", map[string]any{"resource": "service_accounts", "max_items": 0, "max_pages": 5000, "deadline_ms": 120000})
 }
 
+func oauthEnv(secret string) map[string]string { return map[string]string{"OAUTH_CLIENT_SECRET": secret} }
+
 // walkIDs reads every service account's id through the continuation.
 func (a *mcpAirlock) walkIDs(t *testing.T) (map[string]any, []string) {
 	t.Helper()
-	args := map[string]any{"resource": "service_accounts", "fields": []any{"id"}, "max_items": 1000, "max_pages": 5000, "deadline_ms": 120000}
+	return a.walk(t, "service_accounts", "id")
+}
+
+// walk reads every item's idField of resource through the continuation.
+func (a *mcpAirlock) walk(t *testing.T, resource, idField string) (map[string]any, []string) {
+	t.Helper()
+	args := map[string]any{"resource": resource, "fields": []any{idField}, "max_items": 1000, "max_pages": 5000, "deadline_ms": 120000}
 	var ids []string
 	for calls := 0; calls < 500; calls++ {
 		env := a.call(t, "search_all", args)
 		data, _ := env["data"].(map[string]any)
 		items, _ := data["items"].([]any)
 		for _, it := range items {
-			ids = append(ids, it.(map[string]any)["id"].(string))
+			ids = append(ids, it.(map[string]any)[idField].(string))
 		}
 		cont, _ := env["continuation"].(map[string]any)
 		if cont["kind"] != envelope.ContinueNextCursor {
@@ -325,6 +328,13 @@ func (a *mcpAirlock) noSecrets(t *testing.T, rs *resourceServer) {
 	for _, tk := range toks {
 		secrets = append(secrets, tk.raw)
 	}
+	a.noneOf(t, secrets...)
+}
+
+// noneOf fails the test when any of the secrets is in airlock's logs, tool
+// results or store.
+func (a *mcpAirlock) noneOf(t *testing.T, secrets ...string) {
+	t.Helper()
 	a.mu.Lock()
 	texts := map[string][]byte{"the logs": []byte(a.logs.String()), "the tool results": []byte(strings.Join(func() []string {
 		out := make([]string, len(a.results))
@@ -342,7 +352,7 @@ func (a *mcpAirlock) noSecrets(t *testing.T, rs *resourceServer) {
 	for what, b := range texts {
 		for i, s := range secrets {
 			if hits := leaktest.Hits(b, s); len(hits) > 0 {
-				t.Errorf("secret %d (0 is the client secret, then the access tokens) leaked into %s (%v)", i, what, hits)
+				t.Errorf("secret %d leaked into %s (%v)", i, what, hits)
 			}
 		}
 	}
@@ -365,7 +375,7 @@ func TestOAuthRealProvider_AScanSpanningTokenLifetimesIsCompleteAndExact(t *test
 	p := upstreams.StartOIDCProvider(t, oauthSecret, 5*time.Second)
 	rs, url := newResourceServer(t, p)
 	rs.pageDelay = 120 * time.Millisecond
-	a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 40), oauthSecret)
+	a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 40), oauthEnv(oauthSecret))
 	start := time.Now()
 	env, got := a.walkIDs(t)
 	elapsed := time.Since(start)
@@ -410,7 +420,7 @@ func TestOAuthRealProvider_ARevokedTokenIsRenewedOnce(t *testing.T) {
 			}
 		}
 		before := p.TokenRequests(t)
-		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100), oauthSecret)
+		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100), oauthEnv(oauthSecret))
 		env := a.countAll(t)
 		data, _ := env["data"].(map[string]any)
 		_, refused, _ := rs.seen()
@@ -432,7 +442,7 @@ func TestOAuthRealProvider_ARevokedTokenIsRenewedOnce(t *testing.T) {
 			}
 		}
 		before := p.TokenRequests(t)
-		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100), oauthSecret)
+		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100), oauthEnv(oauthSecret))
 		env := a.countAll(t)
 		code, detail, _ := problemOf(env)
 		_, refused, _ := rs.seen()
@@ -454,7 +464,7 @@ func TestOAuthRealProvider_FailuresAtTheTokenEndpointAreTheirOwnProblems(t *test
 	p := upstreams.StartOIDCProvider(t, oauthSecret, time.Minute)
 	t.Run("client_secret_post", func(t *testing.T) {
 		rs, url := newResourceServer(t, p)
-		a := startMCPAirlock(t, oauthConfig(url, p, "airlock-post", "client_secret_post", 100), oauthSecret)
+		a := startMCPAirlock(t, oauthConfig(url, p, "airlock-post", "client_secret_post", 100), oauthEnv(oauthSecret))
 		if env := a.countAll(t); env["complete"] != true {
 			t.Fatalf("client_secret_post: %v", env)
 		}
@@ -462,7 +472,7 @@ func TestOAuthRealProvider_FailuresAtTheTokenEndpointAreTheirOwnProblems(t *test
 	})
 	t.Run("wrong_client_secret", func(t *testing.T) {
 		rs, url := newResourceServer(t, p)
-		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100), "cnry-0d5f93ab-a-wrong-secret")
+		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100), oauthEnv("cnry-0d5f93ab-a-wrong-secret"))
 		code, detail, quote := problemOf(a.countAll(t))
 		_, _, requests := rs.seen()
 		if code != string(envelope.ProblemTokenClientRejected) || !strings.Contains(quote, "client authentication failed") || requests != 0 {
@@ -474,7 +484,7 @@ func TestOAuthRealProvider_FailuresAtTheTokenEndpointAreTheirOwnProblems(t *test
 		down := upstreams.StartOIDCProvider(t, oauthSecret, time.Minute)
 		rs, url := newResourceServer(t, down)
 		down.Stop()
-		a := startMCPAirlock(t, oauthConfig(url, down, "airlock", "", 100), oauthSecret)
+		a := startMCPAirlock(t, oauthConfig(url, down, "airlock", "", 100), oauthEnv(oauthSecret))
 		code, detail, _ := problemOf(a.countAll(t))
 		_, _, requests := rs.seen()
 		if code != string(envelope.ProblemTokenEndpointUnreachable) || requests != 0 {
@@ -489,7 +499,7 @@ func TestOAuthRealProvider_FailuresAtTheTokenEndpointAreTheirOwnProblems(t *test
 func TestOAuthRealProvider_TwentyConcurrentScansShareOneRenewal(t *testing.T) {
 	p := upstreams.StartOIDCProvider(t, oauthSecret, 10*time.Second)
 	rs, url := newResourceServer(t, p)
-	a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 500), oauthSecret)
+	a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 500), oauthEnv(oauthSecret))
 	round := func() {
 		var wg sync.WaitGroup
 		for i := range 20 {
@@ -567,7 +577,7 @@ func TestOAuthRealProvider_AWriteWhoseAnswerWasLostAfterARenewal(t *testing.T) {
 	}
 	t.Run("without_a_key", func(t *testing.T) {
 		rs, url := newResourceServer(t, p)
-		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100, fast...), oauthSecret)
+		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100, fast...), oauthEnv(oauthSecret))
 		id := ownerless(rs.api)
 		args := commit(t, a, id)
 		before := p.TokenRequests(t)
@@ -592,7 +602,7 @@ func TestOAuthRealProvider_AWriteWhoseAnswerWasLostAfterARenewal(t *testing.T) {
 		rs, url := newResourceServer(t, p)
 		a := startMCPAirlock(t, oauthConfig(url, p, "airlock", "", 100, append(fast,
 			"    conditional: reread\n    effect:\n      - {field: owner, to: \"{{params.owner}}\"}\n    compensation: restore_owner\n",
-			"    conditional: reread\n    effect:\n      - {field: owner, to: \"{{params.owner}}\"}\n    compensation: restore_owner\n    idempotency_header: Idempotency-Key\n")...), oauthSecret)
+			"    conditional: reread\n    effect:\n      - {field: owner, to: \"{{params.owner}}\"}\n    compensation: restore_owner\n    idempotency_header: Idempotency-Key\n")...), oauthEnv(oauthSecret))
 		id := ownerless(rs.api)
 		args := commit(t, a, id)
 		// The first write is refused (its token revoked); it is sent once
