@@ -289,7 +289,9 @@ func (a *mcpAirlock) countAll(t *testing.T) map[string]any {
 	return a.call(t, "search_all", map[string]any{"resource": "service_accounts", "max_items": 0, "max_pages": 5000, "deadline_ms": 120000})
 }
 
-func oauthEnv(secret string) map[string]string { return map[string]string{"OAUTH_CLIENT_SECRET": secret} }
+func oauthEnv(secret string) map[string]string {
+	return map[string]string{"OAUTH_CLIENT_SECRET": secret}
+}
 
 // walkIDs reads every service account's id through the continuation.
 func (a *mcpAirlock) walkIDs(t *testing.T) (map[string]any, []string) {

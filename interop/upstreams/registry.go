@@ -51,7 +51,9 @@ func StartRegistry(t testing.TB) *Registry { return startRegistry(t, nil) }
 // StartRegistryWithBasic is StartRegistry with htpasswd Basic
 // authentication: every request, the harness's too, needs the user and
 // its password.
-func StartRegistryWithBasic(t testing.TB, basic RegistryBasic) *Registry { return startRegistry(t, &basic) }
+func StartRegistryWithBasic(t testing.TB, basic RegistryBasic) *Registry {
+	return startRegistry(t, &basic)
+}
 
 func startRegistry(t testing.TB, basic *RegistryBasic) *Registry {
 	t.Helper()
