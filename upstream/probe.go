@@ -85,6 +85,7 @@ type prober struct {
 	report   *ProbeReport
 	samples  []map[string]any // raw items, as the upstream sent them
 	first    *Response
+	firstErr error
 	firstDoc any
 	// truth is the walk's items (normalized, by id) when the walk covered
 	// the whole list; nil otherwise.
@@ -117,7 +118,10 @@ func (r *Resource) CheckAssumptions(ctx context.Context, opts ProbeOptions) *Pro
 	ctx, cancel := context.WithTimeout(ctx, opts.Deadline)
 	defer cancel()
 	p := &prober{r: r, opts: opts, report: &ProbeReport{Resource: r.Name}}
-	if p.firstPage(ctx) {
+	p.tokenChecks(ctx)
+	ok := p.firstPage(ctx)
+	p.acceptedCheck()
+	if ok {
 		p.walk(ctx)
 		p.fieldChecks()
 		p.filterChecks(ctx)
@@ -186,6 +190,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 		return false
 	}
 	resp, err := p.get(ctx, u)
+	p.firstErr = err
 	if err != nil {
 		p.add("list.path", ProbeWrong, "GET "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
 		return false

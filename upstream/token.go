@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -103,20 +104,31 @@ func (ts *tokenSource) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 	ts.obtained(tok)
 	ts.tok = tok
 	ts.renewAt = time.Time{}
-	if life := lifetime(tok, start); life > 0 {
+	if life := lifetime(tok); life > 0 {
 		ts.renewAt = start.Add(life - renewMargin(life))
 	}
-	ts.logger.Debug("access token obtained", "token_host", ts.host, "expires_in_s", int(lifetime(tok, start).Seconds()), "scope", grantedScope(tok))
+	ts.logger.Debug("access token obtained", "token_host", ts.host, "expires_in_s", int(lifetime(tok).Seconds()), "scope", grantedScope(tok))
 	return tok, nil
 }
 
 // lifetime is how long the token is valid from when it was asked for:
-// expires_in as the server said it (x/oauth2 converts it to a time on the
-// wall clock; the injected clock measures the rest). Zero when the server
-// named none.
-func lifetime(tok *oauth2.Token, asked time.Time) time.Duration {
+// expires_in as the server said it (the injected clock measures the rest),
+// else what is left of the expiry x/oauth2 set on the wall clock. Zero
+// when the server named none.
+func lifetime(tok *oauth2.Token) time.Duration {
 	if tok.ExpiresIn > 0 {
 		return time.Duration(tok.ExpiresIn) * time.Second
+	}
+	// clientcredentials keeps the answer's fields in Extra only.
+	var secs float64
+	switch v := tok.Extra("expires_in").(type) {
+	case float64:
+		secs = v
+	case string:
+		secs, _ = strconv.ParseFloat(v, 64)
+	}
+	if secs > 0 {
+		return time.Duration(secs * float64(time.Second))
 	}
 	if !tok.Expiry.IsZero() {
 		return max(time.Until(tok.Expiry), time.Second)

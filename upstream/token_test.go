@@ -455,3 +455,70 @@ func TestOAuth2_ACanceledCallerDoesNotWaitForAnotherCallersTokenRequest(t *testi
 		t.Fatalf("kind %d, want canceled", he.Kind)
 	}
 }
+
+// TestProbe_ChecksTheTokenItsScopesAndThatTheAPIAcceptsIt: probe obtains a
+// token, names the scopes it got and those it did not, says whether the
+// API accepted it, and says what it cannot check.
+func TestProbe_ChecksTheTokenItsScopesAndThatTheAPIAcceptsIt(t *testing.T) {
+	checks := func(rep *ProbeReport) map[string]ProbeCheck {
+		out := map[string]ProbeCheck{}
+		for _, c := range rep.Checks {
+			if strings.HasPrefix(c.Check, "credential.") {
+				out[c.Check] = c
+			}
+		}
+		return out
+	}
+	probe := func(t *testing.T, te *tokenEndpoint, api http.Handler, secret string) map[string]ProbeCheck {
+		tsrv := httptest.NewServer(te)
+		t.Cleanup(tsrv.Close)
+		asrv := httptest.NewServer(api)
+		t.Cleanup(asrv.Close)
+		cfg, err := ParseConfig(clientConfig(asrv.URL, oauthExtra(tsrv.URL+"/token", "    scopes: [items.read, items.write]\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := cfg.Initialize(context.Background(), Options{Getenv: func(string) string { return secret }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checks(rt.Resources["items"].CheckAssumptions(context.Background(), ProbeOptions{MaxRequests: 5}))
+	}
+	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") == "" {
+			w.WriteHeader(401)
+			return
+		}
+		fmt.Fprint(w, `[{"id":"a"}]`)
+	})
+	t.Run("a token with fewer scopes than asked", func(t *testing.T) {
+		te := &tokenEndpoint{answer: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"access_token":"tok-scoped-1","token_type":"Bearer","expires_in":3600,"scope":"items.read"}`)
+		}}
+		got := probe(t, te, list, clientSecret)
+		if got["credential.token"].Status != ProbeOK || !strings.Contains(got["credential.token"].Evidence, "valid 3600s") {
+			t.Fatalf("token: %+v", got["credential.token"])
+		}
+		if c := got["credential.scopes"]; c.Status != ProbeWrong || !strings.Contains(c.Evidence, "not granted: items.write") {
+			t.Fatalf("scopes: %+v", c)
+		}
+		if got["credential.accepted"].Status != ProbeOK || got["credential.writes"].Status != ProbeUnverifiable || got["credential.renewal"].Status != ProbeUnverifiable {
+			t.Fatalf("accepted, writes, renewal: %+v", got)
+		}
+	})
+	t.Run("a wrong secret", func(t *testing.T) {
+		got := probe(t, &tokenEndpoint{}, list, "not-the-secret-value")
+		if c := got["credential.token"]; c.Status != ProbeWrong || !strings.Contains(c.Evidence, "TOKEN_CLIENT_REJECTED") || !strings.Contains(c.Hint, "client_id") {
+			t.Fatalf("token: %+v", c)
+		}
+	})
+	t.Run("a token the API refuses", func(t *testing.T) {
+		api := &oauthAPI{accept: func(string) bool { return false }}
+		got := probe(t, &tokenEndpoint{}, api, clientSecret)
+		if c := got["credential.accepted"]; c.Status != ProbeWrong || !strings.Contains(c.Evidence, "401") {
+			t.Fatalf("accepted: %+v", c)
+		}
+	})
+}
