@@ -361,3 +361,47 @@ func TestCredentialInfo_NamesTheFormAndTheSourceNeverTheSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestCheck_NamesEachSecretsSourceAndWhatIsMissing: airlock check shows
+// every form with where its secrets come from and whether they are there,
+// and warns about each one that is not, never showing a value.
+func TestCheck_NamesEachSecretsSourceAndWhatIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	pass := filepath.Join(dir, "pass")
+	if err := os.WriteFile(pass, []byte("pw-value-1234\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"U": "svc-user-name", "CS": "cs-value-1234"}
+	getenv := func(k string) string { return env[k] }
+	for _, tc := range []struct {
+		cred, summary string
+		warnings      []string
+	}{
+		{"    credential:\n      basic: {user: {env: U}, password: {file: " + pass + "}}", "basic credential, basic user from $U (set), basic password from file " + pass + " (readable)", nil},
+		{"    credential:\n      basic: {user: {env: MISSING_USER}, password: {file: /nope/pass}}", "basic user from $MISSING_USER (NOT SET), basic password from file /nope/pass (NOT READABLE)",
+			[]string{"the basic user's environment variable MISSING_USER is not set", "the basic password file /nope/pass is missing"}},
+		{"    credential:\n      oauth2: {token_url: \"https://a.example/t\", client_id: airlock, client_secret: {env: CS}}", "OAuth 2.0 client credentials from https://a.example/t for client airlock, client secret from $CS (set)", nil},
+		{"    credential: {env: NOKEY, query: api_key}", "credential in query parameter api_key, secret from $NOKEY (NOT SET)", []string{"the credential's environment variable NOKEY is not set"}},
+		{"    credential:\n      client_certificate: {cert: /nope/c.pem, key: /nope/k.pem}", "client certificate /nope/c.pem (NOT READABLE)", []string{"the client certificate file /nope/c.pem is missing", "the client certificate file /nope/k.pem is missing"}},
+	} {
+		cfg, err := ParseConfig(credYAML(tc.cred))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := strings.Join(cfg.Summary(getenv), "\n")
+		if !strings.Contains(sum, tc.summary) {
+			t.Errorf("summary %q lacks %q", sum, tc.summary)
+		}
+		warns := strings.Join(cfg.EnvWarnings(getenv), "\n")
+		for _, w := range tc.warnings {
+			if !strings.Contains(warns, w) {
+				t.Errorf("warnings %q lack %q", warns, w)
+			}
+		}
+		for _, v := range env {
+			if strings.Contains(sum+warns, v) {
+				t.Errorf("a value shows: %s %s", sum, warns)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
-// PocketBase and Debian's docker-registry), seeds them deterministically, and
-// reads their ground truth directly over HTTP.
+// PocketBase and Debian's docker-registry, each optionally behind a
+// credential) and an OpenID provider (oidc-provider), seeds them
+// deterministically, and reads their ground truth directly over HTTP.
 //
 // It must never import anything of airlock's: its truth is what the
 // upstream itself holds, read by code that shares nothing with the code under
