@@ -633,3 +633,33 @@ func TestOAuthRealProvider_AWriteWhoseAnswerWasLostAfterARenewal(t *testing.T) {
 		a.noSecrets(t, rs)
 	})
 }
+
+// TestOAuthRealProvider_ProbeNamesTheScopesGranted: probe obtains a token
+// from the provider, names the scope the provider did not grant, and finds
+// the token accepted by the resource server.
+func TestOAuthRealProvider_ProbeNamesTheScopesGranted(t *testing.T) {
+	p := upstreams.StartOIDCProvider(t, oauthSecret, time.Minute)
+	_, url := newResourceServer(t, p)
+	cfg, err := upstream.ParseConfig([]byte(oauthConfig(url, p, "airlock", "", 100, "scopes: [accounts.read, accounts.write]", "scopes: [accounts.read, accounts.admin]")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := cfg.Initialize(t.Context(), upstream.Options{Getenv: func(string) string { return oauthSecret }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := rt.Resources["service_accounts"].CheckAssumptions(t.Context(), upstream.ProbeOptions{MaxRequests: 10})
+	got := map[string]upstream.ProbeCheck{}
+	for _, c := range rep.Checks {
+		got[c.Check] = c
+	}
+	if c := got["credential.token"]; c.Status != upstream.ProbeOK {
+		t.Fatalf("token: %+v", c)
+	}
+	if c := got["credential.scopes"]; c.Status != upstream.ProbeWrong || !strings.Contains(c.Evidence, "not granted: accounts.admin") {
+		t.Fatalf("scopes: %+v", c)
+	}
+	if c := got["credential.accepted"]; c.Status != upstream.ProbeOK {
+		t.Fatalf("accepted: %+v", c)
+	}
+}
