@@ -62,6 +62,11 @@ type credDraft struct {
 	env    string
 	header string // "" = Authorization
 	scheme *string
+	// query, basic (user and env the password) and oauth: see credential.go.
+	query string
+	user  string
+	basic bool
+	oauth *oauthDraft
 }
 
 type resourceDraft struct {
@@ -171,14 +176,7 @@ func (c *config) render() *Draft {
 		if u.credNote != "" {
 			w.comment(2, u.credNote)
 		}
-		w.line(2, "credential:")
-		w.kv(3, "env", quote(u.cred.env), "the secret is read from this variable, never written here")
-		if u.cred.header != "" {
-			w.kv(3, "header", quote(u.cred.header), "")
-		}
-		if u.cred.scheme != nil {
-			w.kv(3, "scheme", quote(*u.cred.scheme), "")
-		}
+		u.cred.render(w)
 	} else if u.credNote != "" {
 		w.comment(2, u.credNote)
 	}

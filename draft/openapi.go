@@ -129,8 +129,8 @@ func firstN(s []string, n int) []string {
 	return s
 }
 
-// credentialFromDoc reads the first security requirement: a bearer token,
-// an API key header or basic credentials, always from the environment.
+// credentialFromDoc reads the first security requirement's scheme (see
+// credentialFromScheme).
 func credentialFromDoc(t *openapi3.T, upstreamName string) (*credDraft, string) {
 	if t.Components == nil || len(t.Components.SecuritySchemes) == 0 {
 		return nil, "the document declares no security scheme: no credential is sent"
@@ -161,21 +161,7 @@ func credentialFromDoc(t *openapi3.T, upstreamName string) (*credDraft, string) 
 	if ref == nil || ref.Value == nil {
 		return nil, ""
 	}
-	s := ref.Value
-	env := envName(upstreamName)
-	switch {
-	case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
-		return &credDraft{env: env}, "security scheme " + quote(name) + ": a bearer token"
-	case s.Type == "http" && strings.EqualFold(s.Scheme, "basic"):
-		basic := "Basic"
-		return &credDraft{env: env, scheme: &basic}, "security scheme " + quote(name) + ": basic; the variable holds base64(user:password)"
-	case s.Type == "apiKey" && s.In == "header":
-		empty := ""
-		return &credDraft{env: env, header: s.Name, scheme: &empty}, "security scheme " + quote(name) + ": an API key in the " + s.Name + " header"
-	case s.Type == "oauth2" || s.Type == "openIdConnect":
-		return &credDraft{env: env}, "security scheme " + quote(name) + " (" + s.Type + "): airlock sends an access token you obtain; it does not run the flow"
-	}
-	return &credDraft{env: upstream.Todo("the variable holding the credential; security scheme " + name + " is sent in the " + s.In + ", which airlock cannot do")}, ""
+	return credentialFromScheme(name, ref.Value, upstreamName)
 }
 
 // mediaSchema is the JSON schema of a response or request body.

@@ -128,6 +128,13 @@ const (
 
 	ProblemCompensationUnavailable ProblemCode = "COMPENSATION_UNAVAILABLE"
 
+	ProblemTokenClientRejected      ProblemCode = "TOKEN_CLIENT_REJECTED"
+	ProblemTokenRequestRejected     ProblemCode = "TOKEN_REQUEST_REJECTED"
+	ProblemTokenEndpointFailed      ProblemCode = "TOKEN_ENDPOINT_FAILED"
+	ProblemTokenEndpointTimeout     ProblemCode = "TOKEN_ENDPOINT_TIMEOUT"
+	ProblemTokenEndpointUnreachable ProblemCode = "TOKEN_ENDPOINT_UNREACHABLE"
+	ProblemTokenResponseInvalid     ProblemCode = "TOKEN_RESPONSE_INVALID"
+
 	ProblemReviewAccessDenied ProblemCode = "REVIEW_ACCESS_DENIED"
 	ProblemReviewFormInvalid  ProblemCode = "REVIEW_FORM_INVALID"
 )
@@ -428,6 +435,31 @@ var registry = []Code{
 		Meaning:    "the operation cannot be compensated: its action has no configured compensation, it is still running or a dry run, or nothing succeeded",
 		Recovery:   "read the operation; an operator may configure a compensating action",
 		NextAction: "Do not retry. Read the operation with get_operation and tell the user why it cannot be undone automatically."},
+
+	{Code: string(ProblemTokenClientRejected), Kind: KindProblem, Status: 502, Title: "Authorization server refused airlock's client", Retryable: false,
+		Meaning:    "the authorization server refused the OAuth client credentials in airlock's configuration (invalid_client, unauthorized_client, or 401): the client id or secret is wrong, expired or revoked, or the client may not use the client credentials grant; nothing reached the API",
+		Recovery:   "stop; an operator fixes the client id or secret in airlock's configuration, or the client's registration at the authorization server",
+		NextAction: "Stop and tell the user that airlock could not get an access token: the authorization server refused its client credentials. Retrying will not help; an operator must fix the client id or secret."},
+	{Code: string(ProblemTokenRequestRejected), Kind: KindProblem, Status: 502, Title: "Authorization server refused the token request", Retryable: false,
+		Meaning:    "the authorization server accepted airlock's client but refused what it asked for (invalid_scope, invalid_target, invalid_request or another 4xx): the scopes, audience or resource in airlock's configuration are not granted to the client; nothing reached the API",
+		Recovery:   "stop; an operator fixes the scopes, audience or resource in airlock's configuration, or grants them to the client at the authorization server",
+		NextAction: "Stop and tell the user that airlock could not get an access token: the authorization server refused the scopes or resource it asked for. Retrying will not help; an operator must fix the configuration."},
+	{Code: string(ProblemTokenEndpointFailed), Kind: KindProblem, Status: 502, Title: "Authorization server failed", Retryable: true,
+		Meaning:    "the authorization server failed to issue an access token (a 5xx, a 429 or another unexpected status): the fault is the authorization server's, not airlock's configuration; nothing reached the API",
+		Recovery:   "wait retry_after_seconds, then call again; report it to the authorization server's operator if it persists",
+		NextAction: "Wait {retry_after_seconds} seconds, then call the tool again with the same arguments. If it keeps failing, stop and report the request_id to an operator."},
+	{Code: string(ProblemTokenEndpointTimeout), Kind: KindProblem, Status: 504, Title: "Authorization server timed out", Retryable: true,
+		Meaning:    "the authorization server did not answer the token request within the upstream's timeout; nothing reached the API",
+		Recovery:   "wait, then call again; an operator checks the authorization server if it persists",
+		NextAction: "Wait {retry_after_seconds} seconds, then call the tool again with the same arguments. If it keeps failing, stop and report the request_id to an operator."},
+	{Code: string(ProblemTokenEndpointUnreachable), Kind: KindProblem, Status: 502, Title: "Authorization server unreachable", Retryable: true,
+		Meaning:    "the connection to the authorization server's token endpoint failed (refused, DNS, TLS); nothing reached the API",
+		Recovery:   "wait, then call again; an operator checks token_url and the network if it persists",
+		NextAction: "Wait {retry_after_seconds} seconds, then call the tool again. If it keeps failing, stop and report the request_id to an operator: the token endpoint may be misconfigured."},
+	{Code: string(ProblemTokenResponseInvalid), Kind: KindProblem, Status: 502, Title: "Token response not understood", Retryable: false,
+		Meaning:    "the token endpoint answered with a success status but not with a usable token (not JSON, no access_token, or a token type other than Bearer): token_url may point at something other than a token endpoint; nothing reached the API",
+		Recovery:   "stop; an operator checks token_url in airlock's configuration and the authorization server",
+		NextAction: "Stop and report the request_id to an operator: the token endpoint did not answer with an access token airlock can use."},
 
 	// Blockers.
 	{Code: string(BlockerAmbiguous), Kind: KindBlocker,

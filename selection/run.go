@@ -331,6 +331,10 @@ func (r *run) prepare(ctx context.Context, t Target, reqID string) (version stri
 	}
 	doc, ver, found, p := r.reread(ctx, t, reqID)
 	if p != nil {
+		if upstream.IsTokenProblem(p.Code) {
+			r.noToken(t, p, "not re-read and not sent: no access token could be obtained")
+			return "", false
+		}
 		if t.Unobserved > 0 {
 			p.StateChanged = envelope.StateUnknown
 			r.finish(t, TargetUnknown, 0, p, "the re-read before sending again failed; an earlier attempt may have applied", nil)
@@ -583,6 +587,10 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 		return
 	}
 	p := upstream.ProblemFor(err, r.a.FieldName)
+	if upstream.IsTokenProblem(p.Code) {
+		r.noToken(t, p, "not sent: no access token could be obtained")
+		return
+	}
 	var he *upstream.HTTPError
 	if !errors.As(err, &he) {
 		unobserved(0, p, "the write failed in an unexpected way; its outcome was not observed")
@@ -638,6 +646,16 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 		unobserved(st, p, fmt.Sprintf("unexpected status %d", st))
 		r.stop(fmt.Sprintf("unexpected status %d from the upstream: the operation stopped", st))
 	}
+}
+
+// noToken puts back a target that was not sent because no access token
+// could be obtained, and stops the run: every other write would fail the
+// same way until the authorization server issues tokens again. (A target
+// an earlier attempt may have reached stays unknown: see finish.)
+func (r *run) noToken(t Target, p *envelope.Problem, note string) {
+	p.StateChanged = envelope.StateNone
+	r.finish(t, TargetPending, 0, p, note, nil)
+	r.stop("no access token could be obtained (" + string(p.Code) + "): the operation stopped before sending more; resume it once the authorization server issues tokens again")
 }
 
 func (r *run) rateLimited(wait time.Duration) {

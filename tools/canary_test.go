@@ -102,9 +102,15 @@ type hostile struct {
 	// once answers each echo to its first request only (later attempts,
 	// such as a write retried after a rate limit, reach the demo API).
 	once bool
-	mu   sync.Mutex
-	hits map[int]int
-	sent map[int][]byte
+	// auth is the credential as the request carried it, which the echoes
+	// send back (nil: the Authorization header). When set, the demo API
+	// behind is called with its own token.
+	auth func(r *http.Request) string
+	// secret is what every echo must hold ("" for canaryToken).
+	secret string
+	mu     sync.Mutex
+	hits   map[int]int
+	sent   map[int][]byte
 }
 
 func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -112,12 +118,17 @@ func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	done := h.once && h.hits[i] > 0
 	h.mu.Unlock()
+	auth := r.Header.Get("Authorization")
+	if h.auth != nil {
+		auth = h.auth(r)
+		r.Header.Set("Authorization", "Bearer "+canaryToken)
+	}
 	if !ok || i < 0 || i >= len(h.echoes) || done {
 		h.api.ServeHTTP(w, r)
 		return
 	}
 	rec := &recorder{ResponseWriter: w}
-	h.echoes[i].respond(rec, r, r.Header.Get("Authorization"))
+	h.echoes[i].respond(rec, r, auth)
 	h.mu.Lock()
 	h.hits[i]++
 	var hdr bytes.Buffer
@@ -147,7 +158,11 @@ func (h *hostile) checkEchoed(t *testing.T) {
 			t.Errorf("%s: the upstream never sent it", e.name)
 			continue
 		}
-		if len(leaktest.Hits(h.sent[i], canaryToken)) == 0 {
+		secret := h.secret
+		if secret == "" {
+			secret = canaryToken
+		}
+		if len(leaktest.Hits(h.sent[i], secret)) == 0 {
 			t.Errorf("%s: what the upstream sent does not hold the credential", e.name)
 		}
 	}

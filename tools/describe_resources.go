@@ -153,6 +153,11 @@ func describeResource(r *upstream.Resource) map[string]any {
 	if len(r.Config.DefaultFilter) > 0 {
 		out["default_filter"] = r.Config.DefaultFilter
 	}
+	// The credential's form and where its secrets are read: what the
+	// answers are visible to, never the secrets.
+	if c := r.Upstream.Credential(); c != nil {
+		out["credential"] = c
+	}
 	if r.Config.ResultCap > 0 {
 		out["upstream_result_cap"] = r.Config.ResultCap
 	}

@@ -123,6 +123,10 @@ func withEnv(f func(string) string) harnessOpt { return func(c *harnessCfg) { c.
 const (
 	canaryToken = "cnry-3f9a1c7e-demo-credential"
 	canaryAdmin = "cnry-b81d04aa-admin-credential"
+	// canaryClientSecret is an OAuth client's secret, and every access
+	// token issued to it starts with canaryAccess.
+	canaryClientSecret = "cnry-5e7b20d4-client-secret"
+	canaryAccess       = "cnry-a40c9f16-access-token"
 )
 
 func testEnv(k string) string {
@@ -142,7 +146,7 @@ func newFixture(t testing.TB) *fixtures.Server {
 // reader could decode (raw, split, escaped, base64).
 func leaks(t testing.TB, what string, b []byte) {
 	t.Helper()
-	for _, c := range []string{canaryToken, canaryAdmin} {
+	for _, c := range []string{canaryToken, canaryAdmin, canaryClientSecret, canaryAccess} {
 		if hits := leaktest.Hits(b, c); len(hits) > 0 {
 			t.Fatalf("the credential leaked into %s (%v)", what, hits)
 		}

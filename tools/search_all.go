@@ -108,7 +108,9 @@ var searchTextDefaults = []envelope.TextDefault{
 // become incomplete reasons of a partial answer).
 var readProblems = []envelope.ProblemCode{envelope.ProblemUpstreamAuth, envelope.ProblemUpstreamForbidden, envelope.ProblemUpstreamNotFound,
 	envelope.ProblemUpstreamRejected, envelope.ProblemUpstreamBadResponse, envelope.ProblemUpstreamErrorInSuccess, envelope.ProblemUpstreamGraphQL,
-	envelope.ProblemUpstreamTooLarge, envelope.ProblemUpstreamContentType, envelope.ProblemUpstreamRateLimited}
+	envelope.ProblemUpstreamTooLarge, envelope.ProblemUpstreamContentType, envelope.ProblemUpstreamRateLimited,
+	envelope.ProblemTokenClientRejected, envelope.ProblemTokenRequestRejected, envelope.ProblemTokenEndpointFailed,
+	envelope.ProblemTokenEndpointTimeout, envelope.ProblemTokenEndpointUnreachable, envelope.ProblemTokenResponseInvalid}
 
 // budget is a validated budget with who set each part.
 type budget struct {

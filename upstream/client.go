@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +34,9 @@ type Client struct {
 	Name         string
 	base         *url.URL
 	http         *retryablehttp.Client
-	credHeader   string
-	credValue    string
+	cred         *credential
+	credConfig   *CredentialConfig
+	tokenURL     string
 	headers      map[string]string
 	reqIDHeader  string
 	maxBody      int64
@@ -84,6 +85,13 @@ type HTTPError struct {
 	// Local is true when airlock answered without calling the upstream
 	// (it is cooling down after a rate limit).
 	Local bool
+	// StaleToken is set on a 401 to a request sent with an OAuth access
+	// token: the token was dropped and the next request gets a new one.
+	// Renewed says the request was repeated with a token obtained just
+	// then, and that one was refused too; NotRepeated that the request
+	// was a write that repeating could apply twice, so it was not sent
+	// again.
+	StaleToken, Renewed, NotRepeated bool
 }
 
 func (e *HTTPError) Error() string {
@@ -132,20 +140,20 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 	if c.maxBody == 0 {
 		c.maxBody = DefaultMaxBodyBytes
 	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	c.credConfig = cfg.Credential
 	if cr := cfg.Credential; cr != nil && !opts.WithoutCredentials {
-		secret, err := loadSecret(cr, opts.Getenv)
+		cred, err := loadCredential(cr, opts, timeout)
 		if err != nil {
 			return nil, err
 		}
-		c.credHeader = cr.Header
-		if c.credHeader == "" {
-			c.credHeader = "Authorization"
+		c.cred = cred
+		if cred.tokens != nil {
+			c.tokenURL = cred.tokens.cfg.TokenURL
 		}
-		scheme := "Bearer"
-		if cr.Scheme != nil {
-			scheme = *cr.Scheme
-		}
-		c.credValue = strings.TrimSpace(scheme + " " + secret)
 	}
 	conc := cfg.Concurrency
 	if conc == 0 {
@@ -155,17 +163,13 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 	if cfg.RateLimit.PerSecond > 0 {
 		c.limiter = rate.NewLimiter(rate.Limit(cfg.RateLimit.PerSecond), max(cfg.RateLimit.Burst, 1))
 	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
-	}
 	retries := DefaultRetries
 	if cfg.Retries != nil {
 		retries = *cfg.Retries
 	}
 	hc := &http.Client{
 		Timeout:   timeout,
-		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second},
+		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: c.tlsConfig()},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if info, ok := req.Context().Value(reqInfoKey).(*reqInfo); ok && info.noRedirect {
 				// A write never follows a redirect (it would re-send the
@@ -210,25 +214,6 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-func loadSecret(cr *CredentialConfig, getenv func(string) string) (string, error) {
-	if cr.Env != "" {
-		v := strings.TrimSpace(getenv(cr.Env))
-		if v == "" {
-			return "", fmt.Errorf("credential: environment variable %q is empty or unset", cr.Env)
-		}
-		return v, nil
-	}
-	b, err := os.ReadFile(cr.File)
-	if err != nil {
-		return "", fmt.Errorf("credential: read file %q: %w", cr.File, err)
-	}
-	v := strings.TrimSpace(string(b))
-	if v == "" {
-		return "", fmt.Errorf("credential: file %q is empty", cr.File)
-	}
-	return v, nil
-}
-
 // Host is the upstream's host, for scope and approval screens.
 func (c *Client) Host() string { return c.base.Host }
 
@@ -248,6 +233,20 @@ func (c *Client) ResolveURL(base *url.URL, path string, q url.Values) *url.URL {
 	}
 	u.RawQuery = q.Encode()
 	return &u
+}
+
+// WithoutCredential removes a query credential from a URL the upstream
+// handed back (a next link built from the request's own URL), so that it
+// is never kept, stored or returned; Do sends it again.
+func (c *Client) WithoutCredential(u *url.URL) *url.URL { return c.cred.stripCredential(u) }
+
+// tlsConfig is the transport's TLS configuration: the client certificate,
+// when the credential has one (nil otherwise: the defaults).
+func (c *Client) tlsConfig() *tls.Config {
+	if c.cred == nil {
+		return nil
+	}
+	return c.cred.tls
 }
 
 // SameOrigin reports whether u may receive the credential.
@@ -271,12 +270,59 @@ type Request struct {
 	Idempotent bool
 	// NoRedirect returns a 3xx as the answer instead of following it.
 	NoRedirect bool
+	// Repeatable says a write cannot apply twice when repeated (it carries
+	// an idempotency key or a condition): after a 401 that renewed the
+	// access token it is sent once more. Reads are always repeated then.
+	Repeatable bool
 }
 
 // Do sends the request with retries, the rate limit and the concurrency
 // bound, and reads the body up to the size limit. A non-2xx status is
-// returned as *HTTPError with the body kept for the problem builder.
+// returned as *HTTPError with the body kept for the problem builder; a
+// failure to obtain an OAuth access token as *TokenError, and then nothing
+// was sent.
+//
+// A 401 to a request sent with an access token drops the token; a read, or
+// a write that is Repeatable, is then sent once more with a new one
+// (concurrent requests refused with the same token share one renewal). Any
+// other write is not sent again: its 401 is the answer.
 func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
+	resp, used, err := c.do(ctx, r)
+	var he *HTTPError
+	if used == "" || !errors.As(err, &he) || he.Kind != FailStatus || he.Status != http.StatusUnauthorized {
+		return resp, err
+	}
+	c.cred.tokens.refused(used)
+	he.StaleToken = true
+	if !r.Idempotent && !r.Repeatable {
+		he.NotRepeated = true
+		c.logger.Debug("the access token was refused; the write is not sent again", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path)
+		return resp, err
+	}
+	c.logger.Debug("the access token was refused; renewing it and sending the request once more", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path)
+	first := he.Attempts
+	resp, _, err = c.do(ctx, r)
+	if resp != nil {
+		resp.Attempts += first
+	}
+	if errors.As(err, &he) {
+		he.Attempts += first
+		if he.Kind == FailStatus && he.Status == http.StatusUnauthorized {
+			he.StaleToken, he.Renewed = true, true
+		}
+	}
+	return resp, err
+}
+
+// do is one exchange (with the client's own retries). It returns the
+// access token it sent ("" for another credential).
+func (c *Client) do(ctx context.Context, r Request) (*Response, string, error) {
+	var used string
+	resp, err := c.exchange(ctx, r, &used)
+	return resp, used, err
+}
+
+func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Response, error) {
 	if wait := c.CoolingDown(); wait > 0 {
 		return nil, &HTTPError{Kind: FailStatus, Status: http.StatusTooManyRequests, RetryAfter: wait, Local: true}
 	}
@@ -319,8 +365,15 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	if r.RequestID != "" {
 		req.Header.Set(c.reqIDHeader, r.RequestID)
 	}
-	if c.credValue != "" {
-		req.Header.Set(c.credHeader, c.credValue)
+	if c.cred != nil {
+		tok, err := c.cred.apply(ctx, req.Request)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, &HTTPError{Kind: FailCanceled}
+			}
+			return nil, err
+		}
+		*used = tok
 	}
 	start := time.Now()
 	resp, err := c.http.Do(req)

@@ -49,13 +49,22 @@ type UpstreamConfig struct {
 	Headers         map[string]string `yaml:"headers"`
 }
 
-// CredentialConfig says where the credential comes from: an environment
-// variable or a file, never a tool argument.
+// CredentialConfig says where an upstream's credential comes from and how
+// it is sent; never from a tool argument. Exactly one form: a static secret
+// (Env or File, sent in Header with Scheme, or in the Query parameter),
+// Basic (a user and a password read separately) or OAuth2 (client
+// credentials). ClientCertificate (mTLS) stands alone or goes with any of
+// them. See credential.go.
 type CredentialConfig struct {
 	Env    string  `yaml:"env"`
 	File   string  `yaml:"file"`
 	Header string  `yaml:"header"`
 	Scheme *string `yaml:"scheme"`
+	// Query sends the static secret as this query parameter (?api_key=).
+	Query             string            `yaml:"query"`
+	Basic             *BasicConfig      `yaml:"basic"`
+	OAuth2            *OAuth2Config     `yaml:"oauth2"`
+	ClientCertificate *ClientCertConfig `yaml:"client_certificate"`
 }
 
 // BackoffConfig bounds the wait between retries when the upstream gives no
@@ -551,9 +560,7 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 		l.add("must not carry credentials; use credential.env or credential.file", at("base_url")...)
 	}
 	if c := u.Credential; c != nil {
-		if (c.Env == "") == (c.File == "") {
-			l.add("set exactly one of env or file", at("credential")...)
-		}
+		validateCredential(l, c, at("credential"))
 	}
 	if u.Timeout < 0 {
 		l.add("must not be negative", at("timeout")...)
@@ -806,20 +813,7 @@ func (c *Config) Summary(getenv func(string) string) []string {
 	var out []string
 	for _, name := range sortedKeys(c.Upstreams) {
 		u := c.Upstreams[name]
-		cred := "no credential"
-		if cr := u.Credential; cr != nil && cr.Env != "" {
-			state := "set"
-			if getenv(cr.Env) == "" {
-				state = "NOT SET"
-			}
-			cred = fmt.Sprintf("credential from $%s (%s)", cr.Env, state)
-		} else if cr != nil {
-			state := "readable"
-			if _, err := os.Stat(cr.File); err != nil {
-				state = "NOT READABLE"
-			}
-			cred = fmt.Sprintf("credential from file %s (%s)", cr.File, state)
-		}
+		cred := credentialSummary(u.Credential, getenv)
 		out = append(out, fmt.Sprintf("upstream %s: %s, %s", name, u.BaseURL, cred))
 	}
 	for _, name := range sortedKeys(c.Resources) {

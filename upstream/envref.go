@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 )
@@ -55,7 +54,8 @@ func expandEnv(v string, getenv func(string) string) (string, error) {
 }
 
 // EnvRefs lists the environment variables a configuration reads besides
-// credentials (base_url references), sorted and unique.
+// credentials (references in base_url, token_url and client_id), sorted
+// and unique.
 func (c *Config) EnvRefs() []string {
 	seen := map[string]bool{}
 	add := func(v string) {
@@ -66,6 +66,10 @@ func (c *Config) EnvRefs() []string {
 	for _, u := range c.Upstreams {
 		if u != nil {
 			add(u.BaseURL)
+			if cr := u.Credential; cr != nil && cr.OAuth2 != nil {
+				add(cr.OAuth2.TokenURL)
+				add(cr.OAuth2.ClientID)
+			}
 		}
 	}
 	for _, r := range c.Resources {
@@ -91,19 +95,12 @@ func (c *Config) EnvWarnings(getenv func(string) string) []string {
 			continue
 		}
 		if cr := u.Credential; cr != nil {
-			switch {
-			case cr.Env != "" && strings.TrimSpace(getenv(cr.Env)) == "":
-				out = append(out, fmt.Sprintf("upstream %s: the credential's environment variable %s is not set", name, cr.Env))
-			case cr.File != "":
-				if b, err := os.ReadFile(cr.File); err != nil || strings.TrimSpace(string(b)) == "" {
-					out = append(out, fmt.Sprintf("upstream %s: the credential file %s is missing, unreadable or empty", name, cr.File))
-				}
-			}
+			out = append(out, credentialWarnings(name, cr, getenv)...)
 		}
 	}
 	for _, v := range c.EnvRefs() {
 		if getenv(v) == "" {
-			out = append(out, fmt.Sprintf("the environment variable %s named in a base_url is not set", v))
+			out = append(out, fmt.Sprintf("the environment variable %s named in a base_url, token_url or client_id is not set", v))
 		}
 	}
 	return out

@@ -95,6 +95,10 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		}
 		return envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream's response did not match the configured shape: "+be.Detail+".")
 	}
+	var te *TokenError
+	if errors.As(err, &te) {
+		return tokenProblem(te)
+	}
 	var he *HTTPError
 	if !errors.As(err, &he) {
 		return envelope.NewProblem(envelope.ProblemInternal, "")
@@ -119,7 +123,7 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, detail)
 		p.SetErrors(errs)
 	case st == http.StatusUnauthorized:
-		p = envelope.NewProblem(envelope.ProblemUpstreamAuth, "")
+		p = envelope.NewProblem(envelope.ProblemUpstreamAuth, unauthorizedDetail(he))
 	case st == http.StatusForbidden:
 		p = envelope.NewProblem(envelope.ProblemUpstreamForbidden, "")
 	case st == http.StatusNotFound:
@@ -142,6 +146,18 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		p.UpstreamMessage = UpstreamMessage(he.Header, he.Body)
 	}
 	return p
+}
+
+// unauthorizedDetail says what a 401 means when the credential is an
+// OAuth access token ("" for the registry's meaning).
+func unauthorizedDetail(he *HTTPError) string {
+	switch {
+	case he.Renewed:
+		return "The upstream answered 401 to an access token airlock had just obtained from the authorization server, after refusing the one before: the authorization server issues tokens this API does not accept for this client (a revoked grant, or the wrong audience, resource or scopes)."
+	case he.NotRepeated:
+		return "The upstream answered 401: it no longer accepts the access token this write was sent with. airlock obtains a new one for the next request; this write was not sent again, because repeating it could apply twice."
+	}
+	return ""
 }
 
 // UndeclaredField is what errors[] names a field an upstream rejected when

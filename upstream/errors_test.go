@@ -61,7 +61,7 @@ func TestRuntimeRedactor_KnowsEveryLoadedCredential(t *testing.T) {
 	yaml := strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "env: "+fixtures.DemoTokenEnv,
 		"env: "+fixtures.DemoTokenEnv+"\n      scheme: Basic", 1)
 	rt := runtimeWith(t, []byte(yaml), func(string) string { return basic })
-	if v := rt.Upstreams["demo"].credValue; v != "Basic "+basic {
+	if v := rt.Upstreams["demo"].cred.value; v != "Basic "+basic {
 		t.Fatalf("the edit did not take: %q", v)
 	}
 	for _, s := range []string{"Basic " + basic, basic, "svc-user:s3cr3t-passw0rd", "s3cr3t-passw0rd"} {

@@ -83,6 +83,7 @@ type prober struct {
 	report   *ProbeReport
 	samples  []map[string]any // raw items, as the upstream sent them
 	first    *Response
+	firstErr error
 	firstDoc any
 	// truth is the walk's items (normalized, by id) when the walk covered
 	// the whole list; nil otherwise.
@@ -115,7 +116,10 @@ func (r *Resource) CheckAssumptions(ctx context.Context, opts ProbeOptions) *Pro
 	ctx, cancel := context.WithTimeout(ctx, opts.Deadline)
 	defer cancel()
 	p := &prober{r: r, opts: opts, report: &ProbeReport{Resource: r.Name}}
-	if p.firstPage(ctx) {
+	p.tokenChecks(ctx)
+	ok := p.firstPage(ctx)
+	p.acceptedCheck()
+	if ok {
 		p.walk(ctx)
 		p.fieldChecks()
 		p.filterChecks(ctx)
@@ -173,6 +177,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 		return false
 	}
 	resp, err := p.do(ctx, req)
+	p.firstErr = err
 	if err != nil {
 		p.add("list.path", ProbeWrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
 		return false
@@ -574,6 +579,7 @@ func (p *prober) walkRaw(ctx context.Context, filter map[string]any, maxPages in
 		if err != nil {
 			return w, err
 		}
+		page.next.NextURL = r.Upstream.WithoutCredential(page.next.NextURL)
 		p.keep(page.items)
 		fresh := 0
 		for _, it := range page.items {

@@ -137,7 +137,9 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 			errs = append(errs, fmt.Errorf("upstream %q: %w", name, err))
 			continue
 		}
-		opts.Redactor.Add(credentialSecrets(cl.credValue)...)
+		if cl.cred != nil {
+			opts.Redactor.Add(cl.cred.secrets...)
+		}
 		rt.Upstreams[name] = cl
 	}
 	if len(errs) > 0 {

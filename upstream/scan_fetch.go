@@ -27,6 +27,9 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, 
 	if err != nil {
 		return pg, err
 	}
+	// A next link built from the request's URL carries a query credential:
+	// the scan keeps (and may store) it without.
+	pg.next.NextURL = s.r.Upstream.WithoutCredential(pg.next.NextURL)
 	pg.doc = doc
 	if !pg.next.Done && sameContinuation(st, pg.next) {
 		return pg, badResponse("the upstream returned the same continuation twice")
@@ -131,7 +134,7 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 	var he *HTTPError
 	switch {
 	case err == nil:
-	case errors.As(err, &he) && (he.Kind != FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500):
+	case errors.As(err, &he) && (he.Kind != FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500), isTokenError(err):
 		s.fail(ctx, src, err) // transient: the next Run probes again
 		return false
 	default:
@@ -208,6 +211,7 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 	r := s.r
 	var he *HTTPError
 	var se *ScanError
+	var te *TokenError
 	fatal := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -227,7 +231,9 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 		s.mu.Unlock()
 	case errors.Is(err, errExpired):
 		s.setStatus(src, srcExpired)
-	case IsBadResponse(err):
+	case IsBadResponse(err), errors.As(err, &te):
+		// No access token: nothing can be read until an operator (or the
+		// authorization server) fixes it; the problem says which.
 		fatal()
 	case errors.As(err, &he):
 		switch he.Kind {

@@ -38,8 +38,11 @@ func credentialSecrets(value string) []string {
 }
 
 // CredentialFingerprint identifies the credentials the runtime's clients
-// send, without revealing them: it changes when any credential does.
-// Answers remembered from an upstream are keyed on it.
+// send, without revealing them: it changes when any credential material
+// does (a secret, a Basic pair, a query key, an OAuth client's id, secret,
+// token URL, scopes, audience or resource, a client certificate or key),
+// and not when an access token is renewed. Answers remembered from an
+// upstream are keyed on it.
 func (rt *Runtime) CredentialFingerprint() string {
 	names := make([]string, 0, len(rt.Upstreams))
 	for n := range rt.Upstreams {
@@ -50,7 +53,9 @@ func (rt *Runtime) CredentialFingerprint() string {
 	for _, n := range names {
 		h.Write([]byte(n))
 		h.Write([]byte{0})
-		h.Write([]byte(rt.Upstreams[n].credValue))
+		if c := rt.Upstreams[n].cred; c != nil {
+			h.Write(c.print)
+		}
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])

@@ -160,8 +160,9 @@ var ErrUnsafeID = errors.New("the id cannot be one URL path segment")
 var ErrNoVersion = errors.New("the target has no version: the conditional write cannot be expressed")
 
 // WriteRequest builds the per-target request. It is never retried by the
-// client (the commit engine journals and retries attempts itself) and never
-// follows a redirect.
+// client (the commit engine journals and retries attempts itself), except
+// once after a 401 renewed the access token when a repeat cannot apply
+// twice (Repeatable), and never follows a redirect.
 func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, error) {
 	rc := a.Config.Request
 	if err := CheckPathID(vars.ID); err != nil && (rc.GraphQL == "" || vars.ID == "") {
@@ -207,6 +208,9 @@ func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, err
 	if h := a.Config.IdempotencyHeader; h != "" {
 		req.Header.Set(h, IdempotencyKey(vars.OperationID, vars.ID))
 	}
+	// The same request again cannot apply twice: the upstream tells it
+	// apart by its key, or refuses it by its condition.
+	req.Repeatable = a.Config.IdempotencyHeader != "" || a.Config.Conditional == CondIfMatch || a.Config.Conditional == CondVersion
 	return req, nil
 }
 
@@ -239,6 +243,7 @@ func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, erro
 		}
 		req.Header.Set(h, IdempotencyKey(vars.OperationID, strings.Join(ids, ",")))
 	}
+	req.Repeatable = a.Config.IdempotencyHeader != "" || a.Config.Conditional == CondVersion
 	return req, nil
 }
 

@@ -72,6 +72,11 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		rep := r.CheckAssumptions(ctx, upstream.ProbeOptions{RequestID: "airlock-probe", MaxRequests: *maxRequests, PageSize: *pageSize, Actions: actions})
+		// Evidence may quote an upstream or a token endpoint, which may
+		// echo a credential.
+		for i := range rep.Checks {
+			rep.Checks[i].Evidence = rt.Redactor.String(rep.Checks[i].Evidence)
+		}
 		out.Resources = append(out.Resources, rep)
 		out.Requests += rep.Requests
 		for _, c := range rep.Checks {

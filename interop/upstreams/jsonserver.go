@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,12 +26,23 @@ const JSONServerAccounts = 2000
 type JSONServer struct {
 	URL    string
 	DBPath string
+	// key is the API key every request needs in ?api_key= ("" for none).
+	key string
 }
 
 // StartJSONServer writes the seeded db.json, starts json-server on a free
 // loopback port and stops it when the test ends. It skips when
 // interop/node_modules lacks json-server (see package doc).
-func StartJSONServer(t testing.TB) *JSONServer {
+func StartJSONServer(t testing.TB) *JSONServer { return startJSONServer(t, "") }
+
+// StartJSONServerWithKey is StartJSONServer behind an API key: a
+// middleware answers 401 to a request whose ?api_key= is not key, and
+// takes the parameter out of the query json-server filters by (it stays
+// in the URL json-server builds its Link headers from, as APIs that take a
+// key in the query do).
+func StartJSONServerWithKey(t testing.TB, key string) *JSONServer { return startJSONServer(t, key) }
+
+func startJSONServer(t testing.TB, key string) *JSONServer {
 	t.Helper()
 	Enabled(t)
 	node, err := exec.LookPath("node")
@@ -50,10 +63,27 @@ func StartJSONServer(t testing.TB) *JSONServer {
 	if err := os.WriteFile(db, b, 0o600); err != nil {
 		t.Fatalf("write db.json: %v", err)
 	}
+	args := []string{"--quiet"}
+	ready := "/accounts?_limit=1"
+	if key != "" {
+		mw := filepath.Join(dir, "api-key.cjs")
+		src := fmt.Sprintf(`module.exports = (req, res, next) => {
+  if (req.query.api_key !== %q) { res.status(401).jsonp({ error: 'a valid api_key is required' }); return; }
+  delete req.query.api_key;
+  next();
+};
+`, key)
+		if err := os.WriteFile(mw, []byte(src), 0o600); err != nil {
+			t.Fatalf("write the api key middleware: %v", err)
+		}
+		args = append(args, "--middlewares", mw)
+		ready += "&api_key=" + url.QueryEscape(key)
+	}
 	base := startProcess(t, "json-server", dir, func(port int) []string {
-		return []string{node, bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--quiet", db}
-	}, answersOK("/accounts?_limit=1"))
-	s := &JSONServer{URL: base, DBPath: db}
+		// The source first: --middlewares takes every word after it.
+		return append([]string{node, bin, db, "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, args...)
+	}, answersOK(ready))
+	s := &JSONServer{URL: base, DBPath: db, key: key}
 	if n := len(s.Accounts(t)); n != JSONServerAccounts {
 		t.Fatalf("json-server serves %d accounts, seeded %d", n, JSONServerAccounts)
 	}
@@ -64,7 +94,7 @@ func StartJSONServer(t testing.TB) *JSONServer {
 // Accounts is every account json-server holds, read in one unpaged GET.
 func (s *JSONServer) Accounts(t testing.TB) []Record {
 	t.Helper()
-	_, b, err := call(t.Context(), http.MethodGet, s.URL+"/accounts", nil, nil, http.StatusOK)
+	_, b, err := call(t.Context(), http.MethodGet, s.withKey(s.URL+"/accounts"), nil, nil, http.StatusOK)
 	if err != nil {
 		t.Fatalf("read json-server's accounts: %v", err)
 	}
@@ -78,7 +108,19 @@ func (s *JSONServer) Accounts(t testing.TB) []Record {
 // Get sends GET pathAndQuery to json-server.
 func (s *JSONServer) Get(t testing.TB, pathAndQuery string) Response {
 	t.Helper()
-	return get(t, s.URL+pathAndQuery, nil)
+	return get(t, s.withKey(s.URL+pathAndQuery), nil)
+}
+
+// withKey adds the API key to a URL, when the server needs one.
+func (s *JSONServer) withKey(u string) string {
+	if s.key == "" {
+		return u
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "api_key=" + url.QueryEscape(s.key)
 }
 
 // Account statuses and teams, as seeded.

@@ -1,7 +1,9 @@
 package upstreams
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -30,12 +32,30 @@ type Registry struct {
 	URL string
 	// Pushed are the repositories the harness pushed, sorted.
 	Pushed []string
+	// auth is the Basic credential the harness sends (nil without auth).
+	auth http.Header
+}
+
+// RegistryBasic is the htpasswd Basic authentication a registry may
+// require: a user, its password, and the password's bcrypt hash as
+// htpasswd holds it.
+type RegistryBasic struct {
+	User, Password, Hash string
 }
 
 // StartRegistry starts docker-registry on a free loopback port and pushes
 // RegistryRepositories repositories, each holding the same one-layer
 // schema2 image tagged latest. It stops the registry when the test ends.
-func StartRegistry(t testing.TB) *Registry {
+func StartRegistry(t testing.TB) *Registry { return startRegistry(t, nil) }
+
+// StartRegistryWithBasic is StartRegistry with htpasswd Basic
+// authentication: every request, the harness's too, needs the user and
+// its password.
+func StartRegistryWithBasic(t testing.TB, basic RegistryBasic) *Registry {
+	return startRegistry(t, &basic)
+}
+
+func startRegistry(t testing.TB, basic *RegistryBasic) *Registry {
 	t.Helper()
 	Enabled(t)
 	if _, err := os.Stat(registryBin); err != nil {
@@ -44,14 +64,30 @@ func StartRegistry(t testing.TB) *Registry {
 	started := time.Now()
 	dir := t.TempDir()
 	storage := filepath.Join(dir, "storage")
+	var auth http.Header
+	ready := answersOK("/v2/")
+	extra := ""
+	if basic != nil {
+		htpasswd := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(htpasswd, []byte(basic.User+":"+basic.Hash+"\n"), 0o600); err != nil {
+			t.Fatalf("write htpasswd: %v", err)
+		}
+		extra = fmt.Sprintf("auth:\n  htpasswd:\n    realm: airlock-interop\n    path: %s\n", htpasswd)
+		auth = http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte(basic.User+":"+basic.Password))}}
+		// Without the credential the registry answers 401: that is ready.
+		ready = func(ctx context.Context, base string) bool {
+			_, _, err := call(ctx, http.MethodGet, base+"/v2/", auth, nil, http.StatusOK)
+			return err == nil
+		}
+	}
 	base := startProcess(t, "docker-registry", dir, func(port int) []string {
 		cfg := filepath.Join(dir, fmt.Sprintf("config-%d.yml", port))
-		if err := os.WriteFile(cfg, []byte(registryConfig(storage, port)), 0o600); err != nil {
+		if err := os.WriteFile(cfg, []byte(registryConfig(storage, port)+extra), 0o600); err != nil {
 			t.Fatalf("write the registry config: %v", err)
 		}
 		return []string{registryBin, "serve", cfg}
-	}, answersOK("/v2/"))
-	r := &Registry{URL: base, Pushed: repositoryNames(RegistryRepositories)}
+	}, ready)
+	r := &Registry{URL: base, Pushed: repositoryNames(RegistryRepositories), auth: auth}
 	if err := r.push(t, r.Pushed[0], ""); err != nil {
 		t.Fatalf("push to the registry: %v", err)
 	}
@@ -130,7 +166,7 @@ func (r *Registry) push(t testing.TB, repo, from string) error {
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
-	h := http.Header{"Content-Type": {"application/vnd.docker.distribution.manifest.v2+json"}}
+	h := r.header(http.Header{"Content-Type": {"application/vnd.docker.distribution.manifest.v2+json"}})
 	_, _, err = call(t.Context(), http.MethodPut, r.URL+"/v2/"+repo+"/manifests/latest", h, manifest, http.StatusCreated)
 	return err
 }
@@ -144,7 +180,7 @@ func (r *Registry) putBlob(t testing.TB, repo, from string, blob []byte) error {
 	if from != "" {
 		start += "?" + url.Values{"mount": {digest}, "from": {from}}.Encode()
 	}
-	hdr, _, err := call(t.Context(), http.MethodPost, start, nil, nil, http.StatusAccepted)
+	hdr, _, err := call(t.Context(), http.MethodPost, start, r.header(nil), nil, http.StatusAccepted)
 	if from != "" && isHTTPStatus(err, http.StatusCreated) {
 		return nil // mounted
 	}
@@ -159,9 +195,20 @@ func (r *Registry) putBlob(t testing.TB, repo, from string, blob []byte) error {
 	q := loc.Query()
 	q.Set("digest", digest)
 	loc.RawQuery = q.Encode()
-	h := http.Header{"Content-Type": {"application/octet-stream"}}
+	h := r.header(http.Header{"Content-Type": {"application/octet-stream"}})
 	_, _, err = call(t.Context(), http.MethodPut, loc.String(), h, blob, http.StatusCreated)
 	return err
+}
+
+// header adds the harness's credential to h (a new header when h is nil).
+func (r *Registry) header(h http.Header) http.Header {
+	if h == nil {
+		h = http.Header{}
+	}
+	for k, v := range r.auth {
+		h[k] = v
+	}
+	return h
 }
 
 func mustParse(s string) *url.URL {
@@ -175,7 +222,7 @@ func mustParse(s string) *url.URL {
 // Get sends GET pathAndQuery to the registry.
 func (r *Registry) Get(t testing.TB, pathAndQuery string) Response {
 	t.Helper()
-	return get(t, r.URL+pathAndQuery, nil)
+	return get(t, r.URL+pathAndQuery, r.header(nil))
 }
 
 // Repositories is every repository name in the registry's catalog, read
@@ -189,7 +236,7 @@ func (r *Registry) Repositories(t testing.TB) []string {
 			t.Fatal("the registry's catalog did not end within 1000 pages")
 		}
 		u := mustParse(r.URL).ResolveReference(mustParse(next))
-		hdr, b, err := call(t.Context(), http.MethodGet, u.String(), nil, nil, http.StatusOK)
+		hdr, b, err := call(t.Context(), http.MethodGet, u.String(), r.header(nil), nil, http.StatusOK)
 		if err != nil {
 			t.Fatalf("read the registry's catalog: %v", err)
 		}

@@ -1,8 +1,9 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
 // PocketBase, Debian's docker-registry, Django REST Framework and
-// PostGraphile over PostgreSQL), seeds them deterministically, and reads
-// their ground truth directly over HTTP, or from their SQLite file or
-// PostgreSQL database.
+// PostGraphile over PostgreSQL, each HTTP API optionally behind a
+// credential) and an OpenID provider (oidc-provider), seeds them
+// deterministically, and reads their ground truth directly over HTTP, or
+// from their SQLite file or PostgreSQL database.
 //
 // It must never import anything of airlock's: its truth is what the
 // upstream itself holds, read by code that shares nothing with the code under

@@ -1,0 +1,256 @@
+package upstream
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// credential is an upstream's loaded credential: what Do adds to every
+// request, the TLS identity, and what must be redacted wherever it shows.
+type credential struct {
+	// header and value: a static secret or Basic, sent as is.
+	header, value string
+	// query and key: a static secret sent as a query parameter.
+	query, key string
+	// tokens: an OAuth 2.0 access token, obtained and renewed.
+	tokens *tokenSource
+	// tls: a client certificate (and the authorities trusted), for mTLS.
+	tls *tls.Config
+	// secrets are every form of the credential's secrets to redact.
+	secrets []string
+	// print identifies the credential's material (a hash), for
+	// CredentialFingerprint.
+	print []byte
+}
+
+// readSecret reads one secret from its environment variable or file,
+// trimmed; an empty one is an error naming where it was looked for.
+func readSecret(src SecretSource, what string, getenv func(string) string) (string, error) {
+	if src.Env != "" {
+		v := strings.TrimSpace(getenv(src.Env))
+		if v == "" {
+			return "", fmt.Errorf("%s: environment variable %q is empty or unset", what, src.Env)
+		}
+		return v, nil
+	}
+	b, err := os.ReadFile(src.File)
+	if err != nil {
+		return "", fmt.Errorf("%s: read file %q: %w", what, src.File, err)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("%s: file %q is empty", what, src.File)
+	}
+	return v, nil
+}
+
+// loadCredential reads every secret a credential names and builds what
+// Do needs: failing at start-up, not at the first call.
+func loadCredential(cr *CredentialConfig, opts Options, timeout time.Duration) (*credential, error) {
+	c := &credential{}
+	h := sha256.New()
+	mix := func(parts ...string) {
+		for _, p := range parts {
+			h.Write([]byte(p))
+			h.Write([]byte{0})
+		}
+	}
+	mix(cr.Form())
+	switch cr.Form() {
+	case FormStatic:
+		secret, err := readSecret(cr.static(), "credential", opts.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		c.header = cr.Header
+		if c.header == "" {
+			c.header = "Authorization"
+		}
+		scheme := "Bearer"
+		if cr.Scheme != nil {
+			scheme = *cr.Scheme
+		}
+		c.value = strings.TrimSpace(scheme + " " + secret)
+		c.secrets = append(credentialSecrets(c.value), secret)
+		mix(c.header, c.value)
+	case FormQuery:
+		secret, err := readSecret(cr.static(), "credential", opts.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		c.query, c.key = cr.Query, secret
+		c.secrets = []string{secret}
+		mix(c.query, c.key)
+	case FormBasic:
+		user, err := readSecret(cr.Basic.User, "credential: basic user", opts.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		pass, err := readSecret(cr.Basic.Password, "credential: basic password", opts.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		c.header = "Authorization"
+		c.value = "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+		// The pair, the password and the base64 forms; never the user
+		// alone, which may be an ordinary word.
+		c.secrets = credentialSecrets(c.value)
+		mix(user, pass)
+	case FormOAuth2:
+		ts, secrets, err := loadOAuth2(cr.OAuth2, opts, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c.tokens = ts
+		c.secrets = secrets
+		mix(ts.cfg.TokenURL, ts.cfg.ClientID, ts.cfg.ClientSecret, strings.Join(ts.cfg.Scopes, " "), ts.cfg.EndpointParams.Encode(), fmt.Sprint(ts.cfg.AuthStyle))
+	}
+	if cc := cr.ClientCertificate; cc != nil {
+		cfg, material, err := loadClientCert(cc)
+		if err != nil {
+			return nil, err
+		}
+		c.tls = cfg
+		mix(material...)
+	}
+	c.print = h.Sum(nil)
+	return c, nil
+}
+
+// loadOAuth2 builds the token source of an OAuth 2.0 client: the client
+// secret read, the token endpoint's own HTTP client (the upstream's
+// timeout, the proxy from the environment), the parameters of the grant.
+func loadOAuth2(o *OAuth2Config, opts Options, timeout time.Duration) (*tokenSource, []string, error) {
+	tokenURL, err := expandEnv(o.TokenURL, opts.Getenv)
+	if err == nil {
+		err = checkTokenURL(tokenURL)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("credential: oauth2: token_url: %w", err)
+	}
+	clientID, err := expandEnv(o.ClientID, opts.Getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("credential: oauth2: client_id: %w", err)
+	}
+	secret, err := readSecret(o.ClientSecret, "credential: oauth2: client_secret", opts.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	params := url.Values{}
+	if o.Audience != "" {
+		params.Set("audience", o.Audience)
+	}
+	if o.Resource != "" {
+		params.Set("resource", o.Resource)
+	}
+	style := oauth2.AuthStyleInHeader
+	if o.AuthMethod == AuthClientSecretPost {
+		style = oauth2.AuthStyleInParams
+	}
+	cfg := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: tokenURL, Scopes: o.Scopes, EndpointParams: params, AuthStyle: style}
+	hc := &http.Client{
+		Timeout:   timeout,
+		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second},
+		// The client secret goes to the token endpoint only.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	// The secret as sent: raw in a form body, URL-encoded, and in the
+	// Basic header client_secret_basic builds (id and secret URL-encoded).
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(clientID)+":"+url.QueryEscape(secret)))
+	secrets := append([]string{secret, url.QueryEscape(secret)}, credentialSecrets(basic)...)
+	red := opts.Redactor
+	ts := newTokenSource(cfg, hc, opts.Clock, opts.Logger, func(tok *oauth2.Token) {
+		// Learned before the token is used, so that nothing it reaches
+		// can carry it out.
+		red.Add(tok.AccessToken, "Bearer "+tok.AccessToken, tok.RefreshToken)
+		if id, ok := tok.Extra("id_token").(string); ok {
+			red.Add(id)
+		}
+	})
+	return ts, secrets, nil
+}
+
+// loadClientCert reads a client certificate and its key (and the trusted
+// authorities, when named) into a TLS configuration. It returns the files'
+// bytes for the fingerprint.
+func loadClientCert(cc *ClientCertConfig) (*tls.Config, []string, error) {
+	certPEM, err := os.ReadFile(cc.Cert)
+	if err != nil {
+		return nil, nil, fmt.Errorf("credential: client_certificate: read cert %q: %w", cc.Cert, err)
+	}
+	keyPEM, err := os.ReadFile(cc.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("credential: client_certificate: read key %q: %w", cc.Key, err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		// The parser's message never holds key material.
+		return nil, nil, fmt.Errorf("credential: client_certificate: %q and %q are not a PEM certificate and its key: %w", cc.Cert, cc.Key, err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	material := []string{string(certPEM), string(keyPEM)}
+	if cc.CA != "" {
+		caPEM, err := os.ReadFile(cc.CA)
+		if err != nil {
+			return nil, nil, fmt.Errorf("credential: client_certificate: read ca %q: %w", cc.CA, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, nil, fmt.Errorf("credential: client_certificate: ca %q holds no PEM certificate", cc.CA)
+		}
+		cfg.RootCAs = pool
+		material = append(material, string(caPEM))
+	}
+	return cfg, material, nil
+}
+
+// apply adds the credential to an outbound request: a header, a query
+// parameter, or an access token (obtained or renewed when due). It
+// returns the access token sent ("" for the other forms).
+func (c *credential) apply(ctx context.Context, req *http.Request) (string, error) {
+	switch {
+	case c.tokens != nil:
+		tok, err := c.tokens.token(ctx)
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		return tok.AccessToken, nil
+	case c.query != "":
+		q := req.URL.Query()
+		q.Set(c.query, c.key)
+		req.URL.RawQuery = q.Encode()
+	case c.value != "":
+		req.Header.Set(c.header, c.value)
+	}
+	return "", nil
+}
+
+// stripCredential removes the query credential from a URL an upstream
+// handed back (a next link built from the request's own URL), so that
+// airlock never keeps, stores or returns it; Do adds it again.
+func (c *credential) stripCredential(u *url.URL) *url.URL {
+	if c == nil || c.query == "" || u == nil {
+		return u
+	}
+	q := u.Query()
+	if !q.Has(c.query) {
+		return u
+	}
+	q.Del(c.query)
+	out := *u
+	out.RawQuery = q.Encode()
+	return &out
+}
