@@ -301,7 +301,7 @@ func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Vio
 			case hasCanon && !jsonvalue.Equal(normalizeYAMLValue(canon), normalizeYAMLValue(av)):
 				vs = append(vs, Violation{Field: name, Rule: "alias_conflict", Decision: isDecision(name)})
 			case !hasCanon:
-				setPathCreate(doc, path, av)
+				jsonvalue.Put(doc, path, av)
 				canon, hasCanon = av, true
 				aliasesUsed = append(aliasesUsed, a.Name)
 			}
@@ -576,20 +576,6 @@ func isIntegerLiteral(v any) bool {
 		}
 	}
 	return true
-}
-
-func setPathCreate(doc map[string]any, path string, v any) {
-	parts := strings.Split(path, ".")
-	cur := doc
-	for _, p := range parts[:len(parts)-1] {
-		next, ok := cur[p].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			cur[p] = next
-		}
-		cur = next
-	}
-	cur[parts[len(parts)-1]] = v
 }
 
 // expiredAliases lists aliases whose until date has passed.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -128,15 +129,15 @@ func randomDoc(rng *rand.Rand, fields map[string]*FieldConfig, mostlyValid bool)
 		}
 		switch p := rng.IntN(100); {
 		case mostlyValid && p < 90, !mostlyValid && p < 40:
-			setPathCreate(doc, path, validFieldValue(rng, f))
+			jsonvalue.Put(doc, path, validFieldValue(rng, f))
 		case p < 95:
 			// absent
 		default:
-			setPathCreate(doc, path, randomFieldValue(rng, f))
+			jsonvalue.Put(doc, path, randomFieldValue(rng, f))
 		}
 		for _, a := range f.Aliases {
 			if rng.IntN(3) == 0 {
-				setPathCreate(doc, a.Name, randomFieldValue(rng, f))
+				jsonvalue.Put(doc, a.Name, randomFieldValue(rng, f))
 			}
 		}
 	}

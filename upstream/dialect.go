@@ -259,6 +259,19 @@ func totalVerdict(pg *page, total int, known bool, full bool) (reached bool) {
 	return pg.next.Seen == *t && !full
 }
 
+// newPage starts the verdict on a page of items read from the state st:
+// the items counted, the largest page seen, and whether this page was full
+// (see fullPage).
+func newPage(p PaginationConfig, st pageState, items []any) (pg page, full bool) {
+	pg = page{items: items, next: st}
+	pg.next.Started = true
+	pg.next.Seen += len(items)
+	full = fullPage(p, st, len(items))
+	pg.next.LastFull = len(items) >= p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
+	return pg, full
+}
+
 // fullPage reports whether a page of n items filled the page: the size
 // asked for, or the upstream's own smaller cap once a page showed it.
 func fullPage(p PaginationConfig, st pageState, n int) bool {
@@ -356,12 +369,7 @@ func (d linkDialect) query(p *listParams, st pageState) *url.URL {
 }
 
 func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
-	pg := page{items: items, next: st}
-	pg.next.Started = true
-	pg.next.Seen += len(items)
-	full := fullPage(d.p, st, len(items))
-	pg.next.LastFull = len(items) >= d.p.PageSize
-	pg.next.MaxPage = max(st.MaxPage, len(items))
+	pg, full := newPage(d.p, st, items)
 	total, known := readTotal(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	next := nextLink(resp.Header)

@@ -27,12 +27,7 @@ func (d nextURLDialect) query(p *listParams, st pageState) *url.URL {
 }
 
 func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
-	pg := page{items: items, next: st}
-	pg.next.Started = true
-	pg.next.Seen += len(items)
-	full := fullPage(d.p, st, len(items))
-	pg.next.LastFull = len(items) >= d.p.PageSize
-	pg.next.MaxPage = max(st.MaxPage, len(items))
+	pg, full := newPage(d.p, st, items)
 	total, known := readTotal(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	last, flagged := endFlag(d.p, doc)
@@ -100,12 +95,7 @@ func (d searchAfterDialect) query(p *listParams, st pageState) *url.URL {
 }
 
 func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
-	pg := page{items: items, next: st}
-	pg.next.Started = true
-	pg.next.Seen += len(items)
-	full := fullPage(d.p, st, len(items))
-	pg.next.LastFull = len(items) >= d.p.PageSize
-	pg.next.MaxPage = max(st.MaxPage, len(items))
+	pg, full := newPage(d.p, st, items)
 	if pit := d.p.PIT; pit != nil {
 		if pit.Response != "" {
 			if id, _ := jsonvalue.Get(doc, pit.Response); id != nil {

@@ -25,12 +25,7 @@ func (d graphqlDialect) query(p *listParams, st pageState) *url.URL {
 }
 
 func (d graphqlDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
-	pg := page{items: items, next: st}
-	pg.next.Started = true
-	pg.next.Seen += len(items)
-	full := fullPage(d.p, st, len(items))
-	pg.next.LastFull = len(items) >= d.p.PageSize
-	pg.next.MaxPage = max(st.MaxPage, len(items))
+	pg, full := newPage(d.p, st, items)
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
 	total, known := readTotal(d.p, nil, conn)
 	reached := totalVerdict(&pg, total, known, full)
