@@ -765,7 +765,7 @@ func TestParseConfig_PrincipalRestrictionsNameSomeone(t *testing.T) {
 		"    approval:",                                         // 22
 		"      mode: operator",                                  // 23
 		"      four_eyes: true",                                 // 24
-		"      approvers: {groups: [leads, \"\"]}",               // 25
+		"      approvers: {groups: [leads, \"\"]}",              // 25
 	)
 	checkErrors(t, parseErrors(t, yamlLines(lines...)), []wantErr{
 		{21, "actions.archive.principals", "name at least one group or scope"},
