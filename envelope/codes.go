@@ -432,7 +432,7 @@ var registry = []Code{
 		Recovery:   "an operator approves it outside the conversation: airlock approve SELECTION_ID or the review page",
 		NextAction: "Tell the user this commit needs approval and their client cannot show it; ask an operator to run airlock approve with the selection_id, then commit again."},
 	{Code: string(ProblemElicitationForged), Kind: KindProblem, Status: 400, Title: "Approval state not issued by airlock", Retryable: false,
-		Meaning:    "the approval round trip's state failed its integrity check: it was altered or made up",
+		Meaning:    "the approval round trip's state failed its integrity check: it was altered or made up, belongs to another selection, or is answered by another principal than the one asked",
 		Recovery:   "commit again without a state to be asked properly",
 		NextAction: "Call commit_bulk_action again with the same arguments and no request state; airlock will ask the user."},
 	{Code: string(ProblemElicitationReplayed), Kind: KindProblem, Status: 409, Title: "Approval state already used", Retryable: false,

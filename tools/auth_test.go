@@ -16,8 +16,10 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
@@ -93,6 +95,9 @@ func (l *oauthLab) post(t *testing.T, token, body string) httpAnswer {
 		if err := json.Unmarshal(b, &a.problem); err != nil {
 			t.Fatalf("problem body %s: %v", b, err)
 		}
+		// The transport's answer to a call: its problem counts as one
+		// a tool call produced.
+		recordProblems([]byte(`{"problem":` + string(b) + `}`))
 	}
 	return a
 }
@@ -361,4 +366,77 @@ func (c *fakeClock) set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
+}
+
+// principalsConfig is the demo with policies on principals: archive is
+// restricted to the ops group; pause_collection wants four eyes and an
+// approver from leads.
+func principalsConfig(base string) []byte {
+	doc := string(fixtures.DemoConfig(base))
+	doc = strings.Replace(doc, "    compensation: restore_state\n    approval: {mode: operator, destructive: true}",
+		"    compensation: restore_state\n    principals: {groups: [ops]}\n    approval: {mode: operator, destructive: true}", 1)
+	return []byte(strings.Replace(doc, "      unknown_category: [region]\n  resume_collection:",
+		"      unknown_category: [region]\n      four_eyes: true\n      approvers: {groups: [leads]}\n  resume_collection:", 1))
+}
+
+// TestPolicyOnPrincipals_RefusesThroughTheTools: an action restricted to a
+// group refuses the preview and the commit of a principal outside it; a
+// four-eyes policy refuses the commit of the principal who previewed
+// without asking them, an approvers restriction the commit of a principal
+// who may not approve; an approver from the group is asked.
+func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
+	h := newHarness(t, withConfig(principalsConfig))
+	ctx := server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true,
+		ProtocolVersion: "2026-07-28", ClientInfo: &mcp.Implementation{Name: "modern-client", Version: "1"},
+		ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}})
+	as := func(subject string, groups ...string) selection.Principal {
+		return selection.Principal{Subject: subject, ClientID: "agent", Groups: groups, Scopes: []string{ScopeWrite}, OAuth: true}
+	}
+	run := func(who selection.Principal, tool string, args map[string]any) (*envelope.Envelope, *Call) {
+		t.Helper()
+		call := &Call{RequestID: newRequestID(), Client: "mcp client modern-client 1", Principal: who}
+		call.Raw, _ = json.Marshal(args)
+		call.Request.Params.Name = tool
+		env := map[string]func(context.Context, *Call) *envelope.Envelope{"preview_selection": h.deps.preview, "commit_bulk_action": h.deps.commit}[tool](ctx, call)
+		env.Finish()
+		recordProblems(env.Marshal())
+		return env, call
+	}
+	wantCode := func(what string, env *envelope.Envelope, code envelope.ProblemCode) {
+		t.Helper()
+		if env.Problem == nil || env.Problem.Code != code || env.Problem.StateChanged != envelope.StateNone {
+			t.Fatalf("%s: %+v, want %s", what, env.Problem, code)
+		}
+	}
+
+	env, _ := run(as("dev-1", "dev"), "preview_selection", inactiveProjects(nil))
+	wantCode("a dev previews archive", env, envelope.ProblemPrincipalNotAllowed)
+	ok, _ := run(as("ops-1", "ops"), "preview_selection", inactiveProjects(nil))
+	if ok.Problem != nil {
+		t.Fatalf("ops previews archive: %+v", ok.Problem)
+	}
+	data := ok.Data.(map[string]any)
+	archiveCommit := map[string]any{"selection_id": data["selection_id"], "expected_digest": data["digest"], "action": archive, "mode": "execute"}
+	env, _ = run(as("dev-1", "dev"), "commit_bulk_action", archiveCommit)
+	wantCode("a dev commits ops' archive", env, envelope.ProblemPrincipalNotAllowed)
+
+	p, _ := run(as("alice", "dev"), "preview_selection", seedPreview(nil))
+	sel := p.Data.(map[string]any)
+	pauseCommit := map[string]any{"selection_id": sel["selection_id"], "expected_digest": sel["digest"], "action": pauseAction, "mode": "execute"}
+	env, call := run(as("alice", "dev"), "commit_bulk_action", pauseCommit)
+	wantCode("alice commits what she previewed", env, envelope.ProblemApprovalByRequester)
+	if call.InputRequired != nil {
+		t.Fatal("alice was asked to approve her own write")
+	}
+	env, call = run(as("writer"), "commit_bulk_action", pauseCommit)
+	wantCode("a writer outside leads commits", env, envelope.ProblemApproverNotAllowed)
+	if call.InputRequired != nil {
+		t.Fatal("a principal outside leads was asked to approve")
+	}
+	if _, call = run(as("bob", "leads"), "commit_bulk_action", pauseCommit); call.InputRequired == nil {
+		t.Fatal("bob (leads) was not asked to approve")
+	}
+	if n := h.writesTo(); n != 0 {
+		t.Fatalf("%d writes", n)
+	}
 }

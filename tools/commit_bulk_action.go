@@ -147,7 +147,7 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 					return envelope.ErrorEnvelope(p2)
 				}
 				if mrt.RequestState == "" && len(mrt.InputResponses) == 0 {
-					ask, p2 := d.askApproval(ctx, sel, need)
+					ask, p2 := d.askApproval(ctx, sel, need, call.Principal)
 					if p2 != nil {
 						return envelope.ErrorEnvelope(p2)
 					}

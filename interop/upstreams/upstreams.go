@@ -1,13 +1,14 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
 // PocketBase and Debian's docker-registry), seeds them deterministically, and
-// reads their ground truth directly over HTTP.
+// reads their ground truth directly over HTTP; and oidc-provider, the
+// authorization server of the authorization suite.
 //
 // It must never import anything of airlock's: its truth is what the
 // upstream itself holds, read by code that shares nothing with the code under
 // test.
 //
 // The whole suite runs only when AIRLOCK_TEST_REAL_UPSTREAMS=1, so that a
-// plain `go test ./...` stays fast. A missing tool (interop/node_modules,
+// plain `go test ./...` stays fast. A missing tool (node, interop/node_modules,
 // the PocketBase module download, /usr/bin/docker-registry) skips the test,
 // unless AIRLOCK_REQUIRE_INTEROP=1 turns the skip into a failure.
 package upstreams
