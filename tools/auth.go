@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -123,7 +124,22 @@ type OAuth struct {
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
 	keysAt   time.Time
+	gen      uint64 // counts the key sets
+	verified map[[sha256.Size]byte]verifiedToken
 }
+
+// verifiedToken is a token that passed every check, remembered so that the
+// next call carrying it costs a hash rather than a signature check. Its
+// time checks run again on every use, and it is forgotten with the key set
+// that verified it.
+type verifiedToken struct {
+	p        selection.Principal
+	exp, nbf time.Time // nbf zero when the token has none
+	gen      uint64
+}
+
+// maxVerified bounds the verified tokens remembered.
+const maxVerified = 4096
 
 // NewOAuth checks the options and, unless JWKSURL is set, reads the
 // issuer's discovery document (an error when it cannot: serve fails at
@@ -235,9 +251,9 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 
 func (l *limitedBody) Close() error { return l.c.Close() }
 
-// current returns the verifier, with a fresh key set once the keys in hand
-// are older than KeysMaxAge.
-func (o *OAuth) current() *oidc.IDTokenVerifier {
+// current returns the verifier and its key set's generation, with a fresh
+// key set once the keys in hand are older than KeysMaxAge.
+func (o *OAuth) current() (*oidc.IDTokenVerifier, uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.opts.Clock.Now()
@@ -249,8 +265,10 @@ func (o *OAuth) current() *oidc.IDTokenVerifier {
 			Now:                  func() time.Time { return o.opts.Clock.Now().Add(-skew) },
 		})
 		o.keysAt = now
+		o.gen++
+		o.verified = map[[sha256.Size]byte]verifiedToken{}
 	}
-	return o.verifier
+	return o.verifier, o.gen
 }
 
 // TokenError says why an access token was refused, in words fixed by
@@ -283,46 +301,98 @@ type claims struct {
 // its issuer, its audience (the resource or one of Audiences), its expiry
 // and not-before with the skew, and a subject. It returns the principal
 // the token names, with its scopes and groups; a refusal is a *TokenError.
+// A token that passed is remembered by its hash until the key set that
+// verified it is replaced (KeysMaxAge), so that the next call carrying it
+// skips the signature check; its expiry and not-before are checked again
+// on every use.
 func (o *OAuth) Verify(ctx context.Context, raw string) (selection.Principal, error) {
-	tok, err := o.current().Verify(ctx, raw)
+	key := sha256.Sum256([]byte(raw))
+	_, gen := o.current()
+	o.mu.Lock()
+	v, ok := o.verified[key]
+	o.mu.Unlock()
+	if ok && v.gen == gen {
+		now := o.opts.Clock.Now()
+		switch {
+		case v.exp.Before(now.Add(-o.opts.Skew)):
+			return selection.Principal{}, &TokenError{Reason: "the token expired"}
+		case !v.nbf.IsZero() && v.nbf.After(now.Add(o.opts.Skew)):
+			return selection.Principal{}, &TokenError{Reason: "the token is not valid yet"}
+		}
+		p := v.p
+		p.Scopes, p.Groups = slices.Clone(p.Scopes), slices.Clone(p.Groups)
+		return p, nil
+	}
+	p, exp, nbf, err := o.verify(ctx, raw)
+	if err != nil {
+		return selection.Principal{}, err
+	}
+	o.mu.Lock()
+	if o.gen == gen {
+		if len(o.verified) >= maxVerified {
+			now := o.opts.Clock.Now()
+			for k, t := range o.verified {
+				if t.exp.Before(now.Add(-o.opts.Skew)) {
+					delete(o.verified, k)
+				}
+			}
+			if len(o.verified) >= maxVerified {
+				clear(o.verified)
+			}
+		}
+		o.verified[key] = verifiedToken{p: p, exp: exp, nbf: nbf, gen: gen}
+	}
+	o.mu.Unlock()
+	p.Scopes, p.Groups = slices.Clone(p.Scopes), slices.Clone(p.Groups)
+	return p, nil
+}
+
+// verify runs every check of Verify on a token, with no memory of earlier
+// ones; it also returns the token's exp and nbf.
+func (o *OAuth) verify(ctx context.Context, raw string) (p selection.Principal, exp, nbf time.Time, err error) {
+	verifier, _ := o.current()
+	tok, err := verifier.Verify(ctx, raw)
 	if err != nil {
 		// Every failure refuses the token; the reason only says which
 		// check failed (go-oidc types the expiry alone).
 		var expired *oidc.TokenExpiredError
 		switch {
 		case errors.As(err, &expired):
-			return selection.Principal{}, &TokenError{Reason: "the token expired", Err: err}
+			return p, exp, nbf, &TokenError{Reason: "the token expired", Err: err}
 		case strings.Contains(err.Error(), "different provider"):
-			return selection.Principal{}, &TokenError{Reason: "the token was issued by another issuer", Err: err}
+			return p, exp, nbf, &TokenError{Reason: "the token was issued by another issuer", Err: err}
 		case strings.Contains(err.Error(), "nbf"):
-			return selection.Principal{}, &TokenError{Reason: "the token is not valid yet", Err: err}
+			return p, exp, nbf, &TokenError{Reason: "the token is not valid yet", Err: err}
 		case strings.Contains(err.Error(), "malformed jwt"):
-			return selection.Principal{}, &TokenError{Reason: "the token is not a JWT signed with an accepted algorithm", Err: err}
+			return p, exp, nbf, &TokenError{Reason: "the token is not a JWT signed with an accepted algorithm", Err: err}
 		default:
-			return selection.Principal{}, &TokenError{Reason: "the token's signature does not verify with the issuer's published keys", Err: err}
+			return p, exp, nbf, &TokenError{Reason: "the token's signature does not verify with the issuer's published keys", Err: err}
 		}
 	}
 	if !slices.ContainsFunc(tok.Audience, func(a string) bool { return slices.Contains(o.audiences, a) }) {
-		return selection.Principal{}, &TokenError{Reason: "the token is for another resource (its audience is not this server)"}
+		return p, exp, nbf, &TokenError{Reason: "the token is for another resource (its audience is not this server)"}
 	}
 	if tok.Subject == "" {
-		return selection.Principal{}, &TokenError{Reason: "the token names no subject"}
+		return p, exp, nbf, &TokenError{Reason: "the token names no subject"}
 	}
 	var c claims
 	if err := tok.Claims(&c); err != nil {
-		return selection.Principal{}, &TokenError{Reason: "the token's claims cannot be read", Err: err}
+		return p, exp, nbf, &TokenError{Reason: "the token's claims cannot be read", Err: err}
 	}
-	if c.NotBefore != nil && time.Unix(int64(*c.NotBefore), 0).After(o.opts.Clock.Now().Add(o.opts.Skew)) {
-		return selection.Principal{}, &TokenError{Reason: "the token is not valid yet"}
+	if c.NotBefore != nil {
+		nbf = time.Unix(int64(*c.NotBefore), 0)
+		if nbf.After(o.opts.Clock.Now().Add(o.opts.Skew)) {
+			return p, exp, nbf, &TokenError{Reason: "the token is not valid yet"}
+		}
 	}
 	var all map[string]json.RawMessage
 	_ = tok.Claims(&all)
-	p := selection.Principal{Subject: tok.Subject, ClientID: c.ClientID, OAuth: true,
+	p = selection.Principal{Subject: tok.Subject, ClientID: c.ClientID, OAuth: true,
 		Scopes: scopesOf(c.Scope, c.Scp), Groups: stringsOf(all[o.opts.GroupsClaim])}
 	if p.ClientID == "" {
 		p.ClientID = c.Azp
 	}
-	return p, nil
+	return p, tok.Expiry, nbf, nil
 }
 
 // scopesOf reads scope (a space-separated string) and scp (an array of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -300,14 +301,16 @@ func TestOAuth_ScopesChooseTools(t *testing.T) {
 // TestOAuth_KeyRotationWithoutRestart: a token signed by a key the issuer
 // has just added is accepted at once (the JWKS is read again for an
 // unknown key), and a key the issuer removed stops verifying once the keys
-// in hand are older than KeysMaxAge; no restart either way.
+// in hand are older than KeysMaxAge, even for a token airlock remembers as
+// verified; no restart either way.
 func TestOAuth_KeyRotationWithoutRestart(t *testing.T) {
 	l := newOAuthLab(t, func(o *OAuthOptions) { o.KeysMaxAge = 10 * time.Minute })
 	old, next := l.key, newIssuerKey(t, "k2")
 	token := func(k issuerKey) string {
-		return sign(t, k, l.iss.claims(l.resource, "alice", "airlock:read", l.clock.Now(), 5*time.Minute))
+		return sign(t, k, l.iss.claims(l.resource, "alice", "airlock:read", l.clock.Now(), time.Hour))
 	}
-	if a := l.post(t, token(old), initialize); a.status != http.StatusOK {
+	oldToken := token(old)
+	if a := l.post(t, oldToken, initialize); a.status != http.StatusOK {
 		t.Fatalf("the first key: %d", a.status)
 	}
 	reads := l.iss.jwksReads.Load()
@@ -319,9 +322,16 @@ func TestOAuth_KeyRotationWithoutRestart(t *testing.T) {
 		t.Fatalf("the JWKS was read %d more times for one new key, want 1", l.iss.jwksReads.Load()-reads)
 	}
 	l.iss.publish(next)
+	if a := l.post(t, oldToken, initialize); a.status != http.StatusOK {
+		t.Fatalf("a token verified before the key was removed, within KeysMaxAge: %d", a.status)
+	}
 	l.clock.Advance(10 * time.Minute)
+	// The same token, remembered as verified: forgotten with its key set.
+	if a := l.post(t, oldToken, initialize); a.status != http.StatusUnauthorized {
+		t.Fatalf("a token of a key the issuer removed, after KeysMaxAge: %d", a.status)
+	}
 	if a := l.post(t, token(old), initialize); a.status != http.StatusUnauthorized {
-		t.Fatalf("a key the issuer removed, after KeysMaxAge: %d", a.status)
+		t.Fatalf("a new token of a key the issuer removed: %d", a.status)
 	}
 	if a := l.post(t, token(next), initialize); a.status != http.StatusOK {
 		t.Fatalf("the current key: %d %s", a.status, a.body)
@@ -438,5 +448,30 @@ func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
 	}
 	if n := h.writesTo(); n != 0 {
 		t.Fatalf("%d writes", n)
+	}
+}
+
+// TestOAuth_ARememberedTokenIsTimeCheckedOnEveryUse: a token verified once
+// is not verified again on the next call, but its expiry is checked on
+// every use: past it (and the skew) the same token is refused.
+func TestOAuth_ARememberedTokenIsTimeCheckedOnEveryUse(t *testing.T) {
+	l := newOAuthLab(t)
+	tok := sign(t, l.key, l.iss.claims(l.resource, "alice", "airlock:read", l.clock.Now(), time.Minute))
+	p, err := l.oauth.Verify(t.Context(), tok)
+	if err != nil || p.Subject != "alice" {
+		t.Fatalf("first use: %+v %v", p, err)
+	}
+	reads := l.iss.jwksReads.Load()
+	l.iss.publish() // the issuer publishes no key: only memory can accept it now
+	if p, err := l.oauth.Verify(t.Context(), tok); err != nil || p.Subject != "alice" || fmt.Sprint(p.Scopes) != "[airlock:read]" {
+		t.Fatalf("second use: %+v %v", p, err)
+	}
+	l.clock.Advance(time.Minute + DefaultSkew + time.Second)
+	var te *TokenError
+	if _, err := l.oauth.Verify(t.Context(), tok); !errors.As(err, &te) || te.Reason != "the token expired" {
+		t.Fatalf("past its expiry: %v", err)
+	}
+	if l.iss.jwksReads.Load() != reads {
+		t.Fatal("a remembered token made airlock read the JWKS")
 	}
 }
