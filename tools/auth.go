@@ -126,6 +126,7 @@ type OAuth struct {
 	keysAt   time.Time
 	gen      uint64 // counts the key sets
 	verified map[[sha256.Size]byte]verifiedToken
+	sessions sessionOwners
 }
 
 // verifiedToken is a token that passed every check, remembered so that the
@@ -522,7 +523,62 @@ func authenticate(w http.ResponseWriter, r *http.Request, opts HTTPOptions) (*ht
 			"the token lacks a scope this server requires")
 		return nil, false
 	}
+	if !opts.OAuth.sessions.claim(r, p.Recorded().Subject) {
+		opts.Logger.Warn("refused a request on another principal's session", "path", r.URL.Path, "subject", p.Recorded().Subject)
+		http.Error(w, "no such session", http.StatusNotFound)
+		return nil, false
+	}
 	return r.WithContext(WithPrincipal(r.Context(), p)), true
+}
+
+// sessionOwners binds each MCP session (streamable HTTP's Mcp-Session-Id,
+// SSE's sessionId) to the subject that first used it: a session is its
+// principal's, and another token holding its id is answered as if it did
+// not exist (so that nobody answers another's approval request on it).
+type sessionOwners struct {
+	mu     sync.Mutex
+	owners map[string]string
+}
+
+// maxSessionOwners bounds the sessions remembered; past it, half of them
+// (any half) are forgotten, and a forgotten session is bound again by its
+// next use.
+const maxSessionOwners = 1 << 16
+
+// claim reports whether subject may use the session r names (none: yes),
+// binding it to subject on first use; a DELETE ends the binding.
+func (s *sessionOwners) claim(r *http.Request, subject string) bool {
+	id := r.Header.Get(server.HeaderKeySessionID)
+	if id == "" && r.URL.Path == "/message" {
+		id = r.URL.Query().Get("sessionId")
+	}
+	if id == "" {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owners == nil {
+		s.owners = map[string]string{}
+	}
+	owner, ok := s.owners[id]
+	switch {
+	case ok && owner != subject:
+		return false
+	case r.Method == http.MethodDelete:
+		delete(s.owners, id)
+	case !ok:
+		if len(s.owners) >= maxSessionOwners {
+			n := 0
+			for k := range s.owners {
+				if n++; n > maxSessionOwners/2 {
+					break
+				}
+				delete(s.owners, k)
+			}
+		}
+		s.owners[id] = subject
+	}
+	return true
 }
 
 // challenge answers 401 or 403 with the WWW-Authenticate header the MCP

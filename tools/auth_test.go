@@ -475,3 +475,46 @@ func TestOAuth_ARememberedTokenIsTimeCheckedOnEveryUse(t *testing.T) {
 		t.Fatal("a remembered token made airlock read the JWKS")
 	}
 }
+
+// TestOAuth_ASessionIsItsPrincipals: a streamable-HTTP session belongs to
+// the principal that opened it; another token presenting its id is told
+// there is no such session, and the owner goes on using it.
+func TestOAuth_ASessionIsItsPrincipals(t *testing.T) {
+	l := newOAuthLab(t)
+	alice, bob := l.token(t, "alice", "airlock:write"), l.token(t, "bob", "airlock:write")
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, l.url, strings.NewReader(initialize))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatal("no session")
+	}
+	send := func(token string) int {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, l.url, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Mcp-Session-Id", session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := send(alice); got != http.StatusOK {
+		t.Fatalf("alice on her session: %d", got)
+	}
+	if got := send(bob); got != http.StatusNotFound {
+		t.Fatalf("bob on alice's session: %d, want 404", got)
+	}
+	if got := send(alice); got != http.StatusOK {
+		t.Fatalf("alice on her session after bob's try: %d", got)
+	}
+}
