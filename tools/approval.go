@@ -260,6 +260,9 @@ func describeActions(rt *upstream.Runtime, r *upstream.Resource) []map[string]an
 		if c.Compensation != "" {
 			m["compensation"] = c.Compensation
 		}
+		if c.Principals != nil {
+			m["principals"] = principalsRule(c.Principals)
+		}
 		out = append(out, m)
 	}
 	return out
@@ -287,6 +290,25 @@ func approvalPolicy(p *upstream.ApprovalConfig) map[string]any {
 	}
 	if p.TTL > 0 {
 		m["ttl_seconds"] = int(p.TTL.Seconds())
+	}
+	if p.FourEyes {
+		m["four_eyes"] = true
+	}
+	if p.Approvers != nil {
+		m["approvers"] = principalsRule(p.Approvers)
+	}
+	return m
+}
+
+// principalsRule renders a principals restriction: the groups and scopes
+// that let an OAuth principal through.
+func principalsRule(p *upstream.PrincipalsConfig) map[string]any {
+	m := map[string]any{}
+	if len(p.Groups) > 0 {
+		m["groups"] = p.Groups
+	}
+	if len(p.Scopes) > 0 {
+		m["scopes"] = p.Scopes
 	}
 	return m
 }

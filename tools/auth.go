@@ -508,19 +508,15 @@ func authenticate(w http.ResponseWriter, r *http.Request, opts HTTPOptions) (*ht
 		challenge(w, opts, http.StatusUnauthorized, "invalid_token", "", reason)
 		return nil, false
 	}
-	var missing []string
-	for _, s := range opts.OAuth.opts.RequiredScopes {
-		if !slices.Contains(p.Scopes, s) {
-			missing = append(missing, s)
-		}
+	// The scopes every token needs: the required ones and airlock:read
+	// (unless it has airlock:write, which covers it).
+	need := slices.Clone(opts.OAuth.opts.RequiredScopes)
+	if !slices.Contains(p.Scopes, ScopeWrite) {
+		need = append(need, ScopeRead)
 	}
-	if !slices.Contains(p.Scopes, ScopeRead) && !slices.Contains(p.Scopes, ScopeWrite) {
-		missing = append(missing, ScopeRead)
-	}
-	if len(missing) > 0 {
-		opts.Logger.Warn("refused an access token without a required scope", "path", r.URL.Path, "subject", p.Recorded().Subject, "missing", missing)
-		challenge(w, opts, http.StatusForbidden, "insufficient_scope", strings.Join(append(missing, opts.OAuth.opts.RequiredScopes...), " "),
-			"the token lacks a scope this server requires")
+	if slices.ContainsFunc(need, func(s string) bool { return !slices.Contains(p.Scopes, s) }) {
+		opts.Logger.Warn("refused an access token without a required scope", "path", r.URL.Path, "subject", p.Recorded().Subject, "needs", need)
+		challenge(w, opts, http.StatusForbidden, "insufficient_scope", strings.Join(need, " "), "the token lacks a scope this server requires")
 		return nil, false
 	}
 	if !opts.OAuth.sessions.claim(r, p.Recorded().Subject) {

@@ -449,6 +449,20 @@ func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
 	if n := h.writesTo(); n != 0 {
 		t.Fatalf("%d writes", n)
 	}
+	// The agent learns the policies before it previews.
+	described := map[string]string{}
+	for _, r := range h.call("describe_resources", map[string]any{}).data["resources"].([]any) {
+		for _, a := range r.(map[string]any)["actions"].([]any) {
+			a := a.(map[string]any)
+			described[a["name"].(string)] = fmt.Sprint(a["principals"], a["approval"])
+		}
+	}
+	if got := described["archive"]; !strings.Contains(got, "map[groups:[ops]]") {
+		t.Errorf("describe_resources shows archive as %s", got)
+	}
+	if got := described["pause_collection"]; !strings.Contains(got, "approvers:map[groups:[leads]]") || !strings.Contains(got, "four_eyes:true") {
+		t.Errorf("describe_resources shows pause_collection as %s", got)
+	}
 }
 
 // TestOAuth_ARememberedTokenIsTimeCheckedOnEveryUse: a token verified once
@@ -516,5 +530,44 @@ func TestOAuth_ASessionIsItsPrincipals(t *testing.T) {
 	}
 	if got := send(alice); got != http.StatusOK {
 		t.Fatalf("alice on her session after bob's try: %d", got)
+	}
+}
+
+// TestOAuth_ScopesComeFromScopeOrScpAndRequiredOnesAreEnforced: a token's
+// scopes are read from scope (a string) or scp (an array or a string); a
+// scope the server requires besides airlock's is 403 insufficient_scope,
+// naming it, when missing.
+func TestOAuth_ScopesComeFromScopeOrScpAndRequiredOnesAreEnforced(t *testing.T) {
+	l := newOAuthLab(t, func(o *OAuthOptions) { o.RequiredScopes = []string{"mcp"} })
+	with := func(k string, v any) string {
+		c := l.iss.claims(l.resource, "alice", "", l.clock.Now(), time.Minute)
+		delete(c, "scope")
+		c[k] = v
+		return sign(t, l.key, c)
+	}
+	for name, tc := range map[string]struct {
+		token  string
+		want   []string
+		status int
+	}{
+		"scope string":  {with("scope", "mcp airlock:read"), []string{"airlock:read", "mcp"}, http.StatusOK},
+		"scp array":     {with("scp", []string{"mcp", "airlock:write"}), []string{"airlock:write", "mcp"}, http.StatusOK},
+		"scp string":    {with("scp", "airlock:read mcp"), []string{"airlock:read", "mcp"}, http.StatusOK},
+		"without mcp":   {with("scope", "airlock:write"), []string{"airlock:write"}, http.StatusForbidden},
+		"neither claim": {with("scope_list", "airlock:write mcp"), nil, http.StatusForbidden},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := l.oauth.Verify(t.Context(), tc.token)
+			if err != nil || !slices.Equal(p.Scopes, tc.want) {
+				t.Fatalf("scopes %v (%v), want %v", p.Scopes, err, tc.want)
+			}
+			a := l.post(t, tc.token, initialize)
+			if a.status != tc.status {
+				t.Fatalf("status %d %q, want %d", a.status, a.challenge, tc.status)
+			}
+			if tc.status == http.StatusForbidden && (!strings.Contains(a.challenge, `error="insufficient_scope"`) || !strings.Contains(a.challenge, `scope="mcp`)) {
+				t.Fatalf("challenge %q does not name the missing scope", a.challenge)
+			}
+		})
 	}
 }
