@@ -137,6 +137,12 @@ const (
 
 	ProblemReviewAccessDenied ProblemCode = "REVIEW_ACCESS_DENIED"
 	ProblemReviewFormInvalid  ProblemCode = "REVIEW_FORM_INVALID"
+
+	ProblemInvalidToken        ProblemCode = "INVALID_TOKEN"
+	ProblemInsufficientScope   ProblemCode = "INSUFFICIENT_SCOPE"
+	ProblemPrincipalNotAllowed ProblemCode = "PRINCIPAL_NOT_ALLOWED"
+	ProblemApprovalByRequester ProblemCode = "APPROVAL_BY_REQUESTER"
+	ProblemApproverNotAllowed  ProblemCode = "APPROVER_NOT_ALLOWED"
 )
 
 // Blocker codes (why a selection is not committable, besides the scan's
@@ -418,12 +424,32 @@ var registry = []Code{
 		Meaning:    "the decision did not come from the review page airlock served to this browser: its anti-forgery token or origin is missing or wrong",
 		Recovery:   "reload the selection's review page and decide from it",
 		NextAction: "Do not retry. Ask the operator to reload the review page and decide from it."},
+	{Code: string(ProblemInvalidToken), Kind: KindProblem, Status: 401, Title: "Access token not accepted", Retryable: false,
+		Meaning:    "the HTTP transport requires a bearer token: the configured static token, or an OAuth access token of the configured issuer for this server, unexpired and signed by a key the issuer publishes; the request had none or one that failed a check (detail says which)",
+		Recovery:   "send the static token, or get a new access token for this server (the WWW-Authenticate header's resource_metadata names the authorization server), as Authorization: Bearer",
+		NextAction: "Do not retry with the same token. The MCP client must obtain a new access token for this server, then connect again."},
+	{Code: string(ProblemInsufficientScope), Kind: KindProblem, Status: 403, Title: "Scope too small for this tool", Retryable: false,
+		Meaning:    "the access token's scopes do not include the tool called: airlock:read gives the read tools, airlock:write adds preview_selection and commit_bulk_action",
+		Recovery:   "use a token with the scope named in the WWW-Authenticate header, or only the tools tools/list offers",
+		NextAction: "Do not retry this tool with the same token. Use only the tools that tools/list offers, or ask the user for a token with the scope named in the answer."},
+	{Code: string(ProblemPrincipalNotAllowed), Kind: KindProblem, Status: 403, Title: "Action restricted to other principals", Retryable: false,
+		Meaning:    "the action's configuration restricts who may preview and commit it to named groups or scopes, and the authenticated principal holds none of them",
+		Recovery:   "someone holding one of the action's groups or scopes must preview and commit it",
+		NextAction: "Do not retry. Tell the user this action is restricted to other people; someone allowed to run it must preview and commit it."},
+	{Code: string(ProblemApprovalByRequester), Kind: KindProblem, Status: 403, Title: "Approver asked for the write", Retryable: false,
+		Meaning:    "the action's approval policy wants four eyes: the principal who previewed the selection cannot approve it",
+		Recovery:   "another principal approves it: another person through their own MCP client, or an operator (airlock approve, the review page)",
+		NextAction: "Do not retry as the same user. Ask another person to approve this selection, then commit again."},
+	{Code: string(ProblemApproverNotAllowed), Kind: KindProblem, Status: 403, Title: "Approver not allowed", Retryable: false,
+		Meaning:    "the action's approval policy restricts who may approve to named groups or scopes, and the principal deciding holds none of them",
+		Recovery:   "someone holding one of the policy's approver groups or scopes approves it",
+		NextAction: "Do not retry as the same user. Ask someone allowed to approve this action to approve the selection, then commit again."},
 	{Code: string(ProblemClientApprovalMissing), Kind: KindProblem, Status: 403, Title: "The client cannot ask the user", Retryable: false,
 		Meaning:    "the action requires approval through the MCP client, and this client cannot show an approval request (no elicitation); airlock never answers yes on a person's behalf",
 		Recovery:   "an operator approves it outside the conversation: airlock approve SELECTION_ID or the review page",
 		NextAction: "Tell the user this commit needs approval and their client cannot show it; ask an operator to run airlock approve with the selection_id, then commit again."},
 	{Code: string(ProblemElicitationForged), Kind: KindProblem, Status: 400, Title: "Approval state not issued by airlock", Retryable: false,
-		Meaning:    "the approval round trip's state failed its integrity check: it was altered or made up",
+		Meaning:    "the approval round trip's state failed its integrity check: it was altered or made up, belongs to another selection, or is answered by another principal than the one asked",
 		Recovery:   "commit again without a state to be asked properly",
 		NextAction: "Call commit_bulk_action again with the same arguments and no request state; airlock will ask the user."},
 	{Code: string(ProblemElicitationReplayed), Kind: KindProblem, Status: 409, Title: "Approval state already used", Retryable: false,

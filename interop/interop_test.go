@@ -178,7 +178,12 @@ func runScript(t *testing.T, node, script, mode, target string, serverArgs ...st
 // its log is shown if the test fails.
 func startHTTPServer(t *testing.T, bin string, extra ...string) string {
 	t.Helper()
-	addr := freeLoopbackAddr(t)
+	return startHTTPServerAt(t, bin, freeLoopbackAddr(t), extra...)
+}
+
+// startHTTPServerAt is startHTTPServer on addr, for flags that name it.
+func startHTTPServerAt(t *testing.T, bin, addr string, extra ...string) string {
+	t.Helper()
 	var logBuf syncBuffer
 	cmd := exec.Command(bin, append([]string{"serve", "--demo", "--http", addr, "--store", filepath.Join(t.TempDir(), "airlock.db")}, extra...)...)
 	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf

@@ -65,6 +65,10 @@ type Options struct {
 	// Without one, the page serves loopback clients on a loopback host
 	// name only.
 	Token string
+	// Principal is recorded as who decided, beside the typed name: the
+	// holder of Token, or local without one (the zero value is recorded
+	// as unrecorded).
+	Principal selection.Principal
 }
 
 const (
@@ -342,7 +346,7 @@ func (rv *page) decide(w http.ResponseWriter, r *http.Request) {
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	who := "review page: " + name + " from " + host
 	ap, p := rv.d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision, Who: who,
-		Channel: selection.ChannelReviewPage, Acknowledgements: acks, RequestID: newRequestID()})
+		Channel: selection.ChannelReviewPage, Acknowledgements: acks, RequestID: newRequestID(), Principal: rv.opts.Principal})
 	if p != nil {
 		rv.fail(w, r, p)
 		return

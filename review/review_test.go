@@ -523,3 +523,57 @@ func TestPage_Access(t *testing.T) {
 		t.Fatalf("mounted: /mcp without a bearer: %d", w.Code)
 	}
 }
+
+// TestSelectionPage_ShowsWhoAskedAndWhoDecided: the page says who asked
+// for the write (the principal that previewed it) beside the decision,
+// and records and shows the principal of each decision; under a four-eyes
+// policy the principal who asked cannot approve through the page.
+func TestSelectionPage_ShowsWhoAskedAndWhoDecided(t *testing.T) {
+	h := newHarness(t, func(doc string) string {
+		return strings.Replace(doc, "approval: {mode: operator, destructive: true}", "approval: {mode: operator, destructive: true, four_eyes: true}", 1)
+	})
+	// The agent's client is in process: it asks as local.
+	reviewer := selection.Principal{Subject: selection.SubjectReviewToken, ClientID: "review-page"}
+	base := h.serve(h.reviewDeps(nil), review.Options{Token: "review-secret", Principal: reviewer})
+	b := newBrowser(t, base)
+	if code, _ := b.get("/review/?token=review-secret"); code != 200 {
+		t.Fatalf("open with the token: %d", code)
+	}
+	p := h.preview(map[string]any{"resource": "projects", "ids": []any{"proj_0004"}, "action": archive})
+	selID := p["selection_id"].(string)
+	_, page := b.get("/review/selections/" + selID)
+	if !strings.Contains(section(t, page, `id="decision"`, `</section>`), `id="asked-by">local (stdio)<`) {
+		t.Fatalf("the decision does not say who asked:\n%s", section(t, page, `id="decision"`, `</section>`))
+	}
+	form := b.form(selID)
+	form.Set("decision", "approve")
+	form.Set("name", "Ada")
+	form.Set("digest", p["digest"].(string))
+	form.Set("acknowledge", "yes")
+	code, pr, page := b.post("/review/selections/"+selID+"/decision", form, base)
+	if code != 200 || pr != nil || !strings.Contains(page, "approved by review page: Ada from 127.0.0.1 as review-token (review-page)") {
+		t.Fatalf("approve (%d, %+v):\n%s", code, pr, page)
+	}
+	if !strings.Contains(section(t, page, `id="decisions"`, `</table>`), "<td>review-token (review-page)</td>") {
+		t.Fatalf("the decisions table does not name the principal:\n%s", section(t, page, `id="decisions"`, `</table>`))
+	}
+	if aps := h.approvals(selID); len(aps) != 1 || aps[0].Principal.Subject != selection.SubjectReviewToken {
+		t.Fatalf("approval records %+v", aps)
+	}
+
+	// A page without a token is reached from this machine: local, the
+	// principal who asked. Four eyes refuses it.
+	local := newBrowser(t, h.serve(h.reviewDeps(nil), review.Options{Principal: selection.Principal{Subject: selection.SubjectLocal, ClientID: "review-page"}}))
+	q := h.preview(map[string]any{"resource": "projects", "ids": []any{"proj_0005"}, "action": archive})
+	form = local.form(q["selection_id"].(string))
+	form.Set("decision", "approve")
+	form.Set("name", "Ada")
+	form.Set("digest", q["digest"].(string))
+	form.Set("acknowledge", "yes")
+	if _, pr, _ := local.post("/review/selections/"+q["selection_id"].(string)+"/decision", form, local.base); pr == nil || pr.Code != envelope.ProblemApprovalByRequester {
+		t.Fatalf("local approves what local asked, under four eyes: %+v", pr)
+	}
+	if aps := h.approvals(q["selection_id"].(string)); len(aps) != 0 {
+		t.Fatalf("a refused approval was recorded: %+v", aps)
+	}
+}

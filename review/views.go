@@ -53,10 +53,10 @@ func (rv *page) standing(ctx context.Context, sel *selection.Selection, now time
 	for i := len(aps) - 1; i >= 0; i-- {
 		switch ap := aps[i]; ap.Decision {
 		case selection.DecisionRejected:
-			return standing{StateRejected, "rejected by " + ap.Who}
+			return standing{StateRejected, "rejected by " + ap.Who + " as " + ap.Principal.String()}
 		case selection.DecisionApproved:
 			if ap.UsedBy == "" && now.Before(ap.ExpiresAt) {
-				return standing{StateApproved, "approved by " + ap.Who + ", usable until " + ap.ExpiresAt.UTC().Format("15:04:05 UTC")}
+				return standing{StateApproved, "approved by " + ap.Who + " as " + ap.Principal.String() + ", usable until " + ap.ExpiresAt.UTC().Format("15:04:05 UTC")}
 			}
 		}
 	}

@@ -253,6 +253,9 @@ type DecisionRequest struct {
 	Channel          string
 	Acknowledgements []string
 	RequestID        string
+	// Principal is who decides: checked against the action's approval
+	// policy (four eyes, approvers) and recorded with the decision.
+	Principal Principal
 }
 
 // Decide records a person's decision about a selection and its action. An
@@ -281,6 +284,19 @@ func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, *env
 	if d.Decision == DecisionApproved && !sel.Committable {
 		return nil, problem(envelope.ProblemNotCommittable, "A selection that cannot be committed cannot be approved.")
 	}
+	if e.Runtime != nil {
+		a := e.Runtime.Actions[sel.Action.Type]
+		switch d.Decision {
+		case DecisionApproved:
+			if p := MayApprove(sel, a, d.Principal); p != nil {
+				return nil, p
+			}
+		case DecisionRejected:
+			if p := mayDecide(a, d.Principal); p != nil {
+				return nil, p
+			}
+		}
+	}
 	approvals, err := e.Store.Approvals(ctx, sel.ID)
 	if err != nil {
 		return nil, e.internal("read approvals", err)
@@ -303,7 +319,7 @@ func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, *env
 	ap := &Approval{
 		ID: "apr_" + uuid.NewString(), RequestID: d.RequestID, SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest,
 		TargetCount: sel.Summary.Members, Decision: d.Decision, Who: d.Who, Channel: d.Channel, Acknowledgements: d.Acknowledgements,
-		CreatedAt: now, ExpiresAt: expires,
+		CreatedAt: now, ExpiresAt: expires, Principal: d.Principal.Recorded(),
 	}
 	if ap.Acknowledgements == nil {
 		ap.Acknowledgements = []string{}
@@ -312,7 +328,8 @@ func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, *env
 		return nil, e.internal("record approval", err)
 	}
 	e.audit(ctx, AuditEvent{At: now, Kind: AuditDecision, SelectionID: sel.ID, Digest: sel.Digest, Actor: d.Who, Event: d.Decision,
-		RequestID: d.RequestID, Detail: fmt.Sprintf("channel %s, %d targets, action %s", d.Channel, sel.Summary.Members, sel.Action.Type)})
+		RequestID: d.RequestID, Detail: fmt.Sprintf("channel %s, %d targets, action %s", d.Channel, sel.Summary.Members, sel.Action.Type),
+		Principal: d.Principal.Recorded()})
 	return ap, nil
 }
 

@@ -46,5 +46,5 @@ func (e *Engine) Audit(ctx context.Context, events ...AuditEvent) { e.audit(ctx,
 func (r *run) call(method, path, target string, status int, d time.Duration, reqID string) {
 	r.j.record(AuditEvent{At: r.e.Clock.Now(), Kind: AuditCall, OperationID: r.op.ID, SelectionID: r.op.SelectionID,
 		Digest: r.op.Digest, Event: "request", Method: method, PathTemplate: path, TargetID: target, Status: status,
-		DurationMS: d.Milliseconds(), RequestID: reqID})
+		DurationMS: d.Milliseconds(), RequestID: reqID, Principal: r.op.Principal.Recorded()})
 }

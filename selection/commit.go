@@ -47,6 +47,9 @@ type CommitRequest struct {
 	Wait           time.Duration
 	RequestID      string
 	Who            string
+	// Principal is who asks: recorded on the operation and its audit
+	// lines, and checked against the action's principals restriction.
+	Principal Principal
 	// ApprovalID names the approval to use; by default the latest unused
 	// approval of the selection's digest and action.
 	ApprovalID string
@@ -84,6 +87,9 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	if !ok || a.Resource == nil || a.Resource.Name != sel.Resource || derr != nil || actionDigest != sel.ActionDigest {
 		return nil, problem(envelope.ProblemActionMismatch, "The action (type and params) is not the one previewed with this selection.")
 	}
+	if p := MayRun(a, req.Principal); p != nil {
+		return nil, p
+	}
 	if req.Mode == ModeExecute {
 		if res, p, found := e.committed(ctx, sel, a, actionDigest, req); found {
 			return res, p
@@ -108,6 +114,7 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	op := &Operation{
 		ID: "op_" + uuid.NewString(), SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: actionDigest, Action: req.Action,
 		Mode: req.Mode, IdempotencyKey: req.IdempotencyKey, Status: OpRunning, Counts: map[Outcome]int{}, CreatedAt: now, UpdatedAt: now,
+		Principal: req.Principal.Recorded(),
 	}
 	op.Lease = e.newLease(op.ID, now)
 	var approval *Approval
@@ -151,11 +158,11 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	if req.Mode == ModeExecute {
 		detail := "no approval required"
 		if approval != nil {
-			detail = "approval " + approval.ID + " by " + approval.Who
+			detail = "approval " + approval.ID + " by " + approval.Who + " as " + approval.Principal.String()
 			e.rememberCategories(ctx, sel, a)
 		}
 		e.audit(ctx, AuditEvent{At: now, Kind: AuditDecision, OperationID: op.ID, SelectionID: sel.ID, Digest: sel.Digest,
-			Actor: req.Who, Event: "commit", RequestID: req.RequestID, Detail: detail})
+			Actor: req.Who, Event: "commit", RequestID: req.RequestID, Detail: detail, Principal: req.Principal.Recorded()})
 	}
 	n, err := e.Store.InitTargets(ctx, op.ID, sel.ID)
 	if err != nil {
@@ -240,7 +247,8 @@ func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *u
 				return nil, e.internal("resume operation", err)
 			}
 			e.audit(ctx, AuditEvent{At: op.UpdatedAt, Kind: AuditDecision, OperationID: op.ID, SelectionID: sel.ID, Digest: sel.Digest,
-				Actor: req.Who, Event: "resume", RequestID: req.RequestID, Detail: fmt.Sprintf("%d target(s) without a final outcome", unsettled(counts))})
+				Actor: req.Who, Event: "resume", RequestID: req.RequestID, Detail: fmt.Sprintf("%d target(s) without a final outcome", unsettled(counts)),
+				Principal: req.Principal.Recorded()})
 			id := op.ID // the run owns op from here on
 			r := e.start(op, sel, a, req.Progress)
 			r.sendPending, r.noSendReason = send, why

@@ -15,6 +15,7 @@ type CompensationRequest struct {
 	RequestID   string
 	Environment string
 	RequestedBy string
+	Principal   Principal
 }
 
 // Compensate previews the undoing of an operation: an explicit selection of
@@ -39,6 +40,9 @@ func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req Co
 		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "The action has no compensation in the configuration.")
 	}
 	comp := rt.Actions[orig.Config.Compensation]
+	if p := MayRun(comp, req.Principal); p != nil {
+		return nil, p
+	}
 	restore := map[string]map[string]any{}
 	expect := map[string]map[string]any{}
 	var ids []string
@@ -66,7 +70,7 @@ func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req Co
 	}
 	res, err := p.Preview(ctx, PreviewRequest{
 		Resource: comp.Resource, Action: comp, Params: map[string]any{}, IDs: ids, Budget: req.Budget, RequestID: req.RequestID,
-		Environment: req.Environment, RequestedBy: req.RequestedBy, Compensates: op.ID, Irreversible: orig.Config.Irreversible,
+		Environment: req.Environment, RequestedBy: req.RequestedBy, Principal: req.Principal, Compensates: op.ID, Irreversible: orig.Config.Irreversible,
 		Restore: restore, Expect: expect,
 	})
 	if err != nil {

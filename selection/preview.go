@@ -34,6 +34,7 @@ type PreviewRequest struct {
 	RequestID    string
 	Environment  string
 	RequestedBy  string
+	Principal    Principal
 	Compensates  string
 	Irreversible []string
 	// Restore and Expect, for a compensation: per target, the values the
@@ -86,6 +87,7 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 		Selector: Selector{Filter: nonNil(req.Filter), Exclude: req.Exclude, IDs: req.IDs},
 		Action:   act, ActionDigest: actionDigest, ActionSpecDigest: a.SpecDigest, State: StateBuilding,
 		CreatedAt: now, ExpiresAt: now.Add(ttl), RequestedBy: req.RequestedBy, Compensates: req.Compensates,
+		Principal: req.Principal.Recorded(),
 	}
 	if sel.Selector.Exclude == nil {
 		sel.Selector.Exclude = []upstream.RuleConfig{}

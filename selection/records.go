@@ -23,6 +23,8 @@ type Approval struct {
 	ExpiresAt        time.Time  `json:"expires_at"`
 	UsedAt           *time.Time `json:"used_at,omitempty"`
 	UsedBy           string     `json:"used_by,omitempty"`
+	// Principal is who decided.
+	Principal Principal `json:"principal"`
 }
 
 // Approval decisions.
@@ -60,6 +62,10 @@ type AuditEvent struct {
 	DurationMS   int64     `json:"duration_ms,omitempty"`
 	RequestID    string    `json:"request_id,omitempty"`
 	Detail       string    `json:"detail,omitempty"`
+	// Principal is who asked for what the event records: who previewed,
+	// decided, committed; for an external call, who committed the
+	// operation that made it.
+	Principal Principal `json:"principal"`
 }
 
 // Audit event kinds.

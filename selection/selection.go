@@ -133,6 +133,8 @@ type Selection struct {
 	RequestedBy      string     `json:"requested_by,omitempty"`
 	Compensates      string     `json:"compensates,omitempty"`
 	FinishedAt       *time.Time `json:"finished_at,omitempty"`
+	// Principal is who previewed the selection (who asked).
+	Principal Principal `json:"principal"`
 }
 
 // Selection states.
@@ -198,6 +200,8 @@ type Operation struct {
 	UpdatedAt      time.Time       `json:"updated_at"`
 	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
 	ApprovalID     string          `json:"approval_id,omitempty"`
+	// Principal is who committed (or resumed) the operation.
+	Principal Principal `json:"principal"`
 	// Lease is the process's hold on the running operation; stores keep
 	// it beside the document.
 	Lease Lease `json:"-"`

@@ -24,14 +24,16 @@ import (
 const approvalKey = "airlock_approval"
 
 // elicitState is the round trip's state: opaque to the client, bound to the
-// exact selection and action, single-use, and signed with a key airlock
-// generates and keeps in its store.
+// exact selection and action and to the principal asked, single-use, and
+// signed with a key airlock generates and keeps in its store.
 type elicitState struct {
 	Selection    string `json:"s"`
 	Digest       string `json:"d"`
 	ActionDigest string `json:"a"`
 	Nonce        string `json:"n"`
 	Expires      int64  `json:"e"`
+	// Subject is the principal asked: only its answer is taken.
+	Subject string `json:"p,omitempty"`
 }
 
 func (d *Deps) elicitKey(ctx context.Context) ([]byte, error) {
@@ -50,8 +52,9 @@ func (d *Deps) signState(ctx context.Context, st elicitState) (string, error) {
 }
 
 // openState verifies a returned state: signed by airlock, for this
-// selection and action, not expired, not answered before.
-func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selection, requestID string) (*elicitState, *envelope.Problem) {
+// selection and action, answered by the principal asked, not expired, not
+// answered before.
+func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selection, who selection.Principal, requestID string) (*elicitState, *envelope.Problem) {
 	forged := func() *envelope.Problem {
 		p := envelope.NewProblem(envelope.ProblemElicitationForged, "")
 		p.StateChanged = envelope.StateNone
@@ -73,7 +76,8 @@ func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selecti
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, m.Sum(nil)) || json.Unmarshal(b, &st) != nil {
 		return nil, forged()
 	}
-	if st.Selection != sel.ID || st.Digest != sel.Digest || st.ActionDigest != sel.ActionDigest || d.Clock.Now().Unix() > st.Expires {
+	if st.Selection != sel.ID || st.Digest != sel.Digest || st.ActionDigest != sel.ActionDigest || d.Clock.Now().Unix() > st.Expires ||
+		st.Subject != who.Recorded().Subject {
 		return nil, forged()
 	}
 	first, err := d.Store.SetMetaIfAbsent(ctx, "elicitation_used/"+st.Nonce, []byte(requestID))
@@ -145,7 +149,7 @@ func ApprovalSummary(sel *selection.Selection, need selection.Requirement, acks 
 
 // askApproval returns the input request that asks the user, through the
 // client, to approve this exact selection and action.
-func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need selection.Requirement) (*mcp.CallToolResult, *envelope.Problem) {
+func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need selection.Requirement, who selection.Principal) (*mcp.CallToolResult, *envelope.Problem) {
 	if !clientCanElicit(ctx) {
 		p := envelope.NewProblem(envelope.ProblemClientApprovalMissing, "This commit needs approval through the MCP client ("+strings.Join(need.Reasons, "; ")+"), and this client cannot show an approval request. An operator can approve it: airlock approve "+sel.ID+".")
 		p.StateChanged = envelope.StateNone
@@ -153,7 +157,7 @@ func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need s
 	}
 	acks := selection.Acknowledgements(sel)
 	state, err := d.signState(ctx, elicitState{Selection: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest,
-		Nonce: uuid.NewString(), Expires: d.Clock.Now().Add(10 * time.Minute).Unix()})
+		Nonce: uuid.NewString(), Expires: d.Clock.Now().Add(10 * time.Minute).Unix(), Subject: who.Recorded().Subject})
 	if err != nil {
 		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
 	}
@@ -179,7 +183,7 @@ func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need s
 // the same selection stands.
 func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Selection) (*selection.Approval, *envelope.Problem) {
 	params := call.Request.Params.MultiRoundTripParams
-	if _, p := d.openState(ctx, params.RequestState, sel, call.RequestID); p != nil {
+	if _, p := d.openState(ctx, params.RequestState, sel, call.Principal, call.RequestID); p != nil {
 		return nil, p
 	}
 	answer := server.ElicitationResponse(params.InputResponses, approvalKey)
@@ -200,7 +204,7 @@ func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Select
 		}
 	}
 	ap, p := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
-		Who: call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID})
+		Who: call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID, Principal: call.Principal})
 	if p != nil && p.Code == envelope.ProblemApprovalDecided && decision == selection.DecisionApproved {
 		// A concurrent call of the same commit was approved first: the
 		// commit uses that approval (or answers with its operation).
@@ -256,6 +260,9 @@ func describeActions(rt *upstream.Runtime, r *upstream.Resource) []map[string]an
 		if c.Compensation != "" {
 			m["compensation"] = c.Compensation
 		}
+		if c.Principals != nil {
+			m["principals"] = principalsRule(c.Principals)
+		}
 		out = append(out, m)
 	}
 	return out
@@ -283,6 +290,25 @@ func approvalPolicy(p *upstream.ApprovalConfig) map[string]any {
 	}
 	if p.TTL > 0 {
 		m["ttl_seconds"] = int(p.TTL.Seconds())
+	}
+	if p.FourEyes {
+		m["four_eyes"] = true
+	}
+	if p.Approvers != nil {
+		m["approvers"] = principalsRule(p.Approvers)
+	}
+	return m
+}
+
+// principalsRule renders a principals restriction: the groups and scopes
+// that let an OAuth principal through.
+func principalsRule(p *upstream.PrincipalsConfig) map[string]any {
+	m := map[string]any{}
+	if len(p.Groups) > 0 {
+		m["groups"] = p.Groups
+	}
+	if len(p.Scopes) > 0 {
+		m["scopes"] = p.Scopes
 	}
 	return m
 }

@@ -263,6 +263,52 @@ func TestOperatorApproval_RejectedAndExpired(t *testing.T) {
 // as a client on the current protocol would: it echoes the request state
 // with its answer. A state airlock did not sign, or signed for another
 // selection, is refused; a state answered once cannot be answered again.
+// TestElicitationState_OnlyThePrincipalAskedMayAnswer: an approval request
+// is bound to the principal it asked; the same state answered by another
+// principal (another token holding the request) is no approval, and the
+// one asked may still answer it.
+func TestElicitationState_OnlyThePrincipalAskedMayAnswer(t *testing.T) {
+	h := newHarness(t)
+	p := h.call("preview_selection", seedPreview(nil))
+	ctx := server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true,
+		ProtocolVersion: "2026-07-28", ClientInfo: &mcp.Implementation{Name: "modern-client", Version: "1"},
+		ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}})
+	bob := selection.Principal{Subject: "bob", ClientID: "console", Scopes: []string{ScopeWrite}, OAuth: true}
+	mallory := selection.Principal{Subject: "mallory", ClientID: "console", Scopes: []string{ScopeWrite}, OAuth: true}
+	commit := func(who selection.Principal, state string) (*envelope.Envelope, *mcp.CallToolResult) {
+		t.Helper()
+		call := &Call{RequestID: newRequestID(), Client: "mcp client modern-client 1", Principal: who}
+		call.Raw, _ = json.Marshal(commitArgsFor(p, "execute", nil))
+		call.Request.Params.Name = "commit_bulk_action"
+		call.Request.Params.RequestState = state
+		if state != "" {
+			call.Request.Params.InputResponses = mcp.InputResponses{approvalKey: mcp.NewElicitationInputResponse(mcp.ElicitationResult{
+				ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"approve": true, "acknowledge": true}}})}
+		}
+		env := h.deps.commit(ctx, call)
+		b, _ := json.Marshal(env)
+		recordProblems(b)
+		return env, call.InputRequired
+	}
+	_, ask := commit(bob, "")
+	if ask == nil || ask.RequestState == "" {
+		t.Fatalf("bob is not asked: %+v", ask)
+	}
+	if env, _ := commit(mallory, ask.RequestState); env.Problem == nil || env.Problem.Code != envelope.ProblemElicitationForged {
+		t.Fatalf("mallory answers bob's request: %+v", env.Problem)
+	}
+	if aps := h.approvals(p.data["selection_id"]); len(aps) != 0 {
+		t.Fatalf("an answer by another principal was recorded: %+v", aps)
+	}
+	env, _ := commit(bob, ask.RequestState)
+	if env.Problem != nil {
+		t.Fatalf("bob answers his own request: %+v", env.Problem)
+	}
+	if aps := h.approvals(p.data["selection_id"]); len(aps) != 1 || aps[0].Principal.Subject != "bob" {
+		t.Fatalf("approvals: %+v", aps)
+	}
+}
+
 func TestElicitationState_ForgedOrReplayedIsRefused(t *testing.T) {
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))

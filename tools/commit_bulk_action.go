@@ -76,7 +76,8 @@ func CommitBulkAction(d *Deps) Spec {
 			envelope.ProblemUpstreamRateLimited, envelope.ProblemApprovalRequired, envelope.ProblemApprovalRejected,
 			envelope.ProblemApprovalDeclined, envelope.ProblemApprovalCancelled, envelope.ProblemApprovalMismatch,
 			envelope.ProblemApprovalExpired, envelope.ProblemApprovalDecided,
-			envelope.ProblemClientApprovalMissing, envelope.ProblemElicitationForged, envelope.ProblemElicitationReplayed},
+			envelope.ProblemClientApprovalMissing, envelope.ProblemElicitationForged, envelope.ProblemElicitationReplayed,
+			envelope.ProblemPrincipalNotAllowed, envelope.ProblemApprovalByRequester, envelope.ProblemApproverNotAllowed},
 		Handler: d.commit,
 	}
 }
@@ -116,7 +117,7 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	req := selection.CommitRequest{
 		SelectionID: a.SelectionID, ExpectedDigest: a.ExpectedDigest, Action: selection.Action{Type: a.Action.Type, Params: params},
 		Mode: a.Mode, IdempotencyKey: a.IdempotencyKey, Resume: a.Resume, Wait: wait, RequestID: call.RequestID, Who: call.Client,
-		ApprovalID: a.ApprovalID,
+		ApprovalID: a.ApprovalID, Principal: call.Principal,
 	}
 	var waiting atomic.Bool
 	waiting.Store(true)
@@ -140,8 +141,13 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 		if act, ok := d.Runtime.Actions[a.Action.Type]; ok {
 			if need := d.Engine.ApprovalRequirement(ctx, sel, act); need.Mode == selection.ApprovalClient {
 				mrt := call.Request.Params.MultiRoundTripParams
+				if p2 := selection.MayApprove(sel, act, call.Principal); p2 != nil {
+					// The person at this client may not approve: asking
+					// them would only record a refusal.
+					return envelope.ErrorEnvelope(p2)
+				}
 				if mrt.RequestState == "" && len(mrt.InputResponses) == 0 {
-					ask, p2 := d.askApproval(ctx, sel, need)
+					ask, p2 := d.askApproval(ctx, sel, need, call.Principal)
 					if p2 != nil {
 						return envelope.ErrorEnvelope(p2)
 					}

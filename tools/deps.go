@@ -125,6 +125,7 @@ func NewServer(d *Deps) (*server.MCPServer, error) {
 	srv := server.NewMCPServer("airlock", Version,
 		server.WithToolCapabilities(false),
 		server.WithInstructions(Instructions),
+		server.WithToolFilter(scopeFilter),
 	)
 	if err := d.register(srv); err != nil {
 		return nil, err

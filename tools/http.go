@@ -2,7 +2,6 @@ package tools
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +36,10 @@ type HTTPOptions struct {
 	// MaxStreams bounds the event streams open at once (GET /sse, GET
 	// /mcp of a session): DefaultMaxStreams when zero; past it, 503.
 	MaxStreams int
+	// OAuth, when set, makes the transports an OAuth resource server:
+	// requests carry an access token of its issuer (or Token, when both
+	// are set), and its protected-resource metadata is served.
+	OAuth *OAuth
 }
 
 // Defaults of the HTTP transport's bounds.
@@ -86,6 +89,10 @@ func NewHTTPHandler(srv *server.MCPServer, opts HTTPOptions) http.Handler {
 	mux.Handle("/message", bridge.messages(sse))
 	for p, h := range opts.Extra {
 		mux.Handle(p, h)
+	}
+	if opts.OAuth != nil {
+		opts.OAuth.mount(mux)
+		return guard(bound(scopeGate(mux, opts), opts), opts)
 	}
 	return guard(bound(mux, opts), opts)
 }
@@ -229,7 +236,8 @@ func tooLarge(w http.ResponseWriter, limit int64) {
 const reviewPrefix = "/review/"
 
 // guard rejects foreign origins (403), non-loopback Host headers on a
-// loopback listener (403, DNS rebinding) and missing tokens (401).
+// loopback listener (403, DNS rebinding) and missing or refused tokens
+// (401, see authenticate).
 func guard(next http.Handler, opts HTTPOptions) http.Handler {
 	allowed := map[string]bool{}
 	for _, o := range opts.AllowedOrigins {
@@ -247,11 +255,9 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 		}
 		// The review page checks the token itself: a browser cannot send
 		// a bearer header, so it trades ?token= for a cookie.
-		if opts.Token != "" && !strings.HasPrefix(r.URL.Path, reviewPrefix) {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(opts.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
-				http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+		if !strings.HasPrefix(r.URL.Path, reviewPrefix) {
+			var ok bool
+			if r, ok = authenticate(w, r, opts); !ok {
 				return
 			}
 		}

@@ -109,7 +109,8 @@ func PreviewSelection(d *Deps) Spec {
 		Hints:       NewHints(false, false, false, true),
 		// Named ids are read one by one: their failures end the preview.
 		Problems: append(append([]envelope.ProblemCode(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
-			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection, envelope.ProblemOperationNotFound, envelope.ProblemCompensationUnavailable),
+			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection, envelope.ProblemOperationNotFound, envelope.ProblemCompensationUnavailable,
+			envelope.ProblemPrincipalNotAllowed),
 		Handler: d.preview,
 	}
 }
@@ -198,6 +199,9 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	if len(errs) > 0 || act == nil {
 		return invalid(errs)
 	}
+	if p := selection.MayRun(act, call.Principal); p != nil {
+		return envelope.ErrorEnvelope(p)
+	}
 	if env := coolingDown(r.Upstream, false); env != nil {
 		return env
 	}
@@ -205,7 +209,7 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	req := selection.PreviewRequest{
 		Resource: r, Action: act, Params: a.Action.Params, Filter: filter, Exclude: a.Exclude, IDs: a.IDs,
 		Budget:    upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline},
-		RequestID: call.RequestID, Environment: d.Runtime.Environment, RequestedBy: clientName(call),
+		RequestID: call.RequestID, Environment: d.Runtime.Environment, RequestedBy: clientName(call), Principal: call.Principal,
 	}
 	if req.Params == nil {
 		req.Params = map[string]any{}
@@ -218,7 +222,7 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 		return scanProblem(err)
 	}
 	d.Engine.Audit(ctx, selection.AuditEvent{At: d.Clock.Now(), Kind: selection.AuditDecision, SelectionID: res.Selection.ID,
-		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID,
+		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID, Principal: call.Principal.Recorded(),
 		Detail: fmt.Sprintf("%s on %d %s", act.Name, res.Selection.Summary.Members, r.Name)})
 	pageSize := 20
 	if a.PageSize != nil {
@@ -236,13 +240,13 @@ func (d *Deps) compensate(ctx context.Context, call *Call, a previewArgs, errs [
 		return invalid(errs)
 	}
 	res, p := d.Previewer().Compensate(ctx, d.Runtime, selection.CompensationRequest{OperationID: a.Compensate, RequestID: call.RequestID,
-		Environment: d.Runtime.Environment, RequestedBy: call.Client,
+		Environment: d.Runtime.Environment, RequestedBy: call.Client, Principal: call.Principal,
 		Budget: upstream.Budget{MaxPages: upstream.DefaultMaxPages, PagesLimitSource: envelope.LimitAirlock, Deadline: upstream.DefaultDeadlineMS * time.Millisecond}})
 	if p != nil {
 		return envelope.ErrorEnvelope(p)
 	}
 	d.Engine.Audit(ctx, selection.AuditEvent{At: d.Clock.Now(), Kind: selection.AuditDecision, SelectionID: res.Selection.ID,
-		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID,
+		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID, Principal: call.Principal.Recorded(),
 		Detail: "compensation of " + a.Compensate})
 	pageSize := 20
 	if a.PageSize != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/selection"
 )
 
 // Hints are a tool's four MCP annotations. Build them with NewHints so that
@@ -65,6 +66,8 @@ type Call struct {
 	// Client names the MCP client (from its initialize), for records of
 	// who asked.
 	Client string
+	// Principal is who the transport authenticated (see PrincipalFrom).
+	Principal selection.Principal
 	// InputRequired, when a handler sets it, is returned instead of the
 	// envelope: the tool asks the client for input (an approval) first.
 	InputRequired *mcp.CallToolResult
@@ -152,7 +155,7 @@ func Register(srv *server.MCPServer, opts RegisterOptions, specs ...Spec) error 
 func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 	mem, red := opts.Memory, opts.Redactor
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		call := &Call{RequestID: newRequestID(), Request: req, Client: clientInfo(ctx)}
+		call := &Call{RequestID: newRequestID(), Request: req, Client: clientInfo(ctx), Principal: PrincipalFrom(ctx)}
 		raw, merr := rawArguments(req)
 		call.Raw = raw
 		log := opts.Logger.With("tool", s.Name, "request_id", call.RequestID)

@@ -42,6 +42,16 @@ type ActionConfig struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Reconcile is how a write whose outcome was not observed is settled.
 	Reconcile ReconcileConfig `yaml:"reconcile"`
+	// Principals, when set, restricts who may preview and commit the
+	// action to OAuth principals holding one of its groups or scopes.
+	Principals *PrincipalsConfig `yaml:"principals" json:",omitempty"`
+}
+
+// PrincipalsConfig names the groups and scopes that let an OAuth principal
+// through a restriction: holding any one of them is enough.
+type PrincipalsConfig struct {
+	Groups []string `yaml:"groups"`
+	Scopes []string `yaml:"scopes"`
 }
 
 // ReconcileConfig bounds the re-reads that settle an unknown outcome: up
@@ -61,6 +71,12 @@ type ApprovalConfig struct {
 	Environments []string      `yaml:"environments"`
 	UnknownGroup []string      `yaml:"unknown_category"`
 	TTL          time.Duration `yaml:"ttl"`
+	// FourEyes refuses an approval by the principal who previewed the
+	// selection.
+	FourEyes bool `yaml:"four_eyes" json:",omitempty"`
+	// Approvers, when set, restricts who may approve to OAuth principals
+	// holding one of its groups or scopes.
+	Approvers *PrincipalsConfig `yaml:"approvers" json:",omitempty"`
 }
 
 // WriteRequestConfig is the per-target request. Path, headers and body are

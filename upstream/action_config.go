@@ -144,6 +144,7 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 			l.add("the compensating action must act on the same resource", at("compensation")...)
 		}
 	}
+	validatePrincipals(l, a.Principals, at("principals"))
 	if ap := a.Approval; ap != nil {
 		switch ap.Mode {
 		case "none", "client", "operator":
@@ -156,6 +157,7 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		if ap.TTL < 0 {
 			l.add("ttl must be positive", at("approval", "ttl")...)
 		}
+		validatePrincipals(l, ap.Approvers, at("approval", "approvers"))
 		if ok && r != nil {
 			// The groups a preview counts: review_groups, or else the
 			// review fields with an enum.
@@ -175,6 +177,23 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 					l.add(fmt.Sprintf("%q is not one of the resource's review_groups: the rule compares the group values of each selection", dim), at("approval", "unknown_category", strconv.Itoa(i))...)
 				}
 			}
+		}
+	}
+}
+
+// validatePrincipals checks a principals restriction: it names at least
+// one group or scope, none of them empty.
+func validatePrincipals(l *errList, p *PrincipalsConfig, at []string) {
+	if p == nil {
+		return
+	}
+	if len(p.Groups) == 0 && len(p.Scopes) == 0 {
+		l.add("name at least one group or scope: an empty restriction would let nobody through", at...)
+	}
+	for _, v := range append(append([]string(nil), p.Groups...), p.Scopes...) {
+		if strings.TrimSpace(v) == "" {
+			l.add("a group or scope cannot be empty", at...)
+			break
 		}
 	}
 }

@@ -747,6 +747,43 @@ func TestParseConfig_ApprovalAndCompensationPoliciesAreChecked(t *testing.T) {
 	})
 }
 
+// TestParseConfig_PrincipalRestrictionsNameSomeone: a principals or
+// approvers restriction with no group and no scope would let nobody
+// through; it is an error at load time, with its line.
+func TestParseConfig_PrincipalRestrictionsNameSomeone(t *testing.T) {
+	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+	lines = append(lines,
+		"      state: {type: string, enum: [active, archived]}", // 13
+		"    version_field: state",                              // 14
+		"actions:",                                              // 15
+		"  archive:",                                            // 16
+		"    resource: items",                                   // 17
+		"    request: {method: PATCH, path: \"/items/{{id}}\"}", // 18
+		"    conditional: if_match",                             // 19
+		"    effect: [{field: state, to: archived}]",            // 20
+		"    principals: {groups: []}",                          // 21
+		"    approval:",                                         // 22
+		"      mode: operator",                                  // 23
+		"      four_eyes: true",                                 // 24
+		"      approvers: {groups: [leads, \"\"]}",              // 25
+	)
+	checkErrors(t, parseErrors(t, yamlLines(lines...)), []wantErr{
+		{21, "actions.archive.principals", "name at least one group or scope"},
+		{25, "actions.archive.approval.approvers", "a group or scope cannot be empty"},
+	})
+	valid := append(append([]string(nil), lines[:20]...),
+		"    principals: {scopes: [billing:write]}",
+		"    approval: {mode: operator, four_eyes: true, approvers: {groups: [leads]}}")
+	cfg, err := ParseConfig(yamlLines(valid...))
+	if err != nil {
+		t.Fatalf("a valid restriction: %v", err)
+	}
+	a := cfg.Actions["archive"]
+	if a.Principals == nil || a.Principals.Scopes[0] != "billing:write" || !a.Approval.FourEyes || a.Approval.Approvers.Groups[0] != "leads" {
+		t.Fatalf("parsed %+v %+v", a.Principals, a.Approval)
+	}
+}
+
 func TestParseConfig_ActionTemplatesNameOnlyWhatHasAValue(t *testing.T) {
 	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
 	lines = append(lines,

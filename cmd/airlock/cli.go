@@ -132,9 +132,15 @@ func (f *flags) help(w io.Writer) {
 	if len(rows) == 0 {
 		return
 	}
-	sort.Slice(rows, func(i, j int) bool {
-		return strings.TrimLeft(rows[i][0], "-o, ") < strings.TrimLeft(rows[j][0], "-o, ")
-	})
+	// By long name: "-o, --output" sorts as output (trimming the
+	// characters "-o, " would sort --oauth-… as auth-…).
+	long := func(s string) string {
+		if i := strings.Index(s, "--"); i >= 0 {
+			return s[i+2:]
+		}
+		return s
+	}
+	sort.Slice(rows, func(i, j int) bool { return long(rows[i][0]) < long(rows[j][0]) })
 	width := 0
 	for _, r := range rows {
 		width = max(width, len(r[0]))

@@ -67,7 +67,9 @@ Environment
   AIRLOCK_STORE          the store when --store is not given: a SQLite file or a postgres:// URL
   AIRLOCK_SECRET         (or AIRLOCK_SECRET_FILE) what cursor, elicitation and form keys derive from
   AIRLOCK_LEASE_TTL      how long a running operation's lease lasts without renewal (default 30s)
-  AIRLOCK_HTTP_TOKEN     the bearer token of serve --http (required off loopback)
+  AIRLOCK_HTTP_TOKEN     the bearer token of serve --http (off loopback, this or OAuth is required)
+  AIRLOCK_OAUTH_ISSUER   (and _RESOURCE, _AUDIENCE, _REQUIRED_SCOPES, _JWKS_URL, _GROUPS_CLAIM, _SKEW)
+                         serve --http as an OAuth resource server: see airlock serve --help
   AIRLOCK_REVIEW_TOKEN   the token of the review page (required off loopback)
   AIRLOCK_LOG_LEVEL      the default of --log-level (debug, info, warn, error)
 `
@@ -146,9 +148,13 @@ func exitCode(err error, name string, stderr io.Writer) int {
 
 const serveAbout = `Serve MCP over stdio (for an MCP client that starts airlock), or, with --http,
 streamable HTTP at /mcp and SSE at /sse. A non-loopback --http address requires
-AIRLOCK_HTTP_TOKEN, which clients send as Authorization: Bearer. --review also
-serves the review page at /review/. Request bodies over --max-body are answered
-413 unread; headers and bodies must arrive within 10 s.
+AIRLOCK_HTTP_TOKEN, which clients send as Authorization: Bearer, or OAuth:
+--oauth-issuer and --oauth-resource make airlock a resource server that accepts
+JWT access tokens of that issuer for that resource (airlock:read offers the
+read tools, airlock:write adds preview and commit) and serves its metadata at
+/.well-known/oauth-protected-resource. --review also serves the review page at
+/review/. Request bodies over --max-body are answered 413 unread; headers and
+bodies must arrive within 10 s.
 
 Any number of servers may share a store: a SQLite file on one machine, a
 PostgreSQL database (--store postgres://… or AIRLOCK_STORE) for replicas, with
@@ -172,7 +178,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	exclude := fs.String("exclude-tools", "", "never offer these tools, a comma-separated `LIST` of names")
 	var logOpts logOptions
 	logOpts.register(fs)
+	var oauthOpts oauthOptions
+	oauthOpts.register(fs)
 	if _, err := fs.parse(args, 0, stdout); err != nil {
+		return err
+	}
+	if err := oauthOpts.check(*httpAddr != ""); err != nil {
 		return err
 	}
 	switch {
@@ -194,8 +205,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}
 	token := os.Getenv("AIRLOCK_HTTP_TOKEN")
-	if *httpAddr != "" && !loopback && token == "" {
-		return errors.New("--http binds a non-loopback address: set AIRLOCK_HTTP_TOKEN so that clients must present a bearer token")
+	if *httpAddr != "" && !loopback && token == "" && !oauthOpts.set() {
+		return errors.New("--http binds a non-loopback address: set AIRLOCK_HTTP_TOKEN, or --oauth-issuer and --oauth-resource, so that clients must present a bearer token")
 	}
 	// Everything logged passes through the redactor, which learns the
 	// upstream credentials when the configuration is loaded.
@@ -256,14 +267,22 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams}
+	oauth, err := oauthOpts.build(ctx)
+	if err != nil {
+		return err
+	}
+	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams, OAuth: oauth}
 	if *withReview {
-		opts.Extra = map[string]http.Handler{review.Prefix: review.NewHandler(reviewDeps(deps), review.Options{Token: token})}
+		opts.Extra = map[string]http.Handler{review.Prefix: review.NewHandler(reviewDeps(deps), review.Options{Token: token,
+			Principal: reviewPrincipal(token, selection.SubjectStaticToken)})}
 		logger.Info("serving the review page", "url", "http://"+ln.Addr().String()+review.Prefix)
 	}
 	h := tools.NewHTTPHandler(mcpSrv, opts)
 	logger.Info("serving MCP over HTTP", "mcp", "http://"+ln.Addr().String()+"/mcp", "sse", "http://"+ln.Addr().String()+"/sse",
 		"max_body_bytes", *maxBody)
+	if oauth != nil {
+		logger.Info("accepting OAuth access tokens", "issuer", oauthOpts.issuer, "resource", oauthOpts.resource, "metadata", oauth.MetadataURL())
+	}
 	return serveHTTP(ctx, ln, h, logger)
 }
 

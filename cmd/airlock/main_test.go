@@ -113,6 +113,30 @@ func TestServe_RefusesPublicAddressWithoutToken(t *testing.T) {
 	}
 }
 
+// TestServe_OAuthFlagsAreCheckedBeforeAnythingStarts: the OAuth flags need
+// --http and both the issuer and the resource; an issuer whose discovery
+// document cannot be read stops serve at start-up, not at the first call.
+func TestServe_OAuthFlagsAreCheckedBeforeAnythingStarts(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--oauth-issuer", "https://idp.example.com"}, 2, "need --http"},
+		{[]string{"--http", "127.0.0.1:0", "--oauth-issuer", "https://idp.example.com"}, 2, "both --oauth-issuer and --oauth-resource"},
+		{[]string{"--http", "127.0.0.1:0", "--oauth-resource", "http://127.0.0.1/mcp", "--oauth-issuer", "https://idp.example.com", "--oauth-skew", "soon"}, 2, "--oauth-skew"},
+		{[]string{"--http", "127.0.0.1:0", "--oauth-resource", "mcp", "--oauth-issuer", "https://idp.example.com"}, 1, "the resource must be an absolute URL"},
+		{[]string{"--http", "127.0.0.1:0", "--oauth-resource", "http://127.0.0.1/mcp", "--oauth-issuer", "http://127.0.0.1:1"}, 1, "discovery document"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"serve", "--demo"}, tc.args...), nil, &out, &errb)
+		if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		}
+	}
+}
+
 func TestDemo_RunsTheTourAndExitsZero(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"demo"}, nil, &out, &errb); code != 0 {

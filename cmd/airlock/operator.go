@@ -242,7 +242,8 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		acks = nil
 	}
 	ap, p := deps.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision,
-		Who: operatorName(), Channel: selection.ChannelOperator, Acknowledgements: acks, RequestID: "cli-" + time.Now().UTC().Format("20060102T150405.000")})
+		Who: operatorName(), Channel: selection.ChannelOperator, Acknowledgements: acks, RequestID: "cli-" + time.Now().UTC().Format("20060102T150405.000"),
+		Principal: selection.Principal{Subject: selection.SubjectLocal, ClientID: "airlock-approve"}})
 	if p != nil {
 		printProblem(stderr, p)
 		return errDecision
@@ -369,7 +370,7 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "Operation %s (%s): %s %s\n", op.ID, op.Mode, op.Action.Type, op.Status)
+	fmt.Fprintf(stdout, "Operation %s (%s): %s %s, committed by %s\n", op.ID, op.Mode, op.Action.Type, op.Status, op.Principal)
 	fmt.Fprintf(stdout, "Selection %s, digest %s\n", op.SelectionID, op.Digest)
 	if op.ApprovalID != "" {
 		fmt.Fprintf(stdout, "Approval %s\n", op.ApprovalID)
@@ -378,7 +379,7 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	for _, e := range events {
 		if e.Kind == selection.AuditDecision {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Event, e.Actor, e.Detail)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tas %s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Event, e.Actor, e.Principal, e.Detail)
 		}
 	}
 	tw.Flush()
@@ -434,10 +435,19 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(review.Prefix, review.NewHandler(reviewDeps(deps), review.Options{Token: token}))
+	mux.Handle(review.Prefix, review.NewHandler(reviewDeps(deps), review.Options{Token: token, Principal: reviewPrincipal(token, selection.SubjectReviewToken)}))
 	mux.Handle("/{$}", http.RedirectHandler("/review/", http.StatusSeeOther))
 	fmt.Fprintf(stdout, "review page: http://%s/review/\n", ln.Addr())
 	return serveHTTP(ctx, ln, mux, logger)
+}
+
+// reviewPrincipal is who decides through a review page: whoever holds its
+// token (subject), or, without one, whoever reaches its loopback listener.
+func reviewPrincipal(token, subject string) selection.Principal {
+	if token == "" {
+		subject = selection.SubjectLocal
+	}
+	return selection.Principal{Subject: subject, ClientID: "review-page"}
 }
 
 // reviewDeps are the review page's view of the server's deps.

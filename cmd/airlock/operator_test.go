@@ -146,7 +146,8 @@ func TestApprove_AsksOnATerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("audit: exit %d %s", code, errOut)
 	}
-	for _, want := range []string{"approved  os user ", "channel operator_cli, 2 targets, action archive", "commit    mcp client crash-test 1",
+	for _, want := range []string{"approved  os user ", "as local (airlock-approve)", "channel operator_cli, 2 targets, action archive", "commit    mcp client crash-test 1",
+		"committed by local (http)",
 		"PATCH /v1/projects/{id}  proj_0023  200", "PATCH /v1/projects/{id}  proj_0042  200"} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("audit lacks %q:\n%s", want, trail)

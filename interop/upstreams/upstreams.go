@@ -1,7 +1,8 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
 // PocketBase, Debian's docker-registry, Django REST Framework and
 // PostGraphile over PostgreSQL, each HTTP API optionally behind a
-// credential) and an OpenID provider (oidc-provider), seeds them
+// credential) and an OpenID provider (oidc-provider, for the outbound
+// credential and the authorization suites), seeds them
 // deterministically, and reads their ground truth directly over HTTP, or
 // from their SQLite file or PostgreSQL database.
 //
@@ -10,7 +11,7 @@
 // test.
 //
 // The whole suite runs only when AIRLOCK_TEST_REAL_UPSTREAMS=1, so that a
-// plain `go test ./...` stays fast. A missing tool (interop/node_modules,
+// plain `go test ./...` stays fast. A missing tool (node, interop/node_modules,
 // the PocketBase module download, /usr/bin/docker-registry, Debian's
 // python3-django, python3-djangorestframework and python3-django-filters,
 // PostgreSQL) skips the test, unless AIRLOCK_REQUIRE_INTEROP=1 turns the

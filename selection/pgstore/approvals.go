@@ -13,8 +13,9 @@ import (
 )
 
 func (s *Postgres) PutApproval(ctx context.Context, a *selection.Approval) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO approvals (id, selection_id, doc, used_by, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		a.ID, a.SelectionID, stored.Encode(a), a.UsedBy, a.CreatedAt.UnixNano())
+	subject, clientID := stored.PrincipalColumns(a.Principal)
+	_, err := s.pool.Exec(ctx, `INSERT INTO approvals (id, selection_id, doc, used_by, created_at, subject, client_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		a.ID, a.SelectionID, stored.Encode(a), a.UsedBy, a.CreatedAt.UnixNano(), subject, clientID)
 	if err != nil {
 		return fmt.Errorf("put approval: %w", err)
 	}
@@ -22,11 +23,11 @@ func (s *Postgres) PutApproval(ctx context.Context, a *selection.Approval) error
 }
 
 func (s *Postgres) Approvals(ctx context.Context, selectionID string) ([]*selection.Approval, error) {
-	rows, err := s.pool.Query(ctx, `SELECT doc FROM approvals WHERE selection_id = $1 ORDER BY created_at, id`, selectionID)
+	rows, err := s.pool.Query(ctx, `SELECT doc, subject, client_id FROM approvals WHERE selection_id = $1 ORDER BY created_at, id`, selectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read approvals: %w", err)
 	}
-	return docs[*selection.Approval](rows)
+	return docsWho(rows, setApprovalWho)
 }
 
 // UseApproval spends an approval once across replicas: the row is locked

@@ -23,8 +23,9 @@ func (s *Postgres) Audit(ctx context.Context, events []selection.AuditEvent) err
 	b := &pgx.Batch{}
 	b.Queue(asyncCommit)
 	for _, e := range events {
-		b.Queue(`INSERT INTO audit (at, operation_id, selection_id, doc) VALUES ($1, $2, $3, $4)`,
-			e.At.UnixNano(), e.OperationID, e.SelectionID, stored.Encode(e))
+		subject, clientID := stored.PrincipalColumns(e.Principal)
+		b.Queue(`INSERT INTO audit (at, operation_id, selection_id, doc, subject, client_id) VALUES ($1, $2, $3, $4, $5, $6)`,
+			e.At.UnixNano(), e.OperationID, e.SelectionID, stored.Encode(e), subject, clientID)
 	}
 	ctx = context.WithoutCancel(ctx)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -41,10 +42,18 @@ func (s *Postgres) AuditTrail(ctx context.Context, operationID string) ([]select
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT doc FROM audit WHERE operation_id = $1 OR (operation_id = '' AND selection_id = $2) ORDER BY seq`,
+	rows, err := s.pool.Query(ctx, `SELECT doc, subject, client_id FROM audit WHERE operation_id = $1 OR (operation_id = '' AND selection_id = $2) ORDER BY seq`,
 		operationID, op.SelectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
-	return docs[selection.AuditEvent](rows)
+	evs, err := docsWho(rows, setAuditWho)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]selection.AuditEvent, len(evs))
+	for i, e := range evs {
+		out[i] = *e
+	}
+	return out, nil
 }

@@ -152,23 +152,38 @@ func (s *Postgres) migrate(ctx context.Context) error {
 	return nil
 }
 
-// docs decodes every row of a one-column `SELECT doc` query.
-func docs[T any](rows pgx.Rows) ([]T, error) {
+// docWho decodes a `SELECT doc, subject, client_id` row: the document, with
+// the principal its columns record.
+func docWho[T any](r pgx.Row, set func(*T, selection.Principal)) (*T, error) {
+	var doc, subject, clientID string
+	if err := r.Scan(&doc, &subject, &clientID); err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := stored.Doc(doc, v); err != nil {
+		return nil, err
+	}
+	set(v, stored.Principal(subject, clientID))
+	return v, nil
+}
+
+// docsWho decodes every row of a `SELECT doc, subject, client_id` query.
+func docsWho[T any](rows pgx.Rows, set func(*T, selection.Principal)) ([]*T, error) {
 	defer rows.Close()
-	var out []T
+	var out []*T
 	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			return nil, err
-		}
-		var v T
-		if err := stored.Doc(doc, &v); err != nil {
+		v, err := docWho(rows, set)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)
 	}
 	return out, rows.Err()
 }
+
+func setSelectionWho(s *selection.Selection, p selection.Principal) { s.Principal = p }
+func setApprovalWho(a *selection.Approval, p selection.Principal)   { a.Principal = p }
+func setAuditWho(e *selection.AuditEvent, p selection.Principal)    { e.Principal = p }
 
 func unixNano(t time.Time) int64 {
 	if t.IsZero() {

@@ -12,18 +12,19 @@ import (
 	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
-const opCols = `doc, updated_at, lease_holder, lease_epoch, lease_expires`
+const opCols = `doc, updated_at, lease_holder, lease_epoch, lease_expires, subject, client_id`
 
 func scanOp(row pgx.Row) (*selection.Operation, error) {
-	var doc, holder string
+	var doc, holder, subject, clientID string
 	var updated, epoch, expires int64
-	if err := row.Scan(&doc, &updated, &holder, &epoch, &expires); err != nil {
+	if err := row.Scan(&doc, &updated, &holder, &epoch, &expires, &subject, &clientID); err != nil {
 		return nil, err
 	}
 	var op selection.Operation
 	if err := stored.Doc(doc, &op); err != nil {
 		return nil, err
 	}
+	op.Principal = stored.Principal(subject, clientID)
 	if updated > 0 {
 		op.UpdatedAt = time.Unix(0, updated).UTC()
 	}
@@ -35,10 +36,11 @@ func scanOp(row pgx.Row) (*selection.Operation, error) {
 }
 
 func (s *Postgres) CreateOperation(ctx context.Context, op *selection.Operation) (*selection.Operation, bool, error) {
+	subject, clientID := stored.PrincipalColumns(op.Principal)
 	ct, err := s.pool.Exec(ctx, `INSERT INTO operations (id, selection_id, action_digest, mode, status, doc, created_at, updated_at,
-		lease_holder, lease_epoch, lease_expires) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
+		lease_holder, lease_epoch, lease_expires, subject, client_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING`,
 		op.ID, op.SelectionID, op.ActionDigest, op.Mode, op.Status, stored.Encode(op), op.CreatedAt.UnixNano(), op.UpdatedAt.UnixNano(),
-		op.Lease.Holder, op.Lease.Epoch, unixNano(op.Lease.Expires))
+		op.Lease.Holder, op.Lease.Epoch, unixNano(op.Lease.Expires), subject, clientID)
 	if err != nil {
 		return nil, false, fmt.Errorf("create operation: %w", err)
 	}

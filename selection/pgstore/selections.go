@@ -13,8 +13,9 @@ import (
 )
 
 func (s *Postgres) CreateSelection(ctx context.Context, sel *selection.Selection) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO selections (id, doc, state, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-		sel.ID, stored.Encode(sel), sel.State, sel.CreatedAt.UnixNano(), sel.ExpiresAt.UnixNano())
+	subject, clientID := stored.PrincipalColumns(sel.Principal)
+	_, err := s.pool.Exec(ctx, `INSERT INTO selections (id, doc, state, created_at, expires_at, subject, client_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		sel.ID, stored.Encode(sel), sel.State, sel.CreatedAt.UnixNano(), sel.ExpiresAt.UnixNano(), subject, clientID)
 	if err != nil {
 		return fmt.Errorf("create selection: %w", err)
 	}
@@ -50,19 +51,14 @@ func (s *Postgres) FinishSelection(ctx context.Context, sel *selection.Selection
 }
 
 func (s *Postgres) Selection(ctx context.Context, id string) (*selection.Selection, error) {
-	var doc string
-	err := s.pool.QueryRow(ctx, `SELECT doc FROM selections WHERE id = $1`, id).Scan(&doc)
+	sel, err := docWho(s.pool.QueryRow(ctx, `SELECT doc, subject, client_id FROM selections WHERE id = $1`, id), setSelectionWho)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, selection.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read selection: %w", err)
 	}
-	var sel selection.Selection
-	if err := stored.Doc(doc, &sel); err != nil {
-		return nil, err
-	}
-	return &sel, nil
+	return sel, nil
 }
 
 const recordCols = `id, disposition, rule, note, version, source, review, before, groups, restore`
@@ -131,9 +127,9 @@ func (s *Postgres) EachRecord(ctx context.Context, selectionID string, fn func(s
 }
 
 func (s *Postgres) RecentSelections(ctx context.Context, limit int) ([]*selection.Selection, error) {
-	rows, err := s.pool.Query(ctx, `SELECT doc FROM selections WHERE state = $1 ORDER BY created_at DESC, id LIMIT $2`, selection.StateReady, limit)
+	rows, err := s.pool.Query(ctx, `SELECT doc, subject, client_id FROM selections WHERE state = $1 ORDER BY created_at DESC, id LIMIT $2`, selection.StateReady, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read selections: %w", err)
 	}
-	return docs[*selection.Selection](rows)
+	return docsWho(rows, setSelectionWho)
 }

@@ -12,8 +12,9 @@ import (
 )
 
 func (s *SQLite) PutApproval(ctx context.Context, a *selection.Approval) error {
-	_, err := s.exec(ctx, `INSERT INTO approvals (id, selection_id, doc, used_by, created_at) VALUES (?, ?, ?, ?, ?)`,
-		a.ID, a.SelectionID, stored.Encode(a), a.UsedBy, a.CreatedAt.UnixNano())
+	subject, clientID := stored.PrincipalColumns(a.Principal)
+	_, err := s.exec(ctx, `INSERT INTO approvals (id, selection_id, doc, used_by, created_at, subject, client_id) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.SelectionID, stored.Encode(a), a.UsedBy, a.CreatedAt.UnixNano(), subject, clientID)
 	if err != nil {
 		return fmt.Errorf("put approval: %w", err)
 	}
@@ -21,11 +22,11 @@ func (s *SQLite) PutApproval(ctx context.Context, a *selection.Approval) error {
 }
 
 func (s *SQLite) Approvals(ctx context.Context, selectionID string) ([]*selection.Approval, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT doc FROM approvals WHERE selection_id = ? ORDER BY created_at, id`, selectionID)
+	rows, err := s.r.QueryContext(ctx, `SELECT doc, subject, client_id FROM approvals WHERE selection_id = ? ORDER BY created_at, id`, selectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read approvals: %w", err)
 	}
-	return scanDocs[*selection.Approval](rows)
+	return scanRowsWho(rows, setApprovalWho)
 }
 
 // UseApproval spends an approval once: for its first operation, and again

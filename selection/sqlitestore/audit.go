@@ -26,8 +26,9 @@ func auditEvents(events []selection.AuditEvent) func(tx *sql.Tx) error {
 	}
 	return func(tx *sql.Tx) error {
 		for i, e := range events {
-			if _, err := tx.ExecContext(context.Background(), `INSERT INTO audit (at, operation_id, selection_id, doc) VALUES (?, ?, ?, ?)`,
-				e.At.UnixNano(), e.OperationID, e.SelectionID, docs[i]); err != nil {
+			subject, clientID := stored.PrincipalColumns(e.Principal)
+			if _, err := tx.ExecContext(context.Background(), `INSERT INTO audit (at, operation_id, selection_id, doc, subject, client_id) VALUES (?, ?, ?, ?, ?, ?)`,
+				e.At.UnixNano(), e.OperationID, e.SelectionID, docs[i], subject, clientID); err != nil {
 				return fmt.Errorf("audit: %w", err)
 			}
 		}
@@ -40,10 +41,18 @@ func (s *SQLite) AuditTrail(ctx context.Context, operationID string) ([]selectio
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT doc FROM audit WHERE operation_id = ? OR (operation_id = '' AND selection_id = ?) ORDER BY seq`,
+	rows, err := s.r.QueryContext(ctx, `SELECT doc, subject, client_id FROM audit WHERE operation_id = ? OR (operation_id = '' AND selection_id = ?) ORDER BY seq`,
 		operationID, op.SelectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
-	return scanDocs[selection.AuditEvent](rows)
+	evs, err := scanRowsWho(rows, setAuditWho)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]selection.AuditEvent, len(evs))
+	for i, e := range evs {
+		out[i] = *e
+	}
+	return out, nil
 }

@@ -52,6 +52,14 @@ func TestLegacyStore_MigratesForwardKeepingItsData(t *testing.T) {
 	if n, err := s.InitTargets(ctx, "op_new", "sel_old"); err != nil || n != 1 {
 		t.Fatalf("targets from a legacy selection (the restore column was added): %d %v", n, err)
 	}
+	// Who asked was not recorded then: it reads as unrecorded, never
+	// empty and never a guess.
+	if sel, err := s.Selection(ctx, "sel_old"); err != nil || sel.Principal.Subject != selection.SubjectUnrecorded {
+		t.Fatalf("the legacy selection's principal: %+v %v", sel, err)
+	}
+	if op, err := s.Operation(ctx, "op_old"); err != nil || op.Principal.Subject != selection.SubjectUnrecorded {
+		t.Fatalf("the legacy operation's principal: %+v %v", op, err)
+	}
 	ids, err := s.ExpiredOperations(ctx, time.Now(), 10)
 	if err != nil || len(ids) != 1 || ids[0] != "op_old" {
 		t.Fatalf("the operation a legacy store left running: %v %v", ids, err)

@@ -11,20 +11,21 @@ import (
 	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
-const opCols = `doc, updated_at, lease_holder, lease_epoch, lease_expires`
+const opCols = `doc, updated_at, lease_holder, lease_epoch, lease_expires, subject, client_id`
 
 // scanOp reads a row of opCols: the document, with the update time and
 // lease kept beside it.
 func scanOp(row interface{ Scan(...any) error }) (*selection.Operation, error) {
-	var doc, holder string
+	var doc, holder, subject, clientID string
 	var updated, epoch, expires int64
-	if err := row.Scan(&doc, &updated, &holder, &epoch, &expires); err != nil {
+	if err := row.Scan(&doc, &updated, &holder, &epoch, &expires, &subject, &clientID); err != nil {
 		return nil, err
 	}
 	var op selection.Operation
 	if err := stored.Doc(doc, &op); err != nil {
 		return nil, err
 	}
+	op.Principal = stored.Principal(subject, clientID)
 	if updated > 0 {
 		op.UpdatedAt = time.Unix(0, updated).UTC()
 	}
@@ -37,14 +38,15 @@ func scanOp(row interface{ Scan(...any) error }) (*selection.Operation, error) {
 
 func (s *SQLite) CreateOperation(ctx context.Context, op *selection.Operation) (*selection.Operation, bool, error) {
 	var existing *selection.Operation
+	subject, clientID := stored.PrincipalColumns(op.Principal)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		existing = nil
 		// The partial unique index on (selection_id, action_digest) for
 		// mode execute is what keeps it to one.
 		res, err := tx.ExecContext(ctx, `INSERT INTO operations (id, selection_id, action_digest, mode, status, doc, created_at, updated_at,
-			lease_holder, lease_epoch, lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			lease_holder, lease_epoch, lease_expires, subject, client_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			op.ID, op.SelectionID, op.ActionDigest, op.Mode, op.Status, stored.Encode(op), op.CreatedAt.UnixNano(), op.UpdatedAt.UnixNano(),
-			op.Lease.Holder, op.Lease.Epoch, unixNano(op.Lease.Expires))
+			op.Lease.Holder, op.Lease.Epoch, unixNano(op.Lease.Expires), subject, clientID)
 		if err != nil {
 			return err
 		}

@@ -12,8 +12,9 @@ import (
 )
 
 func (s *SQLite) CreateSelection(ctx context.Context, sel *selection.Selection) error {
-	_, err := s.exec(ctx, `INSERT INTO selections (id, doc, state, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-		sel.ID, stored.Encode(sel), sel.State, sel.CreatedAt.UnixNano(), sel.ExpiresAt.UnixNano())
+	subject, clientID := stored.PrincipalColumns(sel.Principal)
+	_, err := s.exec(ctx, `INSERT INTO selections (id, doc, state, created_at, expires_at, subject, client_id) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		sel.ID, stored.Encode(sel), sel.State, sel.CreatedAt.UnixNano(), sel.ExpiresAt.UnixNano(), subject, clientID)
 	if err != nil {
 		return fmt.Errorf("create selection: %w", err)
 	}
@@ -85,19 +86,14 @@ func (s *SQLite) FinishSelection(ctx context.Context, sel *selection.Selection) 
 }
 
 func (s *SQLite) Selection(ctx context.Context, id string) (*selection.Selection, error) {
-	var doc string
-	err := s.r.QueryRowContext(ctx, `SELECT doc FROM selections WHERE id = ?`, id).Scan(&doc)
+	sel, err := scanDocsWho(s.r.QueryRowContext(ctx, `SELECT doc, subject, client_id FROM selections WHERE id = ?`, id), setSelectionWho)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, selection.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read selection: %w", err)
 	}
-	var sel selection.Selection
-	if err := stored.Doc(doc, &sel); err != nil {
-		return nil, err
-	}
-	return &sel, nil
+	return sel, nil
 }
 
 func scanRecord(rows *sql.Rows) (selection.Record, error) {
@@ -164,9 +160,9 @@ func (s *SQLite) EachRecord(ctx context.Context, selectionID string, fn func(sel
 }
 
 func (s *SQLite) RecentSelections(ctx context.Context, limit int) ([]*selection.Selection, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT doc FROM selections WHERE state = ? ORDER BY created_at DESC, id LIMIT ?`, selection.StateReady, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT doc, subject, client_id FROM selections WHERE state = ? ORDER BY created_at DESC, id LIMIT ?`, selection.StateReady, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read selections: %w", err)
 	}
-	return scanDocs[*selection.Selection](rows)
+	return scanRowsWho(rows, setSelectionWho)
 }

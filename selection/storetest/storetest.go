@@ -47,6 +47,7 @@ func Run(t *testing.T, o Opener) {
 	t.Run("ApprovalUsedOnceAcrossConcurrentCallers", func(t *testing.T) { testApprovalUsedOnceAcrossConcurrentCallers(t, o) })
 	t.Run("FrozenScansAreBounded", func(t *testing.T) { testFrozenScansAreBounded(t, o) })
 	t.Run("MetaApprovalsAudit", func(t *testing.T) { testMetaApprovalsAudit(t, o) })
+	t.Run("EveryRecordNamesItsPrincipal", func(t *testing.T) { testEveryRecordNamesItsPrincipal(t, o) })
 	if o.Reopen != nil {
 		t.Run("SurvivesReopen", func(t *testing.T) { testSurvivesReopen(t, o) })
 	}
@@ -497,4 +498,112 @@ func testSurvivesReopen(t *testing.T, o Opener) {
 	if err != nil || len(ts) != 1 || ts[0].Outcome != selection.TargetInFlight {
 		t.Fatalf("the journal did not survive a reopen: %+v %v", ts, err)
 	}
+}
+
+// testEveryRecordNamesItsPrincipal: the selection, operation, approval and
+// audit line each read back with the principal they were written with,
+// through every read path; one written without a principal reads as
+// unrecorded, never as empty.
+func testEveryRecordNamesItsPrincipal(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	alice := selection.Principal{Subject: "alice@example.com", ClientID: "agent-1", Groups: []string{"ops"}, Scopes: []string{"airlock:write"}, OAuth: true}
+	bob := selection.Principal{Subject: "bob", ClientID: "review-page"}
+	want := func(what string, got, w selection.Principal) {
+		t.Helper()
+		if got.Subject != w.Subject || got.ClientID != w.ClientID {
+			t.Errorf("%s: principal %+v, want subject %q client %q", what, got, w.Subject, w.ClientID)
+		}
+	}
+	unrecorded := selection.Principal{Subject: selection.SubjectUnrecorded}
+
+	sel := newSelection("sel_who")
+	sel.Principal = alice
+	anon := newSelection("sel_anon")
+	for _, x := range []*selection.Selection{sel, anon} {
+		if err := s.CreateSelection(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		x.State = selection.StateReady
+		if err := s.FinishSelection(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Selection(ctx, "sel_who")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("selection", got.Principal, alice)
+	if got, _ := s.Selection(ctx, "sel_anon"); got != nil {
+		want("selection written without a principal", got.Principal, unrecorded)
+	}
+	recent, _ := s.RecentSelections(ctx, 10)
+	for _, r := range recent {
+		if r.ID == "sel_who" {
+			want("recent selection", r.Principal, alice)
+		}
+	}
+
+	op := &selection.Operation{ID: "op_who", SelectionID: "sel_who", ActionDigest: "sha256:a", Mode: selection.ModeExecute,
+		Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0, Counts: map[selection.Outcome]int{}, Principal: alice}
+	if _, _, err := s.CreateOperation(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	again := &selection.Operation{ID: "op_who_again", SelectionID: "sel_who", ActionDigest: "sha256:a", Mode: selection.ModeExecute,
+		Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0, Counts: map[selection.Outcome]int{}, Principal: bob}
+	existing, created, err := s.CreateOperation(ctx, again)
+	if err != nil || created {
+		t.Fatalf("second execute operation: created %v, %v", created, err)
+	}
+	want("the existing operation, returned to another principal", existing.Principal, alice)
+	gotOp, err := s.Operation(ctx, "op_who")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("operation", gotOp.Principal, alice)
+	ops, _ := s.OperationsOf(ctx, "sel_who")
+	if len(ops) != 1 {
+		t.Fatalf("operations of the selection: %d", len(ops))
+	}
+	want("operations of the selection", ops[0].Principal, alice)
+	dry := &selection.Operation{ID: "op_anon", SelectionID: "sel_anon", ActionDigest: "sha256:a", Mode: selection.ModeDryRun,
+		Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0, Counts: map[selection.Outcome]int{}}
+	if _, _, err := s.CreateOperation(ctx, dry); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Operation(ctx, "op_anon"); err == nil {
+		want("operation written without a principal", got.Principal, unrecorded)
+	}
+
+	ap := &selection.Approval{ID: "apr_who", SelectionID: "sel_who", Digest: "sha256:d", ActionDigest: "sha256:a", Decision: selection.DecisionApproved,
+		Who: "review page: Bob", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), Acknowledgements: []string{}, Principal: bob}
+	if err := s.PutApproval(ctx, ap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseApproval(ctx, "apr_who", "op_who", t0); err != nil {
+		t.Fatal(err)
+	}
+	aps, err := s.Approvals(ctx, "sel_who")
+	if err != nil || len(aps) != 1 {
+		t.Fatalf("approvals: %v %v", aps, err)
+	}
+	want("approval, after it was used", aps[0].Principal, bob)
+
+	events := []selection.AuditEvent{
+		{At: t0, Kind: selection.AuditDecision, SelectionID: "sel_who", Event: "preview", Principal: alice},
+		{At: t0.Add(time.Second), Kind: selection.AuditDecision, SelectionID: "sel_who", Event: "approved", Principal: bob},
+		{At: t0.Add(2 * time.Second), Kind: selection.AuditCall, OperationID: "op_who", SelectionID: "sel_who", Event: "request", Principal: alice},
+		{At: t0.Add(3 * time.Second), Kind: selection.AuditDecision, OperationID: "op_who", SelectionID: "sel_who", Event: "note"},
+	}
+	if err := s.Audit(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	trail, err := s.AuditTrail(ctx, "op_who")
+	if err != nil || len(trail) != 4 {
+		t.Fatalf("audit trail: %+v %v", trail, err)
+	}
+	want("audit: preview", trail[0].Principal, alice)
+	want("audit: approval", trail[1].Principal, bob)
+	want("audit: call", trail[2].Principal, alice)
+	want("audit line written without a principal", trail[3].Principal, unrecorded)
 }

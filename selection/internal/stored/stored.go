@@ -167,3 +167,15 @@ func (e *NewerSchemaError) Error() string {
 // DefaultScanBounds are the frozen scans a store keeps when the caller
 // gives no bounds.
 var DefaultScanBounds = selection.ScanBounds{TTL: 15 * time.Minute, MaxScans: 64, MaxBytes: 256 << 20}
+
+// PrincipalColumns are the subject and client_id columns that record p:
+// never an empty subject (see selection.Principal.Recorded).
+func PrincipalColumns(p selection.Principal) (subject, clientID string) {
+	r := p.Recorded()
+	return r.Subject, r.ClientID
+}
+
+// Principal is the principal a row's subject and client_id columns hold.
+func Principal(subject, clientID string) selection.Principal {
+	return selection.Principal{Subject: subject, ClientID: clientID}.Recorded()
+}
