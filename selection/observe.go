@@ -14,6 +14,10 @@ type Observer interface {
 	// TookOver is called when this engine took over an operation whose
 	// lease had expired.
 	TookOver()
+	// Decided is called when a person's decision about a selection is
+	// recorded: its channel (client, operator), the decision, and how long
+	// the selection waited for it since its preview.
+	Decided(channel, decision string, waited time.Duration)
 }
 
 func (e *Engine) journaled(entries []Target, took time.Duration, err error) {

@@ -37,6 +37,12 @@ type HTTPOptions struct {
 	// MaxStreams bounds the event streams open at once (GET /sse, GET
 	// /mcp of a session): DefaultMaxStreams when zero; past it, 503.
 	MaxStreams int
+	// WrapMCP, when set, wraps the streamable HTTP handler at /mcp (behind
+	// the guard and the bounds): Tasks.Middleware serves the task methods.
+	WrapMCP func(http.Handler) http.Handler
+	// Probes are served before the guard, without a token (the health
+	// probes, which reveal nothing): path to handler.
+	Probes map[string]http.Handler
 }
 
 // Defaults of the HTTP transport's bounds.
@@ -81,13 +87,31 @@ func NewHTTPHandler(srv *server.MCPServer, opts HTTPOptions) http.Handler {
 	sse := server.NewSSEServer(srv, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"),
 		server.WithUseFullURLForMessageEndpoint(false), server.WithSSEContextFunc(bridge.context))
 	bridge.sse = sse
-	mux.Handle("/mcp", stream)
+	var mcpHandler http.Handler = stream
+	if opts.WrapMCP != nil {
+		mcpHandler = opts.WrapMCP(stream)
+	}
+	mux.Handle("/mcp", mcpHandler)
 	mux.Handle("/sse", sse)
 	mux.Handle("/message", bridge.messages(sse))
 	for p, h := range opts.Extra {
 		mux.Handle(p, h)
 	}
-	return guard(bound(mux, opts), opts)
+	return probes(guard(bound(mux, opts), opts), opts.Probes)
+}
+
+// probes answers the health probes' paths before anything else.
+func probes(next http.Handler, ps map[string]http.Handler) http.Handler {
+	if len(ps) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := ps[r.URL.Path]; ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // bound enforces the transport's limits before any handler (mcp-go's reads
