@@ -80,6 +80,9 @@ type harnessCfg struct {
 	noElicitation bool
 	transport     string
 	protocol      string
+	// metrics and tracing, when set, observe the server and its upstream.
+	metrics *Metrics
+	tracing *Tracing
 	// tasks serves tasks; tasksClient has the harness's raw task requests
 	// (taskRPC) declare the extension (the mcp-go client itself never
 	// does: its CallTool cannot read a task).
@@ -182,7 +185,8 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv, Clock: cfg.clock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv, Clock: cfg.clock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		WrapTransport: WrapTransport(cfg.metrics, cfg.tracing)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +217,10 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 			}
 		}
 	})
+	deps.Metrics, deps.Tracing = cfg.metrics, cfg.tracing
+	if cfg.metrics != nil {
+		cfg.metrics.Observe(rt)
+	}
 	// The audit trail also goes to a JSON Lines writer, checked like the logs.
 	deps.Auditor = selection.NewAuditor(&auditLog)
 	if err := deps.UseStore(context.Background(), bg, store); err != nil {
