@@ -247,7 +247,8 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 		slot.set(t.inputView(rec))
 		return taskAnswer()
 	case env.Problem == nil:
-		opID, _ := env.Data.(map[string]any)["operation_id"].(string)
+		data, _ := env.Data.(map[string]any)
+		opID, _ := data["operation_id"].(string)
 		if opID == "" {
 			return env
 		}
