@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -119,6 +120,7 @@ func TestLoad_FiftyClientsSearchThroughRoundRobinToTwoReplicas(t *testing.T) {
 
 	var mu sync.Mutex
 	var lat []time.Duration
+	complete, reasons := 0, map[string]int{}
 	var errs atomic.Int64
 	peak := []int{0, 0}
 	stop := time.Now().Add(duration)
@@ -157,8 +159,22 @@ func TestLoad_FiftyClientsSearchThroughRoundRobinToTwoReplicas(t *testing.T) {
 					}
 					continue
 				}
+				var env struct {
+					Complete bool `json:"complete"`
+					Reasons  []struct {
+						Code string `json:"code"`
+					} `json:"incomplete_reasons"`
+				}
+				b, _ := json.Marshal(res.StructuredContent)
+				_ = json.Unmarshal(b, &env)
 				mu.Lock()
 				lat = append(lat, took)
+				if env.Complete {
+					complete++
+				}
+				for _, r := range env.Reasons {
+					reasons[r.Code]++
+				}
 				mu.Unlock()
 			}
 		})
@@ -172,6 +188,7 @@ func TestLoad_FiftyClientsSearchThroughRoundRobinToTwoReplicas(t *testing.T) {
 	t.Logf("%d clients, %s: %d calls (%.0f/s), %d errors; p50 %s, p99 %s, max %s",
 		clients, duration, len(lat), float64(len(lat))/duration.Seconds(), errs.Load(),
 		percentile(lat, .5).Round(time.Millisecond), percentile(lat, .99).Round(time.Millisecond), percentile(lat, 1).Round(time.Millisecond))
+	t.Logf("%d answers complete; incomplete reasons: %v (a scan cut by its 15 s default deadline_ms is partial, with TIME_BUDGET_EXCEEDED)", complete, reasons)
 	for i := range replicas {
 		t.Logf("replica %d RSS: %d MB before, %d MB peak, %d MB at the end, %d MB 30 s after", i, base[i]/1024, peak[i]/1024, atEnd[i]/1024, after[i]/1024)
 	}
