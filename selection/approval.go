@@ -327,6 +327,9 @@ func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, *env
 	if err := e.Store.PutApproval(ctx, ap); err != nil {
 		return nil, e.internal("record approval", err)
 	}
+	if e.Observer != nil {
+		e.Observer.Decided(d.Channel, d.Decision, now.Sub(sel.CreatedAt))
+	}
 	e.audit(ctx, AuditEvent{At: now, Kind: AuditDecision, SelectionID: sel.ID, Digest: sel.Digest, Actor: d.Who, Event: d.Decision,
 		RequestID: d.RequestID, Detail: fmt.Sprintf("channel %s, %d targets, action %s", d.Channel, sel.Summary.Members, sel.Action.Type),
 		Principal: d.Principal.Recorded()})

@@ -31,6 +31,12 @@ type Engine struct {
 	// leases (by default host, process id and a random suffix).
 	LeaseTTL time.Duration
 	Holder   string
+	// Observer, when set, is told of journal writes and takeovers (for
+	// metrics).
+	Observer Observer
+	// CancelPoll is how often a running operation looks for a
+	// cancellation asked of another process (DefaultCancelPoll when zero).
+	CancelPoll time.Duration
 
 	mu      sync.Mutex
 	running map[string]*run
@@ -240,6 +246,9 @@ func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *u
 			send, why, err := e.maySend(ctx, op)
 			if err != nil {
 				return nil, e.internal("read approval", err)
+			}
+			if err := e.uncancel(ctx, op.ID); err != nil {
+				return nil, e.internal("resume operation", err)
 			}
 			op.Status, op.StopReason, op.FinishedAt = OpRunning, "", nil
 			op.UpdatedAt = e.Clock.Now()

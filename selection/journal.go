@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/airlock-mcp/airlock/selection/internal/batch"
 )
@@ -20,7 +21,9 @@ type journal struct {
 	// onLost, when set, is called when a write finds the lease lost or
 	// about to expire, before the write's error is returned.
 	onLost func()
-	q      *batch.Queue[jreq]
+	// observe, when set, is told of each store write and how long it took.
+	observe func(entries []Target, took time.Duration, err error)
+	q       *batch.Queue[jreq]
 }
 
 type jreq struct {
@@ -54,7 +57,11 @@ func (j *journal) write(reqs []jreq) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	start := time.Now()
 	err := j.store.Journal(context.Background(), j.fence.current(), entries)
+	if j.observe != nil {
+		j.observe(entries, time.Since(start), err)
+	}
 	if errors.Is(err, ErrLeaseLost) {
 		j.fence.lose()
 	}

@@ -197,6 +197,9 @@ func (e *Engine) TakeOver(ctx context.Context) ([]string, error) {
 			return taken, fmt.Errorf("take over %q: %w", id, err)
 		}
 		taken = append(taken, id)
+		if e.Observer != nil {
+			e.Observer.TookOver()
+		}
 	}
 	return taken, nil
 }

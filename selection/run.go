@@ -60,6 +60,7 @@ func (e *Engine) start(op *Operation, sel *Selection, a *upstream.Action, progre
 	e.mu.Unlock()
 	r.fence = newFence(op.Lease, e.Clock, e.leaseTTL())
 	r.j = newJournal(e.Store, r.fence, func(events []AuditEvent) { e.audit(context.Background(), events...) })
+	r.j.observe = e.journaled
 	r.j.onLost = func() {
 		r.leaseGone.Store(true)
 		r.stop("this process lost the operation's lease: it sends no more writes, and the process that takes the operation over finishes it")
@@ -86,6 +87,7 @@ func (r *run) execute() {
 		close(r.done)
 	}()
 	stopBeat := r.heartbeat(ctx)
+	stopWatch := r.watchCancel(ctx)
 	// Targets whose outcome was not observed (a crash, a timeout) are
 	// settled by re-reading before anything is sent: never blindly re-sent.
 	again := r.reconcile(ctx)
@@ -107,6 +109,7 @@ func (r *run) execute() {
 	if !r.leaseGone.Load() {
 		r.settleInFlight()
 	}
+	stopWatch()
 	stopBeat()
 	jerr := r.j.close()
 	if jerr != nil && r.stopReason == "" {

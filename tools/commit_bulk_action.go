@@ -110,6 +110,10 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	if a.WaitMS != nil {
 		wait = time.Duration(*a.WaitMS) * time.Millisecond
 	}
+	if inTask(ctx) {
+		// A task answers once its operation exists; tasks/get follows it.
+		wait = 0
+	}
 	params := a.Action.Params
 	if params == nil {
 		params = map[string]any{}

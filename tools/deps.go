@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
@@ -45,6 +46,14 @@ type Deps struct {
 	// Redactor removes the credentials from every tool result, log record,
 	// stored document and audit line (NewDeps takes the runtime's).
 	Redactor *envelope.Redactor
+	// Tasks, when set before NewServer, lets the long tools answer with a
+	// task (see NewTasks); it needs the store and the HTTP transport.
+	Tasks *Tasks
+	// Metrics, when set before NewServer and UseStore, counts tool calls
+	// and what the engine does (see NewMetrics).
+	Metrics *Metrics
+	// Tracing, when set before NewServer, makes a span of each tool call.
+	Tracing *Tracing
 }
 
 // NewDeps fills the defaults: a wall clock, a fresh cursor key and a scan
@@ -81,6 +90,9 @@ func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) erro
 	d.Auditor = d.Auditor.WithRedactor(d.Redactor)
 	d.Store = s
 	d.Engine = &selection.Engine{Store: s, Runtime: d.Runtime, Clock: d.Clock, Logger: d.Logger, Background: background, Auditor: d.Auditor}
+	if d.Metrics != nil {
+		d.Engine.Observer = d.Metrics
+	}
 	key, err := d.key(ctx, "cursor_key")
 	if err != nil {
 		return err
@@ -117,16 +129,36 @@ func (d *Deps) Specs() []Spec {
 	return []Spec{DescribeResources(d), SearchAll(d), PreviewSelection(d), GetSelection(d), CommitBulkAction(d), GetOperation(d)}
 }
 
+// ToolsListTTL is the freshness hint of tools/list for clients of protocol
+// 2026-07-28: the list changes only when the configuration does.
+const ToolsListTTL = 5 * time.Minute
+
 // Version is airlock's version, reported to MCP clients.
 var Version = "0.1.0"
 
 // NewServer assembles the MCP server with every tool registered.
 func NewServer(d *Deps) (*server.MCPServer, error) {
-	srv := server.NewMCPServer("airlock", Version,
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithInstructions(Instructions),
 		server.WithToolFilter(scopeFilter),
-	)
+		// The tools change only with the configuration (a restart), but
+		// which ones a caller sees may depend on who asks: private.
+		server.WithMethodCacheHints(mcp.MethodToolsList, ToolsListTTL.Milliseconds(), mcp.CacheScopePrivate),
+	}
+	if d.Tasks != nil {
+		opts = append(opts, d.Tasks.serverOptions()...)
+	}
+	if d.Tracing != nil {
+		opts = append(opts, server.WithToolHandlerMiddleware(d.Tracing.toolMiddleware))
+	}
+	if d.Metrics != nil {
+		opts = append(opts, server.WithToolHandlerMiddleware(d.Metrics.toolMiddleware))
+	}
+	srv := server.NewMCPServer("airlock", Version, opts...)
+	if d.Tasks != nil {
+		d.Tasks.srv = srv
+	}
 	if err := d.register(srv); err != nil {
 		return nil, err
 	}
@@ -144,6 +176,9 @@ func (d *Deps) register(srv *server.MCPServer) error {
 	specs, err := d.Enabled()
 	if err != nil {
 		return err
+	}
+	if d.Tasks != nil {
+		specs = d.Tasks.wrap(specs)
 	}
 	return Register(srv, RegisterOptions{Logger: d.Logger, Memory: d.Memory, Redactor: d.Redactor}, specs...)
 }

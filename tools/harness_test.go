@@ -43,14 +43,18 @@ type harness struct {
 	schemas map[string]*envelope.Validator
 	// noElicitation: the client does not declare elicitation.
 	noElicitation bool
+	// tasksClient: the client declares the Tasks extension.
+	tasksClient bool
 	// transport and protocol are how the client connects: streamable
 	// HTTP ("http", the default), "sse" or "stdio", at a pinned protocol
 	// version (default: the client's newest).
 	transport, protocol string
 	// initialized is the server's answer to the client's initialize.
 	initialized *mcp.InitializeResult
-	notesMu     sync.Mutex
-	notes       []mcp.JSONRPCNotification
+	// url is the HTTP server's base URL (streamable HTTP only).
+	url     string
+	notesMu sync.Mutex
+	notes   []mcp.JSONRPCNotification
 }
 
 // progressNotes returns the progress notifications received for token.
@@ -76,6 +80,19 @@ type harnessCfg struct {
 	noElicitation bool
 	transport     string
 	protocol      string
+	// metrics and tracing, when set, observe the server and its upstream.
+	metrics *Metrics
+	tracing *Tracing
+	// tasks serves tasks; tasksClient has the harness's raw task requests
+	// (taskRPC) declare the extension (the mcp-go client itself never
+	// does: its CallTool cannot read a task).
+	tasks, tasksClient bool
+}
+
+// withTasks serves tasks (NewTasks), to a client that declares the Tasks
+// extension when optIn is true.
+func withTasks(optIn bool) harnessOpt {
+	return func(h *harnessCfg) { h.tasks, h.tasksClient = true, optIn }
 }
 
 // withTransport connects the client over transport ("http", "sse" or
@@ -172,7 +189,8 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv, Clock: cfg.clock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv, Clock: cfg.clock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		WrapTransport: WrapTransport(cfg.metrics, cfg.tracing)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,13 +221,22 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 			}
 		}
 	})
+	deps.Metrics, deps.Tracing = cfg.metrics, cfg.tracing
+	if cfg.metrics != nil {
+		cfg.metrics.Observe(rt)
+	}
 	// The audit trail also goes to a JSON Lines writer, checked like the logs.
 	deps.Auditor = selection.NewAuditor(&auditLog)
 	if err := deps.UseStore(context.Background(), bg, store); err != nil {
 		t.Fatal(err)
 	}
+	if cfg.tasks {
+		deps.Tasks = NewTasks(deps)
+		deps.Tasks.Background, deps.Tasks.PollInterval, deps.Tasks.Beat = bg, 20*time.Millisecond, 20*time.Millisecond
+		deps.Engine.CancelPoll = 10 * time.Millisecond
+	}
 	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
-		transport: cfg.transport, protocol: cfg.protocol}
+		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient}
 	h.connect()
 	return h
 }
@@ -248,8 +275,13 @@ func (h *harness) connect() {
 			t.Fatal(err)
 		}
 	default:
-		hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{}))
+		opts := HTTPOptions{}
+		if h.deps.Tasks != nil {
+			opts.WrapMCP = h.deps.Tasks.Middleware
+		}
+		hs := httptest.NewServer(NewHTTPHandler(srv, opts))
 		t.Cleanup(hs.Close)
+		h.url = hs.URL
 		if tr, err = transport.NewStreamableHTTP(hs.URL + "/mcp"); err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,12 @@ type HTTPOptions struct {
 	// requests carry an access token of its issuer (or Token, when both
 	// are set), and its protected-resource metadata is served.
 	OAuth *OAuth
+	// WrapMCP, when set, wraps the streamable HTTP handler at /mcp (behind
+	// the guard and the bounds): Tasks.Middleware serves the task methods.
+	WrapMCP func(http.Handler) http.Handler
+	// Probes are served before the guard, without a token (the health
+	// probes, which reveal nothing): path to handler.
+	Probes map[string]http.Handler
 }
 
 // Defaults of the HTTP transport's bounds.
@@ -84,7 +90,11 @@ func NewHTTPHandler(srv *server.MCPServer, opts HTTPOptions) http.Handler {
 	sse := server.NewSSEServer(srv, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"),
 		server.WithUseFullURLForMessageEndpoint(false), server.WithSSEContextFunc(bridge.context))
 	bridge.sse = sse
-	mux.Handle("/mcp", stream)
+	var mcpHandler http.Handler = stream
+	if opts.WrapMCP != nil {
+		mcpHandler = opts.WrapMCP(stream)
+	}
+	mux.Handle("/mcp", mcpHandler)
 	mux.Handle("/sse", sse)
 	mux.Handle("/message", bridge.messages(sse))
 	for p, h := range opts.Extra {
@@ -92,9 +102,23 @@ func NewHTTPHandler(srv *server.MCPServer, opts HTTPOptions) http.Handler {
 	}
 	if opts.OAuth != nil {
 		opts.OAuth.mount(mux)
-		return guard(bound(scopeGate(mux, opts), opts), opts)
+		return probes(guard(bound(scopeGate(mux, opts), opts), opts), opts.Probes)
 	}
-	return guard(bound(mux, opts), opts)
+	return probes(guard(bound(mux, opts), opts), opts.Probes)
+}
+
+// probes answers the health probes' paths before anything else.
+func probes(next http.Handler, ps map[string]http.Handler) http.Handler {
+	if len(ps) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := ps[r.URL.Path]; ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // bound enforces the transport's limits before any handler (mcp-go's reads

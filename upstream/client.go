@@ -169,7 +169,7 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 	}
 	hc := &http.Client{
 		Timeout:   timeout,
-		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: c.tlsConfig()},
+		Transport: opts.wrapTransport(name, &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: c.tlsConfig()}),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if info, ok := req.Context().Value(reqInfoKey).(*reqInfo); ok && info.noRedirect {
 				// A write never follows a redirect (it would re-send the
@@ -205,6 +205,19 @@ func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) 
 	}
 	c.http = rc
 	return c, nil
+}
+
+// Attempt is the attempt number (1 for the first) of the upstream request
+// whose context ctx is, as a transport sees it (Options.WrapTransport); 0
+// outside one.
+func Attempt(ctx context.Context) int {
+	info, ok := ctx.Value(reqInfoKey).(*reqInfo)
+	if !ok {
+		return 0
+	}
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	return info.attempts
 }
 
 func orDefault(d, def time.Duration) time.Duration {

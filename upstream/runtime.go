@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"sort"
@@ -62,6 +63,9 @@ type Resource struct {
 	// endVerified remembers, per source, that a probe saw the upstream
 	// send its "more follows" signal (a per-process memory).
 	endVerified sync.Map
+	// OnRun, when set, is told after each scan run of this resource how
+	// many pages it read and items it scanned (for metrics).
+	OnRun func(pages, items int)
 }
 
 // Options are the runtime dependencies of Initialize.
@@ -83,6 +87,17 @@ type Options struct {
 	// logger built before the configuration redacts them too); nil means
 	// a new one. Either way the runtime's logger redacts through it.
 	Redactor *envelope.Redactor
+	// WrapTransport, when set, wraps each upstream's HTTP transport (for
+	// metrics and traces): it sees every attempt of every request, with
+	// the credential in its headers, which it must never record.
+	WrapTransport func(upstream string, next http.RoundTripper) http.RoundTripper
+}
+
+func (o Options) wrapTransport(upstream string, next http.RoundTripper) http.RoundTripper {
+	if o.WrapTransport == nil {
+		return next
+	}
+	return o.WrapTransport(upstream, next)
 }
 
 // Clock is the time source logic uses, so that tests can move it.

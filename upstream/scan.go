@@ -258,6 +258,7 @@ func (s *Scan) Run(ctx context.Context, b Budget) error {
 
 	s.mu.Lock()
 	s.budget, s.pagesLeft, s.fatal, s.cancelRun = b, b.MaxPages, nil, cancel
+	pages0, scanned0 := s.pages, s.scanned
 	var todo []*sourceScan
 	for _, src := range s.srcs {
 		switch src.status {
@@ -281,6 +282,9 @@ func (s *Scan) Run(ctx context.Context, b Budget) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.elapsed += time.Since(start)
+	if s.r.OnRun != nil {
+		s.r.OnRun(s.pages-pages0, s.scanned-scanned0)
+	}
 	return s.fatal
 }
 

@@ -72,6 +72,7 @@ Environment
                          serve --http as an OAuth resource server: see airlock serve --help
   AIRLOCK_REVIEW_TOKEN   the token of the review page (required off loopback)
   AIRLOCK_LOG_LEVEL      the default of --log-level (debug, info, warn, error)
+  OTEL_EXPORTER_OTLP_ENDPOINT  (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) send traces there over OTLP/HTTP
 `
 
 func main() {
@@ -173,6 +174,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.Var(&origins, "allow-origin", "a browser `ORIGIN` allowed to call the HTTP transport (repeatable)")
 	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body, in `BYTES`; a larger one is answered 413")
 	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once, `N`; past it, 503")
+	metricsAddr := fs.String("metrics", "", "with --http: serve Prometheus metrics at /metrics, and the probes, on `ADDR` (host:port; a host-less :port binds loopback)")
 	readOnly := fs.Bool("read-only", false, "offer no write tool (neither preview_selection nor commit_bulk_action)")
 	only := fs.String("tools", "", "offer only these tools, a comma-separated `LIST` of names")
 	exclude := fs.String("exclude-tools", "", "never offer these tools, a comma-separated `LIST` of names")
@@ -193,6 +195,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return usagef("use --config or --demo, not both")
 	case !*demoMode && *configPath == "":
 		return usagef("needs --config FILE or --demo")
+	case *metricsAddr != "" && *httpAddr == "":
+		return usagef("--metrics needs --http")
 	case *withReview && *httpAddr == "":
 		return usagef("--review needs --http: the review page is served over HTTP")
 	}
@@ -229,10 +233,16 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	deps, err := buildDeps(ctx, cfg, getenv, logger, red)
+	ops, err := newOperability(ctx, logger)
 	if err != nil {
 		return err
 	}
+	defer ops.close()
+	deps, err := buildDeps(ctx, cfg, getenv, logger, red, ops.upstreamOptions)
+	if err != nil {
+		return err
+	}
+	ops.attach(deps)
 	if *auditLog != "" {
 		f, err := openAuditLog(*auditLog)
 		if err != nil {
@@ -250,6 +260,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	defer closeStore()
 	deps.Options = tools.Options{ReadOnly: *readOnly, Tools: splitList(*only), ExcludeTools: splitList(*exclude)}
+	if *httpAddr != "" {
+		// Tasks live in the store, so that any replica answers for them.
+		deps.Tasks = tools.NewTasks(deps)
+		deps.Tasks.Background = background
+	}
 	mcpSrv, err := tools.NewServer(deps)
 	if err != nil {
 		return err
@@ -271,7 +286,16 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams, OAuth: oauth}
+	probes := tools.HealthHandlers(deps.Store)
+	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams, OAuth: oauth,
+		WrapMCP: deps.Tasks.Middleware, Probes: probes}
+	if *metricsAddr != "" {
+		stopMetrics, err := ops.serveMetrics(ctx, *metricsAddr, probes, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	if *withReview {
 		opts.Extra = map[string]http.Handler{review.Prefix: review.NewHandler(reviewDeps(deps), review.Options{Token: token,
 			Principal: reviewPrincipal(token, selection.SubjectStaticToken)})}
@@ -316,8 +340,12 @@ func demoEnv(k string) string {
 
 // buildDeps initializes a configuration; red, when set, learns its
 // credentials (nil: the runtime makes its own redactor).
-func buildDeps(ctx context.Context, cfg *upstream.Config, getenv func(string) string, logger *slog.Logger, red *envelope.Redactor) (*tools.Deps, error) {
-	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: logger, Getenv: getenv, Redactor: red})
+func buildDeps(ctx context.Context, cfg *upstream.Config, getenv func(string) string, logger *slog.Logger, red *envelope.Redactor, more ...func(*upstream.Options)) (*tools.Deps, error) {
+	opts := upstream.Options{Logger: logger, Getenv: getenv, Redactor: red}
+	for _, f := range more {
+		f(&opts)
+	}
+	rt, err := cfg.Initialize(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,244 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// Metrics are airlock's Prometheus metrics. Every label takes its values
+// from a fixed set (tool names, statuses, outcomeLabels, decisions) or from the
+// configuration (upstream and resource names): never an id, never a value
+// from a tool's arguments or an upstream's answer.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	toolCalls        *prometheus.CounterVec
+	toolSeconds      *prometheus.HistogramVec
+	answers          *prometheus.CounterVec
+	upstreamRequests *prometheus.CounterVec
+	upstreamSeconds  *prometheus.HistogramVec
+	scanPages        *prometheus.CounterVec
+	scanItems        *prometheus.CounterVec
+	targetOutcomes   *prometheus.CounterVec
+	journalSeconds   prometheus.Histogram
+	journalErrors    prometheus.Counter
+	takeovers        prometheus.Counter
+	approvalWaits    *prometheus.HistogramVec
+
+	tools     map[string]bool
+	upstreams map[string]bool
+	resources map[string]bool
+}
+
+// NewMetrics registers airlock's metrics, and the Go runtime's and the
+// process's, on a registry of their own.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(c prometheus.Collector) prometheus.Collector { reg.MustRegister(c); return c }
+	secs := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+	m := &Metrics{
+		reg: reg,
+		toolCalls: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_tool_calls_total",
+			Help: "Tool calls by tool and status (complete, partial, error, input_required, task)."}, []string{"tool", "status"})).(*prometheus.CounterVec),
+		toolSeconds: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "airlock_tool_call_duration_seconds",
+			Help: "Time to answer a tool call, by tool.", Buckets: secs}, []string{"tool"})).(*prometheus.HistogramVec),
+		answers: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_answers_total",
+			Help: "Tool answers by tool and whether they covered the whole requested scope (complete): complete=\"true\" over all is the complete ratio."},
+			[]string{"tool", "complete"})).(*prometheus.CounterVec),
+		upstreamRequests: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_upstream_requests_total",
+			Help: "Upstream HTTP requests (each attempt) by upstream, status and whether the attempt was a retry."},
+			[]string{"upstream", "status", "retry"})).(*prometheus.CounterVec),
+		upstreamSeconds: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "airlock_upstream_request_duration_seconds",
+			Help: "Time of an upstream HTTP attempt until its headers, by upstream.", Buckets: secs}, []string{"upstream"})).(*prometheus.HistogramVec),
+		scanPages: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_scan_pages_total",
+			Help: "List pages read by scans, by resource."}, []string{"resource"})).(*prometheus.CounterVec),
+		scanItems: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_scan_items_total",
+			Help: "Items scanned, by resource."}, []string{"resource"})).(*prometheus.CounterVec),
+		targetOutcomes: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_target_outcomes_total",
+			Help: "Journaled target transitions, by the outcome written (in_flight is an intent)."}, []string{"outcome"})).(*prometheus.CounterVec),
+		journalSeconds: f(prometheus.NewHistogram(prometheus.HistogramOpts{Name: "airlock_journal_write_duration_seconds",
+			Help:    "Time of one journal write (a group commit of target entries) in the store.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}})).(prometheus.Histogram),
+		journalErrors: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "airlock_journal_write_errors_total",
+			Help: "Journal writes the store refused or failed (a lost lease included)."})).(prometheus.Counter),
+		takeovers: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "airlock_lease_takeovers_total",
+			Help: "Operations this process took over after their lease expired."})).(prometheus.Counter),
+		approvalWaits: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "airlock_approval_wait_seconds",
+			Help:    "Time from a selection's preview to a person's decision about it, by channel and decision.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600}}, []string{"channel", "decision"})).(*prometheus.HistogramVec),
+		tools:     map[string]bool{},
+		upstreams: map[string]bool{},
+		resources: map[string]bool{},
+	}
+	for _, s := range NewDeps(nil, nil).Specs() {
+		m.tools[s.Name] = true
+	}
+	return m
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Registry is where the metrics are registered.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Observe counts the scans of rt's resources, and learns the configured
+// upstream and resource names, the only values their labels take.
+func (m *Metrics) Observe(rt *upstream.Runtime) {
+	if rt == nil {
+		return
+	}
+	for name := range rt.Upstreams {
+		m.upstreams[name] = true
+	}
+	for name, r := range rt.Resources {
+		m.resources[name] = true
+		pages, items := m.scanPages.WithLabelValues(name), m.scanItems.WithLabelValues(name)
+		r.OnRun = func(p, i int) {
+			pages.Add(float64(p))
+			items.Add(float64(i))
+		}
+	}
+}
+
+// bounded returns v when it is one of the known values, else "other".
+func bounded(known map[string]bool, v string) string {
+	if known[v] {
+		return v
+	}
+	return "other"
+}
+
+// toolMiddleware counts and times every tool call.
+func (m *Metrics) toolMiddleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
+		res, err := next(ctx, req)
+		tool := bounded(m.tools, req.Params.Name)
+		status, complete := resultStatus(ctx, res, err)
+		m.toolCalls.WithLabelValues(tool, status).Inc()
+		m.toolSeconds.WithLabelValues(tool).Observe(time.Since(start).Seconds())
+		if complete != "" {
+			m.answers.WithLabelValues(tool, complete).Inc()
+		}
+		return res, err
+	}
+}
+
+// resultStatus classifies a tool result into a fixed set of statuses, and
+// says whether its envelope was complete ("" when it has none).
+func resultStatus(ctx context.Context, res *mcp.CallToolResult, err error) (status, complete string) {
+	if slot := taskSlotFrom(ctx); slot != nil && slot.made() != nil && slot.made().status != "" {
+		return "task", ""
+	}
+	switch {
+	case err != nil || res == nil:
+		return "error", ""
+	case res.ResultType == mcp.ResultTypeInputRequired || len(res.InputRequests) > 0:
+		return "input_required", ""
+	}
+	var env struct {
+		Status   string `json:"status"`
+		Complete *bool  `json:"complete"`
+	}
+	switch sc := res.StructuredContent.(type) {
+	case json.RawMessage:
+		_ = json.Unmarshal(sc, &env)
+	case []byte:
+		_ = json.Unmarshal(sc, &env)
+	}
+	switch env.Status {
+	case "complete", "partial", "error":
+		status = env.Status
+	default:
+		status = "other"
+	}
+	if env.Complete != nil {
+		complete = strconv.FormatBool(*env.Complete)
+	}
+	return status, complete
+}
+
+// statusLabel is an HTTP status as a label: the code for the statuses an
+// upstream commonly answers, its class for the others.
+func statusLabel(code int) string {
+	switch code {
+	case 200, 201, 202, 204, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 409, 410, 412, 413, 415, 422, 429, 500, 501, 502, 503, 504:
+		return strconv.Itoa(code)
+	}
+	if code >= 100 && code < 600 {
+		return strconv.Itoa(code/100) + "xx"
+	}
+	return "other"
+}
+
+// Transport counts and times each attempt of the requests to an upstream.
+func (m *Metrics) Transport(name string, next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		start := time.Now()
+		resp, err := next.RoundTrip(req)
+		status := "error"
+		if err == nil {
+			status = statusLabel(resp.StatusCode)
+		}
+		retry := strconv.FormatBool(upstream.Attempt(req.Context()) > 1)
+		up := bounded(m.upstreams, name)
+		m.upstreamRequests.WithLabelValues(up, status, retry).Inc()
+		m.upstreamSeconds.WithLabelValues(up).Observe(time.Since(start).Seconds())
+		return resp, err
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// outcomeLabels are the values the outcome label takes.
+var outcomeLabels = func() map[string]bool {
+	m := map[string]bool{}
+	for _, o := range []selection.Outcome{selection.TargetPending, selection.TargetInFlight, selection.TargetSucceeded, selection.TargetFailed,
+		selection.TargetSkipped, selection.TargetUnknown, selection.TargetWouldSucceed, selection.TargetWouldSkip} {
+		m[string(o)] = true
+	}
+	return m
+}()
+
+var channels = map[string]bool{selection.ChannelClient: true, selection.ChannelOperator: true, selection.ChannelReviewPage: true}
+
+var decisions = map[string]bool{selection.DecisionApproved: true, selection.DecisionRejected: true,
+	selection.DecisionDeclined: true, selection.DecisionCancelled: true}
+
+// Journaled implements selection.Observer.
+func (m *Metrics) Journaled(entries []selection.Target, took time.Duration, err error) {
+	m.journalSeconds.Observe(took.Seconds())
+	if err != nil {
+		m.journalErrors.Inc()
+		return
+	}
+	for _, e := range entries {
+		m.targetOutcomes.WithLabelValues(bounded(outcomeLabels, string(e.Outcome))).Inc()
+	}
+}
+
+// TookOver implements selection.Observer.
+func (m *Metrics) TookOver() { m.takeovers.Inc() }
+
+// Decided implements selection.Observer.
+func (m *Metrics) Decided(channel, decision string, waited time.Duration) {
+	m.approvalWaits.WithLabelValues(bounded(channels, channel), bounded(decisions, decision)).Observe(waited.Seconds())
+}

@@ -1,0 +1,580 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/selection"
+)
+
+// Long calls as tasks (the protocol's Tasks extension, 2026-07-28).
+//
+// A client of protocol 2026-07-28 that declares the extension
+// io.modelcontextprotocol/tasks in a request's capabilities may receive a
+// task instead of a result: commit_bulk_action always, preview_selection
+// always, search_all when its deadline_ms is over TaskSearchDeadline. Every
+// other client, and every other call, sees no change.
+//
+// A task is a view of durable state, never of one process's memory, so that
+// tasks/get, tasks/update and tasks/cancel answer on any replica sharing the
+// store, after a crash or a takeover:
+//   - a commit's task is its operation: working while the operation runs,
+//     then completed with the envelope commit_bulk_action would have
+//     returned, or cancelled once a tasks/cancel stopped it (every target
+//     still truthful: pending if never sent, unknown if sent unobserved);
+//   - a commit that needs the user's approval is input_required, with the
+//     approval request bound, as in a call, to the selection, its digest and
+//     the action's digest; tasks/update carries the answer;
+//   - a read task (preview_selection, search_all) runs in the background on
+//     the process that accepted it, which keeps a heartbeat in the store and
+//     stores the result there; when the heartbeat stops, the next tasks/get
+//     on any process runs the call again (it reads, and writes only airlock
+//     state) and the task answers from that run.
+//
+// Tasks are recorded in the store's meta table under task/ID.
+
+// TasksExtension identifies the protocol's Tasks extension.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// TaskSearchDeadline is the deadline_ms above which a search_all of a
+// client that accepts tasks runs as one.
+const TaskSearchDeadline = 20 * time.Second
+
+// Defaults of the task runner.
+const (
+	DefaultTaskPollInterval = time.Second
+	DefaultTaskBeat         = 2 * time.Second
+)
+
+// taskTools are the tools that may answer with a task.
+var taskTools = map[string]bool{"commit_bulk_action": true, "preview_selection": true, "search_all": true}
+
+// Tasks serves tool calls as tasks. Build it with NewTasks; its zero value
+// serves none.
+type Tasks struct {
+	d   *Deps
+	srv *server.MCPServer
+	// PollInterval is the pollIntervalMs tasks suggest
+	// (DefaultTaskPollInterval when zero).
+	PollInterval time.Duration
+	// Beat is how often a read task's runner writes its heartbeat
+	// (DefaultTaskBeat when zero); a runner silent for three beats is
+	// taken to be gone, and the task runs again.
+	Beat time.Duration
+	// Background bounds the read tasks this process runs (cancel it to
+	// stop them); context.Background() when nil.
+	Background context.Context
+
+	holder string
+	mu     sync.Mutex
+	specs  map[string]Spec // the unwrapped task tools, by name
+	runs   map[string]context.CancelFunc
+}
+
+// NewTasks returns the task service of d's tools. Attach it with
+// Deps.Tasks before NewServer, and serve it with Middleware around the
+// streamable HTTP handler (HTTPOptions.WrapMCP): it needs the store.
+func NewTasks(d *Deps) *Tasks {
+	host, _ := os.Hostname()
+	return &Tasks{d: d, holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]),
+		specs: map[string]Spec{}, runs: map[string]context.CancelFunc{}}
+}
+
+func (t *Tasks) pollInterval() time.Duration {
+	if t.PollInterval > 0 {
+		return t.PollInterval
+	}
+	return DefaultTaskPollInterval
+}
+
+func (t *Tasks) beat() time.Duration {
+	if t.Beat > 0 {
+		return t.Beat
+	}
+	return DefaultTaskBeat
+}
+
+func (t *Tasks) background() context.Context {
+	if t.Background != nil {
+		return t.Background
+	}
+	return context.Background()
+}
+
+// serverOptions are the options NewServer adds when tasks are served: the
+// extension, advertised in server/discover and initialize.
+func (t *Tasks) serverOptions() []server.ServerOption {
+	return []server.ServerOption{server.WithExtensions(map[string]any{TasksExtension: map[string]any{}})}
+}
+
+// taskRecord is what the store keeps of a task when it is made; what
+// changes later (its operation, its result, a cancellation, a runner's
+// heartbeat) is kept under keys of its own, each written once or by one
+// runner.
+type taskRecord struct {
+	ID      string          `json:"id"`
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"`
+	Client  string          `json:"client"`
+	Created time.Time       `json:"created"`
+	// InputRequests and RequestState are the approval a commit waits for.
+	InputRequests mcp.InputRequests `json:"input_requests,omitempty"`
+	RequestState  string            `json:"request_state,omitempty"`
+}
+
+func taskKey(id string) string               { return "task/" + id }
+func taskOperationKey(id string) string      { return "task/" + id + "/operation" }
+func taskResultKey(id string) string         { return "task/" + id + "/result" }
+func taskCancelKey(id string) string         { return "task/" + id + "/cancel" }
+func taskBeatKey(id string) string           { return "task/" + id + "/beat" }
+func taskAttemptKey(id string, n int) string { return "task/" + id + "/attempt/" + strconv.Itoa(n) }
+
+// taskSlot travels in the context of a tools/call that may become a task:
+// the transport puts it there, the tool's wrapper fills it when it made a
+// task.
+type taskSlot struct {
+	// update, when set, is the task whose tasks/update re-enters the tool.
+	update *taskRecord
+	mu     sync.Mutex
+	task   *taskView
+}
+
+type taskSlotKey struct{}
+
+func withTaskSlot(ctx context.Context, s *taskSlot) context.Context {
+	return context.WithValue(ctx, taskSlotKey{}, s)
+}
+
+func taskSlotFrom(ctx context.Context) *taskSlot {
+	s, _ := ctx.Value(taskSlotKey{}).(*taskSlot)
+	return s
+}
+
+func (s *taskSlot) set(v *taskView) {
+	s.mu.Lock()
+	s.task = v
+	s.mu.Unlock()
+}
+
+func (s *taskSlot) made() *taskView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.task
+}
+
+// inTask reports whether a call runs as (or for) a task: a commit then
+// returns as soon as its operation exists.
+func inTask(ctx context.Context) bool { return taskSlotFrom(ctx) != nil }
+
+// wrap makes the task tools answer with a task when their call carries a
+// slot; without one (stdio, in-process, a client that did not opt in) they
+// run as they always do.
+func (t *Tasks) wrap(specs []Spec) []Spec {
+	out := make([]Spec, len(specs))
+	for i, s := range specs {
+		out[i] = s
+		if !taskTools[s.Name] {
+			continue
+		}
+		t.mu.Lock()
+		t.specs[s.Name] = s
+		t.mu.Unlock()
+		inner := s
+		out[i].Handler = func(ctx context.Context, call *Call) *envelope.Envelope {
+			slot := taskSlotFrom(ctx)
+			switch {
+			case slot == nil:
+				return inner.Handler(ctx, call)
+			case inner.Name == "commit_bulk_action":
+				return t.commit(ctx, slot, inner, call)
+			case inner.Name == "search_all" && !longSearch(call.Raw):
+				return inner.Handler(context.WithValue(ctx, taskSlotKey{}, nil), call)
+			default:
+				return t.startRead(ctx, slot, inner, call)
+			}
+		}
+	}
+	return out
+}
+
+// longSearch reports whether a search_all asks for a deadline over
+// TaskSearchDeadline.
+func longSearch(raw json.RawMessage) bool {
+	var a struct {
+		DeadlineMS *float64 `json:"deadline_ms"`
+	}
+	return json.Unmarshal(raw, &a) == nil && a.DeadlineMS != nil && time.Duration(*a.DeadlineMS)*time.Millisecond > TaskSearchDeadline
+}
+
+// taskAnswer is what a task tool returns to mcp-go once it made a task: the
+// transport answers with the task instead.
+func taskAnswer() *envelope.Envelope {
+	return &envelope.Envelope{Complete: false, Status: envelope.StatusPartial,
+		IncompleteReasons: []envelope.Reason{envelope.NewReason(envelope.OperationRunning)}}
+}
+
+// commit runs commit_bulk_action for a task: the call returns as soon as
+// its operation exists (or asks for approval), and the task is a view of
+// that operation.
+func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) *envelope.Envelope {
+	env := s.Handler(ctx, call)
+	rec := slot.update
+	switch {
+	case call.InputRequired != nil:
+		ask := call.InputRequired
+		call.InputRequired = nil
+		if rec != nil {
+			// A second round of questions within one task: the first
+			// answer did not settle it. The commit asks again in a call.
+			return env
+		}
+		rec = t.newRecord(s.Name, call)
+		rec.InputRequests, rec.RequestState = ask.InputRequests, ask.RequestState
+		if err := t.put(ctx, rec); err != nil {
+			return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		}
+		slot.set(t.inputView(rec))
+		return taskAnswer()
+	case env.Problem == nil:
+		data, _ := env.Data.(map[string]any)
+		opID, _ := data["operation_id"].(string)
+		if opID == "" {
+			return env
+		}
+		if rec == nil {
+			rec = t.newRecord(s.Name, call)
+			if err := t.put(ctx, rec); err != nil {
+				return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+			}
+		}
+		if _, err := t.d.Store.SetMetaIfAbsent(ctx, taskOperationKey(rec.ID), []byte(opID)); err != nil {
+			return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		}
+		slot.set(&taskView{id: rec.ID, status: mcp.TaskStatusWorking, created: rec.Created, updated: t.d.Clock.Now()})
+		return taskAnswer()
+	case rec != nil:
+		// The answer to the task's approval ended the commit (declined,
+		// expired, replayed): that problem is the task's result.
+		t.storeResult(ctx, rec.ID, s, env)
+		slot.set(&taskView{id: rec.ID})
+		return env
+	default:
+		// Refused before anything was made: an ordinary answer.
+		return env
+	}
+}
+
+func (t *Tasks) newRecord(tool string, call *Call) *taskRecord {
+	return &taskRecord{ID: "task_" + uuid.NewString(), Tool: tool, Args: json.RawMessage(t.d.Redactor.Bytes(call.Raw)),
+		Client: call.Client, Created: t.d.Clock.Now().UTC()}
+}
+
+// put stores a new task: a task exists once tasks/get can find it, before
+// its id is given out.
+func (t *Tasks) put(ctx context.Context, rec *taskRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, err = t.d.Store.SetMetaIfAbsent(ctx, taskKey(rec.ID), b)
+	return err
+}
+
+func (t *Tasks) record(ctx context.Context, id string) (*taskRecord, error) {
+	b, err := t.d.Store.Meta(ctx, taskKey(id))
+	if err != nil {
+		return nil, err
+	}
+	var rec taskRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("task %q: %w", id, err)
+	}
+	return &rec, nil
+}
+
+// meta reads an optional meta value: nil when absent.
+func (t *Tasks) meta(ctx context.Context, key string) ([]byte, error) {
+	b, err := t.d.Store.Meta(ctx, key)
+	if errors.Is(err, selection.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// storeResult keeps a task's final result: the tool result, rendered and
+// redacted as the call would have returned it. The first result stands.
+func (t *Tasks) storeResult(ctx context.Context, id string, s Spec, env *envelope.Envelope) {
+	if env.Problem != nil && env.Problem.RequestID == "" {
+		env.Problem.WithRequest(newRequestID())
+	}
+	res := redactedResult(env, t.d.Redactor, s.TextDefaults...)
+	b, err := json.Marshal(res)
+	if err == nil {
+		_, err = t.d.Store.SetMetaIfAbsent(ctx, taskResultKey(id), b)
+	}
+	if err != nil {
+		t.d.Logger.Error("could not store a task's result", "task_id", id, "err", err)
+	}
+}
+
+// startRead makes a read task and runs it in the background.
+func (t *Tasks) startRead(ctx context.Context, slot *taskSlot, s Spec, call *Call) *envelope.Envelope {
+	rec := t.newRecord(s.Name, call)
+	if err := t.put(ctx, rec); err != nil {
+		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+	}
+	if _, err := t.d.Store.SetMetaIfAbsent(ctx, taskAttemptKey(rec.ID, 1), []byte(t.holder)); err != nil {
+		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+	}
+	t.beatOnce(ctx, rec.ID, 1)
+	t.runRead(context.WithoutCancel(ctx), rec, 1, call.Raw)
+	slot.set(&taskView{id: rec.ID, status: mcp.TaskStatusWorking, created: rec.Created, updated: rec.Created})
+	return taskAnswer()
+}
+
+type taskBeat struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+}
+
+func (t *Tasks) beatOnce(ctx context.Context, id string, attempt int) {
+	b, _ := json.Marshal(taskBeat{Attempt: attempt, At: t.d.Clock.Now()})
+	if err := t.d.Store.SetMeta(ctx, taskBeatKey(id), b); err != nil {
+		t.d.Logger.Warn("could not write a task's heartbeat", "task_id", id, "err", err)
+	}
+}
+
+// runRead runs a read task's call in the background (attempt n): it keeps
+// the heartbeat, stops when the task is cancelled, and stores the result.
+func (t *Tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw json.RawMessage) {
+	t.mu.Lock()
+	s, ok := t.specs[rec.Tool]
+	t.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(base)
+	stopWithServer := context.AfterFunc(t.background(), cancel)
+	t.mu.Lock()
+	t.runs[rec.ID] = cancel
+	t.mu.Unlock()
+	go func() {
+		defer func() {
+			stopWithServer()
+			cancel()
+			t.mu.Lock()
+			delete(t.runs, rec.ID)
+			t.mu.Unlock()
+		}()
+		done := make(chan struct{})
+		go func() {
+			tick := time.NewTicker(t.beat())
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					if c, _ := t.meta(ctx, taskCancelKey(rec.ID)); c != nil {
+						cancel()
+						return
+					}
+					t.beatOnce(ctx, rec.ID, attempt)
+				}
+			}
+		}()
+		call := &Call{RequestID: newRequestID(), Raw: raw, Client: rec.Client}
+		call.Request.Params.Name = rec.Tool
+		call.Request.Params.Arguments = raw
+		env := s.Handler(ctx, call)
+		close(done)
+		if ctx.Err() != nil {
+			// Cancelled, or this process is stopping: no result; a
+			// stopping process's task runs again elsewhere.
+			return
+		}
+		env.Finish()
+		t.storeResult(context.WithoutCancel(ctx), rec.ID, s, env)
+		t.d.Logger.Info("task finished", "task_id", rec.ID, "tool", rec.Tool, "status", env.Status)
+	}()
+}
+
+// taskView is a task as tasks/get shows it.
+type taskView struct {
+	id               string
+	status           mcp.TaskStatus
+	message          string
+	created, updated time.Time
+	result           json.RawMessage
+	inputRequests    mcp.InputRequests
+}
+
+func (t *Tasks) inputView(rec *taskRecord) *taskView {
+	return &taskView{id: rec.ID, status: mcp.TaskStatusInputRequired, created: rec.Created, updated: rec.Created,
+		message: "waiting for the user's approval", inputRequests: rec.InputRequests}
+}
+
+// wire renders a task as the extension's Task object (a DetailedTask on
+// tasks/get; resultType task when it answers tools/call).
+func (t *Tasks) wire(v *taskView, resultType string) map[string]any {
+	m := map[string]any{
+		"resultType": resultType, "taskId": v.id, "status": v.status,
+		"createdAt": v.created.UTC().Format(time.RFC3339), "lastUpdatedAt": v.updated.UTC().Format(time.RFC3339),
+		"ttlMs": nil, "pollIntervalMs": t.pollInterval().Milliseconds(),
+	}
+	if v.message != "" {
+		m["statusMessage"] = v.message
+	}
+	if v.result != nil {
+		m["result"] = v.result
+	}
+	if v.inputRequests != nil {
+		m["inputRequests"] = v.inputRequests
+	}
+	return m
+}
+
+var errTaskNotFound = errors.New("task not found")
+
+// view derives a task's state from the store.
+func (t *Tasks) view(ctx context.Context, id string) (*taskView, error) {
+	rec, err := t.record(ctx, id)
+	if errors.Is(err, selection.ErrNotFound) {
+		return nil, errTaskNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	v := &taskView{id: id, created: rec.Created, updated: rec.Created}
+	cancelled, err := t.meta(ctx, taskCancelKey(id))
+	if err != nil {
+		return nil, err
+	}
+	opID, err := t.meta(ctx, taskOperationKey(id))
+	if err != nil {
+		return nil, err
+	}
+	if opID != nil {
+		return t.operationView(ctx, v, string(opID), cancelled != nil)
+	}
+	res, err := t.meta(ctx, taskResultKey(id))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case res != nil:
+		v.status, v.result = mcp.TaskStatusCompleted, json.RawMessage(res)
+		return v, nil
+	case cancelled != nil:
+		v.status, v.message = mcp.TaskStatusCancelled, "cancelled before it ran"
+		return v, nil
+	case rec.InputRequests != nil:
+		return t.inputView(rec), nil
+	}
+	v.status = mcp.TaskStatusWorking
+	if err := t.takeOverIfGone(ctx, rec); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// operationView is a commit task: its operation as it stands.
+func (t *Tasks) operationView(ctx context.Context, v *taskView, opID string, cancelled bool) (*taskView, error) {
+	op, err := t.d.Engine.Operation(ctx, opID)
+	if err != nil {
+		return nil, err
+	}
+	v.updated = op.UpdatedAt
+	settled := op.Total - op.Counts[selection.TargetPending] - op.Counts[selection.TargetInFlight]
+	switch {
+	case op.Status == selection.OpRunning:
+		v.status = mcp.TaskStatusWorking
+		v.message = fmt.Sprintf("operation %s: %d of %d targets have an outcome", op.ID, settled, op.Total)
+	case cancelled && op.Status == selection.OpStopped:
+		v.status = mcp.TaskStatusCancelled
+		v.message = fmt.Sprintf("operation %s stopped: %d succeeded, %d failed, %d skipped, %d unknown, %d pending (never sent); get_operation has every target",
+			op.ID, op.Counts[selection.TargetSucceeded], op.Counts[selection.TargetFailed], op.Counts[selection.TargetSkipped],
+			op.Counts[selection.TargetUnknown], op.Counts[selection.TargetPending])
+	default:
+		t.mu.Lock()
+		s := t.specs["commit_bulk_action"]
+		t.mu.Unlock()
+		env := t.d.operationEnvelope(ctx, op, false, selection.TargetQuery{Limit: 20}, false)
+		env.Finish()
+		b, err := json.Marshal(redactedResult(env, t.d.Redactor, s.TextDefaults...))
+		if err != nil {
+			return nil, err
+		}
+		v.status, v.result = mcp.TaskStatusCompleted, b
+	}
+	return v, nil
+}
+
+// takeOverIfGone runs a read task again when its runner stopped beating
+// (its process died or stopped): this process claims the next attempt, and
+// of several processes asking at once one gets it.
+func (t *Tasks) takeOverIfGone(ctx context.Context, rec *taskRecord) error {
+	b, err := t.meta(ctx, taskBeatKey(rec.ID))
+	if err != nil {
+		return err
+	}
+	last := taskBeat{Attempt: 1, At: rec.Created}
+	if b != nil {
+		if err := json.Unmarshal(b, &last); err != nil {
+			return err
+		}
+	}
+	if t.d.Clock.Now().Sub(last.At) < 3*t.beat() {
+		return nil
+	}
+	next := last.Attempt + 1
+	got, err := t.d.Store.SetMetaIfAbsent(ctx, taskAttemptKey(rec.ID, next), []byte(t.holder))
+	if err != nil || string(got) != t.holder {
+		return err
+	}
+	t.d.Logger.Warn("running a task again: its runner stopped beating", "task_id", rec.ID, "tool", rec.Tool, "attempt", next)
+	t.beatOnce(ctx, rec.ID, next)
+	t.runRead(t.background(), rec, next, rec.Args)
+	return nil
+}
+
+// cancel asks a task to stop: a commit's operation stops sending (see
+// selection.Engine.Cancel), a read task's runner stops, a task waiting for
+// approval never runs.
+func (t *Tasks) cancel(ctx context.Context, id, requestID string) error {
+	rec, err := t.record(ctx, id)
+	if errors.Is(err, selection.ErrNotFound) {
+		return errTaskNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := t.d.Store.SetMetaIfAbsent(ctx, taskCancelKey(id), []byte(t.d.Clock.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		return err
+	}
+	if opID, err := t.meta(ctx, taskOperationKey(id)); err != nil {
+		return err
+	} else if opID != nil {
+		if _, err := t.d.Engine.Cancel(ctx, string(opID), rec.Client, requestID); err != nil {
+			return err
+		}
+	}
+	t.mu.Lock()
+	stop := t.runs[id]
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	return nil
+}
