@@ -128,6 +128,11 @@ type taskRecord struct {
 	Args    json.RawMessage `json:"args"`
 	Client  string          `json:"client"`
 	Created time.Time       `json:"created"`
+	// Owner is the principal that made the task: only it may read,
+	// answer or cancel it, and a read task runs again as it.
+	Owner       selection.Principal `json:"owner"`
+	OwnerGroups []string            `json:"owner_groups,omitempty"`
+	OwnerScopes []string            `json:"owner_scopes,omitempty"`
 	// InputRequests and RequestState are the approval a commit waits for.
 	InputRequests mcp.InputRequests `json:"input_requests,omitempty"`
 	RequestState  string            `json:"request_state,omitempty"`
@@ -277,7 +282,31 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 
 func (t *Tasks) newRecord(tool string, call *Call) *taskRecord {
 	return &taskRecord{ID: "task_" + uuid.NewString(), Tool: tool, Args: json.RawMessage(t.d.Redactor.Bytes(call.Raw)),
-		Client: call.Client, Created: t.d.Clock.Now().UTC()}
+		Client: call.Client, Created: t.d.Clock.Now().UTC(), Owner: call.Principal,
+		OwnerGroups: call.Principal.Groups, OwnerScopes: call.Principal.Scopes}
+}
+
+// owner is the principal that made the task, with its groups and scopes.
+func (rec *taskRecord) owner() selection.Principal {
+	p := rec.Owner
+	p.Groups, p.Scopes = rec.OwnerGroups, rec.OwnerScopes
+	return p
+}
+
+// owned refuses a task another principal made as if it did not exist:
+// a task id is no capability.
+func (t *Tasks) owned(ctx context.Context, id string) error {
+	rec, err := t.record(ctx, id)
+	if errors.Is(err, selection.ErrNotFound) {
+		return errTaskNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if who := PrincipalFrom(ctx); who.Subject != rec.Owner.Subject || who.ClientID != rec.Owner.ClientID {
+		return errTaskNotFound
+	}
+	return nil
 }
 
 // put stores a new task: a task exists once tasks/get can find it, before
@@ -394,7 +423,7 @@ func (t *Tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw 
 				}
 			}
 		}()
-		call := &Call{RequestID: newRequestID(), Raw: raw, Client: rec.Client}
+		call := &Call{RequestID: newRequestID(), Raw: raw, Client: rec.Client, Principal: rec.owner()}
 		call.Request.Params.Name = rec.Tool
 		call.Request.Params.Arguments = raw
 		env := s.Handler(ctx, call)

@@ -92,20 +92,21 @@ func (t *Tasks) serveMethod(ctx context.Context, w http.ResponseWriter, id json.
 		writeRPCError(w, id, mcp.INVALID_PARAMS, "params.taskId is required", nil)
 		return
 	}
-	var err error
-	switch method {
-	case "tasks/get":
+	err := t.owned(ctx, taskID)
+	switch {
+	case err != nil:
+	case method == "tasks/get":
 		var v *taskView
 		if v, err = t.view(ctx, taskID); err == nil {
 			writeRPCResult(w, id, t.wire(v, "complete"))
 			return
 		}
-	case "tasks/cancel":
+	case method == "tasks/cancel":
 		if err = t.cancel(ctx, taskID, newRequestID()); err == nil {
 			writeRPCResult(w, id, map[string]any{"resultType": "complete"})
 			return
 		}
-	case "tasks/update":
+	case method == "tasks/update":
 		if err = t.update(ctx, taskID, answers, meta); err == nil {
 			writeRPCResult(w, id, map[string]any{"resultType": "complete"})
 			return
