@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"errors"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -81,4 +83,41 @@ func todoError(n *yaml.Node, path []string) ConfigError {
 		what = what[:end]
 	}
 	return ConfigError{Line: n.Line, Path: strings.Join(path, "."), Msg: "unresolved TODO left by airlock init: " + what}
+}
+
+// DraftErrors reports a configuration file that still holds TODO(...)
+// placeholders: every TODO with its line, together with every other error
+// of the file, all at once. An error about a value a TODO stands in for
+// (on its line, at or under its path, or quoting it) is left out: the TODO
+// says it. It returns nil when the file holds no TODO.
+func DraftErrors(b []byte) error {
+	todos := FindTodos(b)
+	if len(todos) == 0 {
+		return nil
+	}
+	_, err := ParseConfig(b)
+	var ces ConfigErrors
+	if !errors.As(err, &ces) {
+		return todos
+	}
+	out := append(ConfigErrors(nil), todos...)
+	for _, e := range ces {
+		if !coveredByTodo(e, todos) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
+}
+
+func coveredByTodo(e ConfigError, todos ConfigErrors) bool {
+	if strings.Contains(e.Msg, TodoPrefix) {
+		return true
+	}
+	for _, t := range todos {
+		if e.Line == t.Line || e.Path == t.Path || strings.HasPrefix(e.Path, t.Path+".") {
+			return true
+		}
+	}
+	return false
 }

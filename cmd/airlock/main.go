@@ -185,6 +185,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	case *withReview && *httpAddr == "":
 		return usagef("--review needs --http: the review page is served over HTTP")
 	}
+	toolOpts := tools.Options{ReadOnly: *readOnly, Tools: splitList(*only), ExcludeTools: splitList(*exclude)}
+	if err := toolOpts.Check(); err != nil {
+		return usagef("%s", dashedToolFlags(err.Error()))
+	}
 	var addr string
 	var loopback bool
 	if *httpAddr != "" {
@@ -222,6 +226,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	deps.Options = toolOpts
+	if _, err := deps.Enabled(); err != nil {
+		return err // before the store: a server that cannot start creates nothing
+	}
 	if *auditLog != "" {
 		f, err := openAuditLog(*auditLog)
 		if err != nil {
@@ -238,7 +246,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	defer closeStore()
-	deps.Options = tools.Options{ReadOnly: *readOnly, Tools: splitList(*only), ExcludeTools: splitList(*exclude)}
 	mcpSrv, err := tools.NewServer(deps)
 	if err != nil {
 		return err
@@ -316,8 +323,8 @@ func check(args []string, stdout, stderr io.Writer) error {
 		return usagef("needs --config FILE")
 	}
 	if b, err := os.ReadFile(*configPath); err == nil {
-		if todos := upstream.FindTodos(b); len(todos) > 0 {
-			return todos // a draft's open decisions, before what they stand in for
+		if err := upstream.DraftErrors(b); err != nil {
+			return err // a draft's open decisions, with every other error
 		}
 	}
 	cfg, err := loadConfig(*configPath, "")
@@ -355,6 +362,11 @@ func bindAddr(addr string) (string, bool, error) {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port), tools.IsLoopback(host), nil
+}
+
+// dashedToolFlags names the tool options as the command line spells them.
+func dashedToolFlags(msg string) string {
+	return strings.NewReplacer("(tools)", "(--tools)", "(exclude-tools)", "(--exclude-tools)", "which read-only", "which --read-only").Replace(msg)
 }
 
 // splitList reads a comma-separated flag value; empty is none.

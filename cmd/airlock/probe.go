@@ -41,8 +41,8 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("needs --config FILE")
 	}
 	if b, err := os.ReadFile(*configPath); err == nil {
-		if todos := upstream.FindTodos(b); len(todos) > 0 {
-			return todos
+		if err := upstream.DraftErrors(b); err != nil {
+			return err
 		}
 	}
 	cfg, err := loadConfig(*configPath, "")
