@@ -183,7 +183,7 @@ func sampleResource(u *url.URL, pages []sampled) (*resourceDraft, error) {
 		r.scalarField = "name"
 		r.fields = []*fieldDraft{{name: "name", typ: "string"}}
 	} else {
-		r.fields = sampleFields(items)
+		r.fields = distinctNames(sampleFields(items))
 	}
 	samplePagination(r, u, pages)
 	r.idField, r.versionFld, r.versionNote = idAndVersion(r)
