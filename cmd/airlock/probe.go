@@ -53,6 +53,9 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The report quotes the API (its error messages, values on items):
+	// what it prints passes through the runtime's redactor.
+	stdout = rt.Redactor.Writer(stdout)
 	names := rt.ResourceNames()
 	if len(only) > 0 {
 		for _, n := range only {
