@@ -557,10 +557,10 @@ func field(name string, s *openapi3.Schema) *fieldDraft {
 
 // Query parameter names per role, in order of preference.
 var (
-	pageSizeParams = []string{"per_page", "perPage", "page_size", "pageSize", "_limit", "limit", "n", "size", "max_results", "maxResults"}
-	pageParams     = []string{"page", "_page", "page_number", "pageNumber"}
-	offsetParams   = []string{"offset", "_start", "skip", "start"}
-	cursorParams   = []string{"cursor", "page_token", "pageToken", "after", "next_cursor", "next", "continuation_token"}
+	pageSizeParams = []string{"per_page", "perPage", "page_size", "pageSize", "_limit", "limit", "_size", "size", "page[size]", "pagesize", "page_limit", "pageLimit", "n", "max_results", "maxResults", "$top"}
+	pageParams     = []string{"page", "_page", "page_number", "pageNumber", "page[number]"}
+	offsetParams   = []string{"offset", "_start", "skip", "start", "$skip", "from", "_offset"}
+	cursorParams   = []string{"cursor", "page_token", "pageToken", "after", "next_cursor", "next", "_next", "continuation_token", "continuationToken", "page[after]", "page[cursor]", "starting_after", "next_token", "nextToken", "$skiptoken", "marker", "last"}
 	totalPaths     = []string{"total", "totalItems", "total_count", "totalCount", "total_items", "count", "meta.total", "pagination.total"}
 	nextPaths      = []string{"next_cursor", "nextCursor", "next_page_token", "nextPageToken", "response_metadata.next_cursor", "meta.next_cursor", "pagination.next_cursor", "cursor.next"}
 	// metaParams shape the answer rather than select items.
