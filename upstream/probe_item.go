@@ -67,7 +67,9 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 	}
 	ev := fmt.Sprintf("%s answered 200, but %q holds no item with %s %s; the body's top level holds %s", what, displayPath(g.Item), r.Config.IDField, id, topKeys(doc))
 	hint := "set get.item to where the answer holds the item"
-	if at := findItem(doc, idPath, id); at != "" {
+	if v, ok := itemID(doc, idPath); ok && v == id && g.Item != "" {
+		hint = "remove get.item: the body itself is the item"
+	} else if at := findItem(doc, idPath, id); at != "" {
 		hint = fmt.Sprintf("set get.item: %s (the item with %s %s is there); without it, a re-read before a write reads the envelope, and every target looks moved", at, r.Config.IDField, id)
 	}
 	p.add("get.item", ProbeWrong, ev, hint)
