@@ -1,6 +1,7 @@
 package draft
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -97,14 +99,26 @@ func readRef(opts Options) openapi3.ReadFromURIFunc {
 	}
 }
 
+var (
+	jsonVersion = regexp.MustCompile(`"(openapi|swagger)"\s*:\s*"([^"]*)"`)
+	yamlVersion = regexp.MustCompile(`(?m)^(openapi|swagger)\s*:\s*['"]?([0-9][0-9.]*)`)
+)
+
 // documentVersion is the document's openapi or swagger version ("" when
-// it names none).
+// it names none). It is read from the text, not by decoding the whole
+// document a second time: GitHub's is 13 MB.
 func documentVersion(doc []byte) string {
+	re := yamlVersion
+	if bytes.HasPrefix(bytes.TrimLeft(doc, " \t\r\n"), []byte("{")) {
+		re = jsonVersion
+	}
+	if m := re.FindSubmatch(doc); m != nil {
+		return string(m[2])
+	}
 	var head struct {
 		OpenAPI string `yaml:"openapi"`
 		Swagger string `yaml:"swagger"`
 	}
-	// JSON is YAML: one decoder reads both.
 	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return ""
 	}
