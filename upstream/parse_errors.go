@@ -362,6 +362,9 @@ func dropDuplicateKeys(root *yaml.Node) ConfigErrors {
 			if k.Kind == yaml.ScalarNode && k.Value != "<<" {
 				if first, dup := seen[k.Value]; dup {
 					p := strings.Join(append(append([]string(nil), path...), k.Value), ".")
+					if k.Value == "" {
+						p = strings.Join(append([]string{"config"}, path...), ".")
+					}
 					errs = append(errs, ConfigError{Line: k.Line, Path: p, Msg: fmt.Sprintf("duplicate key: %q is already defined at line %d", k.Value, first)})
 					continue
 				}

@@ -78,4 +78,12 @@ resources:
 	if strings.Contains(errOut, "unknown dialect") || strings.Contains(errOut, "absolute http") {
 		t.Errorf("check reports what a TODO stands in for as a second error:\n%s", errOut)
 	}
+	// serve and probe refuse the draft with the same list.
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, args := range [][]string{{"serve", "--config", path}, {"probe", "--config", path}} {
+		code, _, again := cli(args...)
+		if code != exitFailure || again != errOut {
+			t.Errorf("%s: exit %d, and not the list check gives:\n%s", args[0], code, again)
+		}
+	}
 }

@@ -322,11 +322,6 @@ func check(args []string, stdout, stderr io.Writer) error {
 	if *configPath == "" {
 		return usagef("needs --config FILE")
 	}
-	if b, err := os.ReadFile(*configPath); err == nil {
-		if err := upstream.DraftErrors(b); err != nil {
-			return err // a draft's open decisions, with every other error
-		}
-	}
 	cfg, err := loadConfig(*configPath, "")
 	if err != nil {
 		return err
@@ -384,9 +379,17 @@ func splitList(s string) []string {
 // path, whose relative paths (contract schemas, OpenAPI documents) resolve
 // against its own directory whatever the working directory, or, when
 // demoURL is set, the demo's configuration for an API there.
+//
+// A draft's TODOs are reported with every other error of the file, each
+// with its line.
 func loadConfig(path, demoURL string) (*upstream.Config, error) {
 	if demoURL != "" {
 		return upstream.ParseConfig(fixtures.DemoConfig(demoURL))
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := upstream.DraftErrors(b); err != nil {
+			return nil, err
+		}
 	}
 	return upstream.LoadConfig(path)
 }

@@ -40,11 +40,6 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *configPath == "" {
 		return usagef("needs --config FILE")
 	}
-	if b, err := os.ReadFile(*configPath); err == nil {
-		if err := upstream.DraftErrors(b); err != nil {
-			return err
-		}
-	}
 	cfg, err := loadConfig(*configPath, "")
 	if err != nil {
 		return err
