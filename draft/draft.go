@@ -30,6 +30,12 @@ type Options struct {
 	Environment string
 	// Source is named in the header comment (a file name or URL).
 	Source string
+	// Location is where the OpenAPI document was read from: external
+	// $refs to files resolve against it. Empty refuses them.
+	Location string
+	// RemoteRefs lets external $refs to http(s) URLs be fetched; without
+	// it, such a document is refused naming the reference.
+	RemoteRefs bool
 }
 
 // Draft is a drafted configuration.
@@ -38,6 +44,10 @@ type Draft struct {
 	YAML []byte
 	// TODOs are the decisions left to a person, in file order.
 	TODOs []string
+	// Warnings are the document's flaws the draft was made despite
+	// (conflicting paths, schemas that do not validate, a conversion from
+	// Swagger 2.0): each is also a comment at the top of the YAML.
+	Warnings []string
 }
 
 // config is what a draft holds before it is written out.
@@ -48,6 +58,7 @@ type config struct {
 	resources   []*resourceDraft
 	actions     []*actionDraft
 	notes       []string // header comments: what was left out and why
+	warnings    []string // the document's flaws
 }
 
 type upstreamDraft struct {
@@ -89,7 +100,7 @@ type resourceDraft struct {
 	notes       []string
 }
 
-type getDraft struct{ path, item string }
+type getDraft struct{ path, item, note string }
 
 type fieldDraft struct {
 	name        string
@@ -132,13 +143,31 @@ type actionDraft struct {
 var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
 
 // snake turns an identifier (camelCase, kebab-case, words) into
-// snake_case.
+// snake_case the way a person would write it: an acronym stays one word,
+// with its plural (APIs is apis, OutboundIPs is outbound_ips), and a sign
+// before a number is spelled (+1 is plus_1, -1 is minus_1), so that
+// reactions.+1 and reactions.-1 keep distinct names.
 func snake(s string) string {
 	var b strings.Builder
 	rs := []rune(s)
+	isLower := func(i int) bool { return i >= 0 && i < len(rs) && unicode.IsLower(rs[i]) }
+	isUpper := func(i int) bool { return i >= 0 && i < len(rs) && unicode.IsUpper(rs[i]) }
 	for i, r := range rs {
-		if unicode.IsUpper(r) {
-			if i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1]))) {
+		switch {
+		case (r == '+' || r == '-') && i+1 < len(rs) && unicode.IsDigit(rs[i+1]) && (i == 0 || !unicode.IsLetter(rs[i-1]) && !unicode.IsDigit(rs[i-1])):
+			if r == '+' {
+				b.WriteString("_plus_")
+			} else {
+				b.WriteString("_minus_")
+			}
+			continue
+		case unicode.IsUpper(r):
+			// A word starts at an upper-case letter after a lower-case one
+			// or a digit, and at the last capital of an acronym that a
+			// lower-case word follows (HTTPServer: http_server), but not
+			// before the plural s of an acronym (APIs, IPs).
+			acronymPlural := isUpper(i-1) && i+1 < len(rs) && rs[i+1] == 's' && !isLower(i+2)
+			if i > 0 && (isLower(i-1) || unicode.IsDigit(rs[i-1]) || (isLower(i+1) && isUpper(i-1) && !acronymPlural)) {
 				b.WriteByte('_')
 			}
 			b.WriteRune(unicode.ToLower(r))
@@ -166,6 +195,20 @@ func (c *config) render() *Draft {
 	w.comment(0, "Reference: docs/config.md.")
 	for _, n := range c.notes {
 		w.comment(0, n)
+	}
+	if len(c.warnings) > 0 {
+		what := "warning"
+		if len(c.warnings) > 1 {
+			what = "warnings"
+		}
+		w.comment(0, fmt.Sprintf("%d %s about the document; the draft keeps what could be read:", len(c.warnings), what))
+		for i, n := range c.warnings {
+			if i == maxWarnings {
+				w.comment(0, fmt.Sprintf("  ... and %d more", len(c.warnings)-maxWarnings))
+				break
+			}
+			w.comment(0, "  "+n)
+		}
 	}
 	w.kv(0, "environment", quote(c.environment), "shown beside every answer (scope.environment)")
 	w.line(0, "upstreams:")
@@ -197,7 +240,7 @@ func (c *config) render() *Draft {
 			a.render(w)
 		}
 	}
-	return &Draft{YAML: []byte(w.b.String()), TODOs: w.todos}
+	return &Draft{YAML: []byte(w.b.String()), TODOs: w.todos, Warnings: c.warnings}
 }
 
 func fromSource(s string) string {
@@ -244,6 +287,9 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 		w.comment(2, r.versionNote)
 	}
 	w.line(2, "fields:")
+	if len(r.fields) == 0 {
+		w.kv(3, quote(upstream.Todo("the items' schema names no field: declare the fields airlock may read")), "{type: string}", "")
+	}
 	for _, f := range r.fields {
 		w.kv(3, f.name, f.flow(), f.note)
 	}
@@ -263,7 +309,11 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 		if r.get.item != "" {
 			v += ", item: " + quote(r.get.item)
 		}
-		w.kv(2, "get", v+"}", "read one item by id: re-reads before and after writes")
+		note := "read one item by id: re-reads before and after writes"
+		if r.get.note != "" {
+			note += "; " + r.get.note
+		}
+		w.kv(2, "get", v+"}", note)
 	}
 }
 

@@ -1,7 +1,6 @@
 package draft
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,23 +14,19 @@ import (
 )
 
 // FromOpenAPI drafts a configuration from an OpenAPI 3.0 or 3.1 document
-// (YAML or JSON). The document is validated first: a document that does
-// not hold together is refused with the parser's located error, never
-// half-read. External $refs are not followed.
+// (YAML or JSON), or a Swagger 2.0 one converted to 3.0. A document with
+// flaws still yields a draft of what can be read: each flaw is a warning
+// (Draft.Warnings, and a comment in the draft). External $refs to files
+// resolve against opts.Location; to URLs, only with opts.RemoteRefs.
 func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
-	loader := openapi3.NewLoader()
-	loader.IsExternalRefsAllowed = false
-	t, err := loader.LoadFromData(doc)
+	t, warnings, err := loadDocument(doc, opts)
 	if err != nil {
-		return nil, fmt.Errorf("read the openapi document: %w", err)
-	}
-	if err := t.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
-		return nil, fmt.Errorf("the openapi document is not valid: %w", err)
+		return nil, err
 	}
 	if t.Paths == nil || t.Paths.Len() == 0 {
 		return nil, errors.New("the openapi document has no paths")
 	}
-	c := &config{source: opts.Source, environment: environment(opts)}
+	c := &config{source: opts.Source, environment: environment(opts), warnings: warnings}
 	c.upstream = upstreamFromDoc(t, opts)
 	names := map[string]bool{}
 	paths := t.Paths.Keys()
@@ -68,7 +63,15 @@ func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
 		}
 	}
 	sort.Slice(c.resources, func(i, j int) bool { return c.resources[i].name < c.resources[j].name })
-	sort.Slice(c.actions, func(i, j int) bool { return c.actions[i].name < c.actions[j].name })
+	sort.SliceStable(c.actions, func(i, j int) bool { return c.actions[i].name < c.actions[j].name })
+	taken := map[string]bool{}
+	for _, a := range c.actions {
+		base := a.name
+		for i := 2; taken[a.name]; i++ {
+			a.name = fmt.Sprintf("%s_%d", base, i)
+		}
+		taken[a.name] = true
+	}
 	return c.render(), nil
 }
 
@@ -191,7 +194,7 @@ func resolve(ref *openapi3.SchemaRef) *openapi3.Schema {
 		return nil
 	}
 	s := ref.Value
-	if len(s.AllOf) == 0 {
+	if len(s.AllOf) == 0 && (len(s.Properties) > 0 || len(s.OneOf)+len(s.AnyOf) == 0) {
 		return s
 	}
 	merged := *s
@@ -212,6 +215,24 @@ func resolve(ref *openapi3.SchemaRef) *openapi3.Schema {
 			merged.Properties[k] = v
 		}
 		merged.Required = append(merged.Required, p.Required...)
+	}
+	// One of several shapes (oneOf, anyOf): every shape's fields, none of
+	// them required, since an item may be of another shape.
+	if len(s.Properties) == 0 {
+		for _, part := range append(append([]*openapi3.SchemaRef(nil), s.OneOf...), s.AnyOf...) {
+			p := resolve(part)
+			if p == nil || !isType(p, "object") && len(p.Properties) == 0 {
+				continue
+			}
+			if merged.Type == nil || merged.Type.IsEmpty() {
+				merged.Type = &openapi3.Types{"object"}
+			}
+			for k, v := range p.Properties {
+				if _, ok := merged.Properties[k]; !ok {
+					merged.Properties[k] = v
+				}
+			}
+		}
 	}
 	return &merged
 }
@@ -318,6 +339,7 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 	} else {
 		r.fields = fieldsOf(itemSchema)
 	}
+	r.fields = distinctNames(r.fields)
 	q := queryParams(item, op)
 	headers := map[string]bool{}
 	for h := range resp.Headers {
@@ -332,6 +354,7 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 			if gr.Headers["ETag"] != nil || gr.Headers["Etag"] != nil || gr.Headers["etag"] != nil {
 				r.notes = append(r.notes, "GET by id declares an ETag: conditional writes can use If-Match")
 			}
+			r.get.item, r.get.note = itemPath(mediaSchema(gr.Content), r)
 		}
 	}
 	return r
@@ -398,7 +421,9 @@ func findItems(body *openapi3.Schema) (string, *openapi3.Schema, bool) {
 		return pick, resolve(resolve(body.Properties[pick]).Items), true
 	}
 	for _, name := range sortedProps(body) {
-		if inner := resolve(body.Properties[name]); isType(inner, "object") {
+		// An object that carries an id is an item, not an envelope: its
+		// arrays are the item's (a user's tags), not a list.
+		if inner := resolve(body.Properties[name]); isType(inner, "object") && !hasIDField(inner) {
 			if p, s, ok := findItems(inner); ok && p != "" {
 				return name + "." + p, s, true
 			}
@@ -518,10 +543,10 @@ func field(name string, s *openapi3.Schema) *fieldDraft {
 
 // Query parameter names per role, in order of preference.
 var (
-	pageSizeParams = []string{"per_page", "perPage", "page_size", "pageSize", "_limit", "limit", "n", "size", "max_results", "maxResults"}
-	pageParams     = []string{"page", "_page", "page_number", "pageNumber"}
-	offsetParams   = []string{"offset", "_start", "skip", "start"}
-	cursorParams   = []string{"cursor", "page_token", "pageToken", "after", "next_cursor", "next", "continuation_token"}
+	pageSizeParams = []string{"per_page", "perPage", "page_size", "pageSize", "_limit", "limit", "_size", "size", "page[size]", "pagesize", "page_limit", "pageLimit", "n", "max_results", "maxResults", "$top"}
+	pageParams     = []string{"page", "_page", "page_number", "pageNumber", "page[number]"}
+	offsetParams   = []string{"offset", "_start", "skip", "start", "$skip", "from", "_offset"}
+	cursorParams   = []string{"cursor", "page_token", "pageToken", "after", "next_cursor", "next", "_next", "continuation_token", "continuationToken", "page[after]", "page[cursor]", "starting_after", "next_token", "nextToken", "$skiptoken", "marker", "last"}
 	totalPaths     = []string{"total", "totalItems", "total_count", "totalCount", "total_items", "count", "meta.total", "pagination.total"}
 	nextPaths      = []string{"next_cursor", "nextCursor", "next_page_token", "nextPageToken", "response_metadata.next_cursor", "meta.next_cursor", "pagination.next_cursor", "cursor.next"}
 	// metaParams shape the answer rather than select items.
@@ -745,4 +770,49 @@ func filtersOf(r *resourceDraft, q map[string]*openapi3.Parameter, used map[stri
 		notes = append(notes, "every filter is re-checked by airlock on every item; a param is only sent as the API declares it")
 	}
 	return out, notes
+}
+
+// hasIDField says whether an object schema carries an id-like property.
+func hasIDField(s *openapi3.Schema) bool {
+	for _, n := range idNames {
+		if _, ok := s.Properties[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// envelopeNames are the members an API wraps one item in, in order of
+// preference.
+var envelopeNames = []string{"data", "item", "result", "record", "resource", "object"}
+
+// itemPath finds where the answer to GET by id holds the item: the body
+// itself when it carries the id field, else the member that does ({data:
+// {...}}), else the member the list wraps its items in. note says how it
+// was found.
+func itemPath(body *openapi3.Schema, r *resourceDraft) (path, note string) {
+	if body == nil {
+		return "", ""
+	}
+	id := r.idField
+	if upstream.IsTodo(id) {
+		id = "id"
+	}
+	if _, ok := body.Properties[id]; ok || len(body.Properties) == 0 {
+		return "", ""
+	}
+	for _, name := range append(append([]string(nil), envelopeNames...), sortedProps(body)...) {
+		inner := resolve(body.Properties[name])
+		if inner == nil {
+			continue
+		}
+		if _, ok := inner.Properties[id]; ok {
+			return name, "the answer wraps the item in " + name
+		}
+	}
+	envelope, _, _ := strings.Cut(r.items, ".")
+	if inner := resolve(body.Properties[envelope]); envelope != "" && envelope != "." && inner != nil && isType(inner, "object") {
+		return envelope, "the answer wraps the item in " + envelope + ", as the list wraps its items"
+	}
+	return "", ""
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -163,7 +162,7 @@ func sampleResource(u *url.URL, pages []sampled) (*resourceDraft, error) {
 		r.items, r.itemsNote = ".", "the body is the array"
 	}
 	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
-	r.name = snake(segs[len(segs)-1])
+	r.name = snake(strings.TrimSuffix(segs[len(segs)-1], ".json"))
 	if r.name == "" || r.name == "records" && len(segs) >= 2 {
 		r.name = snake(segs[max(len(segs)-2, 0)])
 	}
@@ -183,7 +182,7 @@ func sampleResource(u *url.URL, pages []sampled) (*resourceDraft, error) {
 		r.scalarField = "name"
 		r.fields = []*fieldDraft{{name: "name", typ: "string"}}
 	} else {
-		r.fields = sampleFields(items)
+		r.fields = distinctNames(sampleFields(items))
 	}
 	samplePagination(r, u, pages)
 	r.idField, r.versionFld, r.versionNote = idAndVersion(r)
@@ -208,6 +207,11 @@ func lookup(doc any, path string) (any, bool) {
 	return cur, true
 }
 
+// sampleItems finds the list in a sampled body: the body itself when it
+// is an array, else the array of objects that carry an id-like field (a
+// page may also hold arrays of column names, facets or links), preferring
+// the conventional names (data, items, results, ...). One envelope level
+// ({data: {items: [...]}}) is searched.
 func sampleItems(doc any) (string, bool) {
 	if _, ok := doc.([]any); ok {
 		return "", true
@@ -216,24 +220,71 @@ func sampleItems(doc any) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	var arrays []string
-	for k, v := range m {
-		if _, ok := v.([]any); ok {
-			arrays = append(arrays, k)
+	best, bestScore := "", -1
+	consider := func(path string, v any) {
+		list, ok := v.([]any)
+		if !ok {
+			return
+		}
+		score := arrayScore(list)
+		name := path[strings.LastIndex(path, ".")+1:]
+		for i, pref := range itemsNames {
+			if name == pref {
+				score += len(itemsNames) - i
+			}
+		}
+		if strings.Contains(path, ".") {
+			score-- // an envelope's array is second to one at the top
+		}
+		if score > bestScore || score == bestScore && path < best {
+			best, bestScore = path, score
 		}
 	}
-	sort.Strings(arrays)
-	for _, pref := range itemsNames {
-		for _, a := range arrays {
-			if a == pref {
-				return a, true
+	for _, k := range sortedKeys(anyMap(m)) {
+		consider(k, m[k])
+		if inner, ok := m[k].(map[string]any); ok && !hasSampleID(inner) {
+			for _, k2 := range sortedKeys(anyMap(inner)) {
+				consider(k+"."+k2, inner[k2])
 			}
 		}
 	}
-	if len(arrays) >= 1 {
-		return arrays[0], true
+	return best, bestScore >= 0
+}
+
+// arrayScore ranks a candidate items array: objects carrying an id-like
+// field first, then other objects, then plain values (an empty array says
+// nothing).
+func arrayScore(list []any) int {
+	objects, withID := 0, 0
+	for _, it := range list {
+		if obj, ok := it.(map[string]any); ok {
+			objects++
+			if hasSampleID(obj) {
+				withID++
+			}
+		}
 	}
-	return "", false
+	switch {
+	case len(list) > 0 && withID == len(list):
+		return 300
+	case len(list) > 0 && objects == len(list):
+		return 200
+	case len(list) == 0:
+		return 50
+	}
+	return 100
+}
+
+// sampleIDNames are the fields that hold an item's id in sampled answers.
+var sampleIDNames = append([]string{"_id", "pk", "rowid", "uuid", "ID", "Id"}, idNames...)
+
+func hasSampleID(obj map[string]any) bool {
+	for _, n := range sampleIDNames {
+		if v, ok := obj[n]; ok && v != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // sampleFields infers each field from the values the sampled items hold.
@@ -340,16 +391,18 @@ func guessSampleLayout(s string) string {
 
 // samplePagination infers the dialect from the sampled answers: a Link
 // header, has_more, a next cursor, a continue token, or page/offset
-// numbers beside a total.
+// numbers beside a total. The sample's own query parameters are kept in
+// list.params (they shape the answer: _shape=objects, fields, expand),
+// except those that page it, which the dialect sends.
 func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 	first := pages[0]
 	q := u.Query()
 	set := func(k, v string) { r.pagination = append(r.pagination, [2]string{k, v}) }
-	sizeParam := ""
-	for _, n := range pageSizeParams {
-		if q.Has(n) {
-			sizeParam = n
-			break
+	sizeParam := firstQuery(q, pageSizeParams)
+	paging := map[string]bool{"skipTotal": true}
+	for _, list := range [][]string{pageSizeParams, pageParams, offsetParams, cursorParams} {
+		for _, n := range list {
+			paging[n] = true
 		}
 	}
 	body, _ := first.doc.(map[string]any)
@@ -366,6 +419,7 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 		set("page_size_param", quote(sizeParam))
 		set("page_size", "100")
 	}
+	defer keepParams(r, q, paging)
 	switch next := linkNext(first.header); {
 	case next != "":
 		set("dialect", "link")
@@ -410,6 +464,15 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 		size()
 		set("total", quote(firstKey(body, totalPaths)))
 	default:
+		if path, param := cursorFromNextURL(first.doc); path != "" {
+			paging[param] = true
+			set("dialect", "cursor")
+			set("next_cursor", quote(path))
+			set("cursor_param", quote(param))
+			r.pageNote = append(r.pageNote, "a next token in the body ("+path+"), sent back as "+param+", as the answer's own next URL does")
+			size()
+			return
+		}
 		for _, np := range nextPaths {
 			if v, ok := lookup(first.doc, np); ok {
 				if _, isStr := v.(string); isStr || v == nil {
@@ -424,6 +487,72 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 		set("dialect", quote(upstream.Todo("one of cursor, link, offset, page, continue; the sample carried no pagination signal")))
 		r.pageNote = append(r.pageNote, "the sample showed no next link, cursor, continue token or total: sample a URL that asks for a page (json-server: ?_page=1&_limit=10)")
 	}
+}
+
+// keepParams puts the sample's query parameters that do not page the
+// list into list.params, after those the dialect named.
+func keepParams(r *resourceDraft, q url.Values, paging map[string]bool) {
+	named := map[string]bool{}
+	for _, p := range r.params {
+		named[p[0]] = true
+	}
+	var kept []string
+	for _, k := range sortedKeys(anyMap(map[string][]string(q))) {
+		if paging[k] || named[k] || len(q[k]) != 1 {
+			continue
+		}
+		r.params = append(r.params, [2]string{k, q.Get(k)})
+		kept = append(kept, k)
+	}
+	if len(kept) > 0 {
+		r.pageNote = append(r.pageNote, "the sample's own parameters ("+strings.Join(kept, ", ")+") are kept in list.params; those that page the list are the dialect's")
+	}
+}
+
+func firstQuery(q url.Values, names []string) string {
+	for _, n := range names {
+		if q.Has(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// nextTokenPaths are where answers put the token of the next page.
+var nextTokenPaths = []string{"next", "next_token", "nextToken", "cursor", "next_page", "nextPage"}
+
+// cursorFromNextURL finds a next token in the body that the body's own
+// next URL sends back as a query parameter (Datasette: next is the token,
+// next_url carries it as _next): the path of the token and the parameter.
+// A token that is itself a URL is not a cursor.
+func cursorFromNextURL(doc any) (path, param string) {
+	body, ok := doc.(map[string]any)
+	if !ok {
+		return "", ""
+	}
+	for _, np := range append(append([]string(nil), nextPaths...), nextTokenPaths...) {
+		v, _ := lookup(doc, np)
+		token, ok := v.(string)
+		if !ok || token == "" || strings.Contains(token, "://") || strings.HasPrefix(token, "/") {
+			continue
+		}
+		for _, k := range sortedKeys(body) {
+			raw, ok := body[k].(string)
+			if !ok || k == np {
+				continue
+			}
+			nu, err := url.Parse(raw)
+			if err != nil || nu.RawQuery == "" {
+				continue
+			}
+			for _, qk := range sortedKeys(anyMap(map[string][]string(nu.Query()))) {
+				if nu.Query().Get(qk) == token {
+					return np, qk
+				}
+			}
+		}
+	}
+	return "", ""
 }
 
 func firstKey(m map[string]any, names []string) string {

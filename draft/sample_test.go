@@ -2,6 +2,7 @@ package draft
 
 import (
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -72,5 +73,46 @@ func TestDraftFromSample_ReadsTheWholeListItDescribes(t *testing.T) {
 				t.Fatalf("the drafted configuration read %d of %d, complete %v (%v)", o.Matched, n, o.ScanComplete, o.Reasons)
 			}
 		})
+	}
+}
+
+// TestDraftFromSample_PicksTheRowsAndKeepsTheSamplesOwnParameters: a page
+// holding an array of column names beside the array of row objects (as
+// Datasette answers) is drafted from the rows, whose objects carry an id;
+// the sample's own _shape=objects is kept in list.params, _size is read as
+// the page size, and the next token is sent back as the parameter its own
+// next URL uses.
+func TestDraftFromSample_PicksTheRowsAndKeepsTheSamplesOwnParameters(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"database": "shop", "table": "orders",
+			"columns": ["id", "status", "total"],
+			"rows": [{"id": 1, "status": "paid", "total": 10.5}, {"id": 2, "status": "open", "total": 3}],
+			"next": "2", "next_url": "http://` + r.Host + `/shop/orders.json?_shape=objects&_size=2&_next=2",
+			"truncated": false}`))
+	}))
+	defer srv.Close()
+	d, err := FromSample(t.Context(), srv.URL+"/shop/orders.json?_shape=objects&_size=2", SampleOptions{Options: Options{Environment: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  orders:\n",
+		"items: rows",
+		`params: {_shape: objects}`,
+		`pagination: {dialect: cursor, next_cursor: next, cursor_param: _next, page_size_param: _size, page_size: 100}`,
+		"id: {type: integer}",
+	} {
+		if !strings.Contains(string(d.YAML), want) {
+			t.Errorf("the draft lacks %q:\n%s", want, d.YAML)
+		}
+	}
+	if len(d.TODOs) != 0 {
+		t.Errorf("TODOs %v", d.TODOs)
+	}
+	if _, err := upstream.ParseConfig(d.YAML); err != nil {
+		t.Errorf("the draft does not parse: %v", err)
 	}
 }

@@ -199,6 +199,7 @@ func TestInitProbe_JSONServer(t *testing.T) {
 		code, res := probeConfig(t, bin, cfg, nil)
 		wantWrong(t, code, res, "actions.delete_account.conditional")
 	})
+	plantedJSONServer(t, bin, fromDoc)
 }
 
 // TestInitProbe_PocketBase: drafts from a document and from a sample pass
@@ -241,6 +242,7 @@ func TestInitProbe_PocketBase(t *testing.T) {
 		code, res := probeConfig(t, bin, cfg, sampleEnv)
 		wantWrong(t, code, res, "fields.owner.null_values")
 	})
+	plantedPocketBase(t, bin, fromDoc, docEnv)
 }
 
 // TestInitProbe_Registry: drafts of the catalog (plain strings behind a
@@ -264,6 +266,9 @@ func TestInitProbe_Registry(t *testing.T) {
 			code, res := probeConfig(t, bin, cfg, nil)
 			wantClean(t, code, res)
 			runCase(t, airlockFrom(t, cfg, nil), all, truth, "name", "")
+			if c.name == "from_document" {
+				plantedRegistry(t, bin, cfg)
+			}
 		})
 	}
 }

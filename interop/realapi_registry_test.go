@@ -31,6 +31,13 @@ func TestRegistry_CompleteOnlyWithTheCatalogsExactNames(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runCase(t, al, c, truth, "name", "") })
 	}
+	t.Run("refusal_quotes_the_registry", func(t *testing.T) {
+		// The registry's own words reach the agent, marked as the API's.
+		ans := al.search(t, map[string]any{"resource": "repositories_oversized_page", "deadline_ms": deadlineMS})
+		if ans.Problem == nil || ans.Problem.Code != "UPSTREAM_REJECTED_REQUEST" || !strings.Contains(ans.Problem.UpstreamMessage, "invalid number of results requested") {
+			t.Errorf("an oversized page: %s; upstream_message %+v", ans, ans.Problem)
+		}
+	})
 	if got := upstreams.IDs(truth, nil); !slices.Equal(got, reg.Pushed) {
 		t.Errorf("the catalog lists %d names, %d were pushed", len(got), len(reg.Pushed))
 	}

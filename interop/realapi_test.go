@@ -96,8 +96,9 @@ type answer struct {
 		} `json:"groups"`
 	} `json:"data"`
 	Problem *struct {
-		Code   string `json:"code"`
-		Detail string `json:"detail"`
+		Code            string `json:"code"`
+		Detail          string `json:"detail"`
+		UpstreamMessage string `json:"upstream_message"`
 	} `json:"problem"`
 }
 

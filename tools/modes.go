@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,21 +23,61 @@ type Options struct {
 // writePath are the tools that exist only to change the upstream.
 var writePath = []string{"preview_selection", "commit_bulk_action"}
 
-// Enabled returns the tools to offer under the deps' Options: without an
-// action in the configuration, or read-only, none on the write path. An
-// unknown name in Tools or ExcludeTools is an error that names the tools.
-func (d *Deps) Enabled() ([]Spec, error) {
-	all := d.Specs()
-	names := make([]string, len(all))
-	for i, s := range all {
+// ToolNames are the names of every tool airlock has, in the order it
+// offers them.
+func ToolNames() []string {
+	specs := (&Deps{}).Specs()
+	names := make([]string, len(specs))
+	for i, s := range specs {
 		names[i] = s.Name
 	}
-	for _, n := range append(append([]string(nil), d.Options.Tools...), d.Options.ExcludeTools...) {
+	return names
+}
+
+// Check refuses options that would silently offer less than they name: an
+// unknown tool name, a tool both offered and excluded, a write-path tool
+// named while ReadOnly. It needs no configuration, so a command line can
+// be refused before anything is done.
+func (o Options) Check() error {
+	names := ToolNames()
+	var errs []string
+	for _, n := range append(append([]string(nil), o.Tools...), o.ExcludeTools...) {
 		if !slices.Contains(names, n) {
-			return nil, fmt.Errorf("no tool named %q (tools: %s)", n, strings.Join(names, ", "))
+			errs = append(errs, fmt.Sprintf("no tool named %q (tools: %s)", n, strings.Join(names, ", ")))
 		}
 	}
+	for _, n := range o.Tools {
+		switch {
+		case slices.Contains(o.ExcludeTools, n):
+			errs = append(errs, fmt.Sprintf("%s is both offered (tools) and excluded (exclude-tools)", n))
+		case o.ReadOnly && slices.Contains(writePath, n):
+			errs = append(errs, fmt.Sprintf("%s is on the write path, which read-only never offers", n))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Enabled returns the tools to offer under the deps' Options: without an
+// action in the configuration, or read-only, none on the write path. An
+// unknown name in Tools or ExcludeTools, or options that contradict each
+// other (see Check), are an error that names the tools; so is a write-path
+// tool named in Tools when the configuration has no action.
+func (d *Deps) Enabled() ([]Spec, error) {
+	if err := d.Options.Check(); err != nil {
+		return nil, err
+	}
+	all := d.Specs()
 	noActions := d.Runtime != nil && len(d.Runtime.Actions) == 0
+	if noActions {
+		for _, n := range d.Options.Tools {
+			if slices.Contains(writePath, n) {
+				return nil, fmt.Errorf("%s is on the write path, and the configuration has no action: it would not be offered", n)
+			}
+		}
+	}
 	var out []Spec
 	for _, s := range all {
 		switch {

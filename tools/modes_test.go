@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -60,6 +61,39 @@ func TestModes_ReadOnlyToolListsAndNoActions_OfferWhatTheUserChose(t *testing.T)
 		h.deps.Options = Options{Tools: []string{"search_everything"}}
 		if _, err := NewServer(h.deps); err == nil {
 			t.Fatal("an unknown tool name was accepted")
+		}
+	})
+}
+
+// TestModes_ContradictoryOptionsAreRefused: options that would serve less
+// than they name are refused with the reason, never applied silently.
+func TestModes_ContradictoryOptionsAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"read_only_names_a_write_tool", Options{ReadOnly: true, Tools: []string{"search_all", "preview_selection"}}, "preview_selection is on the write path"},
+		{"offered_and_excluded", Options{Tools: []string{"search_all"}, ExcludeTools: []string{"search_all"}}, "search_all is both offered"},
+		{"misspelled", Options{Tools: []string{"search_al"}}, `no tool named "search_al"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.opts.Check()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Check() = %v, want an error containing %q", err, c.want)
+			}
+			h := newHarness(t)
+			h.deps.Options = c.opts
+			if _, err := NewServer(h.deps); err == nil {
+				t.Fatal("the server started")
+			}
+		})
+	}
+	t.Run("write_tool_without_actions", func(t *testing.T) {
+		h := newHarness(t, withResources(fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectCursor}))
+		h.deps.Options = Options{Tools: []string{"commit_bulk_action"}}
+		if _, err := h.deps.Enabled(); err == nil || !strings.Contains(err.Error(), "no action") {
+			t.Fatalf("Enabled() = %v, want a refusal naming the missing actions", err)
 		}
 	})
 }

@@ -8,10 +8,8 @@
 package upstream
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -391,23 +389,35 @@ func (c *Config) Warnings(now time.Time) []string { return c.expiredAliases(now)
 func ParseConfig(b []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, ConfigErrors{syntaxError(err)}
+		return nil, ConfigErrors{openerLine(b, syntaxError(err))}
 	}
+	if second := secondDocument(b); second > 0 {
+		return nil, ConfigErrors{{Line: second, Path: "config", Msg: "a second YAML document: a configuration is one document; remove the --- and what follows it, or merge the two"}}
+	}
+	// Every key is checked against the configuration's keys (with the
+	// key that was meant), and duplicates are reported and dropped, before
+	// the values are decoded: decoding then goes on past a value of the
+	// wrong type, and what was read is still validated, so that a
+	// misspelled key is reported together with the required key it leaves
+	// missing.
+	errs := dropDuplicateKeys(&root)
+	errs = append(errs, unknownKeys(&root)...)
 	var cfg Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+	if err := root.Decode(&cfg); err != nil {
 		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			var errs ConfigErrors
-			for _, m := range te.Errors {
-				errs = append(errs, yamlTypeError(m))
-			}
-			return nil, errs
+		if !errors.As(err, &te) {
+			return nil, ConfigErrors{syntaxError(err)}
 		}
-		return nil, ConfigErrors{syntaxError(err)}
+		for _, m := range te.Errors {
+			errs = append(errs, yamlTypeError(&root, m))
+		}
 	}
 	cfg.root = &root
+	if len(errs) > 0 {
+		errs = append(errs, withoutLines(cfg.validate(), errs)...)
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+		return nil, errs
+	}
 	if errs := cfg.validate(); len(errs) > 0 {
 		return nil, errs
 	}
@@ -415,22 +425,28 @@ func ParseConfig(b []byte) (*Config, error) {
 }
 
 // syntaxError carries a YAML syntax error's line in Line, not only in the
-// message.
+// message. The YAML parser reports its own errors (as opposed to the
+// scanner's) one line early: the line is corrected here.
 func syntaxError(err error) ConfigError {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	if strings.HasPrefix(msg, "line ") {
 		if i := strings.Index(msg, ": "); i > 0 {
 			if line, convErr := strconv.Atoi(msg[5:i]); convErr == nil {
-				return ConfigError{Line: line, Path: "config", Msg: msg[i+2:]}
+				msg = msg[i+2:]
+				if parserProblems[msg] {
+					line++
+				}
+				return ConfigError{Line: line, Path: "config", Msg: explainSyntax(msg)}
 			}
 		}
 	}
-	return ConfigError{Path: "config", Msg: msg}
+	return ConfigError{Path: "config", Msg: explainSyntax(msg)}
 }
 
-// yamlTypeError turns "line 7: field foo not found in type upstream.X" into
-// a ConfigError that does not mention Go types.
-func yamlTypeError(m string) ConfigError {
+// yamlTypeError turns one of yaml's decoding errors into a ConfigError
+// that names the key by its path and says what was expected, never a Go
+// type.
+func yamlTypeError(root *yaml.Node, m string) ConfigError {
 	line := 0
 	rest := m
 	if strings.HasPrefix(m, "line ") {
@@ -439,19 +455,10 @@ func yamlTypeError(m string) ConfigError {
 			rest = m[i+2:]
 		}
 	}
-	if strings.HasPrefix(rest, "field ") && strings.Contains(rest, " not found in type ") {
-		key := strings.TrimPrefix(rest[:strings.Index(rest, " not found in type ")], "field ")
-		if key == "" {
-			// A key that is empty once parsed (`"" :`, `!tag :`): name the
-			// file, not an empty path.
-			return ConfigError{Line: line, Path: "config", Msg: "unknown key: an empty key"}
-		}
-		return ConfigError{Line: line, Path: key, Msg: "unknown key"}
+	if strings.HasPrefix(rest, "cannot unmarshal ") {
+		return wrongType(root, line, strings.TrimPrefix(rest, "cannot unmarshal "))
 	}
-	if i := strings.Index(rest, " into "); i > 0 && strings.HasPrefix(rest, "cannot unmarshal ") {
-		rest = "wrong type: " + strings.TrimPrefix(rest[:i], "cannot unmarshal ")
-	}
-	return ConfigError{Line: line, Path: "value", Msg: rest}
+	return ConfigError{Line: line, Path: "config", Msg: rest}
 }
 
 // line finds the line of a dotted path in the YAML tree (0 when unknown).

@@ -187,13 +187,13 @@ func TestParseConfig_RejectsUnknownKeysAtEveryLevelAllAtOnce(t *testing.T) {
 		"      id: {parameter: id}", // 17: filter
 	))
 	checkErrors(t, got, []wantErr{
-		{2, "enviroment", "unknown key"},
-		{6, "timeot", "unknown key"},
-		{10, "item", "unknown key"},
-		{11, "pagesize", "unknown key"},
-		{13, "paging", "unknown key"},
-		{15, "sensitve", "unknown key"},
-		{17, "parameter", "unknown key"},
+		{2, "enviroment", `unknown key; did you mean "environment"?`},
+		{6, "upstreams.api.timeot", `unknown key; did you mean "timeout"?`},
+		{10, "resources.items.list.item", `unknown key; did you mean "items"?`},
+		{11, "resources.items.pagination.pagesize", `unknown key; did you mean "page_size"?`},
+		{13, "resources.items.paging", "unknown key"},
+		{15, "resources.items.fields.id.sensitve", `unknown key; did you mean "sensitive"?`},
+		{17, "resources.items.filters.id.parameter", "unknown key"},
 	})
 	for _, e := range got {
 		if strings.Contains(e.Error(), "upstream.") || strings.Contains(e.Error(), "Config") {
@@ -215,21 +215,24 @@ func TestParseConfig_ReportsYAMLTypeProblemsWithLines(t *testing.T) {
 			"    base_url: http://127.0.0.1:1",
 			"    retries: many",
 			"    timeout: soon",
-		), []wantErr{{5, "value", "wrong type"}, {6, "value", "wrong type"}}},
+		), []wantErr{{1, "resources", "required"},
+			{5, "upstreams.api.retries", "wrong type: a string (many) where an integer is expected"},
+			{6, "upstreams.api.timeout", "wrong type: a string (soon) where a duration such as 10s"}}},
 		{"duplicate top-level key", yamlLines(
 			"environment: test",
 			"environment: prod",
-		), []wantErr{{2, "value", `"environment" already defined at line 1`}}},
+		), []wantErr{{1, "upstreams", "required"}, {1, "resources", "required"},
+			{2, "environment", `duplicate key: "environment" is already defined at line 1`}}},
 		{"duplicate upstream", yamlLines(
 			"environment: test",
 			"upstreams:",
 			"  api: {base_url: http://127.0.0.1:1}",
 			"  api: {base_url: http://127.0.0.1:2}",
-		), []wantErr{{4, "value", `"api" already defined at line 3`}}},
+		), []wantErr{{1, "resources", "required"}, {4, "upstreams.api", `duplicate key: "api" is already defined at line 3`}}},
 		{"list where a map belongs", yamlLines(
 			"environment: test",
 			"upstreams: [api]",
-		), []wantErr{{2, "value", "wrong type: !!seq"}}},
+		), []wantErr{{1, "resources", "required"}, {2, "upstreams", "wrong type: a list where a mapping is expected"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkErrors(t, parseErrors(t, tc.yaml), tc.want)

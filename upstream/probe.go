@@ -179,8 +179,12 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	resp, err := p.do(ctx, req)
 	p.firstErr = err
 	if err != nil {
-		p.add("list.path", ProbeWrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
-		return false
+		var ok bool
+		if resp, ok = p.smallerPage(ctx, err); !ok {
+			p.add("list.path", ProbeWrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
+			return false
+		}
+		r = p.r // the probe goes on at the page size the API accepts
 	}
 	p.first = resp
 	doc, err := decodeJSONBody(resp, true)
@@ -246,7 +250,7 @@ func topKeys(doc any) string {
 func describeErr(err error) string {
 	var he *HTTPError
 	if errors.As(err, &he) && he.Kind == FailStatus {
-		return fmt.Sprintf("the upstream answered %d", he.Status)
+		return fmt.Sprintf("the upstream answered %d", he.Status) + apiSaid(err)
 	}
 	return err.Error()
 }

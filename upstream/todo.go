@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"errors"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -53,9 +55,7 @@ func unresolved(root *yaml.Node) ConfigErrors {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
 				p := append(append([]string(nil), path...), k.Value)
-				if IsTodo(k.Value) {
-					errs = append(errs, todoError(k, p))
-				}
+				errs = append(errs, todoErrors(k, p)...)
 				walk(v, p)
 			}
 		case yaml.SequenceNode:
@@ -63,9 +63,7 @@ func unresolved(root *yaml.Node) ConfigErrors {
 				walk(ch, append(append([]string(nil), path...), strconv.Itoa(i)))
 			}
 		case yaml.ScalarNode:
-			if IsTodo(n.Value) {
-				errs = append(errs, todoError(n, path))
-			}
+			errs = append(errs, todoErrors(n, path)...)
 		case yaml.AliasNode:
 			// An alias repeats a node already walked: its TODO is reported
 			// once, where it is written.
@@ -75,10 +73,58 @@ func unresolved(root *yaml.Node) ConfigErrors {
 	return errs
 }
 
-func todoError(n *yaml.Node, path []string) ConfigError {
-	what := n.Value[strings.Index(n.Value, TodoPrefix)+len(TodoPrefix):]
-	if end := strings.Index(what, ")"); end >= 0 {
-		what = what[:end]
+// todoErrors reports each TODO(...) a scalar holds: a path can hold one
+// per parameter.
+func todoErrors(n *yaml.Node, path []string) ConfigErrors {
+	var errs ConfigErrors
+	rest := n.Value
+	for {
+		i := strings.Index(rest, TodoPrefix)
+		if i < 0 {
+			return errs
+		}
+		what := rest[i+len(TodoPrefix):]
+		rest = what
+		if end := strings.Index(what, ")"); end >= 0 {
+			what, rest = what[:end], what[end+1:]
+		}
+		errs = append(errs, ConfigError{Line: n.Line, Path: strings.Join(path, "."), Msg: "unresolved TODO left by airlock init: " + what})
 	}
-	return ConfigError{Line: n.Line, Path: strings.Join(path, "."), Msg: "unresolved TODO left by airlock init: " + what}
+}
+
+// DraftErrors reports a configuration file that still holds TODO(...)
+// placeholders: every TODO with its line, together with every other error
+// of the file, all at once. An error about a value a TODO stands in for
+// (on its line, at or under its path, or quoting it) is left out: the TODO
+// says it. It returns nil when the file holds no TODO.
+func DraftErrors(b []byte) error {
+	todos := FindTodos(b)
+	if len(todos) == 0 {
+		return nil
+	}
+	_, err := ParseConfig(b)
+	var ces ConfigErrors
+	if !errors.As(err, &ces) {
+		return todos
+	}
+	out := append(ConfigErrors(nil), todos...)
+	for _, e := range ces {
+		if !coveredByTodo(e, todos) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
+}
+
+func coveredByTodo(e ConfigError, todos ConfigErrors) bool {
+	if strings.Contains(e.Msg, TodoPrefix) {
+		return true
+	}
+	for _, t := range todos {
+		if e.Line == t.Line || e.Path == t.Path || strings.HasPrefix(e.Path, t.Path+".") {
+			return true
+		}
+	}
+	return false
 }

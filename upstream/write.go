@@ -105,6 +105,12 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	if !ok {
 		return nil, "", false, badResponse("the item is not a JSON object")
 	}
+	if _, ok := itemID(m, r.FieldPath(r.Config.IDField)); !ok {
+		// An envelope ({data: {...}}) read as the item: without its id it
+		// would look like a record that moved, and the target be skipped
+		// for a reason that is not true.
+		return nil, "", false, badResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, displayPath(g.Item))
+	}
 	if r.Config.VersionField != "" {
 		version, _ = itemID(m, r.FieldPath(r.Config.VersionField))
 	}

@@ -200,9 +200,16 @@ func TestVersion_NamesTheCommitTheGoCommandStamped(t *testing.T) {
 		!strings.Contains(got, "module:  (devel)\n") || !strings.Contains(got, "go:      go1.26.8 ") {
 		t.Errorf("stamped:\n%s", got)
 	}
-	bare := fromBuildInfo(&debug.BuildInfo{GoVersion: "go1.26.8"})
-	if got := bare.String(); !strings.Contains(got, "commit:  unknown (built without version control information; go install in a git clone records it)") {
+	// Without a commit, the advice must work where the go env itself turns
+	// stamping off (GOFLAGS=-buildvcs=false): only -buildvcs=true on the
+	// command line overrides it.
+	bare := fromBuildInfo(&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}})
+	if got := bare.String(); !strings.Contains(got, "commit:  unknown") || !strings.Contains(got, "go build -buildvcs=true") || !strings.Contains(got, "GOFLAGS") {
 		t.Errorf("without vcs:\n%s", got)
+	}
+	release := fromBuildInfo(&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.0"}})
+	if got := release.String(); !strings.Contains(got, "commit:  not recorded (a build of the module's release v0.1.0") {
+		t.Errorf("a module release:\n%s", got)
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 
 func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("init", "init (--openapi SPEC | --sample URL) [-o FILE] [flags]",
-		"Draft a commented configuration from an OpenAPI 3.0 or 3.1 document, or from a\nlive sample of a list endpoint. What it cannot decide is written TODO(...), and\nevery command refuses the file until each is resolved; then probe checks it.")
-	spec := fs.String("openapi", "", "an OpenAPI 3.0 or 3.1 document, `SPEC` (YAML or JSON)")
+		"Draft a commented configuration from an OpenAPI 3.0 or 3.1 document (or a\nSwagger 2.0 one, converted), or from a live sample of a list endpoint. A\ndocument's flaws are warnings: the draft keeps what can be read. What it cannot\ndecide is written TODO(...), and every command refuses the file until each is\nresolved; then probe checks it.")
+	spec := fs.String("openapi", "", "an OpenAPI 3.0 or 3.1 (or Swagger 2.0) document, `SPEC` (YAML or JSON); external $refs to files resolve next to it")
+	remoteRefs := fs.Bool("remote-refs", false, "with --openapi: fetch external $refs to http(s) URLs (without it, such a document is refused)")
 	sample := fs.String("sample", "", "the `URL` of a live list endpoint to sample (GET only)")
 	baseURL := fs.String("base-url", "", "the API's base `URL` (default: the document's first server, or the sample's origin)")
 	env := fs.String("environment", "", "the environment's `NAME` (default: a TODO)")
@@ -39,7 +40,7 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if readErr != nil {
 			return fmt.Errorf("read the openapi document: %w", readErr)
 		}
-		opts.Source = *spec
+		opts.Source, opts.Location, opts.RemoteRefs = *spec, *spec, *remoteRefs
 		d, err = draft.FromOpenAPI(b, opts)
 	default:
 		so := draft.SampleOptions{Options: opts, CredentialEnv: *credEnv, CredentialHeader: *credHeader, Getenv: osGetenv}
@@ -52,6 +53,16 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		return err
+	}
+	if len(d.Warnings) > 0 {
+		fmt.Fprintf(stderr, "airlock: %d warning(s) about the document; the draft keeps what could be read:\n", len(d.Warnings))
+		for i, w := range d.Warnings {
+			if i == 20 {
+				fmt.Fprintf(stderr, "  ... and %d more (listed at the top of the draft)\n", len(d.Warnings)-20)
+				break
+			}
+			fmt.Fprintf(stderr, "  %s\n", w)
+		}
 	}
 	if *outPath == "" {
 		if _, err := stdout.Write(d.YAML); err != nil {

@@ -200,6 +200,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	case *withReview && *httpAddr == "":
 		return usagef("--review needs --http: the review page is served over HTTP")
 	}
+	toolOpts := tools.Options{ReadOnly: *readOnly, Tools: splitList(*only), ExcludeTools: splitList(*exclude)}
+	if err := toolOpts.Check(); err != nil {
+		return usagef("%s", dashedToolFlags(err.Error()))
+	}
 	var addr string
 	var loopback bool
 	if *httpAddr != "" {
@@ -243,6 +247,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	ops.attach(deps)
+	deps.Options = toolOpts
+	if _, err := deps.Enabled(); err != nil {
+		return err // before the store: a server that cannot start creates nothing
+	}
 	if *auditLog != "" {
 		f, err := openAuditLog(*auditLog)
 		if err != nil {
@@ -259,7 +267,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	defer closeStore()
-	deps.Options = tools.Options{ReadOnly: *readOnly, Tools: splitList(*only), ExcludeTools: splitList(*exclude)}
 	if *httpAddr != "" {
 		// Tasks live in the store, so that any replica answers for them.
 		deps.Tasks = tools.NewTasks(deps)
@@ -362,11 +369,6 @@ func check(args []string, stdout, stderr io.Writer) error {
 	if *configPath == "" {
 		return usagef("needs --config FILE")
 	}
-	if b, err := os.ReadFile(*configPath); err == nil {
-		if todos := upstream.FindTodos(b); len(todos) > 0 {
-			return todos // a draft's open decisions, before what they stand in for
-		}
-	}
 	cfg, err := loadConfig(*configPath, "")
 	if err != nil {
 		return err
@@ -404,6 +406,11 @@ func bindAddr(addr string) (string, bool, error) {
 	return net.JoinHostPort(host, port), tools.IsLoopback(host), nil
 }
 
+// dashedToolFlags names the tool options as the command line spells them.
+func dashedToolFlags(msg string) string {
+	return strings.NewReplacer("(tools)", "(--tools)", "(exclude-tools)", "(--exclude-tools)", "which read-only", "which --read-only").Replace(msg)
+}
+
 // splitList reads a comma-separated flag value; empty is none.
 func splitList(s string) []string {
 	var out []string
@@ -419,9 +426,17 @@ func splitList(s string) []string {
 // path, whose relative paths (contract schemas, OpenAPI documents) resolve
 // against its own directory whatever the working directory, or, when
 // demoURL is set, the demo's configuration for an API there.
+//
+// A draft's TODOs are reported with every other error of the file, each
+// with its line.
 func loadConfig(path, demoURL string) (*upstream.Config, error) {
 	if demoURL != "" {
 		return upstream.ParseConfig(fixtures.DemoConfig(demoURL))
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := upstream.DraftErrors(b); err != nil {
+			return nil, err
+		}
 	}
 	return upstream.LoadConfig(path)
 }

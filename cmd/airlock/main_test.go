@@ -96,7 +96,7 @@ resources:
 	if code := run([]string{"check", "--config", path}, nil, &out, &errb); code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	for _, want := range []string{"2 error(s)", "line 5: colour: unknown key", "line 10: sideways: unknown key"} {
+	for _, want := range []string{"2 error(s)", "line 5: upstreams.billing.colour: unknown key", "line 10: resources.invoices.pagination.sideways: unknown key"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
 		}

@@ -75,9 +75,16 @@ func versionCmd(args []string, stdout io.Writer) error {
 func (bi buildInfo) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "airlock %s\n", bi.Version)
-	if bi.Commit == "" {
-		b.WriteString("commit:  unknown (built without version control information; go install in a git clone records it)\n")
-	} else {
+	switch {
+	case bi.Commit == "" && bi.Module != "" && bi.Module != "(devel)":
+		fmt.Fprintf(&b, "commit:  not recorded (a build of the module's release %s, which names it)\n", bi.Module)
+	case bi.Commit == "":
+		// -buildvcs=false leaves no trace in the binary: it may come from
+		// the command line or from GOFLAGS in the go env, where a plain
+		// rebuild in a git clone would not record the commit either.
+		b.WriteString("commit:  unknown (built without version control information: build in a git clone with\n" +
+			"         go build -buildvcs=true ./cmd/airlock, which overrides a -buildvcs=false in GOFLAGS; go env GOFLAGS shows it)\n")
+	default:
 		c := bi.Commit
 		if bi.CommitTime != "" {
 			c += " (" + bi.CommitTime + ")"
