@@ -62,7 +62,7 @@ func TestParseConfig_ListStylesAreCheckedWithLines(t *testing.T) {
 		{"two null forms", with("{path: /items}", "{dialect: link}", filter("{param: id, null_param: none, is_null: {param: id__isnull, value: 1}}")...),
 			[]wantErr{{14, "resources.items.filters.id.is_null", "set one of is_null"}}},
 		{"a null key", with("{path: /items}", "{dialect: link}", filter("{param: id, null: {param: id__isnull, value: 1}}")...),
-			[]wantErr{{14, "config", `the key "null" is read as null, which is no key`}}},
+			[]wantErr{{14, "resources.items.filters.id.null", `the key "null" is read as null, which is no key`}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkErrors(t, parseErrors(t, tc.yaml), tc.want)

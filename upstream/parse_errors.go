@@ -235,7 +235,10 @@ func unknownKeys(root *yaml.Node) ConfigErrors {
 					continue
 				}
 				msg := "unknown key"
-				if m := didYouMean(k.Value, keys); m != "" {
+				if k.Tag == "!!null" {
+					// YAML reads a bare null (or ~) as no key at all.
+					msg = fmt.Sprintf("the key %q is read as null, which is no key: quote it, or for a filter's null form use is_null", k.Value)
+				} else if m := didYouMean(k.Value, keys); m != "" {
 					msg += fmt.Sprintf("; did you mean %q?", m)
 				}
 				errs = append(errs, ConfigError{Line: k.Line, Path: strings.Join(at(k.Value), "."), Msg: msg})
