@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"io"
 	"net/http"
 	"net/url"
@@ -168,7 +169,7 @@ func sampleResource(u *url.URL, pages []sampled) (*resourceDraft, error) {
 	}
 	var items []any
 	for _, pg := range pages {
-		raw, _ := lookup(pg.doc, itemsPath)
+		raw, _ := jsonvalue.Get(pg.doc, itemsPath)
 		list, _ := raw.([]any)
 		items = append(items, list...)
 	}
@@ -188,23 +189,6 @@ func sampleResource(u *url.URL, pages []sampled) (*resourceDraft, error) {
 	r.idField, r.versionFld, r.versionNote = idAndVersion(r)
 	r.filterNotes = []string{"a sample shows no filter parameters: add filters (with param where the API filters) by hand"}
 	return r, nil
-}
-
-func lookup(doc any, path string) (any, bool) {
-	if path == "" {
-		return doc, true
-	}
-	cur := doc
-	for _, part := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // sampleItems finds the list in a sampled body: the body itself when it
@@ -408,7 +392,7 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 	body, _ := first.doc.(map[string]any)
 	has := func(k string) bool { _, ok := body[k]; return ok }
 	str := func(path string) bool {
-		v, ok := lookup(first.doc, path)
+		v, ok := jsonvalue.Get(first.doc, path)
 		_, isStr := v.(string)
 		return ok && (isStr || v == nil)
 	}
@@ -473,8 +457,33 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 			size()
 			return
 		}
+		if np := nextURLPath(first.doc, u); np != "" {
+			set("dialect", "next_url")
+			set("next", quote(np))
+			r.pageNote = append(r.pageNote, "the body names the next page's URL at "+np+" (followed on the same host only)")
+			size()
+			if t := firstKey(body, append([]string{"@odata.count", "totalSize"}, totalPaths...)); t != "" {
+				set("total", quote(t))
+			} else {
+				set("total", "none")
+			}
+			if v, ok := jsonvalue.Get(first.doc, "done"); ok {
+				if _, isBool := v.(bool); isBool {
+					set("is_last", "done")
+				}
+			}
+			if nu := nextURLOf(first.doc, np, u); nu != nil {
+				for k := range nu.Query() {
+					if !q.Has(k) || q.Get(k) != nu.Query().Get(k) && k != sizeParam {
+						paging[k] = true // the position the next URL carries
+					}
+				}
+			}
+			return
+		}
+
 		for _, np := range nextPaths {
-			if v, ok := lookup(first.doc, np); ok {
+			if v, ok := jsonvalue.Get(first.doc, np); ok {
 				if _, isStr := v.(string); isStr || v == nil {
 					set("dialect", "cursor")
 					set("next_cursor", quote(np))
@@ -484,7 +493,7 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 				}
 			}
 		}
-		set("dialect", quote(upstream.Todo("one of cursor, link, offset, page, continue; the sample carried no pagination signal")))
+		set("dialect", quote(upstream.Todo("one of cursor, link, offset, page, continue, next_url, search_after; the sample carried no pagination signal")))
 		r.pageNote = append(r.pageNote, "the sample showed no next link, cursor, continue token or total: sample a URL that asks for a page (json-server: ?_page=1&_limit=10)")
 	}
 }
@@ -518,6 +527,48 @@ func firstQuery(q url.Values, names []string) string {
 	return ""
 }
 
+// nextURLPaths are where answers put the next page's URL: Django REST
+// Framework, Microsoft Graph, Salesforce, Twilio, JSON:API and HAL.
+var nextURLPaths = []string{"next", "@odata.nextLink", "nextRecordsUrl", "next_page_uri", "next_page_url", "nextPageUrl", "next_url",
+	"links.next", "_links.next.href", "paging.next", "pagination.next_url", "meta.next"}
+
+// nextURLPath is the path at which the body holds the next page's URL (a
+// URL on the sample's host, absolute or from its root), or null on a page
+// that also names a previous one; "" when it holds none.
+func nextURLPath(doc any, sample *url.URL) string {
+	for _, np := range nextURLPaths {
+		v, ok := jsonvalue.Get(doc, np)
+		if !ok {
+			continue
+		}
+		if v == nil {
+			// DRF's last (and only) page: next null beside previous.
+			if _, prev := jsonvalue.Get(doc, strings.Replace(np, "next", "previous", 1)); prev && np == "next" {
+				return np
+			}
+			continue
+		}
+		if nextURLOf(doc, np, sample) != nil {
+			return np
+		}
+	}
+	return ""
+}
+
+// nextURLOf parses the next URL at np when it is one on the sample's host.
+func nextURLOf(doc any, np string, sample *url.URL) *url.URL {
+	v, _ := jsonvalue.Get(doc, np)
+	s, ok := v.(string)
+	if !ok || !(strings.Contains(s, "://") || strings.HasPrefix(s, "/")) {
+		return nil
+	}
+	nu, err := sample.Parse(s)
+	if err != nil || nu.Host != sample.Host {
+		return nil
+	}
+	return nu
+}
+
 // nextTokenPaths are where answers put the token of the next page.
 var nextTokenPaths = []string{"next", "next_token", "nextToken", "cursor", "next_page", "nextPage"}
 
@@ -531,7 +582,7 @@ func cursorFromNextURL(doc any) (path, param string) {
 		return "", ""
 	}
 	for _, np := range append(append([]string(nil), nextPaths...), nextTokenPaths...) {
-		v, _ := lookup(doc, np)
+		v, _ := jsonvalue.Get(doc, np)
 		token, ok := v.(string)
 		if !ok || token == "" || strings.Contains(token, "://") || strings.HasPrefix(token, "/") {
 			continue

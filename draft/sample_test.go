@@ -116,3 +116,41 @@ func TestDraftFromSample_PicksTheRowsAndKeepsTheSamplesOwnParameters(t *testing.
 		t.Errorf("the draft does not parse: %v", err)
 	}
 }
+
+// TestDraftFromSample_RecognizesANextURLInTheBody: a page that names the
+// next page's URL (Django REST Framework's next with count, Microsoft
+// Graph's @odata.nextLink, Salesforce's nextRecordsUrl with done) drafts
+// the next_url dialect with its total and end flag, and the draft parses.
+func TestDraftFromSample_RecognizesANextURLInTheBody(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, body string
+		want             []string
+	}{
+		{"drf", "/api/accounts/?page_size=2", `{"count": 3, "next": "http://HOST/api/accounts/?page=2&page_size=2", "previous": null, "results": [{"id": 1}, {"id": 2}]}`,
+			[]string{"items: results", "pagination: {dialect: next_url, next: next, page_size_param: page_size, page_size: 100, total: count}"}},
+		{"graph", "/v1.0/users?$top=2", `{"@odata.count": 9, "@odata.nextLink": "http://HOST/v1.0/users?$top=2&$skiptoken=X1", "value": [{"id": "a"}, {"id": "b"}]}`,
+			[]string{"items: value", `dialect: next_url, next: "@odata.nextLink"`, `total: "@odata.count"`}},
+		{"salesforce", "/services/data/v60.0/query?q=SELECT+Id+FROM+Account", `{"totalSize": 3, "done": false, "nextRecordsUrl": "/services/data/v60.0/query/01g-2", "records": [{"Id": "001"}]}`,
+			[]string{"items: records", "dialect: next_url, next: nextRecordsUrl", "total: totalSize", "is_last: done", `params: {q: "SELECT Id FROM Account"}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(strings.ReplaceAll(tc.body, "HOST", r.Host)))
+			}))
+			defer srv.Close()
+			d, err := FromSample(t.Context(), srv.URL+tc.path, SampleOptions{Options: Options{Environment: "test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(string(d.YAML), want) {
+					t.Errorf("the draft lacks %q:\n%s", want, d.YAML)
+				}
+			}
+			if _, err := upstream.ParseConfig(d.YAML); err != nil && len(upstream.FindTodos(d.YAML)) == 0 {
+				t.Errorf("the draft does not parse: %v\n%s", err, d.YAML)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"strings"
 )
 
@@ -40,7 +41,7 @@ func Const(path, value string) TextDefault {
 // the text always keeps).
 func Same(path, other string) TextDefault {
 	return TextDefault{Path: path, Default: func(root, _ map[string]any) (any, bool) {
-		return lookup(root, other)
+		return jsonvalue.Get(root, other)
 	}}
 }
 
@@ -68,7 +69,7 @@ var envelopeDefaults = []TextDefault{
 		if _, only := onlySource("pages")(root, nil); !only {
 			return nil, false
 		}
-		return lookup(root, "scope.resource")
+		return jsonvalue.Get(root, "scope.resource")
 	}},
 	{Path: "coverage.sources[].pages", Default: onlySource("pages")},
 	{Path: "coverage.sources[].items_scanned", Default: onlySource("items_scanned")},
@@ -77,9 +78,9 @@ var envelopeDefaults = []TextDefault{
 // onlySource: the only source's work is the coverage's.
 func onlySource(member string) func(root, parent map[string]any) (any, bool) {
 	return func(root, _ map[string]any) (any, bool) {
-		if srcs, _ := lookup(root, "coverage.sources"); srcs != nil {
+		if srcs, _ := jsonvalue.Get(root, "coverage.sources"); srcs != nil {
 			if list, ok := srcs.([]any); ok && len(list) == 1 {
-				return lookup(root, "coverage."+member)
+				return jsonvalue.Get(root, "coverage."+member)
 			}
 		}
 		return nil, false
@@ -181,20 +182,6 @@ func eachParent(root map[string]any, path string, fn func(parent map[string]any,
 		}
 	}
 	walk(root, 0)
-}
-
-func lookup(root map[string]any, path string) (any, bool) {
-	var cur any = root
-	for _, seg := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[seg]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 func sameJSON(a, b any) bool {
