@@ -85,6 +85,7 @@ type resourceDraft struct {
 	description string
 	path        string
 	params      [][2]string
+	graphql     string // the list's query document (dialect graphql)
 	items       string
 	scalarField string
 	itemsNote   string
@@ -268,7 +269,11 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 		}
 		w.kv(3, "params", "{"+strings.Join(parts, ", ")+"}", "always sent")
 	}
-	w.kv(3, "items", quote(r.items), r.itemsNote)
+	if r.graphql != "" {
+		w.kv(3, "graphql", quote(r.graphql), "")
+	} else {
+		w.kv(3, "items", quote(r.items), r.itemsNote)
+	}
 	if r.scalarField != "" {
 		w.kv(3, "scalar_item_field", quote(r.scalarField), "each item is a plain value, read as {"+r.scalarField+": value}")
 	}

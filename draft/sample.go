@@ -52,6 +52,10 @@ func FromSample(ctx context.Context, rawURL string, opts SampleOptions) (*Draft,
 	if u.User != nil {
 		return nil, errors.New("the sample URL must not carry credentials; use --credential-env")
 	}
+	if strings.HasSuffix(strings.TrimRight(u.Path, "/"), "graphql") {
+		// A GraphQL endpoint lists nothing by GET: its introspection does.
+		return FromGraphQL(ctx, rawURL, opts)
+	}
 	first, err := fetch(ctx, u, opts)
 	if err != nil {
 		return nil, err
@@ -99,19 +103,8 @@ func fetch(ctx context.Context, u *url.URL, opts SampleOptions) (sampled, error)
 		return sampled{}, fmt.Errorf("build the sample request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if opts.CredentialEnv != "" && opts.Getenv != nil {
-		secret := strings.TrimSpace(opts.Getenv(opts.CredentialEnv))
-		if secret == "" {
-			return sampled{}, fmt.Errorf("the credential variable %s is empty or unset", opts.CredentialEnv)
-		}
-		header, scheme := "Authorization", "Bearer"
-		if opts.CredentialHeader != "" {
-			header = opts.CredentialHeader
-		}
-		if opts.CredentialScheme != nil {
-			scheme = *opts.CredentialScheme
-		}
-		req.Header.Set(header, strings.TrimSpace(scheme+" "+secret))
+	if err := setCredential(req, opts); err != nil {
+		return sampled{}, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -135,6 +128,26 @@ func fetch(ctx context.Context, u *url.URL, opts SampleOptions) (sampled, error)
 		return sampled{}, fmt.Errorf("GET %s: the body is not JSON", redacted(u))
 	}
 	return sampled{url: u, header: resp.Header, doc: doc}, nil
+}
+
+// setCredential sends the credential the options name, when they name one.
+func setCredential(req *http.Request, opts SampleOptions) error {
+	if opts.CredentialEnv == "" || opts.Getenv == nil {
+		return nil
+	}
+	secret := strings.TrimSpace(opts.Getenv(opts.CredentialEnv))
+	if secret == "" {
+		return fmt.Errorf("the credential variable %s is empty or unset", opts.CredentialEnv)
+	}
+	header, scheme := "Authorization", "Bearer"
+	if opts.CredentialHeader != "" {
+		header = opts.CredentialHeader
+	}
+	if opts.CredentialScheme != nil {
+		scheme = *opts.CredentialScheme
+	}
+	req.Header.Set(header, strings.TrimSpace(scheme+" "+secret))
+	return nil
 }
 
 func redacted(u *url.URL) string { return u.Scheme + "://" + u.Host + u.Path }

@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/draft"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/tools"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // withStore gives the airlock of startAirlock a SQLite store, so that its
@@ -174,6 +176,35 @@ func TestPostGraphile_ConnectionsCompleteOnlyWithTheServersRecords(t *testing.T)
 		checkClaim(t, "pageInfo dropped", ans, len(upstreams.IDs(truth, valueIn("status", "archived", "disabled"))))
 		if ans.Complete || !hasSignal(ans, string(envelope.EndNotProven), SignalNotSeenForTest) {
 			t.Errorf("%s; want END_NOT_PROVEN: no page said whether more follow", ans)
+		}
+	})
+	t.Run("init_from_introspection", func(t *testing.T) {
+		pg.SetFaults(upstreams.GraphQLFaults{})
+		d, err := draft.FromSample(t.Context(), pg.URL+"/graphql", draft.SampleOptions{Options: draft.Options{Environment: "interop"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.TODOs) != 0 {
+			t.Fatalf("the draft holds TODOs %v:\n%s", d.TODOs, d.YAML)
+		}
+		cfg, err := upstream.ParseConfig(d.YAML)
+		if err != nil {
+			t.Fatalf("the draft does not parse: %v\n%s", err, d.YAML)
+		}
+		rt, err := cfg.Initialize(t.Context(), upstream.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rt.Resources["all_accounts"]
+		if r == nil {
+			t.Fatalf("no resource all_accounts in the draft:\n%s", d.YAML)
+		}
+		s := r.NewScan(upstream.ScanSpec{RequestID: "interop"})
+		if err := s.Run(t.Context(), upstream.Budget{MaxPages: 100, Deadline: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if o := s.Outcome(); !o.ScanComplete || o.Matched != len(truth) {
+			t.Errorf("the drafted connection read complete %v, %d of %d accounts; reasons %+v", o.ScanComplete, o.Matched, len(truth), o.Reasons)
 		}
 	})
 	t.Run("commit_and_compensation", func(t *testing.T) {
