@@ -244,7 +244,7 @@ func (p *prober) filterChecks(ctx context.Context) {
 	r := p.r
 	for _, name := range sortedKeys(r.Config.Filters) {
 		fc := r.Config.Filters[name]
-		if fc == nil || fc.Param == "" {
+		if fc == nil || (fc.Param == "" && fc.MultiParam == "" && fc.Null == nil) {
 			continue
 		}
 		field := r.filterField(name, fc)
@@ -254,20 +254,40 @@ func (p *prober) filterChecks(ctx context.Context) {
 			continue
 		}
 		values := p.commonValues(field, fc.Op == "contains")
+		// A list and one value are tried with values that hold no
+		// separator; a value that holds one is tried on its own below.
+		var plain, split []any
+		for _, v := range values {
+			if s, ok := v.(string); ok && strings.Contains(s, ",") {
+				split = append(split, v)
+			} else {
+				plain = append(plain, v)
+			}
+		}
 		if len(values) == 0 {
 			p.add(at+".param", ProbeUnverifiable, "no item holds a value of "+field+" to filter by", "")
 			continue
 		}
-		p.compareFilter(ctx, at+".param", fc.Param, map[string]any{name: values[0]})
+		if fc.Param != "" && len(plain) > 0 {
+			p.compareFilter(ctx, at+".param", fc.Param, map[string]any{name: plain[0]})
+		}
+		if fc.Param != "" && len(split) > 0 {
+			// The data holds a value with a comma: an API that splits the
+			// parameter reads it as several values.
+			p.compareFilter(ctx, at+".separator", fc.Param, map[string]any{name: split[0]})
+		}
 		if fc.Multi != "" {
-			if len(values) < 2 {
-				p.add(at+".multi", ProbeUnverifiable, "fewer than two distinct values of "+field+" to send as a list", "")
+			if len(plain) < 2 {
+				p.add(at+".multi", ProbeUnverifiable, "fewer than two distinct values of "+field+" without a comma to send as a list", "")
 			} else {
-				p.compareFilter(ctx, at+".multi", fc.Param, map[string]any{name: []any{values[0], values[1]}})
+				p.compareFilter(ctx, at+".multi", fc.Param, map[string]any{name: []any{plain[0], plain[1]}})
 			}
 		}
 		if fc.NullParam != "" {
 			p.compareFilter(ctx, at+".null_param", fc.Param, map[string]any{name: nil})
+		}
+		if fc.Null != nil {
+			p.compareFilter(ctx, at+".is_null", fc.Null.Param, map[string]any{name: nil})
 		}
 	}
 }
@@ -377,6 +397,9 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 		hint := "the upstream reads this parameter otherwise than airlock: it would hide records from every filtered answer; remove param (airlock then filters alone)"
 		if strings.HasSuffix(check, ".multi") && r.Config.Filters[strings.Split(check, ".")[1]].Multi == "comma" {
 			hint = "the upstream does not read a comma list (an exact-match API takes a,b as one value): use multi: repeat, or leave multi unset"
+		}
+		if strings.HasSuffix(check, ".separator") {
+			hint = "the upstream splits this parameter's value at its commas (as django-filter's __in does): declare multi: comma, so that a value holding a comma is applied by airlock alone, and send one value in an exact parameter (param) with lists in multi_param"
 		}
 		p.add(check, ProbeWrong, fmt.Sprintf("?%s: the upstream returned %d items, airlock's own check of the whole list finds %d; %d are left out (e.g. %s)",
 			what, len(w.docs), len(want), len(hidden), hidden[0]), hint)
