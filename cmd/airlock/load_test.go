@@ -124,8 +124,9 @@ func TestLoad_FiftyClientsSearchThroughRoundRobinToTwoReplicas(t *testing.T) {
 	var errs atomic.Int64
 	peak := []int{0, 0}
 	stop := time.Now().Add(duration)
-	done := make(chan struct{})
+	done, sampled := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(sampled)
 		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -181,6 +182,7 @@ func TestLoad_FiftyClientsSearchThroughRoundRobinToTwoReplicas(t *testing.T) {
 	}
 	wg.Wait()
 	close(done)
+	<-sampled // peak is the sampler's until it returns
 	atEnd := []int{rssKB(t, replicas[0].cmd.Process.Pid), rssKB(t, replicas[1].cmd.Process.Pid)}
 	time.Sleep(30 * time.Second)
 	after := []int{rssKB(t, replicas[0].cmd.Process.Pid), rssKB(t, replicas[1].cmd.Process.Pid)}
