@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,6 +396,8 @@ func TestWriteFaultSuite(t *testing.T) {
 	if heavy() {
 		trials = 20
 	}
+	// The subtests run in parallel: the tally is theirs to share.
+	var mu sync.Mutex
 	total, contradictions, doubles := 0, 0, 0
 	for _, fault := range labFaults {
 		for trial := range trials {
@@ -423,16 +426,22 @@ func TestWriteFaultSuite(t *testing.T) {
 					op = l.commit(l.preview(action, nil, nil), true)
 				}
 				bad, dbl := l.contradictions(op.ID)
+				mu.Lock()
 				total++
 				contradictions += len(bad)
 				doubles += dbl
+				mu.Unlock()
 				if len(bad) > 0 || dbl > 0 {
 					t.Fatalf("%d contradiction(s), %d double apply(ies):\n%s", len(bad), dbl, strings.Join(bad, "\n"))
 				}
 			})
 		}
 	}
-	t.Cleanup(func() { t.Logf("%d trials, %d contradictions, %d double applies", total, contradictions, doubles) })
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("%d trials, %d contradictions, %d double applies", total, contradictions, doubles)
+	})
 }
 
 // TestPropertyRandomFaultSchedules: random faults on random targets of a
