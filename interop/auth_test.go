@@ -64,13 +64,13 @@ func (c *clock) advance(d time.Duration) {
 // authLab is airlock in process, serving the demo API over streamable
 // HTTP as a resource server of idp.
 type authLab struct {
-	idp      *upstreams.IdP
+	idp      *upstreams.OIDCProvider
 	deps     *tools.Deps
 	resource string // the MCP endpoint's URL, which is the resource
 	clock    *clock
 }
 
-func newAuthLab(t *testing.T, idp *upstreams.IdP, keysMaxAge time.Duration, config func(string) string) *authLab {
+func newAuthLab(t *testing.T, idp *upstreams.OIDCProvider, keysMaxAge time.Duration, config func(string) string) *authLab {
 	t.Helper()
 	api := httptest.NewServer(&fixtures.Server{})
 	t.Cleanup(api.Close)
@@ -204,7 +204,7 @@ func header(t *testing.T, token string) map[string]any {
 // its own kid), or that carry alg none are refused 401 invalid_token; a
 // token without an airlock scope is 403 insufficient_scope.
 func TestOIDCProvider_AirlockRefusesTokensThatFailACheck(t *testing.T) {
-	idp := upstreams.StartIdP(t)
+	idp := upstreams.StartOIDCProvider(t, "", 0)
 	l := newAuthLab(t, idp, 0, nil)
 	good := l.token(t, "writer", "airlock:read airlock:write")
 	if d := l.knock(t, good, initializeBody); d.status != http.StatusOK {
@@ -324,7 +324,7 @@ var (
 // commit_bulk_action is 403 insufficient_scope naming airlock:write; one
 // with airlock:write is offered every tool.
 func TestOIDCProvider_AScopeTooSmallForCommit(t *testing.T) {
-	idp := upstreams.StartIdP(t)
+	idp := upstreams.StartOIDCProvider(t, "", 0)
 	l := newAuthLab(t, idp, 0, nil)
 	reader := l.token(t, "reader", "airlock:read")
 	if got := listed(t, l.connect(t, reader, nil)); !slices.Equal(got, []string{"describe_resources", "get_operation", "get_selection", "search_all"}) {
@@ -350,7 +350,7 @@ func TestOIDCProvider_AScopeTooSmallForCommit(t *testing.T) {
 // approves, and the write runs. The store and the audit trail name alice
 // as who asked and bob as who approved and committed.
 func TestOIDCProvider_FourEyesAndApprovers(t *testing.T) {
-	idp := upstreams.StartIdP(t)
+	idp := upstreams.StartOIDCProvider(t, "", 0)
 	l := newAuthLab(t, idp, 0, func(doc string) string {
 		return strings.Replace(doc, "      unknown_category: [region]\n  resume_collection:",
 			"      unknown_category: [region]\n      four_eyes: true\n      approvers: {groups: [leads]}\n  resume_collection:", 1)
@@ -409,7 +409,7 @@ func TestOIDCProvider_FourEyesAndApprovers(t *testing.T) {
 // the keys in hand age out (KeysMaxAge, a minute here), while their own
 // expiry is minutes away.
 func TestOIDCProvider_KeyRotationWithoutRestart(t *testing.T) {
-	idp := upstreams.StartIdP(t)
+	idp := upstreams.StartOIDCProvider(t, "", 0)
 	l := newAuthLab(t, idp, time.Minute, nil)
 	old := l.token(t, "reader", "airlock:read")
 	if d := l.knock(t, old, initializeBody); d.status != http.StatusOK {
@@ -446,7 +446,7 @@ func TestOIDCProvider_KeyRotationWithoutRestart(t *testing.T) {
 // has no client-credentials grant; the flow it has is driven here without
 // a browser.)
 func TestGoSDK_AuthorizationCodeThroughItsOwnOAuth(t *testing.T) {
-	idp := upstreams.StartIdP(t)
+	idp := upstreams.StartOIDCProvider(t, "", 0)
 	l := newAuthLab(t, idp, 0, nil)
 	const redirect = "http://127.0.0.1:9/callback" // never contacted: the scripted user stops at it
 	c, err := client.NewOAuthStreamableHttpClient(l.resource, client.OAuthConfig{
@@ -563,7 +563,7 @@ func signIn(t *testing.T, authURL, redirect, login string) (code, state string) 
 // larger scope); airlock:write is offered every tool and previews.
 func TestOfficialTypeScriptSDK_ConnectsThroughItsOwnOAuth(t *testing.T) {
 	node := requireNode(t)
-	idp := upstreams.StartIdP(t)
+	idp := upstreams.StartOIDCProvider(t, "", 0)
 	bin := buildAirlock(t)
 	addr := freeLoopbackAddr(t)
 	url := startHTTPServerAt(t, bin, addr, "--oauth-issuer", idp.Issuer, "--oauth-resource", "http://"+addr+"/mcp")

@@ -120,7 +120,7 @@ func StartDRFWith(t testing.TB, opts SeedOptions) *DRF {
 	var db string
 	// -B: no __pycache__ in the checkout; -E -s: no PYTHON* variables or
 	// user site-packages, only Debian's modules.
-	base := startProcess(t, "drf", dir, func(port int) []string {
+	base, _ := startProcess(t, "drf", dir, func(port int) []string {
 		db = filepath.Join(dir, fmt.Sprintf("accounts-%d.sqlite3", port))
 		return []string{drfPython, "-B", "-E", "-s", serve, "--db", db, "--seed", seed, "--port", strconv.Itoa(port)}
 	}, answersOK("/api/page/accounts/?page_size=1"))

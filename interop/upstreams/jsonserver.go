@@ -79,7 +79,7 @@ func startJSONServer(t testing.TB, key string) *JSONServer {
 		args = append(args, "--middlewares", mw)
 		ready += "&api_key=" + url.QueryEscape(key)
 	}
-	base := startProcess(t, "json-server", dir, func(port int) []string {
+	base, _ := startProcess(t, "json-server", dir, func(port int) []string {
 		// The source first: --middlewares takes every word after it.
 		return append([]string{node, bin, db, "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, args...)
 	}, answersOK(ready))

@@ -115,7 +115,7 @@ func StartPocketBase(t testing.TB) *PocketBase {
 	if out, err := exec.CommandContext(ctx, bin, "superuser", "upsert", pbEmail, pbPassword, "--dir", data, "--dev=false").CombinedOutput(); err != nil {
 		t.Fatalf("pocketbase superuser upsert: %v\n%s", err, out)
 	}
-	base := startProcess(t, "pocketbase", filepath.Dir(data), func(port int) []string {
+	base, _ := startProcess(t, "pocketbase", filepath.Dir(data), func(port int) []string {
 		return []string{bin, "serve", "--http", fmt.Sprintf("127.0.0.1:%d", port), "--dir", data, "--dev=false"}
 	}, answersOK("/api/health"))
 	pb := &PocketBase{URL: base}

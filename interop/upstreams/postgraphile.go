@@ -78,7 +78,7 @@ func StartPostGraphileWith(t testing.TB, opts SeedOptions) *PostGraphile {
 	started := time.Now()
 	dsn := createDatabase(t)
 	seedPostgres(t, dsn, seedRealAccounts(opts))
-	direct := startProcess(t, "postgraphile", t.TempDir(), func(port int) []string {
+	direct, _ := startProcess(t, "postgraphile", t.TempDir(), func(port int) []string {
 		return []string{node, cli, "--connection", dsn, "--schema", "app", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--disable-graphiql", "--disable-query-log"}
 	}, answersGraphQL)

@@ -80,7 +80,7 @@ func startRegistry(t testing.TB, basic *RegistryBasic) *Registry {
 			return err == nil
 		}
 	}
-	base := startProcess(t, "docker-registry", dir, func(port int) []string {
+	base, _ := startProcess(t, "docker-registry", dir, func(port int) []string {
 		cfg := filepath.Join(dir, fmt.Sprintf("config-%d.yml", port))
 		if err := os.WriteFile(cfg, []byte(registryConfig(storage, port)+extra), 0o600); err != nil {
 			t.Fatalf("write the registry config: %v", err)

@@ -132,23 +132,24 @@ type process struct {
 	err  error
 }
 
-// startProcess starts the command that argv builds for a port, in dir,
-// waits until ready answers true, and stops the process when the test
-// ends. A process that exits before it is ready (a port taken in the
-// meantime) is tried again on another port, at most three times.
-func startProcess(t testing.TB, name, dir string, argv func(port int) []string, ready func(ctx context.Context, base string) bool) (base string) {
+// startProcess starts the command that argv builds for a port, in dir, with
+// env added to the environment, waits until ready answers true, and stops
+// the process when the test ends. A process that exits before it is ready
+// (a port taken in the meantime) is tried again on another port, at most
+// three times.
+func startProcess(t testing.TB, name, dir string, argv func(port int) []string, ready func(ctx context.Context, base string) bool, env ...string) (base string, proc *process) {
 	t.Helper()
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
 		port := freePort(t)
-		p, err := spawn(t, name, dir, argv(port))
+		p, err := spawn(t, name, dir, argv(port), env)
 		if err != nil {
 			t.Fatalf("start %s: %v", name, err)
 		}
 		base = "http://127.0.0.1:" + strconv.Itoa(port)
 		err = p.waitReady(t.Context(), base, ready)
 		if err == nil {
-			return base
+			return base, p
 		}
 		lastErr = err
 		exited := false
@@ -163,10 +164,10 @@ func startProcess(t testing.TB, name, dir string, argv func(port int) []string, 
 		}
 	}
 	t.Fatalf("%s did not become ready: %v", name, lastErr)
-	return ""
+	return "", nil
 }
 
-func spawn(t testing.TB, name, dir string, args []string) (*process, error) {
+func spawn(t testing.TB, name, dir string, args, env []string) (*process, error) {
 	logFile, err := os.CreateTemp(t.TempDir(), name+"-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("create log file: %w", err)
@@ -174,7 +175,7 @@ func spawn(t testing.TB, name, dir string, args []string) (*process, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), "NO_UPDATE_NOTIFIER=1")
+	cmd.Env = append(append(os.Environ(), "NO_UPDATE_NOTIFIER=1"), env...)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("run %q: %w", args[0], err)
