@@ -205,6 +205,7 @@ const echoOwner = "team-echo-"
 // WAL frame, no audit line and no export. (The harness scans the logs,
 // the audit file and the store when the test ends.)
 func TestCanary_EchoedCredentialIsFoundNowhere(t *testing.T) {
+	t.Parallel()
 	n := len(echoes())
 	t.Run("list", func(t *testing.T) {
 		up, url := newHostile(t, false, func(r *http.Request) (int, bool) {

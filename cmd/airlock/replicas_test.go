@@ -219,11 +219,12 @@ func TestReplicas_KilledHolderIsTakenOverAfterItsLease(t *testing.T) {
 		t.Cleanup(func() {
 			t.Logf("%s: %d of 20 trials killed a running operation that another process took over; %d targets written twice", kind.name, taken, doubles)
 		})
+		runner := newTrials(t)
+		defer runner.wait()
 		for trial := range 20 {
 			ac := crashActions[trial%len(crashActions)]
 			killAfter := time.Duration(rng.IntN(300)) * time.Millisecond
-			t.Run(fmt.Sprintf("trial-%02d-%s-kill-%s", trial, ac.preview["resource"], killAfter), func(t *testing.T) {
-				t.Parallel()
+			runner.run(fmt.Sprintf("trial-%02d-%s-kill-%s", trial, ac.preview["resource"], killAfter), func(t *testing.T) {
 				s := newReplicaSetup(t, kind, map[string]fixtures.WriteFaults{ac.dataset: {Latency: 15 * time.Millisecond}})
 				holder, survivor := s.server(t), s.server(t)
 				c := connect(t, holder.url)
