@@ -175,7 +175,9 @@ func TestCanary_EachCredentialFormIsFoundNowhere(t *testing.T) {
 	n := len(echoes())
 	for _, form := range []string{"query", "basic", "oauth2"} {
 		t.Run(form, func(t *testing.T) {
+			t.Parallel()
 			t.Run("list", func(t *testing.T) {
+				t.Parallel()
 				auth, tokenURL := newCanaryAuthServer(t)
 				up, url := newGatedHostile(t, form, auth, false, func(r *http.Request) (int, bool) {
 					owner, ok := strings.CutPrefix(r.URL.Query().Get("owner"), echoOwner)
@@ -199,6 +201,7 @@ func TestCanary_EachCredentialFormIsFoundNowhere(t *testing.T) {
 				}
 			})
 			t.Run("write", func(t *testing.T) {
+				t.Parallel()
 				auth, tokenURL := newCanaryAuthServer(t)
 				var mu sync.Mutex
 				ids := map[string]int{}

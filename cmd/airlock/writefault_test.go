@@ -27,6 +27,7 @@ import (
 // contradictions, 0 double applies. 20 trials per fault with
 // AIRLOCK_TEST_HEAVY=1 (2 otherwise).
 func TestWriteFaults_KilledMidCommit(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash trials spawn processes; skipped with -short")
 	}
