@@ -14,6 +14,7 @@ import (
 // when it triggers; a policy without thresholds always applies it; a group
 // value never approved before asks for review even under mode none.
 func TestApprovalRequirement_Thresholds(t *testing.T) {
+	t.Parallel()
 	st := openTestStore(t)
 	e := &selection.Engine{Store: st, Clock: upstream.WallClock}
 	ctx := context.Background()
@@ -56,6 +57,7 @@ func TestApprovalRequirement_Thresholds(t *testing.T) {
 // TestDecide_RefusesExpiredAndChangedSelections: an operator cannot approve
 // a selection past its expiry, or one whose digest is not the one typed.
 func TestDecide_RefusesExpiredAndChangedSelections(t *testing.T) {
+	t.Parallel()
 	st := openTestStore(t)
 	ctx := context.Background()
 	now := time.Now()

@@ -613,6 +613,7 @@ func (x *benchAPI) commit10k(b *testing.B, store selection.Store) {
 // fixture: a synthetic collection pages, reads and writes exactly like an
 // ordinary collection holding the same records.
 func TestSyntheticSubscriptions_ServedLikeStoredRecords(t *testing.T) {
+	t.Parallel()
 	const n = 1234
 	synth := fixtures.SyntheticSubscriptions(n, benchMostlyPastDue)
 	stored := fixtures.NewCollection(synth.All())

@@ -19,6 +19,7 @@ import (
 // operation ends stopped with the reason. A resume lifts the cancellation
 // and sends the rest, each target once.
 func TestCancel_FromAnotherProcessStopsSendingAndLeavesTargetsTruthful(t *testing.T) {
+	t.Parallel()
 	const n = 400
 	api, store, rt, sel := leaseLab(t, n)
 	ctx := context.Background()

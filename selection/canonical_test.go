@@ -227,6 +227,7 @@ func genMap(rng drawer, depth int) map[string]any {
 // exactly C(r.canonicalValue()) as the reference encoder computes it, and
 // fails exactly when it fails.
 func TestRecordEncoding_SameBytesAsReference(t *testing.T) {
+	t.Parallel()
 	disps := []string{Member, Excluded, Ambiguous}
 	i := 0
 	for range 10 { // 10 × rapid's 100 checks
@@ -266,6 +267,7 @@ func TestRecordEncoding_SameBytesAsReference(t *testing.T) {
 // TestDigester_SameDigestAsReference: a digest over many records equals
 // the reference encoder's stream.
 func TestDigester_SameDigestAsReference(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) { digestAgainstReference(rt, rapidDrawer{rt}) })
 }
 

@@ -31,6 +31,7 @@ func (s *journalOnly) Journal(_ context.Context, _ Lease, es []Target) error {
 // attempt whose outcome was not observed. A refusal is final only when no
 // earlier attempt may have applied.
 func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
+	t.Parallel()
 	status := func(st int) error { return &upstream.HTTPError{Kind: upstream.FailStatus, Status: st, Sent: true} }
 	ok := func(st int, body string) *upstream.Response {
 		return &upstream.Response{Status: st, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}

@@ -31,6 +31,7 @@ func (s *staleOperations) OperationsOf(ctx context.Context, selectionID string) 
 // approval spent. It answers with the winner's operation, not an approval
 // mismatch: one operation per selection and action, whoever asked.
 func TestConcurrentCommits_TheLoserGetsTheWinnersOperation(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewWriteLab(4)
 	l := newLab(t, t.TempDir(), api, time.Second)
 	sel := l.preview("archive_keyed", nil, nil)

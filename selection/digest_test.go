@@ -51,6 +51,7 @@ func computeDigest(t *testing.T, sel *Selection, recs []Record) string {
 // the same digests in any process, on any machine, whatever the order of
 // map keys or records. Changing the encoding breaks these on purpose.
 func TestDigestGoldenVectors(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("testdata/digest_vectors.json")
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +104,7 @@ func remap(m map[string]any) map[string]any {
 }
 
 func TestCanonicalEncoding(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want string
@@ -130,6 +132,7 @@ func TestCanonicalEncoding(t *testing.T) {
 }
 
 func TestDigestRefusesRecordsOutOfOrder(t *testing.T) {
+	t.Parallel()
 	d, _ := NewDigester(&Selection{})
 	_ = d.Add(Record{ID: "b"})
 	if err := d.Add(Record{ID: "a"}); err == nil {
@@ -140,6 +143,7 @@ func TestDigestRefusesRecordsOutOfOrder(t *testing.T) {
 // TestDigestChangesWithAnythingReviewed: every part a reviewer saw is
 // bound by the digest.
 func TestDigestChangesWithAnythingReviewed(t *testing.T) {
+	t.Parallel()
 	base := func() (*Selection, []Record) {
 		sel := &Selection{Resource: "subscriptions", Environment: "prod", Upstream: "billing.example.com", Kind: KindScope,
 			Selector: Selector{Filter: map[string]any{"status": "past_due"}}, ActionDigest: "sha256:x", ActionSpecDigest: "sha256:y"}

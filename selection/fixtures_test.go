@@ -40,6 +40,7 @@ func serveOnce(api *fixtures.Server, path, token string) string {
 // server that served the collection before answers every list request
 // exactly as a new server holding the same records answers it first.
 func TestFixtureLists_AnswerLikeAFreshServer(t *testing.T) {
+	t.Parallel()
 	warm := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
 	datasets := map[string]string{fixtures.DatasetSubscriptions: "sub_00010", fixtures.DatasetServiceAccounts: "sa_00010", fixtures.DatasetProjects: "proj_0010"}
 	// The first 400 records of each data set (hidden service accounts
@@ -115,6 +116,7 @@ func TestFixtureLists_AnswerLikeAFreshServer(t *testing.T) {
 // written record as its JSON round trip (numbers as float64 and so on),
 // whatever values the record holds.
 func TestFixtureWrites_AnswerTheRecordsJSONRoundTrip(t *testing.T) {
+	t.Parallel()
 	api := &fixtures.Server{}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -24,6 +24,7 @@ import (
 // A clean payload is a success. Each outcome is checked against what the
 // server applied.
 func TestGraphQLMutation_OutcomesFollowWhatTheAnswerProves(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewGraphQLLab(6)
 	api.Fault(2, fixtures.GQLRefused)
 	api.Fault(3, fixtures.GQLUserError)

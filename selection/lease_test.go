@@ -59,6 +59,7 @@ func leaseLab(t *testing.T, n int) (*fixtures.Server, *sqlitestore.SQLite, *upst
 // writes are refused and it does not record the operation's end: the
 // store holds what the run had journaled before the takeover.
 func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
+	t.Parallel()
 	const n = 400
 	api, store, rt, sel := leaseLab(t, n)
 	ctx := context.Background()
@@ -140,6 +141,7 @@ func (s *pausingStore) Journal(ctx context.Context, l selection.Lease, entries [
 // lease meanwhile: the operation stays running until its lease runs out,
 // then a takeover finishes it, each target written once.
 func TestLease_ARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover(t *testing.T) {
+	t.Parallel()
 	const n = 300
 	api, store, rt, sel := leaseLab(t, n)
 	ctx := context.Background()
@@ -221,6 +223,7 @@ func (s *failingOutcomes) Journal(ctx context.Context, l selection.Lease, entrie
 // in an operation that is over. A resume re-reads them and finds them
 // applied: no target is written twice.
 func TestJournalFailure_EndsWithNoTargetInFlight(t *testing.T) {
+	t.Parallel()
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
 	e := &selection.Engine{Store: &failingOutcomes{Store: store}, Runtime: rt, Clock: upstream.WallClock, Background: ctx}
@@ -265,6 +268,7 @@ func (s *uncountable) CountTargets(ctx context.Context, opID string) (map[select
 // it did not touch, and would call a partial operation completed); the
 // takeover that follows the lease's expiry counts and records it.
 func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
+	t.Parallel()
 	_, store, rt, sel := leaseLab(t, 60)
 	ctx := context.Background()
 	clock := &jumpClock{}

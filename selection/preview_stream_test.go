@@ -103,6 +103,7 @@ func storedDigest(t *testing.T, s selection.Store, sel *selection.Selection) str
 // (several sources, interleaved); either way the digest is the one computed
 // over the stored records.
 func TestPreview_StreamedDigestIsTheStoredRecordsDigest(t *testing.T) {
+	t.Parallel()
 	const n = 2500 // three store batches
 	regions := "sources:\n  - {name: eu, params: {region: eu}}\n  - {name: us, params: {region: us}}\n  - {name: apac, params: {region: apac}}"
 	cases := []struct {
@@ -178,6 +179,7 @@ func writerGoroutines() int {
 // runs ends the preview with an internal problem, as before writes moved
 // off the scan's path.
 func TestPreview_FailedOrCancelledLeavesNoWriter(t *testing.T) {
+	t.Parallel()
 	const n = 5000
 	errDisk := errors.New("disk full")
 	cases := []struct {

@@ -49,6 +49,7 @@ func wantProblem(t *testing.T, what string, p *envelope.Problem, code envelope.P
 // nothing is recorded); another principal can, and the selection, the
 // approval, the operation and every audit line name who did what.
 func TestFourEyes_TheRequesterCannotApproveItsOwnSelection(t *testing.T) {
+	t.Parallel()
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
 	l.rt.Actions["archive_keyed"].Config.Approval = &upstream.ApprovalConfig{Mode: selection.ApprovalOperator, FourEyes: true}
 	sel := l.previewAs("archive_keyed", alice)
@@ -113,6 +114,7 @@ func TestFourEyes_TheRequesterCannotApproveItsOwnSelection(t *testing.T) {
 // token, or at this machine, is one principal: four eyes refuses their
 // approval of a selection they previewed.
 func TestFourEyes_ASharedPrincipalIsOnePerson(t *testing.T) {
+	t.Parallel()
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
 	l.rt.Actions["archive_keyed"].Config.Approval = &upstream.ApprovalConfig{Mode: selection.ApprovalOperator, FourEyes: true}
 	static := selection.Principal{Subject: selection.SubjectStaticToken, ClientID: "static-token"}
@@ -127,6 +129,7 @@ func TestFourEyes_ASharedPrincipalIsOnePerson(t *testing.T) {
 // approve or reject; an operator at this machine is not an OAuth principal
 // and is not bound.
 func TestApprovers_OnlyNamedGroupsOrScopesDecide(t *testing.T) {
+	t.Parallel()
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
 	l.rt.Actions["archive_keyed"].Config.Approval = &upstream.ApprovalConfig{Mode: selection.ApprovalOperator,
 		Approvers: &upstream.PrincipalsConfig{Groups: []string{"leads"}, Scopes: []string{"airlock:approve"}}}
@@ -152,6 +155,7 @@ func TestApprovers_OnlyNamedGroupsOrScopesDecide(t *testing.T) {
 // to a group refuses a commit by an OAuth principal outside it before
 // anything is reserved or written.
 func TestActionPrincipals_OnlyNamedGroupsOrScopesCommit(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewWriteLab(4)
 	l := newLab(t, t.TempDir(), api, time.Second)
 	l.rt.Actions["archive_keyed"].Config.Principals = &upstream.PrincipalsConfig{Groups: []string{"leads"}}

@@ -32,6 +32,7 @@ const canary = "cnry-3f9a1c7e-demo-credential"
 // TestRedactingStoreContract: the redacting store is a Store like any
 // other (the contract suite, which stores no secret, passes through it).
 func TestRedactingStoreContract(t *testing.T) {
+	t.Parallel()
 	red := envelope.NewRedactor(canary)
 	storetest.Run(t, storetest.Opener{
 		Open: func(t *testing.T) selection.Store {
@@ -51,6 +52,7 @@ func TestRedactingStoreContract(t *testing.T) {
 // echoed credential are written without it (the file and its WAL are
 // checked), while the caller's values are left as they were.
 func TestRedactingStore_NoDocumentHoldsTheCredential(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "airlock.db")
 	st := selection.Redacting(openSQLite(t, path), envelope.NewRedactor("Bearer "+canary, canary))

@@ -19,6 +19,7 @@ import (
 // string that is not valid UTF-8 may not, and such records send the
 // preview to the store for its digest.
 func TestStreamable_ExactlyTheRecordsThatReadBackUnchanged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {

@@ -166,6 +166,7 @@ func (l *lab) agree(opID string) {
 // flight). That refusal proves nothing: the target stays unknown until a
 // re-read shows the first write applied. Every attempt is journaled.
 func TestLostAnswerThenInFlight409_IsNotSkipped(t *testing.T) {
+	t.Parallel()
 	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabInFlight409, Delay: 900 * time.Millisecond}, 200*time.Millisecond)
 	op := l.commit(l.preview("archive_keyed", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
@@ -179,6 +180,7 @@ func TestLostAnswerThenInFlight409_IsNotSkipped(t *testing.T) {
 // that lands after the action's timeout is found applied by the
 // reconciliation's later re-reads, even when a re-send would not be safe.
 func TestSlowerThanTheTimeout_IsSettledByReReadingNotLeftUnknown(t *testing.T) {
+	t.Parallel()
 	for _, action := range []string{"archive_reread", "archive_if_match", "archive_version", "archive_keyed"} {
 		t.Run(action, func(t *testing.T) {
 			api := fixtures.NewWriteLab(4)
@@ -196,6 +198,7 @@ func TestSlowerThanTheTimeout_IsSettledByReReadingNotLeftUnknown(t *testing.T) {
 // TestStaleVersionRefusal_IsSkippedOnlyWhenNothingWasSentBefore: a 412 or
 // 409 to a first attempt is a refusal (skipped, nothing changed).
 func TestStaleVersionRefusal_IsSkippedOnlyWhenNothingWasSentBefore(t *testing.T) {
+	t.Parallel()
 	for _, action := range []string{"archive_if_match", "archive_version"} {
 		t.Run(action, func(t *testing.T) {
 			api := fixtures.NewWriteLab(3)
@@ -213,6 +216,7 @@ func TestStaleVersionRefusal_IsSkippedOnlyWhenNothingWasSentBefore(t *testing.T)
 // TestAppliedThen500_IsReconciledAsSucceeded: a 5xx after the write was
 // applied is unknown, then succeeded once a re-read shows the effect.
 func TestAppliedThen500_IsReconciledAsSucceeded(t *testing.T) {
+	t.Parallel()
 	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabServerError}, time.Second)
 	op := l.commit(l.preview("archive_if_match", nil, nil), false)
 	if tg := l.targets(op.ID)["acc-0001"]; tg.Outcome != selection.TargetSucceeded || tg.Attempts != 1 {
@@ -226,6 +230,7 @@ func TestAppliedThen500_IsReconciledAsSucceeded(t *testing.T) {
 // credential are not re-sent), is unknown until re-read, and stops the
 // operation.
 func TestRedirectedWrite_IsNotFollowedAndUnknownUntilReRead(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewWriteLab(5)
 	api.SetFault("acc-0000", fixtures.LabFault{Kind: fixtures.LabRedirect})
 	l := newLab(t, t.TempDir(), api, time.Second)
@@ -244,6 +249,7 @@ func TestRedirectedWrite_IsNotFollowedAndUnknownUntilReRead(t *testing.T) {
 // space, a slash, a percent sign or a non-ASCII letter reach their own
 // record; "." and ".." are never sent (ambiguous at preview).
 func TestIdsThatNeedEscaping_AreEscapedOnceAndDotSegmentsRefused(t *testing.T) {
+	t.Parallel()
 	odd := []string{"a b", "x/y", "50%", "zoë", "q?x=1#f"}
 	api := fixtures.NewWriteLab(2, append(append([]string(nil), odd...), ".", "..")...)
 	l := newLab(t, t.TempDir(), api, time.Second)
@@ -268,6 +274,7 @@ func TestIdsThatNeedEscaping_AreEscapedOnceAndDotSegmentsRefused(t *testing.T) {
 // TestIfMatchWithoutVersion_IsAmbiguousNeverSentUnconditionally: a target
 // without the version its condition needs blocks the selection.
 func TestIfMatchWithoutVersion_IsAmbiguousNeverSentUnconditionally(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewWriteLab(4)
 	api.Change("acc-0002", map[string]any{"version": nil})
 	l := newLab(t, t.TempDir(), api, time.Second)
@@ -284,6 +291,7 @@ func TestIfMatchWithoutVersion_IsAmbiguousNeverSentUnconditionally(t *testing.T)
 // TestRereadRechecksTheSelector: an account that got an owner after a
 // preview of ownerless accounts is skipped, never archived.
 func TestRereadRechecksTheSelector(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewWriteLab(4)
 	l := newLab(t, t.TempDir(), api, time.Second)
 	sel := l.preview("archive_reread", nil, map[string]any{"status": "active", "owner": nil})
@@ -303,6 +311,7 @@ func TestRereadRechecksTheSelector(t *testing.T) {
 // operation stopped by a redirect resumes: its unknown target is re-read
 // and its pending targets are sent.
 func TestResume_RunsPendingAndReconcilesUnknownOnAStoppedOperation(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewWriteLab(12)
 	api.SetFault("acc-0000", fixtures.LabFault{Kind: fixtures.LabRedirect})
 	l := newLab(t, t.TempDir(), api, time.Second)
@@ -320,6 +329,7 @@ func TestResume_RunsPendingAndReconcilesUnknownOnAStoppedOperation(t *testing.T)
 
 // TestAccepted202_IsNotSucceededUntilObserved: 202 means queued, not done.
 func TestAccepted202_IsNotSucceededUntilObserved(t *testing.T) {
+	t.Parallel()
 	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabAccepted, Delay: 600 * time.Millisecond}, time.Second)
 	op := l.commit(l.preview("archive_reread", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
@@ -332,6 +342,7 @@ func TestAccepted202_IsNotSucceededUntilObserved(t *testing.T) {
 // TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone: for a delete,
 // a re-read that finds nothing shows the effect.
 func TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone(t *testing.T) {
+	t.Parallel()
 	_, l := oneFault(t, "acc-0002", fixtures.LabFault{Kind: fixtures.LabLostAnswer}, 200*time.Millisecond)
 	op := l.commit(l.preview("delete_if_match", nil, nil), false)
 	if tg := l.targets(op.ID)["acc-0002"]; tg.Outcome != selection.TargetSucceeded {
@@ -344,6 +355,7 @@ func TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone(t *testing.T) {
 // the account unchanged is not a success: the target is re-read, sent again
 // under its condition, and succeeds only when the change is there.
 func TestIgnoredWrite_ClaimsNothingItDoesNotShow(t *testing.T) {
+	t.Parallel()
 	api, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabIgnored}, time.Second)
 	op := l.commit(l.preview("archive_if_match", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
@@ -360,6 +372,7 @@ func TestIgnoredWrite_ClaimsNothingItDoesNotShow(t *testing.T) {
 // pending (never sent): it was sent, and it stays unknown until a re-read
 // sees it.
 func TestStoppedBeforeAResend_LeavesTheTargetUnknownNotPending(t *testing.T) {
+	t.Parallel()
 	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabAcceptedThen429, Delay: 3 * time.Second}, time.Second)
 	op := l.commit(l.preview("archive_keyed", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
@@ -389,6 +402,7 @@ func heavy() bool { return os.Getenv("AIRLOCK_TEST_HEAVY") == "1" }
 // the journal must agree with the lab's log target by target, with no
 // double apply.
 func TestWriteFaultSuite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the fault suite takes a while; skipped with -short")
 	}
@@ -447,6 +461,7 @@ func TestWriteFaultSuite(t *testing.T) {
 // TestPropertyRandomFaultSchedules: random faults on random targets of a
 // random action: the journal and the lab's log always agree.
 func TestPropertyRandomFaultSchedules(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || !heavy() {
 		t.Skip("spawns hundreds of servers and waits out reconciliations: set AIRLOCK_TEST_HEAVY=1")
 	}

@@ -41,6 +41,7 @@ func problemCode(r result) envelope.ProblemCode {
 // client; nothing is written until the approval, each answer is recorded
 // with who gave it, and the approval screen says what the write does.
 func TestClientApproval_EachAnswerIsRecordedAndTheCommitFollowsIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	ap := p.data["approval"].(map[string]any)
@@ -124,6 +125,7 @@ func TestClientApproval_EachAnswerIsRecordedAndTheCommitFollowsIt(t *testing.T) 
 // was approved, another eu selection under the threshold needs no
 // approval; the first selection in another region does.
 func TestUnknownCategory_OnlyANewGroupValueNeedsReview(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	h.operation(h.call("commit_bulk_action", commitArgsFor(p, "execute", nil)).data["operation_id"])
@@ -151,6 +153,7 @@ func TestUnknownCategory_OnlyANewGroupValueNeedsReview(t *testing.T) {
 // TestClientApproval_AClientThatCannotAskIsRefused: no automatic yes; an
 // operator's approval is the way forward, and then the commit runs.
 func TestClientApproval_AClientThatCannotAskIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withoutElicitation())
 	p := h.call("preview_selection", seedPreview(nil))
 	r := h.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
@@ -176,6 +179,7 @@ func TestClientApproval_AClientThatCannotAskIsRefused(t *testing.T) {
 // destructive: the client is never asked, an operator approves outside the
 // conversation, and that approval is spent by one commit.
 func TestOperatorApproval_RequiredSingleUseAndBoundToTheSelection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	preview := func(id string) result {
 		return h.call("preview_selection", map[string]any{"resource": "projects", "ids": []any{id}, "action": archive})
@@ -235,6 +239,7 @@ func TestOperatorApproval_RequiredSingleUseAndBoundToTheSelection(t *testing.T) 
 // TestOperatorApproval_RejectedAndExpired: a rejection stops the commit;
 // an approval unused past its lifetime is refused as expired.
 func TestOperatorApproval_RejectedAndExpired(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	h := newHarness(t, withClock(clock))
 	a := h.call("preview_selection", map[string]any{"resource": "projects", "ids": []any{"proj_0004"}, "action": archive})
@@ -268,6 +273,7 @@ func TestOperatorApproval_RejectedAndExpired(t *testing.T) {
 // principal (another token holding the request) is no approval, and the
 // one asked may still answer it.
 func TestElicitationState_OnlyThePrincipalAskedMayAnswer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	ctx := server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true,
@@ -310,6 +316,7 @@ func TestElicitationState_OnlyThePrincipalAskedMayAnswer(t *testing.T) {
 }
 
 func TestElicitationState_ForgedOrReplayedIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	other := h.call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due", "region": "us"}, "action": pauseAction})
@@ -384,6 +391,7 @@ func TestElicitationState_ForgedOrReplayedIsRefused(t *testing.T) {
 // TestDescribe_ShowsEachActionsApprovalPolicy: the agent learns before it
 // previews who will have to approve, and what undoes what.
 func TestDescribe_ShowsEachActionsApprovalPolicy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	d := h.call("describe_resources", map[string]any{})
 	got := map[string]string{}
@@ -410,6 +418,7 @@ func TestDescribe_ShowsEachActionsApprovalPolicy(t *testing.T) {
 // action's max_targets can be reviewed but neither approved nor committed,
 // whoever would say yes: max_targets is a hard cap, not an authorization.
 func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
+	t.Parallel()
 	api := newFixture(t)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
@@ -448,6 +457,7 @@ func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
 // add_tag on a subscription approves nothing about pausing its
 // collection.
 func TestApproval_ForAnotherActionOnTheSameTargetIsRefused(t *testing.T) {
+	t.Parallel()
 	api := newFixture(t)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -14,6 +14,7 @@ import (
 // instead of silently becoming the default; a whole number written with
 // an exponent within the cap is taken at its value.
 func TestOversizedIntegers_AreOverCapNeverTheDefault(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, raw := range []string{
 		`{"resource":"subscriptions","max_items":1e21,"max_pages":9223372036854775808,"deadline_ms":1e300}`,
@@ -43,6 +44,7 @@ func TestOversizedIntegers_AreOverCapNeverTheDefault(t *testing.T) {
 }
 
 func TestIntegral_SaturatesWholeNumbers(t *testing.T) {
+	t.Parallel()
 	for lit, want := range map[string]int{"1e3": 1000, "1e21": math.MaxInt, "-1e21": math.MinInt, "9223372036854775808": math.MaxInt,
 		"1e999999999999": math.MaxInt, "12": 12} {
 		if n, ok := integral(json.RawMessage(lit)); !ok || n != want {

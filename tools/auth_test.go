@@ -150,6 +150,7 @@ func toolNames(t *testing.T, c *client.Client) []string {
 // WWW-Authenticate that names the metadata and the scopes, one with a
 // refused token 401 invalid_token, each with a problem as the body.
 func TestOAuth_MetadataAndChallengesFollowTheAuthorizationSpec(t *testing.T) {
+	t.Parallel()
 	l := newOAuthLab(t)
 	base := strings.TrimSuffix(l.url, "/mcp")
 	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
@@ -194,6 +195,7 @@ func TestOAuth_MetadataAndChallengesFollowTheAuthorizationSpec(t *testing.T) {
 // by the configured issuer, for this resource, unexpired (within the skew),
 // already valid, and names a subject.
 func TestOAuth_RefusesEveryTokenThatFailsACheck(t *testing.T) {
+	t.Parallel()
 	l := newOAuthLab(t)
 	now := l.clock.Now()
 	valid := func() map[string]any { return l.iss.claims(l.resource, "alice", "airlock:read", now, time.Minute) }
@@ -249,6 +251,7 @@ func TestOAuth_RefusesEveryTokenThatFailsACheck(t *testing.T) {
 // the call, and mcp-go's filter refuses it on any other path; a token with
 // no airlock scope is refused at the door.
 func TestOAuth_ScopesChooseTools(t *testing.T) {
+	t.Parallel()
 	l := newOAuthLab(t)
 	read := []string{"describe_resources", "get_operation", "get_selection", "search_all"}
 	if got := toolNames(t, l.connect(t, l.token(t, "alice", "airlock:read"))); !slices.Equal(got, read) {
@@ -304,6 +307,7 @@ func TestOAuth_ScopesChooseTools(t *testing.T) {
 // in hand are older than KeysMaxAge, even for a token airlock remembers as
 // verified; no restart either way.
 func TestOAuth_KeyRotationWithoutRestart(t *testing.T) {
+	t.Parallel()
 	l := newOAuthLab(t, func(o *OAuthOptions) { o.KeysMaxAge = 10 * time.Minute })
 	old, next := l.key, newIssuerKey(t, "k2")
 	token := func(k issuerKey) string {
@@ -343,6 +347,7 @@ func TestOAuth_KeyRotationWithoutRestart(t *testing.T) {
 // tokenless loopback listener record their own principals, so that who
 // asked is never empty.
 func TestPrincipal_RecordedOnWhatEachChannelAsks(t *testing.T) {
+	t.Parallel()
 	l := newOAuthLab(t)
 	preview := func(c *client.Client) string {
 		t.Helper()
@@ -395,6 +400,7 @@ func principalsConfig(base string) []byte {
 // without asking them, an approvers restriction the commit of a principal
 // who may not approve; an approver from the group is asked.
 func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withConfig(principalsConfig))
 	ctx := server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true,
 		ProtocolVersion: "2026-07-28", ClientInfo: &mcp.Implementation{Name: "modern-client", Version: "1"},
@@ -469,6 +475,7 @@ func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
 // is not verified again on the next call, but its expiry is checked on
 // every use: past it (and the skew) the same token is refused.
 func TestOAuth_ARememberedTokenIsTimeCheckedOnEveryUse(t *testing.T) {
+	t.Parallel()
 	l := newOAuthLab(t)
 	tok := sign(t, l.key, l.iss.claims(l.resource, "alice", "airlock:read", l.clock.Now(), time.Minute))
 	p, err := l.oauth.Verify(t.Context(), tok)
@@ -494,6 +501,7 @@ func TestOAuth_ARememberedTokenIsTimeCheckedOnEveryUse(t *testing.T) {
 // the principal that opened it; another token presenting its id is told
 // there is no such session, and the owner goes on using it.
 func TestOAuth_ASessionIsItsPrincipals(t *testing.T) {
+	t.Parallel()
 	l := newOAuthLab(t)
 	alice, bob := l.token(t, "alice", "airlock:write"), l.token(t, "bob", "airlock:write")
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, l.url, strings.NewReader(initialize))
@@ -538,6 +546,7 @@ func TestOAuth_ASessionIsItsPrincipals(t *testing.T) {
 // scope the server requires besides airlock's is 403 insufficient_scope,
 // naming it, when missing.
 func TestOAuth_ScopesComeFromScopeOrScpAndRequiredOnesAreEnforced(t *testing.T) {
+	t.Parallel()
 	l := newOAuthLab(t, func(o *OAuthOptions) { o.RequiredScopes = []string{"mcp"} })
 	with := func(k string, v any) string {
 		c := l.iss.claims(l.resource, "alice", "", l.clock.Now(), time.Minute)

@@ -11,6 +11,7 @@ import (
 // within the result budget (the harness checks every result's size), and
 // each says what the bound cut.
 func TestUnboundedParts_AreBoundedAndSaySo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	r := h.call("search_all", map[string]any{"resource": "subscriptions", "group_by": []any{"id", "region"}, "max_items": 0, "max_pages": 5000, "deadline_ms": 60000})
 	rs := r.reason(envelope.ResultLimitReached)

@@ -205,8 +205,10 @@ const echoOwner = "team-echo-"
 // WAL frame, no audit line and no export. (The harness scans the logs,
 // the audit file and the store when the test ends.)
 func TestCanary_EchoedCredentialIsFoundNowhere(t *testing.T) {
+	t.Parallel()
 	n := len(echoes())
 	t.Run("list", func(t *testing.T) {
+		t.Parallel()
 		up, url := newHostile(t, false, func(r *http.Request) (int, bool) {
 			owner, ok := strings.CutPrefix(r.URL.Query().Get("owner"), echoOwner)
 			i, err := strconv.Atoi(strings.TrimPrefix(owner, "p"))
@@ -222,6 +224,7 @@ func TestCanary_EchoedCredentialIsFoundNowhere(t *testing.T) {
 		up.checkEchoed(t)
 	})
 	t.Run("get", func(t *testing.T) {
+		t.Parallel()
 		ids := map[string]int{}
 		var list []any
 		for i := range n {
@@ -242,6 +245,7 @@ func TestCanary_EchoedCredentialIsFoundNowhere(t *testing.T) {
 		up.checkEchoed(t)
 	})
 	t.Run("write", func(t *testing.T) {
+		t.Parallel()
 		var mu sync.Mutex
 		ids := map[string]int{}
 		up, url := newHostile(t, true, func(r *http.Request) (int, bool) {

@@ -120,6 +120,7 @@ func outcomes(r result) map[string]selection.Outcome {
 // due in eu except disputed and legal_hold" lists both exclusions with their
 // counts, and no excluded record is ever written.
 func TestSeedExample_ExclusionsAreListedAndNeverWritten(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	if !p.env.Complete || p.data["committable"] != true || p.data["kind"] != "scope" {
@@ -178,6 +179,7 @@ func TestSeedExample_ExclusionsAreListedAndNeverWritten(t *testing.T) {
 // TestCommitRefusals_NothingReachesTheUpstream checks every refusal code,
 // each with state_changed none and no write at the fixture.
 func TestCommitRefusals_NothingReachesTheUpstream(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	h := newHarness(t, withClock(clock))
 	p := h.call("preview_selection", seedPreview(nil))
@@ -238,6 +240,7 @@ func TestCommitRefusals_NothingReachesTheUpstream(t *testing.T) {
 }
 
 func TestCommit_StaleWhenTheActionDefinitionChanged(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	// airlock restarts on the same store with the action's definition edited.
@@ -261,6 +264,7 @@ func TestCommit_StaleWhenTheActionDefinitionChanged(t *testing.T) {
 }
 
 func TestCommit_InvalidParamsListEveryField(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	r := h.call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due"},
 		"action": map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "short", "colour": "red"}}})
@@ -275,6 +279,7 @@ func TestCommit_InvalidParamsListEveryField(t *testing.T) {
 }
 
 func TestCommit_SameSelectionAndActionAgainReturnsTheOperation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	first := h.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
@@ -290,6 +295,7 @@ func TestCommit_SameSelectionAndActionAgainReturnsTheOperation(t *testing.T) {
 }
 
 func TestCommit_ConcurrentCommitsMakeOneOperationAndOneWritePerTarget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	const n = 5
@@ -327,6 +333,7 @@ func TestCommit_ConcurrentCommitsMakeOneOperationAndOneWritePerTarget(t *testing
 }
 
 func TestDryRun_ReportsPerTargetAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	ids := h.members(p.data["selection_id"])
@@ -355,6 +362,7 @@ func TestDryRun_ReportsPerTargetAndWritesNothing(t *testing.T) {
 // changed after the preview (skipped, never written) and one write applies
 // but its answer never arrives (unknown, then reconciled by re-reading).
 func TestExecute_MovedTargetSkippedAndTimedOutWriteReconciled(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	ids := h.members(p.data["selection_id"])
@@ -389,6 +397,7 @@ func TestExecute_MovedTargetSkippedAndTimedOutWriteReconciled(t *testing.T) {
 }
 
 func TestStopRules(t *testing.T) {
+	t.Parallel()
 	t.Run("a refused credential stops at the first write", func(t *testing.T) {
 		h := newHarness(t)
 		p := h.call("preview_selection", seedPreview(nil))
@@ -443,6 +452,7 @@ func TestStopRules(t *testing.T) {
 }
 
 func TestBulkAction_PerTargetOutcomes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	tag := map[string]any{"type": "add_tag", "params": map[string]any{"tag": "reviewed"}}
 	p := h.call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "paused"}, "action": tag})
@@ -466,6 +476,7 @@ func TestBulkAction_PerTargetOutcomes(t *testing.T) {
 }
 
 func TestGetSelection_PagesAreConsistentAndFilterable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due"}, "action": pauseAction})
 	before := h.members(p.data["selection_id"])
@@ -502,6 +513,7 @@ func TestGetSelection_PagesAreConsistentAndFilterable(t *testing.T) {
 }
 
 func TestAmbiguousRecords_BlockTheCommitUntilExcluded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	coll := h.api.Collection(fixtures.DatasetSubscriptions)
 	var target string
@@ -531,6 +543,7 @@ func TestAmbiguousRecords_BlockTheCommitUntilExcluded(t *testing.T) {
 }
 
 func TestExplicitSelection_MembersAreReverifiedAtCommit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	coll := h.api.Collection(fixtures.DatasetServiceAccounts)
 	var ids []string
@@ -572,6 +585,7 @@ func TestExplicitSelection_MembersAreReverifiedAtCommit(t *testing.T) {
 }
 
 func TestCommit_WaitBudgetAnswersRunningThenPolls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 20 * time.Millisecond})
@@ -593,6 +607,7 @@ func TestCommit_WaitBudgetAnswersRunningThenPolls(t *testing.T) {
 }
 
 func TestCommit_SendsProgressWhenAsked(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 5 * time.Millisecond})
@@ -629,6 +644,7 @@ func (c laterClock) Now() time.Time { return time.Now().Add(c.by) }
 // in-flight targets become unknown and are re-read, and only the targets
 // that never started are sent.
 func TestTakeOver_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	ids := h.members(p.data["selection_id"])
@@ -698,6 +714,7 @@ func TestTakeOver_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
 // upstream's per-target result and keeps its tags; every other member is
 // tagged once.
 func TestBulkEndpoint_BatchesOfAtMostMaxBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	tag := map[string]any{"type": "add_tag", "params": map[string]any{"tag": "reviewed"}}
 	p := h.call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due"}, "action": tag})

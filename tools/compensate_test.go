@@ -60,6 +60,7 @@ func (h *harness) commitAndWait(p result) result {
 // inactive projects, then preview and commit the compensation: every
 // project is back, byte for byte, ETag included.
 func TestCompensation_RoundTripRestoresTheDemoDataExactly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	projects := h.api.Collection(fixtures.DatasetProjects)
 	before := snapshot(t, projects)
@@ -100,6 +101,7 @@ func TestCompensation_RoundTripRestoresTheDemoDataExactly(t *testing.T) {
 // set after the operation is not overwritten by the undo; the rest go back
 // to having no owner.
 func TestCompensation_TargetsChangedSinceAreLeftAlone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	accounts := h.api.Collection(fixtures.DatasetServiceAccounts)
 	before := snapshot(t, accounts)
@@ -147,6 +149,7 @@ func TestCompensation_TargetsChangedSinceAreLeftAlone(t *testing.T) {
 // TestCompensation_SaysWhatCannotBeUndone: pausing collection e-mails the
 // customer; the undo restores the flag and says the e-mail stays sent.
 func TestCompensation_SaysWhatCannotBeUndone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	subs := h.api.Collection(fixtures.DatasetSubscriptions)
 	// The upstream owns version and updated_at; everything else comes back.
@@ -167,6 +170,7 @@ func TestCompensation_SaysWhatCannotBeUndone(t *testing.T) {
 // TestCompensation_Refusals: only a finished execute operation of an
 // action with a compensation can be undone, and compensate stands alone.
 func TestCompensation_Refusals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	dry := h.call("commit_bulk_action", commitArgsFor(p, "dry_run", nil))
@@ -191,6 +195,7 @@ func TestCompensation_Refusals(t *testing.T) {
 // is refused until one approves that compensation selection, and then it
 // restores the data.
 func TestCompensation_GoesThroughTheSameApproval(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withConfig(func(u string) []byte {
 		return []byte(strings.Replace(string(fixtures.DemoConfig(u)), "      - {field: state, to: \"{{restore.state}}\"}\n",
 			"      - {field: state, to: \"{{restore.state}}\"}\n    approval: {mode: operator}\n", 1))

@@ -46,6 +46,7 @@ func writesTo(cs *fixtures.ContractServer, suffix string) []fixtures.RecordedReq
 // retry carries the same key; without one, the target ends unknown and is
 // never written a second time.
 func TestRecordedWriteThatTimesOut_IsRetriedOnlyWithTheSameKey(t *testing.T) {
+	t.Parallel()
 	t.Run("idempotency key: one retry, same key", func(t *testing.T) {
 		cs, url := contractServer(t, "subscriptions-pause_collection-v1.json")
 		h := newHarness(t, demoAt(url))

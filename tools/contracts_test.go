@@ -39,6 +39,7 @@ func renameOwner(h *harness, ids ...string) {
 // parser would read every project as ownerless; airlock withholds the
 // records from reads and refuses to plan a write on them.
 func TestRenamedDecisionField_OwnerBecomesOwnerID_StopsArchivePlanning(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	renameOwner(h)
 	read := h.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"owner": nil}, "max_items": 0})
@@ -61,6 +62,7 @@ func TestRenamedDecisionField_OwnerBecomesOwnerID_StopsArchivePlanning(t *testin
 
 // TestMissingDecisionField_OnOneRecord_WithholdsOnlyThatRecord.
 func TestMissingDecisionField_OnOneRecord_WithholdsOnlyThatRecord(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	c := h.api.Collection(fixtures.DatasetProjects)
 	var broken string
@@ -92,6 +94,7 @@ func TestMissingDecisionField_OnOneRecord_WithholdsOnlyThatRecord(t *testing.T) 
 // declared migration both names may arrive; when they disagree, airlock
 // picks neither.
 func TestAliasWithBothNamesDisagreeing_IsAnErrorNeverAChoice(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withConfig(func(u string) []byte {
 		return []byte(strings.Replace(string(fixtures.DemoConfig(u)),
 			"owner: {type: string, nullable: true, required: true, decision: true, description: owning team; a project without one is nobody's}",
@@ -127,6 +130,7 @@ func TestAliasWithBothNamesDisagreeing_IsAnErrorNeverAChoice(t *testing.T) {
 // upstream adds visibility "secret" (no decision rests on it) and state
 // "cancelled" (decisions rest on it).
 func TestNewEnumValue_IsAWarningInReportsAndARefusalOnTheActionPath(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	c := h.api.Collection(fixtures.DatasetProjects)
 	var secret, cancelled string
@@ -164,6 +168,7 @@ func TestNewEnumValue_IsAWarningInReportsAndARefusalOnTheActionPath(t *testing.T
 // TestTypeChange_StatusStringBecomesObject_Refuses: a field whose type
 // changed is never read as if it had not.
 func TestTypeChange_StatusStringBecomesObject_Refuses(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	c := h.api.Collection(fixtures.DatasetSubscriptions)
 	var changed string
@@ -187,6 +192,7 @@ func TestTypeChange_StatusStringBecomesObject_Refuses(t *testing.T) {
 // TestInvariantBroken_IsAContractViolation: a canceled subscription that
 // still owes money breaks a declared invariant.
 func TestInvariantBroken_IsAContractViolation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	c := h.api.Collection(fixtures.DatasetSubscriptions)
 	var id string
@@ -207,6 +213,7 @@ func TestInvariantBroken_IsAContractViolation(t *testing.T) {
 // TestPermissionField_IsNeverDefaulted: a permission that is absent is not
 // true.
 func TestPermissionField_IsNeverDefaulted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withConfig(func(u string) []byte {
 		y := string(fixtures.DemoConfig(u))
 		y = strings.Replace(y, "      etag: {type: string}\n", "      etag: {type: string}\n      archivable: {type: boolean, permission: true}\n", 1)
@@ -243,6 +250,7 @@ func TestPermissionField_IsNeverDefaulted(t *testing.T) {
 // that does not look like what was approved stops the run, in words an
 // operator reads.
 func TestWriteAnswerBreakingItsContract_StopsTheOperation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withConfig(func(u string) []byte {
 		return []byte(strings.Replace(string(fixtures.DemoConfig(u)), `      - {field: owner, to: "{{params.owner}}"}`,
 			`      - {field: owner, to: "{{params.owner}}"}
@@ -285,6 +293,7 @@ func ownerlessVisible(h *harness, n int) []any {
 // field list alone would accept) is withheld and counted like any other
 // violation, and a null owner, which the document allows, is not one.
 func TestOpenAPIComponentContract_WithholdsRecordsThatBreakIt(t *testing.T) {
+	t.Parallel()
 	doc := filepath.Join(t.TempDir(), "openapi.yaml")
 	if err := os.WriteFile(doc, []byte(`openapi: 3.0.3
 info: {title: projects, version: "1"}

@@ -171,10 +171,13 @@ func oauthHarness(t *testing.T, auth *canaryAuthServer, tokenURL string, edits [
 // no trace of it in any tool result, log line, store page, audit line or
 // export. (The harness scans the logs, the audit file and the store.)
 func TestCanary_EachCredentialFormIsFoundNowhere(t *testing.T) {
+	t.Parallel()
 	n := len(echoes())
 	for _, form := range []string{"query", "basic", "oauth2"} {
 		t.Run(form, func(t *testing.T) {
+			t.Parallel()
 			t.Run("list", func(t *testing.T) {
+				t.Parallel()
 				auth, tokenURL := newCanaryAuthServer(t)
 				up, url := newGatedHostile(t, form, auth, false, func(r *http.Request) (int, bool) {
 					owner, ok := strings.CutPrefix(r.URL.Query().Get("owner"), echoOwner)
@@ -198,6 +201,7 @@ func TestCanary_EachCredentialFormIsFoundNowhere(t *testing.T) {
 				}
 			})
 			t.Run("write", func(t *testing.T) {
+				t.Parallel()
 				auth, tokenURL := newCanaryAuthServer(t)
 				var mu sync.Mutex
 				ids := map[string]int{}
@@ -238,6 +242,7 @@ func TestCanary_EachCredentialFormIsFoundNowhere(t *testing.T) {
 // own problem (whose fault, whether to retry), quotes the endpoint's words
 // without the client secret it echoed, and sends nothing to the API.
 func TestTokenEndpoint_EachFailureHasItsProblemAndNeverBlamesTheAPI(t *testing.T) {
+	t.Parallel()
 	closed := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -315,6 +320,7 @@ func TestTokenEndpoint_EachFailureHasItsProblemAndNeverBlamesTheAPI(t *testing.T
 // waits (pending, with the token endpoint's problem), the operation stops
 // and says why, and resuming once tokens are issued again writes it.
 func TestTokenEndpoint_AWriteWithoutATokenIsNotSentAndTheOperationStops(t *testing.T) {
+	t.Parallel()
 	auth, tokenURL := newCanaryAuthServer(t)
 	clock := newFakeClock()
 	h := oauthHarness(t, auth, tokenURL, nil, withClock(clock))
@@ -355,6 +361,7 @@ func TestTokenEndpoint_AWriteWithoutATokenIsNotSentAndTheOperationStops(t *testi
 // the agent learns how airlock authenticates (and so what it can see),
 // never with what.
 func TestDescribeResources_ShowsTheCredentialsFormAndSourceNeverTheSecret(t *testing.T) {
+	t.Parallel()
 	auth, tokenURL := newCanaryAuthServer(t)
 	h := oauthHarness(t, auth, tokenURL, nil)
 	d := h.call("describe_resources", map[string]any{"resource": "service_accounts"})

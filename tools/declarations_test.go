@@ -30,6 +30,7 @@ func warningOf(env *envelope.Envelope, code envelope.WarningCode) *envelope.Warn
 // returns more than the declared result_cap shows the declaration is wrong;
 // the answer stays complete on the dialect's proven end and says so.
 func TestDeclaredResultCapExceeded_WarnsAndStaysComplete(t *testing.T) {
+	t.Parallel()
 	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, Records: declRecords(60)}}
 	ts := httptest.NewServer(fl)
 	t.Cleanup(ts.Close)
@@ -49,6 +50,7 @@ func TestDeclaredResultCapExceeded_WarnsAndStaysComplete(t *testing.T) {
 // rests on that arrives with another type than declared is reported, and
 // the records are still counted.
 func TestNonDecisionFieldDrift_IsAWarningNotAWithholding(t *testing.T) {
+	t.Parallel()
 	recs := declRecords(30)
 	for i := 0; i < len(recs); i += 3 {
 		recs[i]["owner"] = 42 // declared a string
@@ -71,6 +73,7 @@ func TestNonDecisionFieldDrift_IsAWarningNotAWithholding(t *testing.T) {
 // exact, costs one request, and coverage says where the count came from.
 // A filter airlock applies alone still scans everything.
 func TestDeclaredExactTotal_CountsFromTheFirstPage(t *testing.T) {
+	t.Parallel()
 	recs := declRecords(500)
 	for i := range recs {
 		if i%3 == 0 {

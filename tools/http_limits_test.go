@@ -121,6 +121,7 @@ func TestHTTP_HugeBody_Is413WithoutGrowingMemory(t *testing.T) {
 // TestHTTP_MaxBodyIsConfigurable: the limit is the option's, and the 413
 // says what it is.
 func TestHTTP_MaxBodyIsConfigurable(t *testing.T) {
+	t.Parallel()
 	hs := boundedServer(t, HTTPOptions{MaxBodyBytes: 100})
 	resp, err := http.Post(hs.URL+"/mcp", "application/json", strings.NewReader(strings.Repeat(" ", 101)+"{}"))
 	if err != nil {
@@ -179,6 +180,7 @@ func isClosed(err error) bool {
 // timeout passes; a client that never finishes its headers is
 // disconnected by the header timeout.
 func TestHTTP_TricklingClients_AreCutOff(t *testing.T) {
+	t.Parallel()
 	hs := boundedServer(t, HTTPOptions{BodyTimeout: 300 * time.Millisecond})
 	addr := hs.Listener.Addr().String()
 	var wg sync.WaitGroup
@@ -220,6 +222,7 @@ func TestHTTP_TricklingClients_AreCutOff(t *testing.T) {
 // session opens no stream; past the cap, a new stream is refused 503
 // until one closes.
 func TestHTTP_EventStreams_NeedASessionAndAreCapped(t *testing.T) {
+	t.Parallel()
 	hs := boundedServer(t, HTTPOptions{MaxStreams: 2})
 	resp, err := http.Get(hs.URL + "/mcp")
 	if err != nil {

@@ -49,6 +49,7 @@ func post(t *testing.T, url string, hdr map[string]string, host string) int {
 }
 
 func TestHTTP_RefusesForeignOriginAndRebindingHost(t *testing.T) {
+	t.Parallel()
 	hs := httpServer(t, HTTPOptions{AllowedOrigins: []string{"https://console.example.com"}})
 	cases := []struct {
 		name   string
@@ -72,6 +73,7 @@ func TestHTTP_RefusesForeignOriginAndRebindingHost(t *testing.T) {
 }
 
 func TestHTTP_RequiresBearerTokenWhenConfigured(t *testing.T) {
+	t.Parallel()
 	hs := httpServer(t, HTTPOptions{Token: "s3cret-token"})
 	if got := post(t, hs.URL+"/mcp", nil, ""); got != http.StatusUnauthorized {
 		t.Fatalf("without token: %d", got)
@@ -92,6 +94,7 @@ func TestHTTP_RequiresBearerTokenWhenConfigured(t *testing.T) {
 }
 
 func TestSSE_ServesTheSameTools(t *testing.T) {
+	t.Parallel()
 	hs := httpServer(t, HTTPOptions{})
 	c, err := client.NewSSEMCPClient(hs.URL + "/sse")
 	if err != nil {

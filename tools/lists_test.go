@@ -18,6 +18,7 @@ import (
 // the request), nothing was delivered twice before it, and the restart
 // without a cursor delivers the whole list once.
 func TestExpiredUpstreamCursor_RestartsAndNeverMerges(t *testing.T) {
+	t.Parallel()
 	for _, d := range []string{fixtures.DialectCursorNext, fixtures.DialectNextURL, fixtures.DialectGraphQL, fixtures.DialectPostCursor} {
 		t.Run(d, func(t *testing.T) {
 			fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: d, Records: declRecords(45)}}
@@ -80,6 +81,7 @@ func hasReasonCode(env *envelope.Envelope, code envelope.ReasonCode) bool {
 // nulls and warns, naming the values and the setting, so that the agent
 // does not act on a literally true zero.
 func TestNullFilterOverEmptyStrings_WarnsTheAgent(t *testing.T) {
+	t.Parallel()
 	recs := declRecords(40)
 	for i := range recs {
 		if i%4 == 0 {
@@ -106,6 +108,7 @@ func TestNullFilterOverEmptyStrings_WarnsTheAgent(t *testing.T) {
 // with errors and data null is never read as an empty page: the call ends
 // with UPSTREAM_GRAPHQL_ERRORS, quoting the API's words.
 func TestGraphQLErrorsWithoutData_AreAProblemQuotingTheAPI(t *testing.T) {
+	t.Parallel()
 	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectGraphQL, Records: declRecords(30), ExpireAfter: 1}}
 	ts := httptest.NewServer(fl)
 	t.Cleanup(ts.Close)

@@ -29,6 +29,7 @@ var fastReconcile = []string{
 // ANSWERED_FROM_MEMORY warning, and costs the upstream nothing; after the
 // wait the upstream is called again.
 func TestTransientFailure_IdenticalCallBeforeTheWaitIsAnsweredFromMemory(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	up, url := serveScripted(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		answer(w, 500, "application/json", `{"error":"boom"}`)
@@ -64,6 +65,7 @@ func TestTransientFailure_IdenticalCallBeforeTheWaitIsAnsweredFromMemory(t *test
 // a named read that failed with a timeout is answered from memory until
 // its wait is over; the problem says so in detail and remembered_until.
 func TestTransientProblem_IdenticalCallSaysItWasAnsweredFromMemoryAndUntilWhen(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	up, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
@@ -95,6 +97,7 @@ func TestTransientProblem_IdenticalCallSaysItWasAnsweredFromMemoryAndUntilWhen(t
 // answered from memory only briefly (the upstream's state may change) and
 // never for another credential; a rejected request is remembered longer.
 func TestChangeableFailure_IsRememberedBrieflyAndPerCredential(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	var status atomic.Int32
 	status.Store(401)

@@ -48,6 +48,7 @@ func hostileCalls(h *harness) {
 // from a fixed set or the configuration, and no caller-made value appears
 // anywhere in the exposition; the workload is counted.
 func TestMetrics_LabelValuesComeFromFixedSets(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	h := newHarness(t, withMetrics(m))
 	hostileCalls(h)
@@ -137,6 +138,7 @@ func grep(s, sub string) string {
 // it, and no attribute of any span holds the credential, a URL's path or
 // query, or a caller-made value.
 func TestTracing_SpansPerCallAndUpstreamRequestHoldNoCredential(t *testing.T) {
+	t.Parallel()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	h := newHarness(t, withTracing(NewTracing(tp)))
@@ -178,6 +180,7 @@ func TestTracing_SpansPerCallAndUpstreamRequestHoldNoCredential(t *testing.T) {
 // /readyz is ready while the store answers with the schema this airlock
 // knows, found under the redacting wrapper, and 503 once it does not.
 func TestProbes_HealthAnswersWithoutTokenAndReadinessFollowsTheStore(t *testing.T) {
+	t.Parallel()
 	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +218,7 @@ func TestProbes_HealthAnswersWithoutTokenAndReadinessFollowsTheStore(t *testing.
 // protocol 2026-07-28 says how long the list may be reused, privately
 // (which tools a caller sees may depend on who asks).
 func TestToolsList_CarriesCacheHintsOnTheNewestProtocol(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	rpc := h.taskRPC()
 	res, e := rpc.send("tools/list", map[string]any{})

@@ -30,6 +30,7 @@ func listedNames(t *testing.T, h *harness) []string {
 // name, a configuration without an action offers no write tool, and an
 // unknown name is refused at start-up.
 func TestModes_ReadOnlyToolListsAndNoActions_OfferWhatTheUserChose(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		opts Options
@@ -68,6 +69,7 @@ func TestModes_ReadOnlyToolListsAndNoActions_OfferWhatTheUserChose(t *testing.T)
 // TestModes_ContradictoryOptionsAreRefused: options that would serve less
 // than they name are refused with the reason, never applied silently.
 func TestModes_ContradictoryOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		opts Options

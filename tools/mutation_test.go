@@ -22,6 +22,7 @@ import (
 //     a page-number dialect without totals cannot see (a delete behind the
 //     read position) leaves complete true only beside NO_SNAPSHOT.
 func TestMutationBetweenPages_ClaimMatchesDeclaredConsistency(t *testing.T) {
+	t.Parallel()
 	mutations := map[string]func(c *fixtures.Collection){
 		"insert":  func(c *fixtures.Collection) { c.Insert(0, rec("sub_00000a")) },
 		"delete":  func(c *fixtures.Collection) { c.Delete("sub_00005") },

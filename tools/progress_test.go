@@ -47,6 +47,7 @@ func checkProgress(t *testing.T, h *harness, token string, afterPage bool) {
 // after every page and, while a slow page is in flight, every interval;
 // a call without a token gets none.
 func TestScanProgress_WithAToken_ReportsPagesAndKeepsReportingWhileAPageIsSlow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.deps.ProgressInterval = 20 * time.Millisecond
 	// Batches of pages (the demo reads several at once), each slower than

@@ -144,6 +144,7 @@ func expected(c *fixtures.Collection, filter map[string]any) []string {
 // exactly the fixture's matching set, and an answer that differs from it is
 // never complete and always names a reason.
 func TestPropertyCompleteMeansExactlyTheMatchingSet(t *testing.T) {
+	t.Parallel()
 	api := newFixture(t)
 	srv := httptest.NewServer(api)
 	defer srv.Close()
@@ -252,6 +253,7 @@ func TestPropertyCompleteMeansExactlyTheMatchingSet(t *testing.T) {
 // complete holds exactly the upstream's matching set. Honest upstreams must
 // still be read completely.
 func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
+	t.Parallel()
 	dialects := []string{fixtures.DialectCursor, fixtures.DialectCursorNext, fixtures.DialectLink,
 		fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectContinue,
 		fixtures.DialectNextURL, fixtures.DialectGraphQL, fixtures.DialectPostCursor, fixtures.DialectSearchAfter}

@@ -335,6 +335,7 @@ func reasonCases() []reasonCase {
 // from a real upstream condition, with and without items, and checks the
 // decision fields an agent relies on.
 func TestEveryReadReason_PopulatedAndEmpty(t *testing.T) {
+	t.Parallel()
 	covered := map[envelope.ReasonCode][2]bool{}
 	for _, tc := range reasonCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -387,6 +388,7 @@ func boolIndex(b bool) int {
 }
 
 func TestEmptyFirstPageWithMorePages_IsNotComplete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withResources(res(fixtures.DialectCursorNext, "")), withEnv(testEnv))
 	h.api.SetCollection(fixtures.DatasetSubscriptions, small(30, func(i int) bool { return i == 30 }))
 	h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{EmptyFirstPage: true})

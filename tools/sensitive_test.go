@@ -97,6 +97,7 @@ func refusedAsSensitive(t *testing.T, h *harness, r result, before int, paths ..
 // exclusion counts that read an e-mail address out of an explicit preview
 // is refused at its first preview, naming the field, and nothing is read.
 func TestSensitiveField_ExclusionCountOracleIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withEnv(testEnv))
 	before := len(h.api.Requests())
 	value, previews, recovered := exclusionOracle(h, "service_accounts", "sa_00002", "email", assignOwner)
@@ -113,6 +114,7 @@ func TestSensitiveField_ExclusionCountOracleIsRefused(t *testing.T) {
 // a sensitive field are refused, every offending argument at once, before
 // anything is read.
 func TestSensitiveField_EveryQueryPathIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withEnv(testEnv), demoWith(emailFilter...))
 	before := len(h.api.Requests())
 	t.Run("search_all filter", func(t *testing.T) {
@@ -158,6 +160,7 @@ func TestSensitiveField_EveryQueryPathIsRefused(t *testing.T) {
 // disclose it: filters and exclusion rules on it are answered, while its
 // values still never leave (fields and group_by stay refused).
 func TestSensitiveField_MarkedQueryable_AnswersCountsButNeverValues(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withEnv(testEnv), demoWith(append(emailFilter,
 		"email: {type: string, sensitive: true,", "email: {type: string, sensitive: true, queryable: true,")...))
 	all := h.call("search_all", map[string]any{"resource": "service_accounts", "max_items": 1})

@@ -151,6 +151,7 @@ func asMap(t testing.TB, raw json.RawMessage) map[string]any {
 // commit_bulk_action answers for that operation (a repeated call returns it,
 // replayed).
 func TestTasks_CommitNeedingApprovalIsAnInputRequiredTaskBoundToTheSelection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTasks(true))
 	rpc := h.taskRPC()
 	p := h.call("preview_selection", seedPreview(nil))
@@ -214,6 +215,7 @@ func TestTasks_CommitNeedingApprovalIsAnInputRequiredTaskBoundToTheSelection(t *
 // declines: nothing is written and the task completes with the problem the
 // call would have answered.
 func TestTasks_DeclinedApprovalCompletesTheTaskWithTheProblem(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTasks(true))
 	rpc := h.taskRPC()
 	p := h.call("preview_selection", seedPreview(nil))
@@ -238,6 +240,7 @@ func TestTasks_DeclinedApprovalCompletesTheTaskWithTheProblem(t *testing.T) {
 // and through get_operation every target is pending (never sent) or has the
 // outcome its answer showed; nothing is written after.
 func TestTasks_CancelStopsSendingAndEveryTargetStaysTruthful(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTasks(true))
 	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 30 * time.Millisecond})
 	rpc := h.taskRPC()
@@ -304,6 +307,7 @@ func TestTasks_CancelStopsSendingAndEveryTargetStaysTruthful(t *testing.T) {
 // results are the envelopes the calls answer; a short search_all answers
 // at once.
 func TestTasks_LongSearchAndPreviewAreTasksWithTheCallsEnvelope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTasks(true))
 	rpc := h.taskRPC()
 	short := rpc.call("search_all", map[string]any{"resource": "subscriptions", "max_items": 5})
@@ -344,6 +348,7 @@ func TestTasks_LongSearchAndPreviewAreTasksWithTheCallsEnvelope(t *testing.T) {
 // tasks/get after three missed heartbeats, on another process sharing the
 // store, runs the call again and the task completes there.
 func TestTasks_ReadTaskRunsAgainWhenItsRunnerStops(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTasks(true))
 	h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{Latency: 200 * time.Millisecond})
 	first, stop := context.WithCancel(context.Background())
@@ -386,6 +391,7 @@ func TestTasks_ReadTaskRunsAgainWhenItsRunnerStops(t *testing.T) {
 // as before, the tools it lists are exactly the golden definitions, and the
 // task methods refuse it with MISSING_REQUIRED_CLIENT_CAPABILITY.
 func TestTasks_ClientsThatDoNotOptInSeeNoChange(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTasks(false))
 	p := h.call("preview_selection", seedPreview(nil))
 	if p.data["selection_id"] == nil {
@@ -419,6 +425,7 @@ func TestTasks_ClientsThatDoNotOptInSeeNoChange(t *testing.T) {
 
 // TestTasks_UnknownTaskIsInvalidParams: a task id no process made.
 func TestTasks_UnknownTaskIsInvalidParams(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTasks(true))
 	rpc := h.taskRPC()
 	for _, m := range []string{"tasks/get", "tasks/cancel", "tasks/update"} {

@@ -40,6 +40,7 @@ func matrixName(transport, protocol string) string {
 // with nothing written. The server never claims elicitation, a client
 // capability, as its own.
 func TestClientApproval_EveryTransportAndProtocol_AsksTheUserOrAnswersAProblem(t *testing.T) {
+	t.Parallel()
 	for _, m := range transportMatrix {
 		t.Run(matrixName(m.transport, m.protocol), func(t *testing.T) {
 			t.Run("declared", func(t *testing.T) {
@@ -90,6 +91,7 @@ func TestClientApproval_EveryTransportAndProtocol_AsksTheUserOrAnswersAProblem(t
 // CLIENT_APPROVAL_UNAVAILABLE (a result, nothing written), a decline
 // APPROVAL_DECLINED, an approval runs the action.
 func TestSSE_DeclaredElicitation_AsksTheUser(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618} {
 		t.Run(version, func(t *testing.T) {
 			h := newHarness(t)
@@ -269,6 +271,7 @@ func (c *sseClient) callTool(name string, args map[string]any) *envelope.Envelop
 // stateless protocol gets UnsupportedProtocolVersion listing them (a
 // client that can fall back initializes instead), never a header error.
 func TestSSE_ProtocolOf2026_DeclinedWithTheVersionsItServes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	srv, err := NewServer(h.deps)
 	if err != nil {

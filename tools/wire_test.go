@@ -65,6 +65,7 @@ func wire(t *testing.T, reqs []fixtures.RecordedRequest) []byte {
 // changes an effect (page sizes, filters, versions, conditions, keys) is on
 // the wire explicitly, and a mode the operator did not choose sends nothing.
 func TestIntentsMapToExactWireRequests(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		run  func(h *harness)

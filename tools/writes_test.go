@@ -52,6 +52,7 @@ func labCommit(p map[string]any, action string, extra map[string]any) map[string
 // TestWaitZero_AnswersAtOnce: wait_ms 0 answers without waiting for the
 // operation, which is still running.
 func TestWaitZero_AnswersAtOnce(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewWriteLab(4)
 	api.SetFault("acc-0000", fixtures.LabFault{Kind: fixtures.LabSlow, Delay: 2 * time.Second})
 	d := labDirect(t, api)
@@ -65,6 +66,7 @@ func TestWaitZero_AnswersAtOnce(t *testing.T) {
 // TestStoppedOperation_IsIncompleteUntilResumed: an operation stopped with
 // pending and unknown targets is never complete; resume settles it.
 func TestStoppedOperation_IsIncompleteUntilResumed(t *testing.T) {
+	t.Parallel()
 	api := fixtures.NewWriteLab(10)
 	api.SetFault("acc-0000", fixtures.LabFault{Kind: fixtures.LabRedirect})
 	d := labDirect(t, api)

@@ -218,8 +218,9 @@ func TestVersion_NamesTheCommitTheGoCommandStamped(t *testing.T) {
 func TestLogFlags_LevelFormatAndFile(t *testing.T) {
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "airlock.log")
-	addr, _, stderr := serveProcess(t, nil, "--demo", "--store", filepath.Join(dir, "airlock.db"),
+	srv := serveProcess(t, nil, "--demo", "--store", filepath.Join(dir, "airlock.db"),
 		"--log-level", "debug", "--log-format", "json", "--log-file", logFile)
+	addr, stderr := srv.addr(), srv.log
 	c := connect(t, "http://"+addr+"/mcp")
 	callTool(t, c, "search_all", map[string]any{"resource": "projects", "max_items": 1})
 	c.Close()

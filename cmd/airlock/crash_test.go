@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,9 +24,10 @@ import (
 
 // child is an airlock server process serving streamable HTTP.
 type child struct {
-	cmd *exec.Cmd
-	url string
-	log *syncBuffer
+	cmd    *exec.Cmd
+	url    string
+	log    *syncBuffer
+	exited chan struct{}
 }
 
 func freePort(t *testing.T) string {
@@ -47,39 +49,75 @@ func startChild(t *testing.T, config, store string, extra ...string) *child {
 // startChildEnv starts a server with env added to its environment.
 func startChildEnv(t *testing.T, config, store string, env []string, extra ...string) *child {
 	t.Helper()
-	addr := freePort(t)
-	cmd := exec.Command(os.Args[0], append([]string{"serve", "--config", config, "--store", store, "--http", addr}, extra...)...)
-	cmd.Env = append(append(os.Environ(), "AIRLOCK_TEST_AS_MAIN=1", fixtures.DemoTokenEnv+"="+fixtures.DefaultToken), env...)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	args := append([]string{"--config", config, "--store", store}, extra...)
+	c := serveProcess(t, append(env, fixtures.DemoTokenEnv+"="+fixtures.DefaultToken), args...)
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		// The server's logs and its store never hold the credential it
 		// was given, whatever it was doing when it stopped.
-		noCredential(t, "the server's log", stderr.Bytes())
+		noCredential(t, "the server's log", c.log.Bytes())
 		for _, f := range []string{store, store + "-wal"} {
 			if b, err := os.ReadFile(f); err == nil {
 				noCredential(t, f, b)
 			}
 		}
 	})
+	return c
+}
+
+// mcpURLInLog is the MCP endpoint a server logs once it listens.
+var mcpURLInLog = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/mcp`)
+
+// serveProcess starts `airlock serve --http 127.0.0.1:0` as a real process
+// with env and args, and waits until it logs (to stderr, or to --log-file)
+// the address the kernel gave it, so that servers started at once never
+// race for a port. The process
+// is killed when the test ends.
+func serveProcess(t *testing.T, env []string, args ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append(append([]string{"serve"}, args...), "--http", "127.0.0.1:0")...)
+	cmd.Env = append(append(os.Environ(), "AIRLOCK_TEST_AS_MAIN=1"), env...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_, _ = cmd.Process.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	logFile := ""
+	for i, a := range args {
+		if a == "--log-file" && i+1 < len(args) {
+			logFile = args[i+1]
+		}
+	}
+	logged := func() []byte {
+		if logFile != "" {
+			b, _ := os.ReadFile(logFile)
+			return b
+		}
+		return stderr.Bytes()
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
+		if url := mcpURLInLog.Find(logged()); url != nil {
+			return &child{cmd: cmd, url: string(url), log: stderr, exited: exited}
+		}
+		select {
+		case <-exited:
+			t.Fatalf("airlock exited before it listened: %s", stderr.Bytes())
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("airlock did not start on %s", addr)
+			t.Fatalf("airlock did not start listening: %s", stderr.Bytes())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return &child{cmd: cmd, url: "http://" + addr + "/mcp", log: stderr}
 }
 
 // syncBuffer is a child's stderr, readable while the child writes it.
@@ -110,7 +148,12 @@ func noCredential(t *testing.T, what string, b []byte) {
 
 func (c *child) kill() {
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)
-	_, _ = c.cmd.Process.Wait()
+	<-c.exited
+}
+
+// addr is the host:port the child listens on.
+func (c *child) addr() string {
+	return strings.TrimSuffix(strings.TrimPrefix(c.url, "http://"), "/mcp")
 }
 
 // approveAll plays a user who approves every request the client shows.

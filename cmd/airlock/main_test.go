@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestStdio_RealProcessServesTools(t *testing.T) {
+	t.Parallel()
 	c, err := client.NewStdioMCPClient(os.Args[0], []string{"AIRLOCK_TEST_AS_MAIN=1", "XDG_STATE_HOME=" + t.TempDir()}, "serve", "--demo")
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +139,7 @@ func TestServe_OAuthFlagsAreCheckedBeforeAnythingStarts(t *testing.T) {
 }
 
 func TestDemo_RunsTheTourAndExitsZero(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := run([]string{"demo"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())

@@ -87,6 +87,7 @@ func commitOf(p map[string]any) map[string]any {
 // TestApprove_AsksOnATerminal answers the y/N prompt through a real
 // pseudo-terminal (script(1)), then the agent's commit goes through, once.
 func TestApprove_AsksOnATerminal(t *testing.T) {
+	t.Parallel()
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		// CI requires it (the interop switch covers every external tool

@@ -141,6 +141,7 @@ func commitArgs(p map[string]any, action any) map[string]any {
 // one operation, and the upstream's own log shows each target written
 // once.
 func TestReplicas_ThreeProcessesCommitOneSelectionOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes; skipped with -short")
 	}
@@ -209,6 +210,7 @@ var crashActions = []crashAction{
 // never sent before it, and unknown remains only for a write in flight at
 // the kill that cannot be retried safely.
 func TestReplicas_KilledHolderIsTakenOverAfterItsLease(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash trials spawn processes; skipped with -short")
 	}
@@ -219,11 +221,12 @@ func TestReplicas_KilledHolderIsTakenOverAfterItsLease(t *testing.T) {
 		t.Cleanup(func() {
 			t.Logf("%s: %d of 20 trials killed a running operation that another process took over; %d targets written twice", kind.name, taken, doubles)
 		})
+		runner := newTrials(t)
+		defer runner.wait()
 		for trial := range 20 {
 			ac := crashActions[trial%len(crashActions)]
 			killAfter := time.Duration(rng.IntN(300)) * time.Millisecond
-			t.Run(fmt.Sprintf("trial-%02d-%s-kill-%s", trial, ac.preview["resource"], killAfter), func(t *testing.T) {
-				t.Parallel()
+			runner.run(fmt.Sprintf("trial-%02d-%s-kill-%s", trial, ac.preview["resource"], killAfter), func(t *testing.T) {
 				s := newReplicaSetup(t, kind, map[string]fixtures.WriteFaults{ac.dataset: {Latency: 15 * time.Millisecond}})
 				holder, survivor := s.server(t), s.server(t)
 				c := connect(t, holder.url)
@@ -380,6 +383,7 @@ func stopOutsideTransaction(t *testing.T, p *os.Process, store, opID string) {
 // it sends no new write and changes nothing in the store: its lease was
 // lost, and every write it would make is fenced.
 func TestReplicas_StoppedHolderWritesNothingAfterTakeover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes; skipped with -short")
 	}
@@ -465,6 +469,7 @@ func withoutElapsed(raw string) map[string]any {
 // continue on another sharing the store, with exactly the answer the first
 // would have given.
 func TestReplicas_CursorContinuesOnAnotherProcess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes; skipped with -short")
 	}
@@ -531,6 +536,7 @@ func TestReplicas_CursorContinuesOnAnotherProcess(t *testing.T) {
 // one machine start airlock as the README registers it (stdio, no
 // --store): both servers start on the default store and answer.
 func TestReplicas_TwoStdioServersWithoutStoreBothAnswer(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	env := []string{"AIRLOCK_TEST_AS_MAIN=1", "XDG_STATE_HOME=" + state, envStore + "="}
 	var clients []*client.Client

@@ -5,17 +5,13 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/airlock-mcp/airlock/envelope/leaktest"
 	"github.com/airlock-mcp/airlock/fixtures"
@@ -23,59 +19,12 @@ import (
 
 const canaryCredential = "cnry-77d1e0c4-process-credential"
 
-// syncBuf is a bytes.Buffer a child process and the test share.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
-// serveProcess starts `airlock serve --http` as a real process with env
-// and returns its address and stderr.
-func serveProcess(t *testing.T, env []string, args ...string) (string, *exec.Cmd, *syncBuf) {
-	t.Helper()
-	addr := freePort(t)
-	cmd := exec.Command(os.Args[0], append(append([]string{"serve"}, args...), "--http", addr)...)
-	cmd.Env = append(append(os.Environ(), "AIRLOCK_TEST_AS_MAIN=1"), env...)
-	stderr := &syncBuf{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("airlock did not start on %s: %s", addr, stderr.Bytes())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return addr, cmd, stderr
-}
-
 // TestProcess_EchoedCredentialIsNotInStderrAtDebugLevel: a real airlock
 // process logging at debug level, in front of an upstream that echoes its
 // credential in a 422's field names, in a Link header it follows and in an
 // item, writes the credential to no log line, no result and no store page.
 func TestProcess_EchoedCredentialIsNotInStderrAtDebugLevel(t *testing.T) {
+	t.Parallel()
 	api := &fixtures.Server{Token: canaryCredential}
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
@@ -102,7 +51,8 @@ func TestProcess_EchoedCredentialIsNotInStderrAtDebugLevel(t *testing.T) {
 	if err := os.WriteFile(cfg, fixtures.DemoConfig(up.URL), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr, _, stderr := serveProcess(t, []string{"AIRLOCK_LOG_LEVEL=debug", fixtures.DemoTokenEnv + "=" + canaryCredential}, "--config", cfg, "--store", store)
+	srv := serveProcess(t, []string{"AIRLOCK_LOG_LEVEL=debug", fixtures.DemoTokenEnv + "=" + canaryCredential}, "--config", cfg, "--store", store)
+	addr, stderr := srv.addr(), srv.log
 	c := connect(t, "http://"+addr+"/mcp")
 	var results []byte
 	for _, owner := range []string{"team-echo", "team-link"} {
@@ -160,7 +110,9 @@ func (zeroReader) Read(p []byte) (int, error) {
 // chunked, are answered 413; the process's peak resident memory grows by
 // less than 10 MB over the four requests.
 func TestProcess_256MiBBody_Is413AndTheServerStaysSmall(t *testing.T) {
-	addr, cmd, _ := serveProcess(t, nil, "--demo", "--store", filepath.Join(t.TempDir(), "airlock.db"))
+	t.Parallel()
+	srv := serveProcess(t, nil, "--demo", "--store", filepath.Join(t.TempDir(), "airlock.db"))
+	addr, cmd := srv.addr(), srv.cmd
 	pid := cmd.Process.Pid
 	resetPeak := func() bool {
 		return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 // contradictions, 0 double applies. 20 trials per fault with
 // AIRLOCK_TEST_HEAVY=1 (2 otherwise).
 func TestWriteFaults_KilledMidCommit(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash trials spawn processes; skipped with -short")
 	}
@@ -36,13 +38,15 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 	faults := []string{fixtures.LabLostAnswer, fixtures.LabSlow, fixtures.LabInFlight409, fixtures.LabStale,
 		fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, fixtures.LabIgnored, fixtures.LabAcceptedThen429, "escaping"}
 	actions := []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread", "delete_if_match"}
+	var mu sync.Mutex
 	total, contradictions, doubles := 0, 0, 0
+	runner := newTrials(t)
 	for _, fault := range faults {
 		for trial := range trials {
 			rng := rand.New(rand.NewPCG(20261203, uint64(trial)))
 			action := actions[trial%len(actions)]
 			killAfter := time.Duration(rng.IntN(400)) * time.Millisecond
-			t.Run(fmt.Sprintf("%s/%02d-%s-kill-%s", fault, trial, action, killAfter), func(t *testing.T) {
+			runner.run(fmt.Sprintf("%s/%02d-%s-kill-%s", fault, trial, action, killAfter), func(t *testing.T) {
 				var extra []string
 				if fault == "escaping" {
 					extra = []string{"a b", "x/y", "50%", "zoë"}
@@ -126,9 +130,11 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 					bad = append(bad, fmt.Sprintf("%d redirect(s) followed", api.RedirectsFollowed()))
 				}
 				sort.Strings(bad)
+				mu.Lock()
 				total++
 				contradictions += len(bad)
 				doubles += dbl
+				mu.Unlock()
 				if len(bad) > 0 {
 					d := callData(t, c2, "get_operation", map[string]any{"operation_id": op["operation_id"], "page_size": 500})
 					var notes []string
@@ -143,6 +149,7 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 			})
 		}
 	}
+	runner.wait()
 	t.Logf("%d killed trials, %d contradictions, %d double applies", total, contradictions, doubles)
 }
 
