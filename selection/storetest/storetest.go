@@ -47,6 +47,8 @@ func Run(t *testing.T, o Opener) {
 	t.Run("ApprovalUsedOnceAcrossConcurrentCallers", func(t *testing.T) { testApprovalUsedOnceAcrossConcurrentCallers(t, o) })
 	t.Run("FrozenScansAreBounded", func(t *testing.T) { testFrozenScansAreBounded(t, o) })
 	t.Run("MetaApprovalsAudit", func(t *testing.T) { testMetaApprovalsAudit(t, o) })
+	t.Run("ApprovedCategoriesAreAddedNotReplaced", func(t *testing.T) { testApprovedCategoriesAreAddedNotReplaced(t, o) })
+	t.Run("NoncesAreUsedOnceAndForgottenAfterTheirTime", func(t *testing.T) { testNoncesAreUsedOnceAndForgottenAfterTheirTime(t, o) })
 	t.Run("EveryRecordNamesItsPrincipal", func(t *testing.T) { testEveryRecordNamesItsPrincipal(t, o) })
 	if o.Reopen != nil {
 		t.Run("SurvivesReopen", func(t *testing.T) { testSurvivesReopen(t, o) })
