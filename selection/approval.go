@@ -2,7 +2,6 @@ package selection
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -87,12 +86,17 @@ func (e *Engine) ApprovalRequirement(ctx context.Context, sel *Selection, a *ups
 	if mode != ApprovalNone && triggers == 0 {
 		reasons = append(reasons, "the action's policy requires approval")
 	}
-	unseen := e.unseenCategories(ctx, sel, a)
-	if len(unseen) > 0 {
+	unseen, unreadable := e.unseenCategories(ctx, sel, a)
+	if len(unseen) > 0 || len(unreadable) > 0 {
 		for _, dim := range sortedKeys(unseen) {
 			reasons = append(reasons, fmt.Sprintf("%s %s never approved before for %s", dim, strings.Join(unseen[dim], ", "), a.Name))
 		}
-		req.Unseen = unseen
+		for _, dim := range unreadable {
+			reasons = append(reasons, fmt.Sprintf("the %s values approved before for %s could not be read", dim, a.Name))
+		}
+		if len(unseen) > 0 {
+			req.Unseen = unseen
+		}
 		if mode == ApprovalNone {
 			mode = ApprovalOperator
 		}
@@ -103,61 +107,55 @@ func (e *Engine) ApprovalRequirement(ctx context.Context, sel *Selection, a *ups
 	return req
 }
 
-func seenKey(action, dim string) string { return "seen/" + action + "/" + dim }
-
 // unseenCategories lists the group values of the selection's members that
 // no earlier approved commit of the action had, per unknown_category
-// dimension.
-func (e *Engine) unseenCategories(ctx context.Context, sel *Selection, a *upstream.Action) map[string][]string {
+// dimension. A dimension whose memory cannot be read is listed in
+// unreadable, and the cause logged: its values count as never approved.
+func (e *Engine) unseenCategories(ctx context.Context, sel *Selection, a *upstream.Action) (unseen map[string][]string, unreadable []string) {
+	p := a.Config.Approval
+	if p == nil {
+		return nil, nil
+	}
+	unseen = map[string][]string{}
+	for _, dim := range p.UnknownGroup {
+		seen, err := e.Store.ApprovedCategories(ctx, a.Name, dim)
+		if err != nil {
+			e.logger().Error("could not read the values approved before: each one of this selection asks for review", "action", a.Name, "dimension", dim, "err", err)
+			unreadable = append(unreadable, dim)
+			continue
+		}
+		for _, g := range sel.Summary.Groups[dim] {
+			k := string(mustCanonical(g.Value))
+			if !seen[k] {
+				unseen[dim] = append(unseen[dim], k)
+			}
+		}
+		sort.Strings(unseen[dim])
+		if len(unseen[dim]) == 0 {
+			delete(unseen, dim)
+		}
+	}
+	return unseen, unreadable
+}
+
+// rememberCategories records the group values of an approved commit. A
+// value it fails to record is asked about again at its next commit.
+func (e *Engine) rememberCategories(ctx context.Context, sel *Selection, a *upstream.Action) error {
 	p := a.Config.Approval
 	if p == nil {
 		return nil
 	}
-	out := map[string][]string{}
+	var errs []error
 	for _, dim := range p.UnknownGroup {
-		seen := e.seenCategories(ctx, a.Name, dim)
-		for _, g := range sel.Summary.Groups[dim] {
-			k := string(mustCanonical(g.Value))
-			if !seen[k] {
-				out[dim] = append(out[dim], k)
-			}
-		}
-		sort.Strings(out[dim])
-		if len(out[dim]) == 0 {
-			delete(out, dim)
-		}
-	}
-	return out
-}
-
-// seenCategories is the set of values of group dim that approved commits
-// of action have held (canonical JSON), empty when none is recorded.
-func (e *Engine) seenCategories(ctx context.Context, action, dim string) map[string]bool {
-	seen := map[string]bool{}
-	if b, err := e.Store.Meta(ctx, seenKey(action, dim)); err == nil {
 		var vals []string
-		_ = json.Unmarshal(b, &vals)
-		for _, v := range vals {
-			seen[v] = true
-		}
-	}
-	return seen
-}
-
-// rememberCategories records the group values of an approved commit.
-func (e *Engine) rememberCategories(ctx context.Context, sel *Selection, a *upstream.Action) {
-	p := a.Config.Approval
-	if p == nil {
-		return
-	}
-	for _, dim := range p.UnknownGroup {
-		set := e.seenCategories(ctx, a.Name, dim)
 		for _, g := range sel.Summary.Groups[dim] {
-			set[string(mustCanonical(g.Value))] = true
+			vals = append(vals, string(mustCanonical(g.Value)))
 		}
-		b, _ := json.Marshal(sortedKeys(set))
-		_ = e.Store.SetMeta(ctx, seenKey(a.Name, dim), b)
+		if err := e.Store.AddApprovedCategories(ctx, a.Name, dim, vals); err != nil {
+			errs = append(errs, fmt.Errorf("remember the approved values of %q: %w", dim, err))
+		}
 	}
+	return errors.Join(errs...)
 }
 
 // gate checks the approval a commit needs and reserves it. It returns the

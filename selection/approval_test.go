@@ -1,8 +1,14 @@
 package selection_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,5 +84,80 @@ func TestDecide_RefusesExpiredAndChangedSelections(t *testing.T) {
 	}
 	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_none", Decision: selection.DecisionApproved, Who: "t"}); p == nil || p.Code != "SELECTION_NOT_FOUND" {
 		t.Fatalf("unknown: %+v", p)
+	}
+}
+
+func regionSelection(regions ...string) *selection.Selection {
+	s := &selection.Selection{ID: "sel_r", Environment: "dev", Summary: selection.Summary{Members: len(regions), Groups: map[string][]upstream.Group{}}}
+	for _, r := range regions {
+		s.Summary.Groups["region"] = append(s.Summary.Groups["region"], upstream.Group{Value: r, Count: 1})
+	}
+	return s
+}
+
+var reviewNewRegions = &upstream.Action{Name: "act", Config: upstream.ActionConfig{Approval: &upstream.ApprovalConfig{Mode: "none", UnknownGroup: []string{"region"}}}}
+
+// TestApprovedCategories_TwoProcessesApprovingAtOnceKeepBoth: two
+// processes sharing one store file approve commits in different new
+// regions at the same time; afterwards every one of those regions counts
+// as approved before, whichever process asks.
+func TestApprovedCategories_TwoProcessesApprovingAtOnceKeepBoth(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	engines := []*selection.Engine{
+		{Store: openSQLite(t, path), Clock: upstream.WallClock},
+		{Store: openSQLite(t, path), Clock: upstream.WallClock},
+	}
+	ctx := context.Background()
+	var regions []string
+	var wg sync.WaitGroup
+	for i := range 20 {
+		region := fmt.Sprintf("r%02d", i)
+		regions = append(regions, region)
+		e := engines[i%2]
+		wg.Go(func() {
+			if err := e.RememberCategories(ctx, regionSelection(region), reviewNewRegions); err != nil {
+				t.Errorf("remember %s: %v", region, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, e := range engines {
+		if need := e.ApprovalRequirement(ctx, regionSelection(regions...), reviewNewRegions); need.Required() {
+			t.Fatalf("process %d: every region was approved, yet %s approval is asked: %v", i, need.Mode, need.Reasons)
+		}
+	}
+	if need := engines[0].ApprovalRequirement(ctx, regionSelection("r00", "new"), reviewNewRegions); need.Mode != selection.ApprovalOperator {
+		t.Fatalf("a region never approved: %s %v", need.Mode, need.Reasons)
+	}
+}
+
+// forgetfulStore cannot read or record approved group values.
+type forgetfulStore struct{ selection.Store }
+
+func (forgetfulStore) ApprovedCategories(context.Context, string, string) (map[string]bool, error) {
+	return nil, errors.New("database is locked")
+}
+
+func (forgetfulStore) AddApprovedCategories(context.Context, string, string, []string) error {
+	return errors.New("disk I/O error")
+}
+
+// TestApprovedCategories_AStoreFailureAsksForReviewAndIsLogged: when the
+// values approved before cannot be read, the commit asks an operator (it
+// never counts a value as seen for want of reading), says why, and the
+// log names the cause; a failure to record them is returned.
+func TestApprovedCategories_AStoreFailureAsksForReviewAndIsLogged(t *testing.T) {
+	var logs bytes.Buffer
+	e := &selection.Engine{Store: forgetfulStore{openTestStore(t)}, Clock: upstream.WallClock, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx := context.Background()
+	need := e.ApprovalRequirement(ctx, regionSelection("eu"), reviewNewRegions)
+	if need.Mode != selection.ApprovalOperator || !strings.Contains(strings.Join(need.Reasons, "; "), "the region values approved before for act could not be read") {
+		t.Fatalf("an unreadable memory: %s %v; want operator approval saying why", need.Mode, need.Reasons)
+	}
+	if !strings.Contains(logs.String(), "database is locked") {
+		t.Fatalf("the log does not name the cause:\n%s", logs.String())
+	}
+	if err := e.RememberCategories(ctx, regionSelection("eu"), reviewNewRegions); err == nil || !strings.Contains(err.Error(), "disk I/O error") {
+		t.Fatalf("a failed record: %v; want the store's error", err)
 	}
 }

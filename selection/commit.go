@@ -165,7 +165,11 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		detail := "no approval required"
 		if approval != nil {
 			detail = "approval " + approval.ID + " by " + approval.Who + " as " + approval.Principal.String()
-			e.rememberCategories(ctx, sel, a)
+			if err := e.rememberCategories(ctx, sel, a); err != nil {
+				// The commit goes on: a value not remembered only asks for
+				// review again at its next commit.
+				e.logger().Error("could not remember the approved group values: their next commit asks for review again", "operation_id", op.ID, "err", err)
+			}
 		}
 		e.audit(ctx, AuditEvent{At: now, Kind: AuditDecision, OperationID: op.ID, SelectionID: sel.ID, Digest: sel.Digest,
 			Actor: req.Who, Event: "commit", RequestID: req.RequestID, Detail: detail, Principal: req.Principal.Recorded()})

@@ -40,6 +40,7 @@ func (r *run) reconcile(ctx context.Context) (again []Target) {
 		return nil
 	}
 	if err := r.j.flush(); err != nil {
+		r.leaveEnd("writing the journal before reconciling", err)
 		return nil
 	}
 	settled := map[string]bool{}
@@ -54,15 +55,34 @@ func (r *run) reconcile(ctx context.Context) (again []Target) {
 			return again
 		}
 		undecided, sent := r.reconcileRound(ctx, round+1 == cfg.Rereads, settled)
+		if r.endLeft.Load() {
+			return nil
+		}
 		again = append(again, sent...)
 		if undecided == 0 {
 			break
 		}
 	}
 	if err := r.j.flush(); err != nil {
-		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+		r.leaveEnd("writing what the re-reads showed", err)
+		return nil
 	}
 	return again
+}
+
+// leaveEnd stops a run whose store failed while it settled targets whose
+// outcome was not observed. The run cannot tell where those targets
+// stand: recording an end would close the operation on unknown or
+// in-flight targets that no re-read settled, and sending more would act
+// on a journal it cannot read. It logs the cause and records no end; the
+// lease runs out without a heartbeat, and the process that takes the
+// operation over (or a resume) settles the targets and records the end.
+func (r *run) leaveEnd(doing string, err error) {
+	if !r.leaseGone.Load() {
+		r.logger().Error("the store failed while "+doing+": the operation stops, and its end is left to the process that takes it over", "err", err)
+	}
+	r.endLeft.Store(true)
+	r.stop("the store failed while " + doing + ": the operation stopped, and its end is left to the process that takes it over")
 }
 
 // reconcileRound re-reads every unknown target once, but those an earlier
@@ -73,7 +93,13 @@ func (r *run) reconcileRound(ctx context.Context, last bool, settled map[string]
 	after := ""
 	for ctx.Err() == nil {
 		batch, err := r.e.Store.Targets(ctx, r.op.ID, TargetQuery{Outcome: TargetUnknown, After: after, Limit: 256})
-		if err != nil || len(batch) == 0 {
+		if err != nil {
+			if ctx.Err() == nil {
+				r.leaveEnd("reading the targets to reconcile", err)
+			}
+			return undecided, again
+		}
+		if len(batch) == 0 {
 			return undecided, again
 		}
 		after = batch[len(batch)-1].ID

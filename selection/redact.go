@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
 )
@@ -24,18 +25,20 @@ func Redacting(s Store, r *envelope.Redactor) Store {
 	if rs, ok := s.(*redactingStore); ok && rs.r == r {
 		return s
 	}
-	return &redactingStore{Store: s, r: r}
+	return &redactingStore{inner: s, r: r}
 }
 
-// redactingStore embeds the store it wraps: a method it does not override
-// passes through.
+// redactingStore forwards every method of the store it wraps explicitly,
+// never by embedding: a write method added to Store does not compile here
+// until it says how it redacts (a test enumerates the interface to hold
+// this).
 type redactingStore struct {
-	Store
-	r *envelope.Redactor
+	inner Store
+	r     *envelope.Redactor
 }
 
 // Unwrap returns the wrapped store.
-func (s *redactingStore) Unwrap() Store { return s.Store }
+func (s *redactingStore) Unwrap() Store { return s.inner }
 
 // suspect reports whether any string in v might hold a secret.
 func (s *redactingStore) suspect(v any) bool {
@@ -108,7 +111,7 @@ func (s *redactingStore) recordSuspect(rec *Record) bool {
 
 func (s *redactingStore) PutRecords(ctx context.Context, selectionID string, recs []Record) error {
 	if s.r.Empty() {
-		return s.Store.PutRecords(ctx, selectionID, recs)
+		return s.inner.PutRecords(ctx, selectionID, recs)
 	}
 	var out []Record
 	for i := range recs {
@@ -128,7 +131,7 @@ func (s *redactingStore) PutRecords(ctx context.Context, selectionID string, rec
 	if out == nil {
 		out = recs
 	}
-	return s.Store.PutRecords(ctx, selectionID, out)
+	return s.inner.PutRecords(ctx, selectionID, out)
 }
 
 func (s *redactingStore) CreateSelection(ctx context.Context, sel *Selection) error {
@@ -136,7 +139,7 @@ func (s *redactingStore) CreateSelection(ctx context.Context, sel *Selection) er
 	if err != nil {
 		return err
 	}
-	return s.Store.CreateSelection(ctx, c)
+	return s.inner.CreateSelection(ctx, c)
 }
 
 func (s *redactingStore) FinishSelection(ctx context.Context, sel *Selection) error {
@@ -144,7 +147,7 @@ func (s *redactingStore) FinishSelection(ctx context.Context, sel *Selection) er
 	if err != nil {
 		return err
 	}
-	return s.Store.FinishSelection(ctx, c)
+	return s.inner.FinishSelection(ctx, c)
 }
 
 func (s *redactingStore) CreateOperation(ctx context.Context, op *Operation) (*Operation, bool, error) {
@@ -153,7 +156,7 @@ func (s *redactingStore) CreateOperation(ctx context.Context, op *Operation) (*O
 		return nil, false, err
 	}
 	c.Lease = op.Lease // not part of the document
-	existing, created, err := s.Store.CreateOperation(ctx, c)
+	existing, created, err := s.inner.CreateOperation(ctx, c)
 	if created && c != op {
 		return op, true, err
 	}
@@ -166,7 +169,7 @@ func (s *redactingStore) UpdateOperation(ctx context.Context, op *Operation) err
 		return err
 	}
 	c.Lease = op.Lease // not part of the document: it fences the update
-	return s.Store.UpdateOperation(ctx, c)
+	return s.inner.UpdateOperation(ctx, c)
 }
 
 func (s *redactingStore) targetSuspect(t *Target) bool {
@@ -180,7 +183,7 @@ func (s *redactingStore) targetSuspect(t *Target) bool {
 
 func (s *redactingStore) Journal(ctx context.Context, lease Lease, entries []Target) error {
 	if s.r.Empty() {
-		return s.Store.Journal(ctx, lease, entries)
+		return s.inner.Journal(ctx, lease, entries)
 	}
 	var out []Target
 	for i := range entries {
@@ -200,7 +203,7 @@ func (s *redactingStore) Journal(ctx context.Context, lease Lease, entries []Tar
 	if out == nil {
 		out = entries
 	}
-	return s.Store.Journal(ctx, lease, out)
+	return s.inner.Journal(ctx, lease, out)
 }
 
 // PutScan stores a frozen scan (upstream items, projected) redacted.
@@ -208,7 +211,7 @@ func (s *redactingStore) PutScan(ctx context.Context, fs FrozenScan, b ScanBound
 	if !s.r.Empty() && s.r.MayContain(string(fs.Doc)) {
 		fs.Doc = s.r.Bytes(fs.Doc)
 	}
-	return s.Store.PutScan(ctx, fs, b)
+	return s.inner.PutScan(ctx, fs, b)
 }
 
 func (s *redactingStore) PutApproval(ctx context.Context, a *Approval) error {
@@ -216,12 +219,12 @@ func (s *redactingStore) PutApproval(ctx context.Context, a *Approval) error {
 	if err != nil {
 		return err
 	}
-	return s.Store.PutApproval(ctx, c)
+	return s.inner.PutApproval(ctx, c)
 }
 
 func (s *redactingStore) Audit(ctx context.Context, events []AuditEvent) error {
 	if s.r.Empty() {
-		return s.Store.Audit(ctx, events)
+		return s.inner.Audit(ctx, events)
 	}
 	var out []AuditEvent
 	for i, ev := range events {
@@ -240,8 +243,111 @@ func (s *redactingStore) Audit(ctx context.Context, events []AuditEvent) error {
 	if out == nil {
 		out = events
 	}
-	return s.Store.Audit(ctx, out)
+	return s.inner.Audit(ctx, out)
 }
+
+// AddApprovedCategories records group values, which come from upstream
+// records: a value with a trace of a secret is recorded redacted, as the
+// selection it was read from holds it.
+func (s *redactingStore) AddApprovedCategories(ctx context.Context, action, dim string, values []string) error {
+	if s.r.Empty() || !s.suspect(values) {
+		return s.inner.AddApprovedCategories(ctx, action, dim, values)
+	}
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = s.r.String(v)
+	}
+	return s.inner.AddApprovedCategories(ctx, action, dim, out)
+}
+
+// The methods below read, or write only what airlock generates (ids,
+// keys, nonces, leases, its own meta values): they pass through.
+
+func (s *redactingStore) Selection(ctx context.Context, id string) (*Selection, error) {
+	return s.inner.Selection(ctx, id)
+}
+
+func (s *redactingStore) Records(ctx context.Context, selectionID string, q RecordQuery) ([]Record, error) {
+	return s.inner.Records(ctx, selectionID, q)
+}
+
+func (s *redactingStore) EachRecord(ctx context.Context, selectionID string, fn func(Record) error) error {
+	return s.inner.EachRecord(ctx, selectionID, fn)
+}
+
+func (s *redactingStore) Operation(ctx context.Context, id string) (*Operation, error) {
+	return s.inner.Operation(ctx, id)
+}
+
+func (s *redactingStore) OperationsOf(ctx context.Context, selectionID string) ([]*Operation, error) {
+	return s.inner.OperationsOf(ctx, selectionID)
+}
+
+func (s *redactingStore) InitTargets(ctx context.Context, operationID, selectionID string) (int, error) {
+	return s.inner.InitTargets(ctx, operationID, selectionID)
+}
+
+func (s *redactingStore) Targets(ctx context.Context, operationID string, q TargetQuery) ([]Target, error) {
+	return s.inner.Targets(ctx, operationID, q)
+}
+
+func (s *redactingStore) CountTargets(ctx context.Context, operationID string) (map[Outcome]int, error) {
+	return s.inner.CountTargets(ctx, operationID)
+}
+
+func (s *redactingStore) AcquireLease(ctx context.Context, operationID, holder string, now time.Time, ttl time.Duration) (Lease, error) {
+	return s.inner.AcquireLease(ctx, operationID, holder, now, ttl)
+}
+
+func (s *redactingStore) RenewLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error) {
+	return s.inner.RenewLease(ctx, l, now, ttl)
+}
+
+func (s *redactingStore) ExpiredOperations(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	return s.inner.ExpiredOperations(ctx, now, limit)
+}
+
+func (s *redactingStore) FrozenScan(ctx context.Context, id string, now time.Time, ttl time.Duration) (*FrozenScan, error) {
+	return s.inner.FrozenScan(ctx, id, now, ttl)
+}
+
+func (s *redactingStore) RecentSelections(ctx context.Context, limit int) ([]*Selection, error) {
+	return s.inner.RecentSelections(ctx, limit)
+}
+
+func (s *redactingStore) Meta(ctx context.Context, key string) ([]byte, error) {
+	return s.inner.Meta(ctx, key)
+}
+
+func (s *redactingStore) SetMeta(ctx context.Context, key string, value []byte) error {
+	return s.inner.SetMeta(ctx, key, value)
+}
+
+func (s *redactingStore) SetMetaIfAbsent(ctx context.Context, key string, value []byte) ([]byte, error) {
+	return s.inner.SetMetaIfAbsent(ctx, key, value)
+}
+
+func (s *redactingStore) Approvals(ctx context.Context, selectionID string) ([]*Approval, error) {
+	return s.inner.Approvals(ctx, selectionID)
+}
+
+func (s *redactingStore) UseApproval(ctx context.Context, approvalID, operationID string, at time.Time) error {
+	return s.inner.UseApproval(ctx, approvalID, operationID, at)
+}
+
+func (s *redactingStore) ApprovedCategories(ctx context.Context, action, dim string) (map[string]bool, error) {
+	return s.inner.ApprovedCategories(ctx, action, dim)
+}
+
+func (s *redactingStore) UseNonce(ctx context.Context, nonce, usedBy string, keepUntil, now time.Time) (string, error) {
+	return s.inner.UseNonce(ctx, nonce, usedBy, keepUntil, now)
+}
+
+func (s *redactingStore) AuditTrail(ctx context.Context, operationID string) ([]AuditEvent, error) {
+	return s.inner.AuditTrail(ctx, operationID)
+}
+
+func (s *redactingStore) Close() error { return s.inner.Close() }
 
 // WithRedactor returns an auditor whose JSON Lines file receives each
 // event with r's secrets removed (the store's copy is redacted by

@@ -50,7 +50,8 @@ func TestRedactingStoreContract(t *testing.T) {
 // TestRedactingStore_NoDocumentHoldsTheCredential: records, selections,
 // operations, journal entries, approvals and audit events that carry an
 // echoed credential are written without it (the file and its WAL are
-// checked), while the caller's values are left as they were.
+// checked), and so are approved group values, while the caller's values
+// are left as they were.
 func TestRedactingStore_NoDocumentHoldsTheCredential(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -95,6 +96,12 @@ func TestRedactingStore_NoDocumentHoldsTheCredential(t *testing.T) {
 	}
 	if err := st.Audit(ctx, []selection.AuditEvent{{At: now, Kind: selection.AuditCall, OperationID: "op_1", Event: "request", Detail: canary}}); err != nil {
 		t.Fatal(err)
+	}
+	if err := st.AddApprovedCategories(ctx, "pause", "owner", []string{`"plain"`, `"` + canary + `"`}); err != nil {
+		t.Fatal(err)
+	}
+	if seen, err := st.ApprovedCategories(ctx, "pause", "owner"); err != nil || len(seen) != 2 || !seen[`"plain"`] {
+		t.Fatalf("the approved values, one redacted: %v %v", seen, err)
 	}
 	targets, err := st.Targets(ctx, "op_1", selection.TargetQuery{Limit: 10})
 	if err != nil || len(targets) != 2 || targets[0].Problem == nil || targets[0].Problem.Code != envelope.ProblemUpstreamRejected {

@@ -41,7 +41,10 @@ type run struct {
 	stopped    atomic.Bool
 	// leaseGone says the run stopped because its lease was lost or came
 	// too close to its expiry: its end is the takeover's to record.
-	leaseGone  atomic.Bool
+	leaseGone atomic.Bool
+	// endLeft says a store failure kept the run from settling targets
+	// whose outcome it had not observed: their end is a takeover's.
+	endLeft    atomic.Bool
 	lastNotify time.Time
 	pauseUntil time.Time
 	canaryDone bool
@@ -124,6 +127,13 @@ func (r *run) execute() {
 		r.notify(true)
 		return
 	}
+	if n := counts[TargetInFlight]; n > 0 && !r.leaseGone.Load() {
+		r.leaveEnd("recording the outcomes of the targets in flight", fmt.Errorf("%d still in flight", n))
+	}
+	if r.endLeft.Load() {
+		r.notify(true) // the cause is logged; a takeover records the end
+		return
+	}
 	now := r.e.Clock.Now()
 	r.mu.Lock()
 	op := *r.op
@@ -161,14 +171,19 @@ func (r *run) execute() {
 // The write may have gone out; an operation that ends says so, and a
 // resume re-reads them.
 func (r *run) settleInFlight() {
-	if r.j.flush() != nil {
+	if err := r.j.flush(); err != nil {
+		r.leaveEnd("writing the journal before settling the targets in flight", err)
 		return
 	}
 	ctx := context.Background()
 	after := ""
 	for {
 		batch, err := r.e.Store.Targets(ctx, r.op.ID, TargetQuery{Outcome: TargetInFlight, After: after, Limit: 512})
-		if err != nil || len(batch) == 0 {
+		if err != nil {
+			r.leaveEnd("reading the targets in flight", err)
+			return
+		}
+		if len(batch) == 0 {
 			return
 		}
 		after = batch[len(batch)-1].ID

@@ -67,9 +67,35 @@ type Store interface {
 	SetMetaIfAbsent(ctx context.Context, key string, value []byte) ([]byte, error)
 
 	ApprovalStore
+	CategoryStore
+	NonceStore
 	AuditStore
 
 	Close() error
+}
+
+// CategoryStore remembers the group values that approved commits of an
+// action have held, per unknown_category dimension, so that a value never
+// approved before asks for review. Values are canonical JSON.
+type CategoryStore interface {
+	// ApprovedCategories is the set of values of group dim that approved
+	// commits of action held: empty, never nil, when none is recorded.
+	ApprovedCategories(ctx context.Context, action, dim string) (map[string]bool, error)
+	// AddApprovedCategories adds values to that set. A value recorded
+	// already stays as it is, and processes adding at once keep each
+	// other's values.
+	AddApprovedCategories(ctx context.Context, action, dim string, values []string) error
+}
+
+// NonceStore keeps the nonces of signed single-use states (an approval
+// request's), so that a state is answered once whichever process receives
+// the answer.
+type NonceStore interface {
+	// UseNonce records that usedBy used nonce, keeping the record until
+	// keepUntil, unless the nonce is recorded already: it returns who used
+	// it first (usedBy when this call did), whichever of several callers
+	// asks at once. Records kept until before now are dropped on the way.
+	UseNonce(ctx context.Context, nonce, usedBy string, keepUntil, now time.Time) (first string, err error)
 }
 
 // RecordQuery selects a page of records.

@@ -80,11 +80,13 @@ func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selecti
 		st.Subject != who.Recorded().Subject {
 		return nil, forged()
 	}
-	first, err := d.Store.SetMetaIfAbsent(ctx, "elicitation_used/"+st.Nonce, []byte(requestID))
+	// Kept an hour past the state's expiry (replicas' clocks differ), then
+	// dropped: the state is refused as expired by then.
+	first, err := d.Store.UseNonce(ctx, st.Nonce, requestID, time.Unix(st.Expires, 0).Add(time.Hour), d.Clock.Now())
 	if err != nil {
 		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
 	}
-	if string(first) != requestID {
+	if first != requestID {
 		p := envelope.NewProblem(envelope.ProblemElicitationReplayed, "")
 		p.StateChanged = envelope.StateNone
 		return nil, p

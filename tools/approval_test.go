@@ -2,7 +2,9 @@ package tools
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -500,5 +502,64 @@ func TestApproval_ForAnotherActionOnTheSameTargetIsRefused(t *testing.T) {
 		"action": tag, "mode": "execute", "approval_id": tagApproval.ID})
 	if c.env.Problem != nil || h.operation(c.data["operation_id"]).data["status"] != selection.OpCompleted {
 		t.Fatalf("add_tag with its approval: %s", c.raw)
+	}
+}
+
+// TestElicitationNonce_UsedOnceThenDropped: an answered approval request's
+// nonce is recorded with the request that answered it, apart from the
+// meta values, and a replay is refused; an hour after the state expired
+// (it is refused as expired by then), the next answer drops the nonce.
+func TestElicitationNonce_UsedOnceThenDropped(t *testing.T) {
+	clock := newFakeClock()
+	h := newHarness(t, withClock(clock))
+	p := h.call("preview_selection", seedPreview(nil))
+	ctx := server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true,
+		ProtocolVersion: "2026-07-28", ClientInfo: &mcp.Implementation{Name: "modern-client", Version: "1"},
+		ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}})
+	commit := func(state string) (*Call, *envelope.Envelope) {
+		t.Helper()
+		call := &Call{RequestID: newRequestID(), Client: "mcp client modern-client 1"}
+		call.Raw, _ = json.Marshal(commitArgsFor(p, "execute", nil))
+		call.Request.Params.Name = "commit_bulk_action"
+		call.Request.Params.RequestState = state
+		if state != "" {
+			call.Request.Params.InputResponses = mcp.InputResponses{approvalKey: mcp.NewElicitationInputResponse(mcp.ElicitationResult{
+				ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}})}
+		}
+		env := h.deps.commit(ctx, call)
+		return call, env
+	}
+	ask, _ := commit("")
+	if ask.InputRequired == nil || ask.InputRequired.RequestState == "" {
+		t.Fatalf("no approval request: %+v", ask.InputRequired)
+	}
+	state := ask.InputRequired.RequestState
+	body, _, _ := strings.Cut(state, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	var st elicitState
+	if err != nil || json.Unmarshal(raw, &st) != nil || st.Nonce == "" {
+		t.Fatalf("the state: %v %s", err, raw)
+	}
+	answer, env := commit(state)
+	if env.Problem == nil || env.Problem.Code != envelope.ProblemApprovalDeclined {
+		t.Fatalf("the answer: %+v", env.Problem)
+	}
+	store := h.deps.Store
+	if _, err := store.Meta(context.Background(), "elicitation_used/"+st.Nonce); !errors.Is(err, selection.ErrNotFound) {
+		t.Fatalf("the nonce is kept in meta, never dropped: %v", err)
+	}
+	if first, err := store.UseNonce(context.Background(), st.Nonce, "probe", clock.Now().Add(time.Hour), clock.Now()); err != nil || first != answer.RequestID {
+		t.Fatalf("the nonce's first use: %q %v; want the answer's request %q", first, err, answer.RequestID)
+	}
+	if _, env := commit(state); env.Problem == nil || env.Problem.Code != envelope.ProblemElicitationReplayed {
+		t.Fatalf("the same state again: %+v", env.Problem)
+	}
+
+	clock.Advance(time.Until(time.Unix(st.Expires, 0)) + time.Hour + time.Minute)
+	if first, err := store.UseNonce(context.Background(), "another", "probe", clock.Now().Add(time.Hour), clock.Now()); err != nil || first != "probe" {
+		t.Fatalf("another nonce: %q %v", first, err)
+	}
+	if first, err := store.UseNonce(context.Background(), st.Nonce, "probe", clock.Now().Add(time.Hour), clock.Now()); err != nil || first != "probe" {
+		t.Fatalf("an hour after its state expired the nonce is still kept: first use %q %v", first, err)
 	}
 }

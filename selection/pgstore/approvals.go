@@ -62,3 +62,48 @@ func (s *Postgres) UseApproval(ctx context.Context, approvalID, operationID stri
 	}
 	return err
 }
+
+func (s *Postgres) ApprovedCategories(ctx context.Context, action, dim string) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT value FROM approved_categories WHERE action = $1 AND dim = $2`, action, dim)
+	if err != nil {
+		return nil, fmt.Errorf("read approved categories: %w", err)
+	}
+	vals, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read approved categories: %w", err)
+	}
+	seen := make(map[string]bool, len(vals))
+	for _, v := range vals {
+		seen[v] = true
+	}
+	return seen, nil
+}
+
+func (s *Postgres) AddApprovedCategories(ctx context.Context, action, dim string, values []string) error {
+	if len(values) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO approved_categories (action, dim, value) SELECT $1, $2, v FROM unnest($3::text[]) AS v ON CONFLICT DO NOTHING`,
+		action, dim, values); err != nil {
+		return fmt.Errorf("add approved categories: %w", err)
+	}
+	return nil
+}
+
+// UseNonce drops the expired nonces, records this one unless it is there,
+// then reads who used it first: a statement of its own, so that it sees a
+// concurrent caller's insert that the one before waited for.
+func (s *Postgres) UseNonce(ctx context.Context, nonce, usedBy string, keepUntil, now time.Time) (string, error) {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM used_nonces WHERE expires_at < $1`, now.UnixNano()); err != nil {
+		return "", fmt.Errorf("use nonce: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO used_nonces (nonce, used_by, expires_at) VALUES ($1, $2, $3) ON CONFLICT (nonce) DO NOTHING`,
+		nonce, usedBy, keepUntil.UnixNano()); err != nil {
+		return "", fmt.Errorf("use nonce: %w", err)
+	}
+	var first string
+	if err := s.pool.QueryRow(ctx, `SELECT used_by FROM used_nonces WHERE nonce = $1`, nonce).Scan(&first); err != nil {
+		return "", fmt.Errorf("use nonce: %w", err)
+	}
+	return first, nil
+}

@@ -61,3 +61,61 @@ func (s *SQLite) UseApproval(ctx context.Context, approvalID, operationID string
 	}
 	return err
 }
+
+func (s *SQLite) ApprovedCategories(ctx context.Context, action, dim string) (map[string]bool, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT value FROM approved_categories WHERE action = ? AND dim = ?`, action, dim)
+	if err != nil {
+		return nil, fmt.Errorf("read approved categories: %w", err)
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("read approved categories: %w", err)
+		}
+		seen[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read approved categories: %w", err)
+	}
+	return seen, nil
+}
+
+func (s *SQLite) AddApprovedCategories(ctx context.Context, action, dim string, values []string) error {
+	if len(values) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for _, v := range values {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO approved_categories (action, dim, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, action, dim, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("add approved categories: %w", err)
+	}
+	return nil
+}
+
+// UseNonce drops the expired nonces, records this one unless it is there,
+// and reads who used it first, in one transaction.
+func (s *SQLite) UseNonce(ctx context.Context, nonce, usedBy string, keepUntil, now time.Time) (string, error) {
+	var first string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM used_nonces WHERE expires_at < ?`, now.UnixNano()); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO used_nonces (nonce, used_by, expires_at) VALUES (?, ?, ?) ON CONFLICT (nonce) DO NOTHING`,
+			nonce, usedBy, keepUntil.UnixNano()); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT used_by FROM used_nonces WHERE nonce = ?`, nonce).Scan(&first)
+	})
+	if err != nil {
+		return "", fmt.Errorf("use nonce: %w", err)
+	}
+	return first, nil
+}

@@ -47,10 +47,41 @@ func Run(t *testing.T, o Opener) {
 	t.Run("ApprovalUsedOnceAcrossConcurrentCallers", func(t *testing.T) { testApprovalUsedOnceAcrossConcurrentCallers(t, o) })
 	t.Run("FrozenScansAreBounded", func(t *testing.T) { testFrozenScansAreBounded(t, o) })
 	t.Run("MetaApprovalsAudit", func(t *testing.T) { testMetaApprovalsAudit(t, o) })
+	t.Run("ApprovedCategoriesAreAddedNotReplaced", func(t *testing.T) { testApprovedCategoriesAreAddedNotReplaced(t, o) })
+	t.Run("NoncesAreUsedOnceAndForgottenAfterTheirTime", func(t *testing.T) { testNoncesAreUsedOnceAndForgottenAfterTheirTime(t, o) })
 	t.Run("EveryRecordNamesItsPrincipal", func(t *testing.T) { testEveryRecordNamesItsPrincipal(t, o) })
 	if o.Reopen != nil {
 		t.Run("SurvivesReopen", func(t *testing.T) { testSurvivesReopen(t, o) })
 	}
+}
+
+// setup fails the test when a step that prepares what it checks fails: a
+// check made on a store that refused its setup proves nothing, and its
+// failure would name the wrong cause.
+func setup(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("setup: %s: %v", what, err)
+	}
+}
+
+// setupOperation creates op, failing the test unless it is created.
+func setupOperation(t *testing.T, s selection.Store, op *selection.Operation) {
+	t.Helper()
+	if _, created, err := s.CreateOperation(context.Background(), op); err != nil || !created {
+		t.Fatalf("setup: create operation %s: created %v, %v", op.ID, created, err)
+	}
+}
+
+// targets reads a page of an operation's targets, failing the test when
+// the store cannot.
+func targets(t *testing.T, s selection.Store, opID string, q selection.TargetQuery) []selection.Target {
+	t.Helper()
+	ts, err := s.Targets(context.Background(), opID, q)
+	if err != nil {
+		t.Fatalf("targets of %s: %v", opID, err)
+	}
+	return ts
 }
 
 func testSelectionRoundTrip(t *testing.T, o Opener) {
@@ -141,9 +172,12 @@ func testRecordsInByteOrderWithFilters(t *testing.T, o Opener) {
 	if r.Version == "" || r.Review["n"] != json.Number("1.5") || r.Before["paused"] != false {
 		t.Fatalf("record fields lost: %+v", r)
 	}
-	nullGroup, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": "null"}, Limit: 100})
-	strGroup, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"null"`}, Limit: 100})
-	eu, _ := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"eu"`}, Limit: 100})
+	nullGroup, err1 := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": "null"}, Limit: 100})
+	strGroup, err2 := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"null"`}, Limit: 100})
+	eu, err3 := s.Records(ctx, sel.ID, selection.RecordQuery{Group: map[string]string{"region": `"eu"`}, Limit: 100})
+	if err := errors.Join(err1, err2, err3); err != nil {
+		t.Fatalf("group filter: %v", err)
+	}
 	if len(nullGroup) != 2 || len(strGroup) != 2 || len(eu) != 4 {
 		t.Fatalf("group filter: null %d, \"null\" %d, eu %d; want 2, 2, 4", len(nullGroup), len(strGroup), len(eu))
 	}
@@ -199,11 +233,11 @@ func testJournalIsAtomicAndOrdered(t *testing.T, o Opener) {
 	ctx := context.Background()
 	s := o.Open(t)
 	sel := newSelection("sel_4")
-	_ = s.CreateSelection(ctx, sel)
-	_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("t1", selection.Member, "eu"), rec("t2", selection.Member, "eu"), rec("t3", selection.Excluded, "eu")})
+	setup(t, "create selection", s.CreateSelection(ctx, sel))
+	setup(t, "put records", s.PutRecords(ctx, sel.ID, []selection.Record{rec("t1", selection.Member, "eu"), rec("t2", selection.Member, "eu"), rec("t3", selection.Excluded, "eu")}))
 	op := &selection.Operation{ID: "op_4", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
 	op.Lease = selection.Lease{OperationID: op.ID, Holder: "a", Epoch: 1, Expires: t0.Add(30 * time.Second)}
-	_, _, _ = s.CreateOperation(ctx, op)
+	setupOperation(t, s, op)
 	lease := op.Lease
 	n, err := s.InitTargets(ctx, op.ID, sel.ID)
 	if err != nil || n != 2 {
@@ -212,7 +246,7 @@ func testJournalIsAtomicAndOrdered(t *testing.T, o Opener) {
 	if n, err := s.InitTargets(ctx, op.ID, sel.ID); err != nil || n != 2 {
 		t.Fatalf("creating the targets again creates none and counts them: %d %v", n, err)
 	}
-	ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	ts := targets(t, s, op.ID, selection.TargetQuery{Limit: 10})
 	if len(ts) != 2 || ts[0].Outcome != selection.TargetPending || ts[0].Version != "v-t1" || ts[0].Before["paused"] != false {
 		t.Fatalf("initial targets: %+v", ts)
 	}
@@ -227,7 +261,7 @@ func testJournalIsAtomicAndOrdered(t *testing.T, o Opener) {
 	if err == nil {
 		t.Fatal("journaling an unknown target must fail")
 	}
-	ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	ts = targets(t, s, op.ID, selection.TargetQuery{Limit: 10})
 	if ts[0].Outcome != selection.TargetPending {
 		t.Fatalf("a failed journal call applied part of its entries: %+v", ts[0])
 	}
@@ -238,15 +272,18 @@ func testJournalIsAtomicAndOrdered(t *testing.T, o Opener) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	ts = targets(t, s, op.ID, selection.TargetQuery{Limit: 10})
 	if ts[0].Outcome != selection.TargetSucceeded || ts[0].HTTPStatus != 200 || ts[0].After["paused"] != true || ts[0].Before["paused"] != false {
 		t.Fatalf("entries apply in order: %+v", ts[0])
 	}
-	succeeded, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Outcome: selection.TargetSucceeded, Limit: 10})
+	succeeded := targets(t, s, op.ID, selection.TargetQuery{Outcome: selection.TargetSucceeded, Limit: 10})
 	if len(succeeded) != 1 || succeeded[0].ID != "t1" {
 		t.Fatalf("outcome filter: %+v", succeeded)
 	}
-	counts, _ := s.CountTargets(ctx, op.ID)
+	counts, err := s.CountTargets(ctx, op.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if counts[selection.TargetSucceeded] != 1 || counts[selection.TargetInFlight] != 1 {
 		t.Fatalf("counts %v", counts)
 	}
@@ -260,15 +297,18 @@ func testJournalIsAtomicAndOrdered(t *testing.T, o Opener) {
 	if err != nil || taken.Epoch != 2 || taken.Holder != "b" {
 		t.Fatalf("an expired lease is taken with the next epoch: %+v %v", taken, err)
 	}
-	got, _ := s.Operation(ctx, op.ID)
-	ts, _ = s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10})
+	got, err := s.Operation(ctx, op.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts = targets(t, s, op.ID, selection.TargetQuery{Limit: 10})
 	if got.Status != selection.OpRunning || got.Lease.Epoch != 2 || ts[1].Outcome != selection.TargetUnknown || ts[1].Note == "" || ts[0].Outcome != selection.TargetSucceeded {
 		t.Fatalf("after the takeover: %s %+v, %+v", got.Status, got.Lease, ts)
 	}
 	if err := s.Journal(ctx, lease, []selection.Target{{ID: "t2", Outcome: selection.TargetSucceeded}}); !errors.Is(err, selection.ErrLeaseLost) {
 		t.Fatalf("the previous holder's journal write: %v", err)
 	}
-	if ts, _ := s.Targets(ctx, op.ID, selection.TargetQuery{Limit: 10}); ts[1].Outcome != selection.TargetUnknown {
+	if ts := targets(t, s, op.ID, selection.TargetQuery{Limit: 10}); ts[1].Outcome != selection.TargetUnknown {
 		t.Fatalf("a fenced journal write applied: %+v", ts[1])
 	}
 	stale := *op
@@ -327,8 +367,8 @@ func testExpiredLeasesAreTakenOnce(t *testing.T, o Opener) {
 	if len(won) != 1 {
 		t.Fatalf("%d processes took the same expired lease, want 1", len(won))
 	}
-	if ids, _ := s.ExpiredOperations(ctx, t0.Add(2*time.Minute), 10); len(ids) != 0 {
-		t.Fatalf("a taken lease is not expired: %v", ids)
+	if ids, err := s.ExpiredOperations(ctx, t0.Add(2*time.Minute), 10); err != nil || len(ids) != 0 {
+		t.Fatalf("a taken lease is not expired: %v %v", ids, err)
 	}
 	if _, err := s.AcquireLease(ctx, "op_missing", "p", t0, time.Minute); !errors.Is(err, selection.ErrNotFound) {
 		t.Fatalf("an unknown operation: %v", err)
@@ -427,24 +467,24 @@ func testMetaApprovalsAudit(t *testing.T, o Opener) {
 	if err != nil || string(v) != "first" {
 		t.Fatalf("meta: %q %v", v, err)
 	}
-	if v, _ := s.SetMetaIfAbsent(ctx, "k", []byte("second")); string(v) != "first" {
-		t.Fatalf("meta is set once: %q", v)
+	if v, err := s.SetMetaIfAbsent(ctx, "k", []byte("second")); err != nil || string(v) != "first" {
+		t.Fatalf("meta is set once: %q %v", v, err)
 	}
 	if err := s.SetMeta(ctx, "k", []byte("third")); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := s.Meta(ctx, "k"); string(v) != "third" {
-		t.Fatalf("SetMeta replaces: %q", v)
+	if v, err := s.Meta(ctx, "k"); err != nil || string(v) != "third" {
+		t.Fatalf("SetMeta replaces: %q %v", v, err)
 	}
 	for i, id := range []string{"sel_old", "sel_new"} {
 		sel := newSelection(id)
 		sel.CreatedAt = t0.Add(time.Duration(i) * time.Minute)
-		_ = s.CreateSelection(ctx, sel)
+		setup(t, "create selection", s.CreateSelection(ctx, sel))
 		sel.State = selection.StateReady
-		_ = s.FinishSelection(ctx, sel)
+		setup(t, "finish selection", s.FinishSelection(ctx, sel))
 	}
 	building := newSelection("sel_building")
-	_ = s.CreateSelection(ctx, building)
+	setup(t, "create selection", s.CreateSelection(ctx, building))
 	recent, err := s.RecentSelections(ctx, 10)
 	if err != nil || len(recent) != 2 || recent[0].ID != "sel_new" {
 		t.Fatalf("recent ready selections, newest first: %v %v", recent, err)
@@ -460,12 +500,12 @@ func testMetaApprovalsAudit(t *testing.T, o Opener) {
 	if err := s.UseApproval(ctx, "apr_1", "op_2", t0); !errors.Is(err, selection.ErrConflict) {
 		t.Fatalf("an approval is used once: %v", err)
 	}
-	list, _ := s.Approvals(ctx, "sel_6")
-	if len(list) != 1 || list[0].UsedBy != "op_1" {
-		t.Fatalf("approvals: %+v", list)
+	list, err := s.Approvals(ctx, "sel_6")
+	if err != nil || len(list) != 1 || list[0].UsedBy != "op_1" {
+		t.Fatalf("approvals: %+v %v", list, err)
 	}
 	op := &selection.Operation{ID: "op_a", SelectionID: "sel_6", ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpCompleted, CreatedAt: t0, UpdatedAt: t0}
-	_, _, _ = s.CreateOperation(ctx, op)
+	setupOperation(t, s, op)
 	events := []selection.AuditEvent{
 		{At: t0, Kind: selection.AuditDecision, SelectionID: "sel_6", Event: "approved", Actor: "alice"},
 		{At: t0.Add(time.Second), Kind: selection.AuditCall, OperationID: "op_a", SelectionID: "sel_6", Event: "write", Method: "POST", Status: 200},
@@ -484,11 +524,13 @@ func testSurvivesReopen(t *testing.T, o Opener) {
 	ctx := context.Background()
 	s := o.Open(t)
 	sel := newSelection("sel_7")
-	_ = s.CreateSelection(ctx, sel)
-	_ = s.PutRecords(ctx, sel.ID, []selection.Record{rec("x", selection.Member, "eu")})
+	setup(t, "create selection", s.CreateSelection(ctx, sel))
+	setup(t, "put records", s.PutRecords(ctx, sel.ID, []selection.Record{rec("x", selection.Member, "eu")}))
 	op := &selection.Operation{ID: "op_7", SelectionID: sel.ID, ActionDigest: "sha256:a", Mode: selection.ModeExecute, Status: selection.OpRunning, CreatedAt: t0, UpdatedAt: t0}
-	_, _, _ = s.CreateOperation(ctx, op)
-	_, _ = s.InitTargets(ctx, op.ID, sel.ID)
+	setupOperation(t, s, op)
+	if _, err := s.InitTargets(ctx, op.ID, sel.ID); err != nil {
+		t.Fatalf("setup: init targets: %v", err)
+	}
 	now := t0
 	if err := s.Journal(ctx, selection.Lease{OperationID: op.ID}, []selection.Target{{ID: "x", Outcome: selection.TargetInFlight, Attempts: 1, AttemptAt: &now}}); err != nil {
 		t.Fatal(err)
@@ -534,10 +576,15 @@ func testEveryRecordNamesItsPrincipal(t *testing.T, o Opener) {
 		t.Fatal(err)
 	}
 	want("selection", got.Principal, alice)
-	if got, _ := s.Selection(ctx, "sel_anon"); got != nil {
+	if got, err := s.Selection(ctx, "sel_anon"); err != nil {
+		t.Fatal(err)
+	} else {
 		want("selection written without a principal", got.Principal, unrecorded)
 	}
-	recent, _ := s.RecentSelections(ctx, 10)
+	recent, err := s.RecentSelections(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range recent {
 		if r.ID == "sel_who" {
 			want("recent selection", r.Principal, alice)
@@ -561,9 +608,9 @@ func testEveryRecordNamesItsPrincipal(t *testing.T, o Opener) {
 		t.Fatal(err)
 	}
 	want("operation", gotOp.Principal, alice)
-	ops, _ := s.OperationsOf(ctx, "sel_who")
-	if len(ops) != 1 {
-		t.Fatalf("operations of the selection: %d", len(ops))
+	ops, err := s.OperationsOf(ctx, "sel_who")
+	if err != nil || len(ops) != 1 {
+		t.Fatalf("operations of the selection: %d %v", len(ops), err)
 	}
 	want("operations of the selection", ops[0].Principal, alice)
 	dry := &selection.Operation{ID: "op_anon", SelectionID: "sel_anon", ActionDigest: "sha256:a", Mode: selection.ModeDryRun,
