@@ -33,6 +33,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -236,16 +237,7 @@ const csrfKeyName = "review_csrf_key"
 // key returns the form tokens' key: derived from the secret when there is
 // one, else generated once and kept in the store.
 func (rv *page) key(ctx context.Context) ([]byte, error) {
-	if len(rv.d.Secret) > 0 {
-		m := hmac.New(sha256.New, rv.d.Secret)
-		m.Write([]byte("airlock signing key: " + csrfKeyName))
-		return m.Sum(nil), nil
-	}
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, err
-	}
-	return rv.d.Store.SetMetaIfAbsent(ctx, csrfKeyName, secret)
+	return signing.Key(ctx, rv.d.Secret, csrfKeyName, rv.d.Store)
 }
 
 // csrf is the form token of one session and selection.
