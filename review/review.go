@@ -33,6 +33,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/httpguard"
 	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -155,26 +156,12 @@ func (rv *page) admit(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || !isLoopbackHost(r.Host) {
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || !httpguard.IsLoopback(r.Host) {
 		rv.d.Logger.Warn("review page refused a request", "remote", r.RemoteAddr)
 		rv.fail(w, r, envelope.NewProblem(envelope.ProblemReviewAccessDenied, ""))
 		return false
 	}
 	return true
-}
-
-// isLoopbackHost reports whether a Host header names a loopback address
-// (or localhost): anything else on a loopback listener is DNS rebinding.
-func isLoopbackHost(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func newRequestID() string {

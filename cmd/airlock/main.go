@@ -32,6 +32,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/httpguard"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
@@ -403,7 +404,7 @@ func bindAddr(addr string) (string, bool, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	return net.JoinHostPort(host, port), tools.IsLoopback(host), nil
+	return net.JoinHostPort(host, port), httpguard.IsLoopback(host), nil
 }
 
 // dashedToolFlags names the tool options as the command line spells them.
