@@ -64,7 +64,7 @@ func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selecti
 	}
 	sealer, err := d.elicitSealer(ctx)
 	if err != nil {
-		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		return nil, d.internalProblem(ctx, "read the approval key", err)
 	}
 	var st elicitState
 	if sealer.Open(raw, d.Clock.Now(), &st) != nil ||
@@ -73,7 +73,7 @@ func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selecti
 	}
 	first, err := d.Store.SetMetaIfAbsent(ctx, "elicitation_used/"+st.Nonce, []byte(requestID))
 	if err != nil {
-		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		return nil, d.internalProblem(ctx, "record the approval answer's use", err)
 	}
 	if string(first) != requestID {
 		p := envelope.NewProblem(envelope.ProblemElicitationReplayed, "")
@@ -150,7 +150,7 @@ func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need s
 	state, err := d.signState(ctx, elicitState{Selection: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest,
 		Nonce: uuid.NewString(), Expires: d.Clock.Now().Add(10 * time.Minute).Unix(), Subject: who.Recorded().Subject})
 	if err != nil {
-		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		return nil, d.internalProblem(ctx, "sign the approval request", err)
 	}
 	props := map[string]any{
 		"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Run this action on exactly these targets."},

@@ -59,7 +59,7 @@ func (d *Deps) loadSelection(ctx context.Context, id string) (*selection.Selecti
 		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemSelectionNotFound, ""))
 	}
 	if err != nil {
-		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return nil, d.internalError(ctx, "read the selection", err)
 	}
 	return sel, nil
 }
@@ -125,7 +125,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	}
 	items, next, cut, err := d.manifestPage(ctx, sel, q, a.Fields, pageBudget)
 	if err != nil {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return d.internalError(ctx, "read the manifest", err)
 	}
 	env := &envelope.Envelope{
 		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),

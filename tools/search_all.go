@@ -274,7 +274,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
 		stopProgress()
 		if err != nil {
-			return scanProblem(err)
+			return d.scanProblem(ctx, err)
 		}
 		out = fs.scan.Outcome()
 	}
@@ -438,11 +438,15 @@ func invalid(errs []envelope.FieldError) *envelope.Envelope {
 	return envelope.ErrorEnvelope(envelope.InvalidArguments(errs))
 }
 
-// scanProblem turns a scan failure into the problem envelope.
-func scanProblem(err error) *envelope.Envelope {
+// scanProblem turns a scan failure into the problem envelope; the cause of
+// a failure inside airlock is logged, as internalProblem does.
+func (d *Deps) scanProblem(ctx context.Context, err error) *envelope.Envelope {
 	var se *upstream.ScanError
 	if !errors.As(err, &se) {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return d.internalError(ctx, "scan", err)
+	}
+	if se.Problem.Code == envelope.ProblemInternal {
+		d.logInternal(ctx, "scan", se.Err)
 	}
 	return envelope.ErrorEnvelope(se.Problem)
 }
