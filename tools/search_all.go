@@ -135,9 +135,8 @@ func defaultMaxItems(r *upstream.Resource) int {
 // checkBudget validates the caller's budget against the resource's caps.
 func checkBudget(r *upstream.Resource, maxItems, maxPages, deadlineMS *int, bad map[string]bool) (budget, []envelope.FieldError) {
 	l := r.Limits
-	b := budget{maxItems: l.MaxItems.Default, itemsSource: envelope.LimitAirlock, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
+	b := budget{maxItems: defaultMaxItems(r), itemsSource: envelope.LimitAirlock, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
 		deadline: time.Duration(l.DeadlineMS.Default) * time.Millisecond}
-	b.maxItems = defaultMaxItems(r)
 	var errs []envelope.FieldError
 	if maxItems != nil && !bad["max_items"] {
 		if *maxItems > l.MaxItems.Cap {

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -431,11 +430,9 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 	return true
 }
 
-func (s *Scan) stopForContext(ctx context.Context, src *sourceScan) {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		s.setStatus(src, srcCutDeadline)
-		return
-	}
-	// Canceled: by a fatal error elsewhere, or by the caller going away.
+// stopForContext marks a source cut by the scan's context. A cancel reads
+// as the deadline: it comes from a fatal error elsewhere, which the answer
+// reports instead, or from a caller that went away and reads nothing.
+func (s *Scan) stopForContext(_ context.Context, src *sourceScan) {
 	s.setStatus(src, srcCutDeadline)
 }
