@@ -3,8 +3,9 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/airlock-mcp/airlock/jsonvalue"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // The text mirror of a result is what most clients put before the model.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -89,7 +91,7 @@ func (e *Engine) ApprovalRequirement(ctx context.Context, sel *Selection, a *ups
 	}
 	unseen := e.unseenCategories(ctx, sel, a)
 	if len(unseen) > 0 {
-		for _, dim := range sortedKeys(unseen) {
+		for _, dim := range slices.Sorted(maps.Keys(unseen)) {
 			reasons = append(reasons, fmt.Sprintf("%s %s never approved before for %s", dim, strings.Join(unseen[dim], ", "), a.Name))
 		}
 		req.Unseen = unseen
@@ -155,7 +157,7 @@ func (e *Engine) rememberCategories(ctx context.Context, sel *Selection, a *upst
 		for _, g := range sel.Summary.Groups[dim] {
 			set[string(mustCanonical(g.Value))] = true
 		}
-		b, _ := json.Marshal(sortedKeys(set))
+		b, _ := json.Marshal(slices.Sorted(maps.Keys(set)))
 		_ = e.Store.SetMeta(ctx, seenKey(a.Name, dim), b)
 	}
 }

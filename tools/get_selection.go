@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
@@ -87,7 +89,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	}
 	if r != nil && !bad["group"] {
 		var uses []queryUse
-		for _, k := range sortedKeys(a.Group) {
+		for _, k := range slices.Sorted(maps.Keys(a.Group)) {
 			uses = append(uses, queryUse{path: "group." + k, field: k})
 		}
 		errs = append(errs, checkSensitive(r, uses)...)

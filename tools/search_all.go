@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -332,7 +334,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	next := offset + len(items)
 	reasons := append([]envelope.Reason(nil), out.Reasons...)
 	cont := envelope.Continuation{Kind: out.Continuation, Narrow: out.Narrow}
-	for _, f := range sortedKeys(cutGroups) {
+	for _, f := range slices.Sorted(maps.Keys(cutGroups)) {
 		rs := envelope.NewReason(envelope.ResultLimitReached)
 		rs.Limit, rs.LimitSource, rs.Field = envelope.Ptr(cutGroups[f]), envelope.LimitAirlock, "group_by."+f
 		reasons = append(reasons, rs)

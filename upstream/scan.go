@@ -3,7 +3,9 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -173,7 +175,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		decision: map[string]bool{}, filterFields: map[string]bool{}, aliases: map[string]bool{},
 		enumDrift: map[string]bool{}, fieldDrift: map[string]bool{}, nullRest: map[string]any{}, nullLike: map[string]int{},
 	}
-	for _, name := range sortedKeys(spec.Filter) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Filter)) {
 		if asksNull(spec.Filter[name]) {
 			s.nullFilters = append(s.nullFilters, name)
 		} else {
