@@ -167,8 +167,10 @@ func useStore(ctx, background context.Context, deps *tools.Deps, st selection.St
 // over, gives those running in background the grace period to finish, then
 // calls cancelRuns (background's cancel) and waits for them to stop. A
 // cancelled run leaves each target it did not finish pending (not sent) or
-// unknown (sent, its answer not observed), which a resume settles by
-// re-reading. With cancelRuns nil it waits however long they take.
+// unknown (sent, its answer not observed) and records no end: once its
+// lease expires, another process, or this one restarted, takes the
+// operation over, re-reads the unknown targets and sends the pending ones.
+// With cancelRuns nil it waits however long they take.
 func attachStore(ctx, background context.Context, deps *tools.Deps, spec string, logger *slog.Logger) (func(grace time.Duration, cancelRuns func()), error) {
 	st, err := openStore(ctx, spec)
 	if err != nil {
@@ -217,7 +219,7 @@ func drain(e *selection.Engine, grace time.Duration, cancelRuns func(), logger *
 		return
 	case <-t.C:
 	}
-	logger.Warn("stopping: operations still running after the grace period are cancelled; their unfinished targets stay pending or unknown until a resume or a takeover settles them",
+	logger.Warn("stopping: operations still running after the grace period are cancelled; a takeover finishes them once their leases expire",
 		"grace", grace.String())
 	cancelRuns()
 	<-done
