@@ -1,8 +1,9 @@
 package draft
 
 import (
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -90,7 +91,7 @@ func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string
 	}
 	if len(props) > 0 {
 		names := make([]any, 0, len(props))
-		for _, k := range sortedKeys(props) {
+		for _, k := range slices.Sorted(maps.Keys(props)) {
 			names = append(names, k)
 		}
 		a.params = map[string]any{"type": "object", "properties": props, "required": names, "additionalProperties": false}
@@ -166,15 +167,6 @@ func paramSchema(s *openapi3.Schema) map[string]any {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func singular(s string) string {

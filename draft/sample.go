@@ -6,14 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/airlock-mcp/airlock/jsonvalue"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -237,10 +239,10 @@ func sampleItems(doc any) (string, bool) {
 			best, bestScore = path, score
 		}
 	}
-	for _, k := range sortedKeys(anyMap(m)) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		consider(k, m[k])
 		if inner, ok := m[k].(map[string]any); ok && !hasSampleID(inner) {
-			for _, k2 := range sortedKeys(anyMap(inner)) {
+			for _, k2 := range slices.Sorted(maps.Keys(inner)) {
 				consider(k+"."+k2, inner[k2])
 			}
 		}
@@ -332,13 +334,13 @@ func sampleFields(items []any) []*fieldDraft {
 		}
 	}
 	var out []*fieldDraft
-	for _, name := range sortedKeys(anyMap(all)) {
+	for _, name := range slices.Sorted(maps.Keys(all)) {
 		st := all[name]
 		f := &fieldDraft{name: snake(name), typ: "string"}
 		if f.name != name {
 			f.path = name
 		}
-		kinds := sortedKeys(anyMap(st.kinds))
+		kinds := slices.Sorted(maps.Keys(st.kinds))
 		switch {
 		case len(kinds) > 1:
 			f.typ, f.note = "string", "the sample mixes "+strings.Join(kinds, " and ")+": the type is a guess"
@@ -365,14 +367,6 @@ func sampleFields(items []any) []*fieldDraft {
 			f.sensitive, f.note = true, "sensitive, guessed from its name: never leaves airlock"
 		}
 		out = append(out, f)
-	}
-	return out
-}
-
-func anyMap[V any](m map[string]V) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }
@@ -422,7 +416,7 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 		set("dialect", "link")
 		r.pageNote = append(r.pageNote, "the sample answered with Link: rel=\"next\"")
 		nu, _ := u.Parse(next)
-		for _, k := range sortedKeys(anyMap(map[string][]string(q))) {
+		for _, k := range slices.Sorted(maps.Keys(map[string][]string(q))) {
 			if k == sizeParam || nu == nil || nu.Query().Get(k) == q.Get(k) {
 				continue
 			}
@@ -519,7 +513,7 @@ func keepParams(r *resourceDraft, q url.Values, paging map[string]bool) {
 		named[p[0]] = true
 	}
 	var kept []string
-	for _, k := range sortedKeys(anyMap(map[string][]string(q))) {
+	for _, k := range slices.Sorted(maps.Keys(map[string][]string(q))) {
 		if paging[k] || named[k] || len(q[k]) != 1 {
 			continue
 		}
@@ -600,7 +594,7 @@ func cursorFromNextURL(doc any) (path, param string) {
 		if !ok || token == "" || strings.Contains(token, "://") || strings.HasPrefix(token, "/") {
 			continue
 		}
-		for _, k := range sortedKeys(body) {
+		for _, k := range slices.Sorted(maps.Keys(body)) {
 			raw, ok := body[k].(string)
 			if !ok || k == np {
 				continue
@@ -609,7 +603,7 @@ func cursorFromNextURL(doc any) (path, param string) {
 			if err != nil || nu.RawQuery == "" {
 				continue
 			}
-			for _, qk := range sortedKeys(anyMap(map[string][]string(nu.Query()))) {
+			for _, qk := range slices.Sorted(maps.Keys(nu.Query())) {
 				if nu.Query().Get(qk) == token {
 					return np, qk
 				}

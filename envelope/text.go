@@ -3,16 +3,17 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/airlock-mcp/airlock/jsonvalue"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // The text mirror of a result is what most clients put before the model.
 // It is the structured content with every member that holds its default
 // left out: Text drops them, Expand puts them back, and the two are exact
 // inverses (a test holds every tool result to it). The defaults are part of
-// the contract, listed in docs/envelope.md: a reader of the text treats an
-// absent member as holding its default.
+// the contract, listed in the README ("What the agent sees"): a reader of
+// the text treats an absent member as holding its default.
 
 // DefaultVisibility is scope.visibility when the configuration says
 // nothing of what the credential can see.

@@ -33,6 +33,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/httpguard"
+	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -154,26 +156,12 @@ func (rv *page) admit(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || !isLoopbackHost(r.Host) {
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || !httpguard.IsLoopback(r.Host) {
 		rv.d.Logger.Warn("review page refused a request", "remote", r.RemoteAddr)
 		rv.fail(w, r, envelope.NewProblem(envelope.ProblemReviewAccessDenied, ""))
 		return false
 	}
 	return true
-}
-
-// isLoopbackHost reports whether a Host header names a loopback address
-// (or localhost): anything else on a loopback listener is DNS rebinding.
-func isLoopbackHost(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func newRequestID() string {
@@ -236,16 +224,7 @@ const csrfKeyName = "review_csrf_key"
 // key returns the form tokens' key: derived from the secret when there is
 // one, else generated once and kept in the store.
 func (rv *page) key(ctx context.Context) ([]byte, error) {
-	if len(rv.d.Secret) > 0 {
-		m := hmac.New(sha256.New, rv.d.Secret)
-		m.Write([]byte("airlock signing key: " + csrfKeyName))
-		return m.Sum(nil), nil
-	}
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, err
-	}
-	return rv.d.Store.SetMetaIfAbsent(ctx, csrfKeyName, secret)
+	return signing.Key(ctx, rv.d.Secret, csrfKeyName, rv.d.Store)
 }
 
 // csrf is the form token of one session and selection.

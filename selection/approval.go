@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -88,7 +90,7 @@ func (e *Engine) ApprovalRequirement(ctx context.Context, sel *Selection, a *ups
 	}
 	unseen, unreadable := e.unseenCategories(ctx, sel, a)
 	if len(unseen) > 0 || len(unreadable) > 0 {
-		for _, dim := range sortedKeys(unseen) {
+		for _, dim := range slices.Sorted(maps.Keys(unseen)) {
 			reasons = append(reasons, fmt.Sprintf("%s %s never approved before for %s", dim, strings.Join(unseen[dim], ", "), a.Name))
 		}
 		for _, dim := range unreadable {

@@ -3,6 +3,8 @@ package selection
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -104,7 +106,7 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 	}
 	c := &classifier{store: p.Store, sel: sel, req: req, review: r.ReviewFields(), groups: reviewGroups(r),
 		effect: a.EffectFields(), excl: map[int]int{}, gcount: map[string]map[string]*upstream.Group{}, bcount: map[string]map[string]*upstream.Group{},
-		acount: map[string]map[string]*upstream.Group{}, batch: make([]Record, 0, recordBatch), stream: stream, filterKeys: sortedKeys(req.Filter),
+		acount: map[string]map[string]*upstream.Group{}, batch: make([]Record, 0, recordBatch), stream: stream, filterKeys: slices.Sorted(maps.Keys(req.Filter)),
 		w: newRecordWriter(ctx, p.Store, sel.ID)}
 	// Whatever happens, no goroutine of the preview outlives it.
 	defer func() {
@@ -378,13 +380,4 @@ func blockers(out upstream.Outcome, sum Summary, a *upstream.Action) []Blocker {
 		bs = []Blocker{}
 	}
 	return bs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

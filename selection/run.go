@@ -134,6 +134,15 @@ func (r *run) execute() {
 		r.notify(true) // the cause is logged; a takeover records the end
 		return
 	}
+	if ctx.Err() != nil && r.stopReason == "" && unsettled(counts) > 0 {
+		// This process is stopping, not the operation: it records no end.
+		// Its lease runs out without a heartbeat, and whichever process
+		// takes it over (this one, restarted, included) re-reads what was
+		// in flight and sends what is pending.
+		r.logger().Warn("this process is stopping: the operation is left to the process that takes it over once its lease expires")
+		r.notify(true)
+		return
+	}
 	now := r.e.Clock.Now()
 	r.mu.Lock()
 	op := *r.op
@@ -479,7 +488,8 @@ func (r *run) unwritable(t Target, err error) {
 func (r *run) one(ctx context.Context, t Target) bool {
 	reqID := uuid.NewString()
 	r.pauseForRateLimit(ctx)
-	if r.stopped.Load() {
+	if r.stopped.Load() || ctx.Err() != nil {
+		// A stopping process starts no write: the target stays pending.
 		return false
 	}
 	version, ok := r.prepare(ctx, t, reqID)

@@ -2,10 +2,6 @@ package tools
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -36,19 +33,24 @@ type elicitState struct {
 	Subject string `json:"p,omitempty"`
 }
 
-func (d *Deps) elicitKey(ctx context.Context) ([]byte, error) {
-	return d.key(ctx, "elicitation_key")
+// ExpiresAt is when the state stops being accepted.
+func (st elicitState) ExpiresAt() time.Time { return time.Unix(st.Expires, 0) }
+
+// elicitSealer signs the states with the whole HMAC.
+func (d *Deps) elicitSealer(ctx context.Context) (signing.Sealer, error) {
+	key, err := d.key(ctx, "elicitation_key")
+	if err != nil {
+		return signing.Sealer{}, err
+	}
+	return signing.NewSealer(key, signing.FullTag), nil
 }
 
 func (d *Deps) signState(ctx context.Context, st elicitState) (string, error) {
-	key, err := d.elicitKey(ctx)
+	s, err := d.elicitSealer(ctx)
 	if err != nil {
 		return "", err
 	}
-	b, _ := json.Marshal(st)
-	m := hmac.New(sha256.New, key)
-	m.Write(b)
-	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
+	return s.Seal(st), nil
 }
 
 // openState verifies a returned state: signed by airlock, for this
@@ -60,31 +62,20 @@ func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selecti
 		p.StateChanged = envelope.StateNone
 		return p
 	}
-	key, err := d.elicitKey(ctx)
+	sealer, err := d.elicitSealer(ctx)
 	if err != nil {
-		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		return nil, d.internalProblem(ctx, "read the approval key", err)
 	}
-	body, sig, ok := strings.Cut(raw, ".")
-	if !ok {
-		return nil, forged()
-	}
-	b, err1 := base64.RawURLEncoding.DecodeString(body)
-	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
-	m := hmac.New(sha256.New, key)
-	m.Write(b)
 	var st elicitState
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, m.Sum(nil)) || json.Unmarshal(b, &st) != nil {
-		return nil, forged()
-	}
-	if st.Selection != sel.ID || st.Digest != sel.Digest || st.ActionDigest != sel.ActionDigest || d.Clock.Now().Unix() > st.Expires ||
-		st.Subject != who.Recorded().Subject {
+	if sealer.Open(raw, d.Clock.Now(), &st) != nil ||
+		st.Selection != sel.ID || st.Digest != sel.Digest || st.ActionDigest != sel.ActionDigest || st.Subject != who.Recorded().Subject {
 		return nil, forged()
 	}
 	// Kept an hour past the state's expiry (replicas' clocks differ), then
 	// dropped: the state is refused as expired by then.
 	first, err := d.Store.UseNonce(ctx, st.Nonce, requestID, time.Unix(st.Expires, 0).Add(time.Hour), d.Clock.Now())
 	if err != nil {
-		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		return nil, d.internalProblem(ctx, "record the approval answer's use", err)
 	}
 	if first != requestID {
 		p := envelope.NewProblem(envelope.ProblemElicitationReplayed, "")
@@ -161,7 +152,7 @@ func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need s
 	state, err := d.signState(ctx, elicitState{Selection: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest,
 		Nonce: uuid.NewString(), Expires: d.Clock.Now().Add(10 * time.Minute).Unix(), Subject: who.Recorded().Subject})
 	if err != nil {
-		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		return nil, d.internalProblem(ctx, "sign the approval request", err)
 	}
 	props := map[string]any{
 		"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Run this action on exactly these targets."},

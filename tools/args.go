@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"math/big"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,7 +246,7 @@ func checkSensitive(r *upstream.Resource, uses []queryUse) []envelope.FieldError
 // filterUses lists the fields a filter conditions on.
 func filterUses(r *upstream.Resource, filter map[string]any) []queryUse {
 	var uses []queryUse
-	for _, name := range sortedKeys(filter) {
+	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc, ok := r.Config.Filters[name]
 		if !ok {
 			continue
@@ -266,13 +267,4 @@ func ruleUses(arg string, rules []upstream.RuleConfig) []queryUse {
 		uses = append(uses, queryUse{path: arg + "[" + itoa(i) + "].field", field: rule.Field})
 	}
 	return uses
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

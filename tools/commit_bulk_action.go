@@ -197,7 +197,7 @@ func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, r
 	q.Limit = limit + 1
 	ts, err := d.Store.Targets(ctx, op.ID, q)
 	if err != nil {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return d.internalError(ctx, "read the operation's targets", err)
 	}
 	more := len(ts) > limit
 	ts = ts[:min(len(ts), limit)]

@@ -1,13 +1,13 @@
 package tools
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
+	"errors"
+	"time"
+
+	"github.com/airlock-mcp/airlock/internal/signing"
 )
 
 // Cursors are opaque to callers: a payload naming a frozen scan and a
@@ -22,16 +22,11 @@ type CursorKey struct {
 
 // NewCursorKey returns a random key.
 func NewCursorKey() CursorKey {
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		panic("tools: no randomness: " + err.Error())
-	}
-	return cursorKeyFrom(secret)
+	return cursorKeyFrom(signing.Random())
 }
 
 func cursorKeyFrom(secret []byte) CursorKey {
-	sum := sha256.Sum256(secret)
-	return CursorKey{ID: hex.EncodeToString(sum[:4]), Secret: secret}
+	return CursorKey{ID: signing.KeyID(secret), Secret: secret}
 }
 
 type cursorPayload struct {
@@ -45,16 +40,12 @@ type cursorPayload struct {
 	Rev int `json:"r,omitempty"`
 }
 
-func (k CursorKey) mac(b []byte) []byte {
-	m := hmac.New(sha256.New, k.Secret)
-	m.Write(b)
-	return m.Sum(nil)[:16]
-}
+// sealer signs with half an HMAC: a cursor travels in every call.
+func (k CursorKey) sealer() signing.Sealer { return signing.NewSealer(k.Secret, signing.ShortTag) }
 
 func (k CursorKey) encode(p cursorPayload) string {
 	p.Key = k.ID
-	b, _ := json.Marshal(p)
-	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(k.mac(b))
+	return k.sealer().Seal(p)
 }
 
 type cursorState int
@@ -67,19 +58,14 @@ const (
 
 func (k CursorKey) decode(s string) (cursorPayload, cursorState) {
 	var p cursorPayload
-	body, sig, ok := strings.Cut(s, ".")
-	if !ok {
+	// A cursor does not expire by itself: the frozen scan it names does.
+	err := k.sealer().Open(s, time.Time{}, &p)
+	switch {
+	case errors.Is(err, signing.ErrMalformed):
 		return p, cursorTampered
-	}
-	b, err1 := base64.RawURLEncoding.DecodeString(body)
-	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if err1 != nil || err2 != nil || json.Unmarshal(b, &p) != nil {
-		return p, cursorTampered
-	}
-	if p.Key != k.ID {
+	case p.Key != k.ID:
 		return p, cursorOtherKey
-	}
-	if !hmac.Equal(mac, k.mac(b)) {
+	case err != nil:
 		return p, cursorTampered
 	}
 	return p, cursorOK

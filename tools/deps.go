@@ -2,9 +2,6 @@ package tools
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"log/slog"
 	"time"
 
@@ -12,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -107,16 +105,7 @@ func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) erro
 // key returns the named signing key: derived from Secret when it is set,
 // else generated once and kept in the store.
 func (d *Deps) key(ctx context.Context, name string) ([]byte, error) {
-	if len(d.Secret) > 0 {
-		m := hmac.New(sha256.New, d.Secret)
-		m.Write([]byte("airlock signing key: " + name))
-		return m.Sum(nil), nil
-	}
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, err
-	}
-	return d.Store.SetMetaIfAbsent(ctx, name, secret)
+	return signing.Key(ctx, d.Secret, name, d.Store)
 }
 
 // Previewer builds selections with the deps' store and clock.

@@ -58,7 +58,7 @@ func (d *Deps) getOperation(ctx context.Context, call *Call) *envelope.Envelope 
 		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemOperationNotFound, ""))
 	}
 	if err != nil {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return d.internalError(ctx, "read the operation", err)
 	}
 	q := selection.TargetQuery{Limit: 50, Outcome: a.Outcome}
 	if a.PageSize != nil {

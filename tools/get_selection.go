@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
@@ -59,7 +61,7 @@ func (d *Deps) loadSelection(ctx context.Context, id string) (*selection.Selecti
 		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemSelectionNotFound, ""))
 	}
 	if err != nil {
-		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return nil, d.internalError(ctx, "read the selection", err)
 	}
 	return sel, nil
 }
@@ -87,7 +89,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	}
 	if r != nil && !bad["group"] {
 		var uses []queryUse
-		for _, k := range sortedKeys(a.Group) {
+		for _, k := range slices.Sorted(maps.Keys(a.Group)) {
 			uses = append(uses, queryUse{path: "group." + k, field: k})
 		}
 		errs = append(errs, checkSensitive(r, uses)...)
@@ -125,7 +127,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	}
 	items, next, cut, err := d.manifestPage(ctx, sel, q, a.Fields, pageBudget)
 	if err != nil {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return d.internalError(ctx, "read the manifest", err)
 	}
 	env := &envelope.Envelope{
 		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),

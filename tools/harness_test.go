@@ -52,7 +52,9 @@ type harness struct {
 	// initialized is the server's answer to the client's initialize.
 	initialized *mcp.InitializeResult
 	// url is the HTTP server's base URL (streamable HTTP only).
-	url     string
+	url string
+	// logs is everything airlock logged, as JSON lines.
+	logs    *syncBuffer
 	notesMu sync.Mutex
 	notes   []mcp.JSONRPCNotification
 }
@@ -87,6 +89,8 @@ type harnessCfg struct {
 	// (taskRPC) declare the extension (the mcp-go client itself never
 	// does: its CallTool cannot read a task).
 	tasks, tasksClient bool
+	// wrapStore, when set, stands between the tools and the store.
+	wrapStore func(selection.Store) selection.Store
 }
 
 // withTasks serves tasks (NewTasks), to a client that declares the Tasks
@@ -99,6 +103,11 @@ func withTasks(optIn bool) harnessOpt {
 // "stdio") at protocol version ("" for the client's newest).
 func withTransport(transport, protocol string) harnessOpt {
 	return func(h *harnessCfg) { h.transport, h.protocol = transport, protocol }
+}
+
+// withStore puts wrap between the tools and the store (a store that fails).
+func withStore(wrap func(selection.Store) selection.Store) harnessOpt {
+	return func(h *harnessCfg) { h.wrapStore = wrap }
 }
 
 func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitation = true } }
@@ -227,7 +236,11 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	// The audit trail also goes to a JSON Lines writer, checked like the logs.
 	deps.Auditor = selection.NewAuditor(&auditLog)
-	if err := deps.UseStore(context.Background(), bg, store); err != nil {
+	var used selection.Store = store
+	if cfg.wrapStore != nil {
+		used = cfg.wrapStore(store)
+	}
+	if err := deps.UseStore(context.Background(), bg, used); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.tasks {
@@ -236,7 +249,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		deps.Engine.CancelPoll = 10 * time.Millisecond
 	}
 	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
-		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient}
+		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs}
 	h.connect()
 	return h
 }

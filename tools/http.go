@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/airlock-mcp/airlock/internal/httpguard"
 )
 
 // HTTPOptions configure the HTTP transports.
@@ -273,7 +275,7 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 			http.Error(w, "forbidden origin", http.StatusForbidden)
 			return
 		}
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && IsLoopback(la.String()) && !IsLoopback(r.Host) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && httpguard.IsLoopback(la.String()) && !httpguard.IsLoopback(r.Host) {
 			http.Error(w, "forbidden host", http.StatusForbidden)
 			return
 		}
@@ -301,18 +303,5 @@ func loopbackOrigin(origin string) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	return IsLoopback(u.Host)
-}
-
-// IsLoopback reports whether a host or host:port names a loopback address.
-func IsLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return httpguard.IsLoopback(u.Host)
 }

@@ -219,7 +219,7 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	res, err := d.Previewer().Preview(ctx, req)
 	stopProgress()
 	if err != nil {
-		return scanProblem(err)
+		return d.scanProblem(ctx, err)
 	}
 	d.Engine.Audit(ctx, selection.AuditEvent{At: d.Clock.Now(), Kind: selection.AuditDecision, SelectionID: res.Selection.ID,
 		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID, Principal: call.Principal.Recorded(),
@@ -298,11 +298,11 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 	}
 	members, next, _, err := d.manifestPage(ctx, sel, selection.RecordQuery{Disposition: selection.Member, Limit: pageSize}, fields, previewManifest)
 	if err != nil {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return d.internalError(ctx, "read the manifest", err)
 	}
 	ambiguous, _, _, err := d.manifestPage(ctx, sel, selection.RecordQuery{Disposition: selection.Ambiguous, Limit: 20}, fields, previewAmbig)
 	if err != nil {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return d.internalError(ctx, "read the ambiguous records", err)
 	}
 	manifest := map[string]any{"items": members, "page_size": pageSize}
 	if next != "" {

@@ -159,6 +159,7 @@ func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 		raw, merr := rawArguments(req)
 		call.Raw = raw
 		log := opts.Logger.With("tool", s.Name, "request_id", call.RequestID)
+		ctx = withCall(ctx, s.Name, call.RequestID)
 		defer func() {
 			if p := recover(); p != nil {
 				log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

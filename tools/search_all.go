@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -135,9 +137,8 @@ func defaultMaxItems(r *upstream.Resource) int {
 // checkBudget validates the caller's budget against the resource's caps.
 func checkBudget(r *upstream.Resource, maxItems, maxPages, deadlineMS *int, bad map[string]bool) (budget, []envelope.FieldError) {
 	l := r.Limits
-	b := budget{maxItems: l.MaxItems.Default, itemsSource: envelope.LimitAirlock, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
+	b := budget{maxItems: defaultMaxItems(r), itemsSource: envelope.LimitAirlock, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
 		deadline: time.Duration(l.DeadlineMS.Default) * time.Millisecond}
-	b.maxItems = defaultMaxItems(r)
 	var errs []envelope.FieldError
 	if maxItems != nil && !bad["max_items"] {
 		if *maxItems > l.MaxItems.Cap {
@@ -274,7 +275,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
 		stopProgress()
 		if err != nil {
-			return scanProblem(err)
+			return d.scanProblem(ctx, err)
 		}
 		out = fs.scan.Outcome()
 	}
@@ -333,7 +334,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	next := offset + len(items)
 	reasons := append([]envelope.Reason(nil), out.Reasons...)
 	cont := envelope.Continuation{Kind: out.Continuation, Narrow: out.Narrow}
-	for _, f := range sortedKeys(cutGroups) {
+	for _, f := range slices.Sorted(maps.Keys(cutGroups)) {
 		rs := envelope.NewReason(envelope.ResultLimitReached)
 		rs.Limit, rs.LimitSource, rs.Field = envelope.Ptr(cutGroups[f]), envelope.LimitAirlock, "group_by."+f
 		reasons = append(reasons, rs)
@@ -438,11 +439,15 @@ func invalid(errs []envelope.FieldError) *envelope.Envelope {
 	return envelope.ErrorEnvelope(envelope.InvalidArguments(errs))
 }
 
-// scanProblem turns a scan failure into the problem envelope.
-func scanProblem(err error) *envelope.Envelope {
+// scanProblem turns a scan failure into the problem envelope; the cause of
+// a failure inside airlock is logged, as internalProblem does.
+func (d *Deps) scanProblem(ctx context.Context, err error) *envelope.Envelope {
 	var se *upstream.ScanError
 	if !errors.As(err, &se) {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return d.internalError(ctx, "scan", err)
+	}
+	if se.Problem.Code == envelope.ProblemInternal {
+		d.logInternal(ctx, "scan", se.Err)
 	}
 	return envelope.ErrorEnvelope(se.Problem)
 }

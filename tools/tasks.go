@@ -247,7 +247,7 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 		rec = t.newRecord(s.Name, call)
 		rec.InputRequests, rec.RequestState = ask.InputRequests, ask.RequestState
 		if err := t.put(ctx, rec); err != nil {
-			return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+			return t.d.internalError(ctx, "record the task", err)
 		}
 		slot.set(t.inputView(rec))
 		return taskAnswer()
@@ -260,11 +260,11 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 		if rec == nil {
 			rec = t.newRecord(s.Name, call)
 			if err := t.put(ctx, rec); err != nil {
-				return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+				return t.d.internalError(ctx, "record the task", err)
 			}
 		}
 		if _, err := t.d.Store.SetMetaIfAbsent(ctx, taskOperationKey(rec.ID), []byte(opID)); err != nil {
-			return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+			return t.d.internalError(ctx, "record the task's operation", err)
 		}
 		slot.set(&taskView{id: rec.ID, status: mcp.TaskStatusWorking, created: rec.Created, updated: t.d.Clock.Now()})
 		return taskAnswer()
@@ -361,10 +361,10 @@ func (t *Tasks) storeResult(ctx context.Context, id string, s Spec, env *envelop
 func (t *Tasks) startRead(ctx context.Context, slot *taskSlot, s Spec, call *Call) *envelope.Envelope {
 	rec := t.newRecord(s.Name, call)
 	if err := t.put(ctx, rec); err != nil {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return t.d.internalError(ctx, "record the task", err)
 	}
 	if _, err := t.d.Store.SetMetaIfAbsent(ctx, taskAttemptKey(rec.ID, 1), []byte(t.holder)); err != nil {
-		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, ""))
+		return t.d.internalError(ctx, "record the task's attempt", err)
 	}
 	t.beatOnce(ctx, rec.ID, 1)
 	t.runRead(context.WithoutCancel(ctx), rec, 1, call.Raw)
@@ -426,7 +426,7 @@ func (t *Tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw 
 		call := &Call{RequestID: newRequestID(), Raw: raw, Client: rec.Client, Principal: rec.owner()}
 		call.Request.Params.Name = rec.Tool
 		call.Request.Params.Arguments = raw
-		env := s.Handler(ctx, call)
+		env := s.Handler(withCall(ctx, rec.Tool, call.RequestID), call)
 		close(done)
 		if ctx.Err() != nil {
 			// Cancelled, or this process is stopping: no result; a

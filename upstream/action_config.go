@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -126,7 +127,7 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		l.add("failure_ratio is between 0 and 1, min_attempts positive", at("stop")...)
 	}
 	if rc := a.Response; rc != nil {
-		for _, fname := range sortedKeys(rc.Fields) {
+		for _, fname := range slices.Sorted(maps.Keys(rc.Fields)) {
 			if f := rc.Fields[fname]; f != nil {
 				if !fieldTypes[f.Type] {
 					l.add("type must be one of string, integer, number, boolean, timestamp, array, object", at("response", "fields", fname, "type")...)
@@ -260,7 +261,7 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 		check(rc.Path, false, "request", "path")
 		check(rc.Body, false, "request", "body")
 		check(normalizeYAMLValue(rc.Variables), false, "request", "variables")
-		for _, h := range sortedKeys(rc.Headers) {
+		for _, h := range slices.Sorted(maps.Keys(rc.Headers)) {
 			check(rc.Headers[h], false, "request", "headers", h)
 		}
 	}
@@ -282,7 +283,7 @@ func templateRefs(t any) []string {
 			out = append(out, strings.TrimSpace(strings.Trim(x[strings.Index(x, "{{"):], "{} ")))
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			out = append(out, templateRefs(x[k])...)
 		}
 	case map[any]any:

@@ -10,9 +10,11 @@ package upstream
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -503,15 +505,6 @@ func (l *errList) add(msg string, path ...string) {
 	l.errs = append(l.errs, ConfigError{Line: l.c.line(path...), Path: strings.Join(path, "."), Msg: msg})
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func (c *Config) validate() ConfigErrors {
 	l := &errList{c: c}
 	l.errs = append(l.errs, nullKeys(c.root)...)
@@ -521,7 +514,7 @@ func (c *Config) validate() ConfigErrors {
 	if len(c.Upstreams) == 0 {
 		l.add("required: at least one upstream", "upstreams")
 	}
-	for _, name := range sortedKeys(c.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		u := c.Upstreams[name]
 		if u == nil {
 			l.add("empty upstream", "upstreams", name)
@@ -532,7 +525,7 @@ func (c *Config) validate() ConfigErrors {
 	if len(c.Resources) == 0 {
 		l.add("required: at least one resource", "resources")
 	}
-	for _, name := range sortedKeys(c.Resources) {
+	for _, name := range slices.Sorted(maps.Keys(c.Resources)) {
 		r := c.Resources[name]
 		if r == nil {
 			l.add("empty resource", "resources", name)
@@ -540,7 +533,7 @@ func (c *Config) validate() ConfigErrors {
 		}
 		c.validateResource(l, name, r)
 	}
-	for _, name := range sortedKeys(c.Actions) {
+	for _, name := range slices.Sorted(maps.Keys(c.Actions)) {
 		a := c.Actions[name]
 		if a == nil {
 			l.add("empty action", "actions", name)
@@ -616,7 +609,7 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 			l.add("the id field must be declared in fields", at("id_field")...)
 		}
 	}
-	for _, fname := range sortedKeys(r.Fields) {
+	for _, fname := range slices.Sorted(maps.Keys(r.Fields)) {
 		f := r.Fields[fname]
 		if f == nil {
 			l.add("empty field", at("fields", fname)...)
@@ -658,13 +651,13 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	}
 	// A field that reads a sensitive field's value, or an object holding
 	// it, would return what sensitive withholds.
-	for _, sname := range sortedKeys(r.Fields) {
+	for _, sname := range slices.Sorted(maps.Keys(r.Fields)) {
 		sf := r.Fields[sname]
 		if sf == nil || !sf.Sensitive {
 			continue
 		}
 		spath := fieldPathOf(sname, sf)
-		for _, fname := range sortedKeys(r.Fields) {
+		for _, fname := range slices.Sorted(maps.Keys(r.Fields)) {
 			f := r.Fields[fname]
 			if f == nil || f.Sensitive || fname == sname {
 				continue
@@ -683,7 +676,7 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 		}
 	}
 	validateFilters(l, r, at)
-	for _, k := range sortedKeys(r.DefaultFilter) {
+	for _, k := range slices.Sorted(maps.Keys(r.DefaultFilter)) {
 		if _, ok := r.Filters[k]; !ok {
 			l.add("default_filter names an undeclared filter", at("default_filter", k)...)
 		}
@@ -818,12 +811,12 @@ func validateInvariants(l *errList, fields map[string]*FieldConfig, invs []Invar
 // each upstream (and whether its credential is present) and each resource.
 func (c *Config) Summary(getenv func(string) string) []string {
 	var out []string
-	for _, name := range sortedKeys(c.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		u := c.Upstreams[name]
 		cred := credentialSummary(u.Credential, getenv)
 		out = append(out, fmt.Sprintf("upstream %s: %s, %s", name, u.BaseURL, cred))
 	}
-	for _, name := range sortedKeys(c.Resources) {
+	for _, name := range slices.Sorted(maps.Keys(c.Resources)) {
 		r := c.Resources[name]
 		p := resolvePagination(r.Pagination)
 		srcs := ""

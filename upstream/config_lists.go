@@ -2,8 +2,10 @@ package upstream
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -145,7 +147,7 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 // upstream in.
 func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 	kind := listKind(r)
-	for _, fname := range sortedKeys(r.Filters) {
+	for _, fname := range slices.Sorted(maps.Keys(r.Filters)) {
 		f := r.Filters[fname]
 		if f == nil {
 			r.Filters[fname] = &FilterConfig{}

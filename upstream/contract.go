@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -217,7 +219,7 @@ var jsonTypes = map[string]string{"string": "string", "integer": "integer", "num
 // path nests it.
 func fieldsSchema(fields map[string]*FieldConfig) map[string]any {
 	root := map[string]any{"type": "object", "properties": map[string]any{}}
-	for _, name := range sortedKeys(fields) {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		f := fields[name]
 		if f == nil {
 			continue
@@ -581,12 +583,12 @@ func isIntegerLiteral(v any) bool {
 // expiredAliases lists aliases whose until date has passed.
 func (c *Config) expiredAliases(now time.Time) []string {
 	var out []string
-	for _, rn := range sortedKeys(c.Resources) {
+	for _, rn := range slices.Sorted(maps.Keys(c.Resources)) {
 		r := c.Resources[rn]
 		if r == nil {
 			continue
 		}
-		for _, fn := range sortedKeys(r.Fields) {
+		for _, fn := range slices.Sorted(maps.Keys(r.Fields)) {
 			f := r.Fields[fn]
 			if f == nil {
 				continue
@@ -608,12 +610,12 @@ func WarningsFor(source string, enumFields, driftFields map[string]bool) []envel
 	var out []envelope.Warning
 	if len(enumFields) > 0 {
 		w := envelope.NewWarning(envelope.WarnUnknownEnumValue, source)
-		w.Fields = sortedKeys(enumFields)
+		w.Fields = slices.Sorted(maps.Keys(enumFields))
 		out = append(out, w)
 	}
 	if len(driftFields) > 0 {
 		w := envelope.NewWarning(envelope.WarnFieldDrift, source)
-		w.Fields = sortedKeys(driftFields)
+		w.Fields = slices.Sorted(maps.Keys(driftFields))
 		out = append(out, w)
 	}
 	return out

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/airlock-mcp/airlock/jsonvalue"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // fastTestFields exercises every part of the generated schema: each type,
@@ -121,7 +123,7 @@ func validFieldValue(rng *rand.Rand, f *FieldConfig) any {
 // enums or formats, broken parents and aliases mixed in.
 func randomDoc(rng *rand.Rand, fields map[string]*FieldConfig, mostlyValid bool) map[string]any {
 	doc := map[string]any{}
-	for _, name := range sortedKeys(fields) {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		f := fields[name]
 		path := name
 		if f.Path != "" {

@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -80,7 +82,7 @@ func (c *Config) EnvRefs() []string {
 			add(s.BaseURL)
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // EnvWarnings lists what the configuration needs from the environment and
@@ -89,7 +91,7 @@ func (c *Config) EnvRefs() []string {
 // --strict).
 func (c *Config) EnvWarnings(getenv func(string) string) []string {
 	var out []string
-	for _, name := range sortedKeys(c.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		u := c.Upstreams[name]
 		if u == nil {
 			continue

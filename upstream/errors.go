@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -246,7 +248,7 @@ func (r *Resource) FieldName(name string) string {
 	if f := r.paramToFilter(name); f != "" {
 		return f
 	}
-	for _, fname := range sortedKeys(r.Config.Fields) {
+	for _, fname := range slices.Sorted(maps.Keys(r.Config.Fields)) {
 		if fname == name || r.FieldPath(fname) == name {
 			return "upstream." + fname
 		}
@@ -330,7 +332,7 @@ func messageOf(doc any) string {
 		}
 		// Django REST Framework: {"field": ["message", …]}.
 		var parts []string
-		for _, k := range sortedKeys(d) {
+		for _, k := range slices.Sorted(maps.Keys(d)) {
 			if list, ok := d[k].([]any); ok && len(list) > 0 {
 				if s := str(list[0]); s != "" {
 					parts = append(parts, k+": "+s)

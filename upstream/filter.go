@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // every problem at once. Values are JSON-decoded (json.Number for numbers).
 func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
 	var errs []envelope.FieldError
-	for _, name := range sortedKeys(filter) {
+	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		path := "filter." + name
 		fc, ok := r.Config.Filters[name]
 		if !ok {
@@ -45,7 +46,7 @@ func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
 }
 
 func (r *Resource) filterExample() map[string]any {
-	for _, name := range sortedKeys(r.Config.Filters) {
+	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
 		fd, _ := r.Field(r.filterField(name, r.Config.Filters[name]))
 		return map[string]any{name: exampleFor(fd)}
 	}
@@ -266,7 +267,7 @@ func scalarString(v any) string {
 // paramToFilter maps an upstream query parameter back to the filter that
 // sent it, so that an upstream's field error names the tool argument.
 func (r *Resource) paramToFilter(param string) string {
-	for _, name := range sortedKeys(r.Config.Filters) {
+	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
 		if fc := r.Config.Filters[name]; fc != nil && slices.Contains(paramNames(fc), param) {
 			return "filter." + name
 		}

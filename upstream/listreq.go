@@ -3,8 +3,10 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -171,7 +173,7 @@ type filterForm struct {
 // form each filter was given.
 func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]filterForm {
 	forms := map[string]filterForm{}
-	for _, name := range sortedKeys(filter) {
+	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc := r.Config.Filters[name]
 		form := r.filterForm(name, fc, filter[name])
 		forms[name] = form

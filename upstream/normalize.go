@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
@@ -20,7 +22,7 @@ type fieldNorm struct {
 
 func fieldNorms(r *Resource) []fieldNorm {
 	var out []fieldNorm
-	for _, name := range sortedKeys(r.Config.Fields) {
+	for _, name := range slices.Sorted(maps.Keys(r.Config.Fields)) {
 		f := r.Config.Fields[name]
 		if f == nil || (f.Normalize == "" && len(f.NullValues) == 0 && f.Layout == "") {
 			continue

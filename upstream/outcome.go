@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -121,7 +123,7 @@ func (s *Scan) Outcome() Outcome {
 			narrow = true
 		}
 	}
-	for _, k := range sortedKeys(s.violations) {
+	for _, k := range slices.Sorted(maps.Keys(s.violations)) {
 		v := s.violations[k]
 		rs := envelope.NewReason(envelope.ContractViolation)
 		rs.Field, rs.Rule, rs.Count, rs.SampleID = v.field, v.rule, envelope.Ptr(v.count), v.sample
@@ -139,7 +141,7 @@ func (s *Scan) Outcome() Outcome {
 		o.Continuation = envelope.ContinueNextCursor
 	case narrow:
 		o.Continuation = envelope.ContinueNarrowQuery
-		for _, name := range sortedKeys(s.r.Config.Filters) {
+		for _, name := range slices.Sorted(maps.Keys(s.r.Config.Filters)) {
 			o.Narrow = append(o.Narrow, "filter."+name)
 		}
 	default:
@@ -148,12 +150,12 @@ func (s *Scan) Outcome() Outcome {
 	o.Warnings = append(o.Warnings, s.warnings...)
 	if len(s.normalized) > 0 {
 		w := envelope.NewWarning(envelope.WarnValueNormalized, s.r.Name)
-		w.Fields = sortedKeys(s.normalized)
+		w.Fields = slices.Sorted(maps.Keys(s.normalized))
 		o.Warnings = append(o.Warnings, w)
 	}
 	if len(s.aliases) > 0 {
 		w := envelope.NewWarning(envelope.WarnDeprecatedField, s.r.Name)
-		w.Fields = sortedKeys(s.aliases)
+		w.Fields = slices.Sorted(maps.Keys(s.aliases))
 		o.Warnings = append(o.Warnings, w)
 	}
 	o.Warnings = append(o.Warnings, WarningsFor(s.r.Name, s.enumDrift, s.fieldDrift)...)
@@ -162,7 +164,7 @@ func (s *Scan) Outcome() Outcome {
 		for _, name := range s.nullFilters {
 			w.Fields = append(w.Fields, s.r.filterField(name, s.r.Config.Filters[name]))
 		}
-		w.Values = sortedKeys(s.nullLike)
+		w.Values = slices.Sorted(maps.Keys(s.nullLike))
 		w.Count = envelope.Ptr(s.nullLikeCount)
 		o.Warnings = append(o.Warnings, w)
 	}

@@ -3,7 +3,9 @@ package upstream
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -297,7 +299,7 @@ func yamlKeys(t reflect.Type) map[string]reflect.Type {
 // be a slip of the keyboard (an edit or two, a swap of neighbours).
 func didYouMean(key string, known map[string]reflect.Type) string {
 	best, bestD := "", 3
-	for _, k := range sortedKeys(known) {
+	for _, k := range slices.Sorted(maps.Keys(known)) {
 		d := editDistance(strings.ToLower(key), k)
 		if d < bestD && d <= max(1, len(k)/3) {
 			best, bestD = k, d

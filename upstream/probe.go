@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -240,7 +242,7 @@ func displayPath(p string) string {
 func topKeys(doc any) string {
 	switch x := doc.(type) {
 	case map[string]any:
-		return "an object with " + strings.Join(sortedKeys(x), ", ")
+		return "an object with " + strings.Join(slices.Sorted(maps.Keys(x)), ", ")
 	case []any:
 		return "an array"
 	}

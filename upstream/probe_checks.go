@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,7 +43,7 @@ func (p *prober) fieldChecks() {
 	default:
 		p.add("id_field", ProbeOK, fmt.Sprintf("%s is present on all %d items", r.Config.IDField, n), "")
 	}
-	for _, name := range sortedKeys(r.Config.Fields) {
+	for _, name := range slices.Sorted(maps.Keys(r.Config.Fields)) {
 		f := r.Config.Fields[name]
 		if f == nil {
 			continue
@@ -242,7 +244,7 @@ func guessLayout(sample string) string {
 // selects from the whole list.
 func (p *prober) filterChecks(ctx context.Context) {
 	r := p.r
-	for _, name := range sortedKeys(r.Config.Filters) {
+	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
 		fc := r.Config.Filters[name]
 		if fc == nil || (fc.Param == "" && fc.MultiParam == "" && fc.Null == nil) {
 			continue
@@ -316,7 +318,7 @@ func (p *prober) commonValues(field string, contains bool) []any {
 	docs := p.samples
 	if p.truth != nil {
 		docs = make([]map[string]any, 0, len(p.truth))
-		for _, id := range sortedKeys(p.truth) {
+		for _, id := range slices.Sorted(maps.Keys(p.truth)) {
 			docs = append(docs, p.truth[id])
 		}
 	}
@@ -331,7 +333,7 @@ func (p *prober) commonValues(field string, contains bool) []any {
 		}
 		count(v)
 	}
-	keys := sortedKeys(counts)
+	keys := slices.Sorted(maps.Keys(counts))
 	sort.SliceStable(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
 	out := make([]any, 0, len(keys))
 	for _, k := range keys {
@@ -366,7 +368,7 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 		return
 	}
 	var notMatching []string
-	for _, id := range sortedKeys(w.docs) {
+	for _, id := range slices.Sorted(maps.Keys(w.docs)) {
 		if !r.Matches(w.docs[id], filter) {
 			notMatching = append(notMatching, id)
 		}
@@ -381,7 +383,7 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 		return
 	}
 	var want []string
-	for _, id := range sortedKeys(p.truth) {
+	for _, id := range slices.Sorted(maps.Keys(p.truth)) {
 		if r.Matches(p.truth[id], filter) {
 			want = append(want, id)
 		}

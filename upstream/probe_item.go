@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -88,7 +90,7 @@ func findItem(doc any, idPath, id string) string {
 	if !ok {
 		return ""
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		inner, ok := m[k].(map[string]any)
 		if !ok {
 			continue
@@ -96,7 +98,7 @@ func findItem(doc any, idPath, id string) string {
 		if v, ok := itemID(inner, idPath); ok && v == id {
 			return k
 		}
-		for _, k2 := range sortedKeys(inner) {
+		for _, k2 := range slices.Sorted(maps.Keys(inner)) {
 			if deeper, ok := inner[k2].(map[string]any); ok {
 				if v, ok := itemID(deeper, idPath); ok && v == id {
 					return k + "." + k2

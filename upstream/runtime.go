@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -137,7 +139,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{},
 		Redactor: opts.Redactor}
 	var errs []error
-	for _, name := range sortedKeys(c.Upstreams) {
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		uc := *c.Upstreams[name]
 		base, err := expandEnv(uc.BaseURL, opts.Getenv)
 		if err == nil {
@@ -160,7 +162,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("initialize: %w", errors.Join(errs...))
 	}
-	for _, name := range sortedKeys(c.Resources) {
+	for _, name := range slices.Sorted(maps.Keys(c.Resources)) {
 		rc := c.Resources[name]
 		cl, ok := rt.Upstreams[rc.Upstream]
 		if !ok {
@@ -201,7 +203,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 		r.Contract = contract
 		rt.Resources[name] = r
 	}
-	for _, name := range sortedKeys(c.Actions) {
+	for _, name := range slices.Sorted(maps.Keys(c.Actions)) {
 		ac := c.Actions[name]
 		a := newAction(name, *ac, rt.Resources[ac.Resource])
 		if rc := ac.Response; rc != nil {
@@ -355,7 +357,7 @@ func resolveLimits(l LimitsConfig) LimitsConfig {
 }
 
 // ActionNames returns the action names, sorted.
-func (rt *Runtime) ActionNames() []string { return sortedKeys(rt.Actions) }
+func (rt *Runtime) ActionNames() []string { return slices.Sorted(maps.Keys(rt.Actions)) }
 
 // ReviewFields are the fields a selection's manifest may show: the
 // configured allowlist, else the default fields.
@@ -398,7 +400,7 @@ func (r *Resource) DefaultFields() []string {
 		return append([]string(nil), r.Config.DefaultFields...)
 	}
 	var out []string
-	for _, n := range sortedKeys(r.Config.Fields) {
+	for _, n := range slices.Sorted(maps.Keys(r.Config.Fields)) {
 		if f := r.Config.Fields[n]; f != nil && !f.Sensitive {
 			out = append(out, n)
 		}

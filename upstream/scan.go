@@ -2,9 +2,10 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,7 +175,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		decision: map[string]bool{}, filterFields: map[string]bool{}, aliases: map[string]bool{},
 		enumDrift: map[string]bool{}, fieldDrift: map[string]bool{}, nullRest: map[string]any{}, nullLike: map[string]int{},
 	}
-	for _, name := range sortedKeys(spec.Filter) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Filter)) {
 		if asksNull(spec.Filter[name]) {
 			s.nullFilters = append(s.nullFilters, name)
 		} else {
@@ -431,11 +432,9 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 	return true
 }
 
-func (s *Scan) stopForContext(ctx context.Context, src *sourceScan) {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		s.setStatus(src, srcCutDeadline)
-		return
-	}
-	// Canceled: by a fatal error elsewhere, or by the caller going away.
+// stopForContext marks a source cut by the scan's context. A cancel reads
+// as the deadline: it comes from a fatal error elsewhere, which the answer
+// reports instead, or from a caller that went away and reads nothing.
+func (s *Scan) stopForContext(_ context.Context, src *sourceScan) {
 	s.setStatus(src, srcCutDeadline)
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"time"
 
@@ -154,7 +156,7 @@ func (s *Scan) State() ([]byte, error) {
 		}
 		return st.Groups[i].Key < st.Groups[j].Key
 	})
-	for _, k := range sortedKeys(s.violations) {
+	for _, k := range slices.Sorted(maps.Keys(s.violations)) {
 		v := s.violations[k]
 		st.Violations = append(st.Violations, savedViolation{Field: v.field, Rule: v.rule, Sample: v.sample, Count: v.count})
 	}

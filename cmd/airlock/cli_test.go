@@ -52,6 +52,8 @@ func TestExitCodes_WrongCommandLinesAreTwoFailuresOneDoneZero(t *testing.T) {
 		{[]string{"serve", "--demo", "--http", "8765"}, exitUsage, `--http "8765"`},
 		{[]string{"serve", "--demo", "--log-level", "loud"}, exitUsage, `--log-level "loud"`},
 		{[]string{"serve", "--demo", "--log-format", "xml"}, exitUsage, `--log-format "xml"`},
+		{[]string{"serve", "--demo", "--shutdown-grace", "soon"}, exitUsage, `--shutdown-grace "soon"`},
+		{[]string{"serve", "--demo", "--shutdown-grace", "-1s"}, exitUsage, `--shutdown-grace "-1s"`},
 		{[]string{"serve", "--config", missing}, exitFailure, "read config"},
 		{[]string{"serve", "--demo", "--http", "0.0.0.0:0"}, exitFailure, "set AIRLOCK_HTTP_TOKEN"},
 		{[]string{"check"}, exitUsage, "needs --config FILE"},

@@ -83,7 +83,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer closeStore(0, nil)
 	mcpSrv, err := tools.NewServer(deps)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/httpguard"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
@@ -67,6 +69,7 @@ Environment
   AIRLOCK_STORE          the store when --store is not given: a SQLite file or a postgres:// URL
   AIRLOCK_SECRET         (or AIRLOCK_SECRET_FILE) what cursor, elicitation and form keys derive from
   AIRLOCK_LEASE_TTL      how long a running operation's lease lasts without renewal (default 30s)
+  AIRLOCK_SHUTDOWN_GRACE how long a stopping serve waits for running operations (default 30s)
   AIRLOCK_HTTP_TOKEN     the bearer token of serve --http (off loopback, this or OAuth is required)
   AIRLOCK_OAUTH_ISSUER   (and _RESOURCE, _AUDIENCE, _REQUIRED_SCOPES, _JWKS_URL, _GROUPS_CLAIM, _SKEW)
                          serve --http as an OAuth resource server: see airlock serve --help
@@ -84,7 +87,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(stderr)
 	defer stop()
 	name, rest := args[0], args[1:]
 	if name == "help" && len(rest) > 0 {
@@ -121,6 +124,40 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return exitCode(err, name, stderr)
+}
+
+// signalContext is done at the first SIGINT or SIGTERM: a command stops
+// what it does and cleans up (serve waits for its running operations, for
+// --shutdown-grace at most). A second signal ends the process at once,
+// waiting for nothing: the leases of the operations still running expire,
+// and a restart or another process takes them over.
+func signalContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		cancel()
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "airlock: a second signal: exiting now, without waiting for running operations")
+			os.Exit(exitFailure)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		})
+	}
 }
 
 // exitCode prints what err says, unless it was printed already, and
@@ -176,6 +213,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once, `N`; past it, 503")
 	metricsAddr := fs.String("metrics", "", "with --http: serve Prometheus metrics at /metrics, and the probes, on `ADDR` (host:port; a host-less :port binds loopback)")
 	readOnly := fs.Bool("read-only", false, "offer no write tool (neither preview_selection nor commit_bulk_action)")
+	graceFlag := fs.String("shutdown-grace", os.Getenv(envShutdownGrace), "on SIGINT or SIGTERM, wait this `DURATION` for running operations before cancelling them; a second signal exits at once (default $"+envShutdownGrace+", else 30s)")
 	only := fs.String("tools", "", "offer only these tools, a comma-separated `LIST` of names")
 	exclude := fs.String("exclude-tools", "", "never offer these tools, a comma-separated `LIST` of names")
 	var logOpts logOptions
@@ -186,6 +224,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	if err := oauthOpts.check(*httpAddr != ""); err != nil {
+		return err
+	}
+	grace, err := shutdownGrace(*graceFlag)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -266,7 +308,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer closeStore(grace, stopBackground)
 	if *httpAddr != "" {
 		// Tasks live in the store, so that any replica answers for them.
 		deps.Tasks = tools.NewTasks(deps)
@@ -403,7 +445,7 @@ func bindAddr(addr string) (string, bool, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	return net.JoinHostPort(host, port), tools.IsLoopback(host), nil
+	return net.JoinHostPort(host, port), httpguard.IsLoopback(host), nil
 }
 
 // dashedToolFlags names the tool options as the command line spells them.

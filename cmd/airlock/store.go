@@ -29,7 +29,13 @@ const (
 	// envLeaseTTL is how long a running operation's lease lasts without
 	// renewal (a Go duration, default 30s).
 	envLeaseTTL = "AIRLOCK_LEASE_TTL"
+	// envShutdownGrace is the default of serve --shutdown-grace.
+	envShutdownGrace = "AIRLOCK_SHUTDOWN_GRACE"
 )
+
+// defaultShutdownGrace is how long a stopping server waits for its running
+// operations before it cancels them.
+const defaultShutdownGrace = 30 * time.Second
 
 // isPostgres reports a PostgreSQL URL.
 func isPostgres(spec string) bool {
@@ -156,7 +162,16 @@ func useStore(ctx, background context.Context, deps *tools.Deps, st selection.St
 // attachStore opens the store, wires it into the tools and keeps taking
 // over the operations whose lease expired (their process stopped): any
 // number of servers may share one store.
-func attachStore(ctx, background context.Context, deps *tools.Deps, spec string, logger *slog.Logger) (func(), error) {
+//
+// The function it returns closes the store: it stops taking operations
+// over, gives those running in background the grace period to finish, then
+// calls cancelRuns (background's cancel) and waits for them to stop. A
+// cancelled run leaves each target it did not finish pending (not sent) or
+// unknown (sent, its answer not observed) and records no end: once its
+// lease expires, another process, or this one restarted, takes the
+// operation over, re-reads the unknown targets and sends the pending ones.
+// With cancelRuns nil it waits however long they take.
+func attachStore(ctx, background context.Context, deps *tools.Deps, spec string, logger *slog.Logger) (func(grace time.Duration, cancelRuns func()), error) {
 	st, err := openStore(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -172,10 +187,52 @@ func attachStore(ctx, background context.Context, deps *tools.Deps, spec string,
 		deps.Engine.Watch(watch, 0)
 	}()
 	logger.Info("store", "store", storeName(st), "lease_ttl", deps.Engine.LeaseTTL.String())
-	return func() {
+	return func(grace time.Duration, cancelRuns func()) {
 		stopWatch()
 		<-watching
+		if cancelRuns != nil {
+			drain(deps.Engine, grace, cancelRuns, logger)
+		}
 		deps.Engine.Wait()
 		st.Close()
 	}, nil
+}
+
+// drain waits for the operations running in this process to finish, for
+// the grace period at most, then cancels them.
+func drain(e *selection.Engine, grace time.Duration, cancelRuns func(), logger *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		e.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	default:
+	}
+	logger.Info("stopping: waiting for the running operations to finish", "grace", grace.String())
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	logger.Warn("stopping: operations still running after the grace period are cancelled; a takeover finishes them once their leases expire",
+		"grace", grace.String())
+	cancelRuns()
+	<-done
+}
+
+// shutdownGrace reads --shutdown-grace (or its environment default).
+func shutdownGrace(v string) (time.Duration, error) {
+	if v == "" {
+		return defaultShutdownGrace, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, usagef("--shutdown-grace %q: want a duration such as 30s", v)
+	}
+	return d, nil
 }

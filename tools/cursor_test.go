@@ -1,0 +1,78 @@
+package tools
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/selection"
+)
+
+// goldenSecret is the AIRLOCK_SECRET of the golden tokens below, which an
+// airlock before the signing package issued: during a rolling deploy a
+// cursor or an approval request issued by one version is answered by the
+// other.
+var goldenSecret = []byte("airlock golden secret, never used in production")
+
+const (
+	goldenCursor = "eyJrIjoiZjZhY2JhOGEiLCJzIjoic2VsXzAwMDEiLCJvIjo1MCwiYSI6InNhXzAwMDQyIiwiZiI6IjAxMjM0NTY3ODlhYmNkZWYwMTIzNDU2NyIsInIiOjN9.bhBC8fGTtdBBM9hBO5F3UQ"
+	goldenState  = "eyJzIjoic2VsXzAwMDEiLCJkIjoic2hhMjU2OmFhIiwiYSI6InNoYTI1NjpiYiIsIm4iOiI1ZjBjOGM5ZS04ZDFlLTRiN2EtOWE1NS0wYTdmMWYxZDJlM2MiLCJlIjoxODkzNDU2MDAwLCJwIjoiYWxpY2UifQ.y917bP8xmiGFnTdciOOm8Y1Jy9osK4sTBQepqgK3p9o"
+)
+
+// metaOnly is a store that holds only meta values (the signing keys and
+// the used nonces).
+type metaOnly struct {
+	selection.Store
+	meta map[string][]byte
+}
+
+func (m *metaOnly) SetMetaIfAbsent(_ context.Context, k string, v []byte) ([]byte, error) {
+	if old, ok := m.meta[k]; ok {
+		return old, nil
+	}
+	m.meta[k] = v
+	return v, nil
+}
+
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// TestTokensIssuedByAnEarlierVersion_StillOpen: with the same secret, a
+// cursor and an approval request's state issued before the signing
+// package existed open as they did, and the same payloads are signed into
+// the same bytes.
+func TestTokensIssuedByAnEarlierVersion_StillOpen(t *testing.T) {
+	ctx := context.Background()
+	d := &Deps{Secret: goldenSecret, Store: &metaOnly{meta: map[string][]byte{}}, Clock: fixedClock(time.Unix(1893455000, 0))}
+
+	key, err := d.key(ctx, "cursor_key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursors := cursorKeyFrom(key)
+	want := cursorPayload{Key: "f6acba8a", Scan: "sel_0001", Offset: 50, After: "sa_00042", Fingerprint: "0123456789abcdef01234567", Rev: 3}
+	if got, st := cursors.decode(goldenCursor); st != cursorOK || got != want {
+		t.Errorf("golden cursor decoded as %+v (state %d)", got, st)
+	}
+	if got := cursors.encode(want); got != goldenCursor {
+		t.Errorf("cursor encoded as %s, want %s", got, goldenCursor)
+	}
+	if _, st := NewCursorKey().decode(goldenCursor); st != cursorOtherKey {
+		t.Errorf("another key reads the golden cursor as state %d, want cursorOtherKey", st)
+	}
+
+	sel := &selection.Selection{ID: "sel_0001", Digest: "sha256:aa", ActionDigest: "sha256:bb"}
+	state := elicitState{Selection: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest, Nonce: "5f0c8c9e-8d1e-4b7a-9a55-0a7f1f1d2e3c", Expires: 1893456000, Subject: "alice"}
+	if got, err := d.signState(ctx, state); err != nil || got != goldenState {
+		t.Errorf("state signed as %s (%v), want %s", got, err, goldenState)
+	}
+	st, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-1")
+	if p != nil || st == nil || *st != state {
+		t.Fatalf("golden state opened as %+v, problem %+v", st, p)
+	}
+	if _, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-2"); p == nil || p.Code != envelope.ProblemElicitationReplayed {
+		t.Errorf("the golden state answered twice: problem %+v", p)
+	}
+}
