@@ -33,8 +33,10 @@ type journal struct {
 
 	mu sync.Mutex
 	// sending is, by target, the intent call whose write is being sent:
-	// its intent is durable and its outcome not queued yet.
+	// its intent is durable and its outcome not queued yet; calls is the
+	// set of those calls.
 	sending map[string]*sent
+	calls   map[*sent]bool
 	// callers is how many callers were seen waiting for an intent or
 	// sending its write at once, lately.
 	callers int
@@ -60,7 +62,7 @@ type jreq struct {
 // newJournal starts the journal of the operation the fence holds; every
 // write carries its lease. audit writes the queued audit events.
 func newJournal(store Store, f *fence, audit func([]AuditEvent)) *journal {
-	j := &journal{store: store, fence: f, audit: audit, sending: map[string]*sent{}, maxWait: maxGather}
+	j := &journal{store: store, fence: f, audit: audit, sending: map[string]*sent{}, calls: map[*sent]bool{}, maxWait: maxGather}
 	j.q = batch.NewGathering(batch.Options{Depth: 1024, Merge: 512}, j.gather, j.write)
 	return j
 }
@@ -82,17 +84,16 @@ func (j *journal) gather(reqs []jreq) time.Duration {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	calls := j.sendingCallsLocked()
-	j.callers = max(j.callers, waiting+len(calls))
+	j.callers = max(j.callers, waiting+len(j.calls))
 	wait := min(j.took, j.maxWait)
 	if waiting >= j.callers || wait <= 0 {
 		return 0
 	}
-	if waiting+len(calls) < j.callers {
+	if waiting+len(j.calls) < j.callers {
 		return wait // a caller is between two targets
 	}
 	soon := time.Now().Add(wait - j.send)
-	for c := range calls {
+	for c := range j.calls {
 		if c.at.Before(soon) {
 			return wait
 		}
@@ -103,15 +104,6 @@ func (j *journal) gather(reqs []jreq) time.Duration {
 // maxGather bounds gather's wait, so that a store that stalled once does
 // not hold the next intents as long.
 const maxGather = 50 * time.Millisecond
-
-// sendingCallsLocked is the intent calls whose writes are being sent.
-func (j *journal) sendingCallsLocked() map[*sent]bool {
-	out := map[*sent]bool{}
-	for _, c := range j.sending {
-		out[c] = true
-	}
-	return out
-}
 
 // write writes one batch of requests: the audit events first (before the
 // outcomes they led to; an audit failure is logged by audit and does not
@@ -133,7 +125,7 @@ func (j *journal) write(reqs []jreq) error {
 		// Callers that did not come within the wait are not waited for
 		// next time, until they are seen again.
 		j.mu.Lock()
-		j.callers = waiting + len(j.sendingCallsLocked())
+		j.callers = waiting + len(j.calls)
 		j.mu.Unlock()
 	}
 	if len(events) > 0 {
@@ -202,27 +194,37 @@ func (j *journal) sendingStarts(intents []Target) {
 	defer j.mu.Unlock()
 	for _, t := range intents {
 		if t.Outcome == TargetInFlight {
+			j.endLocked(t.ID)
 			j.sending[t.ID] = c
 			c.left++
 		}
 	}
+	if c.left > 0 {
+		j.calls[c] = true
+	}
 }
 
-// sendingEnds notes the outcomes of writes being sent, and how long the
-// last write took to send.
+// sendingEnds notes the outcomes of writes being sent.
 func (j *journal) sendingEnds(outcomes []Target) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, t := range outcomes {
-		c, ok := j.sending[t.ID]
-		if !ok {
-			continue
-		}
-		delete(j.sending, t.ID)
-		if c.left--; c.left == 0 {
-			// A moving average over about eight writes.
-			j.send += (time.Since(c.at) - j.send) / 8
-		}
+		j.endLocked(t.ID)
+	}
+}
+
+// endLocked notes that the write to id is no longer being sent, and, when
+// it was its call's last, how long the call took to send.
+func (j *journal) endLocked(id string) {
+	c, ok := j.sending[id]
+	if !ok {
+		return
+	}
+	delete(j.sending, id)
+	if c.left--; c.left == 0 {
+		delete(j.calls, c)
+		// A moving average over about eight calls.
+		j.send += (time.Since(c.at) - j.send) / 8
 	}
 }
 
