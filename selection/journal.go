@@ -17,9 +17,9 @@ import (
 // never waits for the audit trail between two targets.
 //
 // A store write that holds intents waits, at most as long as the last one
-// took, for the intents of the callers expected soon (see gather): with
-// writes faster than a commit, the callers would otherwise split into two
-// groups whose intents take turns, each waiting for the other's commit.
+// took, for the intents of the other callers (see gather): with writes
+// faster than a commit, the callers would otherwise split into groups whose
+// intents take turns, each waiting for the others' commits.
 type journal struct {
 	store Store
 	fence *fence
@@ -68,10 +68,12 @@ func newJournal(store Store, f *fence, audit func([]AuditEvent)) *journal {
 }
 
 // gather says how long a batch may wait for more intents: while fewer
-// callers wait in it than were seen lately, and one of the others is
-// between two targets or sending a write expected back within a commit's
-// time, at most as long as the last commit with intents took. Waiting
-// longer than a commit would cost a caller more than the next commit does.
+// callers wait in it than were seen lately, and only when writes take less
+// time to send than a commit takes (then the callers sending come back
+// within the wait), at most as long as the last commit with intents took.
+// Waiting longer than a commit would cost a caller more than the next
+// commit does; with writes slower than a commit, the commits are not what
+// the callers wait for.
 func (j *journal) gather(reqs []jreq) time.Duration {
 	waiting := 0
 	for _, r := range reqs {
@@ -86,19 +88,10 @@ func (j *journal) gather(reqs []jreq) time.Duration {
 	defer j.mu.Unlock()
 	j.callers = max(j.callers, waiting+len(j.calls))
 	wait := min(j.took, j.maxWait)
-	if waiting >= j.callers || wait <= 0 {
+	if waiting >= j.callers || wait <= 0 || j.send >= wait {
 		return 0
 	}
-	if waiting+len(j.calls) < j.callers {
-		return wait // a caller is between two targets
-	}
-	soon := time.Now().Add(wait - j.send)
-	for c := range j.calls {
-		if c.at.Before(soon) {
-			return wait
-		}
-	}
-	return 0
+	return wait
 }
 
 // maxGather bounds gather's wait, so that a store that stalled once does
