@@ -544,14 +544,14 @@ func (m *memJournal) CountTargets(_ context.Context, operationID string) (map[se
 // the commit of pause_collection to every member through an engine whose
 // store is engineStore (store itself, or a wrapper of it). The benchmark
 // timer runs during the commit only.
-func (x *benchAPI) commitOnce(b *testing.B, store, engineStore selection.Store) (wall, cpu time.Duration) {
+func (x *benchAPI) commitOnce(b *testing.B, store, engineStore selection.Store, obs selection.Observer) (wall, cpu time.Duration) {
 	b.Helper()
 	b.StopTimer()
 	x.api.SetCollection(fixtures.DatasetSubscriptions, fixtures.SyntheticSubscriptions(benchTargets, benchMostlyPastDue))
 	x.api.ResetLog()
 	sel := x.preview(b, store, benchTargets)
 	ctx := b.Context()
-	e := &selection.Engine{Store: engineStore, Runtime: x.rt, Clock: upstream.WallClock, Background: ctx}
+	e := &selection.Engine{Store: engineStore, Runtime: x.rt, Clock: upstream.WallClock, Background: ctx, Observer: obs}
 	runtime.GC()
 	b.StartTimer()
 	start, cpu0 := time.Now(), cpuTime(b)
@@ -579,7 +579,11 @@ func (x *benchAPI) commitOnce(b *testing.B, store, engineStore selection.Store) 
 // journaled commit's throughput; journal-overhead is its time over the same
 // commit with the journal kept in memory (memJournal), measured in the same
 // iteration, alternating which goes first; journal-cpu-overhead is the same
-// ratio in CPU time (the fixture server's included).
+// ratio in CPU time (the fixture server's included). intents/write is how
+// many intents the journal's writes that hold any hold on average, and
+// intent-write-ms how long the store takes for one of them: every write
+// waits for one such store write, so the journal's cost is about
+// intent-write-ms for every intents/write targets a worker sends.
 func BenchmarkCommit10k(b *testing.B) {
 	x := newBenchAPI(b, benchTargets)
 	benchEngines(b, x.commit10k)
@@ -588,16 +592,17 @@ func BenchmarkCommit10k(b *testing.B) {
 func (x *benchAPI) commit10k(b *testing.B, store selection.Store) {
 	var journaled, inMemory, journaledCPU, inMemoryCPU time.Duration
 	memCommit := func() {
-		wall, cpu := x.commitOnce(b, store, newMemJournal(store))
+		wall, cpu := x.commitOnce(b, store, newMemJournal(store), nil)
 		inMemory, inMemoryCPU = inMemory+wall, inMemoryCPU+cpu
 	}
+	obs := &intentObserver{}
 	iters := 0
 	for b.Loop() {
 		// ns/op counts both commits; the metrics separate them.
 		if iters%2 == 1 {
 			memCommit()
 		}
-		wall, cpu := x.commitOnce(b, store, store)
+		wall, cpu := x.commitOnce(b, store, store, obs)
 		journaled, journaledCPU = journaled+wall, journaledCPU+cpu
 		if iters%2 == 0 {
 			memCommit()
@@ -607,7 +612,38 @@ func (x *benchAPI) commit10k(b *testing.B, store selection.Store) {
 	b.ReportMetric(float64(iters*benchMembers(benchTargets))/journaled.Seconds(), "targets/s")
 	b.ReportMetric(journaled.Seconds()/inMemory.Seconds(), "journal-overhead")
 	b.ReportMetric(journaledCPU.Seconds()/inMemoryCPU.Seconds(), "journal-cpu-overhead")
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.writes > 0 {
+		b.ReportMetric(float64(obs.intents)/float64(obs.writes), "intents/write")
+		b.ReportMetric(obs.took.Seconds()*1000/float64(obs.writes), "intent-write-ms")
+	}
 }
+
+// intentObserver counts the journal's writes that hold intents.
+type intentObserver struct {
+	mu              sync.Mutex
+	writes, intents int
+	took            time.Duration
+}
+
+func (o *intentObserver) Journaled(entries []selection.Target, took time.Duration, err error) {
+	n := 0
+	for _, e := range entries {
+		if e.Outcome == selection.TargetInFlight {
+			n++
+		}
+	}
+	if n == 0 || err != nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.writes, o.intents, o.took = o.writes+1, o.intents+n, o.took+took
+}
+
+func (o *intentObserver) TookOver()                             {}
+func (o *intentObserver) Decided(string, string, time.Duration) {}
 
 // TestSyntheticSubscriptions_ServedLikeStoredRecords guards the benchmarks'
 // fixture: a synthetic collection pages, reads and writes exactly like an

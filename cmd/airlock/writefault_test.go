@@ -25,7 +25,8 @@ import (
 // after it restarted. Once every held write has landed, the journal agrees
 // with the upstream's own log of applied writes, target by target: 0
 // contradictions, 0 double applies. 20 trials per fault with
-// AIRLOCK_TEST_HEAVY=1 (2 otherwise).
+// AIRLOCK_TEST_HEAVY=1 (2 otherwise), on SQLite and on PostgreSQL (when
+// AIRLOCK_TEST_POSTGRES names a server).
 func TestWriteFaults_KilledMidCommit(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -38,6 +39,10 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 	faults := []string{fixtures.LabLostAnswer, fixtures.LabSlow, fixtures.LabInFlight409, fixtures.LabStale,
 		fixtures.LabRedirect, fixtures.LabServerError, fixtures.LabAccepted, fixtures.LabIgnored, fixtures.LabAcceptedThen429, "escaping"}
 	actions := []string{"archive_keyed", "archive_if_match", "archive_version", "archive_reread", "delete_if_match"}
+	eachStore(t, func(t *testing.T, kind storeKind) { writeFaultsKilledMidCommit(t, kind, faults, actions, trials) })
+}
+
+func writeFaultsKilledMidCommit(t *testing.T, kind storeKind, faults, actions []string, trials int) {
 	var mu sync.Mutex
 	total, contradictions, doubles := 0, 0, 0
 	runner := newTrials(t)
@@ -68,7 +73,7 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 				if err := os.WriteFile(config, fixtures.WriteLabConfig(srv.URL, 150*time.Millisecond), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				store := filepath.Join(dir, "airlock.db")
+				store := kind.fresh(t, dir)
 
 				// A short lease: the restarted process takes the killed
 				// one's operation over a second after its last renewal.
@@ -150,7 +155,7 @@ func TestWriteFaults_KilledMidCommit(t *testing.T) {
 		}
 	}
 	runner.wait()
-	t.Logf("%d killed trials, %d contradictions, %d double applies", total, contradictions, doubles)
+	t.Logf("%s: %d killed trials, %d contradictions, %d double applies", kind.name, total, contradictions, doubles)
 }
 
 // awaitOperation polls get_operation until the operation is no longer

@@ -4,37 +4,18 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/airlock-mcp/airlock/selection"
-	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
-// Audit appends events in one transaction, committed asynchronously (see
-// asyncCommit: the next intent or operation update flushes them); the
-// trail is append-only (triggers refuse any update, delete or truncate).
+// Audit appends events in the next group transaction (see group.go),
+// committed asynchronously unless the group holds an intent (the next
+// intent or operation update flushes them); the trail is append-only
+// (triggers refuse any update, delete or truncate).
 func (s *Postgres) Audit(ctx context.Context, events []selection.AuditEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	b := &pgx.Batch{}
-	b.Queue(asyncCommit)
-	for _, e := range events {
-		subject, clientID := stored.PrincipalColumns(e.Principal)
-		b.Queue(`INSERT INTO audit (at, operation_id, selection_id, doc, subject, client_id) VALUES ($1, $2, $3, $4, $5, $6)`,
-			e.At.UnixNano(), e.OperationID, e.SelectionID, stored.Encode(e), subject, clientID)
-	}
-	ctx = context.WithoutCancel(ctx)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	return nil
+	return s.write(ctx, groupCall{what: "audit", events: events})
 }
 
 func (s *Postgres) AuditTrail(ctx context.Context, operationID string) ([]selection.AuditEvent, error) {

@@ -60,5 +60,5 @@ func openExisting(ctx context.Context, dbURL string, readOnly bool) (*Postgres, 
 		pool.Close()
 		return nil, err
 	}
-	return &Postgres{pool: pool, name: name}, nil
+	return newStore(pool, name), nil
 }

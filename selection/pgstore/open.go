@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/internal/batch"
 	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
@@ -29,8 +30,9 @@ var _ selection.Store = (*Postgres)(nil)
 
 // Postgres is a Store in a PostgreSQL database.
 type Postgres struct {
-	pool *pgxpool.Pool
-	name string // the URL without its password
+	pool  *pgxpool.Pool
+	name  string // the URL without its password
+	group *batch.Queue[groupCall]
 }
 
 //go:embed migrations/*.sql
@@ -62,9 +64,9 @@ func Open(ctx context.Context, dbURL string) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", name, redactErr(err, dbURL))
 	}
-	s := &Postgres{pool: pool, name: name}
+	s := newStore(pool, name)
 	if err := s.migrate(ctx); err != nil {
-		pool.Close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -94,8 +96,10 @@ func redactErr(err error, dbURL string) error {
 // String names the store for messages: its URL without the password.
 func (s *Postgres) String() string { return s.name }
 
-// Close closes the pool.
+// Close commits the writes already queued, then closes the pool. Later
+// writes fail.
 func (s *Postgres) Close() error {
+	_ = s.group.Close()
 	s.pool.Close()
 	return nil
 }

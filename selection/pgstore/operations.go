@@ -132,11 +132,11 @@ func (s *Postgres) InitTargets(ctx context.Context, operationID, selectionID str
 }
 
 // asyncCommit makes a transaction's commit return before its WAL is
-// flushed. Journal writes without an intent and audit lines use it: an
-// intent must be durable before its write is sent, but an outcome need
-// not (lost in a crash of the database, it leaves its target in flight, to
-// be re-read, never re-sent blindly), and every synchronous commit after
-// it (the next intent, the operation's end) flushes it too.
+// flushed. Groups without an intent use it: an intent must be durable
+// before its write is sent, but an outcome need not (lost in a crash of
+// the database, it leaves its target in flight, to be re-read, never
+// re-sent blindly), and every synchronous commit after it (the next
+// intent, the operation's end) flushes it too.
 const asyncCommit = `SET LOCAL synchronous_commit = off`
 
 // hasIntent reports an entry that announces a write.
@@ -149,63 +149,20 @@ func hasIntent(entries []selection.Target) bool {
 	return false
 }
 
-// Journal applies the entries in one transaction, one round trip for all
-// of them, after checking the lease's epoch under a share lock on the
-// operation: a takeover (which updates that row) waits for the journal
-// write to commit, and the journal write of a holder whose lease was
-// taken finds the new epoch. A call with an intent commits synchronously.
+// Journal applies the entries in the next group transaction (see
+// group.go), after checking the lease's epoch under a share lock on the
+// operation: a takeover (which updates that row) waits for the group to
+// commit, and the journal write of a holder whose lease was taken finds
+// the new epoch. A group with an intent commits synchronously.
 func (s *Postgres) Journal(ctx context.Context, l selection.Lease, entries []selection.Target) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	b := &pgx.Batch{}
-	if !hasIntent(entries) {
-		b.Queue(asyncCommit)
-	}
-	b.Queue(`SELECT lease_epoch FROM operations WHERE id = $1 FOR SHARE`, l.OperationID)
+	docs := make([]string, len(entries))
 	for i := range entries {
-		t := &entries[i]
-		b.Queue(`UPDATE targets SET outcome = $1, version = $2, doc = $3 WHERE operation_id = $4 AND id = $5`,
-			t.Outcome, t.Version, stored.TargetDoc(t), l.OperationID, t.ID)
+		docs[i] = stored.TargetDoc(&entries[i])
 	}
-	// The journal outlives the caller's context: once started, it
-	// completes, so that the answer is what happened.
-	ctx = context.WithoutCancel(ctx)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		if !hasIntent(entries) {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		var epoch int64
-		if err := br.QueryRow().Scan(&epoch); errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("operation %q: %w", l.OperationID, selection.ErrNotFound)
-		} else if err != nil {
-			return err
-		}
-		if epoch != l.Epoch {
-			return selection.ErrLeaseLost
-		}
-		for _, t := range entries {
-			ct, err := br.Exec()
-			if err != nil {
-				return fmt.Errorf("%q: %w", t.ID, err)
-			}
-			if ct.RowsAffected() == 0 {
-				return fmt.Errorf("%q: %w", t.ID, selection.ErrNotFound)
-			}
-		}
-		return br.Close()
-	})
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	return nil
+	return s.write(ctx, groupCall{what: "journal", lease: l, entries: entries, docs: docs})
 }
 
 func (s *Postgres) Targets(ctx context.Context, operationID string, q selection.TargetQuery) ([]selection.Target, error) {

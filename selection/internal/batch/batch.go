@@ -11,6 +11,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is returned by a handover after Close or Abort.
@@ -43,6 +44,7 @@ type handover[T any] struct {
 type Queue[T any] struct {
 	opts    Options
 	consume func([]T) error
+	gather  func([]T) time.Duration
 	ch      chan handover[T]
 	done    chan struct{}
 	aborted atomic.Bool
@@ -59,7 +61,17 @@ type Queue[T any] struct {
 
 // New starts a queue whose consumer is consume.
 func New[T any](opts Options, consume func([]T) error) *Queue[T] {
-	q := &Queue[T]{opts: opts, consume: consume, ch: make(chan handover[T], max(opts.Depth, 0)), done: make(chan struct{})}
+	return NewGathering(opts, nil, consume)
+}
+
+// NewGathering starts a queue that, with opts.Merge, asks gather before it
+// consumes a merged batch how long at most to wait for more handovers to
+// merge into it (0: none). It asks again after each handover that arrives
+// meanwhile; the wait ends at its first zero, at the first answer's
+// deadline, or when the batch holds Merge values. A nil gather never
+// waits.
+func NewGathering[T any](opts Options, gather func(batch []T) time.Duration, consume func([]T) error) *Queue[T] {
+	q := &Queue[T]{opts: opts, consume: consume, gather: gather, ch: make(chan handover[T], max(opts.Depth, 0)), done: make(chan struct{})}
 	go q.loop()
 	return q
 }
@@ -90,6 +102,7 @@ func (q *Queue[T]) loop() {
 					break drain
 				}
 			}
+			batch, last, acks = q.gatherMore(batch, last, acks)
 		}
 		var err error
 		switch {
@@ -110,6 +123,38 @@ func (q *Queue[T]) loop() {
 			a <- err
 		}
 	}
+}
+
+// gatherMore waits for more handovers as long as q.gather says, merging
+// them into batch.
+func (q *Queue[T]) gatherMore(batch []T, last int, acks []chan error) ([]T, int, []chan error) {
+	if q.gather == nil {
+		return batch, last, acks
+	}
+	d := q.gather(batch)
+	if d <= 0 {
+		return batch, last, acks
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for len(batch) < q.opts.Merge {
+		select {
+		case h, ok := <-q.ch:
+			if !ok {
+				return batch, last, acks
+			}
+			batch, last = append(batch, h.vals...), h.seq
+			if h.ack != nil {
+				acks = append(acks, h.ack)
+			}
+			if q.gather(batch) <= 0 {
+				return batch, last, acks
+			}
+		case <-timer.C:
+			return batch, last, acks
+		}
+	}
+	return batch, last, acks
 }
 
 // Err is the consumer's first error so far.

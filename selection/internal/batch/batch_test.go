@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestQueue_ConsumesEveryValueInOrder(t *testing.T) {
@@ -122,5 +123,75 @@ func TestQueue_AbortDropsTheRestAndConcurrentProducersAreSafe(t *testing.T) {
 	}
 	if err := q.Send(1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Send after Abort: %v", err)
+	}
+}
+
+// TestQueue_GatherWaitsForHandoversUntilItSaysEnough: a merged batch waits
+// for the handovers its gather asks for, and a waiting producer's answer is
+// that batch's.
+func TestQueue_GatherWaitsForHandoversUntilItSaysEnough(t *testing.T) {
+	asked := make(chan struct{}, 16)
+	var consumed [][]int
+	q := NewGathering(Options{Depth: 8, Merge: 8}, func(vs []int) time.Duration {
+		asked <- struct{}{}
+		if len(vs) < 3 {
+			return time.Hour
+		}
+		return 0
+	}, func(vs []int) error {
+		consumed = append(consumed, slices.Clone(vs))
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- q.SendWait(1) }()
+	<-asked // 1 is waiting alone
+	if err := q.Send(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Send(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(consumed) != 1 || !slices.Equal(consumed[0], []int{1, 2, 3}) {
+		t.Fatalf("consumed %v, want one batch of 1, 2, 3", consumed)
+	}
+}
+
+// TestQueue_CloseEndsAGatherWait: Close does not wait for a gather's
+// deadline: the batch waiting is consumed at once.
+func TestQueue_CloseEndsAGatherWait(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	var consumed []int
+	q := NewGathering(Options{Depth: 8, Merge: 8}, func(vs []int) time.Duration {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		return time.Hour
+	}, func(vs []int) error {
+		consumed = append(consumed, vs...)
+		return nil
+	})
+	if err := q.Send(1); err != nil {
+		t.Fatal(err)
+	}
+	<-asked
+	closed := make(chan error, 1)
+	go func() { closed <- q.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the gather's deadline")
+	}
+	if !slices.Equal(consumed, []int{1}) {
+		t.Fatalf("consumed %v", consumed)
 	}
 }
