@@ -260,7 +260,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	progress, stopProgress := d.startProgress(ctx, call)
 	defer stopProgress()
 	if fs == nil {
-		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}}
+		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}, items: itemArena{red: d.Redactor}}
 		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID, Progress: progress}
 		if b.maxItems > 0 {
 			spec.Sink = sink
@@ -271,6 +271,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	out := fs.scan.Outcome()
 	if offset == 0 || out.Resumable {
+		d.Scans.ran(fs)
 		err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
 		stopProgress()
 		if err != nil {
