@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -98,6 +100,13 @@ var searchTextDefaults = []envelope.TextDefault{
 	envelope.Same("data.total_matched", "coverage.total_matched"),
 	envelope.Same("data.total_relation", "coverage.total_relation"),
 	envelope.Const("data.groups", `{}`),
+	// Nothing matched: there is no item to deliver.
+	{Path: "data.items", Default: func(root, _ map[string]any) (any, bool) {
+		if n, ok := jsonvalue.Get(root, "coverage.total_matched"); ok && fmt.Sprint(n) == "0" {
+			return []any{}, true
+		}
+		return nil, false
+	}},
 	{Path: "data.delivered", Default: func(_, data map[string]any) (any, bool) {
 		items, _ := data["items"].([]any)
 		return map[string]any{"offset": 0, "count": len(items), "remaining": 0}, true
