@@ -36,6 +36,8 @@ type frozenScan struct {
 	rev         int
 	changed     bool
 	savedAt     time.Time
+	// size is its footprint when last kept.
+	size int
 }
 
 // frozenSink keeps projected items up to a cap; past the cap it only counts.
@@ -132,23 +134,57 @@ type ScanCache struct {
 	store   selection.ScanStore
 	runtime *upstream.Runtime
 	logger  *slog.Logger
+	// memory bounds what this process holds once the store keeps the
+	// scans too (0: maxByte alone).
+	memory int
 }
 
+// DefaultScanMemory is what a process holds of the frozen scans it shares
+// with a store: the most recently used, up to 16 MiB (about three listings
+// of 100,000 items); the others are read back from the store when their
+// cursor comes.
+const DefaultScanMemory = 16 << 20
+
 // NewScanCache returns a cache of up to max scans kept for ttl, holding at
-// most maxBytes of items in all.
+// most maxBytes in all. Once shared with a store, the store keeps as many
+// and this process holds at most DefaultScanMemory of them (see
+// SetMemory).
 func NewScanCache(ttl time.Duration, max, maxBytes int, clock upstream.Clock) *ScanCache {
 	if clock == nil {
 		clock = upstream.WallClock
 	}
-	return &ScanCache{scans: map[string]*frozenScan{}, ttl: ttl, max: max, maxByte: maxBytes, clock: clock}
+	return &ScanCache{scans: map[string]*frozenScan{}, ttl: ttl, max: max, maxByte: maxBytes, clock: clock, memory: DefaultScanMemory}
 }
 
-func (c *ScanCache) put(s *frozenScan) {
+// SetMemory bounds what this process holds of the scans it shares with a
+// store, in bytes (at least one scan is held: the one in use).
+func (c *ScanCache) SetMemory(bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.lastUsed = c.clock.Now()
+	c.memory = bytes
+	c.evictLocked()
+}
+
+// put keeps s (again), with what it now holds.
+func (c *ScanCache) put(s *frozenScan) {
+	size := s.footprint()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.lastUsed, s.size = c.clock.Now(), size
 	c.scans[s.id] = s
 	c.evictLocked()
+}
+
+// seenBytes is about what the scan's duplicate check holds per item read.
+const seenBytes = 24
+
+// footprint is about what s holds in memory: its items and its scan's
+// duplicate check.
+func (s *frozenScan) footprint() int {
+	s.sink.mu.Lock()
+	n := s.sink.items.size()
+	s.sink.mu.Unlock()
+	return n + seenBytes*s.scan.Outcome().ItemsScanned
 }
 
 // get returns the frozen scan id at revision rev or later: this process's
@@ -173,9 +209,10 @@ func (c *ScanCache) get(ctx context.Context, id string, rev int) (*frozenScan, b
 		}
 		return nil, false
 	}
+	size := s.footprint()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.lastUsed = c.clock.Now()
+	s.lastUsed, s.size = c.clock.Now(), size
 	c.scans[id] = s
 	c.evictLocked()
 	return s, true
@@ -402,6 +439,9 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 // behind (see save); when that fails the cursor still continues on this
 // process (elsewhere it reads as expired, and the caller restarts).
 func (d *Deps) scanCursor(fs *frozenScan, off int) string {
+	// Only a scan a cursor names is kept: an answer without one is all
+	// there is to it.
+	d.Scans.put(fs)
 	p := cursorPayload{Scan: fs.id, Offset: off, Fingerprint: fs.fingerprint}
 	if d.Scans.store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -423,20 +463,20 @@ func (c *ScanCache) evictLocked() {
 			delete(c.scans, id)
 			continue
 		}
-		s.sink.mu.Lock()
-		total += s.sink.items.size()
-		s.sink.mu.Unlock()
+		total += s.size
 	}
-	for len(c.scans) > c.max || (total > c.maxByte && len(c.scans) > 1) {
+	limit := c.maxByte
+	if c.store != nil && c.memory > 0 {
+		limit = min(limit, c.memory)
+	}
+	for len(c.scans) > c.max || (total > limit && len(c.scans) > 1) {
 		var oldest *frozenScan
 		for _, s := range c.scans {
 			if oldest == nil || s.lastUsed.Before(oldest.lastUsed) {
 				oldest = s
 			}
 		}
-		oldest.sink.mu.Lock()
-		total -= oldest.sink.items.size()
-		oldest.sink.mu.Unlock()
+		total -= oldest.size
 		delete(c.scans, oldest.id)
 	}
 }

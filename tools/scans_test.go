@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 )
@@ -212,4 +213,34 @@ func TestItemArena_KeepsItemsInOrderAcrossSealedChunksAndTheStore(t *testing.T) 
 		t.Fatalf("decode: %v %+v", err, doc)
 	}
 	check("the stored document", back)
+}
+
+// TestScanMemory_AScanLetGoContinuesFromTheStore: a process bound to hold
+// one scan at a time lets the older listing go when a newer one comes,
+// and the older one's cursor still continues, item for item, from the
+// store.
+func TestScanMemory_AScanLetGoContinuesFromTheStore(t *testing.T) {
+	h := largeListing(t, 600, nil)
+	h.deps.Scans.SetMemory(1)
+	a := map[string]any{"resource": "subs", "max_items": 100}
+	firstA := h.call("search_all", a)
+	b := map[string]any{"resource": "subs", "max_items": 50, "filter": map[string]any{"region": "eu"}}
+	firstB := h.call("search_all", b)
+	if firstA.env.Continuation.Cursor == "" || firstB.env.Continuation.Cursor == "" {
+		t.Fatal("want two listings with cursors")
+	}
+	h.deps.Scans.mu.Lock()
+	held := len(h.deps.Scans.scans)
+	h.deps.Scans.mu.Unlock()
+	if held != 1 {
+		t.Fatalf("the process holds %d scans, want 1", held)
+	}
+	a["cursor"] = firstA.env.Continuation.Cursor
+	next := h.call("search_all", a)
+	if next.env.HasReason(envelope.CursorExpired) || len(next.ids()) == 0 {
+		t.Fatalf("the let-go listing did not continue: %v", next.reasonCodes())
+	}
+	if got, want := next.ids()[0], fixtures.SubscriptionID(len(firstA.ids())+1); got != want {
+		t.Fatalf("the listing continued at %s, want %s", got, want)
+	}
 }

@@ -289,7 +289,6 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		out = fs.scan.Outcome()
 	}
 	stopProgress()
-	d.Scans.put(fs)
 	return d.deliver(r, fs, out, offset, b, scope, warnings)
 }
 
