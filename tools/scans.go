@@ -156,6 +156,26 @@ func NewScanCache(ttl time.Duration, max, maxBytes int, clock upstream.Clock) *S
 	return &ScanCache{scans: map[string]*frozenScan{}, ttl: ttl, max: max, maxByte: maxBytes, clock: clock, memory: DefaultScanMemory}
 }
 
+// Release lets go of every scan the store holds as this process has it,
+// and returns how many it let go: called when no call is running, it
+// leaves nothing in memory that a cursor could not read back from the
+// store. Without a store it does nothing.
+func (c *ScanCache) Release() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.store == nil {
+		return 0
+	}
+	n := 0
+	for id, s := range c.scans {
+		if s.rev > 0 && !s.changed {
+			delete(c.scans, id)
+			n++
+		}
+	}
+	return n
+}
+
 // SetMemory bounds what this process holds of the scans it shares with a
 // store, in bytes (at least one scan is held: the one in use).
 func (c *ScanCache) SetMemory(bytes int) {

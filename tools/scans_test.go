@@ -244,3 +244,36 @@ func TestScanMemory_AScanLetGoContinuesFromTheStore(t *testing.T) {
 		t.Fatalf("the listing continued at %s, want %s", got, want)
 	}
 }
+
+// failingScans refuses every frozen scan.
+type failingScans struct{ selection.ScanStore }
+
+func (failingScans) PutScan(context.Context, selection.FrozenScan, selection.ScanBounds) error {
+	return fmt.Errorf("disk full")
+}
+
+// TestScanCache_ReleaseKeepsOnlyWhatTheStoreCannotGiveBack: a process
+// letting go of its frozen scans when quiet keeps none the store holds,
+// whose cursors continue from the store, and keeps one the store refused,
+// whose cursor continues here.
+func TestScanCache_ReleaseKeepsOnlyWhatTheStoreCannotGiveBack(t *testing.T) {
+	h := largeListing(t, 300, nil)
+	args := map[string]any{"resource": "subs", "max_items": 100}
+	first := h.call("search_all", args)
+	if n := h.deps.Scans.Release(); n != 1 {
+		t.Fatalf("let go of %d scans, want 1", n)
+	}
+	args["cursor"] = first.env.Continuation.Cursor
+	if next := h.call("search_all", args); len(next.ids()) == 0 || next.ids()[0] != fixtures.SubscriptionID(len(first.ids())+1) {
+		t.Fatalf("the listing let go did not continue from the store: %v %v", next.reasonCodes(), next.ids())
+	}
+
+	h.deps.Scans.share(failingScans{h.deps.Store}, h.deps.Runtime, h.deps.Logger)
+	other := map[string]any{"resource": "subs", "max_items": 100, "filter": map[string]any{"region": "us"}}
+	firstOther := h.call("search_all", other)
+	h.deps.Scans.Release()
+	other["cursor"] = firstOther.env.Continuation.Cursor
+	if next := h.call("search_all", other); next.env.HasReason(envelope.CursorExpired) || len(next.ids()) == 0 {
+		t.Fatalf("a scan the store refused was let go: %v", next.reasonCodes())
+	}
+}

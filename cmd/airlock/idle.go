@@ -23,6 +23,9 @@ type idleRelease struct {
 	// min is the free, unreleased heap below which nothing is done.
 	min    uint64
 	logger *slog.Logger
+	// let go, when set, drops what the process holds only for speed
+	// (frozen scans the store keeps) before the memory is released.
+	letGo func() int
 	// afterFunc and release are time.AfterFunc and debug.FreeOSMemory,
 	// replaced in tests.
 	afterFunc func(time.Duration, func()) interface{ Stop() bool }
@@ -40,8 +43,8 @@ const (
 	releaseMin   = 4 << 20
 )
 
-func newIdleRelease(logger *slog.Logger) *idleRelease {
-	return &idleRelease{quiet: releaseQuiet, min: releaseMin, logger: logger,
+func newIdleRelease(logger *slog.Logger, letGo func() int) *idleRelease {
+	return &idleRelease{quiet: releaseQuiet, min: releaseMin, logger: logger, letGo: letGo,
 		afterFunc: func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) },
 		release:   debug.FreeOSMemory}
 }
@@ -81,6 +84,11 @@ func (h *idleRelease) quietFor() {
 	h.mu.Unlock()
 	if !idle {
 		return
+	}
+	if h.letGo != nil {
+		if n := h.letGo(); n > 0 {
+			h.logger.Debug("quiet: frozen scans let go (the store keeps them)", "scans", n)
+		}
 	}
 	free, released := heapFree()
 	if free < h.min {

@@ -44,13 +44,15 @@ func (ft *fakeTimers) live() []*fakeTimer {
 }
 
 // TestIdleRelease_ReturnsMemoryOnlyOnceEveryCallEnded: memory is handed
-// back when the last tool call in flight ended and none came for a while;
-// a call arriving in the meantime puts it off.
+// back, frozen scans the store keeps let go first, when the last tool call
+// in flight ended and none came for a while; a call arriving in the
+// meantime puts it off.
 func TestIdleRelease_ReturnsMemoryOnlyOnceEveryCallEnded(t *testing.T) {
 	ft := &fakeTimers{}
 	released := 0
 	block, entered := make(chan struct{}), make(chan struct{}, 2)
-	h := newIdleRelease(slog.New(slog.DiscardHandler))
+	letGo := 0
+	h := newIdleRelease(slog.New(slog.DiscardHandler), func() int { letGo++; return 1 })
 	h.afterFunc, h.release, h.min = ft.afterFunc, func() { released++ }, 0
 	handler := h.middleware(func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if req.Params.Name == "slow" {
@@ -88,8 +90,8 @@ func TestIdleRelease_ReturnsMemoryOnlyOnceEveryCallEnded(t *testing.T) {
 		t.Fatalf("%d quiet timers, want 1", len(last))
 	}
 	last[0].f()
-	if released != 1 {
-		t.Fatalf("released %d times after a quiet period, want 1", released)
+	if released != 1 || letGo != 1 {
+		t.Fatalf("released %d times and let scans go %d times after a quiet period, want 1 and 1", released, letGo)
 	}
 }
 
@@ -98,7 +100,7 @@ func TestIdleRelease_ReturnsMemoryOnlyOnceEveryCallEnded(t *testing.T) {
 func TestIdleRelease_LeavesLittleFreeMemoryAlone(t *testing.T) {
 	ft := &fakeTimers{}
 	released := 0
-	h := newIdleRelease(slog.New(slog.DiscardHandler))
+	h := newIdleRelease(slog.New(slog.DiscardHandler), nil)
 	h.afterFunc, h.release, h.min = ft.afterFunc, func() { released++ }, 1<<62
 	h.begin()
 	h.end()

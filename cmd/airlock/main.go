@@ -278,7 +278,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	mcpSrv.Use(newIdleRelease(logger).middleware)
+	mcpSrv.Use(newIdleRelease(logger, deps.Scans.Release).middleware)
 	if *httpAddr == "" {
 		stdio := server.NewStdioServer(mcpSrv)
 		stdio.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelError))
