@@ -341,7 +341,7 @@ var registry = []Code{
 		NextAction: "Do not treat this as a success and do not repeat it. Stop and report the request_id to an operator."},
 	{Code: string(ProblemUpstreamTooLarge), Kind: KindProblem, Status: 502, Title: "Upstream response too large", Retryable: false,
 		Meaning:    "the upstream's body was larger than max_body_bytes",
-		Recovery:   "narrow the request (smaller page size or filter), or raise max_body_bytes in the configuration",
+		Recovery:   "narrow the request (smaller page size or filter), or raise max_body_bytes in the configuration (a page being read holds about three times its size in memory: docs/benchmarks.md)",
 		NextAction: "Narrow the request with a more specific filter. If that is not possible, report the request_id to an operator."},
 	{Code: string(ProblemUpstreamContract), Kind: KindProblem, Status: 502, Title: "Upstream answer broke its contract", Retryable: false,
 		Meaning:    "a write's answer broke the action's declared response contract (a field missing, renamed, of another type, or an invariant broken); the operation stopped at that answer",

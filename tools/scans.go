@@ -3,13 +3,16 @@ package tools
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -19,6 +22,11 @@ import (
 // these items; it never re-reads the upstream for them. rev counts the
 // times it was saved to the store; a cursor carries the rev it was issued
 // at, so that a process holding an older copy reads the newer one.
+//
+// changed says the scan ran since the store last had it (a new scan is
+// changed); savedAt is when the store last had it. Delivery alone changes
+// nothing (the offset lives in the cursor), so it saves nothing. Both are
+// guarded by the cache's lock, like rev.
 type frozenScan struct {
 	id          string
 	fingerprint string
@@ -26,6 +34,10 @@ type frozenScan struct {
 	sink        *frozenSink
 	lastUsed    time.Time
 	rev         int
+	changed     bool
+	savedAt     time.Time
+	// size is its footprint when last kept.
+	size int
 }
 
 // frozenSink keeps projected items up to a cap; past the cap it only counts.
@@ -33,30 +45,39 @@ type frozenSink struct {
 	mu      sync.Mutex
 	r       *upstream.Resource
 	fields  []string
-	items   []json.RawMessage
-	bytes   int
+	items   itemArena
 	cap     int
 	dropped int
 	missing map[string]bool
+	// enc encodes one item at a time into buf (Add runs one item at a
+	// time: the scan serializes its sink calls).
+	buf bytes.Buffer
+	enc *json.Encoder
 }
 
 func (f *frozenSink) Add(it *upstream.Item) error {
 	proj, miss := f.r.Project(it.Doc, f.fields)
-	b, err := json.Marshal(proj)
-	if err != nil {
-		return err
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, m := range miss {
 		f.missing[m] = true
 	}
-	if len(f.items) >= f.cap {
+	if f.items.len() >= f.cap {
 		f.dropped++
 		return nil
 	}
-	f.items = append(f.items, b)
-	f.bytes += len(b)
+	if f.enc == nil {
+		f.enc = json.NewEncoder(&f.buf)
+	}
+	f.buf.Reset()
+	if err := f.enc.Encode(proj); err != nil {
+		return err
+	}
+	f.items.add(bytes.TrimSuffix(f.buf.Bytes(), []byte("\n")))
+	if f.buf.Cap() > 64<<10 {
+		f.buf = bytes.Buffer{} // one large item does not stay behind
+		f.enc = nil
+	}
 	return nil
 }
 
@@ -76,26 +97,32 @@ func wireCost(item json.RawMessage) int {
 func (f *frozenSink) slice(off, count, budget int) ([]json.RawMessage, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if off >= len(f.items) || count <= 0 {
-		return nil, len(f.items)
+	n := f.items.len()
+	if off >= n || count <= 0 {
+		return nil, n
 	}
 	var out []json.RawMessage
 	used := 0
-	for i := off; i < len(f.items) && len(out) < count; i++ {
-		n := wireCost(f.items[i])
-		if len(out) > 0 && used+n > budget {
-			break
+	// A sealed chunk that does not read back (it never happens: it is
+	// in memory) stops delivery where it is: the answer says more remain.
+	_ = f.items.each(off, func(_ int, it json.RawMessage) bool {
+		c := wireCost(it)
+		if len(out) > 0 && used+c > budget {
+			return false
 		}
-		out = append(out, f.items[i])
-		used += n
-	}
-	return out, len(f.items)
+		out = append(out, it)
+		used += c
+		return len(out) < count
+	})
+	return out, n
 }
 
 // ScanCache holds frozen scans for a while, least recently used first out.
-// Once shared with a store, every scan a cursor names is also saved there
-// (under the same bounds), and a scan this process does not hold is read
-// from it: a cursor continues on any process sharing the store.
+// Once shared with a store, every scan a cursor names is also in the store
+// (under the same bounds: saved when it was scanned further, and before
+// the store's copy could expire unused), and a scan this process does not
+// hold is read from it: a cursor continues on any process sharing the
+// store.
 type ScanCache struct {
 	mu      sync.Mutex
 	scans   map[string]*frozenScan
@@ -107,23 +134,77 @@ type ScanCache struct {
 	store   selection.ScanStore
 	runtime *upstream.Runtime
 	logger  *slog.Logger
+	// memory bounds what this process holds once the store keeps the
+	// scans too (0: maxByte alone).
+	memory int
 }
 
+// DefaultScanMemory is what a process holds of the frozen scans it shares
+// with a store: the most recently used, up to 16 MiB (about three listings
+// of 100,000 items); the others are read back from the store when their
+// cursor comes.
+const DefaultScanMemory = 16 << 20
+
 // NewScanCache returns a cache of up to max scans kept for ttl, holding at
-// most maxBytes of items in all.
+// most maxBytes in all. Once shared with a store, the store keeps as many
+// and this process holds at most DefaultScanMemory of them (see
+// SetMemory).
 func NewScanCache(ttl time.Duration, max, maxBytes int, clock upstream.Clock) *ScanCache {
 	if clock == nil {
 		clock = upstream.WallClock
 	}
-	return &ScanCache{scans: map[string]*frozenScan{}, ttl: ttl, max: max, maxByte: maxBytes, clock: clock}
+	return &ScanCache{scans: map[string]*frozenScan{}, ttl: ttl, max: max, maxByte: maxBytes, clock: clock, memory: DefaultScanMemory}
 }
 
-func (c *ScanCache) put(s *frozenScan) {
+// Release lets go of every scan the store holds as this process has it,
+// and returns how many it let go: called when no call is running, it
+// leaves nothing in memory that a cursor could not read back from the
+// store. Without a store it does nothing.
+func (c *ScanCache) Release() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.lastUsed = c.clock.Now()
+	if c.store == nil {
+		return 0
+	}
+	n := 0
+	for id, s := range c.scans {
+		if s.rev > 0 && !s.changed {
+			delete(c.scans, id)
+			n++
+		}
+	}
+	return n
+}
+
+// SetMemory bounds what this process holds of the scans it shares with a
+// store, in bytes (at least one scan is held: the one in use).
+func (c *ScanCache) SetMemory(bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.memory = bytes
+	c.evictLocked()
+}
+
+// put keeps s (again), with what it now holds.
+func (c *ScanCache) put(s *frozenScan) {
+	size := s.footprint()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.lastUsed, s.size = c.clock.Now(), size
 	c.scans[s.id] = s
 	c.evictLocked()
+}
+
+// seenBytes is about what the scan's duplicate check holds per item read.
+const seenBytes = 24
+
+// footprint is about what s holds in memory: its items and its scan's
+// duplicate check.
+func (s *frozenScan) footprint() int {
+	s.sink.mu.Lock()
+	n := s.sink.items.size()
+	s.sink.mu.Unlock()
+	return n + seenBytes*s.scan.Outcome().ItemsScanned
 }
 
 // get returns the frozen scan id at revision rev or later: this process's
@@ -148,9 +229,10 @@ func (c *ScanCache) get(ctx context.Context, id string, rev int) (*frozenScan, b
 		}
 		return nil, false
 	}
+	size := s.footprint()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.lastUsed = c.clock.Now()
+	s.lastUsed, s.size = c.clock.Now(), size
 	c.scans[id] = s
 	c.evictLocked()
 	return s, true
@@ -168,26 +250,136 @@ func (c *ScanCache) share(st selection.ScanStore, rt *upstream.Runtime, logger *
 }
 
 // savedScan is a frozen scan as the store keeps it: what rebuilds the
-// scan's spec and sink, the items kept, and the scan's own state.
+// scan's spec and sink, and the scan's own state. The items kept are the
+// sealed chunks (redacted and compressed, in order) and then, first in the
+// document, the open chunk's items as "items" (see encodeSaved).
 type savedScan struct {
-	Fingerprint string            `json:"fingerprint"`
-	Resource    string            `json:"resource"`
-	Filter      map[string]any    `json:"filter"`
-	GroupBy     []string          `json:"group_by,omitempty"`
-	RequestID   string            `json:"request_id,omitempty"`
-	Decision    []string          `json:"decision,omitempty"`
-	Sink        bool              `json:"sink"`
-	Fields      []string          `json:"fields,omitempty"`
-	Cap         int               `json:"cap"`
-	Items       []json.RawMessage `json:"items"`
-	Dropped     int               `json:"dropped,omitempty"`
-	Missing     []string          `json:"missing,omitempty"`
-	State       json.RawMessage   `json:"state"`
+	Fingerprint string          `json:"fingerprint"`
+	Resource    string          `json:"resource"`
+	Filter      map[string]any  `json:"filter"`
+	GroupBy     []string        `json:"group_by,omitempty"`
+	RequestID   string          `json:"request_id,omitempty"`
+	Decision    []string        `json:"decision,omitempty"`
+	Sink        bool            `json:"sink"`
+	Fields      []string        `json:"fields,omitempty"`
+	Cap         int             `json:"cap"`
+	Sealed      []savedChunk    `json:"sealed,omitempty"`
+	Dropped     int             `json:"dropped,omitempty"`
+	Missing     []string        `json:"missing,omitempty"`
+	State       json.RawMessage `json:"state"`
 }
 
-// save stores fs at its next revision and returns that revision; the
-// cursor about to name it carries it.
+// savedChunk is a sealed chunk of items: n items, compressed.
+type savedChunk struct {
+	N int    `json:"n"`
+	Z []byte `json:"z"`
+}
+
+// encodeSaved writes doc with, as its first members, the open chunk's
+// items ("items") and the sealed chunks ("sealed", base64), straight into
+// one buffer of the document's size.
+func encodeSaved(doc savedScan, items *itemArena) ([]byte, error) {
+	doc.Sealed = nil
+	rest, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	size := len(`{"items":[],"sealed":[],`) + len(rest)
+	for _, c := range items.chunks {
+		if c.z != nil {
+			size += len(`{"n":,"z":""},`) + 20 + base64.StdEncoding.EncodedLen(len(c.z))
+		} else {
+			size += len(c.raw)
+		}
+	}
+	out := make([]byte, 0, size)
+	out = append(out, `{"items":[`...)
+	for _, c := range items.chunks {
+		for open := c.raw; len(open) > 0; {
+			end := bytes.IndexByte(open, '\n')
+			if end < 0 {
+				return nil, errors.New("a chunk of items is cut short")
+			}
+			if out[len(out)-1] != '[' {
+				out = append(out, ',')
+			}
+			out, open = append(out, open[:end]...), open[end+1:]
+		}
+	}
+	out = append(out, `],"sealed":[`...)
+	for _, c := range items.chunks {
+		if c.z == nil {
+			continue
+		}
+		if out[len(out)-1] != '[' {
+			out = append(out, ',')
+		}
+		out = append(out, `{"n":`...)
+		out = strconv.AppendInt(out, int64(c.n), 10)
+		out = append(out, `,"z":"`...)
+		out = base64.StdEncoding.AppendEncode(out, c.z)
+		out = append(out, `"}`...)
+	}
+	out = append(out, "],"...)
+	return append(out, rest[1:]...), nil
+}
+
+// decodeSaved reads a document encodeSaved wrote: the sealed chunks as
+// they are, the open items one at a time into the arena, the filter's
+// numbers as json.Number.
+func decodeSaved(b []byte, red *envelope.Redactor) (savedScan, *itemArena, error) {
+	var in struct {
+		savedScan
+		Filter json.RawMessage `json:"filter"`
+		Items  json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return savedScan{}, nil, err
+	}
+	doc := in.savedScan
+	if len(in.Filter) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(in.Filter))
+		dec.UseNumber()
+		if err := dec.Decode(&doc.Filter); err != nil {
+			return savedScan{}, nil, err
+		}
+	}
+	items := &itemArena{red: red}
+	for _, c := range doc.Sealed {
+		items.chunks = append(items.chunks, arenaChunk{first: items.n, n: c.N, z: c.Z})
+		items.n += c.N
+	}
+	doc.Sealed = nil
+	if len(in.Items) > 0 && string(in.Items) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(in.Items))
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return savedScan{}, nil, errors.New("items are not an array")
+		}
+		var raw json.RawMessage
+		for dec.More() {
+			if err := dec.Decode(&raw); err != nil {
+				return savedScan{}, nil, err
+			}
+			items.add(raw)
+		}
+	}
+	return doc, items, nil
+}
+
+// save stores fs at its next revision when it changed since the store last
+// had it (or the store's copy is half way to expiring unused), and returns
+// the revision the cursor about to name it carries.
 func (c *ScanCache) save(ctx context.Context, fs *frozenScan) (int, error) {
+	c.mu.Lock()
+	now := c.clock.Now()
+	if !fs.changed && fs.rev > 0 && now.Sub(fs.savedAt) < c.ttl/2 {
+		rev := fs.rev
+		c.mu.Unlock()
+		return rev, nil
+	}
+	rev := fs.rev + 1
+	bounds := selection.ScanBounds{TTL: c.ttl, MaxScans: c.max, MaxBytes: c.maxByte}
+	c.mu.Unlock()
 	state, err := fs.scan.State()
 	if err != nil {
 		return 0, err
@@ -196,24 +388,28 @@ func (c *ScanCache) save(ctx context.Context, fs *frozenScan) (int, error) {
 	doc := savedScan{Fingerprint: fs.fingerprint, Resource: fs.scan.Resource().Name, Filter: spec.Filter, GroupBy: spec.GroupBy,
 		RequestID: spec.RequestID, Decision: spec.Decision, Sink: spec.Sink != nil, State: state}
 	fs.sink.mu.Lock()
-	doc.Fields, doc.Cap, doc.Items, doc.Dropped, doc.Missing = fs.sink.fields, fs.sink.cap, fs.sink.items, fs.sink.dropped, sortedSet(fs.sink.missing)
-	b, err := json.Marshal(doc)
+	doc.Fields, doc.Cap, doc.Dropped, doc.Missing = fs.sink.fields, fs.sink.cap, fs.sink.dropped, sortedSet(fs.sink.missing)
+	b, err := encodeSaved(doc, &fs.sink.items)
 	fs.sink.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	c.mu.Lock()
-	rev := fs.rev + 1
-	now := c.clock.Now()
-	bounds := selection.ScanBounds{TTL: c.ttl, MaxScans: c.max, MaxBytes: c.maxByte}
-	c.mu.Unlock()
 	if err := c.store.PutScan(ctx, selection.FrozenScan{ID: fs.id, Revision: rev, Doc: b, UsedAt: now}, bounds); err != nil {
 		return 0, err
 	}
 	c.mu.Lock()
-	fs.rev = max(fs.rev, rev)
+	if rev > fs.rev {
+		fs.rev, fs.changed, fs.savedAt = rev, false, now
+	}
 	c.mu.Unlock()
 	return rev, nil
+}
+
+// ran notes that fs read further: the store's copy is behind.
+func (c *ScanCache) ran(fs *frozenScan) {
+	c.mu.Lock()
+	fs.changed = true
+	c.mu.Unlock()
 }
 
 // load reads a frozen scan from the store and rebuilds it.
@@ -221,14 +417,17 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	c.mu.Lock()
 	ttl := c.ttl
 	c.mu.Unlock()
-	sc, err := c.store.FrozenScan(ctx, id, c.clock.Now(), ttl)
+	now := c.clock.Now()
+	sc, err := c.store.FrozenScan(ctx, id, now, ttl)
 	if err != nil {
 		return nil, err
 	}
-	var doc savedScan
-	dec := json.NewDecoder(bytes.NewReader(sc.Doc))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	var red *envelope.Redactor
+	if c.runtime != nil {
+		red = c.runtime.Redactor
+	}
+	doc, items, err := decodeSaved(sc.Doc, red)
+	if err != nil {
 		return nil, fmt.Errorf("decode frozen scan: %w", err)
 	}
 	var r *upstream.Resource
@@ -243,10 +442,7 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	for _, f := range doc.Missing {
 		missing[f] = true
 	}
-	sink := &frozenSink{r: r, fields: doc.Fields, cap: doc.Cap, items: doc.Items, dropped: doc.Dropped, missing: missing}
-	for _, it := range doc.Items {
-		sink.bytes += len(it)
-	}
+	sink := &frozenSink{r: r, fields: doc.Fields, cap: doc.Cap, items: *items, dropped: doc.Dropped, missing: missing}
 	spec := upstream.ScanSpec{Filter: doc.Filter, GroupBy: doc.GroupBy, RequestID: doc.RequestID, Decision: doc.Decision}
 	if doc.Sink {
 		spec.Sink = sink
@@ -255,14 +451,17 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &frozenScan{id: id, fingerprint: doc.Fingerprint, scan: scan, sink: sink, rev: sc.Revision}, nil
+	return &frozenScan{id: id, fingerprint: doc.Fingerprint, scan: scan, sink: sink, rev: sc.Revision, savedAt: now}, nil
 }
 
 // cursor returns the continuation cursor of fs at delivery offset off.
-// With a shared store the scan is saved first; when that fails the cursor
-// still continues on this process (elsewhere it reads as expired, and the
-// caller restarts).
+// With a shared store the scan is saved first when the store's copy is
+// behind (see save); when that fails the cursor still continues on this
+// process (elsewhere it reads as expired, and the caller restarts).
 func (d *Deps) scanCursor(fs *frozenScan, off int) string {
+	// Only a scan a cursor names is kept: an answer without one is all
+	// there is to it.
+	d.Scans.put(fs)
 	p := cursorPayload{Scan: fs.id, Offset: off, Fingerprint: fs.fingerprint}
 	if d.Scans.store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -284,20 +483,20 @@ func (c *ScanCache) evictLocked() {
 			delete(c.scans, id)
 			continue
 		}
-		s.sink.mu.Lock()
-		total += s.sink.bytes
-		s.sink.mu.Unlock()
+		total += s.size
 	}
-	for len(c.scans) > c.max || (total > c.maxByte && len(c.scans) > 1) {
+	limit := c.maxByte
+	if c.store != nil && c.memory > 0 {
+		limit = min(limit, c.memory)
+	}
+	for len(c.scans) > c.max || (total > limit && len(c.scans) > 1) {
 		var oldest *frozenScan
 		for _, s := range c.scans {
 			if oldest == nil || s.lastUsed.Before(oldest.lastUsed) {
 				oldest = s
 			}
 		}
-		oldest.sink.mu.Lock()
-		total -= oldest.sink.bytes
-		oldest.sink.mu.Unlock()
+		total -= oldest.size
 		delete(c.scans, oldest.id)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -100,6 +102,13 @@ var searchTextDefaults = []envelope.TextDefault{
 	envelope.Same("data.total_matched", "coverage.total_matched"),
 	envelope.Same("data.total_relation", "coverage.total_relation"),
 	envelope.Const("data.groups", `{}`),
+	// Nothing matched: there is no item to deliver.
+	{Path: "data.items", Default: func(root, _ map[string]any) (any, bool) {
+		if n, ok := jsonvalue.Get(root, "coverage.total_matched"); ok && fmt.Sprint(n) == "0" {
+			return []any{}, true
+		}
+		return nil, false
+	}},
 	{Path: "data.delivered", Default: func(_, data map[string]any) (any, bool) {
 		items, _ := data["items"].([]any)
 		return map[string]any{"offset": 0, "count": len(items), "remaining": 0}, true
@@ -261,7 +270,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	progress, stopProgress := d.startProgress(ctx, call)
 	defer stopProgress()
 	if fs == nil {
-		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}}
+		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}, items: itemArena{red: d.Redactor}}
 		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID, Progress: progress}
 		if b.maxItems > 0 {
 			spec.Sink = sink
@@ -272,6 +281,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	out := fs.scan.Outcome()
 	if offset == 0 || out.Resumable {
+		d.Scans.ran(fs)
 		err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
 		stopProgress()
 		if err != nil {
@@ -280,7 +290,6 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		out = fs.scan.Outcome()
 	}
 	stopProgress()
-	d.Scans.put(fs)
 	return d.deliver(r, fs, out, offset, b, scope, warnings)
 }
 

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -413,7 +414,7 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 		return nil, &HTTPError{Kind: kind, Attempts: attempts, Sent: attempts > 0 && !isDialError(err)}
 	}
 	defer resp.Body.Close()
-	b, rerr := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
+	b, rerr := readBody(resp, c.maxBody)
 	if rerr != nil {
 		return nil, &HTTPError{Kind: classify(ctx, rerr), Status: resp.StatusCode, Attempts: attempts, Sent: true}
 	}
@@ -431,6 +432,20 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 		return out, he
 	}
 	return out, nil
+}
+
+// readBody reads a response body up to limit+1 bytes (one more tells a
+// body over the limit). A body that declares its length is read into one
+// buffer of that size: reading a page costs its bytes once, not the
+// copies of a growing buffer.
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	r := io.LimitReader(resp.Body, limit+1)
+	if n := resp.ContentLength; n >= 0 && n <= limit {
+		buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+		_, err := buf.ReadFrom(r)
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(r)
 }
 
 // coolDown stops calls to this upstream for the wait it asked for (5 s

@@ -60,6 +60,20 @@ func (r *Resource) fetchList(ctx context.Context, src SourceConfig, st pageState
 		}
 		return nil, nil, nil, err
 	}
+	if !o.probe && r.Pagination.Dialect != DialectGraphQL && r.Config.List.ScalarItemField == "" {
+		// A scan's page: its items are decoded one at a time as the scan
+		// reads them; the dialect reads the first and the last now.
+		doc, items, ok, err := decodeListBody(resp, r.Config.List.Items)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if ok {
+			if err := decodeEnds(items); err != nil {
+				return nil, nil, nil, err
+			}
+			return resp, doc, items, nil
+		}
+	}
 	doc, err := decodeJSONBody(resp, true)
 	if err != nil {
 		return nil, nil, nil, err
@@ -181,14 +195,8 @@ func sameContinuation(a, b pageState) bool {
 // content type other than JSON and, when checkError is set, a body that is
 // an error object behind a 2xx are refused with their own kinds.
 func decodeJSONBody(resp *Response, checkError bool) (any, error) {
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
-			if err != nil {
-				mt = "unparseable"
-			}
-			return nil, &BodyError{Kind: BodyContentType, Detail: envelope.SafeName(mt)}
-		}
+	if err := checkContentType(resp); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(resp.Body))
 	dec.UseNumber()
@@ -205,6 +213,20 @@ func decodeJSONBody(resp *Response, checkError bool) (any, error) {
 		}
 	}
 	return doc, nil
+}
+
+// checkContentType refuses a body whose declared content type is not JSON.
+func checkContentType(resp *Response) error {
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+			if err != nil {
+				mt = "unparseable"
+			}
+			return &BodyError{Kind: BodyContentType, Detail: envelope.SafeName(mt)}
+		}
+	}
+	return nil
 }
 
 func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {

@@ -10,30 +10,54 @@ import (
 )
 
 // process accounts for one page (signals, consistency checks, items) under
-// the scan's lock, then hands the matching items to the sink without it:
-// the sink never runs with the scan's lock held. Sink calls are serialized
-// in page order.
+// the scan's lock and hands the matching items to the sink without it: the
+// sink never runs with the scan's lock held. Sink calls are serialized in
+// page order. Items are handed over a batch at a time, so that a page's
+// decoded items never all exist at once.
 func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
-	items, err := s.account(src, st, pg)
-	if err != nil || len(items) == 0 {
-		return err
+	if s.spec.Sink == nil {
+		return s.account(src, st, pg, nil)
 	}
 	s.sinkMu.Lock()
 	defer s.sinkMu.Unlock()
-	for _, it := range items {
-		if err := s.spec.Sink.Add(it); err != nil {
-			return &ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, "airlock could not record the scanned items."), Err: err}
+	return s.account(src, st, pg, func(items []*Item) error {
+		for _, it := range items {
+			if err := s.spec.Sink.Add(it); err != nil {
+				return &ScanError{Problem: envelope.NewProblem(envelope.ProblemInternal, "airlock could not record the scanned items."), Err: err}
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
-// account accounts for one page and returns the items for the sink.
-func (s *Scan) account(src *sourceScan, st pageState, pg page) ([]*Item, error) {
+// handoffBatch is how many matching items account hands to the sink at a
+// time.
+const handoffBatch = 256
+
+// account accounts for one page under the scan's lock; hand, when set,
+// receives the matching items a batch at a time, with the lock released.
+func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item) error) error {
 	r := s.r
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	var handoff []*Item
+	flush := func() error {
+		if len(handoff) == 0 {
+			return nil
+		}
+		s.mu.Unlock()
+		locked = false
+		err := hand(handoff)
+		s.mu.Lock()
+		locked = true
+		handoff = handoff[:0]
+		return err
+	}
 	s.pages++
 	src.pages++
 	s.readSignalsLocked(src, pg)
@@ -64,11 +88,22 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page) ([]*Item, error) 
 	if r.Config.VersionField != "" {
 		verPath = r.FieldPath(r.Config.VersionField)
 	}
-	fresh, rejected, matchedBefore := 0, 0, s.matched
 	for _, raw := range pg.items {
-		doc, ok := raw.(map[string]any)
+		// Before any item reaches the sink: a page is refused whole.
+		if !isObject(raw) {
+			return badResponse("an item is not a JSON object")
+		}
+	}
+	fresh, rejected, matchedBefore := 0, 0, s.matched
+	var items itemDecoder
+	for _, raw := range pg.items {
+		v, err := items.item(raw)
+		if err != nil {
+			return err
+		}
+		doc, ok := v.(map[string]any)
 		if !ok {
-			return nil, badResponse("an item is not a JSON object")
+			return badResponse("an item is not a JSON object")
 		}
 		id, ok := itemID(doc, idPath)
 		if !ok {
@@ -140,6 +175,11 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page) ([]*Item, error) 
 				it.Version, _ = itemID(doc, verPath)
 			}
 			handoff = append(handoff, it)
+			if len(handoff) == handoffBatch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if len(pg.items) > 0 {
@@ -161,7 +201,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page) ([]*Item, error) 
 		// page parameter or loops. Reading on proves nothing.
 		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalRepeatedPage
 	}
-	return handoff, nil
+	return flush()
 }
 
 func (s *Scan) finishSource(src *sourceScan) {

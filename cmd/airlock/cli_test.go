@@ -47,6 +47,7 @@ func TestExitCodes_WrongCommandLinesAreTwoFailuresOneDoneZero(t *testing.T) {
 		{[]string{"serve", "--demo", "--config", cfg}, exitUsage, "use --config or --demo, not both"},
 		{[]string{"serve", "--bogus"}, exitUsage, "flag provided but not defined: --bogus"},
 		{[]string{"serve", "--demo", "--max-body", "0"}, exitUsage, "must be positive"},
+		{[]string{"serve", "--demo", "--scan-memory", "0"}, exitUsage, "--scan-memory must be positive"},
 		{[]string{"serve", "--demo", "--max-body", "lots"}, exitUsage, `invalid value "lots" for flag --max-body`},
 		{[]string{"serve", "--demo", "--review"}, exitUsage, "--review needs --http"},
 		{[]string{"serve", "--demo", "--http", "8765"}, exitUsage, `--http "8765"`},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -54,6 +56,30 @@ func rssKB(t *testing.T, pid int) int {
 	return 0
 }
 
+// heapFigures reads what a replica's Go heap holds from its metrics: in
+// use (spans with live objects), free (held for reuse, still resident),
+// released (returned to the system), all in MB.
+func heapFigures(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return "unread: " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	get := func(name string) float64 {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == name {
+				v, _ := strconv.ParseFloat(f[1], 64)
+				return v / (1 << 20)
+			}
+		}
+		return -1
+	}
+	inuse, idle, released := get("go_memstats_heap_inuse_bytes"), get("go_memstats_heap_idle_bytes"), get("go_memstats_heap_released_bytes")
+	return fmt.Sprintf("%.0f MB in use, %.0f MB free, %.0f MB released", inuse, idle-released, released)
+}
+
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -85,7 +111,22 @@ func TestLoad_FiftyClientsSearchThroughRoundRobinToTwoReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &replicaSetup{api: api, config: config, store: store}
-	replicas := startReplicas(t, s, 2)
+	// Each replica also serves its metrics, for what its heap holds.
+	var replicas []*child
+	var metricsAt []string
+	for range 2 {
+		addr := freePort(t)
+		replicas = append(replicas, startChildEnv(t, s.config, s.store, []string{envLeaseTTL + "=" + testLease.String(), envSecret + "=" + testSecret},
+			"--metrics", addr))
+		metricsAt = append(metricsAt, "http://"+addr+"/metrics")
+	}
+	heap := func() []string {
+		var out []string
+		for _, u := range metricsAt {
+			out = append(out, heapFigures(t, u))
+		}
+		return out
+	}
 	_, url := newRoundRobin(t, replicas[0].url, replicas[1].url)
 
 	clients := 50
@@ -117,6 +158,7 @@ func TestLoad_FiftyClientsSearchThroughRoundRobinToTwoReplicas(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	base := []int{rssKB(t, replicas[0].cmd.Process.Pid), rssKB(t, replicas[1].cmd.Process.Pid)}
+	baseHeap := heap()
 
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -184,15 +226,22 @@ func TestLoad_FiftyClientsSearchThroughRoundRobinToTwoReplicas(t *testing.T) {
 	close(done)
 	<-sampled // peak is the sampler's until it returns
 	atEnd := []int{rssKB(t, replicas[0].cmd.Process.Pid), rssKB(t, replicas[1].cmd.Process.Pid)}
+	endHeap := heap()
+	for _, c := range cs {
+		c.Close()
+	}
 	time.Sleep(30 * time.Second)
 	after := []int{rssKB(t, replicas[0].cmd.Process.Pid), rssKB(t, replicas[1].cmd.Process.Pid)}
+	afterHeap := heap()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	t.Logf("%d clients, %s: %d calls (%.0f/s), %d errors; p50 %s, p99 %s, max %s",
 		clients, duration, len(lat), float64(len(lat))/duration.Seconds(), errs.Load(),
 		percentile(lat, .5).Round(time.Millisecond), percentile(lat, .99).Round(time.Millisecond), percentile(lat, 1).Round(time.Millisecond))
 	t.Logf("%d answers complete; incomplete reasons: %v (a scan cut by its 15 s default deadline_ms is partial, with TIME_BUDGET_EXCEEDED)", complete, reasons)
 	for i := range replicas {
-		t.Logf("replica %d RSS: %d MB before, %d MB peak, %d MB at the end, %d MB 30 s after", i, base[i]/1024, peak[i]/1024, atEnd[i]/1024, after[i]/1024)
+		t.Logf("replica %d RSS: %d MB before, %d MB peak, %d MB at the end, %d MB 30 s after the clients left (%+.0f%%)", i, base[i]/1024, peak[i]/1024,
+			atEnd[i]/1024, after[i]/1024, 100*float64(after[i]-base[i])/float64(base[i]))
+		t.Logf("replica %d heap before: %s; at the end: %s; 30 s after: %s", i, baseHeap[i], endHeap[i], afterHeap[i])
 	}
 	if errs.Load() != 0 {
 		t.Fatalf("%d calls failed", errs.Load())

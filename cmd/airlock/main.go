@@ -211,6 +211,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.Var(&origins, "allow-origin", "a browser `ORIGIN` allowed to call the HTTP transport (repeatable)")
 	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body, in `BYTES`; a larger one is answered 413")
 	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once, `N`; past it, 503")
+	scanMemory := fs.Int("scan-memory", tools.DefaultScanMemory, "the most memory, in `BYTES`, this process holds of the frozen scans search_all cursors continue (the store keeps them all)")
 	metricsAddr := fs.String("metrics", "", "with --http: serve Prometheus metrics at /metrics, and the probes, on `ADDR` (host:port; a host-less :port binds loopback)")
 	readOnly := fs.Bool("read-only", false, "offer no write tool (neither preview_selection nor commit_bulk_action)")
 	graceFlag := fs.String("shutdown-grace", os.Getenv(envShutdownGrace), "on SIGINT or SIGTERM, wait this `DURATION` for running operations before cancelling them; a second signal exits at once (default $"+envShutdownGrace+", else 30s)")
@@ -231,8 +232,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	switch {
-	case *maxBody <= 0 || *maxStreams <= 0:
-		return usagef("--max-body and --max-streams must be positive")
+	case *maxBody <= 0 || *maxStreams <= 0 || *scanMemory <= 0:
+		return usagef("--max-body, --max-streams and --scan-memory must be positive")
 	case *demoMode && *configPath != "":
 		return usagef("use --config or --demo, not both")
 	case !*demoMode && *configPath == "":
@@ -314,10 +315,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		deps.Tasks = tools.NewTasks(deps)
 		deps.Tasks.Background = background
 	}
+	deps.Scans.SetMemory(*scanMemory)
 	mcpSrv, err := tools.NewServer(deps)
 	if err != nil {
 		return err
 	}
+	mcpSrv.Use(newIdleRelease(logger, deps.Scans.Release).middleware)
 	if *httpAddr == "" {
 		stdio := server.NewStdioServer(mcpSrv)
 		stdio.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelError))
