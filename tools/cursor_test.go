@@ -2,11 +2,13 @@ package tools
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 )
 
 // goldenSecret is the AIRLOCK_SECRET of the golden tokens below, which an
@@ -20,21 +22,6 @@ const (
 	goldenState  = "eyJzIjoic2VsXzAwMDEiLCJkIjoic2hhMjU2OmFhIiwiYSI6InNoYTI1NjpiYiIsIm4iOiI1ZjBjOGM5ZS04ZDFlLTRiN2EtOWE1NS0wYTdmMWYxZDJlM2MiLCJlIjoxODkzNDU2MDAwLCJwIjoiYWxpY2UifQ.y917bP8xmiGFnTdciOOm8Y1Jy9osK4sTBQepqgK3p9o"
 )
 
-// metaOnly is a store that holds only meta values (the signing keys and
-// the used nonces).
-type metaOnly struct {
-	selection.Store
-	meta map[string][]byte
-}
-
-func (m *metaOnly) SetMetaIfAbsent(_ context.Context, k string, v []byte) ([]byte, error) {
-	if old, ok := m.meta[k]; ok {
-		return old, nil
-	}
-	m.meta[k] = v
-	return v, nil
-}
-
 type fixedClock time.Time
 
 func (c fixedClock) Now() time.Time { return time.Time(c) }
@@ -45,7 +32,12 @@ func (c fixedClock) Now() time.Time { return time.Time(c) }
 // the same bytes.
 func TestTokensIssuedByAnEarlierVersion_StillOpen(t *testing.T) {
 	ctx := context.Background()
-	d := &Deps{Secret: goldenSecret, Store: &metaOnly{meta: map[string][]byte{}}, Clock: fixedClock(time.Unix(1893455000, 0))}
+	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	d := &Deps{Secret: goldenSecret, Store: store, Clock: fixedClock(time.Unix(1893455000, 0))}
 
 	key, err := d.key(ctx, "cursor_key")
 	if err != nil {
