@@ -28,6 +28,7 @@ type child struct {
 	url    string
 	log    *syncBuffer
 	exited chan struct{}
+	state  *os.ProcessState // set once exited is closed
 }
 
 func freePort(t *testing.T) string {
@@ -81,11 +82,13 @@ func serveProcess(t *testing.T, env []string, args ...string) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
+	c := &child{cmd: cmd, log: stderr, exited: make(chan struct{})}
 	go func() {
-		_, _ = cmd.Process.Wait()
-		close(exited)
+		// The child is reaped here, once: its state says how it ended.
+		c.state, _ = cmd.Process.Wait()
+		close(c.exited)
 	}()
+	exited := c.exited
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -106,7 +109,8 @@ func serveProcess(t *testing.T, env []string, args ...string) *child {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if url := mcpURLInLog.Find(logged()); url != nil {
-			return &child{cmd: cmd, url: string(url), log: stderr, exited: exited}
+			c.url = string(url)
+			return c
 		}
 		select {
 		case <-exited:

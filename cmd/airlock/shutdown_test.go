@@ -37,16 +37,11 @@ func slowCommit(t *testing.T, env []string, extra ...string) (*replicaSetup, *ch
 // status.
 func exited(t *testing.T, srv *child, limit time.Duration, what string) int {
 	t.Helper()
-	done := make(chan struct{})
 	start := time.Now()
-	go func() {
-		_ = srv.cmd.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-srv.exited:
 		t.Logf("exited %s after %s", time.Since(start).Round(10*time.Millisecond), what)
-		return srv.cmd.ProcessState.ExitCode()
+		return srv.state.ExitCode()
 	case <-time.After(limit):
 		t.Fatalf("the server did not exit within %s of %s; its log:\n%s", limit, what, srv.log.Bytes())
 		return -1
