@@ -2,10 +2,13 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-mcp/airlock/selection"
 )
 
 // testApprovedCategoriesAreAddedNotReplaced: values added at once by
@@ -103,5 +106,45 @@ func testNoncesAreUsedOnceAndForgottenAfterTheirTime(t *testing.T, o Opener) {
 		if seen, err := s.ApprovedCategories(ctx, "pause", "region"); err != nil || len(seen) != 0 {
 			t.Fatalf("after a reopen: %v %v", seen, err)
 		}
+	}
+}
+
+// MetaRowsMoved checks a store opened over a database that kept approved
+// group values and used approval nonces in meta, seeded as the stores'
+// migration tests seed it: the values read back as approved and the
+// nonces as used, meta no longer holds them, and a row whose value is not
+// a JSON list, or that is something else, stays as it was.
+func MetaRowsMoved(t *testing.T, s selection.Store) {
+	t.Helper()
+	ctx := context.Background()
+	region, err := s.ApprovedCategories(ctx, "pause_collection", "region")
+	if err != nil || len(region) != 2 || !region[`"eu"`] || !region[`"us"`] {
+		t.Fatalf("approved regions: %v %v", region, err)
+	}
+	plan, err := s.ApprovedCategories(ctx, "pause_collection", "plan")
+	if err != nil || len(plan) != 2 || !plan["null"] || !plan[`{"tier":1}`] {
+		t.Fatalf("approved plans: %v %v", plan, err)
+	}
+	if _, err := s.Meta(ctx, "seen/pause_collection/region"); !errors.Is(err, selection.ErrNotFound) {
+		t.Fatalf("the moved list is still in meta: %v", err)
+	}
+	if v, err := s.Meta(ctx, "seen/cancel/region"); err != nil || string(v) != "not json" {
+		t.Fatalf("a row that is not a list: %q %v; want it left as it was", v, err)
+	}
+	if v, err := s.Meta(ctx, "seen/cancel/owner"); err != nil || string(v) != `{"a":"b"}` {
+		t.Fatalf("a row that is not a list: %q %v; want it left as it was", v, err)
+	}
+	if other, err := s.ApprovedCategories(ctx, "cancel", "owner"); err != nil || len(other) != 0 {
+		t.Fatalf("values read from a row that is not a list: %v %v", other, err)
+	}
+	if v, err := s.Meta(ctx, "task/t1"); err != nil || string(v) != "{}" {
+		t.Fatalf("another meta row: %q %v", v, err)
+	}
+	now := time.Now()
+	if first, err := s.UseNonce(ctx, "6f1c", "req_replay", now.Add(time.Hour), now); err != nil || first != "req_first" {
+		t.Fatalf("a nonce used before the move: %q %v; want req_first", first, err)
+	}
+	if first, err := s.UseNonce(ctx, "6f1c", "req_later", now.Add(3*24*time.Hour), now.Add(2*24*time.Hour)); err != nil || first != "req_later" {
+		t.Fatalf("a moved nonce two days later: %q %v; want it dropped", first, err)
 	}
 }
