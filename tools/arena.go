@@ -22,7 +22,8 @@ type itemArena struct {
 	chunks []arenaChunk
 	n      int
 	// red redacts a chunk before it is sealed (the store cannot redact
-	// compressed bytes); nil redacts nothing.
+	// compressed bytes). Without one no chunk is sealed: the items stay
+	// readable JSON, which the redacting store redacts when it saves them.
 	red *envelope.Redactor
 }
 
@@ -88,13 +89,14 @@ func (a *itemArena) add(item []byte) {
 	}
 }
 
-// seal redacts and compresses chunk i.
+// seal redacts and compresses chunk i; without a redactor it leaves the
+// chunk open, so that nothing reaches the store unread by one.
 func (a *itemArena) seal(i int) {
-	c := &a.chunks[i]
-	raw := c.raw
-	if a.red != nil {
-		raw = a.red.Bytes(raw)
+	if a.red == nil {
+		return
 	}
+	c := &a.chunks[i]
+	raw := a.red.Bytes(c.raw)
 	z := bytes.NewBuffer(make([]byte, 0, len(raw)/4))
 	sealMu.Lock()
 	var err error

@@ -157,7 +157,7 @@ func TestLargeListing_TheStoreHoldsNoCredentialInsideCompressedItems(t *testing.
 // read back in order from the arena and from its stored document.
 func TestItemArena_KeepsItemsInOrderAcrossSealedChunksAndTheStore(t *testing.T) {
 	var want []string
-	a := &itemArena{}
+	a := &itemArena{red: envelope.NewRedactor()}
 	for i := range 3000 {
 		item := fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", i%700))
 		switch {
@@ -213,6 +213,33 @@ func TestItemArena_KeepsItemsInOrderAcrossSealedChunksAndTheStore(t *testing.T) 
 		t.Fatalf("decode: %v %+v", err, doc)
 	}
 	check("the stored document", back)
+}
+
+// TestItemArena_WithoutARedactorSealsNothing: an arena no redactor reads
+// never compresses its items, so that what it saves stays readable JSON
+// for the redacting store, instead of bytes no one redacted.
+func TestItemArena_WithoutARedactorSealsNothing(t *testing.T) {
+	a := &itemArena{}
+	item := []byte(fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", 1000)))
+	for range 3 * arenaChunkSize / len(item) {
+		a.add(item)
+	}
+	for i, c := range a.chunks {
+		if c.z != nil {
+			t.Fatalf("chunk %d of %d was sealed without a redactor", i, len(a.chunks))
+		}
+	}
+	b, err := encodeSaved(savedScan{Fingerprint: "f", Resource: "r", State: json.RawMessage(`{}`)}, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Items  []json.RawMessage `json:"items"`
+		Sealed []any             `json:"sealed"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Items) != a.len() || len(doc.Sealed) != 0 {
+		t.Fatalf("saved %d readable items and %d sealed chunks of %d: %v", len(doc.Items), len(doc.Sealed), a.len(), err)
+	}
 }
 
 // TestScanMemory_AScanLetGoContinuesFromTheStore: a process bound to hold
