@@ -226,14 +226,7 @@ func TestJournalFailure_EndsWithNoTargetInFlight(t *testing.T) {
 	t.Parallel()
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
-	e := &selection.Engine{Store: &failingOutcomes{Store: store}, Runtime: rt, Clock: upstream.WallClock, Background: ctx}
-	req := selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action, Mode: selection.ModeExecute, Wait: time.Minute, RequestID: "t"}
-	r, prob := e.Commit(ctx, req)
-	if prob != nil {
-		t.Fatalf("commit: %+v", prob)
-	}
-	e.Wait()
-	op, err := store.Operation(ctx, r.Operation.ID)
+	op, req, err := commitLosingOutcomes(t, store, rt, sel)
 	if err != nil || op.Status != selection.OpStopped || op.Counts[selection.TargetInFlight] != 0 || op.Counts[selection.TargetUnknown] == 0 {
 		t.Fatalf("after the journal failed: %s %v (%q) %v; want stopped, no target in flight, some unknown", op.Status, op.Counts, op.StopReason, err)
 	}
@@ -243,7 +236,7 @@ func TestJournalFailure_EndsWithNoTargetInFlight(t *testing.T) {
 		t.Fatalf("resume: %+v", prob)
 	}
 	e2.Wait()
-	op, _ = store.Operation(ctx, r.Operation.ID)
+	op, _ = store.Operation(ctx, op.ID)
 	if op.Status != selection.OpCompleted || len(api.Writes()) != op.Total {
 		t.Fatalf("after the resume: %s %v, %d writes for %d targets", op.Status, op.Counts, len(api.Writes()), op.Total)
 	}
@@ -296,4 +289,21 @@ func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
 	if op.Status != selection.OpCompleted || op.Counts[selection.TargetSucceeded] != op.Total {
 		t.Fatalf("after the takeover: %s %v", op.Status, op.Counts)
 	}
+}
+
+// commitLosingOutcomes commits sel over store wrapped so that it cannot
+// journal outcomes, waits for the run to end, and returns the operation as
+// the store then holds it, with the request it was committed by.
+func commitLosingOutcomes(t *testing.T, store selection.Store, rt *upstream.Runtime, sel *selection.Selection) (*selection.Operation, selection.CommitRequest, error) {
+	t.Helper()
+	ctx := context.Background()
+	e := &selection.Engine{Store: &failingOutcomes{Store: store}, Runtime: rt, Clock: upstream.WallClock, Background: ctx}
+	req := selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action, Mode: selection.ModeExecute, Wait: time.Minute, RequestID: "t"}
+	r, prob := e.Commit(ctx, req)
+	if prob != nil {
+		t.Fatalf("commit: %+v", prob)
+	}
+	e.Wait()
+	op, err := store.Operation(ctx, r.Operation.ID)
+	return op, req, err
 }

@@ -71,14 +71,7 @@ func takeOverAfter(t *testing.T, store selection.Store, rt *upstream.Runtime, cl
 func TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover(t *testing.T) {
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
-	e := &selection.Engine{Store: &failingOutcomes{Store: store}, Runtime: rt, Clock: upstream.WallClock, Background: ctx}
-	req := selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action, Mode: selection.ModeExecute, Wait: time.Minute, RequestID: "t"}
-	r, prob := e.Commit(ctx, req)
-	if prob != nil {
-		t.Fatalf("commit: %+v", prob)
-	}
-	e.Wait()
-	op, err := store.Operation(ctx, r.Operation.ID)
+	op, req, err := commitLosingOutcomes(t, store, rt, sel)
 	if err != nil || op.Status != selection.OpStopped || op.Counts[selection.TargetUnknown] == 0 {
 		t.Fatalf("setup: %s %v %v; want a stopped operation with unknown targets", op.Status, op.Counts, err)
 	}
@@ -96,7 +89,7 @@ func TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover(t *testing.T) {
 		t.Fatalf("resume: %+v", prob)
 	}
 	e2.Wait()
-	op, err = store.Operation(ctx, r.Operation.ID)
+	op, err = store.Operation(ctx, op.ID)
 	if err != nil || op.Status != selection.OpRunning || op.FinishedAt != nil {
 		t.Fatalf("after a resume that could not read its unknown targets: %s finished %v (%v); want running, its end left to a takeover", op.Status, op.FinishedAt, err)
 	}
@@ -111,7 +104,7 @@ func TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover(t *testing.T) {
 	}
 
 	takeOverAfter(t, store, rt, clock, ttl)
-	op, _ = store.Operation(ctx, r.Operation.ID)
+	op, _ = store.Operation(ctx, op.ID)
 	if op.Status != selection.OpCompleted || len(api.Writes()) != op.Total {
 		t.Fatalf("after the takeover: %s %v, %d writes for %d targets", op.Status, op.Counts, len(api.Writes()), op.Total)
 	}
