@@ -362,6 +362,12 @@ func (r *run) prepare(ctx context.Context, t Target, reqID string) (version stri
 			r.noToken(t, p, "not re-read and not sent: no access token could be obtained")
 			return "", false
 		}
+		if ctx.Err() != nil {
+			// Stopping, not a failure: nothing was sent (finish keeps a
+			// target an earlier attempt may have reached unknown).
+			r.finish(t, TargetPending, 0, nil, "not re-read and not sent: airlock was stopping", nil)
+			return "", false
+		}
 		if t.Unobserved > 0 {
 			p.StateChanged = envelope.StateUnknown
 			r.finish(t, TargetUnknown, 0, p, "the re-read before sending again failed; an earlier attempt may have applied", nil)

@@ -1,0 +1,75 @@
+package selection_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/sqlitestore"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// TestStopDuringAReread_LeavesTheTargetPendingNotFailed: a process that
+// stops while it re-reads a target before writing it sent nothing: the
+// target goes back to pending, for the process that takes the operation
+// over, and is never said failed (a final outcome no resume would send).
+func TestStopDuringAReread_LeavesTheTargetPendingNotFailed(t *testing.T) {
+	t.Parallel()
+	api := fixtures.NewWriteLab(6)
+	reading := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 2 {
+			// A re-read by id: held until the caller gives up.
+			once.Do(func() { close(reading) })
+			<-r.Context().Done()
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := upstream.ParseConfig(fixtures.WriteLabConfig(srv.URL, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := cfg.Initialize(context.Background(), upstream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	background, stop := context.WithCancel(context.Background())
+	e := &selection.Engine{Store: store, Runtime: rt, Clock: upstream.WallClock, Background: background}
+	l := &lab{t: t, api: api, rt: rt, store: store, e: e}
+	sel := l.preview("archive_reread", nil, nil)
+	res, p := e.Commit(context.Background(), selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
+		Mode: selection.ModeExecute, RequestID: "stop"})
+	if p != nil {
+		t.Fatalf("commit: %s %s", p.Code, p.Detail)
+	}
+	select {
+	case <-reading:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no re-read reached the upstream")
+	}
+	stop()
+	e.Wait()
+	if n := len(api.Applied()); n != 0 {
+		t.Fatalf("%d writes applied; the run stopped before any", n)
+	}
+	for id, x := range l.targets(res.Operation.ID) {
+		if x.Outcome != selection.TargetPending {
+			t.Errorf("%s: %s (%s); nothing was sent, so it is pending", id, x.Outcome, x.Note)
+		}
+	}
+}
