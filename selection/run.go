@@ -692,45 +692,6 @@ func (r *run) noToken(t Target, p *envelope.Problem, note string) {
 	r.stop("no access token could be obtained (" + string(p.Code) + "): the operation stopped before sending more; resume it once the authorization server issues tokens again")
 }
 
-func (r *run) rateLimited(wait time.Duration) {
-	if wait <= 0 {
-		wait = 5 * time.Second
-	}
-	maxPause := r.e.MaxRateLimitPause
-	if maxPause == 0 {
-		maxPause = 2 * time.Minute
-	}
-	if wait > maxPause {
-		r.stop(fmt.Sprintf("rate limited: the upstream asked to wait %d s, longer than airlock pauses an operation", int(wait.Seconds())))
-		return
-	}
-	r.mu.Lock()
-	if until := r.e.Clock.Now().Add(wait); until.After(r.pauseUntil) {
-		r.pauseUntil = until
-	}
-	r.mu.Unlock()
-}
-
-func (r *run) pauseForRateLimit(ctx context.Context) {
-	r.mu.Lock()
-	until := r.pauseUntil
-	r.mu.Unlock()
-	sleep(ctx, until.Sub(r.e.Clock.Now()))
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
 // finish journals a target's outcome and counts it for the stop rules and
 // progress. A target an earlier attempt may have reached is never said
 // untouched (pending, skipped, failed): that attempt may still land, so it
