@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/redact"
 )
 
 // Redacting returns a Store that removes r's secrets from everything it
@@ -18,7 +18,7 @@ import (
 // redacted copy (the caller's value is never changed). Reads pass through.
 // Record and target ids are keys and are written as they are. A nil r
 // returns s.
-func Redacting(s Store, r *envelope.Redactor) Store {
+func Redacting(s Store, r *redact.Redactor) Store {
 	if r == nil {
 		return s
 	}
@@ -34,7 +34,7 @@ func Redacting(s Store, r *envelope.Redactor) Store {
 // this).
 type redactingStore struct {
 	inner Store
-	r     *envelope.Redactor
+	r     *redact.Redactor
 }
 
 // Unwrap returns the wrapped store.
@@ -69,7 +69,7 @@ func (s *redactingStore) suspect(v any) bool {
 
 // redactedCopy returns v after a trip through JSON with every secret
 // removed from the encoded bytes (numbers stay json.Number).
-func redactedCopy[T any](r *envelope.Redactor, v T) (T, error) {
+func redactedCopy[T any](r *redact.Redactor, v T) (T, error) {
 	var out T
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -86,7 +86,7 @@ func redactedCopy[T any](r *envelope.Redactor, v T) (T, error) {
 // redactedDoc returns v, or a redacted copy when its JSON may hold a
 // secret: for the rarely written documents (selections, operations,
 // approvals), where a copy costs nothing that matters.
-func redactedDoc[T any](r *envelope.Redactor, v *T) (*T, error) {
+func redactedDoc[T any](r *redact.Redactor, v *T) (*T, error) {
 	if r.Empty() {
 		return v, nil
 	}
@@ -352,7 +352,7 @@ func (s *redactingStore) Close() error { return s.inner.Close() }
 // WithRedactor returns an auditor whose JSON Lines file receives each
 // event with r's secrets removed (the store's copy is redacted by
 // Redacting).
-func (a *Auditor) WithRedactor(r *envelope.Redactor) *Auditor {
+func (a *Auditor) WithRedactor(r *redact.Redactor) *Auditor {
 	if a == nil || a.file == nil || r == nil {
 		return a
 	}

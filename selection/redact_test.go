@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/envelope/leaktest"
+	"github.com/airlock-mcp/airlock/redact"
+	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/selection/storetest"
@@ -33,7 +34,7 @@ const canary = "cnry-3f9a1c7e-demo-credential"
 // other (the contract suite, which stores no secret, passes through it).
 func TestRedactingStoreContract(t *testing.T) {
 	t.Parallel()
-	red := envelope.NewRedactor(canary)
+	red := redact.New(canary)
 	storetest.Run(t, storetest.Opener{
 		Open: func(t *testing.T) selection.Store {
 			return selection.Redacting(openSQLite(t, filepath.Join(t.TempDir(), "airlock.db")), red)
@@ -56,7 +57,7 @@ func TestRedactingStore_NoDocumentHoldsTheCredential(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "airlock.db")
-	st := selection.Redacting(openSQLite(t, path), envelope.NewRedactor("Bearer "+canary, canary))
+	st := selection.Redacting(openSQLite(t, path), redact.New("Bearer "+canary, canary))
 	b64 := base64.StdEncoding.EncodeToString([]byte("svc:" + canary))
 	now := time.Now()
 	sel := &selection.Selection{ID: "sel_1", Resource: "r", Kind: selection.KindScope, State: selection.StateBuilding, CreatedAt: now, ExpiresAt: now.Add(time.Hour),
@@ -124,7 +125,7 @@ func TestRedactingStore_NoDocumentHoldsTheCredential(t *testing.T) {
 // batches them) into SQLite directly and through the redacting store.
 func BenchmarkRedactingPutRecords(b *testing.B) {
 	recs := benchRecords(10_000)
-	red := envelope.NewRedactor("Bearer "+canary, canary, "cnry-b81d04aa-admin-credential")
+	red := redact.New("Bearer "+canary, canary, "cnry-b81d04aa-admin-credential")
 	for _, tc := range []struct {
 		name string
 		wrap func(selection.Store) selection.Store

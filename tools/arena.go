@@ -9,7 +9,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/redact"
 )
 
 // itemArena keeps a frozen scan's items, in order, in chunks of items
@@ -24,7 +24,7 @@ type itemArena struct {
 	// red redacts a chunk before it is sealed (the store cannot redact
 	// compressed bytes). Without one no chunk is sealed: the items stay
 	// readable JSON, which the redacting store redacts when it saves them.
-	red *envelope.Redactor
+	red *redact.Redactor
 }
 
 // arenaChunk holds items first..first+n-1: open (raw, being filled) or

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/envelope/leaktest"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/review"
 )
 

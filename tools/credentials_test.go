@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
@@ -305,7 +306,7 @@ func TestTokenEndpoint_EachFailureHasItsProblemAndNeverBlamesTheAPI(t *testing.T
 			if !strings.Contains(p.UpstreamMessage, tc.quote) {
 				t.Fatalf("upstream_message %q, want the token endpoint's words %q", p.UpstreamMessage, tc.quote)
 			}
-			if tc.name == "wrong secret echoed back" && !strings.Contains(p.UpstreamMessage, envelope.Redacted) {
+			if tc.name == "wrong secret echoed back" && !strings.Contains(p.UpstreamMessage, redact.Redacted) {
 				t.Fatalf("the echoed secret was not redacted but dropped: %q", p.UpstreamMessage)
 			}
 			if got := len(h.api.Requests()); got != 0 {

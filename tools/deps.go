@@ -8,8 +8,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/signing"
+	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -43,7 +43,7 @@ type Deps struct {
 	ProgressInterval time.Duration
 	// Redactor removes the credentials from every tool result, log record,
 	// stored document and audit line (NewDeps takes the runtime's).
-	Redactor *envelope.Redactor
+	Redactor *redact.Redactor
 	// Tasks, when set before NewServer, lets the long tools answer with a
 	// task (see NewTasks); it needs the store and the HTTP transport.
 	Tasks *Tasks
@@ -60,12 +60,12 @@ func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var red *envelope.Redactor
+	var red *redact.Redactor
 	if rt != nil {
 		red = rt.Redactor
 	}
 	if red == nil {
-		red = envelope.NewRedactor()
+		red = redact.New()
 	}
 	return &Deps{
 		Runtime:  rt,

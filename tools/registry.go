@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
@@ -133,7 +134,7 @@ type RegisterOptions struct {
 	// Memory, when set, answers repeats of failed calls from memory.
 	Memory *ProblemMemory
 	// Redactor, when set, removes its secrets from every result.
-	Redactor *envelope.Redactor
+	Redactor *redact.Redactor
 }
 
 // Register adds the tools to the server after checking their annotations.
@@ -217,7 +218,7 @@ func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 
 // redactedResult renders the envelope as Result does, with the secrets
 // removed from its bytes: the last step before a result leaves airlock.
-func redactedResult(env *envelope.Envelope, red *envelope.Redactor, data ...envelope.TextDefault) *mcp.CallToolResult {
+func redactedResult(env *envelope.Envelope, red *redact.Redactor, data ...envelope.TextDefault) *mcp.CallToolResult {
 	env.Finish()
 	b := red.Bytes(env.Marshal())
 	return &mcp.CallToolResult{
@@ -229,7 +230,7 @@ func redactedResult(env *envelope.Envelope, red *envelope.Redactor, data ...enve
 
 // redactedInput removes the secrets from a request for input (an approval
 // form built from a selection).
-func redactedInput(res *mcp.CallToolResult, red *envelope.Redactor) *mcp.CallToolResult {
+func redactedInput(res *mcp.CallToolResult, red *redact.Redactor) *mcp.CallToolResult {
 	if red.Empty() {
 		return res
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -327,7 +327,7 @@ func encodeSaved(doc savedScan, items *itemArena) ([]byte, error) {
 // decodeSaved reads a document encodeSaved wrote: the sealed chunks as
 // they are, the open items one at a time into the arena, the filter's
 // numbers as json.Number.
-func decodeSaved(b []byte, red *envelope.Redactor) (savedScan, *itemArena, error) {
+func decodeSaved(b []byte, red *redact.Redactor) (savedScan, *itemArena, error) {
 	var in struct {
 		savedScan
 		Filter json.RawMessage `json:"filter"`
@@ -422,7 +422,7 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	if err != nil {
 		return nil, err
 	}
-	var red *envelope.Redactor
+	var red *redact.Redactor
 	if c.runtime != nil {
 		red = c.runtime.Redactor
 	}

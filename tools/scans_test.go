@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
@@ -157,7 +158,7 @@ func TestLargeListing_TheStoreHoldsNoCredentialInsideCompressedItems(t *testing.
 // read back in order from the arena and from its stored document.
 func TestItemArena_KeepsItemsInOrderAcrossSealedChunksAndTheStore(t *testing.T) {
 	var want []string
-	a := &itemArena{red: envelope.NewRedactor()}
+	a := &itemArena{red: redact.New()}
 	for i := range 3000 {
 		item := fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", i%700))
 		switch {

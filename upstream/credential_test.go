@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/envelope/leaktest"
+	"github.com/airlock-mcp/airlock/redact"
+	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
 
 // credYAML is a configuration whose upstream api has the credential block
@@ -161,7 +161,7 @@ func TestBasic_UserAndPasswordReadSeparatelyAndRedactedInEveryForm(t *testing.T)
 		fmt.Fprint(w, `[]`)
 	}))
 	t.Cleanup(srv.Close)
-	red := envelope.NewRedactor()
+	red := redact.New()
 	c := newTestClient(t, srv.URL, "credential:\n  basic:\n    user: {env: SVC_USER}\n    password: {file: "+passFile+"}", Options{Redactor: red, Getenv: func(k string) string {
 		if k == "SVC_USER" {
 			return "svc-reader"

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/envelope/leaktest"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
 
 // TestUpstreamFieldNames_OnlyDeclaredNamesReachTheProblem: a field an

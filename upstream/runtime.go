@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/redact"
 )
 
 // Defaults applied where the configuration is silent. They are deliberately
@@ -44,7 +45,7 @@ type Runtime struct {
 	Actions     map[string]*Action
 	// Redactor knows every credential the runtime loaded: what airlock
 	// stores, logs, returns or exports passes through it.
-	Redactor *envelope.Redactor
+	Redactor *redact.Redactor
 }
 
 // Resource is a resource with every default resolved.
@@ -88,7 +89,7 @@ type Options struct {
 	// Redactor, when set, receives every credential loaded (so that a
 	// logger built before the configuration redacts them too); nil means
 	// a new one. Either way the runtime's logger redacts through it.
-	Redactor *envelope.Redactor
+	Redactor *redact.Redactor
 	// WrapTransport, when set, wraps each upstream's HTTP transport (for
 	// metrics and traces): it sees every attempt of every request, with
 	// the credential in its headers, which it must never record.
@@ -133,7 +134,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 		opts.Clock = WallClock
 	}
 	if opts.Redactor == nil {
-		opts.Redactor = envelope.NewRedactor()
+		opts.Redactor = redact.New()
 	}
 	opts.Logger = slog.New(opts.Redactor.Handler(opts.Logger.Handler()))
 	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{},

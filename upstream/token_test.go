@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/envelope/leaktest"
+	"github.com/airlock-mcp/airlock/redact"
+	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
 
 // clientSecret is the OAuth client secret the token tests configure.
@@ -422,7 +423,7 @@ func TestOAuth2_TheGrantCarriesScopesAudienceResourceAndTheAuthMethod(t *testing
 func TestOAuth2_EverySecretIsRedacted(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
 	te := &tokenEndpoint{lifetime: 10 * time.Second}
-	red := envelope.NewRedactor()
+	red := redact.New()
 	c, base := oauthClient(t, te, &oauthAPI{}, "", "", Options{Clock: clock, Redactor: red})
 	for range 3 {
 		if _, err := get(t, c, base.URL); err != nil {

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/redact"
 )
 
 // Exit codes, the same for every command.
@@ -183,7 +183,7 @@ func (o *logOptions) register(f *flags) {
 
 // open builds the logger; red, when set, redacts what it writes. close
 // closes the log file.
-func (o *logOptions) open(stderr io.Writer, red *envelope.Redactor) (logger *slog.Logger, close func(), err error) {
+func (o *logOptions) open(stderr io.Writer, red *redact.Redactor) (logger *slog.Logger, close func(), err error) {
 	var level slog.Level
 	switch o.level {
 	case "debug", "info", "warn", "error":

@@ -31,9 +31,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/httpguard"
+	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
@@ -261,7 +261,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	// Everything logged passes through the redactor, which learns the
 	// upstream credentials when the configuration is loaded.
-	red := envelope.NewRedactor(os.Getenv("AIRLOCK_HTTP_TOKEN"), os.Getenv("AIRLOCK_REVIEW_TOKEN"))
+	red := redact.New(os.Getenv("AIRLOCK_HTTP_TOKEN"), os.Getenv("AIRLOCK_REVIEW_TOKEN"))
 	logger, closeLog, err := logOpts.open(stderr, red)
 	if err != nil {
 		return err
@@ -392,7 +392,7 @@ func demoEnv(k string) string {
 
 // buildDeps initializes a configuration; red, when set, learns its
 // credentials (nil: the runtime makes its own redactor).
-func buildDeps(ctx context.Context, cfg *upstream.Config, getenv func(string) string, logger *slog.Logger, red *envelope.Redactor, more ...func(*upstream.Options)) (*tools.Deps, error) {
+func buildDeps(ctx context.Context, cfg *upstream.Config, getenv func(string) string, logger *slog.Logger, red *redact.Redactor, more ...func(*upstream.Options)) (*tools.Deps, error) {
 	opts := upstream.Options{Logger: logger, Getenv: getenv, Redactor: red}
 	for _, f := range more {
 		f(&opts)

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/envelope/leaktest"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
 
 const canaryCredential = "cnry-77d1e0c4-process-credential"

@@ -1,4 +1,10 @@
-package envelope
+// Package redact removes configured secrets (credentials) from every byte
+// that leaves airlock: tool results, stored documents, log records, audit
+// lines. It finds a secret in the encodings upstreams echo it in.
+//
+// It must never keep, log or return a secret it was given, and never
+// reshape text that holds no trace of one.
+package redact
 
 import (
 	"bytes"
@@ -59,8 +65,8 @@ type redactSet struct {
 	splits []*regexp.Regexp
 }
 
-// NewRedactor returns a redactor for the secrets given (more can be added).
-func NewRedactor(secrets ...string) *Redactor {
+// New returns a redactor for the secrets given (more can be added).
+func New(secrets ...string) *Redactor {
 	r := &Redactor{}
 	r.Add(secrets...)
 	return r

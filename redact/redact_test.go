@@ -1,4 +1,4 @@
-package envelope_test
+package redact_test
 
 import (
 	"bytes"
@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/envelope/leaktest"
+	"github.com/airlock-mcp/airlock/redact"
+	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
 
 const secret = "cnry-3f9a1c7e-demo-credential"
@@ -47,7 +48,7 @@ func echoes(s string) map[string]string {
 // upstream echoes the credential in, what airlock passes on holds no trace
 // a reader could decode, and the JSON around it stays valid.
 func TestRedactor_RemovesTheSecretInEveryEchoedEncoding(t *testing.T) {
-	r := envelope.NewRedactor("Bearer "+secret, secret)
+	r := redact.New("Bearer "+secret, secret)
 	for name, echo := range echoes(secret) {
 		t.Run(name, func(t *testing.T) {
 			doc, _ := json.Marshal(map[string]any{"problem": map[string]any{"errors": []any{map[string]any{"field": "upstream." + echo}}}, "text": "the value " + echo + " was refused"})
@@ -61,7 +62,7 @@ func TestRedactor_RemovesTheSecretInEveryEchoedEncoding(t *testing.T) {
 			if !json.Valid(out) {
 				t.Fatalf("redaction broke the JSON: %s", out)
 			}
-			if !strings.Contains(string(out), envelope.Redacted) {
+			if !strings.Contains(string(out), redact.Redacted) {
 				t.Fatalf("no marker: %s", out)
 			}
 		})
@@ -71,7 +72,7 @@ func TestRedactor_RemovesTheSecretInEveryEchoedEncoding(t *testing.T) {
 // TestRedactor_LeavesCleanTextUntouched: text without a secret comes back
 // as the same bytes (no copy), and near misses are kept.
 func TestRedactor_LeavesCleanTextUntouched(t *testing.T) {
-	r := envelope.NewRedactor(secret)
+	r := redact.New(secret)
 	for _, s := range []string{`{"items":[{"id":"sa_00002","name":"metrics-exporter-865"}]}`, "cnry-3f9a", "credential", "demo-credential", ""} {
 		in := []byte(s)
 		out := r.Bytes(in)
@@ -82,11 +83,11 @@ func TestRedactor_LeavesCleanTextUntouched(t *testing.T) {
 			t.Fatalf("%q was copied", s)
 		}
 	}
-	var nilR *envelope.Redactor
+	var nilR *redact.Redactor
 	if got := nilR.String("x " + secret); got != "x "+secret || !nilR.Empty() {
 		t.Fatal("a nil redactor redacts nothing")
 	}
-	if envelope.NewRedactor("abc").Empty() != true {
+	if redact.New("abc").Empty() != true {
 		t.Fatal("a secret under four bytes is ignored")
 	}
 }
@@ -95,7 +96,7 @@ func TestRedactor_LeavesCleanTextUntouched(t *testing.T) {
 // attributes of every kind, and each write to a wrapped writer, lose the
 // secret; a secret added after the logger was built is redacted too.
 func TestRedactor_LogRecordsAndWritersAreRedacted(t *testing.T) {
-	r := envelope.NewRedactor()
+	r := redact.New()
 	var buf bytes.Buffer
 	log := slog.New(r.Handler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	r.Add(secret)
@@ -108,7 +109,7 @@ func TestRedactor_LogRecordsAndWritersAreRedacted(t *testing.T) {
 		if hits := leaktest.Hits(b, secret); len(hits) > 0 {
 			t.Fatalf("%s: the secret is readable (%v): %s", what, hits, b)
 		}
-		if !bytes.Contains(b, []byte(envelope.Redacted)) {
+		if !bytes.Contains(b, []byte(redact.Redacted)) {
 			t.Fatalf("%s: nothing was redacted: %s", what, b)
 		}
 	}
@@ -131,7 +132,7 @@ func BenchmarkRedactor(b *testing.B) {
 		clean = env.Marshal()
 	}
 	dirty := bytes.Replace(clean, []byte("Customer 7 GmbH"), []byte("Customer "+secret), 1)
-	r := envelope.NewRedactor("Bearer "+secret, secret, "cnry-b81d04aa-admin-credential")
+	r := redact.New("Bearer "+secret, secret, "cnry-b81d04aa-admin-credential")
 	b.Run("marshal", func(b *testing.B) {
 		b.SetBytes(int64(len(clean)))
 		for b.Loop() {
@@ -156,7 +157,7 @@ func BenchmarkRedactor(b *testing.B) {
 // token) is replaced by a quoted marker, and one that starts or ends inside
 // an escape takes the whole escape with it: the document stays JSON.
 func TestRedactor_KeepsJSONValid(t *testing.T) {
-	r := envelope.NewRedactor("u0041bc123xyz", "9f8e7d6c5b4a")
+	r := redact.New("u0041bc123xyz", "9f8e7d6c5b4a")
 	for _, doc := range []string{
 		`{"n":9f8e7d6c5b4a}`,
 		`[19f8e7d6c5b4a0, "9f8e7d6c5b4a"]`,

@@ -1,19 +1,18 @@
-package envelope_test
+package redact_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/airlock-mcp/airlock/redact"
 	"strings"
 	"testing"
-
-	"github.com/airlock-mcp/airlock/envelope"
 )
 
 // credentialLike reports whether s looks like a credential: at least
 // eight bytes of the characters tokens are made of, with a letter other
 // than an exponent's e. (The marker's own words are not secrets.)
 func credentialLike(s string) bool {
-	if len(s) < 8 || strings.Contains(envelope.Redacted, s) {
+	if len(s) < 8 || strings.Contains(redact.Redacted, s) {
 		return false
 	}
 	letter := false
@@ -46,13 +45,13 @@ func FuzzRedactor(f *testing.F) {
 		if !credentialLike(secret) {
 			t.Skip()
 		}
-		r := envelope.NewRedactor(secret)
+		r := redact.New(secret)
 		in := []byte(text)
 		out := r.Bytes(in)
 		if bytes.Contains(out, []byte(secret)) {
 			t.Fatalf("the secret survived: %q", out)
 		}
-		if !bytes.Equal(out, in) && !bytes.Contains(out, []byte(envelope.Redacted)) {
+		if !bytes.Equal(out, in) && !bytes.Contains(out, []byte(redact.Redacted)) {
 			t.Fatalf("changed without a marker: %q -> %q", in, out)
 		}
 		if json.Valid(in) && !json.Valid(out) {
