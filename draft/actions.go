@@ -8,7 +8,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // versionBodyNames are request body properties that carry the version a
@@ -78,7 +78,7 @@ func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string
 		if ps == nil {
 			continue
 		}
-		if versionBodyNames[snake(name)] && r.versionFld != "" && !upstream.IsTodo(r.versionFld) {
+		if versionBodyNames[snake(name)] && r.versionFld != "" && !config.IsTodo(r.versionFld) {
 			versionProp = name
 			a.body = append(a.body, [2]string{name, quote("{{version}}")})
 			continue
@@ -99,29 +99,29 @@ func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string
 	}
 	switch {
 	case headers["if-match"] != nil && r.versionFld != "":
-		a.conditional = upstream.CondIfMatch
+		a.conditional = config.CondIfMatch
 		a.headers = append(a.headers, [2]string{headers["if-match"].Name, quote("{{version}}")})
 		a.condNote = "the operation declares If-Match: the write carries the item's version"
 	case headers["if-match"] != nil:
-		a.conditional = upstream.Todo("if_match needs a version_field on the items; or reread")
+		a.conditional = config.Todo("if_match needs a version_field on the items; or reread")
 	case versionProp != "":
-		a.conditional = upstream.CondVersion
+		a.conditional = config.CondVersion
 		a.condNote = "the body carries the expected version (" + versionProp + ")"
 	case r.get != nil:
-		a.conditional = upstream.CondReread
+		a.conditional = config.CondReread
 		a.condNote = "no If-Match or version in the request: the target is re-read and compared before the write"
 	default:
-		a.conditional = upstream.Todo("if_match, version or reread; the API shows no condition and no GET by id")
+		a.conditional = config.Todo("if_match, version or reread; the API shows no condition and no GET by id")
 	}
 	if method == http.MethodDelete {
 		a.destructive, a.approval = true, "operator"
-		if !upstream.IsTodo(r.idField) {
+		if !config.IsTodo(r.idField) {
 			a.effect = [][2]string{{r.idField, "null"}}
 			a.effectNote = "a delete's effect is the record's absence, shown as its id becoming null"
 		}
 	}
 	if len(a.effect) == 0 {
-		a.effect = [][2]string{{upstream.Todo("the field this action changes"), quote(upstream.Todo("its value after the write"))}}
+		a.effect = [][2]string{{config.Todo("the field this action changes"), quote(config.Todo("its value after the write"))}}
 	}
 	return a
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // oauthDraft is an OAuth 2.0 client credentials credential read from a
@@ -41,7 +41,7 @@ func credentialFromScheme(name string, s *openapi3.SecurityScheme, upstreamName 
 		f := s.Flows.ClientCredentials
 		o := &oauthDraft{tokenURL: f.TokenURL}
 		if u, err := url.Parse(f.TokenURL); err != nil || !u.IsAbs() {
-			o.tokenURL = upstream.Todo("the authorization server's absolute token URL; the document's is " + strings.ReplaceAll(f.TokenURL, ")", ""))
+			o.tokenURL = config.Todo("the authorization server's absolute token URL; the document's is " + strings.ReplaceAll(f.TokenURL, ")", ""))
 		}
 		for sc := range f.Scopes {
 			o.scopes = append(o.scopes, sc)
@@ -52,7 +52,7 @@ func credentialFromScheme(name string, s *openapi3.SecurityScheme, upstreamName 
 	case s.Type == "oauth2" || s.Type == "openIdConnect":
 		return &credDraft{env: env}, "security scheme " + quote(name) + " (" + s.Type + " without a client credentials flow): airlock sends an access token you obtain; it does not run the flow"
 	}
-	return &credDraft{env: upstream.Todo("the variable holding the credential; security scheme " + name + " is sent in the " + s.In + ", which airlock cannot do")}, ""
+	return &credDraft{env: config.Todo("the variable holding the credential; security scheme " + name + " is sent in the " + s.In + ", which airlock cannot do")}, ""
 }
 
 // render writes the credential block of an upstream.
@@ -62,7 +62,7 @@ func (c *credDraft) render(w *writer) {
 	case c.oauth != nil:
 		w.line(3, "oauth2:")
 		w.kv(4, "token_url", quote(c.oauth.tokenURL), "")
-		w.kv(4, "client_id", quote(upstream.Todo("the client id the authorization server registered for airlock")), "")
+		w.kv(4, "client_id", quote(config.Todo("the client id the authorization server registered for airlock")), "")
 		w.kv(4, "client_secret", "{env: "+c.env+"}", "the secret is read from this variable, never written here")
 		if len(c.oauth.scopes) > 0 {
 			w.kv(4, "scopes", "["+strings.Join(c.oauth.scopes, ", ")+"]", "the document's scopes: keep only those airlock needs")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // TestDraftCredential_FromEachSecurityScheme: init drafts the credential a
@@ -24,18 +24,12 @@ func TestDraftCredential_FromEachSecurityScheme(t *testing.T) {
 		lines        []string // each must appear in the draft
 		todos        int      // TODOs about the credential
 	}{
-		{"client credentials", `{type: oauth2, flows: {clientCredentials: {tokenUrl: "https://login.example.com/oauth2/token", scopes: {billing.write: write, billing.read: read}}}}`,
-			upstream.FormOAuth2, []string{`token_url: "https://login.example.com/oauth2/token"`, "client_secret: {env: BILLING_CLIENT_SECRET}", "scopes: [billing.read, billing.write]"}, 1},
-		{"client credentials, relative token url", `{type: oauth2, flows: {clientCredentials: {tokenUrl: /oauth/token, scopes: {}}}}`,
-			upstream.FormOAuth2, []string{`token_url: "TODO(the authorization server's absolute token URL; the document's is /oauth/token`}, 2},
-		{"api key in the query", `{type: apiKey, in: query, name: api_key}`, upstream.FormQuery,
-			[]string{"env: BILLING_API_KEY", "query: api_key"}, 0},
-		{"basic", `{type: http, scheme: basic}`, upstream.FormBasic,
-			[]string{"user: {env: BILLING_USER}", "password: {env: BILLING_PASSWORD}"}, 0},
-		{"api key in a header", `{type: apiKey, in: header, name: X-Api-Key}`, upstream.FormStatic,
-			[]string{"header: X-Api-Key", `scheme: ""`}, 0},
-		{"authorization code only", `{type: oauth2, flows: {authorizationCode: {authorizationUrl: "https://l.example/a", tokenUrl: "https://l.example/t", scopes: {}}}}`,
-			upstream.FormStatic, []string{"env: BILLING_TOKEN", "it does not run the flow"}, 0},
+		{"client credentials", `{type: oauth2, flows: {clientCredentials: {tokenUrl: "https://login.example.com/oauth2/token", scopes: {billing.write: write, billing.read: read}}}}`, config.FormOAuth2, []string{`token_url: "https://login.example.com/oauth2/token"`, "client_secret: {env: BILLING_CLIENT_SECRET}", "scopes: [billing.read, billing.write]"}, 1},
+		{"client credentials, relative token url", `{type: oauth2, flows: {clientCredentials: {tokenUrl: /oauth/token, scopes: {}}}}`, config.FormOAuth2, []string{`token_url: "TODO(the authorization server's absolute token URL; the document's is /oauth/token`}, 2},
+		{"api key in the query", `{type: apiKey, in: query, name: api_key}`, config.FormQuery, []string{"env: BILLING_API_KEY", "query: api_key"}, 0},
+		{"basic", `{type: http, scheme: basic}`, config.FormBasic, []string{"user: {env: BILLING_USER}", "password: {env: BILLING_PASSWORD}"}, 0},
+		{"api key in a header", `{type: apiKey, in: header, name: X-Api-Key}`, config.FormStatic, []string{"header: X-Api-Key", `scheme: ""`}, 0},
+		{"authorization code only", `{type: oauth2, flows: {authorizationCode: {authorizationUrl: "https://l.example/a", tokenUrl: "https://l.example/t", scopes: {}}}}`, config.FormStatic, []string{"env: BILLING_TOKEN", "it does not run the flow"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := strings.Replace(string(doc), "bearerAuth: {type: http, scheme: bearer}", "bearerAuth: "+tc.scheme, 1)
@@ -63,7 +57,7 @@ func TestDraftCredential_FromEachSecurityScheme(t *testing.T) {
 			if i := strings.Index(y, "\nactions:"); i >= 0 {
 				y = y[:i+1]
 			}
-			if len(upstream.FindTodos([]byte(y))) != tc.todos {
+			if len(config.FindTodos([]byte(y))) != tc.todos {
 				t.Fatal("the credential's TODOs do not stop the configuration")
 			}
 			// The person decides.
@@ -82,9 +76,9 @@ func TestDraftCredential_FromEachSecurityScheme(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, y []byte) *upstream.Config {
+func mustParse(t *testing.T, y []byte) *config.Config {
 	t.Helper()
-	cfg, err := upstream.ParseConfig(y)
+	cfg, err := config.Parse(y)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, y)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // issuesDoc is a small document with what real ones carry: two paths that
@@ -80,7 +80,7 @@ func TestDraftFromOpenAPI_AFlawedDocumentStillDrafts(t *testing.T) {
 			t.Errorf("the draft does not list %q", w)
 		}
 	}
-	if _, err := upstream.ParseConfig(d.YAML); err != nil {
+	if _, err := config.Parse(d.YAML); err != nil {
 		t.Errorf("the draft does not parse: %v\n%s", err, d.YAML)
 	}
 }
@@ -182,7 +182,7 @@ func TestDraftFromOpenAPI_Swagger2IsConvertedAndSaysSo(t *testing.T) {
 			t.Errorf("the draft lacks %q:\n%s", want, d.YAML)
 		}
 	}
-	if _, err := upstream.ParseConfig(d.YAML); err != nil {
+	if _, err := config.Parse(d.YAML); err != nil {
 		t.Errorf("the draft does not parse: %v", err)
 	}
 }

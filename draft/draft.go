@@ -16,7 +16,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // Options shape a draft.
@@ -50,8 +50,8 @@ type Draft struct {
 	Warnings []string
 }
 
-// config is what a draft holds before it is written out.
-type config struct {
+// draftConfig is what a draft holds before it is written out.
+type draftConfig struct {
 	source      string
 	environment string
 	upstream    upstreamDraft
@@ -187,7 +187,7 @@ func envName(upstreamName string) string {
 
 // render writes the configuration as commented YAML and collects the
 // TODOs it holds.
-func (c *config) render() *Draft {
+func (c *draftConfig) render() *Draft {
 	w := &writer{}
 	w.comment(0, "airlock configuration drafted by `airlock init`"+fromSource(c.source)+".")
 	w.comment(0, "Read it through: every guess is commented. A value reading TODO and what to decide is a decision")
@@ -293,7 +293,7 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 	}
 	w.line(2, "fields:")
 	if len(r.fields) == 0 {
-		w.kv(3, quote(upstream.Todo("the items' schema names no field: declare the fields airlock may read")), "{type: string}", "")
+		w.kv(3, quote(config.Todo("the items' schema names no field: declare the fields airlock may read")), "{type: string}", "")
 	}
 	for _, f := range r.fields {
 		w.kv(3, f.name, f.flow(), f.note)
@@ -542,7 +542,7 @@ func (w *writer) comment(indent int, s string) {
 // collect records each TODO(...) written on a line.
 func (w *writer) collect(s string) {
 	for {
-		i := strings.Index(s, upstream.TodoPrefix)
+		i := strings.Index(s, config.TodoPrefix)
 		if i < 0 {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -78,13 +79,13 @@ func TestDraftWithTODOs_IsRefusedNamingEachOne(t *testing.T) {
 			if len(d.TODOs) == 0 {
 				t.Fatal("without --environment the draft must leave the environment to a person")
 			}
-			var errs upstream.ConfigErrors
-			if cfg, err := upstream.ParseConfig(d.YAML); err != nil {
+			var errs config.Errors
+			if cfg, err := config.Parse(d.YAML); err != nil {
 				if !errors.As(err, &errs) {
 					t.Fatalf("parse: %v", err)
 				}
 			} else {
-				_, err := cfg.Initialize(t.Context(), upstream.Options{WithoutCredentials: true})
+				_, err := upstream.Initialize(t.Context(), cfg, upstream.Options{WithoutCredentials: true})
 				if !errors.As(err, &errs) {
 					t.Fatalf("a draft holding %v was accepted: %v", d.TODOs, err)
 				}
@@ -107,10 +108,10 @@ func TestDraftWithEveryDecisionMade_IsAValidConfiguration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := upstream.ParseConfig(d.YAML)
+			cfg, err := config.Parse(d.YAML)
 			if len(d.TODOs) > 0 {
 				if err == nil {
-					_, err = cfg.Initialize(t.Context(), upstream.Options{WithoutCredentials: true})
+					_, err = upstream.Initialize(t.Context(), cfg, upstream.Options{WithoutCredentials: true})
 				}
 				if err == nil {
 					t.Fatalf("a draft with TODOs %v was accepted", d.TODOs)
@@ -123,7 +124,7 @@ func TestDraftWithEveryDecisionMade_IsAValidConfiguration(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a draft without TODOs does not parse: %v\n%s", err, d.YAML)
 			}
-			if _, err := cfg.Initialize(t.Context(), upstream.Options{WithoutCredentials: true}); err != nil {
+			if _, err := upstream.Initialize(t.Context(), cfg, upstream.Options{WithoutCredentials: true}); err != nil {
 				t.Fatalf("a draft without TODOs does not initialize: %v\n%s", err, d.YAML)
 			}
 		})

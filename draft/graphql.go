@@ -111,7 +111,7 @@ func FromGraphQL(ctx context.Context, endpoint string, opts SampleOptions) (*Dra
 	if !ok {
 		return nil, errors.New("the introspection names no query type")
 	}
-	c := &config{source: endpoint, environment: environment(opts.Options)}
+	c := &draftConfig{source: endpoint, environment: environment(opts.Options)}
 	c.upstream = upstreamDraft{name: snake(strings.Split(u.Hostname(), ".")[0]), baseURL: u.Scheme + "://" + u.Host, baseNote: "the endpoint's origin"}
 	if c.upstream.name == "" || c.upstream.name == "127" || c.upstream.name == "localhost" {
 		c.upstream.name = "api"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // introspectionBody is the part of an introspection answer FromGraphQL
@@ -59,7 +59,7 @@ func TestDraftFromGraphQL_EachConnectionIsAResource(t *testing.T) {
 	if strings.Contains(string(d.YAML), "tags:") || strings.Contains(string(d.YAML), "  issue:\n") {
 		t.Errorf("a field that is no connection was drafted:\n%s", d.YAML)
 	}
-	if _, err := upstream.ParseConfig(d.YAML); err != nil {
+	if _, err := config.Parse(d.YAML); err != nil {
 		t.Errorf("the draft does not parse: %v\n%s", err, d.YAML)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // FromOpenAPI drafts a configuration from an OpenAPI 3.0 or 3.1 document
@@ -26,7 +26,7 @@ func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
 	if t.Paths == nil || t.Paths.Len() == 0 {
 		return nil, errors.New("the openapi document has no paths")
 	}
-	c := &config{source: opts.Source, environment: environment(opts), warnings: warnings}
+	c := &draftConfig{source: opts.Source, environment: environment(opts), warnings: warnings}
 	c.upstream = upstreamFromDoc(t, opts)
 	names := map[string]bool{}
 	paths := t.Paths.Keys()
@@ -79,7 +79,7 @@ func environment(opts Options) string {
 	if opts.Environment != "" {
 		return opts.Environment
 	}
-	return upstream.Todo("name this deployment, e.g. prod or staging")
+	return config.Todo("name this deployment, e.g. prod or staging")
 }
 
 func wanted(only []string, name string) bool {
@@ -116,10 +116,10 @@ func upstreamFromDoc(t *openapi3.T, opts Options) upstreamDraft {
 			u.baseURL = strings.TrimRight(base, "/")
 			u.baseNote = "the document's first server"
 		} else {
-			u.baseURL = upstream.Todo("the API's absolute base URL; the document's server is relative")
+			u.baseURL = config.Todo("the API's absolute base URL; the document's server is relative")
 		}
 	default:
-		u.baseURL = upstream.Todo("the API's base URL; the document names no server")
+		u.baseURL = config.Todo("the API's base URL; the document names no server")
 	}
 	u.cred, u.credNote = credentialFromDoc(t, u.name)
 	return u
@@ -327,7 +327,7 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 		r.description = firstSentence(op.Description)
 	}
 	r.path = pathParam.ReplaceAllStringFunc(p, func(m string) string {
-		return upstream.Todo("a value for the path parameter " + strings.Trim(m, "{}"))
+		return config.Todo("a value for the path parameter " + strings.Trim(m, "{}"))
 	})
 	if itemsPath == "" {
 		r.items = "."
@@ -529,7 +529,7 @@ func field(name string, s *openapi3.Schema) *fieldDraft {
 	case s.Format == "date-time" && f.typ == "string":
 		f.typ = "timestamp"
 	case s.Format == "unix-time" && (f.typ == "integer" || f.typ == "number"):
-		f.typ, f.layout = "timestamp", upstream.LayoutUnix
+		f.typ, f.layout = "timestamp", config.LayoutUnix
 	case knownFormats[s.Format] && f.typ == "string":
 		f.format = s.Format
 	}
@@ -605,7 +605,7 @@ func paginate(r *resourceDraft, q map[string]*openapi3.Parameter, headers map[st
 				return
 			}
 		}
-		set("total", quote(upstream.Todo("the body path of the total count, or remove it: without one only an empty page ends the list")))
+		set("total", quote(config.Todo("the body path of the total count, or remove it: without one only an empty page ends the list")))
 	}
 	if q["skipTotal"] != nil {
 		r.pageNote = append(r.pageNote, "never send skipTotal: the total then reads -1 and proves nothing")
@@ -671,7 +671,7 @@ func paginate(r *resourceDraft, q map[string]*openapi3.Parameter, headers map[st
 		pageSize(2)
 		total()
 	default:
-		set("dialect", quote(upstream.Todo("one of cursor, link, offset, page, continue; the document shows no pagination parameters")))
+		set("dialect", quote(config.Todo("one of cursor, link, offset, page, continue; the document shows no pagination parameters")))
 		r.pageNote = append(r.pageNote, "no pagination was recognised: an API that answers everything at once has no end signal to prove")
 	}
 	return used
@@ -695,7 +695,7 @@ func idAndVersion(r *resourceDraft) (id, version, note string) {
 		}
 	}
 	if id == "" {
-		id = upstream.Todo("the field holding each item's stable id")
+		id = config.Todo("the field holding each item's stable id")
 	}
 	for _, n := range versionNames {
 		if has[n] != nil {
@@ -795,7 +795,7 @@ func itemPath(body *openapi3.Schema, r *resourceDraft) (path, note string) {
 		return "", ""
 	}
 	id := r.idField
-	if upstream.IsTodo(id) {
+	if config.IsTodo(id) {
 		id = "id"
 	}
 	if _, ok := body.Properties[id]; ok || len(body.Properties) == 0 {

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
-	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // SampleOptions say how to read a live list endpoint.
@@ -70,7 +70,7 @@ func FromSample(ctx context.Context, rawURL string, opts SampleOptions) (*Draft,
 			}
 		}
 	}
-	c := &config{source: u.Scheme + "://" + u.Host + u.Path, environment: environment(opts.Options)}
+	c := &draftConfig{source: u.Scheme + "://" + u.Host + u.Path, environment: environment(opts.Options)}
 	c.upstream = upstreamDraft{name: snake(strings.Split(u.Hostname(), ".")[0]), baseURL: u.Scheme + "://" + u.Host, baseNote: "the sample's origin"}
 	if c.upstream.name == "" || c.upstream.name == "127" || c.upstream.name == "localhost" {
 		c.upstream.name = "api"
@@ -494,13 +494,13 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 				if _, isStr := v.(string); isStr || v == nil {
 					set("dialect", "cursor")
 					set("next_cursor", quote(np))
-					set("cursor_param", quote(upstream.Todo("the query parameter that takes the next cursor")))
+					set("cursor_param", quote(config.Todo("the query parameter that takes the next cursor")))
 					size()
 					return
 				}
 			}
 		}
-		set("dialect", quote(upstream.Todo("one of cursor, link, offset, page, continue, next_url, search_after; the sample carried no pagination signal")))
+		set("dialect", quote(config.Todo("one of cursor, link, offset, page, continue, next_url, search_after; the sample carried no pagination signal")))
 		r.pageNote = append(r.pageNote, "the sample showed no next link, cursor, continue token or total: sample a URL that asks for a page (json-server: ?_page=1&_limit=10)")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -50,13 +51,13 @@ func TestDraftFromSample_ReadsTheWholeListItDescribes(t *testing.T) {
 			if strings.Contains(string(d.YAML), fixtures.DefaultToken) {
 				t.Fatal("the draft holds the credential's value")
 			}
-			cfg, err := upstream.ParseConfig(d.YAML)
+			cfg, err := config.Parse(d.YAML)
 			var rt *upstream.Runtime
 			if err == nil {
-				rt, err = cfg.Initialize(t.Context(), upstream.Options{Getenv: getenv})
+				rt, err = upstream.Initialize(t.Context(), cfg, upstream.Options{Getenv: getenv})
 			}
 			if tc.todo != "" {
-				var errs upstream.ConfigErrors
+				var errs config.Errors
 				if len(d.TODOs) != 1 || !strings.Contains(d.TODOs[0], tc.todo) || !errors.As(err, &errs) || !strings.Contains(err.Error(), tc.todo) {
 					t.Fatalf("TODOs %v, error %v; want the draft refused for %q", d.TODOs, err, tc.todo)
 				}
@@ -112,7 +113,7 @@ func TestDraftFromSample_PicksTheRowsAndKeepsTheSamplesOwnParameters(t *testing.
 	if len(d.TODOs) != 0 {
 		t.Errorf("TODOs %v", d.TODOs)
 	}
-	if _, err := upstream.ParseConfig(d.YAML); err != nil {
+	if _, err := config.Parse(d.YAML); err != nil {
 		t.Errorf("the draft does not parse: %v", err)
 	}
 }
@@ -148,7 +149,7 @@ func TestDraftFromSample_RecognizesANextURLInTheBody(t *testing.T) {
 					t.Errorf("the draft lacks %q:\n%s", want, d.YAML)
 				}
 			}
-			if _, err := upstream.ParseConfig(d.YAML); err != nil && len(upstream.FindTodos(d.YAML)) == 0 {
+			if _, err := config.Parse(d.YAML); err != nil && len(config.FindTodos(d.YAML)) == 0 {
 				t.Errorf("the draft does not parse: %v\n%s", err, d.YAML)
 			}
 		})

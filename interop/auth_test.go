@@ -34,6 +34,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
@@ -78,11 +79,11 @@ func newAuthLab(t *testing.T, idp *upstreams.OIDCProvider, keysMaxAge time.Durat
 	if config != nil {
 		doc = config(doc)
 	}
-	cfg, err := upstream.ParseConfig([]byte(doc))
+	cfg, err := configpkg.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cfg.Initialize(t.Context(), upstream.Options{Getenv: func(k string) string {
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultToken
 		}

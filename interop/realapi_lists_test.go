@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/draft"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
@@ -187,11 +188,11 @@ func TestPostGraphile_ConnectionsCompleteOnlyWithTheServersRecords(t *testing.T)
 		if len(d.TODOs) != 0 {
 			t.Fatalf("the draft holds TODOs %v:\n%s", d.TODOs, d.YAML)
 		}
-		cfg, err := upstream.ParseConfig(d.YAML)
+		cfg, err := config.Parse(d.YAML)
 		if err != nil {
 			t.Fatalf("the draft does not parse: %v\n%s", err, d.YAML)
 		}
-		rt, err := cfg.Initialize(t.Context(), upstream.Options{})
+		rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
@@ -201,13 +202,13 @@ type mcpAirlock struct {
 
 func startMCPAirlock(t *testing.T, config string, env map[string]string) *mcpAirlock {
 	t.Helper()
-	cfg, err := upstream.ParseConfig([]byte(config))
+	cfg, err := configpkg.Parse([]byte(config))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	a := &mcpAirlock{logs: &syncBuffer{}, dbPath: filepath.Join(t.TempDir(), "airlock.db")}
 	logger := slog.New(slog.NewJSONHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rt, err := cfg.Initialize(t.Context(), upstream.Options{Logger: logger, Getenv: func(k string) string { return env[k] }})
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{Logger: logger, Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
@@ -640,11 +641,11 @@ func TestOAuthRealProvider_AWriteWhoseAnswerWasLostAfterARenewal(t *testing.T) {
 func TestOAuthRealProvider_ProbeNamesTheScopesGranted(t *testing.T) {
 	p := upstreams.StartOIDCProvider(t, oauthSecret, time.Minute)
 	_, url := newResourceServer(t, p)
-	cfg, err := upstream.ParseConfig([]byte(oauthConfig(url, p, "airlock", "", 100, "scopes: [accounts.read, accounts.write]", "scopes: [accounts.read, accounts.admin]")))
+	cfg, err := configpkg.Parse([]byte(oauthConfig(url, p, "airlock", "", 100, "scopes: [accounts.read, accounts.write]", "scopes: [accounts.read, accounts.admin]")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cfg.Initialize(t.Context(), upstream.Options{Getenv: func(string) string { return oauthSecret }})
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{Getenv: func(string) string { return oauthSecret }})
 	if err != nil {
 		t.Fatal(err)
 	}

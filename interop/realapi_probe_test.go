@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
 	"github.com/airlock-mcp/airlock/tools"
@@ -100,7 +101,7 @@ func initDraft(t *testing.T, bin string, env map[string]string, args ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), upstream.TodoPrefix) {
+	if strings.Contains(string(b), configpkg.TodoPrefix) {
 		t.Fatalf("the draft leaves decisions to a person:\n%s", b)
 	}
 	if code, _, errOut := cli(t, bin, env, "check", "--config", out); code != 0 {
@@ -112,11 +113,11 @@ func initDraft(t *testing.T, bin string, env map[string]string, args ...string) 
 // airlockFrom serves a configuration in process, as startAirlock does.
 func airlockFrom(t *testing.T, config string, env map[string]string) *airlock {
 	t.Helper()
-	cfg, err := upstream.ParseConfig([]byte(config))
+	cfg, err := configpkg.Parse([]byte(config))
 	if err != nil {
 		t.Fatalf("parse the draft: %v", err)
 	}
-	rt, err := cfg.Initialize(t.Context(), upstream.Options{Getenv: func(k string) string { return env[k] }})
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatalf("initialize the draft: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
 	"github.com/airlock-mcp/airlock/tools"
@@ -45,11 +46,11 @@ func startAirlock(t testing.TB, config, baseURL string, env map[string]string) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := upstream.ParseConfig([]byte(strings.ReplaceAll(string(b), "{{BASE_URL}}", baseURL)))
+	cfg, err := configpkg.Parse([]byte(strings.ReplaceAll(string(b), "{{BASE_URL}}", baseURL)))
 	if err != nil {
 		t.Fatalf("testdata/%s: %v", config, err)
 	}
-	rt, err := cfg.Initialize(t.Context(), upstream.Options{Getenv: func(k string) string { return env[k] }})
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatalf("initialize testdata/%s: %v", config, err)
 	}

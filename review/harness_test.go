@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/review"
@@ -77,7 +78,7 @@ func newHarness(t *testing.T, config func(string) string) *harness {
 	if config != nil {
 		doc = config(doc)
 	}
-	cfg, err := upstream.ParseConfig([]byte(doc))
+	cfg, err := configpkg.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func newHarness(t *testing.T, config func(string) string) *harness {
 		}
 		return ""
 	}
-	rt, err := cfg.Initialize(context.Background(), upstream.Options{Getenv: getenv})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // currencyExponent lists the ISO 4217 currencies whose minor unit is not a
@@ -31,7 +31,7 @@ func exponent(currency string) int {
 // (ignored when the configuration names one). It returns ok false when the
 // value is not a number; an amount without a currency is the number marked
 // "(currency unknown)". The value itself is never changed: only shown.
-func FormatMoney(m *upstream.MoneyConfig, amount any, currency any) (string, bool) {
+func FormatMoney(m *config.MoneyConfig, amount any, currency any) (string, bool) {
 	num, ok := decimal(amount)
 	if !ok {
 		return "", false

@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/config"
 )
 
 func TestFormatMoney_ShowsTheCurrencyAndItsMinorUnits(t *testing.T) {
-	minor := &upstream.MoneyConfig{CurrencyField: "currency", MinorUnits: true}
-	fixed := &upstream.MoneyConfig{Currency: "EUR"}
+	minor := &config.MoneyConfig{CurrencyField: "currency", MinorUnits: true}
+	fixed := &config.MoneyConfig{Currency: "EUR"}
 	for _, c := range []struct {
-		m        *upstream.MoneyConfig
+		m        *config.MoneyConfig
 		amount   any
 		currency any
 		want     string

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -92,7 +93,7 @@ func (rv *page) upstreamName(sel *selection.Selection) string {
 }
 
 // money is the money declaration of a resource's field, if any.
-func (rv *page) money(resource, field string) *upstream.MoneyConfig {
+func (rv *page) money(resource, field string) *config.MoneyConfig {
 	if rv.d.Runtime == nil {
 		return nil
 	}
@@ -131,7 +132,7 @@ func show(v any) shown {
 
 // showAmount renders a value of a money field in its fixed currency (or
 // the record's), falling back to show for what is not a number.
-func showAmount(m *upstream.MoneyConfig, v, currency any) shown {
+func showAmount(m *config.MoneyConfig, v, currency any) shown {
 	if m != nil {
 		if s, ok := FormatMoney(m, v, currency); ok {
 			return shown{Text: s, Money: true}
@@ -142,7 +143,7 @@ func showAmount(m *upstream.MoneyConfig, v, currency any) shown {
 
 // fixedAmount shows v as money only when the currency does not vary by
 // record: a distribution of amounts has no single record to read it from.
-func fixedAmount(m *upstream.MoneyConfig, v any) shown {
+func fixedAmount(m *config.MoneyConfig, v any) shown {
 	if m != nil && m.Currency != "" {
 		return showAmount(m, v, nil)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -31,8 +32,8 @@ func TestApprovalRequirement_Thresholds(t *testing.T) {
 		}
 		return s
 	}
-	action := func(destructive bool, p *upstream.ApprovalConfig) *upstream.Action {
-		return &upstream.Action{Name: "act", Config: upstream.ActionConfig{Destructive: destructive, Approval: p}}
+	action := func(destructive bool, p *config.ApprovalConfig) *upstream.Action {
+		return &upstream.Action{Name: "act", Config: config.ActionConfig{Destructive: destructive, Approval: p}}
 	}
 	for _, c := range []struct {
 		name   string
@@ -42,14 +43,14 @@ func TestApprovalRequirement_Thresholds(t *testing.T) {
 		reason string
 	}{
 		{"no policy", sel("prod", 5000), action(true, nil), "none", ""},
-		{"no threshold: always", sel("dev", 1), action(false, &upstream.ApprovalConfig{Mode: "client"}), "client", "the action's policy requires approval"},
-		{"under the count", sel("prod", 100), action(false, &upstream.ApprovalConfig{Mode: "client", AboveTargets: 100}), "none", ""},
-		{"over the count", sel("prod", 101), action(false, &upstream.ApprovalConfig{Mode: "client", AboveTargets: 100}), "client", "101 targets, more than 100"},
-		{"destructive", sel("dev", 1), action(true, &upstream.ApprovalConfig{Mode: "operator", Destructive: true}), "operator", "the action is destructive"},
-		{"not destructive", sel("dev", 1), action(false, &upstream.ApprovalConfig{Mode: "operator", Destructive: true}), "none", ""},
-		{"in prod", sel("prod", 1), action(false, &upstream.ApprovalConfig{Mode: "operator", Environments: []string{"prod"}}), "operator", "the environment is prod"},
-		{"in staging", sel("staging", 1), action(false, &upstream.ApprovalConfig{Mode: "operator", Environments: []string{"prod"}}), "none", ""},
-		{"a new region under mode none", sel("dev", 1, "eu"), action(false, &upstream.ApprovalConfig{Mode: "none", UnknownGroup: []string{"region"}}), "operator", `region "eu" never approved before for act`},
+		{"no threshold: always", sel("dev", 1), action(false, &config.ApprovalConfig{Mode: "client"}), "client", "the action's policy requires approval"},
+		{"under the count", sel("prod", 100), action(false, &config.ApprovalConfig{Mode: "client", AboveTargets: 100}), "none", ""},
+		{"over the count", sel("prod", 101), action(false, &config.ApprovalConfig{Mode: "client", AboveTargets: 100}), "client", "101 targets, more than 100"},
+		{"destructive", sel("dev", 1), action(true, &config.ApprovalConfig{Mode: "operator", Destructive: true}), "operator", "the action is destructive"},
+		{"not destructive", sel("dev", 1), action(false, &config.ApprovalConfig{Mode: "operator", Destructive: true}), "none", ""},
+		{"in prod", sel("prod", 1), action(false, &config.ApprovalConfig{Mode: "operator", Environments: []string{"prod"}}), "operator", "the environment is prod"},
+		{"in staging", sel("staging", 1), action(false, &config.ApprovalConfig{Mode: "operator", Environments: []string{"prod"}}), "none", ""},
+		{"a new region under mode none", sel("dev", 1, "eu"), action(false, &config.ApprovalConfig{Mode: "none", UnknownGroup: []string{"region"}}), "operator", `region "eu" never approved before for act`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := e.ApprovalRequirement(ctx, c.sel, c.act)
@@ -95,7 +96,7 @@ func regionSelection(regions ...string) *selection.Selection {
 	return s
 }
 
-var reviewNewRegions = &upstream.Action{Name: "act", Config: upstream.ActionConfig{Approval: &upstream.ApprovalConfig{Mode: "none", UnknownGroup: []string{"region"}}}}
+var reviewNewRegions = &upstream.Action{Name: "act", Config: config.ActionConfig{Approval: &config.ApprovalConfig{Mode: "none", UnknownGroup: []string{"region"}}}}
 
 // TestApprovedCategories_TwoProcessesApprovingAtOnceKeepBoth: two
 // processes sharing one store file approve commits in different new

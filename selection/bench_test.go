@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/pgstore"
@@ -115,11 +116,11 @@ func newBenchAPI(b *testing.B, n int) *benchAPI {
 	b.Cleanup(srv.Close)
 	cfg := fixtures.Config(srv.URL, fixtures.Resource{Name: "subscriptions", Dataset: fixtures.DatasetSubscriptions,
 		Dialect: fixtures.DialectCursor, PageSize: benchPageSize, Extra: benchResourceYAML})
-	c, err := upstream.ParseConfig(append(cfg, benchActionsYAML...))
+	c, err := config.Parse(append(cfg, benchActionsYAML...))
 	if err != nil {
 		b.Fatalf("config: %v", err)
 	}
-	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: func(k string) string {
+	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultAdminToken
 		}
@@ -348,7 +349,7 @@ func benchRecord(i int) selection.Record {
 func benchSelection(id string) *selection.Selection {
 	now := time.Now()
 	return &selection.Selection{ID: id, Resource: "subscriptions", Environment: "test", Upstream: "127.0.0.1", Kind: selection.KindScope,
-		Selector: selection.Selector{Filter: map[string]any{}, Exclude: []upstream.RuleConfig{}},
+		Selector: selection.Selector{Filter: map[string]any{}, Exclude: []config.RuleConfig{}},
 		Action:   selection.Action{Type: "pause_collection", Params: map[string]any{"reason": benchReason}}, ActionDigest: "sha256:a",
 		ActionSpecDigest: "sha256:s", State: selection.StateBuilding, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Blockers: []selection.Blocker{}}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -37,7 +38,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 		if len(send) == 0 || r.dryRun() {
 			continue
 		}
-		vars := upstream.TemplateVars{Params: r.params, After: r.after, OperationID: r.op.ID}
+		vars := config.TemplateVars{Params: r.params, After: r.after, OperationID: r.op.ID}
 		now := r.e.Clock.Now()
 		var intents []Target
 		for _, t := range send {

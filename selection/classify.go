@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -208,7 +209,7 @@ func writable(a *upstream.Action, id, version string) string {
 		}
 	}
 	switch c := a.Config.Conditional; {
-	case (c == upstream.CondIfMatch || c == upstream.CondVersion) && version == "":
+	case (c == config.CondIfMatch || c == config.CondVersion) && version == "":
 		return fmt.Sprintf("no version (%s): the conditional write (%s) cannot be expressed", a.Resource.Config.VersionField, c)
 	}
 	return ""

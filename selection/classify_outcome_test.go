@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -71,7 +72,7 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &journalOnly{}
-			a := &upstream.Action{Name: "a", Config: upstream.ActionConfig{Stop: upstream.StopConfig{FailureRatio: 0.5, MinAttempts: 20}}}
+			a := &upstream.Action{Name: "a", Config: config.ActionConfig{Stop: config.StopConfig{FailureRatio: 0.5, MinAttempts: 20}}}
 			e := &Engine{Clock: upstream.WallClock, MaxRateLimitPause: time.Minute}
 			r := &run{e: e, op: &Operation{ID: "op"}, a: a, done: make(chan struct{})}
 			r.fence = newFence(Lease{OperationID: "op", Epoch: 1, Expires: time.Now().Add(time.Hour)}, e.Clock, time.Hour)

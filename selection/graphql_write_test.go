@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
@@ -32,11 +33,11 @@ func TestGraphQLMutation_OutcomesFollowWhatTheAnswerProves(t *testing.T) {
 	api.Fault(5, fixtures.GQLErrorNotApplied)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	cfg, err := upstream.ParseConfig(fixtures.GraphQLLabConfig(srv.URL))
+	cfg, err := config.Parse(fixtures.GraphQLLabConfig(srv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cfg.Initialize(context.Background(), upstream.Options{})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -26,11 +27,11 @@ func leaseLab(t *testing.T, n int) (*fixtures.Server, *sqlitestore.SQLite, *upst
 	t.Cleanup(srv.Close)
 	cfg := fixtures.Config(srv.URL, fixtures.Resource{Name: "subscriptions", Dataset: fixtures.DatasetSubscriptions,
 		Dialect: fixtures.DialectCursor, PageSize: 100, Extra: benchResourceYAML})
-	c, err := upstream.ParseConfig(append(cfg, benchActionsYAML...))
+	c, err := config.Parse(append(cfg, benchActionsYAML...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: func(k string) string {
+	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultAdminToken
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -30,7 +31,7 @@ type PreviewRequest struct {
 	Action       *upstream.Action
 	Params       map[string]any
 	Filter       map[string]any
-	Exclude      []upstream.RuleConfig
+	Exclude      []config.RuleConfig
 	IDs          []string
 	Budget       upstream.Budget
 	RequestID    string
@@ -92,7 +93,7 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 		Principal: req.Principal.Recorded(),
 	}
 	if sel.Selector.Exclude == nil {
-		sel.Selector.Exclude = []upstream.RuleConfig{}
+		sel.Selector.Exclude = []config.RuleConfig{}
 	}
 	if err := p.Store.CreateSelection(ctx, sel); err != nil {
 		return nil, err
@@ -339,7 +340,7 @@ func (p *Previewer) effects(a *upstream.Action, params map[string]any, before, p
 	return out
 }
 
-func exclusionList(rules []upstream.RuleConfig, counts map[int]int) []ExclusionCount {
+func exclusionList(rules []config.RuleConfig, counts map[int]int) []ExclusionCount {
 	var out []ExclusionCount
 	for i, r := range rules {
 		out = append(out, ExclusionCount{Rule: i, Field: r.Field, Op: r.Op, Value: r.Value, Reason: r.Reason, Count: counts[i]})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
@@ -65,11 +66,11 @@ func previewAPI(t *testing.T, n int, r fixtures.Resource, faults fixtures.Faults
 	t.Cleanup(srv.Close)
 	r.Name, r.Dataset = "subscriptions", fixtures.DatasetSubscriptions
 	r.Extra = benchResourceYAML + "\n" + r.Extra
-	c, err := upstream.ParseConfig(append(fixtures.Config(srv.URL, r), benchActionsYAML...))
+	c, err := config.Parse(append(fixtures.Config(srv.URL, r), benchActionsYAML...))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: func(k string) string {
+	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultAdminToken
 		}

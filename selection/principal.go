@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -73,7 +74,7 @@ func (p Principal) Same(q Principal) bool {
 
 // Allowed reports whether p may do what rule restricts: rule is nil, p is
 // not an OAuth principal, or p holds one of the rule's groups or scopes.
-func (p Principal) Allowed(rule *upstream.PrincipalsConfig) bool {
+func (p Principal) Allowed(rule *config.PrincipalsConfig) bool {
 	if rule == nil || !p.OAuth {
 		return true
 	}

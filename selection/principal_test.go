@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
@@ -51,7 +52,7 @@ func wantProblem(t *testing.T, what string, p *envelope.Problem, code envelope.P
 func TestFourEyes_TheRequesterCannotApproveItsOwnSelection(t *testing.T) {
 	t.Parallel()
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
-	l.rt.Actions["archive_keyed"].Config.Approval = &upstream.ApprovalConfig{Mode: selection.ApprovalOperator, FourEyes: true}
+	l.rt.Actions["archive_keyed"].Config.Approval = &config.ApprovalConfig{Mode: selection.ApprovalOperator, FourEyes: true}
 	sel := l.previewAs("archive_keyed", alice)
 	if sel.Principal.Subject != "alice" || sel.Principal.ClientID != "agent" {
 		t.Fatalf("the selection records %+v as who asked", sel.Principal)
@@ -116,7 +117,7 @@ func TestFourEyes_TheRequesterCannotApproveItsOwnSelection(t *testing.T) {
 func TestFourEyes_ASharedPrincipalIsOnePerson(t *testing.T) {
 	t.Parallel()
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
-	l.rt.Actions["archive_keyed"].Config.Approval = &upstream.ApprovalConfig{Mode: selection.ApprovalOperator, FourEyes: true}
+	l.rt.Actions["archive_keyed"].Config.Approval = &config.ApprovalConfig{Mode: selection.ApprovalOperator, FourEyes: true}
 	static := selection.Principal{Subject: selection.SubjectStaticToken, ClientID: "static-token"}
 	_, p := l.decide(l.previewAs("archive_keyed", static), selection.DecisionApproved, static)
 	wantProblem(t, "the static token approves what it previewed", p, envelope.ProblemApprovalByRequester)
@@ -131,8 +132,8 @@ func TestFourEyes_ASharedPrincipalIsOnePerson(t *testing.T) {
 func TestApprovers_OnlyNamedGroupsOrScopesDecide(t *testing.T) {
 	t.Parallel()
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
-	l.rt.Actions["archive_keyed"].Config.Approval = &upstream.ApprovalConfig{Mode: selection.ApprovalOperator,
-		Approvers: &upstream.PrincipalsConfig{Groups: []string{"leads"}, Scopes: []string{"airlock:approve"}}}
+	l.rt.Actions["archive_keyed"].Config.Approval = &config.ApprovalConfig{Mode: selection.ApprovalOperator,
+		Approvers: &config.PrincipalsConfig{Groups: []string{"leads"}, Scopes: []string{"airlock:approve"}}}
 	sel := l.previewAs("archive_keyed", alice)
 	_, p := l.decide(sel, selection.DecisionApproved, bob)
 	wantProblem(t, "bob (dev) approves", p, envelope.ProblemApproverNotAllowed)
@@ -158,7 +159,7 @@ func TestActionPrincipals_OnlyNamedGroupsOrScopesCommit(t *testing.T) {
 	t.Parallel()
 	api := fixtures.NewWriteLab(4)
 	l := newLab(t, t.TempDir(), api, time.Second)
-	l.rt.Actions["archive_keyed"].Config.Principals = &upstream.PrincipalsConfig{Groups: []string{"leads"}}
+	l.rt.Actions["archive_keyed"].Config.Principals = &config.PrincipalsConfig{Groups: []string{"leads"}}
 	sel := l.previewAs("archive_keyed", carol)
 	req := selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action, Mode: selection.ModeExecute,
 		Wait: time.Minute, RequestID: "lab", Principal: alice}

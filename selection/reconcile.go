@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -184,7 +185,7 @@ func (r *run) untouchedNote(t Target) string {
 }
 
 // reconcileSpan is how long a reconcile's rounds wait in all.
-func reconcileSpan(cfg upstream.ReconcileConfig) time.Duration {
+func reconcileSpan(cfg config.ReconcileConfig) time.Duration {
 	var total, wait time.Duration
 	for range cfg.Rereads - 1 {
 		wait = min(max(wait*2, cfg.Backoff), cfg.MaxBackoff)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -332,7 +333,7 @@ func (r *run) dryRun() bool { return r.op.Mode == ModeDryRun }
 // explicit selections re-verify every member, and the reread mode enforces
 // the precondition that way.
 func (r *run) needsReread() bool {
-	return (r.sel.Kind == KindExplicit || r.a.Config.Conditional == upstream.CondReread || r.dryRun()) && r.a.Resource.Config.Get != nil
+	return (r.sel.Kind == KindExplicit || r.a.Config.Conditional == config.CondReread || r.dryRun()) && r.a.Resource.Config.Get != nil
 }
 
 // safeRetry says whether a write may be sent again after an outcome that
@@ -342,9 +343,9 @@ func (r *run) safeRetry() bool {
 	c := r.a.Config
 	if c.Bulk != nil {
 		// A bulk key covers one batch; a re-sent target goes in another.
-		return c.Conditional == upstream.CondVersion
+		return c.Conditional == config.CondVersion
 	}
-	return c.IdempotencyHeader != "" || c.Conditional == upstream.CondIfMatch || c.Conditional == upstream.CondVersion
+	return c.IdempotencyHeader != "" || c.Conditional == config.CondIfMatch || c.Conditional == config.CondVersion
 }
 
 // prepare makes a target ready to be written: it re-reads it when the
@@ -510,7 +511,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		r.finish(t, TargetWouldSucceed, 0, nil, note, nil)
 		return true
 	}
-	vars := upstream.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
+	vars := config.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
 	req, err := r.a.WriteRequest(vars, reqID)
 	if errors.Is(err, upstream.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
 		r.unwritable(t, err)

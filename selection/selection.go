@@ -13,6 +13,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -54,9 +55,9 @@ type Action struct {
 
 // Selector is what produced the selection.
 type Selector struct {
-	Filter  map[string]any        `json:"filter"`
-	Exclude []upstream.RuleConfig `json:"exclude"`
-	IDs     []string              `json:"ids,omitempty"`
+	Filter  map[string]any      `json:"filter"`
+	Exclude []config.RuleConfig `json:"exclude"`
+	IDs     []string            `json:"ids,omitempty"`
 }
 
 func (s Selector) canonicalValue() map[string]any {

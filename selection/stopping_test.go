@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -35,11 +36,11 @@ func TestStopDuringAReread_LeavesTheTargetPendingNotFailed(t *testing.T) {
 		api.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	cfg, err := upstream.ParseConfig(fixtures.WriteLabConfig(srv.URL, 30*time.Second))
+	cfg, err := config.Parse(fixtures.WriteLabConfig(srv.URL, 30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cfg.Initialize(context.Background(), upstream.Options{})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

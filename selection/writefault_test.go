@@ -15,6 +15,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
@@ -45,11 +46,11 @@ func newLab(t labT, dir string, api *fixtures.WriteLab, timeout time.Duration) *
 	t.Helper()
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	cfg, err := upstream.ParseConfig(fixtures.WriteLabConfig(srv.URL, timeout))
+	cfg, err := config.Parse(fixtures.WriteLabConfig(srv.URL, timeout))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := cfg.Initialize(context.Background(), upstream.Options{})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

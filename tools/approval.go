@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
@@ -261,7 +262,7 @@ func describeActions(rt *upstream.Runtime, r *upstream.Resource) []map[string]an
 	return out
 }
 
-func approvalPolicy(p *upstream.ApprovalConfig) map[string]any {
+func approvalPolicy(p *config.ApprovalConfig) map[string]any {
 	if p == nil {
 		return map[string]any{"mode": selection.ApprovalNone}
 	}
@@ -295,7 +296,7 @@ func approvalPolicy(p *upstream.ApprovalConfig) map[string]any {
 
 // principalsRule renders a principals restriction: the groups and scopes
 // that let an OAuth principal through.
-func principalsRule(p *upstream.PrincipalsConfig) map[string]any {
+func principalsRule(p *config.PrincipalsConfig) map[string]any {
 	m := map[string]any{}
 	if len(p.Groups) > 0 {
 		m["groups"] = p.Groups

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -261,7 +262,7 @@ func filterUses(r *upstream.Resource, filter map[string]any) []queryUse {
 }
 
 // ruleUses lists the fields exclusion rules condition on.
-func ruleUses(arg string, rules []upstream.RuleConfig) []queryUse {
+func ruleUses(arg string, rules []config.RuleConfig) []queryUse {
 	uses := make([]queryUse, 0, len(rules))
 	for i, rule := range rules {
 		uses = append(uses, queryUse{path: arg + "[" + itoa(i) + "].field", field: rule.Field})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
@@ -244,11 +245,11 @@ func TestCommit_StaleWhenTheActionDefinitionChanged(t *testing.T) {
 	h := newHarness(t)
 	p := h.call("preview_selection", seedPreview(nil))
 	// airlock restarts on the same store with the action's definition edited.
-	cfg, err := upstream.ParseConfig([]byte(strings.Replace(string(fixtures.DemoConfig(h.apiURL)), "timeout: 2s", "timeout: 3s", 1)))
+	cfg, err := config.Parse([]byte(strings.Replace(string(fixtures.DemoConfig(h.apiURL)), "timeout: 2s", "timeout: 3s", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cfg.Initialize(context.Background(), upstream.Options{Getenv: testEnv})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{Getenv: testEnv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -17,11 +18,11 @@ import (
 func fuzzDeps(f *testing.F) *Deps {
 	f.Helper()
 	y := strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "retries: 2", "retries: 0", -1)
-	cfg, err := upstream.ParseConfig([]byte(y))
+	cfg, err := config.Parse([]byte(y))
 	if err != nil {
 		f.Fatal(err)
 	}
-	rt, err := cfg.Initialize(context.Background(), upstream.Options{Getenv: func(string) string { return canaryToken }})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{Getenv: func(string) string { return canaryToken }})
 	if err != nil {
 		f.Fatal(err)
 	}

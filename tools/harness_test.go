@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
@@ -194,11 +195,11 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
 	var logs, auditLog syncBuffer
-	c, err := upstream.ParseConfig(cfg.config(apiSrv.URL))
+	c, err := config.Parse(cfg.config(apiSrv.URL))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := c.Initialize(context.Background(), upstream.Options{Getenv: cfg.getenv, Clock: cfg.clock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Getenv: cfg.getenv, Clock: cfg.clock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		WrapTransport: WrapTransport(cfg.metrics, cfg.tracing)})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -38,14 +39,14 @@ type MountOptions struct {
 //
 // The returned Deps are the tools' shared state; call Deps.Engine.Wait
 // after cancelling Background to let running operations record their end.
-func Mount(ctx context.Context, srv *server.MCPServer, cfg *upstream.Config, opts MountOptions) (*Deps, error) {
+func Mount(ctx context.Context, srv *server.MCPServer, cfg *config.Config, opts MountOptions) (*Deps, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Background == nil {
 		opts.Background = context.Background()
 	}
-	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: opts.Logger, Getenv: opts.Getenv})
+	rt, err := upstream.Initialize(ctx, cfg, upstream.Options{Logger: opts.Logger, Getenv: opts.Getenv})
 	if err != nil {
 		return nil, fmt.Errorf("initialize the configuration: %w", err)
 	}

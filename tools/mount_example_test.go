@@ -11,10 +11,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/tools"
-	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // An agent runtime that already serves its own tools mounts airlock's
@@ -24,7 +24,7 @@ func ExampleMount() {
 	ctx := context.Background()
 	api := httptest.NewServer(&fixtures.Server{Token: "demo-token"})
 	defer api.Close()
-	cfg, err := upstream.ParseConfig(fixtures.DemoConfig(api.URL))
+	cfg, err := config.Parse(fixtures.DemoConfig(api.URL))
 	if err != nil {
 		panic(err)
 	}

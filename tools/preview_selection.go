@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -18,16 +19,16 @@ type actionArg struct {
 }
 
 type previewArgs struct {
-	Resource   string                `json:"resource"`
-	Filter     map[string]any        `json:"filter"`
-	Exclude    []upstream.RuleConfig `json:"exclude"`
-	Action     *actionArg            `json:"action"`
-	IDs        []string              `json:"ids"`
-	Fields     []string              `json:"fields"`
-	PageSize   *int                  `json:"page_size"`
-	MaxPages   *int                  `json:"max_pages"`
-	DeadlineMS *int                  `json:"deadline_ms"`
-	Compensate string                `json:"compensate"`
+	Resource   string              `json:"resource"`
+	Filter     map[string]any      `json:"filter"`
+	Exclude    []config.RuleConfig `json:"exclude"`
+	Action     *actionArg          `json:"action"`
+	IDs        []string            `json:"ids"`
+	Fields     []string            `json:"fields"`
+	PageSize   *int                `json:"page_size"`
+	MaxPages   *int                `json:"max_pages"`
+	DeadlineMS *int                `json:"deadline_ms"`
+	Compensate string              `json:"compensate"`
 }
 
 var actionSchema = map[string]any{
@@ -241,7 +242,7 @@ func (d *Deps) compensate(ctx context.Context, call *Call, a previewArgs, errs [
 	}
 	res, p := d.Previewer().Compensate(ctx, d.Runtime, selection.CompensationRequest{OperationID: a.Compensate, RequestID: call.RequestID,
 		Environment: d.Runtime.Environment, RequestedBy: call.Client, Principal: call.Principal,
-		Budget: upstream.Budget{MaxPages: upstream.DefaultMaxPages, PagesLimitSource: envelope.LimitAirlock, Deadline: upstream.DefaultDeadlineMS * time.Millisecond}})
+		Budget: upstream.Budget{MaxPages: config.DefaultMaxPages, PagesLimitSource: envelope.LimitAirlock, Deadline: config.DefaultDeadlineMS * time.Millisecond}})
 	if p != nil {
 		return envelope.ErrorEnvelope(p)
 	}
@@ -255,7 +256,7 @@ func (d *Deps) compensate(ctx context.Context, call *Call, a previewArgs, errs [
 	return d.selectionEnvelope(ctx, res.Selection, nil, pageSize, nil)
 }
 
-func checkRules(r *upstream.Resource, rules []upstream.RuleConfig) []envelope.FieldError {
+func checkRules(r *upstream.Resource, rules []config.RuleConfig) []envelope.FieldError {
 	var errs []envelope.FieldError
 	for i, rule := range rules {
 		if _, ok := r.Field(rule.Field); !ok {

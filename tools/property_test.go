@@ -14,6 +14,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -37,11 +38,11 @@ type fataler interface {
 
 func newDirect(t fataler, yaml []byte) *direct {
 	t.Helper()
-	cfg, err := upstream.ParseConfig(yaml)
+	cfg, err := config.Parse(yaml)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := cfg.Initialize(context.Background(), upstream.Options{Getenv: testEnv, MaxRetryWait: 50 * time.Millisecond})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{Getenv: testEnv, MaxRetryWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -102,8 +103,8 @@ func reasonCases() []reasonCase {
 				// The caller set no max_items: the answer holds what the
 				// response budget takes, and says the budget is airlock's.
 				rs := r.reason(envelope.ResultLimitReached)
-				if rs.LimitSource != envelope.LimitAirlock || *rs.Limit != upstream.DefaultResponseBytes || len(r.ids()) <= upstream.DefaultMaxItems || len(r.ids()) >= 800 {
-					t.Fatalf("want the response budget %d as the limit, got %+v and %d items", upstream.DefaultResponseBytes, rs, len(r.ids()))
+				if rs.LimitSource != envelope.LimitAirlock || *rs.Limit != config.DefaultResponseBytes || len(r.ids()) <= config.DefaultMaxItems || len(r.ids()) >= 800 {
+					t.Fatalf("want the response budget %d as the limit, got %+v and %d items", config.DefaultResponseBytes, rs, len(r.ids()))
 				}
 			}},
 		{name: "caller item limit, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectOffset, ""),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -303,7 +304,7 @@ func effectiveFilter(r *upstream.Resource, filter map[string]any) (map[string]an
 	var applied []string
 	for k, v := range r.Config.DefaultFilter {
 		if _, set := out[k]; !set {
-			out[k] = upstream.NormalizeValue(v)
+			out[k] = config.NormalizeValue(v)
 			applied = append(applied, k)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -37,7 +38,7 @@ type credential struct {
 
 // readSecret reads one secret from its environment variable or file,
 // trimmed; an empty one is an error naming where it was looked for.
-func readSecret(src SecretSource, what string, getenv func(string) string) (string, error) {
+func readSecret(src config.SecretSource, what string, getenv func(string) string) (string, error) {
 	if src.Env != "" {
 		v := strings.TrimSpace(getenv(src.Env))
 		if v == "" {
@@ -58,7 +59,7 @@ func readSecret(src SecretSource, what string, getenv func(string) string) (stri
 
 // loadCredential reads every secret a credential names and builds what
 // Do needs: failing at start-up, not at the first call.
-func loadCredential(cr *CredentialConfig, opts Options, timeout time.Duration) (*credential, error) {
+func loadCredential(cr *config.CredentialConfig, opts Options, timeout time.Duration) (*credential, error) {
 	c := &credential{}
 	h := sha256.New()
 	mix := func(parts ...string) {
@@ -69,8 +70,8 @@ func loadCredential(cr *CredentialConfig, opts Options, timeout time.Duration) (
 	}
 	mix(cr.Form())
 	switch cr.Form() {
-	case FormStatic:
-		secret, err := readSecret(cr.static(), "credential", opts.Getenv)
+	case config.FormStatic:
+		secret, err := readSecret(config.SecretSource{Env: cr.Env, File: cr.File}, "credential", opts.Getenv)
 		if err != nil {
 			return nil, err
 		}
@@ -85,15 +86,15 @@ func loadCredential(cr *CredentialConfig, opts Options, timeout time.Duration) (
 		c.value = strings.TrimSpace(scheme + " " + secret)
 		c.secrets = append(credentialSecrets(c.value), secret)
 		mix(c.header, c.value)
-	case FormQuery:
-		secret, err := readSecret(cr.static(), "credential", opts.Getenv)
+	case config.FormQuery:
+		secret, err := readSecret(config.SecretSource{Env: cr.Env, File: cr.File}, "credential", opts.Getenv)
 		if err != nil {
 			return nil, err
 		}
 		c.query, c.key = cr.Query, secret
 		c.secrets = []string{secret}
 		mix(c.query, c.key)
-	case FormBasic:
+	case config.FormBasic:
 		user, err := readSecret(cr.Basic.User, "credential: basic user", opts.Getenv)
 		if err != nil {
 			return nil, err
@@ -108,7 +109,7 @@ func loadCredential(cr *CredentialConfig, opts Options, timeout time.Duration) (
 		// alone, which may be an ordinary word.
 		c.secrets = credentialSecrets(c.value)
 		mix(user, pass)
-	case FormOAuth2:
+	case config.FormOAuth2:
 		ts, secrets, err := loadOAuth2(cr.OAuth2, opts, timeout)
 		if err != nil {
 			return nil, err
@@ -132,15 +133,15 @@ func loadCredential(cr *CredentialConfig, opts Options, timeout time.Duration) (
 // loadOAuth2 builds the token source of an OAuth 2.0 client: the client
 // secret read, the token endpoint's own HTTP client (the upstream's
 // timeout, the proxy from the environment), the parameters of the grant.
-func loadOAuth2(o *OAuth2Config, opts Options, timeout time.Duration) (*tokenSource, []string, error) {
-	tokenURL, err := expandEnv(o.TokenURL, opts.Getenv)
+func loadOAuth2(o *config.OAuth2Config, opts Options, timeout time.Duration) (*tokenSource, []string, error) {
+	tokenURL, err := config.ExpandEnv(o.TokenURL, opts.Getenv)
 	if err == nil {
-		err = checkTokenURL(tokenURL)
+		err = config.CheckTokenURL(tokenURL)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("credential: oauth2: token_url: %w", err)
 	}
-	clientID, err := expandEnv(o.ClientID, opts.Getenv)
+	clientID, err := config.ExpandEnv(o.ClientID, opts.Getenv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("credential: oauth2: client_id: %w", err)
 	}
@@ -156,7 +157,7 @@ func loadOAuth2(o *OAuth2Config, opts Options, timeout time.Duration) (*tokenSou
 		params.Set("resource", o.Resource)
 	}
 	style := oauth2.AuthStyleInHeader
-	if o.AuthMethod == AuthClientSecretPost {
+	if o.AuthMethod == config.AuthClientSecretPost {
 		style = oauth2.AuthStyleInParams
 	}
 	cfg := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: tokenURL, Scopes: o.Scopes, EndpointParams: params, AuthStyle: style}
@@ -185,7 +186,7 @@ func loadOAuth2(o *OAuth2Config, opts Options, timeout time.Duration) (*tokenSou
 // loadClientCert reads a client certificate and its key (and the trusted
 // authorities, when named) into a TLS configuration. It returns the files'
 // bytes for the fingerprint.
-func loadClientCert(cc *ClientCertConfig) (*tls.Config, []string, error) {
+func loadClientCert(cc *config.ClientCertConfig) (*tls.Config, []string, error) {
 	certPEM, err := os.ReadFile(cc.Cert)
 	if err != nil {
 		return nil, nil, fmt.Errorf("credential: client_certificate: read cert %q: %w", cc.Cert, err)

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/time/rate"
 )
@@ -36,7 +37,7 @@ type Client struct {
 	base         *url.URL
 	http         *retryablehttp.Client
 	cred         *credential
-	credConfig   *CredentialConfig
+	credConfig   *config.CredentialConfig
 	tokenURL     string
 	headers      map[string]string
 	reqIDHeader  string
@@ -123,7 +124,7 @@ type reqInfo struct {
 	attempts   int
 }
 
-func newClient(name string, cfg *UpstreamConfig, opts Options) (*Client, error) {
+func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, error) {
 	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("base_url: %w", err)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // testSecret is the credential the client tests configure. No test output,
@@ -114,14 +116,14 @@ func testGetenv(k string) string {
 // newTestClient initializes the configuration and returns its upstream "api".
 func newTestClient(t *testing.T, baseURL, extra string, opts Options) *Client {
 	t.Helper()
-	cfg, err := ParseConfig(clientConfig(baseURL, extra))
+	cfg, err := config.Parse(clientConfig(baseURL, extra))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	if opts.Getenv == nil {
 		opts.Getenv = testGetenv
 	}
-	rt, err := cfg.Initialize(context.Background(), opts)
+	rt, err := Initialize(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}

@@ -10,50 +10,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
-
-// AliasConfig is a temporary second name of a field, accepted until Until
-// (YYYY-MM-DD); after that `airlock check` warns.
-type AliasConfig struct {
-	Name  string `yaml:"name"`
-	Until string `yaml:"until"`
-}
-
-// InvariantConfig is a cross-field rule: when If holds, Then must.
-type InvariantConfig struct {
-	If          RuleConfig `yaml:"if"`
-	Then        RuleConfig `yaml:"then"`
-	Description string     `yaml:"description"`
-}
-
-// ContractConfig points at an external contract for a resource's items: a
-// JSON Schema file, or a component of an OpenAPI document.
-type ContractConfig struct {
-	Schema  string      `yaml:"schema"`
-	OpenAPI *OpenAPIRef `yaml:"openapi"`
-}
-
-// OpenAPIRef names a schema component in an OpenAPI document (YAML or
-// JSON; 3.0's nullable is understood).
-type OpenAPIRef struct {
-	File      string `yaml:"file"`
-	Component string `yaml:"component"`
-}
-
-// ResponseContract is what a write's answer must look like: Item is the
-// path to the written object in the body ("" for the body itself).
-type ResponseContract struct {
-	Item       string                  `yaml:"item"`
-	Fields     map[string]*FieldConfig `yaml:"fields"`
-	Invariants []InvariantConfig       `yaml:"invariants"`
-}
 
 // Violation is one record breaking its contract.
 type Violation struct {
@@ -92,9 +56,9 @@ func (v Violation) Describe() string {
 // Contract checks items of one shape.
 type Contract struct {
 	schema     *jsonschema.Schema
-	fields     map[string]*FieldConfig // by name
-	paths      map[string]string       // path -> field name
-	invariants []InvariantConfig
+	fields     map[string]*config.FieldConfig // by name
+	paths      map[string]string              // path -> field name
+	invariants []config.InvariantConfig
 	decision   map[string]bool
 	resource   *Resource // for rule evaluation (paths, normalization)
 	// aliased lists the fields that have aliases, sorted.
@@ -107,7 +71,7 @@ type Contract struct {
 
 // compileContract builds a resource's contract: the declared fields as a
 // JSON Schema (or the configured external schema).
-func compileContract(r *Resource, fields map[string]*FieldConfig, invariants []InvariantConfig, ext *ContractConfig, baseDir string) (*Contract, error) {
+func compileContract(r *Resource, fields map[string]*config.FieldConfig, invariants []config.InvariantConfig, ext *config.ContractConfig, baseDir string) (*Contract, error) {
 	c := &Contract{fields: fields, paths: map[string]string{}, invariants: invariants, decision: map[string]bool{}, resource: r}
 	for name, f := range fields {
 		if f == nil {
@@ -185,7 +149,7 @@ func openAPIDocument(path string) ([]byte, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("openapi document: %w", err)
 	}
-	doc = normalizeYAMLValue(doc)
+	doc = config.NormalizeValue(doc)
 	var fix func(v any)
 	fix = func(v any) {
 		switch x := v.(type) {
@@ -217,7 +181,7 @@ var jsonTypes = map[string]string{"string": "string", "integer": "integer", "num
 
 // fieldsSchema compiles declared fields into a 2020-12 schema; a field's
 // path nests it.
-func fieldsSchema(fields map[string]*FieldConfig) map[string]any {
+func fieldsSchema(fields map[string]*config.FieldConfig) map[string]any {
 	root := map[string]any{"type": "object", "properties": map[string]any{}}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		f := fields[name]
@@ -300,7 +264,7 @@ func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Vio
 			av, hasAlias := jsonvalue.Get(doc, a.Name)
 			switch {
 			case !hasAlias:
-			case hasCanon && !jsonvalue.Equal(normalizeYAMLValue(canon), normalizeYAMLValue(av)):
+			case hasCanon && !jsonvalue.Equal(config.NormalizeValue(canon), config.NormalizeValue(av)):
 				vs = append(vs, Violation{Field: name, Rule: "alias_conflict", Decision: isDecision(name)})
 			case !hasCanon:
 				jsonvalue.Put(doc, path, av)
@@ -319,7 +283,7 @@ func (c *Contract) Check(doc map[string]any, decision map[string]bool) (vs []Vio
 			if m2, ok2 := c.resource.EvalRule(doc, inv.Then); !ok2 || !m2 {
 				desc := inv.Description
 				if desc == "" {
-					desc = fmt.Sprintf("invariant %d (%s %s %s implies %s %s %s)", i, inv.If.Field, inv.If.Op, scalarString(inv.If.Value), inv.Then.Field, inv.Then.Op, scalarString(inv.Then.Value))
+					desc = fmt.Sprintf("invariant %d (%s %s %s implies %s %s %s)", i, inv.If.Field, inv.If.Op, jsonvalue.String(inv.If.Value), inv.Then.Field, inv.Then.Op, jsonvalue.String(inv.Then.Value))
 				}
 				vs = append(vs, Violation{Field: inv.Then.Field, Rule: "invariant", Decision: true, Invariant: desc})
 			}
@@ -487,7 +451,7 @@ func (fs *fastSchema) valid(v any) bool {
 		}
 		matched := false
 		for _, t := range fs.types {
-			if t == vt || (t == "integer" && vt == "number" && isIntegerLiteral(v)) {
+			if t == vt || (t == "integer" && vt == "number" && jsonvalue.IsInteger(v)) {
 				matched = true
 				break
 			}
@@ -556,51 +520,6 @@ func fastJSONType(v any) (string, bool) {
 		return "object", true
 	}
 	return "", false
-}
-
-// isIntegerLiteral reports a json.Number written as -?[0-9]+: certainly an
-// integer. Other integral forms (1.0, 1e2) are left to the validator.
-func isIntegerLiteral(v any) bool {
-	n, ok := v.(json.Number)
-	if !ok {
-		return false
-	}
-	s := string(n)
-	if len(s) > 0 && s[0] == '-' {
-		s = s[1:]
-	}
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// expiredAliases lists aliases whose until date has passed.
-func (c *Config) expiredAliases(now time.Time) []string {
-	var out []string
-	for _, rn := range slices.Sorted(maps.Keys(c.Resources)) {
-		r := c.Resources[rn]
-		if r == nil {
-			continue
-		}
-		for _, fn := range slices.Sorted(maps.Keys(r.Fields)) {
-			f := r.Fields[fn]
-			if f == nil {
-				continue
-			}
-			for _, a := range f.Aliases {
-				if t, err := time.Parse("2006-01-02", a.Until); err == nil && now.After(t) {
-					out = append(out, fmt.Sprintf("resource %s: field %s still accepts alias %s, which was to end on %s", rn, fn, a.Name, a.Until))
-				}
-			}
-		}
-	}
-	return out
 }
 
 // WarningsFor turns the non-decision violations of a scan into warnings:

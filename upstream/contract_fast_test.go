@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -18,8 +19,8 @@ import (
 // fastTestFields exercises every part of the generated schema: each type,
 // nullable, enums (nullable too), each accepted format, nested paths whose
 // parents become required, permissions and aliases.
-func fastTestFields() map[string]*FieldConfig {
-	return map[string]*FieldConfig{
+func fastTestFields() map[string]*config.FieldConfig {
+	return map[string]*config.FieldConfig{
 		"id":           {Type: "string", Required: true},
 		"name":         {Type: "string"},
 		"owner":        {Type: "string", Nullable: true, Decision: true},
@@ -43,12 +44,12 @@ func fastTestFields() map[string]*FieldConfig {
 		"amount":       {Type: "integer", Path: "billing.amount", Required: true},
 		"currency":     {Type: "string", Path: "billing.currency", Enum: []string{"EUR", "USD"}},
 		"region":       {Type: "string", Path: "geo.where.region", Nullable: true},
-		"renamed":      {Type: "string", Aliases: []AliasConfig{{Name: "old_name", Until: "2030-01-01"}}},
-		"nested_alias": {Type: "integer", Path: "deep.value", Aliases: []AliasConfig{{Name: "legacy_value", Until: "2030-01-01"}}},
+		"renamed":      {Type: "string", Aliases: []config.AliasConfig{{Name: "old_name", Until: "2030-01-01"}}},
+		"nested_alias": {Type: "integer", Path: "deep.value", Aliases: []config.AliasConfig{{Name: "legacy_value", Until: "2030-01-01"}}},
 	}
 }
 
-func randomFieldValue(rng *rand.Rand, f *FieldConfig) any {
+func randomFieldValue(rng *rand.Rand, f *config.FieldConfig) any {
 	strs := []any{"", "active", "inactive", "gold", "EUR", "USD", "x", "2026-11-30T12:00:00Z", "2026-11-30T12:00:00+01:00",
 		"2026-02-30T12:00:00Z", "2026-11-30", "2026-13-01", "not a date", "a@example.com", "not an email", "https://example.com/x",
 		"::bad uri", "123e4567-e89b-12d3-a456-426614174000", "123e4567", "10.0.0.1", "10.0.0.256", "::1", "fe80::zz",
@@ -78,7 +79,7 @@ func randomFieldValue(rng *rand.Rand, f *FieldConfig) any {
 }
 
 // validFieldValue returns a value the field's contract accepts.
-func validFieldValue(rng *rand.Rand, f *FieldConfig) any {
+func validFieldValue(rng *rand.Rand, f *config.FieldConfig) any {
 	if f.Nullable && !f.Permission && rng.IntN(4) == 0 {
 		return nil
 	}
@@ -121,7 +122,7 @@ func validFieldValue(rng *rand.Rand, f *FieldConfig) any {
 // randomDoc builds a document from the fields: mostly valid values (so that
 // the fast path is taken), with absent fields, wrong types, values outside
 // enums or formats, broken parents and aliases mixed in.
-func randomDoc(rng *rand.Rand, fields map[string]*FieldConfig, mostlyValid bool) map[string]any {
+func randomDoc(rng *rand.Rand, fields map[string]*config.FieldConfig, mostlyValid bool) map[string]any {
 	doc := map[string]any{}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		f := fields[name]
@@ -176,7 +177,7 @@ func cloneDoc(v any) any {
 // contracts and a contract using every generated keyword; and the fast
 // check never calls a document valid that the validator rejects.
 func TestContractFastCheck_SameAsValidator(t *testing.T) {
-	contracts := map[string]map[string]*FieldConfig{"all keywords": fastTestFields()}
+	contracts := map[string]map[string]*config.FieldConfig{"all keywords": fastTestFields()}
 	rt := runtimeFor(t, fixtures.Config("http://127.0.0.1:1",
 		fixtures.Resource{Name: "sa", Dataset: fixtures.DatasetServiceAccounts, Dialect: fixtures.DialectCursor},
 		fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectOffset},
@@ -187,10 +188,10 @@ func TestContractFastCheck_SameAsValidator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for name, fields := range contracts {
 		t.Run(name, func(t *testing.T) {
-			r := &Resource{Name: name, Config: ResourceConfig{Fields: fields, IDField: "id"}}
-			invs := []InvariantConfig{}
+			r := &Resource{Name: name, Config: config.ResourceConfig{Fields: fields, IDField: "id"}}
+			invs := []config.InvariantConfig{}
 			if _, ok := fields["state"]; ok {
-				invs = append(invs, InvariantConfig{If: RuleConfig{Field: "state", Op: "eq", Value: "archived"}, Then: RuleConfig{Field: "owner", Op: "eq", Value: nil}})
+				invs = append(invs, config.InvariantConfig{If: config.RuleConfig{Field: "state", Op: "eq", Value: "archived"}, Then: config.RuleConfig{Field: "owner", Op: "eq", Value: nil}})
 			}
 			fast, err := compileContract(r, fields, invs, nil, "")
 			if err != nil {
@@ -253,8 +254,8 @@ func TestContractFastCheck_OnlyGeneratedSchemas(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"type":"object","properties":{"id":{"type":"string"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &Resource{Name: "ext", Config: ResourceConfig{IDField: "id"}}
-	c, err := compileContract(r, map[string]*FieldConfig{"id": {Type: "string"}}, nil, &ContractConfig{Schema: path}, "")
+	r := &Resource{Name: "ext", Config: config.ResourceConfig{IDField: "id"}}
+	c, err := compileContract(r, map[string]*config.FieldConfig{"id": {Type: "string"}}, nil, &config.ContractConfig{Schema: path}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,12 +267,12 @@ func TestContractFastCheck_OnlyGeneratedSchemas(t *testing.T) {
 // BenchmarkContractCheck checks a valid subscription record of the fixture
 // data set against its generated contract.
 func BenchmarkContractCheck(b *testing.B) {
-	cfg, err := ParseConfig(fixtures.Config("http://127.0.0.1:1",
+	cfg, err := config.Parse(fixtures.Config("http://127.0.0.1:1",
 		fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectCursor}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := cfg.Initialize(b.Context(), Options{Getenv: func(string) string { return "token" }})
+	rt, err := Initialize(b.Context(), cfg, Options{Getenv: func(string) string { return "token" }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,77 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/internal/configtest"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
-
-// credYAML is a configuration whose upstream api has the credential block
-// given (lines indented as under upstreams.api).
-func credYAML(cred string) []byte {
-	return yamlLines(append(append(append([]string(nil), minimalUpstream...), strings.Split(strings.TrimRight(cred, "\n"), "\n")...), minimalResource...)...)
-}
-
-func TestParseConfig_EveryCredentialFormIsAccepted(t *testing.T) {
-	for name, cred := range map[string]string{
-		"static env":             "    credential: {env: TOKEN}",
-		"static file":            "    credential: {file: /run/secrets/token, header: X-Api-Key, scheme: \"\"}",
-		"query key":              "    credential: {env: KEY, query: api_key}",
-		"basic":                  "    credential:\n      basic: {user: {env: USER}, password: {file: /run/secrets/pass}}",
-		"oauth2":                 "    credential:\n      oauth2:\n        token_url: https://login.example.com/oauth2/token\n        client_id: airlock\n        client_secret: {env: CS}\n        scopes: [read, write]\n        audience: https://api.example.com\n        resource: https://api.example.com/\n        auth_method: client_secret_post",
-		"oauth2 loopback":        "    credential:\n      oauth2: {token_url: \"http://127.0.0.1:9/token\", client_id: \"${CLIENT_ID}\", client_secret: {file: /run/cs}}",
-		"client cert alone":      "    credential:\n      client_certificate: {cert: c.pem, key: k.pem}",
-		"client cert and oauth2": "    credential:\n      client_certificate: {cert: c.pem, key: k.pem, ca: ca.pem}\n      oauth2: {token_url: \"https://a.example/t\", client_id: x, client_secret: {env: CS}}",
-		"client cert and a key":  "    credential:\n      env: TOKEN\n      client_certificate: {cert: c.pem, key: k.pem}",
-	} {
-		if _, err := ParseConfig(credYAML(cred)); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-}
-
-// TestParseConfig_CredentialProblemsAreNamedAllAtOnce: every bad field of
-// a credential is reported in one go, with its line, and an inline secret
-// is refused without being repeated.
-func TestParseConfig_CredentialProblemsAreNamedAllAtOnce(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		cred string
-		want []string // "line path: message" fragments, each required
-	}{
-		{"no form", "    credential: {header: X-Key}", []string{"line 5: upstreams.api.credential: set exactly one of env or file"}},
-		{"empty", "    credential: {}", []string{"upstreams.api.credential: set one form"}},
-		{"two forms", "    credential:\n      env: TOKEN\n      basic: {user: {env: U}, password: {env: P}}", []string{"upstreams.api.credential: one form per credential"}},
-		{"query with a header", "    credential: {env: KEY, query: \"api key\", header: X-Key}", []string{
-			"upstreams.api.credential.query: must be a query parameter name", "upstreams.api.credential.query: query sends the secret as a query parameter"}},
-		{"basic halves", "    credential:\n      basic:\n        user: {env: U, file: /u}\n        password: {}", []string{
-			"line 7: upstreams.api.credential.basic.user: set exactly one of env or file", "line 8: upstreams.api.credential.basic.password: set exactly one of env or file"}},
-		{"oauth2 everything wrong", "    credential:\n      oauth2:\n        token_url: http://login.example.com/token\n        client_secret: s3cr3t-inline-value\n        scopes: [\"two words\"]\n        resource: relative/path\n        auth_method: private_key_jwt", []string{
-			"line 7: upstreams.api.credential.oauth2.token_url: must be https",
-			"upstreams.api.credential.oauth2.client_id: required",
-			"line 8: upstreams.api.credential.oauth2.client_secret: a secret is never written in the configuration",
-			"upstreams.api.credential.oauth2.scopes.0: a scope is one word",
-			"upstreams.api.credential.oauth2.resource: must be an absolute URI",
-			"upstreams.api.credential.oauth2.auth_method: private_key_jwt is not supported"}},
-		{"oauth2 secret with an unknown key", "    credential:\n      oauth2: {token_url: \"https://a.example/t\", client_id: x, client_secret: {value: abc}}", []string{
-			`upstreams.api.credential.oauth2.client_secret: unknown key "value"`}},
-		{"client cert without key", "    credential:\n      client_certificate: {cert: c.pem}", []string{"upstreams.api.credential.client_certificate.key: required"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig(credYAML(tc.cred))
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("missing %q in:\n%v", w, err)
-				}
-			}
-			if strings.Contains(err.Error(), "s3cr3t-inline") {
-				t.Errorf("the error repeats the inline secret: %v", err)
-			}
-		})
-	}
-}
 
 // TestQueryKey_SentOnEveryPageAndKeptOutOfNextLinks: the key goes in the
 // query of every request, the next links the upstream builds from it are
@@ -120,12 +54,12 @@ func TestQueryKey_SentOnEveryPageAndKeptOutOfNextLinks(t *testing.T) {
 		fmt.Fprint(w, `[{"id":"c"}]`)
 	}))
 	t.Cleanup(srv.Close)
-	cfg, err := ParseConfig(credYAML("    credential: {env: KEY, query: api_key}"))
+	cfg, err := config.Parse(configtest.WithCredential("    credential: {env: KEY, query: api_key}"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Upstreams["api"].BaseURL = srv.URL
-	rt, err := cfg.Initialize(context.Background(), Options{Getenv: func(string) string { return key }})
+	rt, err := Initialize(context.Background(), cfg, Options{Getenv: func(string) string { return key }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,11 +209,11 @@ func TestClientCertificate_MutualTLSWithTheConfiguredAuthority(t *testing.T) {
 		t.Fatalf("the server answered a stranger: %v", subjects)
 	}
 	// A key that is not the certificate's fails at start-up.
-	cfg, err := ParseConfig(clientConfig(srv.URL, fmt.Sprintf("credential:\n  client_certificate: {cert: %s, key: %s}", pki.cert, pki.otherKey)))
+	cfg, err := config.Parse(clientConfig(srv.URL, fmt.Sprintf("credential:\n  client_certificate: {cert: %s, key: %s}", pki.cert, pki.otherKey)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.Initialize(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "not a PEM certificate and its key") {
+	if _, err := Initialize(context.Background(), cfg, Options{}); err == nil || !strings.Contains(err.Error(), "not a PEM certificate and its key") {
 		t.Fatalf("a mismatched key: %v", err)
 	}
 }
@@ -299,11 +233,11 @@ func TestCredentialFingerprint_ChangesWithEveryMaterialNeverShowsIt(t *testing.T
 		if change != nil {
 			change(e)
 		}
-		cfg, err := ParseConfig(credYAML(cred))
+		cfg, err := config.Parse(configtest.WithCredential(cred))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := cfg.Initialize(context.Background(), Options{Getenv: func(k string) string { return e[k] }})
+		rt, err := Initialize(context.Background(), cfg, Options{Getenv: func(k string) string { return e[k] }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,10 +281,10 @@ func TestCredentialInfo_NamesTheFormAndTheSourceNeverTheSecret(t *testing.T) {
 		cred string
 		want CredentialInfo
 	}{
-		{"credential: {env: TEST_TOKEN}", CredentialInfo{Form: FormStatic, Sources: []string{"env TEST_TOKEN"}, Header: "Authorization"}},
-		{"credential: {env: TEST_TOKEN, query: api_key}", CredentialInfo{Form: FormQuery, Sources: []string{"env TEST_TOKEN"}, Query: "api_key"}},
-		{"credential:\n  basic: {user: {env: TEST_TOKEN}, password: {env: TEST_TOKEN}}", CredentialInfo{Form: FormBasic, Sources: []string{"env TEST_TOKEN", "env TEST_TOKEN"}, Header: "Authorization"}},
-		{"credential:\n  oauth2: {token_url: \"https://login.example/t\", client_id: a, client_secret: {env: TEST_TOKEN}, scopes: [read]}", CredentialInfo{Form: FormOAuth2, Sources: []string{"env TEST_TOKEN"}, Header: "Authorization", TokenURL: "https://login.example/t", Scopes: []string{"read"}}},
+		{"credential: {env: TEST_TOKEN}", CredentialInfo{Form: config.FormStatic, Sources: []string{"env TEST_TOKEN"}, Header: "Authorization"}},
+		{"credential: {env: TEST_TOKEN, query: api_key}", CredentialInfo{Form: config.FormQuery, Sources: []string{"env TEST_TOKEN"}, Query: "api_key"}},
+		{"credential:\n  basic: {user: {env: TEST_TOKEN}, password: {env: TEST_TOKEN}}", CredentialInfo{Form: config.FormBasic, Sources: []string{"env TEST_TOKEN", "env TEST_TOKEN"}, Header: "Authorization"}},
+		{"credential:\n  oauth2: {token_url: \"https://login.example/t\", client_id: a, client_secret: {env: TEST_TOKEN}, scopes: [read]}", CredentialInfo{Form: config.FormOAuth2, Sources: []string{"env TEST_TOKEN"}, Header: "Authorization", TokenURL: "https://login.example/t", Scopes: []string{"read"}}},
 	} {
 		c := newTestClient(t, "http://127.0.0.1:1", tc.cred, Options{})
 		got := c.Credential()
@@ -359,50 +293,6 @@ func TestCredentialInfo_NamesTheFormAndTheSourceNeverTheSecret(t *testing.T) {
 		}
 		if strings.Contains(fmt.Sprint(*got), testSecret) {
 			t.Errorf("the secret shows: %+v", *got)
-		}
-	}
-}
-
-// TestCheck_NamesEachSecretsSourceAndWhatIsMissing: airlock check shows
-// every form with where its secrets come from and whether they are there,
-// and warns about each one that is not, never showing a value.
-func TestCheck_NamesEachSecretsSourceAndWhatIsMissing(t *testing.T) {
-	dir := t.TempDir()
-	pass := filepath.Join(dir, "pass")
-	if err := os.WriteFile(pass, []byte("pw-value-1234\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"U": "svc-user-name", "CS": "cs-value-1234"}
-	getenv := func(k string) string { return env[k] }
-	for _, tc := range []struct {
-		cred, summary string
-		warnings      []string
-	}{
-		{"    credential:\n      basic: {user: {env: U}, password: {file: " + pass + "}}", "basic credential, basic user from $U (set), basic password from file " + pass + " (readable)", nil},
-		{"    credential:\n      basic: {user: {env: MISSING_USER}, password: {file: /nope/pass}}", "basic user from $MISSING_USER (NOT SET), basic password from file /nope/pass (NOT READABLE)",
-			[]string{"the basic user's environment variable MISSING_USER is not set", "the basic password file /nope/pass is missing"}},
-		{"    credential:\n      oauth2: {token_url: \"https://a.example/t\", client_id: airlock, client_secret: {env: CS}}", "OAuth 2.0 client credentials from https://a.example/t for client airlock, client secret from $CS (set)", nil},
-		{"    credential: {env: NOKEY, query: api_key}", "credential in query parameter api_key, secret from $NOKEY (NOT SET)", []string{"the credential's environment variable NOKEY is not set"}},
-		{"    credential:\n      client_certificate: {cert: /nope/c.pem, key: /nope/k.pem}", "client certificate /nope/c.pem (NOT READABLE)", []string{"the client certificate file /nope/c.pem is missing", "the client certificate file /nope/k.pem is missing"}},
-	} {
-		cfg, err := ParseConfig(credYAML(tc.cred))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := strings.Join(cfg.Summary(getenv), "\n")
-		if !strings.Contains(sum, tc.summary) {
-			t.Errorf("summary %q lacks %q", sum, tc.summary)
-		}
-		warns := strings.Join(cfg.EnvWarnings(getenv), "\n")
-		for _, w := range tc.warnings {
-			if !strings.Contains(warns, w) {
-				t.Errorf("warnings %q lack %q", warns, w)
-			}
-		}
-		for _, v := range env {
-			if strings.Contains(sum+warns, v) {
-				t.Errorf("a value shows: %s %s", sum, warns)
-			}
 		}
 	}
 }

@@ -1,12 +1,12 @@
 package upstream
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -143,23 +143,23 @@ type dialect interface {
 	more(resp *Response, doc any) bool
 }
 
-func newDialect(p PaginationConfig, idPath string) dialect {
+func newDialect(p config.PaginationConfig, idPath string) dialect {
 	switch p.Dialect {
-	case DialectCursor:
+	case config.DialectCursor:
 		return cursorDialect{p, idPath}
-	case DialectLink:
+	case config.DialectLink:
 		return linkDialect{p}
-	case DialectOffset:
+	case config.DialectOffset:
 		return offsetDialect{p, idPath}
-	case DialectPage:
+	case config.DialectPage:
 		return pageDialect{p}
-	case DialectContinue:
+	case config.DialectContinue:
 		return continueDialect{p}
-	case DialectNextURL:
+	case config.DialectNextURL:
 		return nextURLDialect{p}
-	case DialectGraphQL:
+	case config.DialectGraphQL:
 		return graphqlDialect{p}
-	case DialectSearchAfter:
+	case config.DialectSearchAfter:
 		return searchAfterDialect{p}
 	}
 	return nil
@@ -168,7 +168,7 @@ func newDialect(p PaginationConfig, idPath string) dialect {
 // endFlag reads the page's end flag: has_more (true: more follows) or
 // is_last (true: this is the last page). known is false when no flag is
 // declared or the page does not carry a boolean there.
-func endFlag(p PaginationConfig, doc any) (last, known bool) {
+func endFlag(p config.PaginationConfig, doc any) (last, known bool) {
 	switch {
 	case p.IsLast != "":
 		v, _ := jsonvalue.Get(doc, p.IsLast)
@@ -183,7 +183,7 @@ func endFlag(p PaginationConfig, doc any) (last, known bool) {
 }
 
 // flagSignal names how an end flag proved the end.
-func flagSignal(p PaginationConfig) string {
+func flagSignal(p config.PaginationConfig) string {
 	if p.IsLast != "" {
 		return SignalIsLast
 	}
@@ -193,7 +193,7 @@ func flagSignal(p PaginationConfig) string {
 // readTotal reads the upstream's total from the configured header or body
 // path. Only a non-negative integer is a total: a negative (PocketBase's
 // skipTotal answers -1), null, missing or fractional one is unknown.
-func readTotal(p PaginationConfig, resp *Response, doc any) (int, bool) {
+func readTotal(p config.PaginationConfig, resp *Response, doc any) (int, bool) {
 	var v any
 	switch {
 	case p.TotalHeader != "":
@@ -203,7 +203,7 @@ func readTotal(p PaginationConfig, resp *Response, doc any) (int, bool) {
 		h := strings.TrimSpace(resp.Header.Get(p.TotalHeader))
 		n, err := strconv.Atoi(h)
 		return n, err == nil && n >= 0
-	case p.Total != "" && p.Total != NoTotal:
+	case p.Total != "" && p.Total != config.NoTotal:
 		x, ok := jsonvalue.Get(doc, p.Total)
 		if !ok {
 			return 0, false
@@ -219,14 +219,14 @@ func readTotal(p PaginationConfig, resp *Response, doc any) (int, bool) {
 	default:
 		return 0, false
 	}
-	n, ok := toInt(v)
+	n, ok := jsonvalue.Int(v)
 	return n, ok && n >= 0
 }
 
 // pageTotal reads a page's total as the resource's dialect does (a
 // GraphQL total is the connection's).
 func (r *Resource) pageTotal(resp *Response, doc any) (int, bool) {
-	if r.Pagination.Dialect == DialectGraphQL {
+	if r.Pagination.Dialect == config.DialectGraphQL {
 		conn, _ := jsonvalue.Get(doc, "data."+r.Pagination.Connection)
 		return readTotal(r.Pagination, nil, conn)
 	}
@@ -262,7 +262,7 @@ func totalVerdict(pg *page, total int, known bool, full bool) (reached bool) {
 // newPage starts the verdict on a page of items read from the state st:
 // the items counted, the largest page seen, and whether this page was full
 // (see fullPage).
-func newPage(p PaginationConfig, st pageState, items []any) (pg page, full bool) {
+func newPage(p config.PaginationConfig, st pageState, items []any) (pg page, full bool) {
 	pg = page{items: items, next: st}
 	pg.next.Started = true
 	pg.next.Seen += len(items)
@@ -274,7 +274,7 @@ func newPage(p PaginationConfig, st pageState, items []any) (pg page, full bool)
 
 // fullPage reports whether a page of n items filled the page: the size
 // asked for, or the upstream's own smaller cap once a page showed it.
-func fullPage(p PaginationConfig, st pageState, n int) bool {
+func fullPage(p config.PaginationConfig, st pageState, n int) bool {
 	if st.MaxPage == 0 {
 		// No page has shown the upstream's page size yet.
 		return n > 0
@@ -283,7 +283,7 @@ func fullPage(p PaginationConfig, st pageState, n int) bool {
 }
 
 type cursorDialect struct {
-	p      PaginationConfig
+	p      config.PaginationConfig
 	idPath string
 }
 
@@ -318,7 +318,7 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 			pg.proven(SignalEmptyPage)
 			return pg, nil
 		}
-		id, ok := itemID(items[len(items)-1], d.idPath)
+		id, ok := jsonvalue.GetID(items[len(items)-1], d.idPath)
 		if !ok {
 			return pg, badResponse("the last item has no id to continue from")
 		}
@@ -358,7 +358,7 @@ func (d cursorDialect) more(_ *Response, doc any) bool {
 
 func (cursorDialect) plan(pageState) []pageState { return nil }
 
-type linkDialect struct{ p PaginationConfig }
+type linkDialect struct{ p config.PaginationConfig }
 
 func (d linkDialect) query(p *listParams, st pageState) *url.URL {
 	if st.NextURL != nil {
@@ -472,7 +472,7 @@ func splitOutside(v string, sep byte) []string {
 // items reaching the upstream's exact total; a short page is not an end
 // (the upstream may cap the page size below the one asked for).
 type offsetDialect struct {
-	p      PaginationConfig
+	p      config.PaginationConfig
 	idPath string
 }
 
@@ -497,7 +497,7 @@ func (d offsetDialect) parse(resp *Response, doc any, items []any, st pageState)
 			pg.hasBoundary = true
 			pg.boundary = ""
 		} else {
-			id, _ := itemID(items[0], d.idPath)
+			id, _ := jsonvalue.GetID(items[0], d.idPath)
 			pg.boundary, pg.hasBoundary = id, true
 			pg.items = items[1:]
 		}
@@ -536,7 +536,7 @@ func (d offsetDialect) plan(st pageState) []pageState {
 
 // pageDialect reads numbered pages. As with offsets, only an empty page or
 // the upstream's exact total proves the end.
-type pageDialect struct{ p PaginationConfig }
+type pageDialect struct{ p config.PaginationConfig }
 
 func (d pageDialect) query(p *listParams, st pageState) *url.URL {
 	n := st.Page
@@ -586,7 +586,7 @@ func (d pageDialect) plan(st pageState) []pageState {
 	return out
 }
 
-type continueDialect struct{ p PaginationConfig }
+type continueDialect struct{ p config.PaginationConfig }
 
 func (d continueDialect) query(p *listParams, st pageState) *url.URL {
 	p.set(d.p.PageSizeParam, d.p.PageSize)
@@ -642,37 +642,5 @@ func intAt(doc any, path string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	return toInt(v)
-}
-
-func toInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case float64:
-		if n == float64(int(n)) {
-			return int(n), true
-		}
-	case int:
-		return n, true
-	case interface{ Int64() (int64, error) }:
-		i, err := n.Int64()
-		return int(i), err == nil
-	}
-	return 0, false
-}
-
-// itemID reads an item's id as a string (numbers are formatted).
-func itemID(item any, path string) (string, bool) {
-	v, ok := jsonvalue.Get(item, path)
-	if !ok || v == nil {
-		return "", false
-	}
-	switch x := v.(type) {
-	case string:
-		return x, x != ""
-	case fmt.Stringer:
-		return x.String(), true
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64), true
-	}
-	return "", false
+	return jsonvalue.Int(v)
 }

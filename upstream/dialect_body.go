@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -16,7 +17,7 @@ import (
 // an exact total on a page that was not full; an absent next URL proves it
 // only once an earlier page carried one, or a probe showed the upstream
 // sends one.
-type nextURLDialect struct{ p PaginationConfig }
+type nextURLDialect struct{ p config.PaginationConfig }
 
 func (d nextURLDialect) query(p *listParams, st pageState) *url.URL {
 	if st.NextURL != nil {
@@ -81,7 +82,7 @@ func (nextURLDialect) plan(pageState) []pageState { return nil }
 // is configured (whose id the scan opens first and carries from answer to
 // answer). The end is proven by an empty page or by the items reaching an
 // exact total on a page that was not full; a short page is read past.
-type searchAfterDialect struct{ p PaginationConfig }
+type searchAfterDialect struct{ p config.PaginationConfig }
 
 func (d searchAfterDialect) query(p *listParams, st pageState) *url.URL {
 	p.set(d.p.PageSizeParam, d.p.PageSize)

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -14,7 +15,7 @@ import (
 // the connection's nodes, or its edges' node; hasNextPage false, an empty
 // page or totalCount reached on a page that was not full prove the end;
 // hasNextPage true without an endCursor proves nothing.
-type graphqlDialect struct{ p PaginationConfig }
+type graphqlDialect struct{ p config.PaginationConfig }
 
 func (d graphqlDialect) query(p *listParams, st pageState) *url.URL {
 	p.set(d.p.PageSizeParam, d.p.PageSize)

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/configtest"
 )
 
 var allDatasets = []string{fixtures.DatasetServiceAccounts, fixtures.DatasetSubscriptions, fixtures.DatasetProjects}
@@ -133,7 +135,7 @@ func TestEveryDialect_ScansWholeCollection(t *testing.T) {
 						if dialect == fixtures.DialectOffset && v.pageSize == 1 {
 							// The overlap item would be the whole page: the
 							// configuration refuses it instead of spinning.
-							if _, err := ParseConfig(configAt(t, url, fixtures.Resource{Name: "r", Dataset: ds, Dialect: dialect, PageSize: 1}, alias)); err == nil || !strings.Contains(err.Error(), "at least 2") {
+							if _, err := config.Parse(configAt(t, url, fixtures.Resource{Name: "r", Dataset: ds, Dialect: dialect, PageSize: 1}, alias)); err == nil || !strings.Contains(err.Error(), "at least 2") {
 								t.Fatalf("an offset page size of 1 must be refused, got %v", err)
 							}
 							return
@@ -166,7 +168,7 @@ func TestEveryDialect_ScansWholeCollection(t *testing.T) {
 // filterConfig reads a subscriptions data set through the offset dialect
 // with filters whose upstream parameters are given.
 func filterConfig(baseURL, dataset, statusParam, regionParam, tagsParam string) []byte {
-	return yamlLines(
+	return configtest.Lines(
 		"environment: test",
 		"upstreams:",
 		fmt.Sprintf("  api: {base_url: %q, credential: {env: %s}, retries: 0}", baseURL, fixtures.DemoTokenEnv),
@@ -327,7 +329,7 @@ func TestLinkDialect_NeverReportsCompleteWhileANextLinkRemains(t *testing.T) {
 // customConfig reads /items from baseURL with the given pagination block
 // and items path.
 func customConfig(baseURL, pagination, items, upstreamExtra string) []byte {
-	return yamlLines(
+	return configtest.Lines(
 		"environment: test",
 		"upstreams:",
 		"  api:",

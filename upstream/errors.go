@@ -260,7 +260,7 @@ func (r *Resource) FieldName(name string) string {
 // action parameter the request body took it from (action.params.X), else
 // a declared field of the resource (see Resource.FieldName); "" otherwise.
 func (a *Action) FieldName(name string) string {
-	if p := a.ParamFor(name); p != "" {
+	if p := a.Config.ParamFor(name); p != "" {
 		return p
 	}
 	if a.Resource != nil {

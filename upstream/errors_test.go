@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
@@ -75,12 +76,12 @@ func TestRuntimeRedactor_KnowsEveryLoadedCredential(t *testing.T) {
 // field answers; on any other field it is a configuration error.
 func TestQueryable_OnlyBesideSensitive(t *testing.T) {
 	y := strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "      project: {type: string}", "      project: {type: string, queryable: true}", 1)
-	_, err := ParseConfig([]byte(y))
+	_, err := config.Parse([]byte(y))
 	if err == nil || !strings.Contains(err.Error(), "queryable only applies to a sensitive field") {
 		t.Fatalf("want a configuration error, got %v", err)
 	}
 	y = strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:1")), "email: {type: string, sensitive: true,", "email: {type: string, sensitive: true, queryable: true,", 1)
-	if _, err := ParseConfig([]byte(y)); err != nil {
+	if _, err := config.Parse([]byte(y)); err != nil {
 		t.Fatalf("queryable beside sensitive is accepted: %v", err)
 	}
 }

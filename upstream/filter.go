@@ -2,12 +2,11 @@ package upstream
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -53,14 +52,14 @@ func (r *Resource) filterExample() map[string]any {
 	return map[string]any{}
 }
 
-func (r *Resource) filterField(name string, fc *FilterConfig) string {
+func (r *Resource) filterField(name string, fc *config.FilterConfig) string {
 	if fc != nil && fc.Field != "" {
 		return fc.Field
 	}
 	return name
 }
 
-func checkScalar(path string, v any, fd *FieldConfig, fc *FilterConfig) (envelope.FieldError, bool) {
+func checkScalar(path string, v any, fd *config.FieldConfig, fc *config.FilterConfig) (envelope.FieldError, bool) {
 	if fd == nil {
 		return envelope.FieldError{}, false
 	}
@@ -80,7 +79,7 @@ func checkScalar(path string, v any, fd *FieldConfig, fc *FilterConfig) (envelop
 		if !ok {
 			return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
 		}
-		if len(fd.Enum) > 0 && !inEnum(s, fd) {
+		if len(fd.Enum) > 0 && !config.InEnum(s, fd) {
 			return envelope.NewFieldError(path, envelope.FieldEnum, fd.Enum[0]), true
 		}
 	case "integer", "number":
@@ -103,16 +102,7 @@ func checkScalar(path string, v any, fd *FieldConfig, fc *FilterConfig) (envelop
 	return envelope.FieldError{}, false
 }
 
-func inEnum(s string, fd *FieldConfig) bool {
-	for _, e := range fd.Enum {
-		if e == s || fd.Normalize == "lower" && strings.EqualFold(e, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func exampleFor(fd *FieldConfig) any {
+func exampleFor(fd *config.FieldConfig) any {
 	if fd == nil {
 		return "value"
 	}
@@ -146,7 +136,7 @@ func (r *Resource) Matches(doc map[string]any, filter map[string]any) bool {
 	return true
 }
 
-func matchValue(got, want any, fd *FieldConfig, contains bool) bool {
+func matchValue(got, want any, fd *config.FieldConfig, contains bool) bool {
 	if arr, ok := want.([]any); ok {
 		for _, w := range arr {
 			if matchValue(got, w, fd, contains) {
@@ -161,59 +151,13 @@ func matchValue(got, want any, fd *FieldConfig, contains bool) bool {
 			return false
 		}
 		for _, e := range list {
-			if scalarEqual(e, want, fd) {
+			if config.ValueEqual(e, want, fd) {
 				return true
 			}
 		}
 		return false
 	}
-	return scalarEqual(got, want, fd)
-}
-
-func scalarEqual(got, want any, fd *FieldConfig) bool {
-	if fd != nil && len(fd.NullValues) > 0 {
-		if want != nil && isNullValue(want, fd) {
-			want = nil
-		}
-		if got != nil && isNullValue(got, fd) {
-			got = nil
-		}
-	}
-	if want == nil {
-		return got == nil
-	}
-	switch w := want.(type) {
-	case string:
-		g, ok := got.(string)
-		if !ok {
-			return false
-		}
-		if fd != nil && fd.Normalize == "lower" {
-			return strings.EqualFold(g, w)
-		}
-		return g == w
-	case bool:
-		g, ok := got.(bool)
-		return ok && g == w
-	case json.Number, float64:
-		gf, ok1 := toFloat(got)
-		wf, ok2 := toFloat(w)
-		return ok1 && ok2 && gf == wf
-	}
-	return false
-}
-
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	}
-	return 0, false
+	return config.ValueEqual(got, want, fd)
 }
 
 // Project returns the requested fields of an item (by declared name) and
@@ -246,22 +190,6 @@ func (r *Resource) CountFromTotal(filter map[string]any, groupBy []string) bool 
 		}
 	}
 	return true
-}
-
-func scalarString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case bool:
-		return strconv.FormatBool(x)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case json.Number:
-		return x.String()
-	case nil:
-		return ""
-	}
-	return fmt.Sprint(v)
 }
 
 // paramToFilter maps an upstream query parameter back to the filter that

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/jsonvalue"
@@ -16,19 +17,19 @@ import (
 // builder; the problem fits the envelope schema and names only fields the
 // configuration knows (a filter, a declared field, or the placeholder).
 func FuzzUpstreamBody(f *testing.F) {
-	cfg, err := ParseConfig(fixtures.DemoConfig("http://127.0.0.1:1"))
+	cfg, err := config.Parse(fixtures.DemoConfig("http://127.0.0.1:1"))
 	if err != nil {
 		f.Fatal(err)
 	}
-	rt, err := cfg.Initialize(f.Context(), Options{WithoutCredentials: true})
+	rt, err := Initialize(f.Context(), cfg, Options{WithoutCredentials: true})
 	if err != nil {
 		f.Fatal(err)
 	}
 	projects := rt.Resources["projects"]
 	var dialects []dialect
-	for _, d := range []PaginationConfig{{Dialect: DialectCursor, HasMore: "has_more"}, {Dialect: DialectCursor, NextCursor: "response_metadata.next_cursor"},
-		{Dialect: DialectLink}, {Dialect: DialectOffset, Total: "total"}, {Dialect: DialectPage, Total: "totalItems"}, {Dialect: DialectContinue}} {
-		dialects = append(dialects, newDialect(resolvePagination(d), "id"))
+	for _, d := range []config.PaginationConfig{{Dialect: config.DialectCursor, HasMore: "has_more"}, {Dialect: config.DialectCursor, NextCursor: "response_metadata.next_cursor"},
+		{Dialect: config.DialectLink}, {Dialect: config.DialectOffset, Total: "total"}, {Dialect: config.DialectPage, Total: "totalItems"}, {Dialect: config.DialectContinue}} {
+		dialects = append(dialects, newDialect(config.ResolvePagination(d), "id"))
 	}
 	for _, s := range []struct {
 		status          int
@@ -93,36 +94,4 @@ func checkProblem(t *testing.T, r *Resource, p *envelope.Problem) {
 			t.Fatalf("errors[] names %q", e.Field)
 		}
 	}
-}
-
-// FuzzParseConfig: any bytes given as a configuration are parsed without
-// a panic, and a refusal says where: every error names a path and a
-// message.
-func FuzzParseConfig(f *testing.F) {
-	f.Add(fixtures.DemoConfig("http://127.0.0.1:1"))
-	f.Add([]byte("environment: x\nupstreams: {a: {base_url: 'http://h', credential: {env: T}}}\nresources: {r: {upstream: a, list: {path: /x}, pagination: {dialect: page}, id_field: id, fields: {id: {type: string, sensitive: true, queryable: true}}}}\n"))
-	f.Add([]byte("environment: [\n"))
-	f.Add([]byte("upstreams: {a: {timeout: 1e99s, retries: 99}}\nresources: {r: {limits: {max_items: {default: -1, cap: -2}}}}"))
-	f.Add([]byte("*a: &a [*a]"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) > 16<<10 {
-			t.Skip()
-		}
-		cfg, err := ParseConfig(b)
-		if err == nil {
-			if cfg == nil {
-				t.Fatal("no configuration and no error")
-			}
-			return
-		}
-		ces, ok := err.(ConfigErrors)
-		if !ok || len(ces) == 0 {
-			t.Fatalf("want ConfigErrors, got %T %v", err, err)
-		}
-		for _, e := range ces {
-			if e.Msg == "" || e.Path == "" {
-				t.Fatalf("an error without a path or message: %+v", e)
-			}
-		}
-	})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 )
 
@@ -33,11 +34,11 @@ func runtimeFor(t *testing.T, yaml []byte) *Runtime {
 // getenv.
 func runtimeWith(t *testing.T, yaml []byte, getenv func(string) string) *Runtime {
 	t.Helper()
-	cfg, err := ParseConfig(yaml)
+	cfg, err := config.Parse(yaml)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := cfg.Initialize(context.Background(), Options{Getenv: getenv})
+	rt, err := Initialize(context.Background(), cfg, Options{Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -28,9 +29,9 @@ type listParams struct {
 // dotted path, in variables under its name, keeping its JSON type.
 func (p *listParams) set(k string, v any) {
 	switch p.kind {
-	case listQuery:
-		p.query.Set(k, scalarString(v))
-	case listBody:
+	case config.ListQuery:
+		p.query.Set(k, jsonvalue.String(v))
+	case config.ListBody:
 		jsonvalue.Put(p.body, k, v)
 	default:
 		p.body[k] = v
@@ -54,8 +55,8 @@ func (p *listParams) describe() string {
 	return out
 }
 
-func (r *Resource) newParams(src SourceConfig) *listParams {
-	p := &listParams{kind: listKind(&r.Config), query: url.Values{}}
+func (r *Resource) newParams(src config.SourceConfig) *listParams {
+	p := &listParams{kind: config.ListKind(&r.Config), query: url.Values{}}
 	for k, v := range r.Config.List.Params {
 		p.query.Set(k, v)
 	}
@@ -63,13 +64,13 @@ func (r *Resource) newParams(src SourceConfig) *listParams {
 		p.query.Set(k, v)
 	}
 	switch p.kind {
-	case listBody:
-		p.body, _ = normalizeYAMLValue(r.Config.List.Body).(map[string]any)
+	case config.ListBody:
+		p.body, _ = config.NormalizeValue(r.Config.List.Body).(map[string]any)
 		if p.body == nil {
 			p.body = map[string]any{}
 		}
 		p.body = cloneJSON(p.body)
-	case listVariables:
+	case config.ListVariables:
 		p.body = map[string]any{}
 	}
 	return p
@@ -115,7 +116,7 @@ type listOptions struct {
 // URL and body the list's kind and dialect call for, with the filters
 // sent upstream only in a form that carries each value intact. A next
 // URL (link, next_url) is followed on the source's own host only.
-func (r *Resource) listRequest(src SourceConfig, st pageState, o listOptions) (Request, error) {
+func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOptions) (Request, error) {
 	base := r.sourceBase(src)
 	p := r.newParams(src)
 	if !o.probe {
@@ -141,10 +142,10 @@ func (r *Resource) listRequest(src SourceConfig, st pageState, o listOptions) (R
 	}
 	req.URL = r.Upstream.ResolveURL(base, r.Config.List.Path, p.query)
 	switch p.kind {
-	case listBody:
+	case config.ListBody:
 		req.Method = http.MethodPost
 		req.Body, _ = jsonMarshal(p.body)
-	case listVariables:
+	case config.ListVariables:
 		req.Method = http.MethodPost
 		req.Body, _ = jsonMarshal(map[string]any{"query": r.Config.List.GraphQL, "variables": p.body})
 	}
@@ -186,19 +187,19 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 
 // filterValue is a filter's value as sent: a list of one is one value,
 // and a declared null stand-in is null.
-func (r *Resource) filterValue(name string, fc *FilterConfig, v any) any {
+func (r *Resource) filterValue(name string, fc *config.FilterConfig, v any) any {
 	fd, _ := r.Field(r.filterField(name, fc))
 	if arr, ok := v.([]any); ok && len(arr) == 1 {
 		v = arr[0]
 	}
-	if v != nil && isNullValue(v, fd) {
+	if v != nil && config.IsNull(v, fd) {
 		v = nil
 	}
 	return v
 }
 
 // filterForm decides whether a filter value can be sent upstream.
-func (r *Resource) filterForm(name string, fc *FilterConfig, raw any) filterForm {
+func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) filterForm {
 	if fc == nil {
 		return filterForm{}
 	}
@@ -214,7 +215,7 @@ func (r *Resource) filterForm(name string, fc *FilterConfig, raw any) filterForm
 			return filterForm{}
 		}
 		for _, e := range v {
-			if e == nil || isNullValue(e, fd) {
+			if e == nil || config.IsNull(e, fd) {
 				return filterForm{why: "null among the values: only airlock can match it"}
 			}
 			if why := r.splits(fc, e); why != "" {
@@ -239,11 +240,11 @@ func (r *Resource) filterForm(name string, fc *FilterConfig, raw any) filterForm
 // splits says why a comma list cannot carry a value intact ("" when it
 // can): the value holds the separator, is empty, or has white space at an
 // end (APIs trim the parts of a list).
-func (r *Resource) splits(fc *FilterConfig, v any) string {
+func (r *Resource) splits(fc *config.FilterConfig, v any) string {
 	if fc.Multi != "comma" {
 		return ""
 	}
-	s := scalarString(v)
+	s := jsonvalue.String(v)
 	sep := separatorOf(fc)
 	switch {
 	case strings.Contains(s, sep):
@@ -256,7 +257,7 @@ func (r *Resource) splits(fc *FilterConfig, v any) string {
 	return ""
 }
 
-func separatorOf(fc *FilterConfig) string {
+func separatorOf(fc *config.FilterConfig) string {
 	if fc.Separator != "" {
 		return fc.Separator
 	}
@@ -264,14 +265,14 @@ func separatorOf(fc *FilterConfig) string {
 }
 
 // placeFilter places a value filterForm accepted.
-func (r *Resource) placeFilter(p *listParams, name string, fc *FilterConfig, raw any) {
+func (r *Resource) placeFilter(p *listParams, name string, fc *config.FilterConfig, raw any) {
 	switch v := r.filterValue(name, fc, raw).(type) {
 	case nil:
 		if fc.NullParam != "" {
 			p.set(fc.Param, fc.NullParam)
 			return
 		}
-		p.set(fc.Null.Param, normalizeYAMLValue(fc.Null.Value))
+		p.set(fc.Null.Param, config.NormalizeValue(fc.Null.Value))
 	case []any:
 		param := fc.MultiParam
 		if param == "" {
@@ -280,12 +281,12 @@ func (r *Resource) placeFilter(p *listParams, name string, fc *FilterConfig, raw
 		switch fc.Multi {
 		case "repeat":
 			for _, e := range v {
-				p.add(param, scalarString(e))
+				p.add(param, jsonvalue.String(e))
 			}
 		case "comma":
 			parts := make([]string, len(v))
 			for i, e := range v {
-				parts[i] = scalarString(e)
+				parts[i] = jsonvalue.String(e)
 			}
 			p.set(param, strings.Join(parts, separatorOf(fc)))
 		case "array":
@@ -298,7 +299,7 @@ func (r *Resource) placeFilter(p *listParams, name string, fc *FilterConfig, raw
 
 // ensurePIT opens the point in time of a search_after list before its
 // first page (st holds it from then on); nothing for other lists.
-func (r *Resource) ensurePIT(ctx context.Context, src SourceConfig, st *pageState, requestID string) error {
+func (r *Resource) ensurePIT(ctx context.Context, src config.SourceConfig, st *pageState, requestID string) error {
 	if r.Pagination.PIT == nil || st.PIT != "" {
 		return nil
 	}
@@ -312,7 +313,7 @@ func (r *Resource) ensurePIT(ctx context.Context, src SourceConfig, st *pageStat
 
 // openPIT opens the point in time a search_after list reads in, and
 // returns its id.
-func (r *Resource) openPIT(ctx context.Context, src SourceConfig, requestID string) (string, error) {
+func (r *Resource) openPIT(ctx context.Context, src config.SourceConfig, requestID string) (string, error) {
 	pit := r.Pagination.PIT
 	base := r.sourceBase(src)
 	path, rawQuery, _ := strings.Cut(pit.Open, "?")
@@ -349,7 +350,7 @@ func searchAfterValue(cursor string) any {
 }
 
 // paramNames lists every upstream parameter a filter may send, sorted.
-func paramNames(fc *FilterConfig) []string {
+func paramNames(fc *config.FilterConfig) []string {
 	set := map[string]bool{}
 	for _, p := range []string{fc.Param, fc.MultiParam} {
 		if p != "" {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 )
@@ -355,7 +356,7 @@ func TestSearchAfter_OnePointInTimeForTheWholeScan(t *testing.T) {
 	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectSearchAfter}}
 	fl.Records = faultRecords(33)
 	r := faultRuntime(t, fl, 10, "", "")
-	if r.Consistency() != ConsistencySnapshot {
+	if r.Consistency() != config.ConsistencySnapshot {
 		t.Errorf("consistency %s; a point in time is a snapshot", r.Consistency())
 	}
 	sink, out, err := scanAll(t, r, map[string]any{"status": "active"}, Budget{})
@@ -481,7 +482,7 @@ func TestFilterForms_SendAValueOnlyInAFormThatCarriesItIntact(t *testing.T) {
 		{"one status", map[string]any{"status": "active"}, "status__in=active", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := &listParams{kind: listQuery, query: url.Values{}}
+			p := &listParams{kind: config.ListQuery, query: url.Values{}}
 			r.sendFilters(p, c.filter)
 			if got := p.query.Encode(); got != c.want {
 				t.Errorf("sent %q, want %q", got, c.want)

@@ -1,11 +1,11 @@
 package upstream
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -29,7 +29,7 @@ func fieldNorms(r *Resource) []fieldNorm {
 		}
 		nulls := make([]any, len(f.NullValues))
 		for i, v := range f.NullValues {
-			nulls[i] = normalizeYAMLValue(v)
+			nulls[i] = config.NormalizeValue(v)
 		}
 		out = append(out, fieldNorm{name: name, path: r.FieldPath(name), normalize: f.Normalize, nulls: nulls, layout: f.Layout})
 	}
@@ -43,13 +43,13 @@ func (n fieldNorm) apply(doc map[string]any) bool {
 		return false
 	}
 	for _, nv := range n.nulls {
-		if sameScalar(v, nv) {
+		if jsonvalue.SameScalar(v, nv) {
 			jsonvalue.Set(doc, n.path, nil)
 			return true
 		}
 	}
 	if n.layout != "" {
-		if ts, ok := normalizeTimestamp(v, n.layout); ok {
+		if ts, ok := config.NormalizeTimestamp(v, n.layout); ok {
 			jsonvalue.Set(doc, n.path, ts)
 			return true
 		}
@@ -70,35 +70,4 @@ func (n fieldNorm) apply(doc map[string]any) bool {
 	}
 	jsonvalue.Set(doc, n.path, out)
 	return true
-}
-
-// isNullValue reports whether v is one of the field's declared stand-ins
-// for null.
-func isNullValue(v any, fd *FieldConfig) bool {
-	if fd == nil || len(fd.NullValues) == 0 {
-		return false
-	}
-	for _, nv := range fd.NullValues {
-		if sameScalar(v, normalizeYAMLValue(nv)) {
-			return true
-		}
-	}
-	return false
-}
-
-// sameScalar compares two decoded scalars (numbers by value).
-func sameScalar(a, b any) bool {
-	switch x := a.(type) {
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case json.Number, float64, int:
-		fa, ok1 := toFloat(a)
-		fb, ok2 := toFloat(b)
-		return ok1 && ok2 && fa == fb
-	}
-	return false
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 )
 
@@ -168,7 +169,7 @@ func (s *Scan) Outcome() Outcome {
 		w.Count = envelope.Ptr(s.nullLikeCount)
 		o.Warnings = append(o.Warnings, w)
 	}
-	if s.pages > 1 && s.r.Consistency() != ConsistencySnapshot {
+	if s.pages > 1 && s.r.Consistency() != config.ConsistencySnapshot {
 		o.Warnings = append(o.Warnings, envelope.NewWarning(envelope.WarnNoSnapshot, s.r.Name))
 	}
 	if s.snapshot != "" {

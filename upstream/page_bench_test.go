@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 )
 
@@ -120,11 +121,11 @@ resources:
       region: {type: string}
       amount_due: {type: integer}
 `, srv.URL, 2*size, min(n, 10000))
-	cfg, err := ParseConfig([]byte(yaml))
+	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := cfg.Initialize(context.Background(), Options{})
+	rt, err := Initialize(context.Background(), cfg, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -150,7 +151,7 @@ var errBudget = errors.New("the probe's request budget is spent")
 
 // listRequest builds the probe's list request for the page st points at,
 // under the pagination pg (the configured one, or a smaller page size).
-func (p *prober) listRequest(pg PaginationConfig, st pageState, filter map[string]any) (Request, error) {
+func (p *prober) listRequest(pg config.PaginationConfig, st pageState, filter map[string]any) (Request, error) {
 	r := p.r
 	return r.listRequest(r.Sources[0], st, listOptions{filter: filter, pageSize: pg.PageSize, requestID: p.opts.RequestID})
 }
@@ -190,7 +191,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	}
 	p.first = resp
 	doc, err := decodeJSONBody(resp, true)
-	if err == nil && r.Pagination.Dialect == DialectGraphQL {
+	if err == nil && r.Pagination.Dialect == config.DialectGraphQL {
 		err = r.graphqlCheck(doc, st)
 	}
 	if err != nil {
@@ -215,7 +216,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	p.totalCheck(resp, doc)
 	p.rateLimitCheck(resp)
 	p.snapshotCheck(doc)
-	if msgs := graphqlMessages(doc); msgs != "" && r.Pagination.Dialect == DialectGraphQL {
+	if msgs := graphqlMessages(doc); msgs != "" && r.Pagination.Dialect == config.DialectGraphQL {
 		p.add("list.graphql", ProbeWrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
 			"an answer with errors is never complete: fix the query, or the fields it selects")
 	}
@@ -267,7 +268,7 @@ func undeclaredTotal(resp *Response, doc any) string {
 	}
 	for _, path := range []string{"total", "totalItems", "total_count", "count"} {
 		if v, ok := jsonvalue.Get(doc, path); ok {
-			if n, ok := toInt(v); ok {
+			if n, ok := jsonvalue.Int(v); ok {
 				return fmt.Sprintf("%s: %d", path, n)
 			}
 		}
@@ -285,10 +286,10 @@ func (p *prober) totalCheck(resp *Response, doc any) {
 			p.add("pagination.total_header", ProbeWrong, "the first page has no "+pg.TotalHeader+" header", "remove total_header, or ask for the page in a way that makes the upstream count")
 			return
 		}
-	case pg.Total != "" && pg.Dialect != DialectCursor && pg.Dialect != DialectContinue:
+	case pg.Total != "" && pg.Dialect != config.DialectCursor && pg.Dialect != config.DialectContinue:
 		at := doc
 		where = "body path " + pg.Total
-		if pg.Dialect == DialectGraphQL {
+		if pg.Dialect == config.DialectGraphQL {
 			at, _ = jsonvalue.Get(doc, "data."+pg.Connection)
 			where = "the connection's " + pg.Total
 		}
@@ -299,11 +300,11 @@ func (p *prober) totalCheck(resp *Response, doc any) {
 		}
 		if pg.TotalRelation != "" {
 			if rel, _ := jsonvalue.Get(doc, pg.TotalRelation); rel != "eq" {
-				p.add("pagination.total", ProbeUnverifiable, fmt.Sprintf("%s is a bound (%s is %q), not a count: the end is proven by an empty page", where, pg.TotalRelation, scalarString(rel)), "")
+				p.add("pagination.total", ProbeUnverifiable, fmt.Sprintf("%s is a bound (%s is %q), not a count: the end is proven by an empty page", where, pg.TotalRelation, jsonvalue.String(rel)), "")
 				return
 			}
 		}
-		raw = scalarString(v)
+		raw = jsonvalue.String(v)
 	default:
 		return
 	}
@@ -345,15 +346,15 @@ func (p *prober) rateLimitCheck(resp *Response) {
 
 func (p *prober) snapshotCheck(doc any) {
 	pg := p.r.Pagination
-	if pg.Consistency != ConsistencySnapshot {
+	if pg.Consistency != config.ConsistencySnapshot {
 		return
 	}
 	if pg.PIT != nil {
 		p.add("pagination.consistency", ProbeOK, "snapshot: a point in time was opened at "+pg.PIT.Open+" and the first page was read in it", "")
 		return
 	}
-	if v, ok := jsonvalue.Get(doc, pg.ResourceVersion); ok && scalarString(v) != "" {
-		p.add("pagination.consistency", ProbeOK, fmt.Sprintf("snapshot: the first page carries %s %q", pg.ResourceVersion, scalarString(v)), "")
+	if v, ok := jsonvalue.Get(doc, pg.ResourceVersion); ok && jsonvalue.String(v) != "" {
+		p.add("pagination.consistency", ProbeOK, fmt.Sprintf("snapshot: the first page carries %s %q", pg.ResourceVersion, jsonvalue.String(v)), "")
 		return
 	}
 	p.add("pagination.consistency", ProbeWrong, "snapshot is claimed, but the first page has no "+pg.ResourceVersion, "declare consistency: none (or keyset): without a resource version there is no snapshot")
@@ -368,7 +369,7 @@ func (p *prober) walkPageSize(firstItems int) int {
 	}
 	pg := p.r.Pagination
 	minSize := 1
-	if pg.Dialect == DialectOffset {
+	if pg.Dialect == config.DialectOffset {
 		minSize = 2
 	}
 	budget := max(p.left()/2, 3)
@@ -456,11 +457,11 @@ func (p *prober) walk(ctx context.Context) {
 	case unproven:
 		hint := "the dialect's end signal never appeared: the configuration cannot prove a list complete"
 		switch r.Pagination.Dialect {
-		case DialectLink:
+		case config.DialectLink:
 			hint = "no Link: rel=\"next\" header came back: name the page in list.params if the API pages only when asked (json-server needs _page), or use the dialect its answers follow"
-		case DialectNextURL:
+		case config.DialectNextURL:
 			hint = "no next URL came back at " + r.Pagination.Next + ": point pagination.next at the key that holds the next page's URL (next, @odata.nextLink, nextRecordsUrl, next_page_uri)"
-		case DialectGraphQL:
+		case config.DialectGraphQL:
 			hint = "the query must select the connection's pageInfo { hasNextPage endCursor }"
 		}
 		ev := what + ", and the end was not proven (" + signal + ")"
@@ -470,7 +471,7 @@ func (p *prober) walk(ctx context.Context) {
 		p.add("pagination.end", ProbeWrong, ev, hint)
 	case short:
 		hint := "the upstream caps the list: declare result_cap, or narrow with sources"
-		if r.Pagination.Dialect == DialectLink {
+		if r.Pagination.Dialect == config.DialectLink {
 			hint = "no Link: rel=\"next\" header led on: name the page in list.params if the API pages only when asked (json-server needs _page); else the upstream caps the list (result_cap)"
 		}
 		p.add("pagination.end", ProbeWrong, fmt.Sprintf("%s: the upstream stopped at %d items, short of its own total", what, limit), hint)
@@ -571,7 +572,7 @@ func (p *prober) walkRaw(ctx context.Context, filter map[string]any, maxPages in
 		}
 		w.pages++
 		doc, err := decodeJSONBody(resp, true)
-		if err == nil && pg.Dialect == DialectGraphQL {
+		if err == nil && pg.Dialect == config.DialectGraphQL {
 			err = r.graphqlCheck(doc, st)
 		}
 		if err != nil {
@@ -593,7 +594,7 @@ func (p *prober) walkRaw(ctx context.Context, filter map[string]any, maxPages in
 			if !ok {
 				continue
 			}
-			id, ok := itemID(m, idPath)
+			id, ok := jsonvalue.GetID(m, idPath)
 			if !ok {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -28,7 +29,7 @@ func (p *prober) fieldChecks() {
 	seen := map[string]bool{}
 	missing, dup := 0, 0
 	for _, m := range p.samples {
-		id, ok := itemID(m, idPath)
+		id, ok := jsonvalue.GetID(m, idPath)
 		switch {
 		case !ok:
 			missing++
@@ -59,7 +60,7 @@ type fieldStats struct {
 	outside               []string
 }
 
-func (p *prober) fieldCheck(name string, f *FieldConfig) {
+func (p *prober) fieldCheck(name string, f *config.FieldConfig) {
 	r := p.r
 	path := r.FieldPath(name)
 	if r.Config.List.ScalarItemField == name {
@@ -79,7 +80,7 @@ func (p *prober) fieldCheck(name string, f *FieldConfig) {
 		if s, ok := v.(string); ok && s == "" {
 			st.empty++
 		}
-		if isNullValue(v, f) {
+		if config.IsNull(v, f) {
 			continue
 		}
 		if !typeFits(v, f) {
@@ -89,7 +90,7 @@ func (p *prober) fieldCheck(name string, f *FieldConfig) {
 		if f.Type == "timestamp" && !timestampFits(v, f.Layout) {
 			st.badTime = appendSample(st.badTime, v)
 		}
-		if s, ok := v.(string); ok && len(f.Enum) > 0 && !inEnum(s, f) {
+		if s, ok := v.(string); ok && len(f.Enum) > 0 && !config.InEnum(s, f) {
 			st.outside = appendSample(st.outside, v)
 		}
 	}
@@ -126,8 +127,8 @@ func (p *prober) fieldCheck(name string, f *FieldConfig) {
 	p.nullCheck(at, f, st, n)
 }
 
-func (p *prober) nullCheck(at string, f *FieldConfig, st fieldStats, n int) {
-	declaredEmpty := isNullValue("", f)
+func (p *prober) nullCheck(at string, f *config.FieldConfig, st fieldStats, n int) {
+	declaredEmpty := config.IsNull("", f)
 	switch {
 	case f.Nullable && st.empty > 0 && st.nulls == 0 && !declaredEmpty:
 		p.add(at+".null_values", ProbeWrong,
@@ -164,7 +165,7 @@ func appendSample(list []string, v any) []string {
 	return append(list, s)
 }
 
-func typeFits(v any, f *FieldConfig) bool {
+func typeFits(v any, f *config.FieldConfig) bool {
 	switch f.Type {
 	case "string":
 		_, ok := v.(string)
@@ -174,13 +175,13 @@ func typeFits(v any, f *FieldConfig) bool {
 		case string:
 			return true
 		case json.Number, float64:
-			return f.Layout == LayoutUnix || f.Layout == LayoutUnixMS
+			return f.Layout == config.LayoutUnix || f.Layout == config.LayoutUnixMS
 		}
 		return false
 	case "integer":
-		return isIntegerLiteral(v)
+		return jsonvalue.IsInteger(v)
 	case "number":
-		_, ok := toFloat(v)
+		_, ok := jsonvalue.Float(v)
 		return ok
 	case "boolean":
 		_, ok := v.(bool)
@@ -201,10 +202,10 @@ func timestampFits(v any, layout string) bool {
 			return true
 		}
 	}
-	if layout == "" || layout == LayoutRFC3339 {
+	if layout == "" || layout == config.LayoutRFC3339 {
 		return false
 	}
-	_, ok := normalizeTimestamp(v, layout)
+	_, ok := config.NormalizeTimestamp(v, layout)
 	return ok
 }
 
@@ -225,9 +226,9 @@ func guessLayout(sample string) string {
 	}
 	if f, ok := v.(float64); ok {
 		if f > 1e11 {
-			return LayoutUnixMS
+			return config.LayoutUnixMS
 		}
-		return LayoutUnix
+		return config.LayoutUnix
 	}
 	s, _ := v.(string)
 	for _, l := range []string{"2006-01-02 15:04:05.999Z07:00", "2006-01-02 15:04:05.999Z", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02T15:04:05.999", time.RFC1123, time.RFC1123Z} {
@@ -303,7 +304,7 @@ func (p *prober) commonValues(field string, contains bool) []any {
 	counts := map[string]int{}
 	vals := map[string]any{}
 	count := func(v any) {
-		if v == nil || isNullValue(v, fd) {
+		if v == nil || config.IsNull(v, fd) {
 			return
 		}
 		switch v.(type) {
@@ -344,7 +345,7 @@ func (p *prober) commonValues(field string, contains bool) []any {
 
 func (p *prober) compareFilter(ctx context.Context, check, param string, filter map[string]any) {
 	r := p.r
-	sent := &listParams{kind: listKind(&r.Config), query: url.Values{}, body: map[string]any{}}
+	sent := &listParams{kind: config.ListKind(&r.Config), query: url.Values{}, body: map[string]any{}}
 	forms := r.sendFilters(sent, filter)
 	what := sent.describe()
 	if what == "" {
@@ -421,7 +422,7 @@ func (p *prober) writeChecks(ctx context.Context) {
 	var firstID string
 	idPath := r.FieldPath(r.Config.IDField)
 	for _, m := range p.samples {
-		if id, ok := itemID(m, idPath); ok {
+		if id, ok := jsonvalue.GetID(m, idPath); ok {
 			first, firstID = m, id
 			break
 		}
@@ -448,12 +449,12 @@ func (p *prober) writeChecks(ctx context.Context) {
 		a := byName[name]
 		at := "actions." + name + ".conditional"
 		switch a.Config.Conditional {
-		case CondIfMatch, CondVersion:
+		case config.CondIfMatch, config.CondVersion:
 			vf := r.Config.VersionField
 			path := r.FieldPath(vf)
 			without := 0
 			for _, m := range p.samples {
-				if v, ok := jsonvalue.Get(m, path); !ok || v == nil || scalarString(v) == "" {
+				if v, ok := jsonvalue.Get(m, path); !ok || v == nil || jsonvalue.String(v) == "" {
 					without++
 				}
 			}
@@ -463,7 +464,7 @@ func (p *prober) writeChecks(ctx context.Context) {
 				continue
 			}
 			ev := fmt.Sprintf("%s: the version field %s is on all %d items", a.Config.Conditional, vf, len(p.samples))
-			if a.Config.Conditional == CondIfMatch && r.Config.Get != nil {
+			if a.Config.Conditional == config.CondIfMatch && r.Config.Get != nil {
 				switch {
 				case got.resp == nil:
 					p.add(at, ProbeWrong, ev+"; GET by id failed (see get.path)", "check get.path")
@@ -476,7 +477,7 @@ func (p *prober) writeChecks(ctx context.Context) {
 				}
 			}
 			p.add(at, ProbeOK, ev, "")
-		case CondReread:
+		case config.CondReread:
 			switch {
 			case r.Config.Get == nil:
 				p.add(at, ProbeWrong, "reread needs a GET by id, and the resource has none", "declare get.path")

@@ -67,14 +67,14 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 	idPath := r.FieldPath(r.Config.IDField)
 	got, _ := jsonvalue.Get(doc, g.Item)
 	if m, ok := got.(map[string]any); ok {
-		if v, ok := itemID(m, idPath); ok && v == id {
+		if v, ok := jsonvalue.GetID(m, idPath); ok && v == id {
 			p.add("get.item", ProbeOK, fmt.Sprintf("%s holds the item at %q, with %s %s", what, displayPath(g.Item), r.Config.IDField, id), "")
 			return itemRead{resp: resp, item: true}
 		}
 	}
 	ev := fmt.Sprintf("%s answered 200, but %q holds no item with %s %s; the body's top level holds %s", what, displayPath(g.Item), r.Config.IDField, id, topKeys(doc))
 	hint := "set get.item to where the answer holds the item"
-	if v, ok := itemID(doc, idPath); ok && v == id && g.Item != "" {
+	if v, ok := jsonvalue.GetID(doc, idPath); ok && v == id && g.Item != "" {
 		hint = "remove get.item: the body itself is the item"
 	} else if at := findItem(doc, idPath, id); at != "" {
 		hint = fmt.Sprintf("set get.item: %s (the item with %s %s is there); without it, a re-read before a write reads the envelope, and every target looks moved", at, r.Config.IDField, id)
@@ -95,12 +95,12 @@ func findItem(doc any, idPath, id string) string {
 		if !ok {
 			continue
 		}
-		if v, ok := itemID(inner, idPath); ok && v == id {
+		if v, ok := jsonvalue.GetID(inner, idPath); ok && v == id {
 			return k
 		}
 		for _, k2 := range slices.Sorted(maps.Keys(inner)) {
 			if deeper, ok := inner[k2].(map[string]any); ok {
-				if v, ok := itemID(deeper, idPath); ok && v == id {
+				if v, ok := jsonvalue.GetID(deeper, idPath); ok && v == id {
 					return k + "." + k2
 				}
 			}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // enveloped is a fake peer whose answers wrap what they hold in data, as
@@ -48,7 +50,7 @@ func enveloped(t *testing.T, n, maxSize int) *httptest.Server {
 
 func probeEnveloped(t *testing.T, base, pagination, get string) *ProbeReport {
 	t.Helper()
-	cfg, err := ParseConfig([]byte(`environment: test
+	cfg, err := config.Parse([]byte(`environment: test
 upstreams: {api: {base_url: "` + base + `"}}
 resources:
   accounts:
@@ -68,7 +70,7 @@ actions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cfg.Initialize(t.Context(), Options{})
+	rt, err := Initialize(t.Context(), cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestProbe_APageSizeOverTheAPIsMaximumIsNamedInItsOwnWords(t *testing.T) {
 // get.item, never reads as a record that moved.
 func TestRead_AnEnvelopeReadAsTheItemIsABadResponse(t *testing.T) {
 	srv := enveloped(t, 3, 100)
-	cfg, err := ParseConfig([]byte(`environment: test
+	cfg, err := config.Parse([]byte(`environment: test
 upstreams: {api: {base_url: "` + srv.URL + `"}}
 resources:
   accounts:
@@ -143,7 +145,7 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cfg.Initialize(t.Context(), Options{})
+	rt, err := Initialize(t.Context(), cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // pagedAccounts is a fake peer: a page-dialect list of n accounts whose
@@ -60,7 +62,7 @@ func hasString(list []string, s string) bool {
 
 func probeOf(t *testing.T, base, fields, filters string) *ProbeReport {
 	t.Helper()
-	cfg, err := ParseConfig([]byte(`environment: test
+	cfg, err := config.Parse([]byte(`environment: test
 upstreams: {api: {base_url: "` + base + `"}}
 resources:
   accounts:
@@ -74,7 +76,7 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cfg.Initialize(t.Context(), Options{})
+	rt, err := Initialize(t.Context(), cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,80 +2,16 @@ package upstream
 
 import (
 	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
-
-// RuleConfig is a comparison on a field: a precondition or an exclusion.
-type RuleConfig struct {
-	Field  string `yaml:"field" json:"field"`
-	Op     string `yaml:"op" json:"op"`
-	Value  any    `yaml:"value" json:"value"`
-	Reason string `yaml:"reason" json:"reason,omitempty"`
-}
-
-// Rule operators.
-var ruleOps = map[string]bool{"eq": true, "ne": true, "in": true, "not_in": true, "contains": true, "not_contains": true, "gt": true, "gte": true, "lt": true, "lte": true}
-
-func asMap(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-func normalizeRules(rs []RuleConfig) []RuleConfig {
-	out := make([]RuleConfig, len(rs))
-	for i, r := range rs {
-		r.Value = normalizeYAMLValue(r.Value)
-		out[i] = r
-	}
-	return out
-}
-
-// normalizeYAMLValue turns YAML-decoded values into JSON-decoded forms:
-// numbers as json.Number, maps keyed by string.
-func normalizeYAMLValue(v any) any {
-	switch x := v.(type) {
-	case int:
-		return json.Number(strconv.Itoa(x))
-	case int64:
-		return json.Number(strconv.FormatInt(x, 10))
-	case uint64:
-		return json.Number(strconv.FormatUint(x, 10))
-	case float64:
-		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = normalizeYAMLValue(e)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = normalizeYAMLValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalizeYAMLValue(e)
-		}
-		return out
-	}
-	return v
-}
-
-// NormalizeValue exposes normalizeYAMLValue for configuration values read
-// elsewhere (default filters).
-func NormalizeValue(v any) any { return normalizeYAMLValue(v) }
 
 // EvalRule evaluates a rule on an item. ok is false when the field is
 // missing or has a type the operator cannot compare: the record is then
 // ambiguous, never silently in or out.
-func (r *Resource) EvalRule(doc map[string]any, rule RuleConfig) (match, ok bool) {
+func (r *Resource) EvalRule(doc map[string]any, rule config.RuleConfig) (match, ok bool) {
 	got, present := jsonvalue.Get(doc, r.FieldPath(rule.Field))
 	if !present {
 		return false, false
@@ -83,9 +19,9 @@ func (r *Resource) EvalRule(doc map[string]any, rule RuleConfig) (match, ok bool
 	fd, _ := r.Field(rule.Field)
 	switch rule.Op {
 	case "eq":
-		return scalarEqual(got, rule.Value, fd), comparable(got, rule.Value)
+		return config.ValueEqual(got, rule.Value, fd), comparable(got, rule.Value)
 	case "ne":
-		return !scalarEqual(got, rule.Value, fd), comparable(got, rule.Value)
+		return !config.ValueEqual(got, rule.Value, fd), comparable(got, rule.Value)
 	case "in", "not_in":
 		list, isList := rule.Value.([]any)
 		if !isList {
@@ -93,7 +29,7 @@ func (r *Resource) EvalRule(doc map[string]any, rule RuleConfig) (match, ok bool
 		}
 		in := false
 		for _, v := range list {
-			if scalarEqual(got, v, fd) {
+			if config.ValueEqual(got, v, fd) {
 				in = true
 			}
 		}
@@ -108,7 +44,7 @@ func (r *Resource) EvalRule(doc map[string]any, rule RuleConfig) (match, ok bool
 		}
 		has := false
 		for _, e := range arr {
-			if scalarEqual(e, rule.Value, fd) {
+			if config.ValueEqual(e, rule.Value, fd) {
 				has = true
 			}
 		}
@@ -117,8 +53,8 @@ func (r *Resource) EvalRule(doc map[string]any, rule RuleConfig) (match, ok bool
 		}
 		return has, true
 	case "gt", "gte", "lt", "lte":
-		g, ok1 := toFloat(got)
-		w, ok2 := toFloat(rule.Value)
+		g, ok1 := jsonvalue.Float(got)
+		w, ok2 := jsonvalue.Float(rule.Value)
 		if !ok1 || !ok2 {
 			gs, isS1 := got.(string)
 			ws, isS2 := rule.Value.(string)
@@ -167,7 +103,7 @@ func comparable(got, want any) bool {
 		_, ok := got.(bool)
 		return ok
 	case json.Number, float64:
-		_, ok := toFloat(got)
+		_, ok := jsonvalue.Float(got)
 		return ok
 	}
 	return false

@@ -14,26 +14,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/redact"
 )
 
-// Defaults applied where the configuration is silent. They are deliberately
-// conservative: a response budget well under what MCP clients truncate at.
+// Defaults of each upstream's HTTP client, applied where the configuration
+// is silent.
 const (
 	DefaultTimeout         = 10 * time.Second
 	DefaultRetries         = 2
 	DefaultConcurrency     = 4
 	DefaultMaxBodyBytes    = 16 << 20
-	DefaultPageSize        = 100
-	DefaultMaxItems        = 50
-	DefaultMaxItemsCap     = 1000
-	DefaultMaxPages        = 200
-	DefaultMaxPagesCap     = 5000
-	DefaultDeadlineMS      = 15000
-	DefaultDeadlineMSCap   = 120000
-	DefaultResponseBytes   = 24000
-	DefaultScanItems       = 200000
 	DefaultRequestIDHeader = "X-Request-Id"
 )
 
@@ -53,10 +45,10 @@ type Resource struct {
 	Name        string
 	Description string
 	Upstream    *Client
-	Config      ResourceConfig
-	Pagination  PaginationConfig
-	Sources     []SourceConfig
-	Limits      LimitsConfig
+	Config      config.ResourceConfig
+	Pagination  config.PaginationConfig
+	Sources     []config.SourceConfig
+	Limits      config.LimitsConfig
 	dialect     dialect
 	// Contract checks every item read.
 	Contract *Contract
@@ -119,8 +111,8 @@ var WallClock Clock = wallClock{}
 // credential (failing at start-up, not at the first call), creates the HTTP
 // clients and resolves every default. A configuration that still holds a
 // TODO(...) placeholder (airlock init's draft) is refused with a
-// ConfigErrors naming each one.
-func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error) {
+// config.Errors naming each one.
+func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, error) {
 	if errs := c.Unresolved(); len(errs) > 0 {
 		return nil, errs
 	}
@@ -142,7 +134,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
 		uc := *c.Upstreams[name]
-		base, err := expandEnv(uc.BaseURL, opts.Getenv)
+		base, err := config.ExpandEnv(uc.BaseURL, opts.Getenv)
 		if err == nil {
 			uc.BaseURL, err = base, checkBaseURL(base)
 		}
@@ -170,17 +162,17 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 			return nil, fmt.Errorf("resource %q: no upstream named %q", name, rc.Upstream)
 		}
 		r := &Resource{Name: name, Description: rc.Description, Upstream: cl, Config: *rc}
-		r.Pagination = resolvePagination(rc.Pagination)
-		r.Limits = resolveLimits(rc.Limits)
-		r.Sources = append([]SourceConfig(nil), rc.Sources...)
+		r.Pagination = config.ResolvePagination(rc.Pagination)
+		r.Limits = config.ResolveLimits(rc.Limits)
+		r.Sources = append([]config.SourceConfig(nil), rc.Sources...)
 		if len(r.Sources) == 0 {
-			r.Sources = []SourceConfig{{Name: name}}
+			r.Sources = []config.SourceConfig{{Name: name}}
 		}
 		for i, src := range r.Sources {
 			if src.BaseURL == "" {
 				continue
 			}
-			base, err := expandEnv(src.BaseURL, opts.Getenv)
+			base, err := config.ExpandEnv(src.BaseURL, opts.Getenv)
 			if err == nil {
 				err = checkBaseURL(base)
 			}
@@ -190,14 +182,14 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 			r.Sources[i].BaseURL = base
 		}
 		if r.Config.List.Items == "" {
-			r.Config.List.Items = defaultItemsPath(r.Pagination.Dialect)
+			r.Config.List.Items = config.DefaultItemsPath(r.Pagination.Dialect)
 		}
 		if r.Config.List.Items == "." {
 			r.Config.List.Items = ""
 		}
 		r.dialect = newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
 		r.norms = fieldNorms(r)
-		contract, err := compileContract(r, rc.Fields, normalizeInvariants(rc.Invariants), rc.Contract, c.baseDir)
+		contract, err := compileContract(r, rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, c.BaseDir())
 		if err != nil {
 			return nil, fmt.Errorf("resource %q: %w", name, err)
 		}
@@ -208,7 +200,7 @@ func (c *Config) Initialize(ctx context.Context, opts Options) (*Runtime, error)
 		ac := c.Actions[name]
 		a := newAction(name, *ac, rt.Resources[ac.Resource])
 		if rc := ac.Response; rc != nil {
-			contract, err := compileContract(a.Resource, rc.Fields, normalizeInvariants(rc.Invariants), nil, c.baseDir)
+			contract, err := compileContract(a.Resource, rc.Fields, config.NormalizeInvariants(rc.Invariants), nil, c.BaseDir())
 			if err != nil {
 				return nil, fmt.Errorf("action %q: response: %w", name, err)
 			}
@@ -227,134 +219,6 @@ func (rt *Runtime) ResourceNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-func normalizeInvariants(invs []InvariantConfig) []InvariantConfig {
-	out := make([]InvariantConfig, len(invs))
-	for i, inv := range invs {
-		inv.If.Value, inv.Then.Value = normalizeYAMLValue(inv.If.Value), normalizeYAMLValue(inv.Then.Value)
-		out[i] = inv
-	}
-	return out
-}
-
-func defaultItemsPath(dialect string) string {
-	switch dialect {
-	case DialectCursor:
-		return "data"
-	case DialectLink:
-		return ""
-	case DialectNextURL:
-		return "results"
-	case DialectSearchAfter:
-		return "hits.hits"
-	default:
-		return "items"
-	}
-}
-
-func resolvePagination(p PaginationConfig) PaginationConfig {
-	if p.PageSize == 0 {
-		p.PageSize = DefaultPageSize
-	}
-	if p.Concurrency == 0 {
-		p.Concurrency = 1
-	}
-	set := func(dst *string, v string) {
-		if *dst == "" {
-			*dst = v
-		}
-	}
-	switch p.Dialect {
-	case DialectCursor:
-		set(&p.PageSizeParam, "limit")
-		if p.NextCursor == "" {
-			set(&p.CursorParam, "starting_after")
-		} else {
-			set(&p.CursorParam, "cursor")
-		}
-		set(&p.Consistency, ConsistencyKeyset)
-	case DialectLink:
-		set(&p.PageSizeParam, "per_page")
-		set(&p.Consistency, ConsistencyNone)
-	case DialectOffset:
-		set(&p.PageSizeParam, "limit")
-		set(&p.OffsetParam, "offset")
-		if p.TotalHeader == "" {
-			set(&p.Total, "total")
-		}
-		set(&p.Consistency, ConsistencyNone)
-	case DialectPage:
-		set(&p.PageSizeParam, "per_page")
-		set(&p.PageParam, "page")
-		if p.TotalHeader == "" {
-			set(&p.Total, "total")
-		}
-		if p.FirstPage == nil {
-			one := 1
-			p.FirstPage = &one
-		}
-		set(&p.Consistency, ConsistencyNone)
-	case DialectContinue:
-		set(&p.PageSizeParam, "limit")
-		set(&p.ContinueParam, "continue")
-		set(&p.ContinuePath, "metadata.continue")
-		set(&p.ResourceVersion, "metadata.resourceVersion")
-		set(&p.Consistency, ConsistencySnapshot)
-	case DialectNextURL:
-		set(&p.PageSizeParam, "page_size")
-		set(&p.Next, "next")
-		set(&p.Consistency, ConsistencyNone)
-	case DialectGraphQL:
-		set(&p.PageSizeParam, "first")
-		set(&p.CursorParam, "after")
-		set(&p.HasMore, "pageInfo.hasNextPage")
-		set(&p.NextCursor, "pageInfo.endCursor")
-		set(&p.Total, "totalCount")
-		set(&p.Consistency, ConsistencyKeyset)
-	case DialectSearchAfter:
-		set(&p.PageSizeParam, "size")
-		set(&p.SearchAfter, "search_after")
-		set(&p.SortValues, "sort")
-		if p.TotalHeader == "" {
-			set(&p.Total, "hits.total.value")
-			if p.Total == "hits.total.value" {
-				set(&p.TotalRelation, "hits.total.relation")
-			}
-		}
-		if p.PIT != nil {
-			set(&p.Consistency, ConsistencySnapshot)
-		}
-		set(&p.Consistency, ConsistencyKeyset)
-	}
-	if p.Total == NoTotal {
-		p.Total, p.TotalRelation = "", ""
-	}
-	return p
-}
-
-func resolveLimits(l LimitsConfig) LimitsConfig {
-	def := func(lim *Limit, d, c int) {
-		if lim.Cap == 0 {
-			lim.Cap = c
-			if lim.Default > c {
-				lim.Cap = lim.Default
-			}
-		}
-		if lim.Default == 0 {
-			lim.Default = min(d, lim.Cap)
-		}
-	}
-	def(&l.MaxItems, DefaultMaxItems, DefaultMaxItemsCap)
-	def(&l.MaxPages, DefaultMaxPages, DefaultMaxPagesCap)
-	def(&l.DeadlineMS, DefaultDeadlineMS, DefaultDeadlineMSCap)
-	if l.ResponseBytes == 0 {
-		l.ResponseBytes = DefaultResponseBytes
-	}
-	if l.ScanItems == 0 {
-		l.ScanItems = DefaultScanItems
-	}
-	return l
 }
 
 // ActionNames returns the action names, sorted.
@@ -381,7 +245,7 @@ func (r *Resource) SelectionTTL() time.Duration {
 func (r *Resource) Host() string { return r.Upstream.Host() }
 
 // Field returns a declared field.
-func (r *Resource) Field(name string) (*FieldConfig, bool) {
+func (r *Resource) Field(name string) (*config.FieldConfig, bool) {
 	f, ok := r.Config.Fields[name]
 	return f, ok && f != nil
 }
@@ -421,7 +285,7 @@ func (r *Resource) Visibility() string {
 }
 
 // sourceURL resolves the base URL for a source.
-func (r *Resource) sourceBase(src SourceConfig) *url.URL {
+func (r *Resource) sourceBase(src config.SourceConfig) *url.URL {
 	if src.BaseURL != "" {
 		u, err := url.Parse(src.BaseURL)
 		if err == nil {

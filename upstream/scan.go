@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 )
 
@@ -99,7 +100,7 @@ type sourceScan struct {
 	// fromTotal is set when the source's count is the upstream's declared
 	// exact total (a counts-only scan), not the items read.
 	fromTotal  bool
-	cfg        SourceConfig
+	cfg        config.SourceConfig
 	base       *url.URL
 	state      pageState
 	status     srcStatus
@@ -192,7 +193,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 	s.decision[r.Config.IDField] = true
 	for _, src := range r.Sources {
 		ss := &sourceScan{cfg: src, base: r.sourceBase(src)}
-		if !src.inScope(spec.Filter) {
+		if !inScope(src, spec.Filter) {
 			ss.status = srcOutOfScope
 		}
 		s.srcs = append(s.srcs, ss)
@@ -215,7 +216,7 @@ func asksNull(v any) bool {
 }
 
 // inScope reports whether a source can hold records matching the filter.
-func (src SourceConfig) inScope(filter map[string]any) bool {
+func inScope(src config.SourceConfig, filter map[string]any) bool {
 	for k, held := range src.Match {
 		want, ok := filter[k]
 		if !ok {

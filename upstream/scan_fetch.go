@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -47,7 +48,7 @@ func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe
 
 // fetchList sends one list request and decodes its page: the body, then
 // (for a graphql list) the answer's errors, then the items.
-func (r *Resource) fetchList(ctx context.Context, src SourceConfig, st pageState, o listOptions) (*Response, any, []any, error) {
+func (r *Resource) fetchList(ctx context.Context, src config.SourceConfig, st pageState, o listOptions) (*Response, any, []any, error) {
 	req, err := r.listRequest(src, st, o)
 	if err != nil {
 		return nil, nil, nil, err
@@ -60,7 +61,7 @@ func (r *Resource) fetchList(ctx context.Context, src SourceConfig, st pageState
 		}
 		return nil, nil, nil, err
 	}
-	if !o.probe && r.Pagination.Dialect != DialectGraphQL && r.Config.List.ScalarItemField == "" {
+	if !o.probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
 		// A scan's page: its items are decoded one at a time as the scan
 		// reads them; the dialect reads the first and the last now.
 		doc, items, ok, err := decodeListBody(resp, r.Config.List.Items)
@@ -78,7 +79,7 @@ func (r *Resource) fetchList(ctx context.Context, src SourceConfig, st pageState
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if r.Pagination.Dialect == DialectGraphQL {
+	if r.Pagination.Dialect == config.DialectGraphQL {
 		if err := r.graphqlCheck(doc, st); err != nil {
 			return nil, nil, nil, err
 		}
@@ -93,7 +94,7 @@ func (r *Resource) fetchList(ctx context.Context, src SourceConfig, st pageState
 // itemsOf reads the items array of a list body; plain values become
 // objects when list.scalar_item_field says so.
 func (r *Resource) itemsOf(doc any) ([]any, error) {
-	if r.Pagination.Dialect == DialectGraphQL {
+	if r.Pagination.Dialect == config.DialectGraphQL {
 		return graphqlItems(doc, r.Pagination.Connection)
 	}
 	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)

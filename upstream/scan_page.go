@@ -105,7 +105,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		if !ok {
 			return badResponse("an item is not a JSON object")
 		}
-		id, ok := itemID(doc, idPath)
+		id, ok := jsonvalue.GetID(doc, idPath)
 		if !ok {
 			s.violationLocked(r.Config.IDField, "required", "")
 			src.items++
@@ -172,7 +172,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		if s.spec.Sink != nil {
 			it := &Item{ID: id, Source: src.cfg.Name, Doc: doc, Violations: broken}
 			if verPath != "" {
-				it.Version, _ = itemID(doc, verPath)
+				it.Version, _ = jsonvalue.GetID(doc, verPath)
 			}
 			handoff = append(handoff, it)
 			if len(handoff) == handoffBatch {
@@ -183,7 +183,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		}
 	}
 	if len(pg.items) > 0 {
-		if id, ok := itemID(pg.items[len(pg.items)-1], idPath); ok {
+		if id, ok := jsonvalue.GetID(pg.items[len(pg.items)-1], idPath); ok {
 			src.lastID = id
 		}
 	}
@@ -254,7 +254,7 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 		if v.Header != "" {
 			got = pg.header.Get(v.Header)
 		} else if x, ok := jsonvalue.Get(pg.doc, v.Field); ok {
-			got = scalarString(x)
+			got = jsonvalue.String(x)
 		}
 		for _, rv := range v.RestrictedValues {
 			if got != "" && strings.EqualFold(got, rv) {
@@ -269,7 +269,7 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 			}
 		}
 		if inc.TotalRelation != "" {
-			if x, ok := jsonvalue.Get(pg.doc, inc.TotalRelation); ok && scalarString(x) == "gte" {
+			if x, ok := jsonvalue.Get(pg.doc, inc.TotalRelation); ok && jsonvalue.String(x) == "gte" {
 				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, "total_gte")
 			}
 		}
@@ -279,7 +279,7 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 		if f.Header != "" {
 			ts = pg.header.Get(f.Header)
 		} else if x, ok := jsonvalue.Get(pg.doc, f.Field); ok {
-			ts = scalarString(x)
+			ts = jsonvalue.String(x)
 		}
 		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.clock.Now().Sub(t) > f.MaxAge {
 			if !s.warnSeen[string(envelope.WarnStaleIndex)] {

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/configtest"
 )
 
 // TestScalarItems_AreReadAsObjects reads a docker-registry-like catalog:
@@ -37,7 +39,7 @@ func TestScalarItems_AreReadAsObjects(t *testing.T) {
 		fmt.Fprintf(w, `{"repositories":[%s]}`, quoteAll(names[start:end]))
 	}))
 	t.Cleanup(ts.Close)
-	cfg := yamlLines(
+	cfg := configtest.Lines(
 		"environment: test",
 		"upstreams:",
 		fmt.Sprintf("  registry: {base_url: %q}", ts.URL),
@@ -95,7 +97,7 @@ func TestTimestampLayout_NormalizesPocketBaseTimes(t *testing.T) {
 			if tc.layout != "" {
 				field = "      updated: {type: timestamp, decision: true, required: true, layout: " + tc.layout + "}"
 			}
-			cfg := yamlLines(
+			cfg := configtest.Lines(
 				"environment: test",
 				"upstreams:",
 				fmt.Sprintf("  pb: {base_url: %q}", ts.URL),
@@ -212,11 +214,11 @@ func TestBaseURLFromEnvironment(t *testing.T) {
 	ts := httptest.NewServer(&fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectCursor, Records: faultRecords(3)}})
 	t.Cleanup(ts.Close)
 	cfg := fixtures.FaultListConfig("${ITEMS_API}", fixtures.DialectCursor, 10, "", "")
-	parsed, err := ParseConfig(cfg)
+	parsed, err := config.Parse(cfg)
 	if err != nil {
 		t.Fatalf("a base_url from the environment must parse: %v", err)
 	}
-	if _, err := parsed.Initialize(context.Background(), Options{Getenv: func(string) string { return "" }}); err == nil || !strings.Contains(err.Error(), `"ITEMS_API"`) {
+	if _, err := Initialize(context.Background(), parsed, Options{Getenv: func(string) string { return "" }}); err == nil || !strings.Contains(err.Error(), `"ITEMS_API"`) {
 		t.Fatalf("initialize without the variable: %v, want an error naming ITEMS_API", err)
 	}
 	rt := runtimeWith(t, cfg, func(k string) string {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
@@ -475,11 +476,11 @@ func TestProbe_ChecksTheTokenItsScopesAndThatTheAPIAcceptsIt(t *testing.T) {
 		t.Cleanup(tsrv.Close)
 		asrv := httptest.NewServer(api)
 		t.Cleanup(asrv.Close)
-		cfg, err := ParseConfig(clientConfig(asrv.URL, oauthExtra(tsrv.URL+"/token", "    scopes: [items.read, items.write]\n")))
+		cfg, err := config.Parse(clientConfig(asrv.URL, oauthExtra(tsrv.URL+"/token", "    scopes: [items.read, items.write]\n")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := cfg.Initialize(context.Background(), Options{Getenv: func(string) string { return secret }})
+		rt, err := Initialize(context.Background(), cfg, Options{Getenv: func(string) string { return secret }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -105,14 +106,14 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	if !ok {
 		return nil, "", false, badResponse("the item is not a JSON object")
 	}
-	if _, ok := itemID(m, r.FieldPath(r.Config.IDField)); !ok {
+	if _, ok := jsonvalue.GetID(m, r.FieldPath(r.Config.IDField)); !ok {
 		// An envelope ({data: {...}}) read as the item: without its id it
 		// would look like a record that moved, and the target be skipped
 		// for a reason that is not true.
 		return nil, "", false, badResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, displayPath(g.Item))
 	}
 	if r.Config.VersionField != "" {
-		version, _ = itemID(m, r.FieldPath(r.Config.VersionField))
+		version, _ = jsonvalue.GetID(m, r.FieldPath(r.Config.VersionField))
 	}
 	if version == "" {
 		version = resp.Header.Get("ETag")
@@ -169,12 +170,12 @@ var ErrNoVersion = errors.New("the target has no version: the conditional write 
 // client (the commit engine journals and retries attempts itself), except
 // once after a 401 renewed the access token when a repeat cannot apply
 // twice (Repeatable), and never follows a redirect.
-func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, error) {
+func (a *Action) WriteRequest(vars config.TemplateVars, requestID string) (Request, error) {
 	rc := a.Config.Request
 	if err := CheckPathID(vars.ID); err != nil && (rc.GraphQL == "" || vars.ID == "") {
 		return Request{}, err
 	}
-	if (a.Config.Conditional == CondIfMatch || a.Config.Conditional == CondVersion) && vars.Version == "" {
+	if (a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion) && vars.Version == "" {
 		return Request{}, ErrNoVersion
 	}
 	vars.VersionValue = a.typedVersion(vars.Version)
@@ -189,7 +190,7 @@ func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, err
 		if err != nil {
 			return Request{}, err
 		}
-		req.Header.Set(k, scalarString(v))
+		req.Header.Set(k, jsonvalue.String(v))
 	}
 	switch {
 	case rc.GraphQL != "":
@@ -208,7 +209,7 @@ func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, err
 		}
 		req.Body, _ = jsonMarshal(body)
 	}
-	if a.Config.Conditional == CondIfMatch {
+	if a.Config.Conditional == config.CondIfMatch {
 		req.Header.Set("If-Match", vars.Version)
 	}
 	if h := a.Config.IdempotencyHeader; h != "" {
@@ -216,16 +217,16 @@ func (a *Action) WriteRequest(vars TemplateVars, requestID string) (Request, err
 	}
 	// The same request again cannot apply twice: the upstream tells it
 	// apart by its key, or refuses it by its condition.
-	req.Repeatable = a.Config.IdempotencyHeader != "" || a.Config.Conditional == CondIfMatch || a.Config.Conditional == CondVersion
+	req.Repeatable = a.Config.IdempotencyHeader != "" || a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion
 	return req, nil
 }
 
 // BulkRequest builds one bulk request for the targets.
-func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, error) {
+func (a *Action) BulkRequest(vars config.TemplateVars, requestID string) (Request, error) {
 	bc := a.Config.Bulk
 	for _, t := range vars.Targets {
 		v, _ := t["version"].(string)
-		if a.Config.Conditional == CondVersion && v == "" {
+		if a.Config.Conditional == config.CondVersion && v == "" {
 			return Request{}, ErrNoVersion
 		}
 		if v != "" {
@@ -245,32 +246,12 @@ func (a *Action) BulkRequest(vars TemplateVars, requestID string) (Request, erro
 	if h := a.Config.IdempotencyHeader; h != "" {
 		ids := make([]string, len(vars.Targets))
 		for i, t := range vars.Targets {
-			ids[i] = scalarString(t["id"])
+			ids[i] = jsonvalue.String(t["id"])
 		}
 		req.Header.Set(h, IdempotencyKey(vars.OperationID, strings.Join(ids, ",")))
 	}
-	req.Repeatable = a.Config.IdempotencyHeader != "" || a.Config.Conditional == CondVersion
+	req.Repeatable = a.Config.IdempotencyHeader != "" || a.Config.Conditional == config.CondVersion
 	return req, nil
-}
-
-// ParamFor maps a field an upstream named in its validation errors back to
-// the action parameter the write template filled it from ("" when none).
-func (a *Action) ParamFor(field string) string {
-	var body any
-	if a.Config.Request != nil {
-		body = a.Config.Request.Body
-	} else if a.Config.Bulk != nil {
-		body = a.Config.Bulk.Body
-	}
-	t, ok := jsonvalue.Get(body, field)
-	if !ok {
-		return ""
-	}
-	s, _ := t.(string)
-	if m := tmplRef.FindStringSubmatch(s); m != nil && strings.HasPrefix(m[1], "params.") {
-		return "action." + m[1]
-	}
-	return ""
 }
 
 // BulkOutcome is one target's result in a bulk response.
@@ -301,12 +282,12 @@ func (a *Action) ParseBulk(resp *Response) (map[string]BulkOutcome, error) {
 	}
 	out := map[string]BulkOutcome{}
 	for _, e := range list {
-		id, ok := itemID(e, bc.ResultID)
+		id, ok := jsonvalue.GetID(e, bc.ResultID)
 		if !ok {
 			return nil, badResponse("a bulk result has no id")
 		}
 		st, _ := jsonvalue.Get(e, bc.ResultStatus)
-		s := scalarString(st)
+		s := jsonvalue.String(st)
 		switch {
 		case contains(bc.Applied, s):
 			out[id] = BulkApplied

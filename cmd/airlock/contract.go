@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -32,7 +33,7 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *demoMode && *configPath != "" {
 		return usagef("use --config or --demo, not both")
 	}
-	var cfg *upstream.Config
+	var cfg *config.Config
 	var fxs []fixtures.ContractFixture
 	var err error
 	getenv := os.Getenv
@@ -78,7 +79,7 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return "offline"
 		}
 	}
-	rt, err := cfg.Initialize(ctx, upstream.Options{Getenv: getenv, Logger: quietLogger()})
+	rt, err := upstream.Initialize(ctx, cfg, upstream.Options{Getenv: getenv, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

@@ -18,11 +18,11 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/tools"
-	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // tour drives airlock through a real MCP client connection and prints what
@@ -35,7 +35,7 @@ type tour struct {
 	n     int
 	store string
 	// amountDue is how the configuration says amount_due is money.
-	amountDue *upstream.MoneyConfig
+	amountDue *config.MoneyConfig
 }
 
 // demoUser plays the user at the client's approval prompt: it prints what

@@ -31,6 +31,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/httpguard"
 	"github.com/airlock-mcp/airlock/redact"
@@ -164,7 +165,7 @@ func signalContext(stderr io.Writer) (context.Context, func()) {
 // returns the exit status it stands for.
 func exitCode(err error, name string, stderr io.Writer) int {
 	var ue *usageError
-	var ce upstream.ConfigErrors
+	var ce config.Errors
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
@@ -392,12 +393,12 @@ func demoEnv(k string) string {
 
 // buildDeps initializes a configuration; red, when set, learns its
 // credentials (nil: the runtime makes its own redactor).
-func buildDeps(ctx context.Context, cfg *upstream.Config, getenv func(string) string, logger *slog.Logger, red *redact.Redactor, more ...func(*upstream.Options)) (*tools.Deps, error) {
+func buildDeps(ctx context.Context, cfg *config.Config, getenv func(string) string, logger *slog.Logger, red *redact.Redactor, more ...func(*upstream.Options)) (*tools.Deps, error) {
 	opts := upstream.Options{Logger: logger, Getenv: getenv, Redactor: red}
 	for _, f := range more {
 		f(&opts)
 	}
-	rt, err := cfg.Initialize(ctx, opts)
+	rt, err := upstream.Initialize(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +421,7 @@ func check(args []string, stdout, stderr io.Writer) error {
 	}
 	// Build the runtime as serve would (contracts, schemas, templates),
 	// with placeholders for what the environment lacks: those are warnings.
-	if _, err := cfg.Initialize(context.Background(), upstream.Options{Getenv: cfg.Placeholders(os.Getenv), WithoutCredentials: true}); err != nil {
+	if _, err := upstream.Initialize(context.Background(), cfg, upstream.Options{Getenv: cfg.Placeholders(os.Getenv), WithoutCredentials: true}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "configuration ok: environment %q, %d upstream(s), %d resource(s), %d action(s)\n", cfg.Environment, len(cfg.Upstreams), len(cfg.Resources), len(cfg.Actions))
@@ -474,14 +475,14 @@ func splitList(s string) []string {
 //
 // A draft's TODOs are reported with every other error of the file, each
 // with its line.
-func loadConfig(path, demoURL string) (*upstream.Config, error) {
+func loadConfig(path, demoURL string) (*config.Config, error) {
 	if demoURL != "" {
-		return upstream.ParseConfig(fixtures.DemoConfig(demoURL))
+		return config.Parse(fixtures.DemoConfig(demoURL))
 	}
 	if b, err := os.ReadFile(path); err == nil {
-		if err := upstream.DraftErrors(b); err != nil {
+		if err := config.DraftErrors(b); err != nil {
 			return nil, err
 		}
 	}
-	return upstream.LoadConfig(path)
+	return config.Load(path)
 }

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
@@ -50,7 +51,7 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 		}
 		// The operator needs the actions and their policies, never the
 		// upstream's credential.
-		if rt, err = cfg.Initialize(ctx, upstream.Options{Logger: logger, Getenv: getenv, WithoutCredentials: true}); err != nil {
+		if rt, err = upstream.Initialize(ctx, cfg, upstream.Options{Logger: logger, Getenv: getenv, WithoutCredentials: true}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -268,13 +269,13 @@ func storePathOf(d *tools.Deps) string {
 // their currency, when the configuration is given); --export writes them
 // all.
 func printManifest(ctx context.Context, deps *tools.Deps, sel *selection.Selection, w io.Writer) error {
-	var money map[string]*upstream.MoneyConfig
+	var money map[string]*config.MoneyConfig
 	if deps.Runtime != nil {
 		if r := deps.Runtime.Resources[sel.Resource]; r != nil {
 			for name, f := range r.Config.Fields {
 				if f != nil && f.Money != nil {
 					if money == nil {
-						money = map[string]*upstream.MoneyConfig{}
+						money = map[string]*config.MoneyConfig{}
 					}
 					money[name] = f.Money
 				}

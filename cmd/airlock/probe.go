@@ -44,7 +44,7 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rt, err := cfg.Initialize(ctx, upstream.Options{Logger: quietLogger()})
+	rt, err := upstream.Initialize(ctx, cfg, upstream.Options{Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/pgstore"
@@ -120,11 +121,11 @@ func newJournalLab(t *testing.T, n int) *journalLab {
 	cfg := fixtures.Config(srv.URL, fixtures.Resource{Name: "subscriptions", Dataset: fixtures.DatasetSubscriptions,
 		Dialect: fixtures.DialectCursor, PageSize: 100, Extra: `version_field: version
 get: {path: "/v1/subscriptions/{{id}}"}`})
-	c, err := upstream.ParseConfig(append(cfg, pauseYAML...))
+	c, err := config.Parse(append(cfg, pauseYAML...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab.rt, err = c.Initialize(ctx, upstream.Options{Getenv: func(k string) string {
+	lab.rt, err = upstream.Initialize(ctx, c, upstream.Options{Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultAdminToken
 		}

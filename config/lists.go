@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"fmt"
@@ -15,20 +15,20 @@ import (
 // The kinds of list request, which decide where pagination and filter
 // parameters go: a query string, a JSON body, or GraphQL variables.
 const (
-	listQuery     = "query"
-	listBody      = "body"
-	listVariables = "variables"
+	ListQuery     = "query"
+	ListBody      = "body"
+	ListVariables = "variables"
 )
 
-// listKind is where a resource's list request carries its parameters.
-func listKind(r *ResourceConfig) string {
+// ListKind is where a resource's list request carries its parameters.
+func ListKind(r *ResourceConfig) string {
 	switch {
 	case r.Pagination.Dialect == DialectGraphQL:
-		return listVariables
+		return ListVariables
 	case strings.EqualFold(r.List.Method, http.MethodPost):
-		return listBody
+		return ListBody
 	}
-	return listQuery
+	return ListQuery
 }
 
 // readsTotal reports whether a resolved pagination reads a total.
@@ -41,7 +41,7 @@ var dialectNames = "cursor, link, offset, page, continue, next_url, graphql, sea
 // validateList checks the list request and its pagination dialect.
 func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 	pg := r.Pagination
-	kind := listKind(r)
+	kind := ListKind(r)
 	switch strings.ToUpper(r.List.Method) {
 	case "", http.MethodGet:
 	case http.MethodPost:
@@ -51,7 +51,7 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	default:
 		l.add("must be GET or POST", at("list", "method")...)
 	}
-	if len(r.List.Body) > 0 && kind != listBody {
+	if len(r.List.Body) > 0 && kind != ListBody {
 		l.add("a body is sent only by a POST list (list.method: POST)", at("list", "body")...)
 	}
 	if r.List.GraphQL != "" && pg.Dialect != DialectGraphQL {
@@ -69,14 +69,14 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 		if pg.Connection == "" {
 			l.add("required: the path of the connection under data (allAccounts, repository.issues)", at("pagination", "connection")...)
 		}
-		rp := resolvePagination(pg)
+		rp := ResolvePagination(pg)
 		for _, v := range []string{rp.PageSizeParam, rp.CursorParam} {
 			if r.List.GraphQL != "" && !strings.Contains(r.List.GraphQL, "$"+v) {
 				l.add(fmt.Sprintf("the query uses no $%s variable: airlock sets it on every page", v), at("list", "graphql")...)
 			}
 		}
 	case DialectSearchAfter:
-		if kind != listBody {
+		if kind != ListBody {
 			l.add("the search_after dialect posts its body: set list.method: POST", at("list", "method")...)
 		}
 		if p := pg.PIT; p != nil && (p.Open == "" || !strings.HasPrefix(p.Open, "/") || p.ID == "" || p.Param == "") {
@@ -128,7 +128,7 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	if pg.TotalRelation != "" && (pg.Total == "" || pg.Total == NoTotal) {
 		l.add("total_relation qualifies a total read from the body: set total too", at("pagination", "total_relation")...)
 	}
-	if pg.TotalExact && !readsTotal(resolvePagination(pg)) {
+	if pg.TotalExact && !readsTotal(ResolvePagination(pg)) {
 		l.add("only a dialect that reads a total can declare it exact", at("pagination", "total_exact")...)
 	}
 	if e := pg.Expiry; e != nil {
@@ -146,7 +146,7 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 // validateFilters checks each filter and the forms its values are sent
 // upstream in.
 func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []string) {
-	kind := listKind(r)
+	kind := ListKind(r)
 	for _, fname := range slices.Sorted(maps.Keys(r.Filters)) {
 		f := r.Filters[fname]
 		if f == nil {
@@ -172,12 +172,12 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 				l.add("multi_param needs multi: how the API takes the list there", p("multi_param")...)
 			}
 		case "repeat":
-			if kind != listQuery {
+			if kind != ListQuery {
 				l.add("a repeated parameter is a query form; in a JSON body or a GraphQL variable use array or comma", p("multi")...)
 			}
 		case "comma":
 		case "array":
-			if kind == listQuery {
+			if kind == ListQuery {
 				l.add("an array is sent in a JSON body or a GraphQL variable; a query takes repeat or comma", p("multi")...)
 			}
 		default:
@@ -201,7 +201,7 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 			}
 			switch n.Value.(type) {
 			case nil:
-				if kind == listQuery {
+				if kind == ListQuery {
 					l.add("required: a query cannot carry null; the value that means null (true, 1, none)", p("is_null", "value")...)
 				}
 			case string, int, float64, bool:
@@ -215,8 +215,8 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 // nullKeys reports every mapping key YAML reads as null (null, ~ or
 // nothing): the decoder drops such a key and its value without a word,
 // so `null: {param: …}` would silently configure nothing.
-func nullKeys(root *yaml.Node) ConfigErrors {
-	var errs ConfigErrors
+func nullKeys(root *yaml.Node) Errors {
+	var errs Errors
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n == nil {
@@ -225,7 +225,7 @@ func nullKeys(root *yaml.Node) ConfigErrors {
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!null" {
-					errs = append(errs, ConfigError{Line: k.Line, Path: "config",
+					errs = append(errs, Error{Line: k.Line, Path: "config",
 						Msg: fmt.Sprintf("the key %q is read as null, which is no key: quote it, or for a filter's null form use is_null", k.Value)})
 				}
 			}

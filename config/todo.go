@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func IsTodo(v string) bool { return strings.Contains(v, TodoPrefix) }
 // Unresolved lists every value of the configuration file that is still a
 // TODO(...) placeholder, with its line: keys and values alike, wherever
 // they are.
-func (c *Config) Unresolved() ConfigErrors {
+func (c *Config) Unresolved() Errors {
 	if c.root == nil {
 		return nil
 	}
@@ -34,7 +34,7 @@ func (c *Config) Unresolved() ConfigErrors {
 // before it is parsed, so that they are reported as what they are rather
 // than as the invalid values they stand in for. A file that is not YAML
 // has none (parsing reports it).
-func FindTodos(b []byte) ConfigErrors {
+func FindTodos(b []byte) Errors {
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
 		return nil
@@ -42,8 +42,8 @@ func FindTodos(b []byte) ConfigErrors {
 	return unresolved(&root)
 }
 
-func unresolved(root *yaml.Node) ConfigErrors {
-	var errs ConfigErrors
+func unresolved(root *yaml.Node) Errors {
+	var errs Errors
 	var walk func(n *yaml.Node, path []string)
 	walk = func(n *yaml.Node, path []string) {
 		switch n.Kind {
@@ -75,8 +75,8 @@ func unresolved(root *yaml.Node) ConfigErrors {
 
 // todoErrors reports each TODO(...) a scalar holds: a path can hold one
 // per parameter.
-func todoErrors(n *yaml.Node, path []string) ConfigErrors {
-	var errs ConfigErrors
+func todoErrors(n *yaml.Node, path []string) Errors {
+	var errs Errors
 	rest := n.Value
 	for {
 		i := strings.Index(rest, TodoPrefix)
@@ -88,7 +88,7 @@ func todoErrors(n *yaml.Node, path []string) ConfigErrors {
 		if end := strings.Index(what, ")"); end >= 0 {
 			what, rest = what[:end], what[end+1:]
 		}
-		errs = append(errs, ConfigError{Line: n.Line, Path: strings.Join(path, "."), Msg: "unresolved TODO left by airlock init: " + what})
+		errs = append(errs, Error{Line: n.Line, Path: strings.Join(path, "."), Msg: "unresolved TODO left by airlock init: " + what})
 	}
 }
 
@@ -102,12 +102,12 @@ func DraftErrors(b []byte) error {
 	if len(todos) == 0 {
 		return nil
 	}
-	_, err := ParseConfig(b)
-	var ces ConfigErrors
+	_, err := Parse(b)
+	var ces Errors
 	if !errors.As(err, &ces) {
 		return todos
 	}
-	out := append(ConfigErrors(nil), todos...)
+	out := append(Errors(nil), todos...)
 	for _, e := range ces {
 		if !coveredByTodo(e, todos) {
 			out = append(out, e)
@@ -117,7 +117,7 @@ func DraftErrors(b []byte) error {
 	return out
 }
 
-func coveredByTodo(e ConfigError, todos ConfigErrors) bool {
+func coveredByTodo(e Error, todos Errors) bool {
 	if strings.Contains(e.Msg, TodoPrefix) {
 		return true
 	}

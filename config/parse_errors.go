@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func explainSyntax(msg string) string {
 // openerLine moves an unclosed flow collection's error to the line where
 // it opens: the nearest line at or above the reported one that opens more
 // than it closes.
-func openerLine(b []byte, e ConfigError) ConfigError {
+func openerLine(b []byte, e Error) Error {
 	open, closing := "", ""
 	switch {
 	case strings.HasPrefix(e.Msg, "a [list]"):
@@ -107,7 +107,7 @@ var goTypeNames = map[string]string{
 
 // wrongType reports "!!str `abc` into time.Duration" (what yaml says after
 // "cannot unmarshal") against the key that holds the value.
-func wrongType(root *yaml.Node, line int, rest string) ConfigError {
+func wrongType(root *yaml.Node, line int, rest string) Error {
 	tag, value, into := rest, "", ""
 	if i := strings.Index(rest, " into "); i >= 0 {
 		tag, into = rest[:i], rest[i+len(" into "):]
@@ -136,7 +136,7 @@ func wrongType(root *yaml.Node, line int, rest string) ConfigError {
 	if path == "" {
 		path = "config"
 	}
-	return ConfigError{Line: line, Path: path, Msg: "wrong type: " + got + " where " + want + " is expected"}
+	return Error{Line: line, Path: path, Msg: "wrong type: " + got + " where " + want + " is expected"}
 }
 
 // walkNodes calls fn with every node of the document and the path of keys
@@ -201,8 +201,8 @@ var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
 // unknownKeys lists every key of the document that the configuration does
 // not have, by its path, with the key that was probably meant.
-func unknownKeys(root *yaml.Node) ConfigErrors {
-	var errs ConfigErrors
+func unknownKeys(root *yaml.Node) Errors {
+	var errs Errors
 	var walk func(n *yaml.Node, t reflect.Type, path []string)
 	walk = func(n *yaml.Node, t reflect.Type, path []string) {
 		for t.Kind() == reflect.Pointer {
@@ -233,7 +233,7 @@ func unknownKeys(root *yaml.Node) ConfigErrors {
 					if p == "" {
 						p = "config"
 					}
-					errs = append(errs, ConfigError{Line: k.Line, Path: p, Msg: "unknown key: an empty key"})
+					errs = append(errs, Error{Line: k.Line, Path: p, Msg: "unknown key: an empty key"})
 					continue
 				}
 				msg := "unknown key"
@@ -243,7 +243,7 @@ func unknownKeys(root *yaml.Node) ConfigErrors {
 				} else if m := didYouMean(k.Value, keys); m != "" {
 					msg += fmt.Sprintf("; did you mean %q?", m)
 				}
-				errs = append(errs, ConfigError{Line: k.Line, Path: strings.Join(at(k.Value), "."), Msg: msg})
+				errs = append(errs, Error{Line: k.Line, Path: strings.Join(at(k.Value), "."), Msg: msg})
 			}
 		case reflect.Map:
 			if n.Kind != yaml.MappingNode {
@@ -337,12 +337,12 @@ func editDistance(a, b string) int {
 
 // withoutLines drops the errors on lines already reported: a value yaml
 // could not read is also missing or zero to the checks that follow.
-func withoutLines(errs, reported ConfigErrors) ConfigErrors {
+func withoutLines(errs, reported Errors) Errors {
 	lines := map[int]bool{}
 	for _, e := range reported {
 		lines[e.Line] = true
 	}
-	var out ConfigErrors
+	var out Errors
 	for _, e := range errs {
 		if !lines[e.Line] {
 			out = append(out, e)
@@ -354,8 +354,8 @@ func withoutLines(errs, reported ConfigErrors) ConfigErrors {
 // dropDuplicateKeys reports every key written twice in one mapping, at the
 // later one, and removes the later one from the document, so that the rest
 // of the mapping is still decoded and checked.
-func dropDuplicateKeys(root *yaml.Node) ConfigErrors {
-	var errs ConfigErrors
+func dropDuplicateKeys(root *yaml.Node) Errors {
+	var errs Errors
 	walkNodes(root, func(n, _ *yaml.Node, path []string) bool {
 		if n.Kind != yaml.MappingNode {
 			return false
@@ -370,7 +370,7 @@ func dropDuplicateKeys(root *yaml.Node) ConfigErrors {
 					if k.Value == "" {
 						p = strings.Join(append([]string{"config"}, path...), ".")
 					}
-					errs = append(errs, ConfigError{Line: k.Line, Path: p, Msg: fmt.Sprintf("duplicate key: %q is already defined at line %d", k.Value, first)})
+					errs = append(errs, Error{Line: k.Line, Path: p, Msg: fmt.Sprintf("duplicate key: %q is already defined at line %d", k.Value, first)})
 					continue
 				}
 				seen[k.Value] = k.Line

@@ -1,16 +1,20 @@
-package upstream
+package config
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/airlock-mcp/airlock/internal/configtest"
+)
 
 // TestParseConfig_ListStylesAreCheckedWithLines: every way the new list
 // styles and filter forms can be declared wrong is named with its line.
 func TestParseConfig_ListStylesAreCheckedWithLines(t *testing.T) {
-	// Lines 1-4 are minimalUpstream, 5-12 minimalResource; line 8 is list,
+	// Lines 1-4 are configtest.MinimalUpstream, 5-12 configtest.MinimalResource; line 8 is list,
 	// 9 pagination; a filter block adds lines 13-14.
 	with := func(list, pagination string, extra ...string) []byte {
-		lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+		lines := append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...)
 		lines[7], lines[8] = "    list: "+list, "    pagination: "+pagination
-		return yamlLines(append(lines, extra...)...)
+		return configtest.Lines(append(lines, extra...)...)
 	}
 	filter := func(f string) []string {
 		return []string{"    filters:", "      id: " + f} // 13, 14
@@ -76,7 +80,7 @@ func TestParseConfig_ListStylesAreCheckedWithLines(t *testing.T) {
 		"graphql": with(gql, "{dialect: graphql, connection: things, total: none}"),
 		"es":      with("{path: /_search, method: POST, items: hits.hits, body: {sort: [{created: asc}]}}", "{dialect: search_after, pit: {open: \"/items/_pit?keep_alive=1m\", id: id, param: pit.id, response: pit_id}, expiry: {status: [404], match: search_context_missing_exception}}"),
 	} {
-		if _, err := ParseConfig(y); err != nil {
+		if _, err := Parse(y); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"fmt"
@@ -207,7 +207,7 @@ func validateOAuth2(l *errList, o *OAuth2Config, p []string) {
 	case wholeEnvRef(o.TokenURL):
 		// Read from the environment: checked at start-up.
 	default:
-		if err := checkTokenURL(placeholderEnv(o.TokenURL)); err != nil {
+		if err := CheckTokenURL(placeholderEnv(o.TokenURL)); err != nil {
 			l.add(err.Error(), at("token_url")...)
 		}
 	}
@@ -240,9 +240,9 @@ func validateOAuth2(l *errList, o *OAuth2Config, p []string) {
 	}
 }
 
-// checkTokenURL accepts an absolute https URL, or http to a loopback host
+// CheckTokenURL accepts an absolute https URL, or http to a loopback host
 // (the client secret would otherwise cross the network in clear).
-func checkTokenURL(v string) error {
+func CheckTokenURL(v string) error {
 	u, err := url.Parse(v)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
@@ -277,6 +277,16 @@ func credentialSources(c *CredentialConfig) []namedSource {
 	}
 	if o := c.OAuth2; o != nil {
 		out = append(out, namedSource{"client secret", o.ClientSecret})
+	}
+	return out
+}
+
+// Sources are where the credential's secrets are read, in order: "env
+// NAME" or "file PATH".
+func (c *CredentialConfig) Sources() []string {
+	var out []string
+	for _, s := range credentialSources(c) {
+		out = append(out, s.src.describe())
 	}
 	return out
 }
@@ -378,56 +388,4 @@ func credentialWarnings(name string, c *CredentialConfig, getenv func(string) st
 		}
 	}
 	return out
-}
-
-// CredentialInfo describes an upstream's credential without its secrets:
-// the form, where each secret is read (an environment variable's name or
-// a file's path) and how it is sent.
-type CredentialInfo struct {
-	Form string `json:"form"`
-	// Sources are where the secrets are read: "env NAME" or "file PATH".
-	Sources []string `json:"sources,omitempty"`
-	// Header or Query is where a static secret is sent.
-	Header string `json:"header,omitempty"`
-	Query  string `json:"query,omitempty"`
-	// TokenURL and Scopes describe an OAuth 2.0 client.
-	TokenURL string   `json:"token_url,omitempty"`
-	Scopes   []string `json:"scopes,omitempty"`
-	Resource string   `json:"resource,omitempty"`
-	Audience string   `json:"audience,omitempty"`
-	// ClientCertificate is the client certificate's file, for mTLS.
-	ClientCertificate string `json:"client_certificate,omitempty"`
-}
-
-// Credential describes the upstream's credential (nil when it sends none).
-func (c *Client) Credential() *CredentialInfo {
-	cr := c.credConfig
-	if cr == nil {
-		return nil
-	}
-	info := &CredentialInfo{Form: cr.Form()}
-	for _, s := range credentialSources(cr) {
-		info.Sources = append(info.Sources, s.src.describe())
-	}
-	switch info.Form {
-	case FormStatic:
-		info.Header = cr.Header
-		if info.Header == "" {
-			info.Header = "Authorization"
-		}
-	case FormQuery:
-		info.Query = cr.Query
-	case FormBasic:
-		info.Header = "Authorization"
-	case FormOAuth2:
-		info.Header = "Authorization"
-		info.TokenURL = c.tokenURL
-		info.Scopes = append([]string(nil), cr.OAuth2.Scopes...)
-		info.Resource, info.Audience = cr.OAuth2.Resource, cr.OAuth2.Audience
-	}
-	if cc := cr.ClientCertificate; cc != nil {
-		info.ClientCertificate = cc.Cert
-		info.Sources = append(info.Sources, "file "+cc.Key)
-	}
-	return info
 }

@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"fmt"
@@ -37,9 +37,9 @@ func wholeEnvRef(v string) bool {
 // parseable, for checks made before the environment is read.
 func placeholderEnv(v string) string { return envRef.ReplaceAllString(v, "env") }
 
-// expandEnv replaces each ${NAME} with the variable's value; an unset or
+// ExpandEnv replaces each ${NAME} with the variable's value; an unset or
 // empty variable is an error naming it.
-func expandEnv(v string, getenv func(string) string) (string, error) {
+func ExpandEnv(v string, getenv func(string) string) (string, error) {
 	var missing []string
 	out := envRef.ReplaceAllStringFunc(v, func(ref string) string {
 		name := ref[2 : len(ref)-1]

@@ -1,11 +1,15 @@
-package upstream
+package config
 
-import "testing"
+import (
+	"testing"
 
-// withFields is minimalUpstream and minimalResource (lines 1-12) with more
+	"github.com/airlock-mcp/airlock/internal/configtest"
+)
+
+// withFields is configtest.MinimalUpstream and configtest.MinimalResource (lines 1-12) with more
 // lines after them: the first added line is line 13.
 func withFields(lines ...string) []byte {
-	return yamlLines(append(append(append([]string(nil), minimalUpstream...), minimalResource...), lines...)...)
+	return configtest.Lines(append(append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...), lines...)...)
 }
 
 func TestParseConfig_MoneyFieldsNameTheirCurrency(t *testing.T) {
@@ -14,7 +18,7 @@ func TestParseConfig_MoneyFieldsNameTheirCurrency(t *testing.T) {
 			"    review_fields: [id, amount, currency]"),
 		withFields("      price: {type: number, money: {currency: EUR}}"),
 	} {
-		if _, err := ParseConfig(ok); err != nil {
+		if _, err := Parse(ok); err != nil {
 			t.Errorf("refused:\n%s\n%v", ok, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"fmt"
@@ -97,7 +97,7 @@ func (v TemplateVars) Render(t any) (any, error) {
 				err = fmt.Errorf("template reference %q has no value", ref)
 				return ""
 			}
-			return scalarString(val)
+			return jsonvalue.String(val)
 		})
 		return out, err
 	case map[string]any:
@@ -134,7 +134,7 @@ func (v TemplateVars) RenderPath(p string) (string, error) {
 			err = fmt.Errorf("template reference %q has no value", ref)
 			return ""
 		}
-		return url.PathEscape(scalarString(val))
+		return url.PathEscape(jsonvalue.String(val))
 	})
 	return out, err
 }

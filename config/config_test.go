@@ -1,49 +1,15 @@
-package upstream
+package config
 
 import (
-	"context"
 	"errors"
-	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/configtest"
 )
-
-// yamlLines joins lines into a document: argument i is line i+1, so that
-// the expected line numbers of a case can be read off its arguments.
-func yamlLines(lines ...string) []byte {
-	return []byte(strings.Join(lines, "\n") + "\n")
-}
-
-// minimalResource is a valid resource block (lines 5 to 12 when it follows
-// minimalUpstream's four lines).
-var minimalResource = []string{
-	"resources:",
-	"  items:",
-	"    upstream: api",
-	"    list: {path: /items}",
-	"    pagination: {dialect: link}",
-	"    id_field: id",
-	"    fields:",
-	"      id: {type: string}",
-}
-
-var minimalUpstream = []string{
-	"environment: test",
-	"upstreams:",
-	"  api:",
-	"    base_url: http://127.0.0.1:1",
-}
-
-func minimal(pagination string) []byte {
-	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
-	lines[8] = "    pagination: " + pagination
-	return yamlLines(lines...)
-}
 
 func TestParseConfig_AcceptsValidConfigurations(t *testing.T) {
 	credFile := filepath.Join(t.TempDir(), "token")
@@ -52,15 +18,15 @@ func TestParseConfig_AcceptsValidConfigurations(t *testing.T) {
 		yaml []byte
 	}{
 		{"demo config", fixtures.DemoConfig("http://127.0.0.1:1")},
-		{"minimal cursor with has_more", minimal("{dialect: cursor, has_more: has_more}")},
-		{"minimal cursor with next_cursor", minimal("{dialect: cursor, next_cursor: meta.next}")},
-		{"minimal link", minimal("{dialect: link}")},
-		{"minimal offset", minimal("{dialect: offset}")},
-		{"minimal page", minimal("{dialect: page}")},
-		{"minimal continue", minimal("{dialect: continue}")},
-		{"continue declares its snapshot", minimal("{dialect: continue, consistency: snapshot}")},
-		{"offset declares no consistency", minimal("{dialect: offset, consistency: none}")},
-		{"every optional feature", yamlLines(
+		{"minimal cursor with has_more", configtest.WithPagination("{dialect: cursor, has_more: has_more}")},
+		{"minimal cursor with next_cursor", configtest.WithPagination("{dialect: cursor, next_cursor: meta.next}")},
+		{"minimal link", configtest.WithPagination("{dialect: link}")},
+		{"minimal offset", configtest.WithPagination("{dialect: offset}")},
+		{"minimal page", configtest.WithPagination("{dialect: page}")},
+		{"minimal continue", configtest.WithPagination("{dialect: continue}")},
+		{"continue declares its snapshot", configtest.WithPagination("{dialect: continue, consistency: snapshot}")},
+		{"offset declares no consistency", configtest.WithPagination("{dialect: offset, consistency: none}")},
+		{"every optional feature", configtest.Lines(
 			"environment: staging",
 			"upstreams:",
 			"  api:",
@@ -105,7 +71,7 @@ func TestParseConfig_AcceptsValidConfigurations(t *testing.T) {
 		)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseConfig(tc.yaml)
+			cfg, err := Parse(tc.yaml)
 			if err != nil {
 				t.Fatalf("ParseConfig: %v", err)
 			}
@@ -123,7 +89,7 @@ func TestParseConfig_AcceptsEveryFixtureDialectAndDataset(t *testing.T) {
 			rs = append(rs, fixtures.Resource{Name: d + "_" + ds, Dataset: ds, Dialect: d, Concurrency: 2})
 		}
 	}
-	cfg, err := ParseConfig(fixtures.Config("http://127.0.0.1:1", rs...))
+	cfg, err := Parse(fixtures.Config("http://127.0.0.1:1", rs...))
 	if err != nil {
 		t.Fatalf("ParseConfig: %v", err)
 	}
@@ -140,20 +106,20 @@ type wantErr struct {
 	msg  string
 }
 
-func parseErrors(t *testing.T, yaml []byte) ConfigErrors {
+func parseErrors(t *testing.T, yaml []byte) Errors {
 	t.Helper()
-	cfg, err := ParseConfig(yaml)
+	cfg, err := Parse(yaml)
 	if err == nil {
 		t.Fatalf("ParseConfig accepted the configuration: %+v", cfg)
 	}
-	var ces ConfigErrors
+	var ces Errors
 	if !errors.As(err, &ces) {
 		t.Fatalf("error is %T, want ConfigErrors: %v", err, err)
 	}
 	return ces
 }
 
-func checkErrors(t *testing.T, got ConfigErrors, want []wantErr) {
+func checkErrors(t *testing.T, got Errors, want []wantErr) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Errorf("got %d errors, want %d:\n%v", len(got), len(want), got)
@@ -167,7 +133,7 @@ func checkErrors(t *testing.T, got ConfigErrors, want []wantErr) {
 }
 
 func TestParseConfig_RejectsUnknownKeysAtEveryLevelAllAtOnce(t *testing.T) {
-	got := parseErrors(t, yamlLines(
+	got := parseErrors(t, configtest.Lines(
 		"environment: test",
 		"enviroment: typo", // 2: top level
 		"upstreams:",
@@ -208,7 +174,7 @@ func TestParseConfig_ReportsYAMLTypeProblemsWithLines(t *testing.T) {
 		yaml []byte
 		want []wantErr
 	}{
-		{"wrong scalar types", yamlLines(
+		{"wrong scalar types", configtest.Lines(
 			"environment: test",
 			"upstreams:",
 			"  api:",
@@ -218,18 +184,18 @@ func TestParseConfig_ReportsYAMLTypeProblemsWithLines(t *testing.T) {
 		), []wantErr{{1, "resources", "required"},
 			{5, "upstreams.api.retries", "wrong type: a string (many) where an integer is expected"},
 			{6, "upstreams.api.timeout", "wrong type: a string (soon) where a duration such as 10s"}}},
-		{"duplicate top-level key", yamlLines(
+		{"duplicate top-level key", configtest.Lines(
 			"environment: test",
 			"environment: prod",
 		), []wantErr{{1, "upstreams", "required"}, {1, "resources", "required"},
 			{2, "environment", `duplicate key: "environment" is already defined at line 1`}}},
-		{"duplicate upstream", yamlLines(
+		{"duplicate upstream", configtest.Lines(
 			"environment: test",
 			"upstreams:",
 			"  api: {base_url: http://127.0.0.1:1}",
 			"  api: {base_url: http://127.0.0.1:2}",
 		), []wantErr{{1, "resources", "required"}, {4, "upstreams.api", `duplicate key: "api" is already defined at line 3`}}},
-		{"list where a map belongs", yamlLines(
+		{"list where a map belongs", configtest.Lines(
 			"environment: test",
 			"upstreams: [api]",
 		), []wantErr{{1, "resources", "required"}, {2, "upstreams", "wrong type: a list where a mapping is expected"}}},
@@ -242,7 +208,7 @@ func TestParseConfig_ReportsYAMLTypeProblemsWithLines(t *testing.T) {
 
 func TestParseConfig_SyntaxErrorsCarryTheirLine(t *testing.T) {
 
-	got := parseErrors(t, yamlLines(
+	got := parseErrors(t, configtest.Lines(
 		"environment: test",
 		"  upstreams: oops",
 	))
@@ -252,11 +218,11 @@ func TestParseConfig_SyntaxErrorsCarryTheirLine(t *testing.T) {
 }
 
 func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
-	// Each case starts from minimalUpstream (lines 1-4) and minimalResource
+	// Each case starts from configtest.MinimalUpstream (lines 1-4) and configtest.MinimalResource
 	// (lines 5-12) and changes or adds lines; the comment is the line.
 	with := func(edit func(lines []string) []string) []byte {
-		lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
-		return yamlLines(edit(lines)...)
+		lines := append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...)
+		return configtest.Lines(edit(lines)...)
 	}
 	set := func(line int, text string) func([]string) []string {
 		return func(l []string) []string { l[line-1] = text; return l }
@@ -389,7 +355,7 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 func TestParseConfig_ReportsEverySemanticErrorSortedByLine(t *testing.T) {
 	// Resources come before upstreams and the environment is missing, so the
 	// order of validation differs from the order of lines.
-	got := parseErrors(t, yamlLines(
+	got := parseErrors(t, configtest.Lines(
 		"resources:", // 1: environment is missing (reported at the document's first key)
 		"  zeta:",
 		"    upstream: nowhere", // 3
@@ -438,149 +404,15 @@ func TestParseConfig_ReportsEverySemanticErrorSortedByLine(t *testing.T) {
 
 func TestConfigError_FormatsWithAndWithoutLine(t *testing.T) {
 	for _, tc := range []struct {
-		err  ConfigError
+		err  Error
 		want string
 	}{
-		{ConfigError{Line: 7, Path: "resources.items.upstream", Msg: `no upstream named "x"`}, `line 7: resources.items.upstream: no upstream named "x"`},
-		{ConfigError{Path: "config", Msg: "empty"}, "config: empty"},
+		{Error{Line: 7, Path: "resources.items.upstream", Msg: `no upstream named "x"`}, `line 7: resources.items.upstream: no upstream named "x"`},
+		{Error{Path: "config", Msg: "empty"}, "config: empty"},
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
 		}
-	}
-}
-
-// twoUpstreams is a configuration whose upstreams read their credentials
-// from BILLING_TOKEN and CRM_TOKEN.
-func twoUpstreams(billingCred, crmCred string) []byte {
-	return yamlLines(
-		"environment: test",
-		"upstreams:",
-		"  billing:",
-		"    base_url: http://127.0.0.1:1",
-		"    credential: "+billingCred,
-		"  crm:",
-		"    base_url: http://127.0.0.1:2",
-		"    credential: "+crmCred,
-		"resources:",
-		"  items:",
-		"    upstream: billing",
-		"    list: {path: /items}",
-		"    pagination: {dialect: link}",
-		"    id_field: id",
-		"    fields: {id: {type: string}}",
-	)
-}
-
-func TestInitialize_UnsetCredentialFailsAtStartUpWithoutSecrets(t *testing.T) {
-	const billingSecret = "sk_live_billing_0123456789"
-	for _, tc := range []struct {
-		name   string
-		crmEnv string
-	}{
-		{"unset", ""},
-		{"blank", "   \n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseConfig(twoUpstreams("{env: BILLING_TOKEN}", "{env: CRM_TOKEN}"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = cfg.Initialize(context.Background(), Options{Getenv: func(k string) string {
-				switch k {
-				case "BILLING_TOKEN":
-					return billingSecret
-				case "CRM_TOKEN":
-					return tc.crmEnv
-				}
-				return ""
-			}})
-			if err == nil {
-				t.Fatal("Initialize succeeded with an unset credential")
-			}
-			msg := err.Error()
-			for _, want := range []string{`"crm"`, `"CRM_TOKEN"`, "empty or unset"} {
-				if !strings.Contains(msg, want) {
-					t.Errorf("error %q does not contain %s", msg, want)
-				}
-			}
-			if strings.Contains(msg, billingSecret) || strings.Contains(msg, "BILLING_TOKEN") {
-				t.Errorf("error %q mentions the other upstream's credential", msg)
-			}
-		})
-	}
-}
-
-func TestInitialize_CredentialFileIsReadAndTrimmed(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		contents string
-		cred     string
-		header   string
-		want     string
-	}{
-		{"trailing newline", "file-token\n", "", "Authorization", "Bearer file-token"},
-		{"surrounding blanks", "  \tfile-token \r\n\n", "", "Authorization", "Bearer file-token"},
-		{"custom header without scheme", "file-token\n", ", header: X-Api-Key, scheme: \"\"", "X-Api-Key", "file-token"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "token")
-			if err := os.WriteFile(path, []byte(tc.contents), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			rec := &recorder{}
-			ts := startRecorder(t, rec)
-			c := newTestClient(t, ts.URL, "credential: {file: "+path+tc.cred+"}", Options{Getenv: func(string) string { return "" }})
-			if _, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, ts.URL+"/items"), Idempotent: true}); err != nil {
-				t.Fatalf("Do: %v", err)
-			}
-			if got := rec.requests()[0].Header.Get(tc.header); got != tc.want {
-				t.Errorf("%s = %q, want %q", tc.header, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestInitialize_CredentialFileProblemsFailAtStartUp(t *testing.T) {
-	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, []byte(" \n\t\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	missing := filepath.Join(dir, "missing")
-	for _, tc := range []struct {
-		name string
-		path string
-		want string
-	}{
-		{"missing file", missing, "read file"},
-		{"blank file", empty, "is empty"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseConfig(twoUpstreams("{file: "+tc.path+"}", "{env: CRM_TOKEN}"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = cfg.Initialize(context.Background(), Options{Getenv: func(string) string { return "crm-token" }})
-			if err == nil {
-				t.Fatal("Initialize succeeded with an unusable credential file")
-			}
-			if msg := err.Error(); !strings.Contains(msg, `"billing"`) || !strings.Contains(msg, tc.path) || !strings.Contains(msg, tc.want) {
-				t.Errorf("error %q, want it to name the upstream, the file and %q", msg, tc.want)
-			}
-		})
-	}
-}
-
-func TestInitialize_CredentialErrorKeepsItsCause(t *testing.T) {
-
-	cfg, err := ParseConfig(twoUpstreams("{file: "+filepath.Join(t.TempDir(), "missing")+"}", "{env: CRM_TOKEN}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = cfg.Initialize(context.Background(), Options{Getenv: func(string) string { return "crm-token" }})
-	if !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("errors.Is(%v, fs.ErrNotExist) = false, want the cause kept with %%w", err)
 	}
 }
 
@@ -591,7 +423,7 @@ func TestSummary_ShowsWhetherCredentialsArePresentNeverTheirValues(t *testing.T)
 		t.Fatal(err)
 	}
 	missing := filepath.Join(t.TempDir(), "missing")
-	cfg, err := ParseConfig(yamlLines(
+	cfg, err := Parse(configtest.Lines(
 		"environment: test",
 		"upstreams:",
 		"  a_unset: {base_url: http://127.0.0.1:1, credential: {env: UNSET_TOKEN}}",
@@ -634,98 +466,11 @@ func TestSummary_ShowsWhetherCredentialsArePresentNeverTheirValues(t *testing.T)
 	}
 }
 
-func TestInitialize_ResolvesDialectDefaults(t *testing.T) {
-	for _, tc := range []struct {
-		pagination  string
-		items       string
-		check       func(p PaginationConfig) bool
-		consistency string
-	}{
-		{"{dialect: cursor, has_more: has_more}", "data", func(p PaginationConfig) bool {
-			return p.PageSizeParam == "limit" && p.CursorParam == "starting_after"
-		}, ConsistencyKeyset},
-		{"{dialect: cursor, next_cursor: meta.next}", "data", func(p PaginationConfig) bool {
-			return p.PageSizeParam == "limit" && p.CursorParam == "cursor"
-		}, ConsistencyKeyset},
-		{"{dialect: link}", "", func(p PaginationConfig) bool { return p.PageSizeParam == "per_page" }, ConsistencyNone},
-		{"{dialect: offset}", "items", func(p PaginationConfig) bool {
-			return p.PageSizeParam == "limit" && p.OffsetParam == "offset" && p.Total == "total"
-		}, ConsistencyNone},
-		{"{dialect: page}", "items", func(p PaginationConfig) bool {
-			return p.PageSizeParam == "per_page" && p.PageParam == "page" && p.Total == "total" && p.FirstPage != nil && *p.FirstPage == 1
-		}, ConsistencyNone},
-		{"{dialect: page, first_page: 0}", "items", func(p PaginationConfig) bool { return *p.FirstPage == 0 }, ConsistencyNone},
-		{"{dialect: continue}", "items", func(p PaginationConfig) bool {
-			return p.PageSizeParam == "limit" && p.ContinueParam == "continue" && p.ContinuePath == "metadata.continue" && p.ResourceVersion == "metadata.resourceVersion"
-		}, ConsistencySnapshot},
-		{"{dialect: offset, consistency: keyset, page_size_param: n}", "items", func(p PaginationConfig) bool { return p.PageSizeParam == "n" }, ConsistencyKeyset},
-	} {
-		t.Run(tc.pagination, func(t *testing.T) {
-			cfg, err := ParseConfig(minimal(tc.pagination))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt, err := cfg.Initialize(context.Background(), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := rt.Resources["items"]
-			p := r.Pagination
-			if p.PageSize != DefaultPageSize || p.Concurrency != 1 || !tc.check(p) {
-				t.Errorf("resolved pagination = %+v", p)
-			}
-			if r.Consistency() != tc.consistency {
-				t.Errorf("consistency = %q, want %q", r.Consistency(), tc.consistency)
-			}
-			if r.Config.List.Items != tc.items {
-				t.Errorf("items path = %q, want %q", r.Config.List.Items, tc.items)
-			}
-			if len(r.Sources) != 1 || r.Sources[0].Name != "items" {
-				t.Errorf("sources = %+v, want one source named after the resource", r.Sources)
-			}
-		})
-	}
-}
-
-func TestInitialize_ResolvesLimitsWithinTheirCaps(t *testing.T) {
-	for _, tc := range []struct {
-		limits string
-		want   LimitsConfig
-	}{
-		{"{}", LimitsConfig{
-			MaxItems: Limit{DefaultMaxItems, DefaultMaxItemsCap}, MaxPages: Limit{DefaultMaxPages, DefaultMaxPagesCap},
-			DeadlineMS: Limit{DefaultDeadlineMS, DefaultDeadlineMSCap}, ResponseBytes: DefaultResponseBytes, ScanItems: DefaultScanItems,
-		}},
-		{"{max_items: {cap: 10}}", LimitsConfig{
-			MaxItems: Limit{10, 10}, MaxPages: Limit{DefaultMaxPages, DefaultMaxPagesCap},
-			DeadlineMS: Limit{DefaultDeadlineMS, DefaultDeadlineMSCap}, ResponseBytes: DefaultResponseBytes, ScanItems: DefaultScanItems,
-		}},
-		{"{max_items: {default: 5000}, response_bytes: 100, scan_items: 7}", LimitsConfig{
-			MaxItems: Limit{5000, 5000}, MaxPages: Limit{DefaultMaxPages, DefaultMaxPagesCap},
-			DeadlineMS: Limit{DefaultDeadlineMS, DefaultDeadlineMSCap}, ResponseBytes: 100, ScanItems: 7,
-		}},
-	} {
-		t.Run(tc.limits, func(t *testing.T) {
-			cfg, err := ParseConfig(append(minimal("{dialect: link}"), []byte("    limits: "+tc.limits+"\n")...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt, err := cfg.Initialize(context.Background(), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := rt.Resources["items"].Limits; got != tc.want {
-				t.Errorf("limits = %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestParseConfig_ApprovalAndCompensationPoliciesAreChecked: a policy that
 // could never apply as written is an error at load time, not a silent
 // "no approval needed" at commit time.
 func TestParseConfig_ApprovalAndCompensationPoliciesAreChecked(t *testing.T) {
-	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+	lines := append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...)
 	lines = append(lines,
 		"      state: {type: string, enum: [active, archived]}", // 13
 		"    version_field: state",                              // 14
@@ -742,7 +487,7 @@ func TestParseConfig_ApprovalAndCompensationPoliciesAreChecked(t *testing.T) {
 		"      above_targets: -1",                               // 25
 		"      unknown_category: [state, region]",               // 26
 	)
-	checkErrors(t, parseErrors(t, yamlLines(lines...)), []wantErr{
+	checkErrors(t, parseErrors(t, configtest.Lines(lines...)), []wantErr{
 		{22, "actions.archive.compensation", `no action named "unarchive"`},
 		{24, "actions.archive.approval.mode", "mode must be none, client or operator"},
 		{25, "actions.archive.approval.above_targets", "above_targets must be 0 (off) or more"},
@@ -754,7 +499,7 @@ func TestParseConfig_ApprovalAndCompensationPoliciesAreChecked(t *testing.T) {
 // approvers restriction with no group and no scope would let nobody
 // through; it is an error at load time, with its line.
 func TestParseConfig_PrincipalRestrictionsNameSomeone(t *testing.T) {
-	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+	lines := append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...)
 	lines = append(lines,
 		"      state: {type: string, enum: [active, archived]}", // 13
 		"    version_field: state",                              // 14
@@ -770,14 +515,14 @@ func TestParseConfig_PrincipalRestrictionsNameSomeone(t *testing.T) {
 		"      four_eyes: true",                                 // 24
 		"      approvers: {groups: [leads, \"\"]}",              // 25
 	)
-	checkErrors(t, parseErrors(t, yamlLines(lines...)), []wantErr{
+	checkErrors(t, parseErrors(t, configtest.Lines(lines...)), []wantErr{
 		{21, "actions.archive.principals", "name at least one group or scope"},
 		{25, "actions.archive.approval.approvers", "a group or scope cannot be empty"},
 	})
 	valid := append(append([]string(nil), lines[:20]...),
 		"    principals: {scopes: [billing:write]}",
 		"    approval: {mode: operator, four_eyes: true, approvers: {groups: [leads]}}")
-	cfg, err := ParseConfig(yamlLines(valid...))
+	cfg, err := Parse(configtest.Lines(valid...))
 	if err != nil {
 		t.Fatalf("a valid restriction: %v", err)
 	}
@@ -788,7 +533,7 @@ func TestParseConfig_PrincipalRestrictionsNameSomeone(t *testing.T) {
 }
 
 func TestParseConfig_ActionTemplatesNameOnlyWhatHasAValue(t *testing.T) {
-	lines := append(append([]string(nil), minimalUpstream...), minimalResource...)
+	lines := append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...)
 	lines = append(lines,
 		"      owner: {type: string, nullable: true}",   // 13
 		"    version_field: etag",                       // 14
@@ -806,7 +551,7 @@ func TestParseConfig_ActionTemplatesNameOnlyWhatHasAValue(t *testing.T) {
 		"    max_attempts: 20",                                   // 26
 		"    reconcile: {rereads: -1}",                           // 27
 	)
-	checkErrors(t, parseErrors(t, yamlLines(lines...)), []wantErr{
+	checkErrors(t, parseErrors(t, configtest.Lines(lines...)), []wantErr{
 		{20, "actions.assign.request.path", "{{ids}}: {{ids}} is only for bulk templates"},
 		{21, "actions.assign.request.headers.X-Auth", "{{secret.token}}: templates cannot read secrets"},
 		{22, "actions.assign.request.body", `{{params.nosuch}}: the action's params declare no property "nosuch"`},

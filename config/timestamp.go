@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"encoding/json"
@@ -27,9 +27,9 @@ func validLayout(l string) bool {
 	return err == nil && back.Year() == 2026 && back.Month() == 12 && back.Day() == 2 && back.Hour() == 16 && back.Minute() == 17
 }
 
-// normalizeTimestamp rewrites a value written in layout as RFC 3339 (UTC
+// NormalizeTimestamp rewrites a value written in layout as RFC 3339 (UTC
 // kept as Z, other offsets kept). ok is false when v is not such a value.
-func normalizeTimestamp(v any, layout string) (string, bool) {
+func NormalizeTimestamp(v any, layout string) (string, bool) {
 	switch layout {
 	case "", LayoutRFC3339:
 		return "", false

@@ -1,0 +1,174 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
+)
+
+// ActionConfig describes a write airlock may carry out on a resource's
+// members: one request per target, or a bulk endpoint.
+type ActionConfig struct {
+	Resource          string              `yaml:"resource"`
+	Description       string              `yaml:"description"`
+	Destructive       bool                `yaml:"destructive"`
+	Request           *WriteRequestConfig `yaml:"request"`
+	Bulk              *BulkConfig         `yaml:"bulk"`
+	Params            map[string]any      `yaml:"params"`
+	Precondition      []RuleConfig        `yaml:"precondition"`
+	Conditional       string              `yaml:"conditional"`
+	Effect            []EffectConfig      `yaml:"effect"`
+	IdempotencyHeader string              `yaml:"idempotency_header"`
+	MaxTargets        int                 `yaml:"max_targets"`
+	Concurrency       int                 `yaml:"concurrency"`
+	Timeout           time.Duration       `yaml:"timeout"`
+	Stop              StopConfig          `yaml:"stop"`
+	Irreversible      []string            `yaml:"irreversible"`
+	ExpiresAfter      time.Duration       `yaml:"selection_ttl"`
+	Approval          *ApprovalConfig     `yaml:"approval"`
+	// Response is the contract of the write's answer; an answer that breaks
+	// it stops the operation.
+	Response *ResponseContract `yaml:"response"`
+	// Compensation names the action that undoes this one: preview_selection
+	// with compensate builds its selection from the journal.
+	Compensation string `yaml:"compensation"`
+	// MaxAttempts bounds how often one target is sent, re-sends after an
+	// unobserved outcome included (default 3).
+	MaxAttempts int `yaml:"max_attempts"`
+	// Reconcile is how a write whose outcome was not observed is settled.
+	Reconcile ReconcileConfig `yaml:"reconcile"`
+	// Principals, when set, restricts who may preview and commit the
+	// action to OAuth principals holding one of its groups or scopes.
+	Principals *PrincipalsConfig `yaml:"principals" json:",omitempty"`
+}
+
+// PrincipalsConfig names the groups and scopes that let an OAuth principal
+// through a restriction: holding any one of them is enough.
+type PrincipalsConfig struct {
+	Groups []string `yaml:"groups"`
+	Scopes []string `yaml:"scopes"`
+}
+
+// ReconcileConfig bounds the re-reads that settle an unknown outcome: up
+// to Rereads re-reads per round, waiting Backoff before the second and
+// doubling up to MaxBackoff.
+type ReconcileConfig struct {
+	Rereads    int           `yaml:"rereads"`
+	Backoff    time.Duration `yaml:"backoff"`
+	MaxBackoff time.Duration `yaml:"max_backoff"`
+}
+
+// ApprovalConfig is an action's approval policy (see the approval docs).
+type ApprovalConfig struct {
+	Mode         string        `yaml:"mode"`
+	AboveTargets int           `yaml:"above_targets"`
+	Destructive  bool          `yaml:"destructive"`
+	Environments []string      `yaml:"environments"`
+	UnknownGroup []string      `yaml:"unknown_category"`
+	TTL          time.Duration `yaml:"ttl"`
+	// FourEyes refuses an approval by the principal who previewed the
+	// selection.
+	FourEyes bool `yaml:"four_eyes" json:",omitempty"`
+	// Approvers, when set, restricts who may approve to OAuth principals
+	// holding one of its groups or scopes.
+	Approvers *PrincipalsConfig `yaml:"approvers" json:",omitempty"`
+}
+
+// WriteRequestConfig is the per-target request. Path, headers and body are
+// templates: {{id}}, {{version}}, {{params.NAME}}, {{before.FIELD}},
+// {{after.FIELD}}, {{operation_id}}. In the path, values are escaped.
+type WriteRequestConfig struct {
+	Method  string            `yaml:"method"`
+	Path    string            `yaml:"path"`
+	Headers map[string]string `yaml:"headers"`
+	Body    any               `yaml:"body"`
+	// GraphQL is a mutation document, sent by POST to Path with
+	// Variables (a template) as its variables; the answer's errors and
+	// the declared UserErrors list decide its outcome.
+	GraphQL    string `yaml:"graphql"`
+	Variables  any    `yaml:"variables"`
+	UserErrors string `yaml:"user_errors"`
+}
+
+// BulkConfig is a bulk endpoint: one request for up to MaxBatch targets,
+// whose body template may use {{ids}} and {{targets}} (a list of {id,
+// version}); the response lists a result per id.
+type BulkConfig struct {
+	Method       string   `yaml:"method"`
+	Path         string   `yaml:"path"`
+	Body         any      `yaml:"body"`
+	MaxBatch     int      `yaml:"max_batch"`
+	Results      string   `yaml:"results"`
+	ResultID     string   `yaml:"result_id"`
+	ResultStatus string   `yaml:"result_status"`
+	Applied      []string `yaml:"applied"`
+	Conflict     []string `yaml:"conflict"`
+	NotFound     []string `yaml:"not_found"`
+}
+
+// EffectConfig says what a field becomes: To is a value or a template. Op
+// is set (the field becomes To) or add (the array field gains To).
+type EffectConfig struct {
+	Field string `yaml:"field"`
+	Op    string `yaml:"op"`
+	To    any    `yaml:"to"`
+}
+
+// Applied reports whether a re-read value shows the effect applied, and
+// Untouched whether it still equals the before-value.
+func (e EffectConfig) Applied(got, after any) bool {
+	if e.Op == "add" {
+		list, _ := got.([]any)
+		for _, x := range list {
+			if ValueEqual(x, after, nil) {
+				return true
+			}
+		}
+		return false
+	}
+	return jsonvalue.Equal(normalizeYAMLValue(got), normalizeYAMLValue(after))
+}
+
+// StopConfig is the failure-ratio stop rule.
+type StopConfig struct {
+	FailureRatio float64 `yaml:"failure_ratio"`
+	MinAttempts  int     `yaml:"min_attempts"`
+}
+
+// GetConfig is a resource's single-item endpoint, used to re-read targets.
+type GetConfig struct {
+	Path string `yaml:"path"`
+	Item string `yaml:"item"`
+	// GraphQL is a query document taking the item's id as $id, sent by
+	// POST to Path; Item is then the item's path in the answer
+	// (data.accountById), and a null item is not found.
+	GraphQL string `yaml:"graphql"`
+}
+
+// Conditional write modes.
+const (
+	CondIfMatch = "if_match"
+	CondVersion = "version"
+	CondReread  = "reread"
+)
+
+// ParamFor maps a field an upstream named in its validation errors back to
+// the action parameter the write template filled it from ("" when none).
+func (a *ActionConfig) ParamFor(field string) string {
+	var body any
+	if a.Request != nil {
+		body = a.Request.Body
+	} else if a.Bulk != nil {
+		body = a.Bulk.Body
+	}
+	t, ok := jsonvalue.Get(body, field)
+	if !ok {
+		return ""
+	}
+	s, _ := t.(string)
+	if m := tmplRef.FindStringSubmatch(s); m != nil && strings.HasPrefix(m[1], "params.") {
+		return "action." + m[1]
+	}
+	return ""
+}
