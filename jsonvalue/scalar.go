@@ -1,6 +1,7 @@
 package jsonvalue
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -110,4 +111,16 @@ func SameScalar(a, b any) bool {
 		return ok1 && ok2 && fa == fb
 	}
 	return false
+}
+
+// Encode is json.Marshal without HTML escaping: the bytes a request body
+// carries, with <, > and & as they are.
+func Encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/write"
 )
 
 // runBulk sends targets in batches through the bulk endpoint. It returns
@@ -47,8 +47,8 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			it.Outcome, it.Attempts, it.AttemptAt, it.RequestID = TargetInFlight, t.Attempts+1, &now, reqID
 			intents = append(intents, it)
 		}
-		req, err := r.a.BulkRequest(vars, reqID)
-		if errors.Is(err, upstream.ErrNoVersion) {
+		req, err := write.BulkRequest(r.a, vars, reqID)
+		if errors.Is(err, write.ErrNoVersion) {
 			for _, t := range send {
 				r.unwritable(t, err)
 			}
@@ -74,7 +74,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			}
 			continue
 		}
-		results, err := r.a.ParseBulk(resp)
+		results, err := write.ParseBulk(r.a, resp)
 		if err != nil {
 			for _, t := range intents {
 				t.Unobserved++
@@ -93,7 +93,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 }
 
 // bulkOutcome journals one target's result in a bulk response.
-func (r *run) bulkOutcome(t Target, res upstream.BulkOutcome, status int) {
+func (r *run) bulkOutcome(t Target, res write.BulkOutcome, status int) {
 	// A refusal is final unless an earlier attempt may have applied
 	// (finish keeps the target unknown then).
 	refused := func(outcome Outcome, p *envelope.Problem, note string) {
@@ -103,14 +103,14 @@ func (r *run) bulkOutcome(t Target, res upstream.BulkOutcome, status int) {
 		r.finish(t, outcome, status, p, note, nil)
 	}
 	switch res {
-	case upstream.BulkApplied:
+	case write.BulkApplied:
 		r.finish(t, TargetSucceeded, status, nil, "", r.afterFor(t))
 		r.applyStopRules("", status)
-	case upstream.BulkConflict:
+	case write.BulkConflict:
 		refused(TargetSkipped, nil, "precondition changed: the upstream refused this target")
-	case upstream.BulkNotFound:
+	case write.BulkNotFound:
 		refused(TargetSkipped, nil, "not found")
-	case upstream.BulkFailed:
+	case write.BulkFailed:
 		refused(TargetFailed, envelope.NewProblem(envelope.ProblemUpstreamRejected, "The bulk endpoint reported a failure for this target."), "")
 		if t.Unobserved == 0 {
 			r.applyStopRules(envelope.ProblemUpstreamRejected, status)

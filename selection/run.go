@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/write"
 )
 
 // run is one operation executing in this process.
@@ -512,8 +513,8 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		return true
 	}
 	vars := config.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
-	req, err := r.a.WriteRequest(vars, reqID)
-	if errors.Is(err, upstream.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
+	req, err := write.Request(r.a, vars, reqID)
+	if errors.Is(err, write.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
 		r.unwritable(t, err)
 		return true
 	}
@@ -571,8 +572,8 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 		return !landed
 	}
 	if err == nil {
-		switch verdict, msg := r.a.GraphQLVerdict(resp); verdict {
-		case upstream.GraphQLRefused:
+		switch verdict, msg := write.GraphQLVerdict(r.a, resp); verdict {
+		case write.GraphQLRefused:
 			// Errors before execution (no data at all), or the API's own
 			// user errors: nothing was applied.
 			p := envelope.NewProblem(envelope.ProblemUpstreamRejected, "The upstream refused the GraphQL mutation.")
@@ -581,20 +582,20 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 				r.applyStopRules(p.Code, http.StatusBadRequest)
 			}
 			return
-		case upstream.GraphQLUnknown:
+		case write.GraphQLUnknown:
 			// Errors during execution: the mutation may have applied.
 			p := envelope.NewProblem(envelope.ProblemUpstreamGraphQL, "The GraphQL mutation answered with errors during execution; whether it applied is observed by re-reading.")
 			p.UpstreamMessage = msg
 			unobserved(resp.Status, p, "the GraphQL mutation reported errors while executing: whether it applied is unknown until re-read")
 			return
 		}
-		if berr := upstream.CheckWriteResponse(resp); berr != nil {
+		if berr := write.CheckBody(resp); berr != nil {
 			// A 2xx whose body is an error or unreadable is never a
 			// success: whether it applied is unknown until re-read.
 			unobserved(resp.Status, upstream.ProblemFor(berr, nil), "the upstream answered 2xx with a body that is not a success; whether it applied is unknown")
 			return
 		}
-		if vs := r.a.CheckResponse(resp); len(vs) > 0 {
+		if vs := write.CheckContract(r.a, resp); len(vs) > 0 {
 			// The answer does not look like what was approved: the write
 			// may have done something else. Stop at the first such answer.
 			what := vs[0].Describe()
@@ -603,7 +604,7 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
 			return
 		}
-		if r.a.ContradictsEffect(resp, r.afterFor(t)) {
+		if write.ContradictsEffect(r.a, resp, r.afterFor(t)) {
 			// A success that shows the target without the change claims
 			// what it does not show: a re-read decides.
 			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream answered success with the target unchanged; whether the write applied is observed by re-reading."),

@@ -42,7 +42,7 @@ func (r *Resource) DecideList(resp *Response) Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
-	doc, err := decodeJSONBody(resp, true)
+	doc, err := DecodeJSONBody(resp, true)
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
@@ -100,7 +100,7 @@ func (r *Resource) DecideItem(resp *Response) Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
-	doc, err := decodeJSONBody(resp, true)
+	doc, err := DecodeJSONBody(resp, true)
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
@@ -131,25 +131,6 @@ func (r *Resource) DecideItem(resp *Response) Decision {
 	return Decision{DecideAccept, nil}
 }
 
-// DecideWrite judges a write answer of the action as the commit engine
-// would.
-func (a *Action) DecideWrite(resp *Response) Decision {
-	if resp.Status < 200 || resp.Status > 299 {
-		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
-	}
-	if err := CheckWriteResponse(resp); err != nil {
-		return Decision{DecideStop, []string{err.Error()}}
-	}
-	if vs := a.CheckResponse(resp); len(vs) > 0 {
-		var details []string
-		for _, v := range vs {
-			details = append(details, v.Describe()+": "+a.Name+" would stop")
-		}
-		return Decision{DecideStop, details}
-	}
-	return Decision{DecideAccept, nil}
-}
-
 // Probe reads one small page of the resource (read-only) and judges it:
 // `airlock contract --live`.
 func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) Decision {
@@ -170,26 +151,6 @@ func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) De
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}
 	return r.DecideList(resp)
-}
-
-// DecideFixture judges a recorded answer of a resource operation: list,
-// get, or an action's name.
-func (rt *Runtime) DecideFixture(resource, operation string, resp *Response) (Decision, error) {
-	r, ok := rt.Resources[resource]
-	if !ok {
-		return Decision{}, fmt.Errorf("no resource named %q", resource)
-	}
-	switch operation {
-	case "list":
-		return r.DecideList(resp), nil
-	case "get":
-		return r.DecideItem(resp), nil
-	}
-	a, ok := rt.Actions[operation]
-	if !ok || a.Resource != r {
-		return Decision{}, fmt.Errorf("resource %q has no action %q", resource, operation)
-	}
-	return a.DecideWrite(resp), nil
 }
 
 // RecordedResponse builds a Response from a recorded status, headers and

@@ -320,7 +320,7 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 		}
 		id, ok := jsonvalue.GetID(items[len(items)-1], d.idPath)
 		if !ok {
-			return pg, badResponse("the last item has no id to continue from")
+			return pg, BadResponse("the last item has no id to continue from")
 		}
 		pg.next.Cursor = id
 		if flagged {
@@ -376,7 +376,7 @@ func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (
 	if next != "" {
 		u, err := url.Parse(next)
 		if err != nil {
-			return pg, badResponse("the Link header's next URL does not parse")
+			return pg, BadResponse("the Link header's next URL does not parse")
 		}
 		pg.next.NextURL, pg.next.SignalSeen = u, true
 		return pg, nil

@@ -43,7 +43,7 @@ func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState
 	if next != "" {
 		u, err := url.Parse(next)
 		if err != nil {
-			return pg, badResponse("the next URL at %q does not parse", d.p.Next)
+			return pg, BadResponse("the next URL at %q does not parse", d.p.Next)
 		}
 		pg.next.NextURL, pg.next.SignalSeen = u, true
 		return pg, nil
@@ -121,11 +121,11 @@ func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageS
 	}
 	sv, ok := jsonvalue.Get(items[len(items)-1], d.p.SortValues)
 	if !ok || sv == nil {
-		return pg, badResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
+		return pg, BadResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
 	}
 	b, err := jsonvalue.Canonical(sv)
 	if err != nil {
-		return pg, badResponse("the last item's sort values cannot be encoded")
+		return pg, BadResponse("the last item's sort values cannot be encoded")
 	}
 	pg.next.Cursor, pg.next.SignalSeen = string(b), true
 	return pg, nil

@@ -30,7 +30,7 @@ func (d graphqlDialect) parse(resp *Response, doc any, items []any, st pageState
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
 	total, known := readTotal(d.p, nil, conn)
 	reached := totalVerdict(&pg, total, known, full)
-	pg.upstreamErrors = graphqlMessages(doc)
+	pg.upstreamErrors = GraphQLMessages(doc)
 	hn, _ := jsonvalue.Get(conn, d.p.HasMore)
 	hasNext, flagged := hn.(bool)
 	ec, _ := jsonvalue.Get(conn, d.p.NextCursor)
@@ -67,8 +67,8 @@ func (graphqlDialect) plan(pageState) []pageState { return nil }
 // page is then partial), and are a bad response when nothing does.
 func graphqlItems(doc any, connection string) ([]any, error) {
 	items, nulls, err := connectionItems(doc, connection)
-	if err == nil && nulls > 0 && graphqlMessages(doc) == "" {
-		return nil, badResponse("the connection at data.%s holds null nodes and the answer reports no error", connection)
+	if err == nil && nulls > 0 && GraphQLMessages(doc) == "" {
+		return nil, BadResponse("the connection at data.%s holds null nodes and the answer reports no error", connection)
 	}
 	return items, err
 }
@@ -76,20 +76,20 @@ func graphqlItems(doc any, connection string) ([]any, error) {
 func connectionItems(doc any, connection string) ([]any, int, error) {
 	conn, ok := jsonvalue.Get(doc, "data."+connection)
 	if !ok || conn == nil {
-		return nil, 0, badResponse("the connection is missing at data.%s", connection)
+		return nil, 0, BadResponse("the connection is missing at data.%s", connection)
 	}
 	var list []any
 	if nodes, ok := jsonvalue.Get(conn, "nodes"); ok {
 		arr, isArr := nodes.([]any)
 		if !isArr {
-			return nil, 0, badResponse("nodes is not an array at data.%s", connection)
+			return nil, 0, BadResponse("nodes is not an array at data.%s", connection)
 		}
 		list = arr
 	} else {
 		edges, ok := jsonvalue.Get(conn, "edges")
 		arr, isArr := edges.([]any)
 		if !ok || !isArr {
-			return nil, 0, badResponse("the connection at data.%s selects neither nodes nor edges { node }", connection)
+			return nil, 0, BadResponse("the connection at data.%s selects neither nodes nor edges { node }", connection)
 		}
 		list = make([]any, len(arr))
 		for i, e := range arr {
@@ -105,15 +105,15 @@ func connectionItems(doc any, connection string) ([]any, int, error) {
 	return out, len(list) - len(out), nil
 }
 
-// graphqlMessages quotes a GraphQL answer's errors (their messages, the
+// GraphQLMessages quotes a GraphQL answer's errors (their messages, the
 // first few), "" when it has none.
-func graphqlMessages(doc any) string {
+func GraphQLMessages(doc any) string {
 	errs, _ := jsonvalue.Get(doc, "errors")
 	list, _ := errs.([]any)
 	if len(list) == 0 {
 		return ""
 	}
-	msg := messageOf(list)
+	msg := MessageOf(list)
 	if msg == "" {
 		msg = "errors without a message"
 	}
@@ -125,7 +125,7 @@ func graphqlMessages(doc any) string {
 // expired cursor when the expiry declaration matches); an answer with
 // both data and errors is read, and is partial.
 func (r *Resource) graphqlCheck(doc any, st pageState) error {
-	msgs := graphqlMessages(doc)
+	msgs := GraphQLMessages(doc)
 	if msgs == "" {
 		return nil
 	}

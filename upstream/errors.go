@@ -50,7 +50,9 @@ func (e *BodyError) Error() string {
 	return "response does not match the configured shape: " + e.Detail
 }
 
-func badResponse(format string, args ...any) error {
+// BadResponse is an error for an answer that does not have the configured
+// shape (IsBadResponse reports it).
+func BadResponse(format string, args ...any) error {
 	return &BodyError{Kind: BodyMalformed, Detail: fmt.Sprintf(format, args...)}
 }
 
@@ -294,11 +296,11 @@ func UpstreamMessage(header http.Header, body []byte) string {
 		}
 		return ""
 	}
-	return envelope.QuoteUpstream(messageOf(doc))
+	return envelope.QuoteUpstream(MessageOf(doc))
 }
 
-// messageOf finds the message in a decoded error body.
-func messageOf(doc any) string {
+// MessageOf finds the message in a decoded error body.
+func MessageOf(doc any) string {
 	str := func(v any) string {
 		s, _ := v.(string)
 		return strings.TrimSpace(s)
@@ -309,14 +311,14 @@ func messageOf(doc any) string {
 	case []any:
 		var parts []string
 		for _, e := range d[:min(len(d), 3)] {
-			if s := messageOf(e); s != "" {
+			if s := MessageOf(e); s != "" {
 				parts = append(parts, s)
 			}
 		}
 		return strings.Join(parts, "; ")
 	case map[string]any:
 		if e, ok := d["error"].(map[string]any); ok {
-			if s := messageOf(e); s != "" {
+			if s := MessageOf(e); s != "" {
 				return s
 			}
 		}
@@ -326,7 +328,7 @@ func messageOf(doc any) string {
 			}
 		}
 		for _, k := range []string{"errors", "errorMessages", "non_field_errors"} {
-			if s := messageOf(d[k]); s != "" {
+			if s := MessageOf(d[k]); s != "" {
 				return s
 			}
 		}

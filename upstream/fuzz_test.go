@@ -60,7 +60,7 @@ func FuzzUpstreamBody(f *testing.F) {
 			h.Set("Retry-After", retryAfter)
 		}
 		resp := &Response{Status: status, Header: h, Body: body}
-		if doc, err := decodeJSONBody(resp, true); err == nil {
+		if doc, err := DecodeJSONBody(resp, true); err == nil {
 			for _, d := range dialects {
 				raw, _ := jsonvalue.Get(doc, "data")
 				items, _ := raw.([]any)
@@ -69,7 +69,6 @@ func FuzzUpstreamBody(f *testing.F) {
 		} else {
 			checkProblem(t, projects, ProblemFor(err, projects.FieldName))
 		}
-		_ = CheckWriteResponse(resp)
 		_ = RetryAfter(h, time.Unix(1_700_000_000, 0))
 		if status >= 400 && status <= 599 {
 			checkProblem(t, projects, ProblemFor(&HTTPError{Kind: FailStatus, Status: status, Header: h, Body: body, RetryAfter: RetryAfter(h, time.Now())}, projects.FieldName))

@@ -208,7 +208,7 @@ func (d *itemDecoder) item(it any) (any, error) {
 	var v any
 	if err := d.dec.Decode(&v); err != nil {
 		d.dec = nil // never read the next item after a broken one
-		return nil, badResponse("the body is not valid JSON")
+		return nil, BadResponse("the body is not valid JSON")
 	}
 	return v, nil
 }

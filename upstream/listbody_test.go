@@ -41,7 +41,7 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := tc.path
-			whole, werr := decodeJSONBody(resp, true)
+			whole, werr := DecodeJSONBody(resp, true)
 			if ok != tc.lazy {
 				t.Fatalf("read lazily: %v, want %v", ok, tc.lazy)
 			}

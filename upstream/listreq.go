@@ -46,7 +46,7 @@ func (p *listParams) add(k, v string) { p.query.Add(k, v) }
 func (p *listParams) describe() string {
 	out := p.query.Encode()
 	if len(p.body) > 0 {
-		b, _ := jsonMarshal(p.body)
+		b, _ := jsonvalue.Encode(p.body)
 		if out != "" {
 			out += " "
 		}
@@ -132,7 +132,7 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 	if next := d.query(p, st); next != nil {
 		u := base.ResolveReference(next)
 		if !r.Upstream.SameOrigin(base, u) {
-			return Request{}, badResponse("the continuation points at another host; it was not followed")
+			return Request{}, BadResponse("the continuation points at another host; it was not followed")
 		}
 		req.URL = u
 		return req, nil
@@ -144,10 +144,10 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 	switch p.kind {
 	case config.ListBody:
 		req.Method = http.MethodPost
-		req.Body, _ = jsonMarshal(p.body)
+		req.Body, _ = jsonvalue.Encode(p.body)
 	case config.ListVariables:
 		req.Method = http.MethodPost
-		req.Body, _ = jsonMarshal(map[string]any{"query": r.Config.List.GraphQL, "variables": p.body})
+		req.Body, _ = jsonvalue.Encode(map[string]any{"query": r.Config.List.GraphQL, "variables": p.body})
 	}
 	return req, nil
 }
@@ -319,20 +319,20 @@ func (r *Resource) openPIT(ctx context.Context, src config.SourceConfig, request
 	path, rawQuery, _ := strings.Cut(pit.Open, "?")
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return "", badResponse("pagination.pit.open has a query that does not parse")
+		return "", BadResponse("pagination.pit.open has a query that does not parse")
 	}
 	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(base, path, q), RequestID: requestID, Idempotent: true})
 	if err != nil {
 		return "", err
 	}
-	doc, err := decodeJSONBody(resp, true)
+	doc, err := DecodeJSONBody(resp, true)
 	if err != nil {
 		return "", err
 	}
 	id, ok := jsonvalue.Get(doc, pit.ID)
 	s, _ := id.(string)
 	if !ok || s == "" {
-		return "", badResponse("the point in time's answer has no id at %q", pit.ID)
+		return "", BadResponse("the point in time's answer has no id at %q", pit.ID)
 	}
 	return s, nil
 }

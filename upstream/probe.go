@@ -190,7 +190,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 		r = p.r // the probe goes on at the page size the API accepts
 	}
 	p.first = resp
-	doc, err := decodeJSONBody(resp, true)
+	doc, err := DecodeJSONBody(resp, true)
 	if err == nil && r.Pagination.Dialect == config.DialectGraphQL {
 		err = r.graphqlCheck(doc, st)
 	}
@@ -216,7 +216,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	p.totalCheck(resp, doc)
 	p.rateLimitCheck(resp)
 	p.snapshotCheck(doc)
-	if msgs := graphqlMessages(doc); msgs != "" && r.Pagination.Dialect == config.DialectGraphQL {
+	if msgs := GraphQLMessages(doc); msgs != "" && r.Pagination.Dialect == config.DialectGraphQL {
 		p.add("list.graphql", ProbeWrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
 			"an answer with errors is never complete: fix the query, or the fields it selects")
 	}
@@ -571,7 +571,7 @@ func (p *prober) walkRaw(ctx context.Context, filter map[string]any, maxPages in
 			return w, err
 		}
 		w.pages++
-		doc, err := decodeJSONBody(resp, true)
+		doc, err := DecodeJSONBody(resp, true)
 		if err == nil && pg.Dialect == config.DialectGraphQL {
 			err = r.graphqlCheck(doc, st)
 		}

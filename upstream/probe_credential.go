@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -46,7 +47,7 @@ func (p *prober) tokenChecks(ctx context.Context) {
 	default:
 		var missing []string
 		for _, s := range want {
-			if !contains(granted, s) {
+			if !slices.Contains(granted, s) {
 				missing = append(missing, s)
 			}
 		}

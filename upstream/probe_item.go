@@ -59,7 +59,7 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 		p.add("get.path", ProbeWrong, fmt.Sprintf("%s answered %d", what, resp.Status), "check get.path: it reads one item by its id")
 		return itemRead{resp: resp}
 	}
-	doc, err := decodeJSONBody(resp, true)
+	doc, err := DecodeJSONBody(resp, true)
 	if err != nil {
 		p.add("get.path", ProbeWrong, what+": "+err.Error(), "")
 		return itemRead{resp: resp, err: err}

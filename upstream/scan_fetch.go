@@ -33,7 +33,7 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, 
 	pg.next.NextURL = s.r.Upstream.WithoutCredential(pg.next.NextURL)
 	pg.doc = doc
 	if !pg.next.Done && sameContinuation(st, pg.next) {
-		return pg, badResponse("the upstream returned the same continuation twice")
+		return pg, BadResponse("the upstream returned the same continuation twice")
 	}
 	pg.header = resp.Header
 	return pg, nil
@@ -75,7 +75,7 @@ func (r *Resource) fetchList(ctx context.Context, src config.SourceConfig, st pa
 			return resp, doc, items, nil
 		}
 	}
-	doc, err := decodeJSONBody(resp, true)
+	doc, err := DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -103,7 +103,7 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 		if ok && raw == nil {
 			return []any{}, nil
 		}
-		return nil, badResponse("items are not an array at %q", r.Config.List.Items)
+		return nil, BadResponse("items are not an array at %q", r.Config.List.Items)
 	}
 	if f := r.Config.List.ScalarItemField; f != "" {
 		wrapped := make([]any, len(items))
@@ -112,7 +112,7 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 			case string, json.Number, float64, bool:
 				wrapped[i] = map[string]any{f: it}
 			default:
-				return nil, badResponse("an item is not a plain value, as list.scalar_item_field declares")
+				return nil, BadResponse("an item is not a plain value, as list.scalar_item_field declares")
 			}
 		}
 		items = wrapped
@@ -192,10 +192,10 @@ func sameContinuation(a, b pageState) bool {
 	return a.Cursor == b.Cursor && a.Offset == b.Offset && a.Page == b.Page && a.NextURL == nil && b.NextURL == nil
 }
 
-// decodeJSONBody decodes a JSON response body, numbers as json.Number. A
+// DecodeJSONBody decodes a JSON response body, numbers as json.Number. A
 // content type other than JSON and, when checkError is set, a body that is
 // an error object behind a 2xx are refused with their own kinds.
-func decodeJSONBody(resp *Response, checkError bool) (any, error) {
+func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 	if err := checkContentType(resp); err != nil {
 		return nil, err
 	}
@@ -203,10 +203,10 @@ func decodeJSONBody(resp *Response, checkError bool) (any, error) {
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return nil, badResponse("the body is not valid JSON")
+		return nil, BadResponse("the body is not valid JSON")
 	}
 	if dec.More() {
-		return nil, badResponse("the body has data after the JSON document")
+		return nil, BadResponse("the body has data after the JSON document")
 	}
 	if checkError {
 		if why, bad := errorInSuccess(doc); bad {

@@ -91,7 +91,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	for _, raw := range pg.items {
 		// Before any item reaches the sink: a page is refused whole.
 		if !isObject(raw) {
-			return badResponse("an item is not a JSON object")
+			return BadResponse("an item is not a JSON object")
 		}
 	}
 	fresh, rejected, matchedBefore := 0, 0, s.matched
@@ -103,7 +103,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		}
 		doc, ok := v.(map[string]any)
 		if !ok {
-			return badResponse("an item is not a JSON object")
+			return BadResponse("an item is not a JSON object")
 		}
 		id, ok := jsonvalue.GetID(doc, idPath)
 		if !ok {

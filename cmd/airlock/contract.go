@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/write"
 )
 
 // errDrift makes `airlock contract` exit non-zero: usable as a release gate.
@@ -88,7 +89,7 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "recorded answers (%d fixtures):\n", len(fxs))
 	}
 	for _, f := range fxs {
-		d, err := rt.DecideFixture(f.Resource, f.Operation, upstream.RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
+		d, err := write.DecideFixture(rt, f.Resource, f.Operation, upstream.RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
 		label := fmt.Sprintf("%s %s v%d", f.Resource, f.Operation, f.Version)
 		switch {
 		case err != nil:

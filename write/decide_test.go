@@ -1,4 +1,4 @@
-package upstream
+package write
 
 import (
 	"bufio"
@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/upstreamtest"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // TestVersionedContractFixtures_DecideAsRecorded runs every versioned
 // fixture through the demo configuration's contracts: each recorded answer
 // must lead to the decision it was recorded with.
 func TestVersionedContractFixtures_DecideAsRecorded(t *testing.T) {
-	_, rt := demo(t)
+	_, rt := upstreamtest.Demo(t)
 	fxs, err := fixtures.ContractFixtures()
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +28,7 @@ func TestVersionedContractFixtures_DecideAsRecorded(t *testing.T) {
 	}
 	for _, f := range fxs {
 		t.Run(f.Name, func(t *testing.T) {
-			d, err := rt.DecideFixture(f.Resource, f.Operation, RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
+			d, err := DecideFixture(rt, f.Resource, f.Operation, upstream.RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +75,7 @@ func TestContractFixturesAreNeverOverwritten(t *testing.T) {
 		if hex.EncodeToString(h[:]) != want {
 			t.Errorf("%s changed: recorded fixtures are never overwritten; add a new version instead", n)
 		}
-		res, op, v, ok := ParseFixtureName(n)
+		res, op, v, ok := upstream.ParseFixtureName(n)
 		if !ok {
 			t.Errorf("%s is not named <resource>-<operation>-v<N>.json", n)
 			continue

@@ -1,0 +1,114 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
+)
+
+// ReadRequest builds the request that reads one item by id: a GET of
+// get.path, or a POST of get.graphql with the id as $id.
+func (r *Resource) ReadRequest(id, requestID string) (Request, error) {
+	g := r.Config.Get
+	if g == nil {
+		return Request{}, fmt.Errorf("resource %q has no get endpoint", r.Name)
+	}
+	if g.GraphQL != "" {
+		if id == "" {
+			return Request{}, fmt.Errorf("%w: it is empty", ErrUnsafeID)
+		}
+		body, _ := jsonvalue.Encode(map[string]any{"query": g.GraphQL, "variables": map[string]any{"id": r.TypedID(id)}})
+		return Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(nil, g.Path, nil), Body: body, RequestID: requestID, Idempotent: true}, nil
+	}
+	if err := CheckPathID(id); err != nil {
+		return Request{}, err
+	}
+	u := r.Upstream.ResolveURL(nil, strings.ReplaceAll(g.Path, "{{id}}", url.PathEscape(id)), nil)
+	return Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true}, nil
+}
+
+// TypedID is an id in its declared field type: a number for an integer or
+// number id field (GraphQL's Int!, a JSON body), else the string.
+func (r *Resource) TypedID(id string) any {
+	if fc, ok := r.Field(r.Config.IDField); ok && (fc.Type == "integer" || fc.Type == "number") {
+		if _, err := json.Number(id).Float64(); err == nil {
+			return json.Number(id)
+		}
+	}
+	return id
+}
+
+// Read fetches one item through the resource's get endpoint. found is false
+// on 404 (and, for a GraphQL get, on a null item without errors). Errors
+// are *HTTPError or bad-response errors.
+func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[string]any, version string, found bool, err error) {
+	g := r.Config.Get
+	req, err := r.ReadRequest(id, requestID)
+	if err != nil {
+		return nil, "", false, err
+	}
+	resp, err := r.Upstream.Do(ctx, req)
+	if err != nil {
+		if he, ok := err.(*HTTPError); ok && he.Kind == FailStatus && he.Status == http.StatusNotFound {
+			return nil, "", false, nil
+		}
+		return nil, "", false, err
+	}
+	body, err := DecodeJSONBody(resp, true)
+	if err != nil {
+		return nil, "", false, err
+	}
+	item, _ := jsonvalue.Get(body, g.Item)
+	if g.GraphQL != "" && item == nil {
+		if msgs := GraphQLMessages(body); msgs != "" {
+			return nil, "", false, &BodyError{Kind: BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no item", Message: msgs}
+		}
+		return nil, "", false, nil
+	}
+	m, ok := item.(map[string]any)
+	if !ok {
+		return nil, "", false, BadResponse("the item is not a JSON object")
+	}
+	if _, ok := jsonvalue.GetID(m, r.FieldPath(r.Config.IDField)); !ok {
+		// An envelope ({data: {...}}) read as the item: without its id it
+		// would look like a record that moved, and the target be skipped
+		// for a reason that is not true.
+		return nil, "", false, BadResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, displayPath(g.Item))
+	}
+	if r.Config.VersionField != "" {
+		version, _ = jsonvalue.GetID(m, r.FieldPath(r.Config.VersionField))
+	}
+	if version == "" {
+		version = resp.Header.Get("ETag")
+	}
+	s := &Scan{r: r, normalized: map[string]bool{}}
+	s.normalizeLocked(m)
+	return m, version, true, nil
+}
+
+// CheckPathID refuses an id that cannot be written into a URL path as one
+// segment: empty, a dot segment (which a server resolves to another path),
+// or holding control characters.
+func CheckPathID(id string) error {
+	switch id {
+	case "":
+		return fmt.Errorf("%w: it is empty", ErrUnsafeID)
+	case ".", "..":
+		return fmt.Errorf("%w: %q is a dot segment, which would address another path", ErrUnsafeID, id)
+	}
+	for _, c := range id {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%w: it holds a control character", ErrUnsafeID)
+		}
+	}
+	return nil
+}
+
+// ErrUnsafeID is wrapped by CheckPathID's errors.
+var ErrUnsafeID = errors.New("the id cannot be one URL path segment")

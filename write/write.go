@@ -1,0 +1,293 @@
+// Package write builds an action's writes and reads their answers: the
+// per-target and bulk requests (templates rendered, the condition and the
+// idempotency key set) and what an answer says happened: accepted, a
+// response contract broken, each target's bulk result, a GraphQL mutation
+// refused or of unknown outcome, an effect the answer contradicts.
+//
+// It never sends, retries or journals a write itself: the commit engine in
+// selection does, through the upstream client.
+package write
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream"
+)
+
+// CheckContract checks a 2xx write answer against the action's response
+// contract; the violations say what broke.
+func CheckContract(a *upstream.Action, resp *upstream.Response) []upstream.Violation {
+	if a.Response == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
+		if a.Response != nil {
+			return []upstream.Violation{{Field: "body", Rule: "required", Decision: true}}
+		}
+		return nil
+	}
+	doc, err := upstream.DecodeJSONBody(resp, true)
+	if err != nil {
+		return nil // CheckBody reports the body itself
+	}
+	item, _ := jsonvalue.Get(doc, a.Config.Response.Item)
+	m, ok := item.(map[string]any)
+	if !ok {
+		return []upstream.Violation{{Field: a.Config.Response.Item, Rule: "type", Decision: true}}
+	}
+	all := map[string]bool{}
+	for f := range a.Config.Response.Fields {
+		all[f] = true
+	}
+	vs, _ := a.Response.Check(m, all)
+	return vs
+}
+
+// IdempotencyKey derives the per-target key from the operation and target:
+// the same operation and target always send the same key.
+func IdempotencyKey(operationID, targetID string) string {
+	sum := sha256.Sum256([]byte(operationID + "\x00" + targetID))
+	return "airlock-" + hex.EncodeToString(sum[:16])
+}
+
+// typedVersion returns a version in its declared field type.
+func typedVersion(a *upstream.Action, v string) any {
+	if v == "" {
+		return nil
+	}
+	if fc, ok := a.Resource.Field(a.Resource.Config.VersionField); ok && (fc.Type == "integer" || fc.Type == "number") {
+		return json.Number(v)
+	}
+	return v
+}
+
+// ErrNoVersion is returned for a conditional write whose target has no
+// version: the condition cannot be expressed, so nothing is sent.
+var ErrNoVersion = errors.New("the target has no version: the conditional write cannot be expressed")
+
+// Request builds the per-target request. It is never retried by the
+// client (the commit engine journals and retries attempts itself), except
+// once after a 401 renewed the access token when a repeat cannot apply
+// twice (Repeatable), and never follows a redirect.
+func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (upstream.Request, error) {
+	rc := a.Config.Request
+	if err := upstream.CheckPathID(vars.ID); err != nil && (rc.GraphQL == "" || vars.ID == "") {
+		return upstream.Request{}, err
+	}
+	if (a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion) && vars.Version == "" {
+		return upstream.Request{}, ErrNoVersion
+	}
+	vars.VersionValue = typedVersion(a, vars.Version)
+	vars.IDValue = a.Resource.TypedID(vars.ID)
+	path, err := vars.RenderPath(rc.Path)
+	if err != nil {
+		return upstream.Request{}, err
+	}
+	req := upstream.Request{Method: rc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
+	for k, t := range rc.Headers {
+		v, err := vars.Render(t)
+		if err != nil {
+			return upstream.Request{}, err
+		}
+		req.Header.Set(k, jsonvalue.String(v))
+	}
+	switch {
+	case rc.GraphQL != "":
+		variables, err := vars.Render(rc.Variables)
+		if err != nil {
+			return upstream.Request{}, err
+		}
+		if variables == nil {
+			variables = map[string]any{}
+		}
+		req.Body, _ = jsonvalue.Encode(map[string]any{"query": rc.GraphQL, "variables": variables})
+	case rc.Body != nil:
+		body, err := vars.Render(rc.Body)
+		if err != nil {
+			return upstream.Request{}, err
+		}
+		req.Body, _ = jsonvalue.Encode(body)
+	}
+	if a.Config.Conditional == config.CondIfMatch {
+		req.Header.Set("If-Match", vars.Version)
+	}
+	if h := a.Config.IdempotencyHeader; h != "" {
+		req.Header.Set(h, IdempotencyKey(vars.OperationID, vars.ID))
+	}
+	// The same request again cannot apply twice: the upstream tells it
+	// apart by its key, or refuses it by its condition.
+	req.Repeatable = a.Config.IdempotencyHeader != "" || a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion
+	return req, nil
+}
+
+// BulkRequest builds one bulk request for the targets.
+func BulkRequest(a *upstream.Action, vars config.TemplateVars, requestID string) (upstream.Request, error) {
+	bc := a.Config.Bulk
+	for _, t := range vars.Targets {
+		v, _ := t["version"].(string)
+		if a.Config.Conditional == config.CondVersion && v == "" {
+			return upstream.Request{}, ErrNoVersion
+		}
+		if v != "" {
+			t["version"] = typedVersion(a, v)
+		}
+	}
+	path, err := vars.RenderPath(bc.Path)
+	if err != nil {
+		return upstream.Request{}, err
+	}
+	req := upstream.Request{Method: bc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
+	body, err := vars.Render(bc.Body)
+	if err != nil {
+		return upstream.Request{}, err
+	}
+	req.Body, _ = jsonvalue.Encode(body)
+	if h := a.Config.IdempotencyHeader; h != "" {
+		ids := make([]string, len(vars.Targets))
+		for i, t := range vars.Targets {
+			ids[i] = jsonvalue.String(t["id"])
+		}
+		req.Header.Set(h, IdempotencyKey(vars.OperationID, strings.Join(ids, ",")))
+	}
+	req.Repeatable = a.Config.IdempotencyHeader != "" || a.Config.Conditional == config.CondVersion
+	return req, nil
+}
+
+// BulkOutcome is one target's result in a bulk response.
+type BulkOutcome int
+
+// Bulk outcomes.
+const (
+	BulkApplied BulkOutcome = iota + 1
+	BulkConflict
+	BulkNotFound
+	BulkFailed
+)
+
+// ParseBulk reads per-target outcomes from a bulk response. Targets missing
+// from the response are absent from the map (their outcome is unknown).
+func ParseBulk(a *upstream.Action, resp *upstream.Response) (map[string]BulkOutcome, error) {
+	bc := a.Config.Bulk
+	// A bulk body may say "errors": true when some targets failed; the
+	// per-target results tell which.
+	doc, err := upstream.DecodeJSONBody(resp, false)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := jsonvalue.Get(doc, bc.Results)
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, upstream.BadResponse("bulk results are not an array at %q", bc.Results)
+	}
+	out := map[string]BulkOutcome{}
+	for _, e := range list {
+		id, ok := jsonvalue.GetID(e, bc.ResultID)
+		if !ok {
+			return nil, upstream.BadResponse("a bulk result has no id")
+		}
+		st, _ := jsonvalue.Get(e, bc.ResultStatus)
+		s := jsonvalue.String(st)
+		switch {
+		case slices.Contains(bc.Applied, s):
+			out[id] = BulkApplied
+		case slices.Contains(bc.Conflict, s):
+			out[id] = BulkConflict
+		case slices.Contains(bc.NotFound, s):
+			out[id] = BulkNotFound
+		default:
+			out[id] = BulkFailed
+		}
+	}
+	return out, nil
+}
+
+// GraphQLVerdict reads the outcome of a GraphQL mutation's 2xx answer:
+// executed (no errors, and the declared user errors list empty), refused
+// (errors before execution, which leave out data altogether, or a
+// non-empty user errors list: the API said no), or unknown (errors during
+// execution: the mutation may have applied in part). msg quotes what the
+// upstream said. For an action that is not a GraphQL mutation it is
+// always executed.
+func GraphQLVerdict(a *upstream.Action, resp *upstream.Response) (v GraphQLOutcome, msg string) {
+	rc := a.Config.Request
+	if rc == nil || rc.GraphQL == "" || len(bytes.TrimSpace(resp.Body)) == 0 {
+		return GraphQLExecuted, ""
+	}
+	doc, err := upstream.DecodeJSONBody(resp, false)
+	if err != nil {
+		return GraphQLExecuted, "" // CheckBody reports the body
+	}
+	m, _ := doc.(map[string]any)
+	msg = upstream.GraphQLMessages(doc)
+	_, hasData := m["data"]
+	switch {
+	case msg != "" && !hasData:
+		return GraphQLRefused, msg
+	case msg != "":
+		return GraphQLUnknown, msg
+	}
+	if rc.UserErrors != "" {
+		ue, _ := jsonvalue.Get(doc, rc.UserErrors)
+		if list, ok := ue.([]any); ok && len(list) > 0 {
+			return GraphQLRefused, envelope.QuoteUpstream(upstream.MessageOf(list))
+		}
+	}
+	return GraphQLExecuted, ""
+}
+
+// GraphQLOutcome is what a GraphQL mutation's answer says happened.
+type GraphQLOutcome int
+
+// GraphQL outcomes.
+const (
+	GraphQLExecuted GraphQLOutcome = iota
+	GraphQLRefused
+	GraphQLUnknown
+)
+
+// CheckBody accepts a 2xx write response: an empty body, or a JSON body
+// that is not an error object.
+func CheckBody(resp *upstream.Response) error {
+	if len(bytes.TrimSpace(resp.Body)) == 0 {
+		return nil
+	}
+	_, err := upstream.DecodeJSONBody(resp, true)
+	return err
+}
+
+// ContradictsEffect reports whether a 2xx write answer shows the target
+// without the action's effect: the answer is the item (at response.item,
+// else the body) and holds an effect field with another value. Such an
+// answer claims success while showing none; only a re-read can tell. An
+// answer that shows no effect field contradicts nothing.
+func ContradictsEffect(a *upstream.Action, resp *upstream.Response, after map[string]any) bool {
+	if len(bytes.TrimSpace(resp.Body)) == 0 {
+		return false
+	}
+	doc, err := upstream.DecodeJSONBody(resp, false)
+	if err != nil {
+		return false
+	}
+	path := ""
+	if a.Config.Response != nil {
+		path = a.Config.Response.Item
+	}
+	item, ok := jsonvalue.Get(doc, path)
+	if !ok {
+		return false
+	}
+	for _, e := range a.Config.Effect {
+		v, present := jsonvalue.Get(item, a.Resource.FieldPath(e.Field))
+		if present && !e.Applied(v, after[e.Field]) {
+			return true
+		}
+	}
+	return false
+}
