@@ -68,3 +68,12 @@ func ValueEqual(got, want any, fd *FieldConfig) bool {
 	}
 	return false
 }
+
+// DisplayPath is how a configured path into an answer is shown: "." for
+// the body itself.
+func DisplayPath(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}

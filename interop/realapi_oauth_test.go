@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
+	"github.com/airlock-mcp/airlock/probe"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/tools"
@@ -649,18 +650,18 @@ func TestOAuthRealProvider_ProbeNamesTheScopesGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := rt.Resources["service_accounts"].CheckAssumptions(t.Context(), upstream.ProbeOptions{MaxRequests: 10})
-	got := map[string]upstream.ProbeCheck{}
+	rep := probe.CheckAssumptions(t.Context(), rt.Resources["service_accounts"], probe.Options{MaxRequests: 10})
+	got := map[string]probe.Check{}
 	for _, c := range rep.Checks {
 		got[c.Check] = c
 	}
-	if c := got["credential.token"]; c.Status != upstream.ProbeOK {
+	if c := got["credential.token"]; c.Status != probe.OK {
 		t.Fatalf("token: %+v", c)
 	}
-	if c := got["credential.scopes"]; c.Status != upstream.ProbeWrong || !strings.Contains(c.Evidence, "not granted: accounts.admin") {
+	if c := got["credential.scopes"]; c.Status != probe.Wrong || !strings.Contains(c.Evidence, "not granted: accounts.admin") {
 		t.Fatalf("scopes: %+v", c)
 	}
-	if c := got["credential.accepted"]; c.Status != upstream.ProbeOK {
+	if c := got["credential.accepted"]; c.Status != probe.OK {
 		t.Fatalf("accepted: %+v", c)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
+	"github.com/airlock-mcp/airlock/probe"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -48,9 +49,9 @@ func cli(t *testing.T, bin string, env map[string]string, args ...string) (int, 
 // probeResult is `airlock probe --json`.
 type probeResult struct {
 	Resources []struct {
-		Resource string                `json:"resource"`
-		Requests int                   `json:"requests"`
-		Checks   []upstream.ProbeCheck `json:"checks"`
+		Resource string        `json:"resource"`
+		Requests int           `json:"requests"`
+		Checks   []probe.Check `json:"checks"`
 	} `json:"resources"`
 	Requests     int `json:"requests"`
 	OK           int `json:"ok"`
@@ -62,7 +63,7 @@ func (p probeResult) wrong() []string {
 	var out []string
 	for _, r := range p.Resources {
 		for _, c := range r.Checks {
-			if c.Status == upstream.ProbeWrong {
+			if c.Status == probe.Wrong {
 				out = append(out, c.Check+": "+c.Evidence)
 			}
 		}

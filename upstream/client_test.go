@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/internal/configtest"
 )
 
 // testSecret is the credential the client tests configure. No test output,
@@ -86,26 +87,6 @@ func statusThen(h http.Header, statuses ...int) func(int, http.ResponseWriter, *
 	}
 }
 
-// clientConfig is a configuration with one upstream at baseURL; extra is
-// YAML added to the upstream (indented by four spaces).
-func clientConfig(baseURL, extra string) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "environment: test\nupstreams:\n  api:\n    base_url: %q\n", baseURL)
-	if !strings.Contains(extra, "credential:") {
-		b.WriteString("    credential: {env: TEST_TOKEN}\n")
-	}
-	if !strings.Contains(extra, "backoff:") {
-		b.WriteString("    backoff: {min: 1ms, max: 5ms}\n")
-	}
-	for _, line := range strings.Split(strings.TrimRight(extra, "\n"), "\n") {
-		if line != "" {
-			b.WriteString("    " + line + "\n")
-		}
-	}
-	b.WriteString("resources:\n  items:\n    upstream: api\n    list: {path: /items}\n    pagination: {dialect: link}\n    id_field: id\n    fields:\n      id: {type: string}\n")
-	return []byte(b.String())
-}
-
 func testGetenv(k string) string {
 	if k == "TEST_TOKEN" {
 		return testSecret
@@ -116,7 +97,7 @@ func testGetenv(k string) string {
 // newTestClient initializes the configuration and returns its upstream "api".
 func newTestClient(t *testing.T, baseURL, extra string, opts Options) *Client {
 	t.Helper()
-	cfg, err := config.Parse(clientConfig(baseURL, extra))
+	cfg, err := config.Parse(configtest.OneUpstream(baseURL, extra))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/internal/configtest"
+	"github.com/airlock-mcp/airlock/internal/oauthtest"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
@@ -209,7 +210,7 @@ func TestClientCertificate_MutualTLSWithTheConfiguredAuthority(t *testing.T) {
 		t.Fatalf("the server answered a stranger: %v", subjects)
 	}
 	// A key that is not the certificate's fails at start-up.
-	cfg, err := config.Parse(clientConfig(srv.URL, fmt.Sprintf("credential:\n  client_certificate: {cert: %s, key: %s}", pki.cert, pki.otherKey)))
+	cfg, err := config.Parse(configtest.OneUpstream(srv.URL, fmt.Sprintf("credential:\n  client_certificate: {cert: %s, key: %s}", pki.cert, pki.otherKey)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestClientCertificate_MutualTLSWithTheConfiguredAuthority(t *testing.T) {
 // nothing does, and holds none of it.
 func TestCredentialFingerprint_ChangesWithEveryMaterialNeverShowsIt(t *testing.T) {
 	pki := newTestPKI(t)
-	env := map[string]string{"TOKEN": "tok-value-1234", "U": "svc", "P": "pass-1234", "CS": clientSecret}
+	env := map[string]string{"TOKEN": "tok-value-1234", "U": "svc", "P": "pass-1234", "CS": oauthtest.ClientSecret}
 	fp := func(cred string, change func(map[string]string)) string {
 		t.Helper()
 		e := map[string]string{}

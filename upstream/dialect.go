@@ -223,9 +223,9 @@ func readTotal(p config.PaginationConfig, resp *Response, doc any) (int, bool) {
 	return n, ok && n >= 0
 }
 
-// pageTotal reads a page's total as the resource's dialect does (a
+// PageTotal reads a page's total as the resource's dialect does (a
 // GraphQL total is the connection's).
-func (r *Resource) pageTotal(resp *Response, doc any) (int, bool) {
+func (r *Resource) PageTotal(resp *Response, doc any) (int, bool) {
 	if r.Pagination.Dialect == config.DialectGraphQL {
 		conn, _ := jsonvalue.Get(doc, "data."+r.Pagination.Connection)
 		return readTotal(r.Pagination, nil, conn)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -79,7 +80,7 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 		// An envelope ({data: {...}}) read as the item: without its id it
 		// would look like a record that moved, and the target be skipped
 		// for a reason that is not true.
-		return nil, "", false, BadResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, displayPath(g.Item))
+		return nil, "", false, BadResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, config.DisplayPath(g.Item))
 	}
 	if r.Config.VersionField != "" {
 		version, _ = jsonvalue.GetID(m, r.FieldPath(r.Config.VersionField))

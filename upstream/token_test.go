@@ -13,127 +13,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/oauthtest"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
 
-// clientSecret is the OAuth client secret the token tests configure.
-const clientSecret = "cs-7Hq2Lw9Xv4-oauth-client-secret"
-
-// tokenEndpoint is a fault-injecting authorization server: it issues
-// numbered bearer tokens (tok-1, tok-2, ...) to the client that presents
-// clientSecret, and answers otherwise as its knobs say. It counts every
-// request. The zero value issues tokens valid for an hour.
-type tokenEndpoint struct {
-	// lifetime is expires_in (0: an hour; negative: none sent).
-	lifetime time.Duration
-	// answer, when set, answers instead of issuing a token.
-	answer func(w http.ResponseWriter, r *http.Request)
-	// gate, when set, holds each request until it is closed.
-	gate chan struct{}
-	// post expects the client secret in the form body, not in Basic.
-	post bool
-
-	requests atomic.Int64
-	mu       sync.Mutex
-	forms    []map[string][]string
-}
-
-func (te *tokenEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n := te.requests.Add(1)
-	if te.gate != nil {
-		<-te.gate
-	}
-	_ = r.ParseForm()
-	te.mu.Lock()
-	te.forms = append(te.forms, r.PostForm)
-	te.mu.Unlock()
-	if te.answer != nil {
-		te.answer(w, r)
-		return
-	}
-	id, secret, basic := r.BasicAuth()
-	if te.post {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-		basic = false
-	}
-	if r.PostForm.Get("grant_type") != "client_credentials" || id != "airlock" || secret != clientSecret || basic == te.post {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprint(w, `{"error":"invalid_client","error_description":"client authentication failed"}`)
-		return
-	}
-	life := te.lifetime
-	if life == 0 {
-		life = time.Hour
-	}
-	w.Header().Set("Content-Type", "application/json")
-	exp := ""
-	if life > 0 {
-		exp = fmt.Sprintf(`,"expires_in":%d`, int(life.Seconds()))
-	}
-	fmt.Fprintf(w, `{"access_token":"tok-%d-a8f3c9e1","token_type":"Bearer","scope":%q%s}`, n, r.PostForm.Get("scope"), exp)
-}
-
-func (te *tokenEndpoint) form(i int) map[string][]string {
-	te.mu.Lock()
-	defer te.mu.Unlock()
-	return te.forms[i]
-}
-
-// oauthExtra is the credential block of an OAuth client of tokenURL.
-func oauthExtra(tokenURL, more string) string {
-	return "credential:\n  oauth2:\n    token_url: " + tokenURL + "\n    client_id: airlock\n    client_secret: {env: CLIENT_SECRET}\n" + more
-}
-
-func oauthGetenv(k string) string {
-	if k == "CLIENT_SECRET" {
-		return clientSecret
-	}
-	return ""
-}
-
-// oauthAPI is an API that accepts the tokens accept says it does, and
-// records the ones it was sent.
-type oauthAPI struct {
-	accept func(token string) bool
-	mu     sync.Mutex
-	sent   []string
-	hits   atomic.Int64
-}
-
-func (a *oauthAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.hits.Add(1)
-	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	a.mu.Lock()
-	a.sent = append(a.sent, tok+" "+r.Method+" "+r.Header.Get("Idempotency-Key"))
-	a.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	if a.accept != nil && !a.accept(tok) {
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprint(w, `{"error":"invalid_token"}`)
-		return
-	}
-	fmt.Fprint(w, `{"ok":true}`)
-}
-
-func (a *oauthAPI) seen() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.sent...)
-}
-
 // oauthClient is a client of api whose tokens come from te.
-func oauthClient(t *testing.T, te *tokenEndpoint, api http.Handler, extra, more string, opts Options) (*Client, *httptest.Server) {
+func oauthClient(t *testing.T, te *oauthtest.TokenEndpoint, api http.Handler, extra, more string, opts Options) (*Client, *httptest.Server) {
 	t.Helper()
 	tsrv := httptest.NewServer(te)
 	t.Cleanup(tsrv.Close)
 	asrv := httptest.NewServer(api)
 	t.Cleanup(asrv.Close)
-	opts.Getenv = oauthGetenv
-	return newTestClient(t, asrv.URL, extra+"\n"+oauthExtra(tsrv.URL+"/token", more), opts), asrv
+	opts.Getenv = oauthtest.Getenv
+	return newTestClient(t, asrv.URL, extra+"\n"+oauthtest.Credential(tsrv.URL+"/token", more), opts), asrv
 }
 
 func get(t *testing.T, c *Client, base string) (*Response, error) {
@@ -143,28 +37,28 @@ func get(t *testing.T, c *Client, base string) (*Response, error) {
 
 func TestOAuth2_TokenIsCachedAndRenewedBeforeItExpires(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
-	te := &tokenEndpoint{lifetime: 100 * time.Second}
-	api := &oauthAPI{}
+	te := &oauthtest.TokenEndpoint{Lifetime: 100 * time.Second}
+	api := &oauthtest.API{}
 	c, base := oauthClient(t, te, api, "", "", Options{Clock: clock})
 	for range 5 {
 		if _, err := get(t, c, base.URL); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := te.requests.Load(); n != 1 {
+	if n := te.Requests.Load(); n != 1 {
 		t.Fatalf("five reads within the token's lifetime made %d token requests, want 1", n)
 	}
 	// A fifth of the lifetime before expiry, the token is renewed: it
 	// never reaches the API expired.
 	clock.Advance(79 * time.Second)
-	if _, err := get(t, c, base.URL); err != nil || te.requests.Load() != 1 {
-		t.Fatalf("at 79 s of 100 the token is still used: %v, %d token requests", err, te.requests.Load())
+	if _, err := get(t, c, base.URL); err != nil || te.Requests.Load() != 1 {
+		t.Fatalf("at 79 s of 100 the token is still used: %v, %d token requests", err, te.Requests.Load())
 	}
 	clock.Advance(2 * time.Second)
-	if _, err := get(t, c, base.URL); err != nil || te.requests.Load() != 2 {
-		t.Fatalf("at 81 s of 100 the token is renewed: %v, %d token requests", err, te.requests.Load())
+	if _, err := get(t, c, base.URL); err != nil || te.Requests.Load() != 2 {
+		t.Fatalf("at 81 s of 100 the token is renewed: %v, %d token requests", err, te.Requests.Load())
 	}
-	seen := api.seen()
+	seen := api.Seen()
 	if !strings.HasPrefix(seen[5], "tok-1-") || !strings.HasPrefix(seen[6], "tok-2-") {
 		t.Fatalf("the API saw %v", seen)
 	}
@@ -172,8 +66,8 @@ func TestOAuth2_TokenIsCachedAndRenewedBeforeItExpires(t *testing.T) {
 
 func TestOAuth2_ConcurrentRequestsShareOneRenewal(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
-	te := &tokenEndpoint{lifetime: 60 * time.Second, gate: make(chan struct{})}
-	api := &oauthAPI{}
+	te := &oauthtest.TokenEndpoint{Lifetime: 60 * time.Second, Gate: make(chan struct{})}
+	api := &oauthtest.API{}
 	c, base := oauthClient(t, te, api, "concurrency: 20", "", Options{Clock: clock})
 	round := func() {
 		var wg sync.WaitGroup
@@ -187,11 +81,11 @@ func TestOAuth2_ConcurrentRequestsShareOneRenewal(t *testing.T) {
 			}()
 		}
 		// The token request is held until every caller is waiting for it.
-		for te.requests.Load() == 0 {
+		for te.Requests.Load() == 0 {
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(20 * time.Millisecond)
-		close(te.gate)
+		close(te.Gate)
 		wg.Wait()
 		close(errs)
 		for err := range errs {
@@ -199,38 +93,38 @@ func TestOAuth2_ConcurrentRequestsShareOneRenewal(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		te.gate = make(chan struct{})
+		te.Gate = make(chan struct{})
 	}
 	round()
-	if n := te.requests.Load(); n != 1 {
+	if n := te.Requests.Load(); n != 1 {
 		t.Fatalf("20 concurrent first requests made %d token requests, want 1", n)
 	}
 	clock.Advance(55 * time.Second)
 	round()
-	if n := te.requests.Load(); n != 2 {
+	if n := te.Requests.Load(); n != 2 {
 		t.Fatalf("20 concurrent requests at renewal time made %d token requests in all, want 2", n)
 	}
-	if n := api.hits.Load(); n != 40 {
+	if n := api.Hits.Load(); n != 40 {
 		t.Fatalf("the API saw %d requests, want 40", n)
 	}
 }
 
 func TestOAuth2_RefusedTokenIsRenewedOnceAndTheReadRepeated(t *testing.T) {
-	te := &tokenEndpoint{}
-	api := &oauthAPI{accept: func(tok string) bool { return !strings.HasPrefix(tok, "tok-1-") }}
+	te := &oauthtest.TokenEndpoint{}
+	api := &oauthtest.API{Accept: func(tok string) bool { return !strings.HasPrefix(tok, "tok-1-") }}
 	c, base := oauthClient(t, te, api, "", "", Options{})
 	resp, err := get(t, c, base.URL)
 	if err != nil {
 		t.Fatalf("a read refused with a revoked token is repeated with a new one: %v", err)
 	}
-	if resp.Status != 200 || te.requests.Load() != 2 || api.hits.Load() != 2 {
-		t.Fatalf("status %d, %d token requests, %d API requests; want 200, 2, 2", resp.Status, te.requests.Load(), api.hits.Load())
+	if resp.Status != 200 || te.Requests.Load() != 2 || api.Hits.Load() != 2 {
+		t.Fatalf("status %d, %d token requests, %d API requests; want 200, 2, 2", resp.Status, te.Requests.Load(), api.Hits.Load())
 	}
 }
 
 func TestOAuth2_ConcurrentRefusalsShareOneRenewal(t *testing.T) {
-	te := &tokenEndpoint{}
-	api := &oauthAPI{accept: func(tok string) bool { return !strings.HasPrefix(tok, "tok-1-") }}
+	te := &oauthtest.TokenEndpoint{}
+	api := &oauthtest.API{Accept: func(tok string) bool { return !strings.HasPrefix(tok, "tok-1-") }}
 	c, base := oauthClient(t, te, api, "concurrency: 20", "", Options{})
 	if _, err := get(t, c, base.URL); err != nil {
 		t.Fatal(err)
@@ -238,7 +132,7 @@ func TestOAuth2_ConcurrentRefusalsShareOneRenewal(t *testing.T) {
 	// tok-1 was refused and tok-2 is in use; now tok-2 is revoked while
 	// 20 requests carry it.
 	var revoked atomic.Bool
-	api.accept = func(tok string) bool {
+	api.Accept = func(tok string) bool {
 		return !strings.HasPrefix(tok, "tok-1-") && !(revoked.Load() && strings.HasPrefix(tok, "tok-2-"))
 	}
 	revoked.Store(true)
@@ -253,19 +147,19 @@ func TestOAuth2_ConcurrentRefusalsShareOneRenewal(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := te.requests.Load(); n != 3 {
+	if n := te.Requests.Load(); n != 3 {
 		t.Fatalf("20 requests refused with the same token made %d token requests in all, want 3 (one renewal for them all)", n)
 	}
 }
 
 func TestOAuth2_ATokenRefusedRightAfterRenewalIsAClearProblem(t *testing.T) {
-	te := &tokenEndpoint{}
-	api := &oauthAPI{accept: func(string) bool { return false }}
+	te := &oauthtest.TokenEndpoint{}
+	api := &oauthtest.API{Accept: func(string) bool { return false }}
 	c, base := oauthClient(t, te, api, "", "", Options{})
 	_, err := get(t, c, base.URL)
 	he := asHTTPError(t, err)
-	if !he.Renewed || te.requests.Load() != 2 || api.hits.Load() != 2 {
-		t.Fatalf("renewed %v, %d token requests, %d API requests; want one renewal and no more", he.Renewed, te.requests.Load(), api.hits.Load())
+	if !he.Renewed || te.Requests.Load() != 2 || api.Hits.Load() != 2 {
+		t.Fatalf("renewed %v, %d token requests, %d API requests; want one renewal and no more", he.Renewed, te.Requests.Load(), api.Hits.Load())
 	}
 	p := ProblemFor(err, nil)
 	if p.Code != envelope.ProblemUpstreamAuth || !strings.Contains(p.Detail, "just obtained") {
@@ -274,13 +168,13 @@ func TestOAuth2_ATokenRefusedRightAfterRenewalIsAClearProblem(t *testing.T) {
 }
 
 func TestOAuth2_AWriteRefusedWithAStaleTokenIsNotSentAgainWithoutAKey(t *testing.T) {
-	te := &tokenEndpoint{}
-	api := &oauthAPI{accept: func(tok string) bool { return !strings.HasPrefix(tok, "tok-1-") }}
+	te := &oauthtest.TokenEndpoint{}
+	api := &oauthtest.API{Accept: func(tok string) bool { return !strings.HasPrefix(tok, "tok-1-") }}
 	c, base := oauthClient(t, te, api, "", "", Options{})
 	_, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: mustURL(t, base.URL+"/items/a/archive"), Body: []byte(`{}`)})
 	he := asHTTPError(t, err)
-	if he.Status != 401 || !he.NotRepeated || api.hits.Load() != 1 {
-		t.Fatalf("status %d, not repeated %v, %d API requests; want the 401 as the answer, sent once", he.Status, he.NotRepeated, api.hits.Load())
+	if he.Status != 401 || !he.NotRepeated || api.Hits.Load() != 1 {
+		t.Fatalf("status %d, not repeated %v, %d API requests; want the 401 as the answer, sent once", he.Status, he.NotRepeated, api.Hits.Load())
 	}
 	if p := ProblemFor(err, nil); !strings.Contains(p.Detail, "not sent again") {
 		t.Fatalf("the problem does not say the write was not sent again: %q", p.Detail)
@@ -289,14 +183,14 @@ func TestOAuth2_AWriteRefusedWithAStaleTokenIsNotSentAgainWithoutAKey(t *testing
 	if _, err := get(t, c, base.URL); err != nil {
 		t.Fatal(err)
 	}
-	if seen := api.seen(); !strings.HasPrefix(seen[1], "tok-2-") {
+	if seen := api.Seen(); !strings.HasPrefix(seen[1], "tok-2-") {
 		t.Fatalf("the next request carried %q", seen[1])
 	}
 }
 
 func TestOAuth2_AWriteWithAKeyIsSentOnceMoreWithTheSameKey(t *testing.T) {
-	te := &tokenEndpoint{}
-	api := &oauthAPI{accept: func(tok string) bool { return !strings.HasPrefix(tok, "tok-1-") }}
+	te := &oauthtest.TokenEndpoint{}
+	api := &oauthtest.API{Accept: func(tok string) bool { return !strings.HasPrefix(tok, "tok-1-") }}
 	c, base := oauthClient(t, te, api, "", "", Options{})
 	req := Request{Method: http.MethodPost, URL: mustURL(t, base.URL+"/items/a/archive"), Body: []byte(`{}`),
 		Header: http.Header{"Idempotency-Key": {"op-1:a"}}, Repeatable: true}
@@ -304,7 +198,7 @@ func TestOAuth2_AWriteWithAKeyIsSentOnceMoreWithTheSameKey(t *testing.T) {
 	if err != nil || resp.Status != 200 {
 		t.Fatalf("a repeatable write is sent again with the new token: %v", err)
 	}
-	seen := api.seen()
+	seen := api.Seen()
 	if len(seen) != 2 || seen[0][strings.Index(seen[0], " "):] != seen[1][strings.Index(seen[1], " "):] || !strings.HasSuffix(seen[1], "op-1:a") {
 		t.Fatalf("the API saw %v; want the same write twice with the same key", seen)
 	}
@@ -348,23 +242,23 @@ func TestOAuth2_TokenEndpointFailuresHaveTheirOwnProblems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			te := &tokenEndpoint{answer: tc.answer}
-			api := &oauthAPI{}
+			te := &oauthtest.TokenEndpoint{Answer: tc.answer}
+			api := &oauthtest.API{}
 			tsrv := httptest.NewServer(te)
 			t.Cleanup(tsrv.Close)
 			asrv := httptest.NewServer(api)
 			t.Cleanup(asrv.Close)
-			secret := clientSecret
+			secret := oauthtest.ClientSecret
 			if tc.secret != "" {
 				secret = tc.secret
 			}
-			c := newTestClient(t, asrv.URL, "timeout: 150ms\n"+oauthExtra(tsrv.URL+"/token", ""), Options{Getenv: func(string) string { return secret }})
+			c := newTestClient(t, asrv.URL, "timeout: 150ms\n"+oauthtest.Credential(tsrv.URL+"/token", ""), Options{Getenv: func(string) string { return secret }})
 			_, err := get(t, c, asrv.URL)
 			p := ProblemFor(err, nil)
 			if p.Code != tc.code || p.Retryable != tc.retryable {
 				t.Fatalf("problem %s (retryable %v), want %s (%v): %v", p.Code, p.Retryable, tc.code, tc.retryable, err)
 			}
-			if api.hits.Load() != 0 {
+			if api.Hits.Load() != 0 {
 				t.Fatal("a request reached the API without a token")
 			}
 			if !strings.Contains(p.Detail, "No request reached the API") {
@@ -373,7 +267,7 @@ func TestOAuth2_TokenEndpointFailuresHaveTheirOwnProblems(t *testing.T) {
 			if !strings.Contains(p.UpstreamMessage, tc.quote) {
 				t.Fatalf("upstream_message %q, want it to quote %q", p.UpstreamMessage, tc.quote)
 			}
-			if strings.Contains(err.Error(), clientSecret) || strings.Contains(err.Error(), "<html>") {
+			if strings.Contains(err.Error(), oauthtest.ClientSecret) || strings.Contains(err.Error(), "<html>") {
 				t.Fatalf("the error's text carries the body: %q", err)
 			}
 		})
@@ -385,29 +279,29 @@ func TestOAuth2_TokenEndpointFailuresHaveTheirOwnProblems(t *testing.T) {
 		}
 		addr := l.Addr().String()
 		l.Close()
-		api := &oauthAPI{}
+		api := &oauthtest.API{}
 		asrv := httptest.NewServer(api)
 		t.Cleanup(asrv.Close)
-		c := newTestClient(t, asrv.URL, oauthExtra("http://"+addr+"/token", ""), Options{Getenv: oauthGetenv})
+		c := newTestClient(t, asrv.URL, oauthtest.Credential("http://"+addr+"/token", ""), Options{Getenv: oauthtest.Getenv})
 		_, err = get(t, c, asrv.URL)
-		if p := ProblemFor(err, nil); p.Code != envelope.ProblemTokenEndpointUnreachable || !p.Retryable || api.hits.Load() != 0 {
-			t.Fatalf("problem %s retryable %v, %d API requests", p.Code, p.Retryable, api.hits.Load())
+		if p := ProblemFor(err, nil); p.Code != envelope.ProblemTokenEndpointUnreachable || !p.Retryable || api.Hits.Load() != 0 {
+			t.Fatalf("problem %s retryable %v, %d API requests", p.Code, p.Retryable, api.Hits.Load())
 		}
 	})
 }
 
 func TestOAuth2_TheGrantCarriesScopesAudienceResourceAndTheAuthMethod(t *testing.T) {
 	for _, post := range []bool{false, true} {
-		te := &tokenEndpoint{post: post}
+		te := &oauthtest.TokenEndpoint{Post: post}
 		more := "    scopes: [billing.read, billing.write]\n    audience: https://billing.example.com\n    resource: https://billing.example.com/v1\n"
 		if post {
 			more += "    auth_method: client_secret_post\n"
 		}
-		c, base := oauthClient(t, te, &oauthAPI{}, "", more, Options{})
+		c, base := oauthClient(t, te, &oauthtest.API{}, "", more, Options{})
 		if _, err := get(t, c, base.URL); err != nil {
 			t.Fatalf("post %v: %v", post, err)
 		}
-		f := te.form(0)
+		f := te.Form(0)
 		if f["scope"][0] != "billing.read billing.write" || f["audience"][0] != "https://billing.example.com" || f["resource"][0] != "https://billing.example.com/v1" {
 			t.Fatalf("the token request's form: %v", f)
 		}
@@ -423,19 +317,19 @@ func TestOAuth2_TheGrantCarriesScopesAudienceResourceAndTheAuthMethod(t *testing
 // before they are used.
 func TestOAuth2_EverySecretIsRedacted(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
-	te := &tokenEndpoint{lifetime: 10 * time.Second}
+	te := &oauthtest.TokenEndpoint{Lifetime: 10 * time.Second}
 	red := redact.New()
-	c, base := oauthClient(t, te, &oauthAPI{}, "", "", Options{Clock: clock, Redactor: red})
+	c, base := oauthClient(t, te, &oauthtest.API{}, "", "", Options{Clock: clock, Redactor: red})
 	for range 3 {
 		if _, err := get(t, c, base.URL); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(20 * time.Second)
 	}
-	basic := base64.StdEncoding.EncodeToString([]byte("airlock:" + clientSecret))
-	text := fmt.Sprintf("secret %s header Basic %s tokens tok-1-a8f3c9e1 tok-2-a8f3c9e1 Bearer tok-3-a8f3c9e1", clientSecret, basic)
+	basic := base64.StdEncoding.EncodeToString([]byte("airlock:" + oauthtest.ClientSecret))
+	text := fmt.Sprintf("secret %s header Basic %s tokens tok-1-a8f3c9e1 tok-2-a8f3c9e1 Bearer tok-3-a8f3c9e1", oauthtest.ClientSecret, basic)
 	out := red.String(text)
-	for _, s := range []string{clientSecret, "tok-1-a8f3c9e1", "tok-2-a8f3c9e1", "tok-3-a8f3c9e1"} {
+	for _, s := range []string{oauthtest.ClientSecret, "tok-1-a8f3c9e1", "tok-2-a8f3c9e1", "tok-3-a8f3c9e1"} {
 		if hits := leaktest.Hits([]byte(out), s); len(hits) > 0 {
 			t.Fatalf("%s survived redaction (%v): %s", s, hits, out)
 		}
@@ -443,11 +337,11 @@ func TestOAuth2_EverySecretIsRedacted(t *testing.T) {
 }
 
 func TestOAuth2_ACanceledCallerDoesNotWaitForAnotherCallersTokenRequest(t *testing.T) {
-	te := &tokenEndpoint{gate: make(chan struct{})}
-	defer close(te.gate)
-	c, base := oauthClient(t, te, &oauthAPI{}, "", "", Options{})
+	te := &oauthtest.TokenEndpoint{Gate: make(chan struct{})}
+	defer close(te.Gate)
+	c, base := oauthClient(t, te, &oauthtest.API{}, "", "", Options{})
 	go func() { _, _ = get(t, c, base.URL) }()
-	for te.requests.Load() == 0 {
+	for te.Requests.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -456,71 +350,4 @@ func TestOAuth2_ACanceledCallerDoesNotWaitForAnotherCallersTokenRequest(t *testi
 	if he := asHTTPError(t, err); he.Kind != FailCanceled {
 		t.Fatalf("kind %d, want canceled", he.Kind)
 	}
-}
-
-// TestProbe_ChecksTheTokenItsScopesAndThatTheAPIAcceptsIt: probe obtains a
-// token, names the scopes it got and those it did not, says whether the
-// API accepted it, and says what it cannot check.
-func TestProbe_ChecksTheTokenItsScopesAndThatTheAPIAcceptsIt(t *testing.T) {
-	checks := func(rep *ProbeReport) map[string]ProbeCheck {
-		out := map[string]ProbeCheck{}
-		for _, c := range rep.Checks {
-			if strings.HasPrefix(c.Check, "credential.") {
-				out[c.Check] = c
-			}
-		}
-		return out
-	}
-	probe := func(t *testing.T, te *tokenEndpoint, api http.Handler, secret string) map[string]ProbeCheck {
-		tsrv := httptest.NewServer(te)
-		t.Cleanup(tsrv.Close)
-		asrv := httptest.NewServer(api)
-		t.Cleanup(asrv.Close)
-		cfg, err := config.Parse(clientConfig(asrv.URL, oauthExtra(tsrv.URL+"/token", "    scopes: [items.read, items.write]\n")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt, err := Initialize(context.Background(), cfg, Options{Getenv: func(string) string { return secret }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return checks(rt.Resources["items"].CheckAssumptions(context.Background(), ProbeOptions{MaxRequests: 5}))
-	}
-	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.Header.Get("Authorization") == "" {
-			w.WriteHeader(401)
-			return
-		}
-		fmt.Fprint(w, `[{"id":"a"}]`)
-	})
-	t.Run("a token with fewer scopes than asked", func(t *testing.T) {
-		te := &tokenEndpoint{answer: func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"access_token":"tok-scoped-1","token_type":"Bearer","expires_in":3600,"scope":"items.read"}`)
-		}}
-		got := probe(t, te, list, clientSecret)
-		if got["credential.token"].Status != ProbeOK || !strings.Contains(got["credential.token"].Evidence, "valid 3600s") {
-			t.Fatalf("token: %+v", got["credential.token"])
-		}
-		if c := got["credential.scopes"]; c.Status != ProbeWrong || !strings.Contains(c.Evidence, "not granted: items.write") {
-			t.Fatalf("scopes: %+v", c)
-		}
-		if got["credential.accepted"].Status != ProbeOK || got["credential.writes"].Status != ProbeUnverifiable || got["credential.renewal"].Status != ProbeUnverifiable {
-			t.Fatalf("accepted, writes, renewal: %+v", got)
-		}
-	})
-	t.Run("a wrong secret", func(t *testing.T) {
-		got := probe(t, &tokenEndpoint{}, list, "not-the-secret-value")
-		if c := got["credential.token"]; c.Status != ProbeWrong || !strings.Contains(c.Evidence, "TOKEN_CLIENT_REJECTED") || !strings.Contains(c.Hint, "client_id") {
-			t.Fatalf("token: %+v", c)
-		}
-	})
-	t.Run("a token the API refuses", func(t *testing.T) {
-		api := &oauthAPI{accept: func(string) bool { return false }}
-		got := probe(t, &tokenEndpoint{}, api, clientSecret)
-		if c := got["credential.accepted"]; c.Status != ProbeWrong || !strings.Contains(c.Evidence, "401") {
-			t.Fatalf("accepted: %+v", c)
-		}
-	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	probepkg "github.com/airlock-mcp/airlock/probe"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -18,11 +19,11 @@ var errWrong = errors.New("the live API contradicts the configuration")
 
 // probeOutput is `airlock probe --json`.
 type probeOutput struct {
-	Resources    []*upstream.ProbeReport `json:"resources"`
-	Requests     int                     `json:"requests"`
-	OK           int                     `json:"ok"`
-	Wrong        int                     `json:"wrong"`
-	Unverifiable int                     `json:"unverifiable"`
+	Resources    []*probepkg.Report `json:"resources"`
+	Requests     int                `json:"requests"`
+	OK           int                `json:"ok"`
+	Wrong        int                `json:"wrong"`
+	Unverifiable int                `json:"unverifiable"`
 }
 
 func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -30,7 +31,7 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"Check every assumption of a configuration against the live API, read-only and\nwithin a request budget: each list walked to its end, each filter sent as\ndeclared, items read by id. Exits 1 when an assumption is wrong.")
 	configPath := fs.String("config", "", "the configuration `FILE` (YAML)")
 	asJSON := fs.Bool("json", false, "print the checks as JSON")
-	maxRequests := fs.Int("max-requests", upstream.DefaultProbeRequests, "the request budget per resource, `N`")
+	maxRequests := fs.Int("max-requests", probepkg.DefaultRequests, "the request budget per resource, `N`")
 	pageSize := fs.Int("page-size", 0, "the page size, `N`, of the walk to the end (default: small enough to span several pages within the budget)")
 	var only stringList
 	fs.Var(&only, "resource", "probe only the resource `NAME` (repeatable)")
@@ -60,7 +61,7 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		names = only
 	}
-	out := probeOutput{Resources: []*upstream.ProbeReport{}}
+	out := probeOutput{Resources: []*probepkg.Report{}}
 	for _, name := range names {
 		r := rt.Resources[name]
 		var actions []*upstream.Action
@@ -69,7 +70,7 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				actions = append(actions, a)
 			}
 		}
-		rep := r.CheckAssumptions(ctx, upstream.ProbeOptions{RequestID: "airlock-probe", MaxRequests: *maxRequests, PageSize: *pageSize, Actions: actions})
+		rep := probepkg.CheckAssumptions(ctx, r, probepkg.Options{RequestID: "airlock-probe", MaxRequests: *maxRequests, PageSize: *pageSize, Actions: actions})
 		// Evidence may quote an upstream or a token endpoint, which may
 		// echo a credential.
 		for i := range rep.Checks {
@@ -79,9 +80,9 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		out.Requests += rep.Requests
 		for _, c := range rep.Checks {
 			switch c.Status {
-			case upstream.ProbeOK:
+			case probepkg.OK:
 				out.OK++
-			case upstream.ProbeWrong:
+			case probepkg.Wrong:
 				out.Wrong++
 			default:
 				out.Unverifiable++
@@ -107,15 +108,15 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func printProbe(w io.Writer, r *upstream.Resource, rep *upstream.ProbeReport) {
+func printProbe(w io.Writer, r *upstream.Resource, rep *probepkg.Report) {
 	fmt.Fprintf(w, "resource %s: GET %s, dialect %s, %d requests\n", rep.Resource, r.Config.List.Path, r.Pagination.Dialect, rep.Requests)
 	for _, c := range rep.Checks {
 		mark := c.Status
-		if c.Status == upstream.ProbeWrong {
+		if c.Status == probepkg.Wrong {
 			mark = "WRONG"
 		}
 		fmt.Fprintf(w, "  %-13s %-32s %s\n", mark, c.Check, c.Evidence)
-		if c.Hint != "" && c.Status != upstream.ProbeOK {
+		if c.Hint != "" && c.Status != probepkg.OK {
 			fmt.Fprintf(w, "  %-13s %-32s -> %s\n", "", "", c.Hint)
 		}
 	}

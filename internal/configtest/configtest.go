@@ -2,7 +2,10 @@
 // packages build on. It is for tests only and never reads a file.
 package configtest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Lines joins lines into a document: argument i is line i+1, so that the
 // expected line numbers of a case can be read off its arguments.
@@ -43,4 +46,25 @@ func WithPagination(pagination string) []byte {
 	lines := append(append([]string(nil), MinimalUpstream...), MinimalResource...)
 	lines[8] = "    pagination: " + pagination
 	return Lines(lines...)
+}
+
+// OneUpstream is a configuration with one upstream, api, at baseURL and
+// one resource, items; extra is YAML added to the upstream (indented by
+// four spaces). The credential is $TEST_TOKEN unless extra names one.
+func OneUpstream(baseURL, extra string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "environment: test\nupstreams:\n  api:\n    base_url: %q\n", baseURL)
+	if !strings.Contains(extra, "credential:") {
+		b.WriteString("    credential: {env: TEST_TOKEN}\n")
+	}
+	if !strings.Contains(extra, "backoff:") {
+		b.WriteString("    backoff: {min: 1ms, max: 5ms}\n")
+	}
+	for _, line := range strings.Split(strings.TrimRight(extra, "\n"), "\n") {
+		if line != "" {
+			b.WriteString("    " + line + "\n")
+		}
+	}
+	b.WriteString("resources:\n  items:\n    upstream: api\n    list: {path: /items}\n    pagination: {dialect: link}\n    id_field: id\n    fields:\n      id: {type: string}\n")
+	return []byte(b.String())
 }

@@ -1,4 +1,4 @@
-package upstream
+package probe
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // maxPageSizeTries bounds the smaller page sizes probe tries after the
@@ -23,16 +25,16 @@ var number = regexp.MustCompile(`\d+`)
 // a few times. When one is answered, it reports pagination.page_size
 // wrong with the API's words and the size that works, and the probe goes
 // on at that size; ok is false when none was.
-func (p *prober) smallerPage(ctx context.Context, refused error) (resp *Response, ok bool) {
-	var he *HTTPError
-	if !errors.As(refused, &he) || he.Kind != FailStatus || (he.Status != http.StatusBadRequest && he.Status != http.StatusUnprocessableEntity) {
+func (p *prober) smallerPage(ctx context.Context, refused error) (resp *upstream.Response, ok bool) {
+	var he *upstream.HTTPError
+	if !errors.As(refused, &he) || he.Kind != upstream.FailStatus || (he.Status != http.StatusBadRequest && he.Status != http.StatusUnprocessableEntity) {
 		return nil, false
 	}
 	pg := p.r.Pagination
 	if pg.PageSizeParam == "" || pg.PageSize <= 1 {
 		return nil, false
 	}
-	said := UpstreamMessage(he.Header, he.Body)
+	said := upstream.UpstreamMessage(he.Header, he.Body)
 	var tries []int
 	for _, m := range number.FindAllString(said, -1) {
 		if n, err := strconv.Atoi(m); err == nil && n >= 1 && n < pg.PageSize && (len(tries) == 0 || n > tries[0]) {
@@ -49,9 +51,9 @@ func (p *prober) smallerPage(ctx context.Context, refused error) (resp *Response
 		if p.left() <= 1 {
 			break
 		}
-		candidate := original.withPageSize(n)
+		candidate := original.WithPageSize(n)
 		p.r = candidate
-		req, err := p.listRequest(candidate.Pagination, pageState{}, nil)
+		req, err := candidate.FirstPageRequest(p.opts.RequestID)
 		if err != nil {
 			break
 		}
@@ -70,7 +72,7 @@ func (p *prober) smallerPage(ctx context.Context, refused error) (resp *Response
 		} else {
 			hint += " (the API's maximum)"
 		}
-		p.add("pagination.page_size", ProbeWrong, ev, hint)
+		p.add("pagination.page_size", Wrong, ev, hint)
 		return resp, true
 	}
 	p.r = original

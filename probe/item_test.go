@@ -1,4 +1,4 @@
-package upstream
+package probe
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // enveloped is a fake peer whose answers wrap what they hold in data, as
@@ -48,7 +49,7 @@ func enveloped(t *testing.T, n, maxSize int) *httptest.Server {
 	return srv
 }
 
-func probeEnveloped(t *testing.T, base, pagination, get string) *ProbeReport {
+func probeEnveloped(t *testing.T, base, pagination, get string) *Report {
 	t.Helper()
 	cfg, err := config.Parse([]byte(`environment: test
 upstreams: {api: {base_url: "` + base + `"}}
@@ -70,21 +71,21 @@ actions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := Initialize(t.Context(), cfg, Options{})
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rt.Resources["accounts"]
-	return r.CheckAssumptions(t.Context(), ProbeOptions{Actions: []*Action{rt.Actions["disable"]}})
+	return CheckAssumptions(t.Context(), r, Options{Actions: []*upstream.Action{rt.Actions["disable"]}})
 }
 
-func checkOf(rep *ProbeReport, name string) ProbeCheck {
+func checkOf(rep *Report, name string) Check {
 	for _, c := range rep.Checks {
 		if c.Check == name {
 			return c
 		}
 	}
-	return ProbeCheck{Status: "absent"}
+	return Check{Status: "absent"}
 }
 
 // TestProbe_GetByIDMustAnswerTheItemWithItsID: a GET by id that answers
@@ -95,14 +96,14 @@ func TestProbe_GetByIDMustAnswerTheItemWithItsID(t *testing.T) {
 	srv := enveloped(t, 30, 100)
 	without := probeEnveloped(t, srv.URL, "{dialect: page, page_size: 20}", `{path: "/accounts/{{id}}"}`)
 	item := checkOf(without, "get.item")
-	if item.Status != ProbeWrong || !strings.Contains(item.Hint, "set get.item: data") {
+	if item.Status != Wrong || !strings.Contains(item.Hint, "set get.item: data") {
 		t.Errorf("get.item without item: %+v", item)
 	}
-	if got := checkOf(without, "actions.disable.conditional"); got.Status != ProbeWrong {
+	if got := checkOf(without, "actions.disable.conditional"); got.Status != Wrong {
 		t.Errorf("a reread through a GET that answers the envelope: %+v", got)
 	}
 	with := probeEnveloped(t, srv.URL, "{dialect: page, page_size: 20}", `{path: "/accounts/{{id}}", item: data}`)
-	if with.Wrong() != 0 || checkOf(with, "get.item").Status != ProbeOK || checkOf(with, "actions.disable.conditional").Status != ProbeOK {
+	if with.Wrong() != 0 || checkOf(with, "get.item").Status != OK || checkOf(with, "actions.disable.conditional").Status != OK {
 		t.Errorf("with get.item: data: %+v", with.Checks)
 	}
 }
@@ -115,10 +116,10 @@ func TestProbe_APageSizeOverTheAPIsMaximumIsNamedInItsOwnWords(t *testing.T) {
 	srv := enveloped(t, 30, 10)
 	rep := probeEnveloped(t, srv.URL, "{dialect: page, page_size: 2000}", `{path: "/accounts/{{id}}", item: data}`)
 	c := checkOf(rep, "pagination.page_size")
-	if c.Status != ProbeWrong || !strings.Contains(c.Evidence, `the API said: "per_page must be <= 10"`) || !strings.Contains(c.Hint, "set pagination.page_size: 10") {
+	if c.Status != Wrong || !strings.Contains(c.Evidence, `the API said: "per_page must be <= 10"`) || !strings.Contains(c.Hint, "set pagination.page_size: 10") {
 		t.Errorf("pagination.page_size: %+v", c)
 	}
-	if got := checkOf(rep, "pagination.end"); got.Status != ProbeOK {
+	if got := checkOf(rep, "pagination.end"); got.Status != OK {
 		t.Errorf("the walk at the size the API accepts: %+v", got)
 	}
 	if rep.Wrong() != 1 {
@@ -145,12 +146,12 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := Initialize(t.Context(), cfg, Options{})
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _, found, err := rt.Resources["accounts"].Read(t.Context(), "a1", "test")
-	if err == nil || !IsBadResponse(err) || !strings.Contains(err.Error(), "get.item") {
+	if err == nil || !upstream.IsBadResponse(err) || !strings.Contains(err.Error(), "get.item") {
 		t.Fatalf("Read = found %v, %v; want a bad response naming get.item", found, err)
 	}
 }

@@ -1,11 +1,10 @@
-package upstream
+package probe
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // fieldChecks judges the declared fields on the raw items the probe read:
@@ -22,7 +22,7 @@ func (p *prober) fieldChecks() {
 	r := p.r
 	n := len(p.samples)
 	if n == 0 {
-		p.add("fields", ProbeUnverifiable, "the list is empty: no item to check the fields against", "")
+		p.add("fields", Unverifiable, "the list is empty: no item to check the fields against", "")
 		return
 	}
 	idPath := r.FieldPath(r.Config.IDField)
@@ -40,9 +40,9 @@ func (p *prober) fieldChecks() {
 	}
 	switch {
 	case missing > 0:
-		p.add("id_field", ProbeWrong, fmt.Sprintf("%s is missing or empty on %d of %d items", r.Config.IDField, missing, n), "name the field that holds each item's stable id")
+		p.add("id_field", Wrong, fmt.Sprintf("%s is missing or empty on %d of %d items", r.Config.IDField, missing, n), "name the field that holds each item's stable id")
 	default:
-		p.add("id_field", ProbeOK, fmt.Sprintf("%s is present on all %d items", r.Config.IDField, n), "")
+		p.add("id_field", OK, fmt.Sprintf("%s is present on all %d items", r.Config.IDField, n), "")
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Fields)) {
 		f := r.Config.Fields[name]
@@ -97,17 +97,17 @@ func (p *prober) fieldCheck(name string, f *config.FieldConfig) {
 	n := len(p.samples)
 	at := "fields." + name
 	if st.present == 0 {
-		status := ProbeUnverifiable
+		status := Unverifiable
 		if f.Required || f.Permission {
-			status = ProbeWrong
+			status = Wrong
 		}
 		p.add(at+".path", status, fmt.Sprintf("%s is absent from all %d items", path, n), "check the field's name or path")
 		return
 	}
 	if len(st.wrongType) > 0 {
-		p.add(at+".type", ProbeWrong, fmt.Sprintf("declared %s, the upstream sends %s", f.Type, strings.Join(st.wrongType, ", ")), "declare the type the upstream sends")
+		p.add(at+".type", Wrong, fmt.Sprintf("declared %s, the upstream sends %s", f.Type, strings.Join(st.wrongType, ", ")), "declare the type the upstream sends")
 	} else {
-		p.add(at+".type", ProbeOK, fmt.Sprintf("%s on %d of %d items", f.Type, st.present-st.nulls, n), "")
+		p.add(at+".type", OK, fmt.Sprintf("%s on %d of %d items", f.Type, st.present-st.nulls, n), "")
 	}
 	if f.Type == "timestamp" {
 		switch {
@@ -116,13 +116,13 @@ func (p *prober) fieldCheck(name string, f *config.FieldConfig) {
 			if l := guessLayout(st.badTime[0]); l != "" {
 				hint = fmt.Sprintf("declare layout: %q", l)
 			}
-			p.add(at+".layout", ProbeWrong, fmt.Sprintf("values such as %s do not read as %s", st.badTime[0], layoutName(f.Layout)), hint)
+			p.add(at+".layout", Wrong, fmt.Sprintf("values such as %s do not read as %s", st.badTime[0], layoutName(f.Layout)), hint)
 		case st.present > st.nulls:
-			p.add(at+".layout", ProbeOK, fmt.Sprintf("every value reads as %s", layoutName(f.Layout)), "")
+			p.add(at+".layout", OK, fmt.Sprintf("every value reads as %s", layoutName(f.Layout)), "")
 		}
 	}
 	if len(st.outside) > 0 {
-		p.add(at+".enum", ProbeWrong, "values outside the declared enum: "+strings.Join(st.outside, ", "), "add them to enum: an unknown value in a decision field withholds the record")
+		p.add(at+".enum", Wrong, "values outside the declared enum: "+strings.Join(st.outside, ", "), "add them to enum: an unknown value in a decision field withholds the record")
 	}
 	p.nullCheck(at, f, st, n)
 }
@@ -131,17 +131,17 @@ func (p *prober) nullCheck(at string, f *config.FieldConfig, st fieldStats, n in
 	declaredEmpty := config.IsNull("", f)
 	switch {
 	case f.Nullable && st.empty > 0 && st.nulls == 0 && !declaredEmpty:
-		p.add(at+".null_values", ProbeWrong,
+		p.add(at+".null_values", Wrong,
 			fmt.Sprintf(`"" on %d of %d items and null on none: the upstream writes "" where the field has no value`, st.empty, n),
 			`declare null_values: [""]: a null filter otherwise misses every one of them`)
 	case len(f.NullValues) > 0:
 		if st.empty > 0 || st.nulls > 0 {
-			p.add(at+".null_values", ProbeOK, fmt.Sprintf(`"" on %d and null on %d of %d items read as null`, st.empty, st.nulls, n), "")
+			p.add(at+".null_values", OK, fmt.Sprintf(`"" on %d and null on %d of %d items read as null`, st.empty, st.nulls, n), "")
 		} else {
-			p.add(at+".null_values", ProbeUnverifiable, fmt.Sprintf("none of the declared stand-ins for null on %d items", n), "")
+			p.add(at+".null_values", Unverifiable, fmt.Sprintf("none of the declared stand-ins for null on %d items", n), "")
 		}
 	case st.empty > 0 && st.nulls > 0:
-		p.add(at+".null_values", ProbeOK, fmt.Sprintf(`both "" (%d) and null (%d) appear: airlock keeps them apart`, st.empty, st.nulls), "")
+		p.add(at+".null_values", OK, fmt.Sprintf(`both "" (%d) and null (%d) appear: airlock keeps them apart`, st.empty, st.nulls), "")
 	}
 }
 
@@ -250,10 +250,13 @@ func (p *prober) filterChecks(ctx context.Context) {
 		if fc == nil || (fc.Param == "" && fc.MultiParam == "" && fc.Null == nil) {
 			continue
 		}
-		field := r.filterField(name, fc)
+		field := name
+		if fc.Field != "" {
+			field = fc.Field
+		}
 		at := "filters." + name
 		if fd, ok := r.Field(field); ok && fd.Normalize != "" {
-			p.add(at+".param", ProbeOK, "never sent upstream: the field is normalized, so airlock alone compares it", "")
+			p.add(at+".param", OK, "never sent upstream: the field is normalized, so airlock alone compares it", "")
 			continue
 		}
 		values := p.commonValues(field, fc.Op == "contains")
@@ -268,7 +271,7 @@ func (p *prober) filterChecks(ctx context.Context) {
 			}
 		}
 		if len(values) == 0 {
-			p.add(at+".param", ProbeUnverifiable, "no item holds a value of "+field+" to filter by", "")
+			p.add(at+".param", Unverifiable, "no item holds a value of "+field+" to filter by", "")
 			continue
 		}
 		if fc.Param != "" && len(plain) > 0 {
@@ -281,7 +284,7 @@ func (p *prober) filterChecks(ctx context.Context) {
 		}
 		if fc.Multi != "" {
 			if len(plain) < 2 {
-				p.add(at+".multi", ProbeUnverifiable, "fewer than two distinct values of "+field+" without a comma to send as a list", "")
+				p.add(at+".multi", Unverifiable, "fewer than two distinct values of "+field+" without a comma to send as a list", "")
 			} else {
 				p.compareFilter(ctx, at+".multi", fc.Param, map[string]any{name: []any{plain[0], plain[1]}})
 			}
@@ -312,7 +315,8 @@ func (p *prober) commonValues(field string, contains bool) []any {
 		default:
 			return
 		}
-		k := canonicalKey(v)
+		b, _ := jsonvalue.Canonical(v) // a scalar: it always encodes
+		k := string(b)
 		counts[k]++
 		vals[k] = v
 	}
@@ -345,42 +349,38 @@ func (p *prober) commonValues(field string, contains bool) []any {
 
 func (p *prober) compareFilter(ctx context.Context, check, param string, filter map[string]any) {
 	r := p.r
-	sent := &listParams{kind: config.ListKind(&r.Config), query: url.Values{}, body: map[string]any{}}
-	forms := r.sendFilters(sent, filter)
-	what := sent.describe()
+	what, why := r.SentFilter(filter)
 	if what == "" {
-		for _, f := range forms {
-			if f.why != "" {
-				p.add(check, ProbeOK, "not sent upstream ("+f.why+"): airlock applies it alone", "")
-				return
-			}
+		if why != "" {
+			p.add(check, OK, "not sent upstream ("+why+"): airlock applies it alone", "")
+			return
 		}
-		p.add(check, ProbeOK, "this form is not sent upstream: airlock applies it alone", "")
+		p.add(check, OK, "this form is not sent upstream: airlock applies it alone", "")
 		return
 	}
 	if p.left() <= 0 {
-		p.add(check, ProbeUnverifiable, "?"+what+": the probe's request budget is spent", "raise --max-requests")
+		p.add(check, Unverifiable, "?"+what+": the probe's request budget is spent", "raise --max-requests")
 		return
 	}
 	maxPages := max(p.left()/2, 1)
-	w, err := p.walkRaw(ctx, filter, maxPages)
+	w, err := r.WalkRaw(ctx, upstream.RawWalkSpec{Filter: filter, RequestID: p.opts.RequestID, MaxPages: maxPages, Send: p.do, Keep: p.keep, EndSeen: p.walkEnd})
 	if err != nil {
-		p.add(check, ProbeWrong, "?"+what+": "+describeErr(err), "the upstream refuses this parameter: remove param, or fix its name or form")
+		p.add(check, Wrong, "?"+what+": "+describeErr(err), "the upstream refuses this parameter: remove param, or fix its name or form")
 		return
 	}
 	var notMatching []string
-	for _, id := range slices.Sorted(maps.Keys(w.docs)) {
-		if !r.Matches(w.docs[id], filter) {
+	for _, id := range slices.Sorted(maps.Keys(w.Docs)) {
+		if !r.Matches(w.Docs[id], filter) {
 			notMatching = append(notMatching, id)
 		}
 	}
-	if p.truth == nil || !w.complete {
+	if p.truth == nil || !w.Complete {
 		if len(notMatching) > 0 {
-			p.add(check, ProbeWrong, fmt.Sprintf("?%s: the upstream returned %d items airlock's own check rejects (e.g. %s)", what, len(notMatching), notMatching[0]),
+			p.add(check, Wrong, fmt.Sprintf("?%s: the upstream returned %d items airlock's own check rejects (e.g. %s)", what, len(notMatching), notMatching[0]),
 				"the upstream ignores or reads this parameter otherwise: airlock re-checks every item, but reads more than it must")
 			return
 		}
-		p.add(check, ProbeUnverifiable, fmt.Sprintf("?%s: %d items, each matching; without the whole list the probe cannot tell whether any were left out", what, len(w.docs)), "")
+		p.add(check, Unverifiable, fmt.Sprintf("?%s: %d items, each matching; without the whole list the probe cannot tell whether any were left out", what, len(w.Docs)), "")
 		return
 	}
 	var want []string
@@ -391,7 +391,7 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 	}
 	var hidden []string
 	for _, id := range want {
-		if _, ok := w.docs[id]; !ok {
+		if _, ok := w.Docs[id]; !ok {
 			hidden = append(hidden, id)
 		}
 	}
@@ -404,13 +404,13 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 		if strings.HasSuffix(check, ".separator") {
 			hint = "the upstream splits this parameter's value at its commas (as django-filter's __in does): declare multi: comma, so that a value holding a comma is applied by airlock alone, and send one value in an exact parameter (param) with lists in multi_param"
 		}
-		p.add(check, ProbeWrong, fmt.Sprintf("?%s: the upstream returned %d items, airlock's own check of the whole list finds %d; %d are left out (e.g. %s)",
-			what, len(w.docs), len(want), len(hidden), hidden[0]), hint)
+		p.add(check, Wrong, fmt.Sprintf("?%s: the upstream returned %d items, airlock's own check of the whole list finds %d; %d are left out (e.g. %s)",
+			what, len(w.Docs), len(want), len(hidden), hidden[0]), hint)
 	case len(notMatching) > 0:
-		p.add(check, ProbeWrong, fmt.Sprintf("?%s: the upstream returned %d items, %d of which airlock's own check rejects (e.g. %s)", what, len(w.docs), len(notMatching), notMatching[0]),
+		p.add(check, Wrong, fmt.Sprintf("?%s: the upstream returned %d items, %d of which airlock's own check rejects (e.g. %s)", what, len(w.Docs), len(notMatching), notMatching[0]),
 			"the upstream ignores or widens this parameter: airlock re-checks every item, but reads more than it must; fix or remove param")
 	default:
-		p.add(check, ProbeOK, fmt.Sprintf("?%s: the upstream returned the same %d items airlock's own check finds in the whole list", what, len(want)), "")
+		p.add(check, OK, fmt.Sprintf("?%s: the upstream returned the same %d items airlock's own check finds in the whole list", what, len(want)), "")
 	}
 }
 
@@ -437,7 +437,7 @@ func (p *prober) writeChecks(ctx context.Context) {
 		got = p.itemCheck(ctx, firstID)
 	}
 	names := make([]string, 0, len(p.opts.Actions))
-	byName := map[string]*Action{}
+	byName := map[string]*upstream.Action{}
 	for _, a := range p.opts.Actions {
 		if a != nil && a.Resource == r {
 			names = append(names, a.Name)
@@ -459,7 +459,7 @@ func (p *prober) writeChecks(ctx context.Context) {
 				}
 			}
 			if without > 0 {
-				p.add(at, ProbeWrong, fmt.Sprintf("%s: the version field %s is missing on %d of %d items: every such target would be ambiguous, never written", a.Config.Conditional, vf, without, len(p.samples)),
+				p.add(at, Wrong, fmt.Sprintf("%s: the version field %s is missing on %d of %d items: every such target would be ambiguous, never written", a.Config.Conditional, vf, without, len(p.samples)),
 					"name the field that carries the version, or use conditional: reread")
 				continue
 			}
@@ -467,24 +467,24 @@ func (p *prober) writeChecks(ctx context.Context) {
 			if a.Config.Conditional == config.CondIfMatch && r.Config.Get != nil {
 				switch {
 				case got.resp == nil:
-					p.add(at, ProbeWrong, ev+"; GET by id failed (see get.path)", "check get.path")
+					p.add(at, Wrong, ev+"; GET by id failed (see get.path)", "check get.path")
 					continue
 				case got.resp.Header.Get("ETag") == "":
-					p.add(at, ProbeUnverifiable, ev+"; GET by id sends no ETag, so the API may not read If-Match at all", "")
+					p.add(at, Unverifiable, ev+"; GET by id sends no ETag, so the API may not read If-Match at all", "")
 					continue
 				default:
 					ev += "; GET by id sends ETag " + got.resp.Header.Get("ETag")
 				}
 			}
-			p.add(at, ProbeOK, ev, "")
+			p.add(at, OK, ev, "")
 		case config.CondReread:
 			switch {
 			case r.Config.Get == nil:
-				p.add(at, ProbeWrong, "reread needs a GET by id, and the resource has none", "declare get.path")
+				p.add(at, Wrong, "reread needs a GET by id, and the resource has none", "declare get.path")
 			case !got.item:
-				p.add(at, ProbeWrong, "reread: GET by id of "+firstID+" does not answer the item (see get.path, get.item)", "check get.path and get.item")
+				p.add(at, Wrong, "reread: GET by id of "+firstID+" does not answer the item (see get.path, get.item)", "check get.path and get.item")
 			default:
-				p.add(at, ProbeOK, "reread: GET by id of "+firstID+" answers the item with its id", "")
+				p.add(at, OK, "reread: GET by id of "+firstID+" answers the item with its id", "")
 			}
 		}
 	}

@@ -1,4 +1,13 @@
-package upstream
+// Package probe checks, read-only and within a request budget, each
+// assumption a resource's configuration makes about the live API (airlock
+// probe): the items path, field types and layouts, the end signal and the
+// total, what each upstream filter selects, versions for conditional
+// writes, the credential. Each check is ok, wrong (with a hint) or
+// unverifiable.
+//
+// It must never write: it reads lists and items (and obtains the token an
+// OAuth credential needs), and never changes the configuration it checks.
+package probe
 
 import (
 	"context"
@@ -15,19 +24,20 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // Verdicts of one probe check.
 const (
-	ProbeOK           = "ok"
-	ProbeWrong        = "wrong"
-	ProbeUnverifiable = "unverifiable"
+	OK           = "ok"
+	Wrong        = "wrong"
+	Unverifiable = "unverifiable"
 )
 
-// ProbeCheck is one assumption of the configuration, checked against the
+// Check is one assumption of the configuration, checked against the
 // live API: ok, wrong (the API contradicts it) or unverifiable (the probe
 // saw nothing that could settle it), with the evidence.
-type ProbeCheck struct {
+type Check struct {
 	Resource string `json:"resource"`
 	// Check names the assumption by where it lives in the configuration:
 	// list.items, pagination.end, pagination.total, fields.owner.null_values,
@@ -39,27 +49,27 @@ type ProbeCheck struct {
 	Hint string `json:"hint,omitempty"`
 }
 
-// ProbeReport is what a probe found for one resource.
-type ProbeReport struct {
+// Report is what a probe found for one resource.
+type Report struct {
 	Resource string        `json:"resource"`
 	Requests int           `json:"requests"`
 	Elapsed  time.Duration `json:"-"`
-	Checks   []ProbeCheck  `json:"checks"`
+	Checks   []Check       `json:"checks"`
 }
 
 // Wrong counts the checks the API contradicted.
-func (pr *ProbeReport) Wrong() int {
+func (pr *Report) Wrong() int {
 	n := 0
 	for _, c := range pr.Checks {
-		if c.Status == ProbeWrong {
+		if c.Status == Wrong {
 			n++
 		}
 	}
 	return n
 }
 
-// ProbeOptions bound a probe.
-type ProbeOptions struct {
+// Options bound a probe.
+type Options struct {
 	RequestID string
 	// MaxRequests is the request budget for the resource (default 100).
 	MaxRequests int
@@ -68,24 +78,26 @@ type ProbeOptions struct {
 	PageSize int
 	// Actions are the configured actions on this resource, whose
 	// conditional writes need a version on items.
-	Actions []*Action
-	// Deadline bounds the whole probe of the resource (default 2m).
+	Actions []*upstream.
+		// Deadline bounds the whole probe of the resource (default 2m).
+		Action
+
 	Deadline time.Duration
 }
 
-// DefaultProbeRequests is the default request budget of one resource's
+// DefaultRequests is the default request budget of one resource's
 // probe.
-const DefaultProbeRequests = 100
+const DefaultRequests = 100
 
 // maxProbeSamples bounds the raw items a probe keeps for value checks.
 const maxProbeSamples = 2000
 
 type prober struct {
-	r        *Resource
-	opts     ProbeOptions
-	report   *ProbeReport
+	r        *upstream.Resource
+	opts     Options
+	report   *Report
 	samples  []map[string]any // raw items, as the upstream sent them
-	first    *Response
+	first    *upstream.Response
 	firstErr error
 	firstDoc any
 	// truth is the walk's items (normalized, by id) when the walk covered
@@ -105,9 +117,9 @@ type prober struct {
 // version on items and on GET by id; rate-limit headers; and that a
 // declared snapshot is backed by a resource version. It only sends GET
 // requests.
-func (r *Resource) CheckAssumptions(ctx context.Context, opts ProbeOptions) *ProbeReport {
+func CheckAssumptions(ctx context.Context, r *upstream.Resource, opts Options) *Report {
 	if opts.MaxRequests <= 0 {
-		opts.MaxRequests = DefaultProbeRequests
+		opts.MaxRequests = DefaultRequests
 	}
 	if opts.Deadline <= 0 {
 		opts.Deadline = 2 * time.Minute
@@ -118,7 +130,7 @@ func (r *Resource) CheckAssumptions(ctx context.Context, opts ProbeOptions) *Pro
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, opts.Deadline)
 	defer cancel()
-	p := &prober{r: r, opts: opts, report: &ProbeReport{Resource: r.Name}}
+	p := &prober{r: r, opts: opts, report: &Report{Resource: r.Name}}
 	p.tokenChecks(ctx)
 	ok := p.firstPage(ctx)
 	p.acceptedCheck()
@@ -133,13 +145,13 @@ func (r *Resource) CheckAssumptions(ctx context.Context, opts ProbeOptions) *Pro
 }
 
 func (p *prober) add(check, status, evidence, hint string) {
-	p.report.Checks = append(p.report.Checks, ProbeCheck{Resource: p.r.Name, Check: check, Status: status, Evidence: evidence, Hint: hint})
+	p.report.Checks = append(p.report.Checks, Check{Resource: p.r.Name, Check: check, Status: status, Evidence: evidence, Hint: hint})
 }
 
 func (p *prober) left() int { return p.opts.MaxRequests - p.report.Requests }
 
 // do sends one read request, counted against the budget.
-func (p *prober) do(ctx context.Context, req Request) (*Response, error) {
+func (p *prober) do(ctx context.Context, req upstream.Request) (*upstream.Response, error) {
 	if p.left() <= 0 {
 		return nil, errBudget
 	}
@@ -148,13 +160,6 @@ func (p *prober) do(ctx context.Context, req Request) (*Response, error) {
 }
 
 var errBudget = errors.New("the probe's request budget is spent")
-
-// listRequest builds the probe's list request for the page st points at,
-// under the pagination pg (the configured one, or a smaller page size).
-func (p *prober) listRequest(pg config.PaginationConfig, st pageState, filter map[string]any) (Request, error) {
-	r := p.r
-	return r.listRequest(r.Sources[0], st, listOptions{filter: filter, pageSize: pg.PageSize, requestID: p.opts.RequestID})
-}
 
 func (p *prober) keep(items []any) {
 	for _, it := range items {
@@ -169,14 +174,12 @@ func (p *prober) keep(items []any) {
 // headers and the snapshot claim. It reports whether the probe can go on.
 func (p *prober) firstPage(ctx context.Context) bool {
 	r := p.r
-	st := pageState{}
-	req, err := p.listRequest(r.Pagination, st, nil)
+	req, err := r.FirstPageRequest(p.opts.RequestID)
 	if err == nil {
-		err = r.ensurePIT(ctx, r.Sources[0], &st, p.opts.RequestID)
-		req, _ = p.listRequest(r.Pagination, st, nil)
+		req, err = r.OpenFirstPage(ctx, p.opts.RequestID)
 	}
 	if err != nil {
-		p.add("list.path", ProbeWrong, err.Error(), "")
+		p.add("list.path", Wrong, err.Error(), "")
 		return false
 	}
 	resp, err := p.do(ctx, req)
@@ -184,44 +187,40 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	if err != nil {
 		var ok bool
 		if resp, ok = p.smallerPage(ctx, err); !ok {
-			p.add("list.path", ProbeWrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
+			p.add("list.path", Wrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "check base_url, list.path, list.params and the credential")
 			return false
 		}
 		r = p.r // the probe goes on at the page size the API accepts
 	}
 	p.first = resp
-	doc, err := DecodeJSONBody(resp, true)
-	if err == nil && r.Pagination.Dialect == config.DialectGraphQL {
-		err = r.graphqlCheck(doc, st)
-	}
-	if err != nil {
-		p.add("list.path", ProbeWrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "")
+	doc, items, err := r.DecodePage(resp)
+	if err != nil && doc == nil {
+		p.add("list.path", Wrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "")
 		return false
 	}
 	p.firstDoc = doc
-	items, err := r.itemsOf(doc)
 	if err != nil {
-		p.add("list.items", ProbeWrong, err.Error()+"; the body's top level holds "+topKeys(doc), "set list.items to the path of the items array (\".\" when the body is the array)")
+		p.add("list.items", Wrong, err.Error()+"; the body's top level holds "+topKeys(doc), "set list.items to the path of the items array (\".\" when the body is the array)")
 		return false
 	}
-	p.add("list.items", ProbeOK, fmt.Sprintf("%d items at %q on the first page", len(items), displayPath(r.Config.List.Items)), "")
+	p.add("list.items", OK, fmt.Sprintf("%d items at %q on the first page", len(items), config.DisplayPath(r.Config.List.Items)), "")
 	p.keep(items)
 	dec := r.DecideList(resp)
 	switch dec.Decision {
-	case DecideRefuse, DecideStop:
-		p.add("contract", ProbeWrong, dec.Decision+": "+strings.Join(dec.Details, "; "), "decision fields drifted: records resting on them are withheld")
+	case upstream.DecideRefuse, upstream.DecideStop:
+		p.add("contract", Wrong, dec.Decision+": "+strings.Join(dec.Details, "; "), "decision fields drifted: records resting on them are withheld")
 	default:
-		p.add("contract", ProbeOK, dec.Decision+because(dec.Details), "")
+		p.add("contract", OK, dec.Decision+because(dec.Details), "")
 	}
 	p.totalCheck(resp, doc)
 	p.rateLimitCheck(resp)
 	p.snapshotCheck(doc)
-	if msgs := GraphQLMessages(doc); msgs != "" && r.Pagination.Dialect == config.DialectGraphQL {
-		p.add("list.graphql", ProbeWrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
+	if msgs := upstream.GraphQLMessages(doc); msgs != "" && r.Pagination.Dialect == config.DialectGraphQL {
+		p.add("list.graphql", Wrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
 			"an answer with errors is never complete: fix the query, or the fields it selects")
 	}
 	if e := r.Pagination.Expiry; e != nil {
-		p.add("pagination.expiry", ProbeUnverifiable, "an expired continuation cannot be produced on demand: the declared expiry answer is taken as written", "")
+		p.add("pagination.expiry", Unverifiable, "an expired continuation cannot be produced on demand: the declared expiry answer is taken as written", "")
 	}
 	return true
 }
@@ -231,13 +230,6 @@ func because(details []string) string {
 		return ""
 	}
 	return ": " + strings.Join(details, "; ")
-}
-
-func displayPath(p string) string {
-	if p == "" {
-		return "."
-	}
-	return p
 }
 
 func topKeys(doc any) string {
@@ -251,8 +243,8 @@ func topKeys(doc any) string {
 }
 
 func describeErr(err error) string {
-	var he *HTTPError
-	if errors.As(err, &he) && he.Kind == FailStatus {
+	var he *upstream.HTTPError
+	if errors.As(err, &he) && he.Kind == upstream.FailStatus {
 		return fmt.Sprintf("the upstream answered %d", he.Status) + apiSaid(err)
 	}
 	return err.Error()
@@ -260,7 +252,7 @@ func describeErr(err error) string {
 
 // undeclaredTotal looks for a total the configuration does not read, for
 // evidence: X-Total-Count, or a conventional body field.
-func undeclaredTotal(resp *Response, doc any) string {
+func undeclaredTotal(resp *upstream.Response, doc any) string {
 	if resp != nil {
 		if h := resp.Header.Get("X-Total-Count"); h != "" {
 			return "X-Total-Count: " + h
@@ -276,14 +268,14 @@ func undeclaredTotal(resp *Response, doc any) string {
 	return ""
 }
 
-func (p *prober) totalCheck(resp *Response, doc any) {
+func (p *prober) totalCheck(resp *upstream.Response, doc any) {
 	pg := p.r.Pagination
 	var where, raw string
 	switch {
 	case pg.TotalHeader != "":
 		where, raw = "header "+pg.TotalHeader, resp.Header.Get(pg.TotalHeader)
 		if raw == "" {
-			p.add("pagination.total_header", ProbeWrong, "the first page has no "+pg.TotalHeader+" header", "remove total_header, or ask for the page in a way that makes the upstream count")
+			p.add("pagination.total_header", Wrong, "the first page has no "+pg.TotalHeader+" header", "remove total_header, or ask for the page in a way that makes the upstream count")
 			return
 		}
 	case pg.Total != "" && pg.Dialect != config.DialectCursor && pg.Dialect != config.DialectContinue:
@@ -295,12 +287,12 @@ func (p *prober) totalCheck(resp *Response, doc any) {
 		}
 		v, ok := jsonvalue.Get(at, pg.Total)
 		if !ok {
-			p.add("pagination.total", ProbeWrong, "the first page has no "+where, "point total at the body's count, or set total: none: then only the dialect's end signal or an empty page ends the list")
+			p.add("pagination.total", Wrong, "the first page has no "+where, "point total at the body's count, or set total: none: then only the dialect's end signal or an empty page ends the list")
 			return
 		}
 		if pg.TotalRelation != "" {
 			if rel, _ := jsonvalue.Get(doc, pg.TotalRelation); rel != "eq" {
-				p.add("pagination.total", ProbeUnverifiable, fmt.Sprintf("%s is a bound (%s is %q), not a count: the end is proven by an empty page", where, pg.TotalRelation, jsonvalue.String(rel)), "")
+				p.add("pagination.total", Unverifiable, fmt.Sprintf("%s is a bound (%s is %q), not a count: the end is proven by an empty page", where, pg.TotalRelation, jsonvalue.String(rel)), "")
 				return
 			}
 		}
@@ -311,21 +303,21 @@ func (p *prober) totalCheck(resp *Response, doc any) {
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
 	switch {
 	case err != nil:
-		p.add("pagination.total", ProbeWrong, fmt.Sprintf("%s reads %q, not a count", where, raw), "")
+		p.add("pagination.total", Wrong, fmt.Sprintf("%s reads %q, not a count", where, raw), "")
 	case n < 0:
 		hint := "the upstream does not count: remove the parameter that turns counting off"
 		if _, skip := p.r.Config.List.Params["skipTotal"]; skip {
 			hint = "list.params sets skipTotal: PocketBase then answers -1; remove skipTotal"
 		}
-		p.add("pagination.total", ProbeWrong, fmt.Sprintf("%s reads %d: a negative total is no count, and proves no end", where, n), hint)
+		p.add("pagination.total", Wrong, fmt.Sprintf("%s reads %d: a negative total is no count, and proves no end", where, n), hint)
 	default:
-		p.add("pagination.total", ProbeOK, fmt.Sprintf("%s reads %d on the first page", where, n), "")
+		p.add("pagination.total", OK, fmt.Sprintf("%s reads %d on the first page", where, n), "")
 	}
 }
 
 var rateLimitHeader = regexp.MustCompile(`(?i)^(x-)?rate-?limit`)
 
-func (p *prober) rateLimitCheck(resp *Response) {
+func (p *prober) rateLimitCheck(resp *upstream.Response) {
 	var seen []string
 	for k := range resp.Header {
 		if rateLimitHeader.MatchString(k) {
@@ -334,14 +326,14 @@ func (p *prober) rateLimitCheck(resp *Response) {
 	}
 	sort.Strings(seen)
 	configured := "no client-side rate_limit is configured"
-	if p.r.Upstream.limiter != nil {
+	if p.r.Upstream.RateLimited() {
 		configured = "a client-side rate_limit is configured"
 	}
 	if len(seen) == 0 {
-		p.add("rate_limit", ProbeUnverifiable, "the upstream sends no rate-limit headers; "+configured, "")
+		p.add("rate_limit", Unverifiable, "the upstream sends no rate-limit headers; "+configured, "")
 		return
 	}
-	p.add("rate_limit", ProbeOK, "the upstream advertises "+strings.Join(seen, ", ")+"; "+configured, "")
+	p.add("rate_limit", OK, "the upstream advertises "+strings.Join(seen, ", ")+"; "+configured, "")
 }
 
 func (p *prober) snapshotCheck(doc any) {
@@ -350,14 +342,14 @@ func (p *prober) snapshotCheck(doc any) {
 		return
 	}
 	if pg.PIT != nil {
-		p.add("pagination.consistency", ProbeOK, "snapshot: a point in time was opened at "+pg.PIT.Open+" and the first page was read in it", "")
+		p.add("pagination.consistency", OK, "snapshot: a point in time was opened at "+pg.PIT.Open+" and the first page was read in it", "")
 		return
 	}
 	if v, ok := jsonvalue.Get(doc, pg.ResourceVersion); ok && jsonvalue.String(v) != "" {
-		p.add("pagination.consistency", ProbeOK, fmt.Sprintf("snapshot: the first page carries %s %q", pg.ResourceVersion, jsonvalue.String(v)), "")
+		p.add("pagination.consistency", OK, fmt.Sprintf("snapshot: the first page carries %s %q", pg.ResourceVersion, jsonvalue.String(v)), "")
 		return
 	}
-	p.add("pagination.consistency", ProbeWrong, "snapshot is claimed, but the first page has no "+pg.ResourceVersion, "declare consistency: none (or keyset): without a resource version there is no snapshot")
+	p.add("pagination.consistency", Wrong, "snapshot is claimed, but the first page has no "+pg.ResourceVersion, "declare consistency: none (or keyset): without a resource version there is no snapshot")
 }
 
 // walkPageSize is a page size small enough that the walk spans several
@@ -375,7 +367,7 @@ func (p *prober) walkPageSize(firstItems int) int {
 	budget := max(p.left()/2, 3)
 	total := -1
 	if p.first != nil {
-		if n, ok := p.r.pageTotal(p.first, p.firstDoc); ok {
+		if n, ok := p.r.PageTotal(p.first, p.firstDoc); ok {
 			total = n
 		}
 	}
@@ -392,7 +384,7 @@ func (p *prober) walkPageSize(firstItems int) int {
 // collector keeps the walk's items by id.
 type collector struct{ items map[string]map[string]any }
 
-func (c *collector) Add(it *Item) error {
+func (c *collector) Add(it *upstream.Item) error {
 	c.items[it.ID] = it.Doc
 	return nil
 }
@@ -407,16 +399,16 @@ func (p *prober) walk(ctx context.Context) {
 		size = p.walkPageSize(len(p.samples))
 	}
 	p.walkSize = size
-	pr := r.withPageSize(size)
+	pr := r.WithPageSize(size)
 	col := &collector{items: map[string]map[string]any{}}
-	scan := pr.NewScan(ScanSpec{RequestID: p.opts.RequestID, Sink: col})
+	scan := pr.NewScan(upstream.ScanSpec{RequestID: p.opts.RequestID, Sink: col})
 	budget := max(p.left()-p.reserve(), 2)
-	err := scan.Run(ctx, Budget{MaxPages: budget, PagesLimitSource: envelope.LimitAirlock, Deadline: time.Until(deadlineOf(ctx))})
+	err := scan.Run(ctx, upstream.Budget{MaxPages: budget, PagesLimitSource: envelope.LimitAirlock, Deadline: time.Until(deadlineOf(ctx))})
 	o := scan.Outcome()
 	p.report.Requests += o.Pages
 	what := fmt.Sprintf("a walk at page size %d read %d pages and %d items", size, o.Pages, o.ItemsScanned)
 	if err != nil {
-		p.add("pagination.end", ProbeWrong, what+", then failed: "+describeScanErr(err), "")
+		p.add("pagination.end", Wrong, what+", then failed: "+describeScanErr(err), "")
 		return
 	}
 	var unproven, cut, short, changed, violated bool
@@ -451,7 +443,7 @@ func (p *prober) walk(ctx context.Context) {
 	}
 	total, totalKnown := 0, false
 	if p.first != nil {
-		total, totalKnown = r.pageTotal(p.first, p.firstDoc)
+		total, totalKnown = r.PageTotal(p.first, p.firstDoc)
 	}
 	switch {
 	case unproven:
@@ -468,34 +460,34 @@ func (p *prober) walk(ctx context.Context) {
 		if t := undeclaredTotal(p.first, p.firstDoc); t != "" {
 			ev += "; the upstream says " + t
 		}
-		p.add("pagination.end", ProbeWrong, ev, hint)
+		p.add("pagination.end", Wrong, ev, hint)
 	case short:
 		hint := "the upstream caps the list: declare result_cap, or narrow with sources"
 		if r.Pagination.Dialect == config.DialectLink {
 			hint = "no Link: rel=\"next\" header led on: name the page in list.params if the API pages only when asked (json-server needs _page); else the upstream caps the list (result_cap)"
 		}
-		p.add("pagination.end", ProbeWrong, fmt.Sprintf("%s: the upstream stopped at %d items, short of its own total", what, limit), hint)
+		p.add("pagination.end", Wrong, fmt.Sprintf("%s: the upstream stopped at %d items, short of its own total", what, limit), hint)
 	case cut:
-		p.add("pagination.end", ProbeUnverifiable, what+" and did not reach the end within the probe's budget", "raise --max-requests or --page-size")
+		p.add("pagination.end", Unverifiable, what+" and did not reach the end within the probe's budget", "raise --max-requests or --page-size")
 	case changed:
-		p.add("pagination.end", ProbeUnverifiable, what+", and the list changed during the walk ("+signal+")", "probe again when the list is quiet")
+		p.add("pagination.end", Unverifiable, what+", and the list changed during the walk ("+signal+")", "probe again when the list is quiet")
 	default:
 		p.walkEnd = true
-		p.add("pagination.end", ProbeOK, what+": the end was proven by "+endSignal, "")
+		p.add("pagination.end", OK, what+": the end was proven by "+endSignal, "")
 		if !violated {
 			p.truth = col.items
 		}
 	}
 	for _, w := range o.Warnings {
 		if w.Code == envelope.WarnDeclarationContradicted {
-			p.add("pagination."+strings.Join(w.Fields, ","), ProbeWrong, "the upstream returned more items than it declares", "")
+			p.add("pagination."+strings.Join(w.Fields, ","), Wrong, "the upstream returned more items than it declares", "")
 		}
 	}
 	if p.walkEnd && totalKnown {
 		if o.ItemsScanned == total {
-			p.add("pagination.count", ProbeOK, fmt.Sprintf("the walk counted %d items, the upstream's total is %d", o.ItemsScanned, total), "")
+			p.add("pagination.count", OK, fmt.Sprintf("the walk counted %d items, the upstream's total is %d", o.ItemsScanned, total), "")
 		} else {
-			p.add("pagination.count", ProbeWrong, fmt.Sprintf("the walk counted %d items, the upstream's total is %d", o.ItemsScanned, total), "the total does not count what the list returns: check total / total_header")
+			p.add("pagination.count", Wrong, fmt.Sprintf("the walk counted %d items, the upstream's total is %d", o.ItemsScanned, total), "the total does not count what the list returns: check total / total_header")
 		}
 	}
 }
@@ -519,7 +511,7 @@ func deadlineOf(ctx context.Context) time.Time {
 }
 
 func describeScanErr(err error) string {
-	var se *ScanError
+	var se *upstream.ScanError
 	if errors.As(err, &se) && se.Problem != nil {
 		if se.Err != nil {
 			return string(se.Problem.Code) + ": " + se.Err.Error()
@@ -527,109 +519,4 @@ func describeScanErr(err error) string {
 		return string(se.Problem.Code)
 	}
 	return err.Error()
-}
-
-// withPageSize is a copy of the resource that reads pages of n items.
-func (r *Resource) withPageSize(n int) *Resource {
-	pg := r.Pagination
-	pg.PageSize = n
-	return &Resource{
-		Name: r.Name, Description: r.Description, Upstream: r.Upstream, Config: r.Config, Pagination: pg,
-		Sources: r.Sources[:1], Limits: r.Limits, dialect: newDialect(pg, r.FieldPath(r.Config.IDField)),
-		Contract: r.Contract, norms: r.norms,
-	}
-}
-
-// rawWalk reads pages with filter sent upstream, without airlock's own
-// re-check: what the upstream itself selects.
-type rawWalk struct {
-	docs     map[string]map[string]any // normalized, by id
-	complete bool
-	pages    int
-}
-
-func (p *prober) walkRaw(ctx context.Context, filter map[string]any, maxPages int) (rawWalk, error) {
-	r := p.r
-	// The configured page size: the fewest requests for what a filtered
-	// call would read.
-	pg := r.Pagination
-	d := newDialect(pg, r.FieldPath(r.Config.IDField))
-	idPath := r.FieldPath(r.Config.IDField)
-	w := rawWalk{docs: map[string]map[string]any{}}
-	st := pageState{}
-	if err := r.ensurePIT(ctx, r.Sources[0], &st, p.opts.RequestID); err != nil {
-		return w, err
-	}
-	norm := &Scan{r: r, normalized: map[string]bool{}}
-	for w.pages < maxPages {
-		req, err := p.listRequest(pg, st, filter)
-		if err != nil {
-			return w, err
-		}
-		resp, err := p.do(ctx, req)
-		if err != nil {
-			return w, err
-		}
-		w.pages++
-		doc, err := DecodeJSONBody(resp, true)
-		if err == nil && pg.Dialect == config.DialectGraphQL {
-			err = r.graphqlCheck(doc, st)
-		}
-		if err != nil {
-			return w, err
-		}
-		items, err := r.itemsOf(doc)
-		if err != nil {
-			return w, err
-		}
-		page, err := d.parse(resp, doc, items, st)
-		if err != nil {
-			return w, err
-		}
-		page.next.NextURL = r.Upstream.WithoutCredential(page.next.NextURL)
-		p.keep(page.items)
-		fresh := 0
-		for _, it := range page.items {
-			m, ok := it.(map[string]any)
-			if !ok {
-				continue
-			}
-			id, ok := jsonvalue.GetID(m, idPath)
-			if !ok {
-				continue
-			}
-			if _, dup := w.docs[id]; !dup {
-				fresh++
-			}
-			c := copyDoc(m)
-			norm.normalizeLocked(c)
-			w.docs[id] = c
-		}
-		next := page.next
-		switch {
-		case next.Done:
-			w.complete = next.End == envelope.EndProven
-			return w, nil
-		case next.Probe:
-			// The unfiltered walk showed whether the upstream sends its
-			// signal: its absence here is then the end.
-			w.complete = p.walkEnd
-			return w, nil
-		case st.Started && (fresh == 0 || sameContinuation(st, next)):
-			return w, nil
-		}
-		st = next
-	}
-	return w, nil
-}
-
-func copyDoc(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if sub, ok := v.(map[string]any); ok {
-			v = copyDoc(sub)
-		}
-		out[k] = v
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package upstream
+package probe
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // pagedAccounts is a fake peer: a page-dialect list of n accounts whose
@@ -60,7 +61,7 @@ func hasString(list []string, s string) bool {
 	return false
 }
 
-func probeOf(t *testing.T, base, fields, filters string) *ProbeReport {
+func probeOf(t *testing.T, base, fields, filters string) *Report {
 	t.Helper()
 	cfg, err := config.Parse([]byte(`environment: test
 upstreams: {api: {base_url: "` + base + `"}}
@@ -76,14 +77,14 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := Initialize(t.Context(), cfg, Options{})
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rt.Resources["accounts"].CheckAssumptions(t.Context(), ProbeOptions{})
+	return CheckAssumptions(t.Context(), rt.Resources["accounts"], Options{})
 }
 
-func status(rep *ProbeReport, check string) string {
+func status(rep *Report, check string) string {
 	for _, c := range rep.Checks {
 		if c.Check == check {
 			return c.Status
@@ -103,7 +104,7 @@ func TestProbe_NamesEachWrongAssumption(t *testing.T) {
       status: {type: string, enum: [active, disabled]}
       updated: {type: timestamp}`, `{status: {param: status, multi: comma}}`)
 	for _, check := range []string{"fields.owner.null_values", "fields.updated.layout", "filters.status.multi"} {
-		if got := status(wrong, check); got != ProbeWrong {
+		if got := status(wrong, check); got != Wrong {
 			t.Errorf("%s: %s, want wrong; report: %+v", check, got, wrong.Checks)
 		}
 	}
@@ -120,11 +121,11 @@ func TestProbe_NamesEachWrongAssumption(t *testing.T) {
 		t.Errorf("a configuration that fits the API: %d wrong: %+v", right.Wrong(), right.Checks)
 	}
 	for _, check := range []string{"pagination.end", "pagination.count", "filters.status.param", "filters.status.multi"} {
-		if got := status(right, check); got != ProbeOK {
+		if got := status(right, check); got != OK {
 			t.Errorf("%s: %s, want ok", check, got)
 		}
 	}
-	if right.Requests > DefaultProbeRequests {
-		t.Errorf("%d requests, over the budget of %d", right.Requests, DefaultProbeRequests)
+	if right.Requests > DefaultRequests {
+		t.Errorf("%d requests, over the budget of %d", right.Requests, DefaultRequests)
 	}
 }

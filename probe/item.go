@@ -1,4 +1,4 @@
-package upstream
+package probe
 
 import (
 	"context"
@@ -8,17 +8,19 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // apiSaid quotes what the upstream said about a failure, marked as the
 // API's own words ("" when it said nothing airlock can find).
 func apiSaid(err error) string {
-	var he *HTTPError
+	var he *upstream.HTTPError
 	if !errors.As(err, &he) || he.Local {
 		return ""
 	}
-	if msg := UpstreamMessage(he.Header, he.Body); msg != "" {
+	if msg := upstream.UpstreamMessage(he.Header, he.Body); msg != "" {
 		return fmt.Sprintf("; the API said: %q", msg)
 	}
 	return ""
@@ -26,7 +28,7 @@ func apiSaid(err error) string {
 
 // itemRead is what one GET by id showed.
 type itemRead struct {
-	resp *Response
+	resp *upstream.Response
 	err  error
 	// item is true when the answer holds, at get.item, an object that
 	// carries the id that was asked for.
@@ -43,7 +45,7 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 	g := r.Config.Get
 	req, err := r.ReadRequest(id, p.opts.RequestID)
 	if err != nil {
-		p.add("get.path", ProbeWrong, "reading "+id+" by id: "+err.Error(), "")
+		p.add("get.path", Wrong, "reading "+id+" by id: "+err.Error(), "")
 		return itemRead{err: err}
 	}
 	resp, err := p.do(ctx, req)
@@ -52,34 +54,34 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 		what += " (get.graphql)"
 	}
 	if err != nil {
-		p.add("get.path", ProbeWrong, what+": "+describeErr(err), "check get.path: it reads one item by its id")
+		p.add("get.path", Wrong, what+": "+describeErr(err), "check get.path: it reads one item by its id")
 		return itemRead{err: err}
 	}
 	if resp.Status != http.StatusOK {
-		p.add("get.path", ProbeWrong, fmt.Sprintf("%s answered %d", what, resp.Status), "check get.path: it reads one item by its id")
+		p.add("get.path", Wrong, fmt.Sprintf("%s answered %d", what, resp.Status), "check get.path: it reads one item by its id")
 		return itemRead{resp: resp}
 	}
-	doc, err := DecodeJSONBody(resp, true)
+	doc, err := upstream.DecodeJSONBody(resp, true)
 	if err != nil {
-		p.add("get.path", ProbeWrong, what+": "+err.Error(), "")
+		p.add("get.path", Wrong, what+": "+err.Error(), "")
 		return itemRead{resp: resp, err: err}
 	}
 	idPath := r.FieldPath(r.Config.IDField)
 	got, _ := jsonvalue.Get(doc, g.Item)
 	if m, ok := got.(map[string]any); ok {
 		if v, ok := jsonvalue.GetID(m, idPath); ok && v == id {
-			p.add("get.item", ProbeOK, fmt.Sprintf("%s holds the item at %q, with %s %s", what, displayPath(g.Item), r.Config.IDField, id), "")
+			p.add("get.item", OK, fmt.Sprintf("%s holds the item at %q, with %s %s", what, config.DisplayPath(g.Item), r.Config.IDField, id), "")
 			return itemRead{resp: resp, item: true}
 		}
 	}
-	ev := fmt.Sprintf("%s answered 200, but %q holds no item with %s %s; the body's top level holds %s", what, displayPath(g.Item), r.Config.IDField, id, topKeys(doc))
+	ev := fmt.Sprintf("%s answered 200, but %q holds no item with %s %s; the body's top level holds %s", what, config.DisplayPath(g.Item), r.Config.IDField, id, topKeys(doc))
 	hint := "set get.item to where the answer holds the item"
 	if v, ok := jsonvalue.GetID(doc, idPath); ok && v == id && g.Item != "" {
 		hint = "remove get.item: the body itself is the item"
 	} else if at := findItem(doc, idPath, id); at != "" {
 		hint = fmt.Sprintf("set get.item: %s (the item with %s %s is there); without it, a re-read before a write reads the envelope, and every target looks moved", at, r.Config.IDField, id)
 	}
-	p.add("get.item", ProbeWrong, ev, hint)
+	p.add("get.item", Wrong, ev, hint)
 	return itemRead{resp: resp}
 }
 

@@ -1,0 +1,226 @@
+package upstream
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
+)
+
+// Reads outside a scan, for checks of a configuration against the live API
+// (package probe): pages as the upstream answers them, and what the client
+// holds about its credential and rate limit.
+
+// WithPageSize is a copy of the resource that reads pages of n items from
+// its first source.
+func (r *Resource) WithPageSize(n int) *Resource {
+	pg := r.Pagination
+	pg.PageSize = n
+	return &Resource{
+		Name: r.Name, Description: r.Description, Upstream: r.Upstream, Config: r.Config, Pagination: pg,
+		Sources: r.Sources[:1], Limits: r.Limits, dialect: newDialect(pg, r.FieldPath(r.Config.IDField)),
+		Contract: r.Contract, norms: r.norms,
+	}
+}
+
+// RawWalk is what a walk of the list with a filter sent upstream read,
+// without airlock's own re-check: what the upstream itself selects.
+type RawWalk struct {
+	Docs     map[string]map[string]any // normalized, by id
+	Complete bool
+	Pages    int
+}
+
+// RawWalkSpec says how to walk a list raw.
+type RawWalkSpec struct {
+	Filter    map[string]any
+	RequestID string
+	// MaxPages bounds the pages read.
+	MaxPages int
+	// Send sends each page's request: the caller counts and bounds them.
+	Send func(context.Context, Request) (*Response, error)
+	// Keep is given each page's items as the upstream sent them.
+	Keep func([]any)
+	// EndSeen says that an unfiltered walk showed the dialect's end signal:
+	// a page without it then ends the list.
+	EndSeen bool
+}
+
+// WalkRaw reads the first source's pages with the filter sent upstream, up
+// to the end the dialect proves or spec.MaxPages; the end is complete
+// only when proven.
+func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, error) {
+	filter, maxPages := spec.Filter, spec.MaxPages
+	// The configured page size: the fewest requests for what a filtered
+	// call would read.
+	pg := r.Pagination
+	d := newDialect(pg, r.FieldPath(r.Config.IDField))
+	idPath := r.FieldPath(r.Config.IDField)
+	w := RawWalk{Docs: map[string]map[string]any{}}
+	st := pageState{}
+	if err := r.ensurePIT(ctx, r.Sources[0], &st, spec.RequestID); err != nil {
+		return w, err
+	}
+	norm := &Scan{r: r, normalized: map[string]bool{}}
+	for w.Pages < maxPages {
+		req, err := r.listRequest(r.Sources[0], st, listOptions{filter: filter, pageSize: pg.PageSize, requestID: spec.RequestID})
+		if err != nil {
+			return w, err
+		}
+		resp, err := spec.Send(ctx, req)
+		if err != nil {
+			return w, err
+		}
+		w.Pages++
+		doc, items, err := r.decodePage(resp, st)
+		if err != nil {
+			return w, err
+		}
+		page, err := d.parse(resp, doc, items, st)
+		if err != nil {
+			return w, err
+		}
+		page.next.NextURL = r.Upstream.WithoutCredential(page.next.NextURL)
+		if spec.Keep != nil {
+			spec.Keep(page.items)
+		}
+		fresh := 0
+		for _, it := range page.items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				continue
+			}
+			id, ok := jsonvalue.GetID(m, idPath)
+			if !ok {
+				continue
+			}
+			if _, dup := w.Docs[id]; !dup {
+				fresh++
+			}
+			c := copyDoc(m)
+			norm.normalizeLocked(c)
+			w.Docs[id] = c
+		}
+		next := page.next
+		switch {
+		case next.Done:
+			w.Complete = next.End == envelope.EndProven
+			return w, nil
+		case next.Probe:
+			// The unfiltered walk showed whether the upstream sends its
+			// signal: its absence here is then the end.
+			w.Complete = spec.EndSeen
+			return w, nil
+		case st.Started && (fresh == 0 || sameContinuation(st, next)):
+			return w, nil
+		}
+		st = next
+	}
+	return w, nil
+}
+
+func copyDoc(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			v = copyDoc(sub)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// FirstPageRequest is the request for the first page of the first source
+// at the resource's page size, outside a scan; a search_after list's point
+// in time is not opened (see OpenFirstPage).
+func (r *Resource) FirstPageRequest(requestID string) (Request, error) {
+	return r.listRequest(r.Sources[0], pageState{}, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
+}
+
+// OpenFirstPage opens the point in time a search_after list is read in (a
+// request of its own; other dialects need none) and returns the request for
+// the first page in it.
+func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (Request, error) {
+	st := pageState{}
+	if err := r.ensurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
+		return Request{}, err
+	}
+	return r.listRequest(r.Sources[0], st, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
+}
+
+// DecodePage reads a first page's answer: the decoded body and its items.
+// An error with a nil doc is a body that cannot be read (not JSON, an
+// error object, GraphQL errors without data); with a doc, a body without
+// items where the configuration says they are.
+func (r *Resource) DecodePage(resp *Response) (doc any, items []any, err error) {
+	return r.decodePage(resp, pageState{})
+}
+
+func (r *Resource) decodePage(resp *Response, st pageState) (any, []any, error) {
+	doc, err := DecodeJSONBody(resp, true)
+	if err == nil && r.Pagination.Dialect == config.DialectGraphQL {
+		err = r.graphqlCheck(doc, st)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	items, err := r.itemsOf(doc)
+	if err != nil {
+		return doc, nil, err
+	}
+	return doc, items, nil
+}
+
+// SentFilter says how a list request carries filter upstream: what it
+// sends ("" when none of it) and, for a value kept back, why ("" when the
+// configuration declares no upstream form for it).
+func (r *Resource) SentFilter(filter map[string]any) (sent, why string) {
+	p := &listParams{kind: config.ListKind(&r.Config), query: url.Values{}, body: map[string]any{}}
+	for _, f := range r.sendFilters(p, filter) {
+		if f.why != "" && why == "" {
+			why = f.why
+		}
+	}
+	return p.describe(), why
+}
+
+// RateLimited reports whether a client-side rate limit is configured.
+func (c *Client) RateLimited() bool { return c.limiter != nil }
+
+// TokenInfo is what an access token, obtained as the runtime would, says.
+type TokenInfo struct {
+	// Host is the authorization server's.
+	Host string
+	// Lifetime is 0 when the token names no expiry; it is renewed
+	// RenewMargin before it ends.
+	Lifetime, RenewMargin time.Duration
+	// Asked are the scopes asked for; Granted those the token response
+	// names (none: by RFC 6749 §5.1, the scopes asked for).
+	Asked, Granted []string
+}
+
+// Token obtains an access token as the runtime would, for an OAuth 2.0
+// credential; nil and no error for any other. A refusal is a *TokenError.
+func (c *Client) Token(ctx context.Context) (*TokenInfo, error) {
+	if c.cred == nil || c.cred.tokens == nil {
+		return nil, nil
+	}
+	ts := c.cred.tokens
+	tok, err := ts.token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info := &TokenInfo{Host: ts.host, Lifetime: lifetime(tok), Asked: ts.cfg.Scopes, Granted: strings.Fields(grantedScope(tok))}
+	if info.Lifetime > 0 {
+		info.RenewMargin = renewMargin(info.Lifetime)
+	}
+	return info, nil
+}
+
+// Authenticated reports whether the client sends a credential: one is
+// configured and was loaded.
+func (c *Client) Authenticated() bool { return c.cred != nil }
