@@ -2,23 +2,12 @@ package upstream
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 )
-
-// demo starts the fixture API and initializes the demo configuration.
-func demo(t *testing.T) (*fixtures.Server, *Runtime) {
-	t.Helper()
-	srv := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	rt := runtimeFor(t, fixtures.DemoConfig(ts.URL))
-	return srv, rt
-}
 
 func runtimeFor(t *testing.T, yaml []byte) *Runtime {
 	t.Helper()
