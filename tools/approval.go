@@ -11,11 +11,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
-	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // approvalKey is the id of the elicitation that asks for approval.
@@ -217,92 +215,4 @@ func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Select
 	}
 	p.StateChanged = envelope.StateNone
 	return nil, p
-}
-
-// describeActions renders a resource's actions for describe_resources.
-func describeActions(rt *upstream.Runtime, r *upstream.Resource) []map[string]any {
-	out := []map[string]any{}
-	for _, name := range rt.ActionNames() {
-		a := rt.Actions[name]
-		if a.Resource != r {
-			continue
-		}
-		c := a.Config
-		effect := make([]map[string]any, 0, len(c.Effect))
-		for _, e := range c.Effect {
-			op := e.Op
-			if op == "" {
-				op = "set"
-			}
-			effect = append(effect, map[string]any{"field": e.Field, "op": op, "to": e.To})
-		}
-		m := map[string]any{
-			"name": name, "description": c.Description, "destructive": c.Destructive,
-			"params": c.Params, "precondition": c.Precondition, "conditional": c.Conditional, "effect": effect,
-			"idempotency_key": c.IdempotencyHeader != "", "max_targets": c.MaxTargets,
-			"approval": approvalPolicy(c.Approval),
-		}
-		if m["params"] == nil {
-			m["params"] = map[string]any{"type": "object", "maxProperties": 0}
-		}
-		if c.Bulk != nil {
-			m["bulk_max_batch"] = c.Bulk.MaxBatch
-		}
-		if len(c.Irreversible) > 0 {
-			m["cannot_be_undone"] = c.Irreversible
-		}
-		if c.Compensation != "" {
-			m["compensation"] = c.Compensation
-		}
-		if c.Principals != nil {
-			m["principals"] = principalsRule(c.Principals)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func approvalPolicy(p *config.ApprovalConfig) map[string]any {
-	if p == nil {
-		return map[string]any{"mode": selection.ApprovalNone}
-	}
-	m := map[string]any{"mode": p.Mode}
-	if p.Mode == "" {
-		m["mode"] = selection.ApprovalNone
-	}
-	if p.AboveTargets > 0 {
-		m["above_targets"] = p.AboveTargets
-	}
-	if p.Destructive {
-		m["when_destructive"] = true
-	}
-	if len(p.Environments) > 0 {
-		m["environments"] = p.Environments
-	}
-	if len(p.UnknownGroup) > 0 {
-		m["unknown_category"] = p.UnknownGroup
-	}
-	if p.TTL > 0 {
-		m["ttl_seconds"] = int(p.TTL.Seconds())
-	}
-	if p.FourEyes {
-		m["four_eyes"] = true
-	}
-	if p.Approvers != nil {
-		m["approvers"] = principalsRule(p.Approvers)
-	}
-	return m
-}
-
-// principalsRule renders a principals restriction: the groups and scopes
-// that let an OAuth principal through.
-func principalsRule(p *config.PrincipalsConfig) map[string]any {
-	m := map[string]any{}
-	if len(p.Groups) > 0 {
-		m["groups"] = p.Groups
-	}
-	if len(p.Scopes) > 0 {
-		m["scopes"] = p.Scopes
-	}
-	return m
 }

@@ -385,7 +385,7 @@ func TestElicitationState_ForgedOrReplayedIsRefused(t *testing.T) {
 	if env.Problem != nil {
 		t.Fatalf("fresh state: %+v", env.Problem)
 	}
-	if ops := h.operation(env.Data.(map[string]any)["operation_id"]); ops.data["status"] != selection.OpCompleted {
+	if ops := h.operation(env.Data.(*operationData).OperationID); ops.data["status"] != selection.OpCompleted {
 		t.Fatalf("operation %s", ops.raw)
 	}
 }

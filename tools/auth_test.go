@@ -431,14 +431,14 @@ func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
 	if ok.Problem != nil {
 		t.Fatalf("ops previews archive: %+v", ok.Problem)
 	}
-	data := ok.Data.(map[string]any)
-	archiveCommit := map[string]any{"selection_id": data["selection_id"], "expected_digest": data["digest"], "action": archive, "mode": "execute"}
+	data := ok.Data.(*selectionData)
+	archiveCommit := map[string]any{"selection_id": data.SelectionID, "expected_digest": data.Digest, "action": archive, "mode": "execute"}
 	env, _ = run(as("dev-1", "dev"), "commit_bulk_action", archiveCommit)
 	wantCode("a dev commits ops' archive", env, envelope.ProblemPrincipalNotAllowed)
 
 	p, _ := run(as("alice", "dev"), "preview_selection", seedPreview(nil))
-	sel := p.Data.(map[string]any)
-	pauseCommit := map[string]any{"selection_id": sel["selection_id"], "expected_digest": sel["digest"], "action": pauseAction, "mode": "execute"}
+	sel := p.Data.(*selectionData)
+	pauseCommit := map[string]any{"selection_id": sel.SelectionID, "expected_digest": sel.Digest, "action": pauseAction, "mode": "execute"}
 	env, call := run(as("alice", "dev"), "commit_bulk_action", pauseCommit)
 	wantCode("alice commits what she previewed", env, envelope.ProblemApprovalByRequester)
 	if call.InputRequired != nil {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
@@ -12,53 +13,64 @@ import (
 )
 
 type commitArgs struct {
-	SelectionID    string     `json:"selection_id"`
-	ExpectedDigest string     `json:"expected_digest"`
+	SelectionID    string     `json:"selection_id" jsonschema:"From preview_selection."`
+	ExpectedDigest string     `json:"expected_digest" jsonschema:"The preview's digest."`
 	Action         *actionArg `json:"action"`
-	Mode           string     `json:"mode"`
-	IdempotencyKey string     `json:"idempotency_key"`
-	Resume         bool       `json:"resume"`
-	WaitMS         *int       `json:"wait_ms"`
-	ApprovalID     string     `json:"approval_id"`
+	Mode           string     `json:"mode" jsonschema:"dry_run writes nothing."`
+	IdempotencyKey string     `json:"idempotency_key,omitempty" jsonschema:"Optional."`
+	Resume         bool       `json:"resume,omitempty" jsonschema:"Continue an interrupted operation."`
+	WaitMS         *int       `json:"wait_ms,omitempty" jsonschema:"Wait, ms (default 20000)."`
+	ApprovalID     string     `json:"approval_id,omitempty" jsonschema:"Approval to use (default: latest)."`
 }
 
-var commitInput = commitInputSchema()
-
-func commitInputSchema() map[string]any {
-	return map[string]any{
-		"type": "object", "additionalProperties": false,
-		"required": []any{"selection_id", "expected_digest", "action", "mode"},
-		"properties": map[string]any{
-			"selection_id":    map[string]any{"type": "string", "minLength": 1, "examples": []any{"sel_…"}, "description": "From preview_selection."},
-			"expected_digest": map[string]any{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$", "examples": []any{"sha256:…"}, "description": "The preview's digest."},
-			"action":          actionSchema,
-			"mode": map[string]any{"type": "string", "enum": []any{"execute", "dry_run"}, "examples": []any{"dry_run"},
-				"description": "dry_run writes nothing."},
-			"idempotency_key": map[string]any{"type": "string", "minLength": 8, "maxLength": 200, "examples": []any{"pause-eu-2026-12-02"},
-				"description": "Optional."},
-			"resume": map[string]any{"type": "boolean", "examples": []any{true},
-				"description": "Continue an interrupted operation."},
-			"wait_ms": map[string]any{"type": "integer", "minimum": 0, "maximum": 120000, "examples": []any{20000},
-				"description": "Wait, ms (default 20000)."},
-			"approval_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"apr_…"},
-				"description": "Approval to use (default: latest)."},
-		},
-	}
+func (commitArgs) schema(s *jsonschema.Schema) {
+	p := s.Properties
+	p["selection_id"].MinLength, p["selection_id"].Examples = jsonschema.Ptr(1), []any{"sel_…"}
+	p["expected_digest"].Pattern, p["expected_digest"].Examples = digestPattern, []any{"sha256:…"}
+	enum(p["mode"], selection.ModeExecute, selection.ModeDryRun)
+	p["mode"].Examples = []any{selection.ModeDryRun}
+	p["idempotency_key"].MinLength, p["idempotency_key"].MaxLength = jsonschema.Ptr(8), jsonschema.Ptr(200)
+	p["idempotency_key"].Examples = []any{"pause-eu-2026-12-02"}
+	p["resume"].Examples = []any{true}
+	p["wait_ms"].Minimum, p["wait_ms"].Maximum, p["wait_ms"].Examples = jsonschema.Ptr(0.0), jsonschema.Ptr(120000.0), []any{20000}
+	p["approval_id"].MinLength, p["approval_id"].Examples = jsonschema.Ptr(1), []any{"apr_…"}
 }
 
-func operationDataSchema() map[string]any {
-	return map[string]any{
-		"type":     "object",
-		"required": []any{"operation_id", "status", "mode", "counts", "total", "results"},
-		"properties": map[string]any{
-			"operation_id": map[string]any{"type": "string"},
-			"status":       map[string]any{"enum": []any{"running", "completed", "completed_with_failures", "stopped", "interrupted"}},
-			"mode":         map[string]any{"enum": []any{"execute", "dry_run"}},
-			"counts":       map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "integer"}},
-			"total":        map[string]any{"type": "integer"},
-			"results":      map[string]any{"type": "array"},
-		},
-	}
+var commitInput = generate[commitArgs]()
+
+// operationData is the data of commit_bulk_action and get_operation: the
+// operation, its counts and a page of its per-target results.
+type operationData struct {
+	OperationID string                    `json:"operation_id"`
+	SelectionID string                    `json:"selection_id"`
+	Digest      string                    `json:"digest"`
+	Action      selection.Action          `json:"action"`
+	Mode        string                    `json:"mode"`
+	Status      string                    `json:"status"`
+	Counts      map[selection.Outcome]int `json:"counts"`
+	Total       int                       `json:"total"`
+	Replayed    bool                      `json:"replayed"`
+	Results     []selection.Target        `json:"results"`
+	CreatedAt   string                    `json:"created_at"`
+	StopReason  string                    `json:"stop_reason,omitempty"`
+	FinishedAt  string                    `json:"finished_at,omitempty"`
+	ApprovalID  string                    `json:"approval_id,omitempty"`
+	// ResultsCursor continues the results after this page.
+	ResultsCursor string `json:"results_cursor,omitempty"`
+}
+
+// targetOutcomes are every target outcome, in the order of a target's life.
+var targetOutcomes = []selection.Outcome{selection.TargetPending, selection.TargetInFlight, selection.TargetSucceeded, selection.TargetFailed,
+	selection.TargetSkipped, selection.TargetUnknown, selection.TargetWouldSucceed, selection.TargetWouldSkip}
+
+func (operationData) schema(s *jsonschema.Schema) {
+	enum(prop(s, "mode"), selection.ModeExecute, selection.ModeDryRun)
+	enum(prop(s, "status"), selection.OpRunning, selection.OpCompleted, selection.OpCompletedWithFailures, selection.OpStopped, selection.OpInterrupted)
+	counts := prop(s, "counts")
+	counts.PropertyNames = &jsonschema.Schema{}
+	enum(counts.PropertyNames, targetOutcomes...)
+	target := prop(s, "results", "[]")
+	enum(prop(target, "outcome"), targetOutcomes...)
 }
 
 // CommitBulkAction is the commit_bulk_action tool.
@@ -68,7 +80,7 @@ func CommitBulkAction(d *Deps) Spec {
 		Title:       "Commit an action to a frozen selection",
 		Description: `Run a previewed action on exactly a selection's members; each target's outcome is journaled (unknown: sent, unobserved, never re-sent blindly). Committing again returns the same operation. May ask the user to approve.`,
 		Input:       advertised(commitInput),
-		Data:        operationDataSchema(),
+		Data:        generate[operationData](),
 		Hints:       NewHints(false, true, true, true),
 		Writes:      true,
 		Problems: []envelope.ProblemCode{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale,
@@ -209,21 +221,14 @@ func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, r
 	if more {
 		next = d.Cursors.encode(cursorPayload{Scan: op.ID, After: ts[len(ts)-1].ID, Fingerprint: fingerprint(op.ID, q.Outcome)})
 	}
-	results := make([]selection.Target, 0, len(ts))
-	results = append(results, ts...)
-	data := map[string]any{
-		"operation_id": op.ID, "selection_id": op.SelectionID, "digest": op.Digest, "action": op.Action,
-		"mode": op.Mode, "status": op.Status, "counts": op.Counts, "total": op.Total, "replayed": replayed,
-		"results": results, "created_at": op.CreatedAt.UTC().Format(time.RFC3339),
-	}
-	if op.StopReason != "" {
-		data["stop_reason"] = op.StopReason
+	data := &operationData{
+		OperationID: op.ID, SelectionID: op.SelectionID, Digest: op.Digest, Action: op.Action,
+		Mode: op.Mode, Status: op.Status, Counts: op.Counts, Total: op.Total, Replayed: replayed,
+		Results: append(make([]selection.Target, 0, len(ts)), ts...), CreatedAt: op.CreatedAt.UTC().Format(time.RFC3339),
+		StopReason: op.StopReason, ApprovalID: op.ApprovalID,
 	}
 	if op.FinishedAt != nil {
-		data["finished_at"] = op.FinishedAt.UTC().Format(time.RFC3339)
-	}
-	if op.ApprovalID != "" {
-		data["approval_id"] = op.ApprovalID
+		data.FinishedAt = op.FinishedAt.UTC().Format(time.RFC3339)
 	}
 	env := &envelope.Envelope{Data: data}
 	switch {
@@ -241,9 +246,7 @@ func (d *Deps) operationEnvelope(ctx context.Context, op *selection.Operation, r
 		rs.Count = envelope.Ptr(n)
 		env.IncompleteReasons = append(env.IncompleteReasons, rs)
 	}
-	if next != "" {
-		data["results_cursor"] = next
-	}
+	data.ResultsCursor = next
 	if cut && paged {
 		rs := envelope.NewReason(envelope.ResultLimitReached)
 		rs.Limit, rs.LimitSource = envelope.Ptr(pageBudget), envelope.LimitAirlock

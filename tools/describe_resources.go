@@ -4,36 +4,154 @@ import (
 	"context"
 	"sort"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
 type describeArgs struct {
-	Resource string `json:"resource"`
+	Resource string `json:"resource,omitempty" jsonschema:"Describe only this resource (default: all)."`
 }
 
-var describeInput = describeInputSchema()
-
-func describeInputSchema() map[string]any {
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"resource": map[string]any{"type": "string", "minLength": 1, "examples": []any{"subscriptions"},
-				"description": "Describe only this resource (default: all)."},
-		},
-		"additionalProperties": false,
-	}
+func (describeArgs) schema(s *jsonschema.Schema) {
+	p := prop(s, "resource")
+	p.MinLength, p.Examples = jsonschema.Ptr(1), []any{"subscriptions"}
 }
 
-func describeDataSchema() map[string]any {
-	return map[string]any{
-		"type":     "object",
-		"required": []any{"environment", "resources"},
-		"properties": map[string]any{
-			"environment": map[string]any{"type": "string"},
-			"resources":   map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []any{"name", "fields", "filters", "pagination", "limits"}}},
-		},
-	}
+var describeInput = generate[describeArgs]()
+
+// describeData is describe_resources' data.
+type describeData struct {
+	Environment string         `json:"environment"`
+	Resources   []resourceInfo `json:"resources"`
+}
+
+// resourceInfo is one resource: its fields, filters, pagination, limits,
+// credential and actions.
+type resourceInfo struct {
+	Name          string         `json:"name"`
+	Description   string         `json:"description"`
+	Upstream      string         `json:"upstream"`
+	Fields        []fieldInfo    `json:"fields"`
+	DefaultFields []string       `json:"default_fields"`
+	Filters       []filterInfo   `json:"filters"`
+	Pagination    paginationInfo `json:"pagination"`
+	Sources       []string       `json:"sources"`
+	Visibility    string         `json:"visibility"`
+	Limits        limitsInfo     `json:"limits"`
+	// DefaultFilter is applied to the keys a caller does not set.
+	DefaultFilter map[string]any `json:"default_filter,omitempty"`
+	// Credential is the credential's form and where its secrets are read:
+	// what the answers are visible to, never the secrets.
+	Credential        *upstream.CredentialInfo `json:"credential,omitempty"`
+	UpstreamResultCap int                      `json:"upstream_result_cap,omitempty"`
+	Actions           []actionInfo             `json:"actions"`
+}
+
+func (resourceInfo) schema(s *jsonschema.Schema) {
+	// A resource without filters has none (null).
+	nullable(prop(s, "filters"))
+}
+
+type fieldInfo struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"`
+	Nullable    bool     `json:"nullable"`
+	Enum        []string `json:"enum,omitempty"`
+	Sensitive   bool     `json:"sensitive,omitempty"`
+	Queryable   bool     `json:"queryable,omitempty"`
+	Deprecated  bool     `json:"deprecated,omitempty"`
+	Decision    bool     `json:"decision,omitempty"`
+	Permission  bool     `json:"permission,omitempty"`
+	Required    bool     `json:"required,omitempty"`
+	Aliases     []string `json:"aliases,omitempty"`
+	Description string   `json:"description,omitempty"`
+	ID          bool     `json:"id,omitempty"`
+	Version     bool     `json:"version,omitempty"`
+}
+
+type filterInfo struct {
+	Name         string `json:"name"`
+	Op           string `json:"op"`
+	SentUpstream bool   `json:"sent_upstream"`
+	Field        string `json:"field,omitempty"`
+	Description  string `json:"description,omitempty"`
+}
+
+type paginationInfo struct {
+	Dialect     string `json:"dialect"`
+	Consistency string `json:"consistency"`
+	PageSize    int    `json:"page_size"`
+}
+
+type limitsInfo struct {
+	MaxItems      limitInfo `json:"max_items"`
+	MaxPages      limitInfo `json:"max_pages"`
+	DeadlineMS    limitInfo `json:"deadline_ms"`
+	ResponseBytes int       `json:"response_bytes"`
+}
+
+// limitInfo is a budget's default and the most a caller may ask for.
+type limitInfo struct {
+	Default int `json:"default"`
+	Cap     int `json:"cap"`
+}
+
+// actionInfo is one action: what it writes, to how many, under which
+// precondition and approval.
+type actionInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Destructive bool   `json:"destructive"`
+	// Params is the JSON Schema of the action's parameters.
+	Params         map[string]any      `json:"params"`
+	Precondition   []config.RuleConfig `json:"precondition"`
+	Conditional    string              `json:"conditional"`
+	Effect         []effectInfo        `json:"effect"`
+	IdempotencyKey bool                `json:"idempotency_key"`
+	MaxTargets     int                 `json:"max_targets"`
+	Approval       approvalInfo        `json:"approval"`
+	BulkMaxBatch   *int                `json:"bulk_max_batch,omitempty"`
+	CannotBeUndone []string            `json:"cannot_be_undone,omitempty"`
+	Compensation   string              `json:"compensation,omitempty"`
+	Principals     *principalsInfo     `json:"principals,omitempty"`
+}
+
+func (actionInfo) schema(s *jsonschema.Schema) {
+	// An action without a precondition has none (null).
+	nullable(prop(s, "precondition"))
+}
+
+type effectInfo struct {
+	Field string `json:"field"`
+	Op    string `json:"op"`
+	To    any    `json:"to"`
+}
+
+// approvalInfo is an action's approval policy.
+type approvalInfo struct {
+	Mode            string          `json:"mode"`
+	AboveTargets    int             `json:"above_targets,omitempty"`
+	WhenDestructive bool            `json:"when_destructive,omitempty"`
+	Environments    []string        `json:"environments,omitempty"`
+	UnknownCategory []string        `json:"unknown_category,omitempty"`
+	TTLSeconds      int             `json:"ttl_seconds,omitempty"`
+	FourEyes        bool            `json:"four_eyes,omitempty"`
+	Approvers       *principalsInfo `json:"approvers,omitempty"`
+}
+
+func (approvalInfo) schema(s *jsonschema.Schema) {
+	enum(prop(s, "mode"), selection.ApprovalNone, selection.ApprovalClient, selection.ApprovalOperator)
+}
+
+// principalsInfo is a principals restriction: the groups and scopes that
+// let an OAuth principal through.
+type principalsInfo struct {
+	Groups []string `json:"groups,omitempty"`
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // DescribeResources is the describe_resources tool: what airlock can read,
@@ -44,7 +162,7 @@ func DescribeResources(d *Deps) Spec {
 		Title:       "Describe the configured resources",
 		Description: `Resources in detail: fields, filters, pagination consistency, budgets, actions (parameters, precondition, effect, approval).`,
 		Input:       resourceSchema(describeInput, d.Runtime, "Default: all.", false, nil),
-		Data:        describeDataSchema(),
+		Data:        generate[describeData](),
 		Hints:       NewHints(true, false, true, false),
 		Handler:     d.describe,
 	}
@@ -63,72 +181,34 @@ func (d *Deps) describe(_ context.Context, call *Call) *envelope.Envelope {
 	if len(errs) > 0 {
 		return invalid(errs)
 	}
-	var out []map[string]any
+	out := make([]resourceInfo, 0, len(names))
 	for _, n := range names {
 		r := d.Runtime.Resources[n]
-		m := describeResource(r)
-		m["actions"] = describeActions(d.Runtime, r)
-		out = append(out, m)
+		info := describeResource(r)
+		info.Actions = describeActions(d.Runtime, r)
+		out = append(out, info)
 	}
-	return &envelope.Envelope{Data: map[string]any{"environment": d.Runtime.Environment, "resources": out}}
+	return &envelope.Envelope{Data: &describeData{Environment: d.Runtime.Environment, Resources: out}}
 }
 
-func describeResource(r *upstream.Resource) map[string]any {
-	var fields []map[string]any
+func describeResource(r *upstream.Resource) resourceInfo {
+	var fields []fieldInfo
 	for _, name := range sortedFieldNames(r) {
 		f, _ := r.Field(name)
-		m := map[string]any{"name": name, "type": f.Type, "nullable": f.Nullable}
-		if len(f.Enum) > 0 {
-			m["enum"] = f.Enum
-		}
-		if f.Sensitive {
-			m["sensitive"] = true
-			if f.Queryable {
-				m["queryable"] = true
-			}
-		}
-		if f.Deprecated {
-			m["deprecated"] = true
-		}
-		if f.Decision || f.Permission {
-			m["decision"] = true
-		}
-		if f.Permission {
-			m["permission"] = true
-		}
-		if f.Required {
-			m["required"] = true
-		}
-		if len(f.Aliases) > 0 {
-			var as []string
-			for _, a := range f.Aliases {
-				as = append(as, a.Name+" until "+a.Until)
-			}
-			m["aliases"] = as
-		}
-		if f.Description != "" {
-			m["description"] = f.Description
-		}
-		if name == r.Config.IDField {
-			m["id"] = true
-		}
-		if name == r.Config.VersionField {
-			m["version"] = true
+		m := fieldInfo{Name: name, Type: f.Type, Nullable: f.Nullable, Enum: f.Enum, Sensitive: f.Sensitive, Queryable: f.Sensitive && f.Queryable,
+			Deprecated: f.Deprecated, Decision: f.Decision || f.Permission, Permission: f.Permission, Required: f.Required,
+			Description: f.Description, ID: name == r.Config.IDField, Version: name == r.Config.VersionField}
+		for _, a := range f.Aliases {
+			m.Aliases = append(m.Aliases, a.Name+" until "+a.Until)
 		}
 		fields = append(fields, m)
 	}
-	var filters []map[string]any
+	var filters []filterInfo
 	for _, name := range sortedFilterNames(r) {
 		fc := r.Config.Filters[name]
-		m := map[string]any{"name": name, "op": "eq", "sent_upstream": fc.Param != "" || fc.MultiParam != "" || fc.Null != nil}
+		m := filterInfo{Name: name, Op: "eq", SentUpstream: fc.Param != "" || fc.MultiParam != "" || fc.Null != nil, Field: fc.Field, Description: fc.Description}
 		if fc.Op != "" {
-			m["op"] = fc.Op
-		}
-		if fc.Field != "" {
-			m["field"] = fc.Field
-		}
-		if fc.Description != "" {
-			m["description"] = fc.Description
+			m.Op = fc.Op
 		}
 		filters = append(filters, m)
 	}
@@ -137,31 +217,81 @@ func describeResource(r *upstream.Resource) map[string]any {
 		sources = append(sources, s.Name)
 	}
 	l := r.Limits
-	out := map[string]any{
-		"name": r.Name, "description": r.Description, "upstream": r.Host(),
-		"fields": fields, "default_fields": r.DefaultFields(), "filters": filters,
-		"pagination": map[string]any{"dialect": r.Pagination.Dialect, "consistency": r.Consistency(), "page_size": r.Pagination.PageSize},
-		"sources":    sources,
-		"visibility": r.Visibility(),
-		"limits": map[string]any{
-			"max_items":      map[string]any{"default": defaultMaxItems(r), "cap": l.MaxItems.Cap},
-			"max_pages":      map[string]any{"default": l.MaxPages.Default, "cap": l.MaxPages.Cap},
-			"deadline_ms":    map[string]any{"default": l.DeadlineMS.Default, "cap": l.DeadlineMS.Cap},
-			"response_bytes": l.ResponseBytes,
+	out := resourceInfo{
+		Name: r.Name, Description: r.Description, Upstream: r.Host(),
+		Fields: fields, DefaultFields: r.DefaultFields(), Filters: filters,
+		Pagination: paginationInfo{Dialect: r.Pagination.Dialect, Consistency: r.Consistency(), PageSize: r.Pagination.PageSize},
+		Sources:    sources,
+		Visibility: r.Visibility(),
+		Limits: limitsInfo{
+			MaxItems:      limitInfo{Default: defaultMaxItems(r), Cap: l.MaxItems.Cap},
+			MaxPages:      limitInfo{Default: l.MaxPages.Default, Cap: l.MaxPages.Cap},
+			DeadlineMS:    limitInfo{Default: l.DeadlineMS.Default, Cap: l.DeadlineMS.Cap},
+			ResponseBytes: l.ResponseBytes,
 		},
+		Credential:        r.Upstream.Credential(),
+		UpstreamResultCap: r.Config.ResultCap,
 	}
 	if len(r.Config.DefaultFilter) > 0 {
-		out["default_filter"] = r.Config.DefaultFilter
-	}
-	// The credential's form and where its secrets are read: what the
-	// answers are visible to, never the secrets.
-	if c := r.Upstream.Credential(); c != nil {
-		out["credential"] = c
-	}
-	if r.Config.ResultCap > 0 {
-		out["upstream_result_cap"] = r.Config.ResultCap
+		out.DefaultFilter = r.Config.DefaultFilter
 	}
 	return out
+}
+
+// describeActions renders a resource's actions for describe_resources.
+func describeActions(rt *upstream.Runtime, r *upstream.Resource) []actionInfo {
+	out := []actionInfo{}
+	for _, name := range rt.ActionNames() {
+		a := rt.Actions[name]
+		if a.Resource != r {
+			continue
+		}
+		c := a.Config
+		effect := make([]effectInfo, 0, len(c.Effect))
+		for _, e := range c.Effect {
+			op := e.Op
+			if op == "" {
+				op = "set"
+			}
+			effect = append(effect, effectInfo{Field: e.Field, Op: op, To: e.To})
+		}
+		m := actionInfo{
+			Name: name, Description: c.Description, Destructive: c.Destructive,
+			Params: c.Params, Precondition: c.Precondition, Conditional: c.Conditional, Effect: effect,
+			IdempotencyKey: c.IdempotencyHeader != "", MaxTargets: c.MaxTargets,
+			Approval: approvalPolicy(c.Approval), CannotBeUndone: c.Irreversible, Compensation: c.Compensation,
+		}
+		if m.Params == nil {
+			m.Params = map[string]any{"type": "object", "maxProperties": 0}
+		}
+		if c.Bulk != nil {
+			m.BulkMaxBatch = envelope.Ptr(c.Bulk.MaxBatch)
+		}
+		if c.Principals != nil {
+			m.Principals = principalsRule(c.Principals)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func approvalPolicy(p *config.ApprovalConfig) approvalInfo {
+	if p == nil {
+		return approvalInfo{Mode: selection.ApprovalNone}
+	}
+	m := approvalInfo{Mode: p.Mode, AboveTargets: p.AboveTargets, WhenDestructive: p.Destructive, Environments: p.Environments,
+		UnknownCategory: p.UnknownGroup, TTLSeconds: int(p.TTL.Seconds()), FourEyes: p.FourEyes}
+	if p.Mode == "" {
+		m.Mode = selection.ApprovalNone
+	}
+	if p.Approvers != nil {
+		m.Approvers = principalsRule(p.Approvers)
+	}
+	return m
+}
+
+func principalsRule(p *config.PrincipalsConfig) *principalsInfo {
+	return &principalsInfo{Groups: p.Groups, Scopes: p.Scopes}
 }
 
 func sortedFieldNames(r *upstream.Resource) []string {

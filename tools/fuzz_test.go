@@ -62,7 +62,7 @@ func FuzzToolArguments(f *testing.F) {
 		}
 		r := d.Runtime.Resources["service_accounts"]
 		var pa previewArgs
-		errs, bad := decodeArgs("preview_selection", previewInputSchema(), raw, &pa)
+		errs, bad := decodeArgs("preview_selection", previewInput, raw, &pa)
 		if !bad["filter"] {
 			errs = append(errs, r.CheckFilter(pa.Filter)...)
 			errs = append(errs, checkSensitive(r, filterUses(r, pa.Filter))...)
@@ -81,7 +81,7 @@ func FuzzToolArguments(f *testing.F) {
 		_, berrs := checkBudget(r, nil, pa.MaxPages, pa.DeadlineMS, bad)
 		errs = append(errs, berrs...)
 		var ga getSelectionArgs
-		gerrs, _ := decodeArgs("get_selection", getSelectionInputSchema(), raw, &ga)
+		gerrs, _ := decodeArgs("get_selection", getSelectionInput, raw, &ga)
 		errs = append(errs, gerrs...)
 		if len(errs) > 0 {
 			if err := envelope.ValidateEnvelope(invalid(errs).Marshal()); err != nil {

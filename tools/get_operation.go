@@ -4,31 +4,34 @@ import (
 	"context"
 	"errors"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
 type getOperationArgs struct {
-	OperationID string            `json:"operation_id"`
-	Cursor      string            `json:"cursor"`
-	PageSize    *int              `json:"page_size"`
-	Outcome     selection.Outcome `json:"outcome"`
+	OperationID string            `json:"operation_id" jsonschema:"From commit_bulk_action."`
+	Cursor      string            `json:"cursor,omitempty" jsonschema:"Next page's cursor."`
+	PageSize    *int              `json:"page_size,omitempty" jsonschema:"Page size (default 50)."`
+	Outcome     selection.Outcome `json:"outcome,omitempty" jsonschema:"Only this outcome."`
 }
 
-var getOperationInput = getOperationInputSchema()
-
-func getOperationInputSchema() map[string]any {
-	return map[string]any{
-		"type": "object", "required": []any{"operation_id"}, "additionalProperties": false,
-		"properties": map[string]any{
-			"operation_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"op_…"}, "description": "From commit_bulk_action."},
-			"cursor":       map[string]any{"type": "string", "minLength": 1, "examples": []any{"<continuation.cursor>"}, "description": "Next page's cursor."},
-			"page_size":    map[string]any{"type": "integer", "minimum": 1, "maximum": 500, "examples": []any{100}, "description": "Page size (default 50)."},
-			"outcome": map[string]any{"type": "string", "enum": []any{"pending", "in_flight", "succeeded", "failed", "skipped", "unknown", "would_succeed", "would_skip"},
-				"examples": []any{"failed"}, "description": "Only this outcome."},
-		},
-	}
+func (getOperationArgs) schema(s *jsonschema.Schema) {
+	p := s.Properties
+	p["operation_id"].MinLength, p["operation_id"].Examples = jsonschema.Ptr(1), []any{"op_…"}
+	p["cursor"].MinLength, p["cursor"].Examples = jsonschema.Ptr(1), []any{"<continuation.cursor>"}
+	pageSize(p["page_size"])
+	enum(p["outcome"], targetOutcomes...)
+	p["outcome"].Examples = []any{selection.TargetFailed}
 }
+
+// pageSize bounds a page_size argument of a tool that pages records.
+func pageSize(s *jsonschema.Schema) {
+	s.Minimum, s.Maximum, s.Examples = jsonschema.Ptr(1.0), jsonschema.Ptr(500.0), []any{100}
+}
+
+var getOperationInput = generate[getOperationArgs]()
 
 // GetOperation is the get_operation tool.
 func GetOperation(d *Deps) Spec {
@@ -37,7 +40,7 @@ func GetOperation(d *Deps) Spec {
 		Title:       "Read an operation and its per-target journal",
 		Description: `An operation's status, counts and per-target results, paged; complete:true on a finished one's last page. commit_bulk_action resume:true resumes it.`,
 		Input:       advertised(getOperationInput),
-		Data:        operationDataSchema(),
+		Data:        generate[operationData](),
 		Hints:       NewHints(true, false, true, false),
 		Problems:    []envelope.ProblemCode{envelope.ProblemOperationNotFound},
 		Handler:     d.getOperation,

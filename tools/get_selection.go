@@ -7,35 +7,60 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
 type getSelectionArgs struct {
-	SelectionID string         `json:"selection_id"`
-	Cursor      string         `json:"cursor"`
-	PageSize    *int           `json:"page_size"`
-	Disposition string         `json:"disposition"`
-	Group       map[string]any `json:"group"`
-	Fields      []string       `json:"fields"`
+	SelectionID string         `json:"selection_id" jsonschema:"From preview_selection."`
+	Cursor      string         `json:"cursor,omitempty" jsonschema:"Next page's cursor."`
+	PageSize    *int           `json:"page_size,omitempty" jsonschema:"Page size (default 50)."`
+	Disposition string         `json:"disposition,omitempty" jsonschema:"Records to list (default member)."`
+	Group       map[string]any `json:"group,omitempty" jsonschema:"One group, e.g. {\"region\":\"eu\"}."`
+	Fields      []string       `json:"fields,omitempty" jsonschema:"Review fields."`
 }
 
-var getSelectionInput = getSelectionInputSchema()
+func (getSelectionArgs) schema(s *jsonschema.Schema) {
+	p := s.Properties
+	p["selection_id"].MinLength, p["selection_id"].Examples = jsonschema.Ptr(1), []any{"sel_…"}
+	p["cursor"].MinLength, p["cursor"].Examples = jsonschema.Ptr(1), []any{"<manifest.next_cursor>"}
+	pageSize(p["page_size"])
+	enum(p["disposition"], selection.Member, selection.Excluded, selection.Ambiguous)
+	p["disposition"].Examples = []any{selection.Member}
+	p["group"].Examples = []any{map[string]any{"region": "eu"}}
+	p["fields"].Examples = []any{[]any{"id", "customer_name"}}
+}
 
-func getSelectionInputSchema() map[string]any {
-	return map[string]any{
-		"type": "object", "required": []any{"selection_id"}, "additionalProperties": false,
-		"properties": map[string]any{
-			"selection_id": map[string]any{"type": "string", "minLength": 1, "examples": []any{"sel_…"}, "description": "From preview_selection."},
-			"cursor":       map[string]any{"type": "string", "minLength": 1, "examples": []any{"<manifest.next_cursor>"}, "description": "Next page's cursor."},
-			"page_size":    map[string]any{"type": "integer", "minimum": 1, "maximum": 500, "examples": []any{100}, "description": "Page size (default 50)."},
-			"disposition": map[string]any{"type": "string", "enum": []any{"member", "excluded", "ambiguous"}, "examples": []any{"member"},
-				"description": "Records to list (default member)."},
-			"group": map[string]any{"type": "object", "examples": []any{map[string]any{"region": "eu"}},
-				"description": "One group, e.g. {\"region\":\"eu\"}."},
-			"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "customer_name"}}, "description": "Review fields."},
-		},
-	}
+var getSelectionInput = generate[getSelectionArgs]()
+
+// recordsData is get_selection's data: a page of one disposition's
+// records and the selection they belong to.
+type recordsData struct {
+	SelectionID  string           `json:"selection_id"`
+	Digest       string           `json:"digest"`
+	ActionDigest string           `json:"action_digest"`
+	Kind         string           `json:"kind"`
+	ExpiresAt    string           `json:"expires_at"`
+	Expired      bool             `json:"expired"`
+	Committable  bool             `json:"committable"`
+	Disposition  string           `json:"disposition"`
+	Items        []manifestRecord `json:"items"`
+	Counts       recordCounts     `json:"counts"`
+}
+
+type recordCounts struct {
+	Members   int `json:"members"`
+	Excluded  int `json:"excluded"`
+	Ambiguous int `json:"ambiguous"`
+}
+
+func (recordsData) schema(s *jsonschema.Schema) {
+	prop(s, "digest").Pattern = digestPattern
+	prop(s, "action_digest").Pattern = digestPattern
+	enum(prop(s, "kind"), selection.KindScope, selection.KindExplicit)
+	enum(prop(s, "disposition"), selection.Member, selection.Excluded, selection.Ambiguous)
 }
 
 // GetSelection is the get_selection tool.
@@ -45,7 +70,7 @@ func GetSelection(d *Deps) Spec {
 		Title:       "Page through a frozen selection",
 		Description: `Page through a frozen selection's members, excluded or ambiguous records. complete:true on the last page.`,
 		Input:       advertised(getSelectionInput),
-		Data:        map[string]any{"type": "object", "required": []any{"selection_id", "digest", "items"}},
+		Data:        generate[recordsData](),
 		Hints:       NewHints(true, false, true, false),
 		Problems:    []envelope.ProblemCode{envelope.ProblemSelectionNotFound},
 		Handler:     d.getSelection,
@@ -132,11 +157,11 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	env := &envelope.Envelope{
 		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),
 			Visibility: d.visibility(sel.Resource), Snapshot: sel.Summary.Snapshot, Consistency: sel.Summary.Consistency},
-		Data: map[string]any{
-			"selection_id": sel.ID, "digest": sel.Digest, "action_digest": sel.ActionDigest, "kind": sel.Kind,
-			"expires_at": sel.ExpiresAt.UTC().Format(time.RFC3339), "expired": !d.Clock.Now().Before(sel.ExpiresAt),
-			"committable": sel.Committable, "disposition": q.Disposition, "items": items,
-			"counts": map[string]any{"members": sel.Summary.Members, "excluded": sel.Summary.Excluded, "ambiguous": sel.Summary.Ambiguous},
+		Data: &recordsData{
+			SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest, Kind: sel.Kind,
+			ExpiresAt: sel.ExpiresAt.UTC().Format(time.RFC3339), Expired: !d.Clock.Now().Before(sel.ExpiresAt),
+			Committable: sel.Committable, Disposition: q.Disposition, Items: items,
+			Counts: recordCounts{Members: sel.Summary.Members, Excluded: sel.Summary.Excluded, Ambiguous: sel.Summary.Ambiguous},
 		},
 	}
 	if next != "" {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
@@ -14,33 +16,129 @@ import (
 )
 
 type actionArg struct {
-	Type   string         `json:"type"`
-	Params map[string]any `json:"params"`
+	Type   string         `json:"type" jsonschema:"Action name."`
+	Params map[string]any `json:"params,omitempty" jsonschema:"Parameters."`
+}
+
+func (actionArg) schema(s *jsonschema.Schema) {
+	s.Examples = []any{map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}}
+	prop(s, "type").MinLength = jsonschema.Ptr(1)
 }
 
 type previewArgs struct {
-	Resource   string              `json:"resource"`
-	Filter     map[string]any      `json:"filter"`
-	Exclude    []config.RuleConfig `json:"exclude"`
-	Action     *actionArg          `json:"action"`
-	IDs        []string            `json:"ids"`
-	Fields     []string            `json:"fields"`
-	PageSize   *int                `json:"page_size"`
-	MaxPages   *int                `json:"max_pages"`
-	DeadlineMS *int                `json:"deadline_ms"`
-	Compensate string              `json:"compensate"`
+	Resource   string              `json:"resource,omitempty" jsonschema:"Resource name."`
+	Filter     map[string]any      `json:"filter,omitempty" jsonschema:"As in search_all."`
+	Exclude    []config.RuleConfig `json:"exclude,omitempty" jsonschema:"Exclusions, each counted."`
+	Action     *actionArg          `json:"action,omitempty"`
+	IDs        []string            `json:"ids,omitempty" jsonschema:"Targets by id, instead of a scan."`
+	Fields     []string            `json:"fields,omitempty" jsonschema:"Manifest review fields."`
+	PageSize   *int                `json:"page_size,omitempty" jsonschema:"Manifest size (default 20)."`
+	MaxPages   *int                `json:"max_pages,omitempty" jsonschema:"Most upstream pages read."`
+	DeadlineMS *int                `json:"deadline_ms,omitempty" jsonschema:"Time budget, ms (at most 120000)."`
+	Compensate string              `json:"compensate,omitempty" jsonschema:"Operation to undo instead."`
 }
 
-var actionSchema = map[string]any{
-	"type": "object", "required": []any{"type"}, "additionalProperties": false,
-	"examples": []any{map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}},
-	"properties": map[string]any{
-		"type":   map[string]any{"type": "string", "minLength": 1, "description": "Action name."},
-		"params": map[string]any{"type": "object", "description": "Parameters."},
-	},
+func (previewArgs) schema(s *jsonschema.Schema) {
+	p := s.Properties
+	p["resource"].MinLength, p["resource"].Examples = jsonschema.Ptr(1), []any{"subscriptions"}
+	p["filter"].AdditionalProperties = filterValue()
+	p["filter"].Examples = []any{map[string]any{"status": "past_due", "region": "eu"}}
+	ex := p["exclude"]
+	ex.MaxItems = jsonschema.Ptr(50)
+	ex.Examples = []any{[]any{map[string]any{"field": "tags", "op": "contains", "value": "disputed", "reason": "disputed invoices stay"}}}
+	rule := ex.Items
+	rule.Required = []string{"field", "op", "value", "reason"}
+	rule.Properties["field"].MinLength, rule.Properties["field"].Description = jsonschema.Ptr(1), "Field."
+	enum(rule.Properties["op"], "eq", "ne", "in", "not_in", "contains", "not_contains", "gt", "gte", "lt", "lte")
+	rule.Properties["op"].Description = "Comparison."
+	rule.Properties["value"] = filterValue()
+	rule.Properties["value"].Description = "Compared value."
+	reason := rule.Properties["reason"]
+	reason.MinLength, reason.MaxLength, reason.Description = jsonschema.Ptr(3), jsonschema.Ptr(200), "Shown to the user."
+	p["ids"].Items.MinLength, p["ids"].MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(1000)
+	p["ids"].Examples = []any{[]any{"sub_00104", "sub_00219"}}
+	p["fields"].Examples = []any{[]any{"id", "customer_name"}}
+	p["page_size"].Minimum, p["page_size"].Maximum = jsonschema.Ptr(0.0), jsonschema.Ptr(200.0)
+	p["page_size"].Examples = []any{20}
+	p["compensate"].MinLength, p["compensate"].Examples = jsonschema.Ptr(1), []any{"op_…"}
+	setBudget(s)
 }
 
-var previewInput = previewInputSchema()
+var previewInput = generate[previewArgs]()
+
+// selectionData is preview_selection's data: the frozen selection, what
+// it counts and changes, its first manifest page, and what committing it
+// takes.
+type selectionData struct {
+	SelectionID        string                      `json:"selection_id"`
+	Digest             string                      `json:"digest"`
+	ActionDigest       string                      `json:"action_digest"`
+	ExpiresAt          string                      `json:"expires_at"`
+	Kind               string                      `json:"kind"`
+	Committable        bool                        `json:"committable"`
+	CommittableReasons []envelope.Reason           `json:"committable_reasons"`
+	Environment        string                      `json:"environment"`
+	Upstream           string                      `json:"upstream"`
+	Resource           string                      `json:"resource"`
+	Action             selection.Action            `json:"action"`
+	Counts             previewCounts               `json:"counts"`
+	Groups             map[string][]upstream.Group `json:"groups"`
+	Exclusions         []selection.ExclusionCount  `json:"exclusions"`
+	Effect             []selection.Effect          `json:"effect"`
+	Ambiguous          []manifestRecord            `json:"ambiguous"`
+	Manifest           manifestList                `json:"manifest"`
+	CannotBeUndone     []string                    `json:"cannot_be_undone,omitempty"`
+	Compensates        string                      `json:"compensates,omitempty"`
+	Approval           *approvalNeed               `json:"approval,omitempty"`
+}
+
+func (selectionData) schema(s *jsonschema.Schema) {
+	prop(s, "digest").Pattern = digestPattern
+	prop(s, "action_digest").Pattern = digestPattern
+	enum(prop(s, "kind"), selection.KindScope, selection.KindExplicit)
+}
+
+type previewCounts struct {
+	Members   int `json:"members"`
+	Excluded  int `json:"excluded"`
+	Ambiguous int `json:"ambiguous"`
+	Scanned   int `json:"scanned"`
+}
+
+// manifestList is a page of member records.
+type manifestList struct {
+	Items      []manifestRecord `json:"items"`
+	PageSize   int              `json:"page_size"`
+	NextCursor string           `json:"next_cursor,omitempty"`
+}
+
+// manifestRecord is one record of a selection as a reviewer reads it: its
+// review fields and before-values (the upstream's values), and why it is
+// not a member when it is not.
+type manifestRecord struct {
+	ID          string         `json:"id"`
+	Fields      map[string]any `json:"fields"`
+	Before      map[string]any `json:"before"`
+	Version     string         `json:"version,omitempty"`
+	Disposition string         `json:"disposition,omitempty"`
+	// Rule is the exclusion rule's index (of excluded records).
+	Rule *int   `json:"rule,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+func (manifestRecord) schema(s *jsonschema.Schema) {
+	enum(prop(s, "disposition"), selection.Excluded, selection.Ambiguous)
+}
+
+// approvalNeed is who must approve a commit, and why.
+type approvalNeed struct {
+	Mode    string   `json:"mode"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+func (approvalNeed) schema(s *jsonschema.Schema) {
+	enum(prop(s, "mode"), selection.ApprovalNone, selection.ApprovalClient, selection.ApprovalOperator)
+}
 
 // hasAction reports whether a commit can run an action on r.
 func hasAction(rt *upstream.Runtime, r *upstream.Resource) bool {
@@ -52,53 +150,6 @@ func hasAction(rt *upstream.Runtime, r *upstream.Resource) bool {
 	return false
 }
 
-func previewInputSchema() map[string]any {
-	props := map[string]any{
-		"resource": map[string]any{"type": "string", "minLength": 1, "examples": []any{"subscriptions"}, "description": "Resource name."},
-		"filter": map[string]any{"type": "object", "examples": []any{map[string]any{"status": "past_due", "region": "eu"}},
-			"description": "As in search_all.", "additionalProperties": filterValue},
-		"exclude": map[string]any{"type": "array", "maxItems": 50, "description": "Exclusions, each counted.",
-			"examples": []any{[]any{map[string]any{"field": "tags", "op": "contains", "value": "disputed", "reason": "disputed invoices stay"}}},
-			"items": map[string]any{"type": "object", "required": []any{"field", "op", "value", "reason"}, "additionalProperties": false,
-				"properties": map[string]any{
-					"field":  map[string]any{"type": "string", "minLength": 1, "description": "Field."},
-					"op":     map[string]any{"type": "string", "enum": []any{"eq", "ne", "in", "not_in", "contains", "not_contains", "gt", "gte", "lt", "lte"}, "description": "Comparison."},
-					"value":  map[string]any{"description": "Compared value.", "anyOf": filterValue["anyOf"]},
-					"reason": map[string]any{"type": "string", "minLength": 3, "maxLength": 200, "description": "Shown to the user."},
-				}}},
-		"action": actionSchema,
-		"ids": map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1}, "maxItems": 1000,
-			"examples":    []any{[]any{"sub_00104", "sub_00219"}},
-			"description": "Targets by id, instead of a scan."},
-		"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "customer_name"}},
-			"description": "Manifest review fields."},
-		"page_size": map[string]any{"type": "integer", "minimum": 0, "maximum": 200, "examples": []any{20},
-			"description": "Manifest size (default 20)."},
-		"compensate": map[string]any{"type": "string", "minLength": 1, "examples": []any{"op_…"},
-			"description": "Operation to undo instead."},
-	}
-	props["max_pages"] = budgetProps["max_pages"]
-	props["deadline_ms"] = budgetProps["deadline_ms"]
-	return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-}
-
-func selectionDataSchema() map[string]any {
-	return map[string]any{
-		"type":     "object",
-		"required": []any{"selection_id", "digest", "action_digest", "expires_at", "kind", "committable", "committable_reasons", "counts"},
-		"properties": map[string]any{
-			"selection_id":        map[string]any{"type": "string"},
-			"digest":              map[string]any{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
-			"action_digest":       map[string]any{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
-			"expires_at":          map[string]any{"type": "string"},
-			"kind":                map[string]any{"enum": []any{"scope", "explicit"}},
-			"committable":         map[string]any{"type": "boolean"},
-			"committable_reasons": map[string]any{"type": "array"},
-			"counts":              map[string]any{"type": "object", "required": []any{"members", "excluded", "ambiguous"}},
-		},
-	}
-}
-
 // PreviewSelection is the preview_selection tool.
 func PreviewSelection(d *Deps) Spec {
 	return Spec{
@@ -106,7 +157,7 @@ func PreviewSelection(d *Deps) Spec {
 		Title:       "Preview and freeze the targets of a bulk action",
 		Description: `Freeze one action's exact targets (scan or ids, exclusions, precondition): selection_id, digest, committable, counts, exclusions, ambiguous, effect, manifest. Show them to the user; commit with selection_id, digest as expected_digest and the same action. Incomplete scans never commit.`,
 		Input:       resourceSchema(previewInput, d.Runtime, "Resource.", false, func(r *upstream.Resource) bool { return hasAction(d.Runtime, r) }),
-		Data:        selectionDataSchema(),
+		Data:        generate[selectionData](),
 		Hints:       NewHints(false, false, false, true),
 		// Named ids are read one by one: their failures end the preview.
 		Problems: append(append([]envelope.ProblemCode(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
@@ -169,7 +220,7 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 		errs = append(errs, envelope.NewFieldError("resource", envelope.FieldRequired, "subscriptions"))
 	}
 	if a.Action == nil && !bad["action"] {
-		errs = append(errs, envelope.NewFieldError("action", envelope.FieldRequired, actionSchema["examples"].([]any)[0]))
+		errs = append(errs, envelope.NewFieldError("action", envelope.FieldRequired, exampleAt(previewInput, "action")))
 	}
 	r, ok := d.Runtime.Resources[a.Resource]
 	if !ok && !bad["resource"] && a.Resource != "" {
@@ -305,10 +356,7 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 	if err != nil {
 		return d.internalError(ctx, "read the ambiguous records", err)
 	}
-	manifest := map[string]any{"items": members, "page_size": pageSize}
-	if next != "" {
-		manifest["next_cursor"] = next
-	}
+	manifest := manifestList{Items: members, PageSize: pageSize, NextCursor: next}
 	// Review groups and before-value distributions keep their largest
 	// values; the rest is folded into one other_values group per field.
 	groups, _ := fitGroups(sum.Groups, previewGroups)
@@ -318,29 +366,20 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 		e.Before = kept[e.Field]
 		effect[i] = e
 	}
-	data := map[string]any{
-		"selection_id": sel.ID, "digest": sel.Digest, "action_digest": sel.ActionDigest,
-		"expires_at": sel.ExpiresAt.UTC().Format(time.RFC3339), "kind": sel.Kind,
-		"committable": sel.Committable, "committable_reasons": sel.Blockers,
-		"environment": sel.Environment, "upstream": sel.Upstream, "resource": sel.Resource,
-		"action": map[string]any{"type": sel.Action.Type, "params": nonNilMap(sel.Action.Params)},
-		"counts": map[string]any{"members": sum.Members, "excluded": sum.Excluded, "ambiguous": sum.Ambiguous, "scanned": sum.Scanned},
-		"groups": groups, "exclusions": sum.Exclusions, "effect": effect,
-		"ambiguous": ambiguous, "manifest": manifest,
-	}
-	if len(sum.Irreversible) > 0 {
-		data["cannot_be_undone"] = sum.Irreversible
-	}
-	if sel.Compensates != "" {
-		data["compensates"] = sel.Compensates
+	data := &selectionData{
+		SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest,
+		ExpiresAt: sel.ExpiresAt.UTC().Format(time.RFC3339), Kind: sel.Kind,
+		Committable: sel.Committable, CommittableReasons: sel.Blockers,
+		Environment: sel.Environment, Upstream: sel.Upstream, Resource: sel.Resource,
+		Action: selection.Action{Type: sel.Action.Type, Params: nonNilMap(sel.Action.Params)},
+		Counts: previewCounts{Members: sum.Members, Excluded: sum.Excluded, Ambiguous: sum.Ambiguous, Scanned: sum.Scanned},
+		Groups: groups, Exclusions: sum.Exclusions, Effect: effect,
+		Ambiguous: ambiguous, Manifest: manifest,
+		CannotBeUndone: sum.Irreversible, Compensates: sel.Compensates,
 	}
 	if a, ok := d.Runtime.Actions[sel.Action.Type]; ok && d.Engine != nil {
 		need := d.Engine.ApprovalRequirement(ctx, sel, a)
-		ap := map[string]any{"mode": need.Mode}
-		if len(need.Reasons) > 0 {
-			ap["reasons"] = need.Reasons
-		}
-		data["approval"] = ap
+		data.Approval = &approvalNeed{Mode: need.Mode, Reasons: need.Reasons}
 	}
 	env.Data = data
 	return env
@@ -394,10 +433,10 @@ func previewContinuation(sum selection.Summary) envelope.Continuation {
 // manifestPage reads a page of records and renders it, bounded by the
 // page size and by budget bytes on the wire; cut says the bytes ended the
 // page before the page size did (next then continues after it).
-func (d *Deps) manifestPage(ctx context.Context, sel *selection.Selection, q selection.RecordQuery, fields []string, budget int) (items []map[string]any, next string, cut bool, err error) {
+func (d *Deps) manifestPage(ctx context.Context, sel *selection.Selection, q selection.RecordQuery, fields []string, budget int) (items []manifestRecord, next string, cut bool, err error) {
 	limit := q.Limit
 	if limit == 0 {
-		return []map[string]any{}, "", false, nil
+		return []manifestRecord{}, "", false, nil
 	}
 	q.Limit = limit + 1
 	recs, err := d.Store.Records(ctx, sel.ID, q)
@@ -406,7 +445,7 @@ func (d *Deps) manifestPage(ctx context.Context, sel *selection.Selection, q sel
 	}
 	more := len(recs) > limit
 	recs = recs[:min(len(recs), limit)]
-	out := make([]map[string]any, 0, len(recs))
+	out := make([]manifestRecord, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, renderRecord(r, fields))
 	}
@@ -423,7 +462,7 @@ func manifestFingerprint(selID string, q selection.RecordQuery, fields []string)
 	return fingerprint(selID, q.Disposition, q.Group, fields)
 }
 
-func renderRecord(r selection.Record, fields []string) map[string]any {
+func renderRecord(r selection.Record, fields []string) manifestRecord {
 	review := r.Review
 	if len(fields) > 0 {
 		review = map[string]any{}
@@ -433,16 +472,9 @@ func renderRecord(r selection.Record, fields []string) map[string]any {
 			}
 		}
 	}
-	m := map[string]any{"id": r.ID, "fields": review, "before": r.Before}
-	if r.Version != "" {
-		m["version"] = r.Version
-	}
+	m := manifestRecord{ID: r.ID, Fields: review, Before: r.Before, Version: r.Version}
 	if r.Disposition != selection.Member {
-		m["disposition"] = r.Disposition
-		m["rule"] = r.Rule
-		if r.Note != "" {
-			m["note"] = r.Note
-		}
+		m.Disposition, m.Rule, m.Note = r.Disposition, envelope.Ptr(r.Rule), r.Note
 	}
 	return m
 }

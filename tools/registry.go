@@ -43,8 +43,10 @@ type Spec struct {
 	Title       string
 	Description string
 	Input       map[string]any // JSON Schema of the arguments
-	Data        map[string]any // JSON Schema of the envelope's data
-	Hints       Hints
+	// Data is the JSON Schema of the envelope's data, as exact as airlock
+	// holds it (clients are listed advertisedData of it).
+	Data  map[string]any
+	Hints Hints
 	// Problems are the problem codes the tool can return besides those
 	// every tool can (INVALID_ARGUMENTS, INTERNAL_ERROR and the upstream
 	// failures answered from memory or a cooldown). They narrow the output
@@ -97,7 +99,7 @@ func (s Spec) Tool() mcp.Tool {
 	t := mcp.NewTool(s.Name,
 		mcp.WithDescription(s.Description),
 		mcp.WithRawInputSchema(in),
-		mcp.WithRawOutputSchema(envelope.CompactOutputSchema(s.Data, s.AllProblems()...)),
+		mcp.WithRawOutputSchema(envelope.CompactOutputSchema(advertisedData(s.Data), s.AllProblems()...)),
 		mcp.WithToolAnnotation(mcp.ToolAnnotation{
 			Title:           s.Title,
 			ReadOnlyHint:    mcp.ToBoolPtr(s.Hints.ReadOnly),

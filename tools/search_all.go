@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -19,63 +20,54 @@ import (
 )
 
 type searchArgs struct {
-	Resource   string         `json:"resource"`
-	Filter     map[string]any `json:"filter"`
-	Fields     []string       `json:"fields"`
-	GroupBy    []string       `json:"group_by"`
-	MaxItems   *int           `json:"max_items"`
-	MaxPages   *int           `json:"max_pages"`
-	DeadlineMS *int           `json:"deadline_ms"`
-	Cursor     string         `json:"cursor"`
+	Resource   string         `json:"resource" jsonschema:"Resource name."`
+	Filter     map[string]any `json:"filter,omitempty" jsonschema:"Filter -> value, list (any of), or null."`
+	Fields     []string       `json:"fields,omitempty" jsonschema:"Fields per item; [\"id\"] lists ids densely."`
+	GroupBy    []string       `json:"group_by,omitempty" jsonschema:"Fields to count matches by."`
+	MaxItems   *int           `json:"max_items,omitempty" jsonschema:"Most items (0: counts only; default: what fits)."`
+	MaxPages   *int           `json:"max_pages,omitempty" jsonschema:"Most upstream pages read."`
+	DeadlineMS *int           `json:"deadline_ms,omitempty" jsonschema:"Time budget, ms (at most 120000)."`
+	Cursor     string         `json:"cursor,omitempty" jsonschema:"continuation.cursor of the same query."`
 }
 
-var budgetProps = map[string]any{
-	"max_items": map[string]any{"type": "integer", "minimum": 0, "examples": []any{50},
-		"description": "Most items (0: counts only; default: what fits)."},
-	"max_pages": map[string]any{"type": "integer", "minimum": 1, "examples": []any{100},
-		"description": "Most upstream pages read."},
-	"deadline_ms": map[string]any{"type": "integer", "minimum": 100, "examples": []any{15000},
-		"description": "Time budget, ms (at most 120000)."},
+func (searchArgs) schema(s *jsonschema.Schema) {
+	p := s.Properties
+	p["resource"].MinLength, p["resource"].Examples = jsonschema.Ptr(1), []any{"service_accounts"}
+	p["filter"].AdditionalProperties, p["filter"].Examples = filterValue(), []any{map[string]any{"owner": nil}}
+	p["fields"].Examples = []any{[]any{"id", "name"}}
+	p["group_by"].MaxItems, p["group_by"].Examples = jsonschema.Ptr(5), []any{[]any{"status"}}
+	p["cursor"].MinLength, p["cursor"].Examples = jsonschema.Ptr(1), []any{"<continuation.cursor>"}
+	setBudget(s)
 }
 
 // searchInput is search_all's validation schema, built once.
-var searchInput = searchInputSchema()
+var searchInput = generate[searchArgs]()
 
-func searchInputSchema() map[string]any {
-	props := map[string]any{
-		"resource": map[string]any{"type": "string", "minLength": 1, "examples": []any{"service_accounts"},
-			"description": "Resource name."},
-		"filter": map[string]any{"type": "object", "examples": []any{map[string]any{"owner": nil}},
-			"description": "Filter -> value, list (any of), or null.", "additionalProperties": filterValue},
-		"fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "examples": []any{[]any{"id", "name"}},
-			"description": "Fields per item; [\"id\"] lists ids densely."},
-		"group_by": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "maxItems": 5, "examples": []any{[]any{"status"}},
-			"description": "Fields to count matches by."},
-		"cursor": map[string]any{"type": "string", "minLength": 1, "examples": []any{"<continuation.cursor>"},
-			"description": "continuation.cursor of the same query."},
-	}
-	for k, v := range budgetProps {
-		props[k] = v
-	}
-	return map[string]any{"type": "object", "properties": props, "required": []any{"resource"}, "additionalProperties": false}
+// searchData is search_all's data: the page of matching items and the
+// counts of the whole scope.
+type searchData struct {
+	Resource string `json:"resource"`
+	// Items are the upstream's records, projected to the fields asked for.
+	Items         []json.RawMessage           `json:"items"`
+	TotalMatched  int                         `json:"total_matched"`
+	TotalRelation string                      `json:"total_relation"`
+	Groups        map[string][]upstream.Group `json:"groups"`
+	Delivered     delivered                   `json:"delivered"`
+	// UpstreamTotalEstimate is the total the upstream claims, unproven.
+	UpstreamTotalEstimate *int `json:"upstream_total_estimate,omitempty"`
 }
 
-func searchDataSchema() map[string]any {
-	return map[string]any{
-		"type":     "object",
-		"required": []any{"resource", "items", "total_matched", "total_relation", "groups", "delivered"},
-		"properties": map[string]any{
-			"resource":       map[string]any{"type": "string"},
-			"items":          map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
-			"total_matched":  map[string]any{"type": "integer", "minimum": 0},
-			"total_relation": map[string]any{"enum": []any{"eq", "gte"}},
-			"groups": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "array", "items": map[string]any{
-				"type": "object", "required": []any{"value", "count"}, "properties": map[string]any{"value": map[string]any{}, "count": map[string]any{"type": "integer"}}}}},
-			"delivered": map[string]any{"type": "object", "required": []any{"offset", "count", "remaining"}, "properties": map[string]any{
-				"offset": map[string]any{"type": "integer"}, "count": map[string]any{"type": "integer"}, "remaining": map[string]any{"type": "integer"}}},
-			"upstream_total_estimate": map[string]any{"type": "integer"},
-		},
-	}
+// delivered places a page of items within the frozen result.
+type delivered struct {
+	Offset    int `json:"offset"`
+	Count     int `json:"count"`
+	Remaining int `json:"remaining"`
+}
+
+func (searchData) schema(s *jsonschema.Schema) {
+	prop(s, "items", "[]").Type = "object"
+	prop(s, "total_matched").Minimum = jsonschema.Ptr(0.0)
+	enum(prop(s, "total_relation"), envelope.RelationEq, envelope.RelationGte)
 }
 
 // SearchAll is the search_all tool: it scans the whole requested scope,
@@ -87,7 +79,7 @@ func SearchAll(d *Deps) Spec {
 		Title:        "Search a whole resource scope",
 		Description:  `Scan a resource's whole scope within a budget: matching items, totals, group counts. Only complete:true proves absence; else incomplete_reasons say why and continuation how to go on (next_cursor: same call with cursor).`,
 		Input:        resourceSchema(searchInput, d.Runtime, "Resource to scan.", true, nil),
-		Data:         searchDataSchema(),
+		Data:         generate[searchData](),
 		Hints:        NewHints(true, false, true, true),
 		Problems:     readProblems,
 		TextDefaults: searchTextDefaults,
@@ -265,7 +257,8 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 			IncompleteReasons: []envelope.Reason{rs}, Continuation: envelope.Continuation{Kind: envelope.ContinueRestart},
 			Scope: scope, Warnings: warnings,
 			Coverage: &envelope.Coverage{TotalRelation: envelope.RelationGte, Sources: []envelope.SourceCoverage{}},
-			Data:     map[string]any{"resource": r.Name, "items": []any{}, "total_matched": 0, "total_relation": envelope.RelationGte, "groups": map[string]any{}, "delivered": map[string]any{"offset": 0, "count": 0, "remaining": 0}},
+			Data: &searchData{Resource: r.Name, Items: []json.RawMessage{}, TotalRelation: envelope.RelationGte,
+				Groups: map[string][]upstream.Group{}},
 		}
 	}
 	progress, stopProgress := d.startProgress(ctx, call)
@@ -405,12 +398,12 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	if !out.ScanComplete {
 		relation = envelope.RelationGte
 	}
-	data := map[string]any{
-		"resource": r.Name, "items": rawItems(items), "total_matched": out.Matched, "total_relation": relation,
-		"groups": groups, "delivered": map[string]any{"offset": offset, "count": len(items), "remaining": max(frozenLen-next, 0)},
+	data := &searchData{
+		Resource: r.Name, Items: rawItems(items), TotalMatched: out.Matched, TotalRelation: relation,
+		Groups: nonNilGroups(groups), Delivered: delivered{Offset: offset, Count: len(items), Remaining: max(frozenLen-next, 0)},
 	}
 	if out.UpstreamEstimate != nil {
-		data["upstream_total_estimate"] = *out.UpstreamEstimate
+		data.UpstreamTotalEstimate = envelope.Ptr(*out.UpstreamEstimate)
 		warnings = append(warnings, envelope.NewWarning(envelope.WarnEstimatedTotal, r.Name))
 	}
 	env.Warnings = warnings
@@ -427,6 +420,13 @@ func rawItems(items []json.RawMessage) []json.RawMessage {
 		return []json.RawMessage{}
 	}
 	return items
+}
+
+func nonNilGroups(g map[string][]upstream.Group) map[string][]upstream.Group {
+	if g == nil {
+		return map[string][]upstream.Group{}
+	}
+	return g
 }
 
 func nonNilSources(s []envelope.SourceCoverage) []envelope.SourceCoverage {

@@ -10,42 +10,47 @@ import (
 
 // A model pays for every tool it is offered, on every turn: names,
 // descriptions and input schemas. So the schemas a client lists are the
-// validation schemas without what only airlock needs (the examples that
-// field errors quote, the bounds it checks itself), with the configured
-// resources as an enum and each resource's filters named, so that
+// validation schemas without the examples that field errors quote, with
+// the configured resources as an enum and each resource's filters named,
+// so that
 // describe_resources is for detail rather than a first call that every
 // session must make. What each problem code means is in docs/errors.md and
 // in the problem itself (title, detail, next_action), not in descriptions.
 
-// filterValue is one filter's value, in single-type branches that
-// function-calling dialects with one type per schema (Gemini) accept.
-var filterValue = map[string]any{"anyOf": []any{
-	map[string]any{"type": "string"}, map[string]any{"type": "number"}, map[string]any{"type": "boolean"}, map[string]any{"type": "null"},
-	map[string]any{"type": "array"},
-}}
-
 // advertised returns the schema as clients list it: a deep copy without
-// examples and bounds (airlock checks them; its field errors name them).
+// the examples, which only the field errors airlock writes quote.
 func advertised(schema map[string]any) map[string]any {
+	return without(schema, func(k string, _ any) bool { return k == "examples" })
+}
+
+// advertisedData returns a data schema as clients list it: without the
+// additionalProperties:false that airlock's tests hold its own data to. A
+// client that enforced it would refuse an answer that a later version
+// adds a member to, and every listing would pay for it.
+func advertisedData(schema map[string]any) map[string]any {
+	return without(schema, func(k string, v any) bool { return k == "additionalProperties" && v == false })
+}
+
+// without returns a deep copy of schema without the keywords drop names.
+func without(schema map[string]any, drop func(k string, v any) bool) map[string]any {
 	out := make(map[string]any, len(schema))
 	for k, v := range schema {
-		switch k {
-		case "examples", "minLength", "maxLength", "minimum", "maximum", "maxItems", "pattern":
+		if drop(k, v) {
 			continue
 		}
-		out[k] = advertisedValue(v)
+		out[k] = withoutValue(v, drop)
 	}
 	return out
 }
 
-func advertisedValue(v any) any {
+func withoutValue(v any, drop func(k string, v any) bool) any {
 	switch x := v.(type) {
 	case map[string]any:
-		return advertised(x)
+		return without(x, drop)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = advertisedValue(e)
+			out[i] = withoutValue(e, drop)
 		}
 		return out
 	}
@@ -82,9 +87,12 @@ func resourceSchema(schema map[string]any, rt *upstream.Runtime, what string, fi
 	if filters && len(parts) > 0 {
 		desc += " Filters: " + strings.Join(parts, "; ") + "."
 	}
-	p := map[string]any{"type": "string", "description": desc}
+	// With the names listed, a length bound says nothing more.
+	p := maps.Clone(props["resource"].(map[string]any))
+	p["description"] = desc
 	if len(names) > 0 {
 		p["enum"] = names
+		delete(p, "minLength")
 	}
 	props["resource"] = p
 	return schema

@@ -252,9 +252,8 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 		slot.set(t.inputView(rec))
 		return taskAnswer()
 	case env.Problem == nil:
-		data, _ := env.Data.(map[string]any)
-		opID, _ := data["operation_id"].(string)
-		if opID == "" {
+		data, _ := env.Data.(*operationData)
+		if data == nil || data.OperationID == "" {
 			return env
 		}
 		if rec == nil {
@@ -263,7 +262,7 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 				return t.d.internalError(ctx, "record the task", err)
 			}
 		}
-		if _, err := t.d.Store.SetMetaIfAbsent(ctx, taskOperationKey(rec.ID), []byte(opID)); err != nil {
+		if _, err := t.d.Store.SetMetaIfAbsent(ctx, taskOperationKey(rec.ID), []byte(data.OperationID)); err != nil {
 			return t.d.internalError(ctx, "record the task's operation", err)
 		}
 		slot.set(&taskView{id: rec.ID, status: mcp.TaskStatusWorking, created: rec.Created, updated: t.d.Clock.Now()})
