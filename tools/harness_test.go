@@ -478,6 +478,9 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 	} else if err := v.Validate(raw); err != nil {
 		h.t.Fatalf("%s result breaks its output schema: %v\n%s", tool, err, raw)
 	}
+	if err := checkData(tool, raw); err != nil {
+		h.t.Fatalf("%s result's data breaks the data schema: %v\n%s", tool, err, raw)
+	}
 	if len(res.Content) != 1 {
 		h.t.Fatalf("%s: want one text content, got %d", tool, len(res.Content))
 	}
