@@ -78,10 +78,8 @@ type Options struct {
 	PageSize int
 	// Actions are the configured actions on this resource, whose
 	// conditional writes need a version on items.
-	Actions []*upstream.
-		// Deadline bounds the whole probe of the resource (default 2m).
-		Action
-
+	Actions []*upstream.Action
+	// Deadline bounds the whole probe of the resource (default 2m).
 	Deadline time.Duration
 }
 
