@@ -191,12 +191,13 @@ func (p *prober) firstPage(ctx context.Context) bool {
 		r = p.r // the probe goes on at the page size the API accepts
 	}
 	p.first = resp
-	doc, items, err := r.DecodePage(resp)
-	if err != nil && doc == nil {
+	doc, err := r.DecodePage(resp)
+	if err != nil {
 		p.add("list.path", Wrong, req.Method+" "+r.Config.List.Path+": "+describeErr(err), "")
 		return false
 	}
 	p.firstDoc = doc
+	items, err := r.PageItems(doc)
 	if err != nil {
 		p.add("list.items", Wrong, err.Error()+"; the body's top level holds "+topKeys(doc), "set list.items to the path of the items array (\".\" when the body is the array)")
 		return false

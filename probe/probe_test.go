@@ -129,3 +129,37 @@ func TestProbe_NamesEachWrongAssumption(t *testing.T) {
 		t.Errorf("%d requests, over the budget of %d", right.Requests, DefaultRequests)
 	}
 }
+
+// TestProbe_AFirstPageWithoutItemsNamesTheItemsPath: a first page that is
+// JSON but holds no items where list.items says (JSON null included) is
+// list.items wrong, with a hint to set list.items; a body that is not JSON
+// is list.path wrong.
+func TestProbe_AFirstPageWithoutItemsNamesTheItemsPath(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, wrong, fine string
+	}{
+		{"null", "null", "list.items", "list.path"},
+		{"another key", `{"data": []}`, "list.items", "list.path"},
+		{"not JSON", "<html>", "list.path", "list.items"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			t.Cleanup(srv.Close)
+			rep := probeOf(t, srv.URL, "      id: {type: string}", "{}")
+			if got := status(rep, tc.wrong); got != Wrong {
+				t.Fatalf("%s: %s, want wrong; report: %+v", tc.wrong, got, rep.Checks)
+			}
+			if got := status(rep, tc.fine); got == Wrong {
+				t.Errorf("%s is wrong too: %+v", tc.fine, rep.Checks)
+			}
+			for _, c := range rep.Checks {
+				if c.Check == "list.items" && !strings.Contains(c.Hint, "set list.items") {
+					t.Errorf("list.items hint %q does not say to set list.items", c.Hint)
+				}
+			}
+		})
+	}
+}

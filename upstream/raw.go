@@ -76,7 +76,11 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 			return w, err
 		}
 		w.Pages++
-		doc, items, err := r.decodePage(resp, st)
+		doc, err := r.decodeBody(resp, st)
+		if err != nil {
+			return w, err
+		}
+		items, err := r.itemsOf(doc)
 		if err != nil {
 			return w, err
 		}
@@ -152,27 +156,28 @@ func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (Request
 	return r.listRequest(r.Sources[0], st, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
 }
 
-// DecodePage reads a first page's answer: the decoded body and its items.
-// An error with a nil doc is a body that cannot be read (not JSON, an
-// error object, GraphQL errors without data); with a doc, a body without
-// items where the configuration says they are.
-func (r *Resource) DecodePage(resp *Response) (doc any, items []any, err error) {
-	return r.decodePage(resp, pageState{})
+// DecodePage reads a first page's body as a scan does: JSON, no error
+// object in a success, GraphQL data without errors. A body that decodes to
+// JSON null is read: where its items are is PageItems' question.
+func (r *Resource) DecodePage(resp *Response) (any, error) {
+	return r.decodeBody(resp, pageState{})
 }
 
-func (r *Resource) decodePage(resp *Response, st pageState) (any, []any, error) {
+// PageItems are the items of a decoded page, where the configuration says
+// they are.
+func (r *Resource) PageItems(doc any) ([]any, error) {
+	return r.itemsOf(doc)
+}
+
+func (r *Resource) decodeBody(resp *Response, st pageState) (any, error) {
 	doc, err := DecodeJSONBody(resp, true)
 	if err == nil && r.Pagination.Dialect == config.DialectGraphQL {
 		err = r.graphqlCheck(doc, st)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	items, err := r.itemsOf(doc)
-	if err != nil {
-		return doc, nil, err
-	}
-	return doc, items, nil
+	return doc, nil
 }
 
 // SentFilter says how a list request carries filter upstream: what it
