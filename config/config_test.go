@@ -73,7 +73,7 @@ func TestParseConfig_AcceptsValidConfigurations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Parse(tc.yaml)
 			if err != nil {
-				t.Fatalf("ParseConfig: %v", err)
+				t.Fatalf("Parse: %v", err)
 			}
 			if cfg.Environment == "" || len(cfg.Upstreams) == 0 || len(cfg.Resources) == 0 {
 				t.Errorf("parsed config is missing parts: %+v", cfg)
@@ -91,14 +91,14 @@ func TestParseConfig_AcceptsEveryFixtureDialectAndDataset(t *testing.T) {
 	}
 	cfg, err := Parse(fixtures.Config("http://127.0.0.1:1", rs...))
 	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	if len(cfg.Resources) != len(rs) {
 		t.Errorf("parsed %d resources, want %d", len(cfg.Resources), len(rs))
 	}
 }
 
-// wantErr is one expected ConfigError: its line, its path and a fragment of
+// wantErr is one expected Error: its line, its path and a fragment of
 // its message.
 type wantErr struct {
 	line int
@@ -110,11 +110,11 @@ func parseErrors(t *testing.T, yaml []byte) Errors {
 	t.Helper()
 	cfg, err := Parse(yaml)
 	if err == nil {
-		t.Fatalf("ParseConfig accepted the configuration: %+v", cfg)
+		t.Fatalf("Parse accepted the configuration: %+v", cfg)
 	}
 	var ces Errors
 	if !errors.As(err, &ces) {
-		t.Fatalf("error is %T, want ConfigErrors: %v", err, err)
+		t.Fatalf("error is %T, want Errors: %v", err, err)
 	}
 	return ces
 }

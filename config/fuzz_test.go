@@ -28,7 +28,7 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		ces, ok := err.(Errors)
 		if !ok || len(ces) == 0 {
-			t.Fatalf("want ConfigErrors, got %T %v", err, err)
+			t.Fatalf("want Errors, got %T %v", err, err)
 		}
 		for _, e := range ces {
 			if e.Msg == "" || e.Path == "" {

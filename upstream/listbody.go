@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// decodeListBody decodes a list page's body as decodeJSONBody does, except
+// decodeListBody decodes a list page's body as DecodeJSONBody does, except
 // for the items array at itemsPath (dotted object keys; "" is the body
 // itself): its elements stay raw, as json.RawMessage sharing the body's
 // bytes, until the scan decodes them one at a time (itemDecoder). A page
