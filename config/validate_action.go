@@ -12,6 +12,9 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 )
 
+// validateAction checks one action, part by part; every error is
+// reported, none stops the others. The parts that read the resource are
+// skipped when it is not declared (that error is reported once).
 func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 	p := []string{"actions", name}
 	at := func(k ...string) []string { return append(append([]string(nil), p...), k...) }
@@ -21,90 +24,20 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 	} else if !ok || r == nil {
 		l.add(fmt.Sprintf("no resource named %q", a.Resource), at("resource")...)
 	}
+	if !ok {
+		r = nil
+	}
 	if (a.Request == nil) == (a.Bulk == nil) {
 		l.add("set exactly one of request or bulk", at()...)
 	}
 	if a.Request != nil {
-		if !writeMethod(a.Request.Method) && !(a.Request.GraphQL != "" && a.Request.Method == "") {
-			l.add("must be POST, PUT, PATCH or DELETE", at("request", "method")...)
-		}
-		switch rq := a.Request; {
-		case rq.GraphQL != "":
-			if !strings.HasPrefix(rq.Path, "/") {
-				l.add("must be an absolute path (the GraphQL endpoint)", at("request", "path")...)
-			}
-			if rq.Method != "" && rq.Method != http.MethodPost {
-				l.add("a GraphQL mutation is sent with POST", at("request", "method")...)
-			}
-			if rq.Body != nil {
-				l.add("set one of body or graphql (whose variables are the body)", at("request", "body")...)
-			}
-			if !slices.Contains(templateRefs(normalizeYAMLValue(rq.Variables)), "id") {
-				l.add("the mutation's variables must name the target: {{id}}", at("request", "variables")...)
-			}
-		case !strings.HasPrefix(rq.Path, "/") || !strings.Contains(rq.Path, "{{id}}"):
-			l.add("must be an absolute path containing {{id}}", at("request", "path")...)
-		}
-		if a.Request.GraphQL == "" && (a.Request.Variables != nil || a.Request.UserErrors != "") {
-			l.add("variables and user_errors belong to a GraphQL mutation (request.graphql)", at("request")...)
-		}
+		validateWriteRequest(l, a.Request, at)
 	}
-	if b := a.Bulk; b != nil {
-		if !writeMethod(b.Method) {
-			l.add("must be POST, PUT, PATCH or DELETE", at("bulk", "method")...)
-		}
-		if !strings.HasPrefix(b.Path, "/") {
-			l.add("must be an absolute path", at("bulk", "path")...)
-		}
-		if b.MaxBatch <= 0 {
-			l.add("required: a positive batch size", at("bulk", "max_batch")...)
-		}
-		if b.Results == "" || b.ResultID == "" || b.ResultStatus == "" || len(b.Applied) == 0 {
-			l.add("results, result_id, result_status and applied are required to read per-target outcomes", at("bulk")...)
-		}
+	if a.Bulk != nil {
+		validateBulk(l, a.Bulk, at)
 	}
-	switch a.Conditional {
-	case CondIfMatch, CondVersion:
-		if ok && r != nil && r.VersionField == "" {
-			l.add("needs the resource's version_field", at("conditional")...)
-		} else if ok && r != nil && r.Fields[r.VersionField] == nil {
-			l.add(fmt.Sprintf("the resource's version_field %q is not among its declared fields: the condition could not be read from items", r.VersionField), at("conditional")...)
-		}
-	case CondReread:
-		if ok && r != nil && r.Get == nil {
-			l.add("needs the resource's get endpoint", at("conditional")...)
-		}
-	case "":
-		l.add("required: if_match, version or reread (how the precondition is enforced at write time)", at("conditional")...)
-	default:
-		l.add("use if_match, version or reread", at("conditional")...)
-	}
-	if a.Conditional == CondIfMatch && a.Bulk != nil {
-		l.add("if_match needs one request per target; use version or reread with bulk", at("conditional")...)
-	}
-	if len(a.Effect) == 0 {
-		l.add("required: the fields the action changes (effect)", at("effect")...)
-	}
-	for i, e := range a.Effect {
-		if e.Op != "" && e.Op != "set" && e.Op != "add" {
-			l.add("op must be set or add", at("effect", strconv.Itoa(i), "op")...)
-		}
-		if ok && r != nil {
-			if _, declared := r.Fields[e.Field]; !declared {
-				l.add(fmt.Sprintf("field %q is not declared on the resource", e.Field), at("effect", strconv.Itoa(i))...)
-			}
-		}
-	}
-	for i, rule := range a.Precondition {
-		if !ruleOps[rule.Op] {
-			l.add("op must be one of eq, ne, in, not_in, contains, not_contains, gt, gte, lt, lte", at("precondition", strconv.Itoa(i), "op")...)
-		}
-		if ok && r != nil {
-			if _, declared := r.Fields[rule.Field]; !declared {
-				l.add(fmt.Sprintf("field %q is not declared on the resource", rule.Field), at("precondition", strconv.Itoa(i))...)
-			}
-		}
-	}
+	validateConditional(l, a, r, at)
+	validateEffect(l, a, r, at)
 	if a.Params != nil {
 		b, _ := json.Marshal(normalizeYAMLValue(a.Params))
 		if _, err := envelope.CompileSchema("params", b); err != nil {
@@ -117,7 +50,7 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 	if rc := a.Reconcile; rc.Rereads < 0 || rc.Rereads > 50 || rc.Backoff < 0 || rc.MaxBackoff < 0 {
 		l.add("rereads is between 1 and 50, backoff and max_backoff positive", at("reconcile")...)
 	}
-	if ok && r != nil {
+	if r != nil {
 		c.validateTemplates(l, a, r, at)
 	}
 	if a.MaxTargets < 0 || a.Concurrency < 0 || a.Concurrency > 64 {
@@ -127,15 +60,7 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		l.add("failure_ratio is between 0 and 1, min_attempts positive", at("stop")...)
 	}
 	if rc := a.Response; rc != nil {
-		for _, fname := range slices.Sorted(maps.Keys(rc.Fields)) {
-			if f := rc.Fields[fname]; f != nil {
-				if !fieldTypes[f.Type] {
-					l.add("type must be one of string, integer, number, boolean, timestamp, array, object", at("response", "fields", fname, "type")...)
-				}
-				validateFieldContract(l, f, at("response", "fields", fname))
-			}
-		}
-		validateInvariants(l, rc.Fields, rc.Invariants, at("response", "invariants"))
+		validateResponseContract(l, rc, at)
 	}
 	if a.Compensation != "" {
 		other, ok := c.Actions[a.Compensation]
@@ -147,37 +72,155 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 	}
 	validatePrincipals(l, a.Principals, at("principals"))
 	if ap := a.Approval; ap != nil {
-		switch ap.Mode {
-		case "none", "client", "operator":
-		default:
-			l.add("mode must be none, client or operator", at("approval", "mode")...)
+		validateApproval(l, ap, r, at)
+	}
+}
+
+// validateWriteRequest checks the per-target request: a write method, and
+// a path that names the target, or a GraphQL mutation whose variables do.
+func validateWriteRequest(l *errList, rq *WriteRequestConfig, at func(k ...string) []string) {
+	if !writeMethod(rq.Method) && !(rq.GraphQL != "" && rq.Method == "") {
+		l.add("must be POST, PUT, PATCH or DELETE", at("request", "method")...)
+	}
+	switch {
+	case rq.GraphQL != "":
+		if !strings.HasPrefix(rq.Path, "/") {
+			l.add("must be an absolute path (the GraphQL endpoint)", at("request", "path")...)
 		}
-		if ap.AboveTargets < 0 {
-			l.add("above_targets must be 0 (off) or more", at("approval", "above_targets")...)
+		if rq.Method != "" && rq.Method != http.MethodPost {
+			l.add("a GraphQL mutation is sent with POST", at("request", "method")...)
 		}
-		if ap.TTL < 0 {
-			l.add("ttl must be positive", at("approval", "ttl")...)
+		if rq.Body != nil {
+			l.add("set one of body or graphql (whose variables are the body)", at("request", "body")...)
 		}
-		validatePrincipals(l, ap.Approvers, at("approval", "approvers"))
-		if ok && r != nil {
-			// The groups a preview counts: review_groups, or else the
-			// review fields with an enum.
-			groups := map[string]bool{}
-			for _, g := range r.ReviewGroups {
-				groups[g] = true
+		if !slices.Contains(templateRefs(normalizeYAMLValue(rq.Variables)), "id") {
+			l.add("the mutation's variables must name the target: {{id}}", at("request", "variables")...)
+		}
+	case !strings.HasPrefix(rq.Path, "/") || !strings.Contains(rq.Path, "{{id}}"):
+		l.add("must be an absolute path containing {{id}}", at("request", "path")...)
+	}
+	if rq.GraphQL == "" && (rq.Variables != nil || rq.UserErrors != "") {
+		l.add("variables and user_errors belong to a GraphQL mutation (request.graphql)", at("request")...)
+	}
+}
+
+// validateBulk checks the bulk request and what reads each target's
+// outcome from its answer.
+func validateBulk(l *errList, b *BulkConfig, at func(k ...string) []string) {
+	if !writeMethod(b.Method) {
+		l.add("must be POST, PUT, PATCH or DELETE", at("bulk", "method")...)
+	}
+	if !strings.HasPrefix(b.Path, "/") {
+		l.add("must be an absolute path", at("bulk", "path")...)
+	}
+	if b.MaxBatch <= 0 {
+		l.add("required: a positive batch size", at("bulk", "max_batch")...)
+	}
+	if b.Results == "" || b.ResultID == "" || b.ResultStatus == "" || len(b.Applied) == 0 {
+		l.add("results, result_id, result_status and applied are required to read per-target outcomes", at("bulk")...)
+	}
+}
+
+// validateConditional checks how the precondition is enforced at write
+// time, against what the resource r offers (nil when not declared).
+func validateConditional(l *errList, a *ActionConfig, r *ResourceConfig, at func(k ...string) []string) {
+	switch a.Conditional {
+	case CondIfMatch, CondVersion:
+		if r != nil && r.VersionField == "" {
+			l.add("needs the resource's version_field", at("conditional")...)
+		} else if r != nil && r.Fields[r.VersionField] == nil {
+			l.add(fmt.Sprintf("the resource's version_field %q is not among its declared fields: the condition could not be read from items", r.VersionField), at("conditional")...)
+		}
+	case CondReread:
+		if r != nil && r.Get == nil {
+			l.add("needs the resource's get endpoint", at("conditional")...)
+		}
+	case "":
+		l.add("required: if_match, version or reread (how the precondition is enforced at write time)", at("conditional")...)
+	default:
+		l.add("use if_match, version or reread", at("conditional")...)
+	}
+	if a.Conditional == CondIfMatch && a.Bulk != nil {
+		l.add("if_match needs one request per target; use version or reread with bulk", at("conditional")...)
+	}
+}
+
+// validateEffect checks the effect and the precondition: their operators,
+// and that they name fields of the resource r (nil when not declared).
+func validateEffect(l *errList, a *ActionConfig, r *ResourceConfig, at func(k ...string) []string) {
+	if len(a.Effect) == 0 {
+		l.add("required: the fields the action changes (effect)", at("effect")...)
+	}
+	for i, e := range a.Effect {
+		if e.Op != "" && e.Op != "set" && e.Op != "add" {
+			l.add("op must be set or add", at("effect", strconv.Itoa(i), "op")...)
+		}
+		if r != nil {
+			if _, declared := r.Fields[e.Field]; !declared {
+				l.add(fmt.Sprintf("field %q is not declared on the resource", e.Field), at("effect", strconv.Itoa(i))...)
 			}
-			if len(r.ReviewGroups) == 0 {
-				for _, f := range r.ReviewFields {
-					if fc := r.Fields[f]; fc != nil && len(fc.Enum) > 0 {
-						groups[f] = true
-					}
-				}
+		}
+	}
+	for i, rule := range a.Precondition {
+		if !ruleOps[rule.Op] {
+			l.add("op must be one of eq, ne, in, not_in, contains, not_contains, gt, gte, lt, lte", at("precondition", strconv.Itoa(i), "op")...)
+		}
+		if r != nil {
+			if _, declared := r.Fields[rule.Field]; !declared {
+				l.add(fmt.Sprintf("field %q is not declared on the resource", rule.Field), at("precondition", strconv.Itoa(i))...)
 			}
-			for i, dim := range ap.UnknownGroup {
-				if !groups[dim] {
-					l.add(fmt.Sprintf("%q is not one of the resource's review_groups: the rule compares the group values of each selection", dim), at("approval", "unknown_category", strconv.Itoa(i))...)
-				}
+		}
+	}
+}
+
+// validateResponseContract checks the fields and invariants a write's
+// answer is held to.
+func validateResponseContract(l *errList, rc *ResponseContract, at func(k ...string) []string) {
+	for _, fname := range slices.Sorted(maps.Keys(rc.Fields)) {
+		if f := rc.Fields[fname]; f != nil {
+			if !fieldTypes[f.Type] {
+				l.add("type must be one of string, integer, number, boolean, timestamp, array, object", at("response", "fields", fname, "type")...)
 			}
+			validateFieldContract(l, f, at("response", "fields", fname))
+		}
+	}
+	validateInvariants(l, rc.Fields, rc.Invariants, at("response", "invariants"))
+}
+
+// validateApproval checks the approval policy; with the resource r (nil
+// when not declared), that unknown_category names groups a preview counts.
+func validateApproval(l *errList, ap *ApprovalConfig, r *ResourceConfig, at func(k ...string) []string) {
+	switch ap.Mode {
+	case "none", "client", "operator":
+	default:
+		l.add("mode must be none, client or operator", at("approval", "mode")...)
+	}
+	if ap.AboveTargets < 0 {
+		l.add("above_targets must be 0 (off) or more", at("approval", "above_targets")...)
+	}
+	if ap.TTL < 0 {
+		l.add("ttl must be positive", at("approval", "ttl")...)
+	}
+	validatePrincipals(l, ap.Approvers, at("approval", "approvers"))
+	if r == nil {
+		return
+	}
+	// The groups a preview counts: review_groups, or else the review
+	// fields with an enum.
+	groups := map[string]bool{}
+	for _, g := range r.ReviewGroups {
+		groups[g] = true
+	}
+	if len(r.ReviewGroups) == 0 {
+		for _, f := range r.ReviewFields {
+			if fc := r.Fields[f]; fc != nil && len(fc.Enum) > 0 {
+				groups[f] = true
+			}
+		}
+	}
+	for i, dim := range ap.UnknownGroup {
+		if !groups[dim] {
+			l.add(fmt.Sprintf("%q is not one of the resource's review_groups: the rule compares the group values of each selection", dim), at("approval", "unknown_category", strconv.Itoa(i))...)
 		}
 	}
 }
