@@ -1,6 +1,7 @@
 // Package oauthtest is an OAuth 2.0 authorization server and an API that
 // checks its tokens, for tests of the clients that use them. It is for
-// tests only.
+// tests only, and never listens itself: tests serve its handlers on
+// loopback servers of their own.
 package oauthtest
 
 import (

@@ -1,5 +1,6 @@
 // Package upstreamtest builds the runtimes that tests of the packages
-// beside upstream (write, probe) start from. It is for tests only.
+// beside upstream (write, probe) start from. It is for tests only, and
+// sends no request itself: the tests' runtimes do.
 package upstreamtest
 
 import (
