@@ -261,6 +261,15 @@ type FilterConfig struct {
 	Description string    `yaml:"description"`
 }
 
+// FieldOf is the field the filter named name compares: Field, else the
+// field of the filter's own name (also for a nil filter).
+func (fc *FilterConfig) FieldOf(name string) string {
+	if fc != nil && fc.Field != "" {
+		return fc.Field
+	}
+	return name
+}
+
 // NullForm sends a null filter value: Param set to Value. In a query,
 // Value is required; in a POST body or a GraphQL variable, an unset
 // Value sends JSON null.

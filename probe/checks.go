@@ -250,10 +250,7 @@ func (p *prober) filterChecks(ctx context.Context) {
 		if fc == nil || (fc.Param == "" && fc.MultiParam == "" && fc.Null == nil) {
 			continue
 		}
-		field := name
-		if fc.Field != "" {
-			field = fc.Field
-		}
+		field := fc.FieldOf(name)
 		at := "filters." + name
 		if fd, ok := r.Field(field); ok && fd.Normalize != "" {
 			p.add(at+".param", OK, "never sent upstream: the field is normalized, so airlock alone compares it", "")

@@ -59,7 +59,7 @@ func (r *Resource) DecideList(resp *Response) Decision {
 	}
 	decision := map[string]bool{r.Config.IDField: true}
 	for name, fc := range r.Config.Filters {
-		decision[r.filterField(name, fc)] = true
+		decision[fc.FieldOf(name)] = true
 	}
 	counts := map[string]int{}
 	var order []string

@@ -22,7 +22,7 @@ func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
 			errs = append(errs, envelope.NewFieldError(path, envelope.FieldUnknownFilter, r.filterExample()))
 			continue
 		}
-		field := r.filterField(name, fc)
+		field := fc.FieldOf(name)
 		fd, _ := r.Field(field)
 		v := filter[name]
 		if arr, isArr := v.([]any); isArr {
@@ -46,17 +46,10 @@ func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
 
 func (r *Resource) filterExample() map[string]any {
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
-		fd, _ := r.Field(r.filterField(name, r.Config.Filters[name]))
+		fd, _ := r.Field(r.Config.Filters[name].FieldOf(name))
 		return map[string]any{name: exampleFor(fd)}
 	}
 	return map[string]any{}
-}
-
-func (r *Resource) filterField(name string, fc *config.FilterConfig) string {
-	if fc != nil && fc.Field != "" {
-		return fc.Field
-	}
-	return name
 }
 
 func checkScalar(path string, v any, fd *config.FieldConfig, fc *config.FilterConfig) (envelope.FieldError, bool) {
@@ -125,7 +118,7 @@ func exampleFor(fd *config.FieldConfig) any {
 func (r *Resource) Matches(doc map[string]any, filter map[string]any) bool {
 	for name, want := range filter {
 		fc := r.Config.Filters[name]
-		field := r.filterField(name, fc)
+		field := fc.FieldOf(name)
 		fd, _ := r.Field(field)
 		got, _ := jsonvalue.Get(doc, r.FieldPath(field))
 		contains := fc != nil && fc.Op == "contains"

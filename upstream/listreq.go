@@ -188,7 +188,7 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 // filterValue is a filter's value as sent: a list of one is one value,
 // and a declared null stand-in is null.
 func (r *Resource) filterValue(name string, fc *config.FilterConfig, v any) any {
-	fd, _ := r.Field(r.filterField(name, fc))
+	fd, _ := r.Field(fc.FieldOf(name))
 	if arr, ok := v.([]any); ok && len(arr) == 1 {
 		v = arr[0]
 	}
@@ -203,7 +203,7 @@ func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) fil
 	if fc == nil {
 		return filterForm{}
 	}
-	fd, _ := r.Field(r.filterField(name, fc))
+	fd, _ := r.Field(fc.FieldOf(name))
 	if fd != nil && fd.Normalize != "" {
 		return filterForm{why: "the field is normalized: airlock compares normalized values, the API may not"}
 	}

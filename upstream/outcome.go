@@ -163,7 +163,7 @@ func (s *Scan) Outcome() Outcome {
 	if s.nullLikeCount > 0 {
 		w := envelope.NewWarning(envelope.WarnNullLikeValues, s.r.Name)
 		for _, name := range s.nullFilters {
-			w.Fields = append(w.Fields, s.r.filterField(name, s.r.Config.Filters[name]))
+			w.Fields = append(w.Fields, s.r.Config.Filters[name].FieldOf(name))
 		}
 		w.Values = slices.Sorted(maps.Keys(s.nullLike))
 		w.Count = envelope.Ptr(s.nullLikeCount)

@@ -184,7 +184,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		}
 	}
 	for name := range spec.Filter {
-		f := r.filterField(name, r.Config.Filters[name])
+		f := r.Config.Filters[name].FieldOf(name)
 		s.decision[f], s.filterFields[f] = true, true
 	}
 	for _, f := range spec.Decision {

@@ -333,7 +333,7 @@ func (s *Scan) nullLikeLocked(doc map[string]any) {
 	}
 	var words []string
 	for _, name := range s.nullFilters {
-		v, _ := jsonvalue.Get(doc, s.r.FieldPath(s.r.filterField(name, s.r.Config.Filters[name])))
+		v, _ := jsonvalue.Get(doc, s.r.FieldPath(s.r.Config.Filters[name].FieldOf(name)))
 		str, ok := v.(string)
 		w := strings.ToLower(strings.TrimSpace(str))
 		if !ok || !nullLikeWords[w] {
