@@ -641,7 +641,15 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 		unobserved(he.Status, p, "sent, but airlock stopped before the answer was observed")
 		return
 	case upstream.FailTimeout, upstream.FailTooLarge:
-		unobserved(he.Status, p, "sent, but no answer was observed before the timeout")
+		if he.Sent || he.Kind == upstream.FailTooLarge {
+			unobserved(he.Status, p, "sent, but no answer was observed before the timeout")
+			return
+		}
+		// Timed out while the connection was still being made: nothing
+		// was written, as when the connection is refused.
+		if refused(TargetFailed, 0, p, "not sent: the connection could not be made in time") {
+			r.applyStopRules(p.Code, 0)
+		}
 		return
 	case upstream.FailConnection:
 		if he.Sent {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
@@ -116,12 +117,25 @@ type ctxKey int
 const reqInfoKey ctxKey = 1
 
 // reqInfo travels in the request context so that the retry policy knows
-// whether the request may be repeated.
+// whether the request may be repeated, and the caller whether any attempt
+// got as far as writing the request.
 type reqInfo struct {
 	idempotent bool
 	noRedirect bool
 	mu         sync.Mutex
 	attempts   int
+	// wrote is set once an attempt's request headers were written to a
+	// connection. Before that no request the upstream could act on has
+	// left airlock: a failure then (a connection never made, a context
+	// cancelled while waiting for one) is known-unsent.
+	wrote bool
+}
+
+// sent says whether any attempt may have reached the upstream.
+func (info *reqInfo) sent() bool {
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	return info.attempts > 0 && info.wrote
 }
 
 func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, error) {
@@ -355,6 +369,11 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 
 	info := &reqInfo{idempotent: r.Idempotent, noRedirect: r.NoRedirect}
 	ctx = context.WithValue(ctx, reqInfoKey, info)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() {
+		info.mu.Lock()
+		info.wrote = true
+		info.mu.Unlock()
+	}})
 	var body any
 	if r.Body != nil {
 		body = r.Body
@@ -412,7 +431,7 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 	if err != nil {
 		kind := classify(ctx, err)
 		c.logger.Debug("upstream request failed", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "attempts", attempts, "kind", int(kind))
-		return nil, &HTTPError{Kind: kind, Attempts: attempts, Sent: attempts > 0 && !isDialError(err)}
+		return nil, &HTTPError{Kind: kind, Attempts: attempts, Sent: info.sent()}
 	}
 	defer resp.Body.Close()
 	b, rerr := readBody(resp, c.maxBody)
@@ -486,13 +505,6 @@ func classify(ctx context.Context, err error) FailureKind {
 		return FailTimeout
 	}
 	return FailConnection
-}
-
-// isDialError reports whether the request never left: the connection could
-// not be made, so the upstream cannot have seen it.
-func isDialError(err error) bool {
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // checkRetry is airlock's retry policy: only idempotent requests are
