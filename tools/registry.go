@@ -99,7 +99,7 @@ func (s Spec) Tool() mcp.Tool {
 	t := mcp.NewTool(s.Name,
 		mcp.WithDescription(s.Description),
 		mcp.WithRawInputSchema(in),
-		mcp.WithRawOutputSchema(envelope.CompactOutputSchema(advertisedData(s.Data), s.AllProblems()...)),
+		mcp.WithRawOutputSchema(listedOutput(s.Data, s.AllProblems()...)),
 		mcp.WithToolAnnotation(mcp.ToolAnnotation{
 			Title:           s.Title,
 			ReadOnlyHint:    mcp.ToBoolPtr(s.Hints.ReadOnly),

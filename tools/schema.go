@@ -92,6 +92,10 @@ func applyHooks(t reflect.Type, s *jsonschema.Schema) {
 			}
 		}
 	}
+	if t.Kind() == reflect.Struct && t.Name() != "" && s.Title == "" {
+		// The type's name names the shape where the listing shares it.
+		s.Title = t.Name()
+	}
 	if h, ok := reflect.Zero(t).Interface().(schemaHook); ok {
 		h.schema(s)
 	}

@@ -18,9 +18,15 @@ import (
 // in the problem itself (title, detail, next_action), not in descriptions.
 
 // advertised returns the schema as clients list it: a deep copy without
-// the examples, which only the field errors airlock writes quote.
+// the examples, which only the field errors airlock writes quote, and the
+// titles that name its Go types.
 func advertised(schema map[string]any) map[string]any {
-	return without(schema, func(k string, _ any) bool { return k == "examples" })
+	out := without(schema, func(string, any) bool { return false })
+	eachSchema(out, func(s map[string]any) {
+		delete(s, "examples")
+		delete(s, "title")
+	})
+	return out
 }
 
 // advertisedData returns a data schema as clients list it: without the
