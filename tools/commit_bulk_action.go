@@ -17,10 +17,10 @@ type commitArgs struct {
 	ExpectedDigest string     `json:"expected_digest" jsonschema:"The preview's digest."`
 	Action         *actionArg `json:"action"`
 	Mode           string     `json:"mode" jsonschema:"dry_run writes nothing."`
-	IdempotencyKey string     `json:"idempotency_key,omitempty" jsonschema:"Optional."`
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
 	Resume         bool       `json:"resume,omitempty" jsonschema:"Continue an interrupted operation."`
-	WaitMS         *int       `json:"wait_ms,omitempty" jsonschema:"Wait, ms (default 20000)."`
-	ApprovalID     string     `json:"approval_id,omitempty" jsonschema:"Approval to use (default: latest)."`
+	WaitMS         *int       `json:"wait_ms,omitempty" jsonschema:"Default 20000."`
+	ApprovalID     string     `json:"approval_id,omitempty" jsonschema:"Default: latest."`
 }
 
 func (commitArgs) schema(s *jsonschema.Schema) {
@@ -78,7 +78,7 @@ func CommitBulkAction(d *Deps) Spec {
 	return Spec{
 		Name:        "commit_bulk_action",
 		Title:       "Commit an action to a frozen selection",
-		Description: `Run a previewed action on exactly a selection's members; each target's outcome is journaled (unknown: sent, unobserved, never re-sent blindly). Committing again returns the same operation. May ask the user to approve.`,
+		Description: `Run a previewed action on exactly a selection's members, each outcome journaled (unknown: sent, unobserved, never re-sent blindly). Repeating returns the same operation. May ask the user to approve.`,
 		Input:       advertised(commitInput),
 		Data:        generate[operationData](),
 		Hints:       NewHints(false, true, true, true),

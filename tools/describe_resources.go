@@ -160,7 +160,7 @@ func DescribeResources(d *Deps) Spec {
 	return Spec{
 		Name:        "describe_resources",
 		Title:       "Describe the configured resources",
-		Description: `Resources in detail: fields, filters, pagination consistency, budgets, actions (parameters, precondition, effect, approval).`,
+		Description: `Resources in detail: fields, filters, consistency, budgets, actions (params, precondition, effect, approval).`,
 		Input:       resourceSchema(describeInput, d.Runtime, "Default: all.", false, nil),
 		Data:        generate[describeData](),
 		Hints:       NewHints(true, false, true, false),

@@ -13,7 +13,7 @@ import (
 type getOperationArgs struct {
 	OperationID string            `json:"operation_id" jsonschema:"From commit_bulk_action."`
 	Cursor      string            `json:"cursor,omitempty" jsonschema:"Next page's cursor."`
-	PageSize    *int              `json:"page_size,omitempty" jsonschema:"Page size (default 50)."`
+	PageSize    *int              `json:"page_size,omitempty" jsonschema:"Default 50."`
 	Outcome     selection.Outcome `json:"outcome,omitempty" jsonschema:"Only this outcome."`
 }
 
@@ -38,7 +38,7 @@ func GetOperation(d *Deps) Spec {
 	return Spec{
 		Name:        "get_operation",
 		Title:       "Read an operation and its per-target journal",
-		Description: `An operation's status, counts and per-target results, paged; complete:true on a finished one's last page. commit_bulk_action resume:true resumes it.`,
+		Description: `An operation's status, counts and per-target results, paged; complete:true on a finished one's last page.`,
 		Input:       advertised(getOperationInput),
 		Data:        generate[operationData](),
 		Hints:       NewHints(true, false, true, false),

@@ -16,8 +16,8 @@ import (
 type getSelectionArgs struct {
 	SelectionID string         `json:"selection_id" jsonschema:"From preview_selection."`
 	Cursor      string         `json:"cursor,omitempty" jsonschema:"Next page's cursor."`
-	PageSize    *int           `json:"page_size,omitempty" jsonschema:"Page size (default 50)."`
-	Disposition string         `json:"disposition,omitempty" jsonschema:"Records to list (default member)."`
+	PageSize    *int           `json:"page_size,omitempty" jsonschema:"Default 50."`
+	Disposition string         `json:"disposition,omitempty" jsonschema:"Default: member."`
 	Group       map[string]any `json:"group,omitempty" jsonschema:"One group, e.g. {\"region\":\"eu\"}."`
 	Fields      []string       `json:"fields,omitempty" jsonschema:"Review fields."`
 }

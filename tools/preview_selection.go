@@ -17,7 +17,7 @@ import (
 
 type actionArg struct {
 	Type   string         `json:"type" jsonschema:"Action name."`
-	Params map[string]any `json:"params,omitempty" jsonschema:"Parameters."`
+	Params map[string]any `json:"params,omitempty"`
 }
 
 func (actionArg) schema(s *jsonschema.Schema) {
@@ -30,11 +30,11 @@ type previewArgs struct {
 	Filter     map[string]any      `json:"filter,omitempty" jsonschema:"As in search_all."`
 	Exclude    []config.RuleConfig `json:"exclude,omitempty" jsonschema:"Exclusions, each counted."`
 	Action     *actionArg          `json:"action,omitempty"`
-	IDs        []string            `json:"ids,omitempty" jsonschema:"Targets by id, instead of a scan."`
+	IDs        []string            `json:"ids,omitempty" jsonschema:"Targets by id, not a scan."`
 	Fields     []string            `json:"fields,omitempty" jsonschema:"Manifest review fields."`
 	PageSize   *int                `json:"page_size,omitempty" jsonschema:"Manifest size (default 20)."`
 	MaxPages   *int                `json:"max_pages,omitempty" jsonschema:"Most upstream pages read."`
-	DeadlineMS *int                `json:"deadline_ms,omitempty" jsonschema:"Time budget, ms (at most 120000)."`
+	DeadlineMS *int                `json:"deadline_ms,omitempty" jsonschema:"Time budget (at most 120000)."`
 	Compensate string              `json:"compensate,omitempty" jsonschema:"Operation to undo instead."`
 }
 
@@ -48,11 +48,9 @@ func (previewArgs) schema(s *jsonschema.Schema) {
 	ex.Examples = []any{[]any{map[string]any{"field": "tags", "op": "contains", "value": "disputed", "reason": "disputed invoices stay"}}}
 	rule := ex.Items
 	rule.Required = []string{"field", "op", "value", "reason"}
-	rule.Properties["field"].MinLength, rule.Properties["field"].Description = jsonschema.Ptr(1), "Field."
+	rule.Properties["field"].MinLength = jsonschema.Ptr(1)
 	enum(rule.Properties["op"], "eq", "ne", "in", "not_in", "contains", "not_contains", "gt", "gte", "lt", "lte")
-	rule.Properties["op"].Description = "Comparison."
 	rule.Properties["value"] = filterValue()
-	rule.Properties["value"].Description = "Compared value."
 	reason := rule.Properties["reason"]
 	reason.MinLength, reason.MaxLength, reason.Description = jsonschema.Ptr(3), jsonschema.Ptr(200), "Shown to the user."
 	p["ids"].Items.MinLength, p["ids"].MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(1000)
@@ -155,8 +153,8 @@ func PreviewSelection(d *Deps) Spec {
 	return Spec{
 		Name:        "preview_selection",
 		Title:       "Preview and freeze the targets of a bulk action",
-		Description: `Freeze one action's exact targets (scan or ids, exclusions, precondition): selection_id, digest, committable, counts, exclusions, ambiguous, effect, manifest. Show them to the user; commit with selection_id, digest as expected_digest and the same action. Incomplete scans never commit.`,
-		Input:       resourceSchema(previewInput, d.Runtime, "Resource.", false, func(r *upstream.Resource) bool { return hasAction(d.Runtime, r) }),
+		Description: `Freeze one action's exact targets (scan or ids, exclusions, precondition) with counts, effect and manifest. Show them to the user; commit with selection_id, digest as expected_digest and the same action. Incomplete scans never commit.`,
+		Input:       resourceSchema(previewInput, d.Runtime, "", false, func(r *upstream.Resource) bool { return hasAction(d.Runtime, r) }),
 		Data:        generate[selectionData](),
 		Hints:       NewHints(false, false, false, true),
 		// Named ids are read one by one: their failures end the preview.

@@ -26,7 +26,7 @@ type searchArgs struct {
 	GroupBy    []string       `json:"group_by,omitempty" jsonschema:"Fields to count matches by."`
 	MaxItems   *int           `json:"max_items,omitempty" jsonschema:"Most items (0: counts only; default: what fits)."`
 	MaxPages   *int           `json:"max_pages,omitempty" jsonschema:"Most upstream pages read."`
-	DeadlineMS *int           `json:"deadline_ms,omitempty" jsonschema:"Time budget, ms (at most 120000)."`
+	DeadlineMS *int           `json:"deadline_ms,omitempty" jsonschema:"Time budget (at most 120000)."`
 	Cursor     string         `json:"cursor,omitempty" jsonschema:"continuation.cursor of the same query."`
 }
 
@@ -77,8 +77,8 @@ func SearchAll(d *Deps) Spec {
 	return Spec{
 		Name:         "search_all",
 		Title:        "Search a whole resource scope",
-		Description:  `Scan a resource's whole scope within a budget: matching items, totals, group counts. Only complete:true proves absence; else incomplete_reasons say why and continuation how to go on (next_cursor: same call with cursor).`,
-		Input:        resourceSchema(searchInput, d.Runtime, "Resource to scan.", true, nil),
+		Description:  `Scan a resource's whole scope within a budget: items, totals, group counts. Only complete:true proves absence; else incomplete_reasons say why and continuation how to go on.`,
+		Input:        resourceSchema(searchInput, d.Runtime, "", true, nil),
 		Data:         generate[searchData](),
 		Hints:        NewHints(true, false, true, true),
 		Problems:     readProblems,

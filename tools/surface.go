@@ -65,7 +65,7 @@ func withoutValue(v any, drop func(k string, v any) bool) any {
 
 // resourceSchema sets the resource property of an advertised schema to the
 // configured resources (those only keeps, or all), with each one's filters
-// named when filters is set.
+// named when filters is set, described by what ("" for the enum alone).
 func resourceSchema(schema map[string]any, rt *upstream.Runtime, what string, filters bool, only func(*upstream.Resource) bool) map[string]any {
 	schema = advertised(schema)
 	props := maps.Clone(schema["properties"].(map[string]any))
@@ -91,14 +91,20 @@ func resourceSchema(schema map[string]any, rt *upstream.Runtime, what string, fi
 	}
 	desc := what
 	if filters && len(parts) > 0 {
-		desc += " Filters: " + strings.Join(parts, "; ") + "."
+		desc = strings.TrimSpace(desc + " Filters: " + strings.Join(parts, "; ") + ".")
 	}
-	// With the names listed, a length bound says nothing more.
 	p := maps.Clone(props["resource"].(map[string]any))
-	p["description"] = desc
+	if desc != "" {
+		p["description"] = desc
+	}
 	if len(names) > 0 {
+		// With the names listed, a length bound says nothing more, nor
+		// does a description that would only say "resource".
 		p["enum"] = names
 		delete(p, "minLength")
+		if desc == "" {
+			delete(p, "description")
+		}
 	}
 	props["resource"] = p
 	return schema
