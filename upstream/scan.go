@@ -372,37 +372,60 @@ func (s *Scan) reportProgress() {
 }
 
 // runParallel keeps up to the configured concurrency of planned pages in
-// flight and processes them strictly in page order, requesting the next
-// page as each one is processed (no batch waits for its slowest page). It
-// returns false when the source stopped.
+// flight and processes them strictly in page order. A page is requested
+// as soon as any request in flight ends, so that a page that comes back
+// late delays only itself, and is let go once processed. At most one page
+// more than the concurrency is held at a time: the one being processed and
+// those requested after it. It returns false when the source stopped.
 func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageState) bool {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // pages fetched past a stop are abandoned
 	type result struct {
 		pg   page
 		err  error
 		done chan struct{}
 	}
+	conc := s.r.Pagination.Concurrency
 	results := make([]*result, len(plans))
-	next := 0
-	launch := func() {
-		if next >= len(plans) || ctx.Err() != nil || s.takePages(1) == 0 {
-			return
+	var mu sync.Mutex
+	// next is the next page to request; processed counts the pages
+	// processed; stopped is set once the source stops reading the plan.
+	next, processed, inFlight, stopped := 0, 0, 0, false
+	var launchLocked func()
+	launchLocked = func() {
+		for !stopped && inFlight < conc && next < len(plans) && next <= processed+conc && ctx.Err() == nil {
+			if s.takePages(1) == 0 {
+				stopped = true
+				return
+			}
+			r := &result{done: make(chan struct{})}
+			results[next] = r
+			st := plans[next]
+			next++
+			inFlight++
+			go func() {
+				defer close(r.done)
+				r.pg, r.err = s.fetch(ctx, src, st)
+				mu.Lock()
+				inFlight--
+				launchLocked()
+				mu.Unlock()
+			}()
 		}
-		r := &result{done: make(chan struct{})}
-		results[next] = r
-		st := plans[next]
-		next++
-		go func() {
-			defer close(r.done)
-			r.pg, r.err = s.fetch(ctx, src, st)
-		}()
 	}
-	for range s.r.Pagination.Concurrency {
-		launch()
-	}
+	defer func() {
+		// Pages requested past a stop are abandoned.
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		cancel()
+	}()
+	mu.Lock()
+	launchLocked()
+	mu.Unlock()
 	for i := range plans {
+		mu.Lock()
 		r := results[i]
+		mu.Unlock()
 		if r == nil {
 			if ctx.Err() != nil {
 				s.stopForContext(ctx, src)
@@ -425,10 +448,14 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 			// The end came earlier than planned, or a short page broke
 			// the plan's arithmetic (the upstream capped the page size):
 			// the rest is read one page at a time from where this page
-			// ended. Pages fetched past it are abandoned.
+			// ended.
 			return true
 		}
-		launch()
+		mu.Lock()
+		results[i] = nil
+		processed = i + 1
+		launchLocked()
+		mu.Unlock()
 	}
 	return true
 }
