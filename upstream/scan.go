@@ -404,11 +404,18 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 			inFlight++
 			go func() {
 				defer close(r.done)
-				r.pg, r.err = s.fetch(ctx, src, st)
+				// A request is in flight until its answer is read; the
+				// next one is sent before this one is decoded.
+				resp, err := s.send(ctx, src, &st)
 				mu.Lock()
 				inFlight--
 				launchLocked()
 				mu.Unlock()
+				if err != nil {
+					r.err = err
+					return
+				}
+				r.pg, r.err = s.read(src, st, resp)
 			}()
 		}
 	}

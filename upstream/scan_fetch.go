@@ -16,11 +16,27 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
+// fetch requests the page st points at and reads it.
 func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
-	if err := s.r.ensurePIT(ctx, src.cfg, &st, s.spec.RequestID); err != nil {
+	resp, err := s.send(ctx, src, &st)
+	if err != nil {
 		return page{}, err
 	}
-	resp, doc, items, err := s.request(ctx, src, st, false)
+	return s.read(src, st, resp)
+}
+
+// send requests the page st points at (opening the point in time it needs
+// first): the exchange alone, without decoding the body.
+func (s *Scan) send(ctx context.Context, src *sourceScan, st *pageState) (*Response, error) {
+	if err := s.r.ensurePIT(ctx, src.cfg, st, s.spec.RequestID); err != nil {
+		return nil, err
+	}
+	return s.r.sendList(ctx, src.cfg, *st, s.listOptions(false))
+}
+
+// read decodes a page's answer and reads the dialect's verdict on it.
+func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error) {
+	doc, items, err := s.r.decodeList(resp, st, s.listOptions(false))
 	if err != nil {
 		return page{}, err
 	}
@@ -39,56 +55,74 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, 
 	return pg, nil
 }
 
+func (s *Scan) listOptions(probe bool) listOptions {
+	return listOptions{filter: s.spec.Filter, probe: probe, requestID: s.spec.RequestID}
+}
+
 // request sends one list request for the page st points at and returns the
 // decoded body and its items. A probe asks for the source's first page at
 // page size 1, without the upstream-side filters.
 func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe bool) (*Response, any, []any, error) {
-	return s.r.fetchList(ctx, src.cfg, st, listOptions{filter: s.spec.Filter, probe: probe, requestID: s.spec.RequestID})
-}
-
-// fetchList sends one list request and decodes its page: the body, then
-// (for a graphql list) the answer's errors, then the items.
-func (r *Resource) fetchList(ctx context.Context, src config.SourceConfig, st pageState, o listOptions) (*Response, any, []any, error) {
-	req, err := r.listRequest(src, st, o)
+	o := s.listOptions(probe)
+	resp, err := s.r.sendList(ctx, src.cfg, st, o)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	doc, items, err := s.r.decodeList(resp, st, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return resp, doc, items, nil
+}
+
+// sendList sends one list request and returns the answer, its body read.
+func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pageState, o listOptions) (*Response, error) {
+	req, err := r.listRequest(src, st, o)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := r.Upstream.Do(ctx, req)
 	if err != nil {
 		var he *HTTPError
 		if st.Started && errors.As(err, &he) && he.Kind == FailStatus && r.expiryMatches(he.Status, he.Body) {
-			return nil, nil, nil, errExpired
+			return nil, errExpired
 		}
-		return nil, nil, nil, err
+		return nil, err
 	}
+	return resp, nil
+}
+
+// decodeList decodes a list page: the body, then (for a graphql list) the
+// answer's errors, then the items.
+func (r *Resource) decodeList(resp *Response, st pageState, o listOptions) (any, []any, error) {
 	if !o.probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
 		// A scan's page: its items are decoded one at a time as the scan
 		// reads them; the dialect reads the first and the last now.
 		doc, items, ok, err := decodeListBody(resp, r.Config.List.Items)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		if ok {
 			if err := decodeEnds(items); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, err
 			}
-			return resp, doc, items, nil
+			return doc, items, nil
 		}
 	}
 	doc, err := DecodeJSONBody(resp, true)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if r.Pagination.Dialect == config.DialectGraphQL {
 		if err := r.graphqlCheck(doc, st); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
 	items, err := r.itemsOf(doc)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return resp, doc, items, nil
+	return doc, items, nil
 }
 
 // itemsOf reads the items array of a list body; plain values become
