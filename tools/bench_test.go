@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -88,17 +89,48 @@ func benchRequireComplete(b *testing.B, r result) {
 // replays the list requests the scan made straight against the fixture
 // (see benchReplay). The replay is the physical limit as this machine
 // delivers it at this moment: same latency, same fixture, same noise, no
-// airlock and no MCP.
-func benchScanAndReplay(b *testing.B, h *harness, client *http.Client, args map[string]any, conc int) (res result, wall, replay time.Duration) {
+// airlock and no MCP. gap and replayGap are benchGap of the scan's and
+// the replay's requests.
+func benchScanAndReplay(b *testing.B, h *harness, client *http.Client, args map[string]any, conc int) (res result, wall, replay, gap, replayGap time.Duration) {
 	b.Helper()
 	h.api.ResetLog()
 	res, wall = benchScan(b, h, args)
 	benchRequireComplete(b, res)
 	reqs := h.api.Requests()
 	b.StopTimer()
+	h.api.ResetLog()
 	replay = benchReplay(b, client, h.apiURL, reqs, conc)
+	gap, replayGap = benchGap(reqs, conc), benchGap(h.api.Requests(), conc)
 	b.StartTimer()
-	return res, wall, replay
+	return res, wall, replay, gap, replayGap
+}
+
+// benchGap is the mean time, by the fixture's clock, from an answer to the
+// request that took its slot: for each request past the first conc+1 (in
+// order of arrival), from the last answer written before it arrived to its
+// arrival. It is the client's own share of every round, whatever the
+// latency.
+func benchGap(reqs []fixtures.RecordedRequest, conc int) time.Duration {
+	rs := slices.Clone(reqs)
+	slices.SortFunc(rs, func(a, b fixtures.RecordedRequest) int { return a.Arrived.Compare(b.Arrived) })
+	var sum time.Duration
+	n := 0
+	for i := conc + 1; i < len(rs); i++ {
+		var freed time.Time
+		for _, q := range rs[:i] {
+			if !q.At.After(rs[i].Arrived) && q.At.After(freed) {
+				freed = q.At
+			}
+		}
+		if !freed.IsZero() {
+			sum += rs[i].Arrived.Sub(freed)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
 }
 
 // benchReplay sends the recorded GET requests again: the first alone (it
@@ -156,6 +188,9 @@ func benchClient(b *testing.B, conc int) *http.Client {
 	return c
 }
 
+// benchMS is d in milliseconds.
+func benchMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 // benchCeilDiv is ⌈a/b⌉ for positive b.
 func benchCeilDiv(a, b int) int { return (a + b - 1) / b }
 
@@ -163,8 +198,9 @@ func benchCeilDiv(a, b int) int { return (a + b - 1) / b }
 // page delayed by benchLatency. Cursor pages can only be fetched one after
 // another, so the physical limit is pages × latency; ratio-to-limit is the
 // mean of wall / limit per scan (target ≤ 1.05); replay-ratio is the same
-// ratio for a replay of the scan's requests without airlock. It asks for
-// counts only (max_items 0) so that delivery size plays no part.
+// ratio for a replay of the scan's requests without airlock; gap-ms and
+// replay-gap-ms are benchGap for both, the client's share of each round. It
+// asks for counts only (max_items 0) so that delivery size plays no part.
 func BenchmarkSearchAllCursor(b *testing.B) {
 	const pages = 20
 	r := fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectCursor, PageSize: benchPageSize}
@@ -174,16 +210,20 @@ func BenchmarkSearchAllCursor(b *testing.B) {
 	limit := float64(pages * benchLatency)
 	b.ResetTimer()
 	var ratios, replays float64
+	var gaps, replayGaps time.Duration
 	for range b.N {
-		res, wall, replay := benchScanAndReplay(b, h, client, args, 1)
+		res, wall, replay, gap, replayGap := benchScanAndReplay(b, h, client, args, 1)
 		if got := res.env.Coverage.Pages; got != pages {
 			b.Fatalf("scan read %d pages, want %d", got, pages)
 		}
 		ratios += float64(wall) / limit
 		replays += float64(replay) / limit
+		gaps, replayGaps = gaps+gap, replayGaps+replayGap
 	}
 	b.ReportMetric(ratios/float64(b.N), "ratio-to-limit")
 	b.ReportMetric(replays/float64(b.N), "replay-ratio")
+	b.ReportMetric(benchMS(gaps)/float64(b.N), "gap-ms")
+	b.ReportMetric(benchMS(replayGaps)/float64(b.N), "replay-gap-ms")
 	b.ReportMetric(pages, "pages")
 }
 
@@ -194,7 +234,8 @@ func BenchmarkSearchAllCursor(b *testing.B) {
 // scan (target ≤ 1.25). The first page is always fetched alone, so the
 // best airlock can do is floor = (1+⌈(N-1)/C⌉) / ⌈N/C⌉, reported beside it,
 // with replay-ratio for a replay of the scan's requests without airlock
-// (C in flight). N is the page count the scan reports in its coverage.
+// (C in flight), and gap-ms, replay-gap-ms as in BenchmarkSearchAllCursor.
+// N is the page count the scan reports in its coverage.
 func BenchmarkSearchAllParallel(b *testing.B) {
 	const pages, conc = 40, 4
 	for _, dialect := range []string{fixtures.DialectOffset, fixtures.DialectPage} {
@@ -205,9 +246,11 @@ func BenchmarkSearchAllParallel(b *testing.B) {
 			args := map[string]any{"resource": r.Name, "max_items": 0}
 			b.ResetTimer()
 			var ratios, floors, replays float64
+			var gaps, replayGaps time.Duration
 			n := 0
 			for range b.N {
-				res, wall, replay := benchScanAndReplay(b, h, client, args, conc)
+				res, wall, replay, gap, replayGap := benchScanAndReplay(b, h, client, args, conc)
+				gaps, replayGaps = gaps+gap, replayGaps+replayGap
 				n = res.env.Coverage.Pages
 				if n != pages {
 					b.Fatalf("scan read %d pages, want %d", n, pages)
@@ -221,6 +264,8 @@ func BenchmarkSearchAllParallel(b *testing.B) {
 			b.ReportMetric(ratios/float64(b.N), "ratio-to-limit")
 			b.ReportMetric(floors/float64(b.N), "floor")
 			b.ReportMetric(replays/float64(b.N), "replay-ratio")
+			b.ReportMetric(benchMS(gaps)/float64(b.N), "gap-ms")
+			b.ReportMetric(benchMS(replayGaps)/float64(b.N), "replay-gap-ms")
 			b.ReportMetric(float64(n), "pages")
 		})
 	}
