@@ -323,11 +323,11 @@ func (e *Engine) maySend(ctx context.Context, op *Operation) (bool, string, erro
 // returns the operation as it stands.
 func (e *Engine) wait(ctx context.Context, r *run, opID string, budget time.Duration, replayed bool) (*CommitResult, *envelope.Problem) {
 	if budget > 0 {
-		t := time.NewTimer(budget)
+		t := e.Clock.NewTimer(budget)
 		defer t.Stop()
 		select {
 		case <-r.done:
-		case <-t.C:
+		case <-t.C():
 		case <-ctx.Done():
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -107,27 +108,31 @@ func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
 	}
 }
 
-// jumpClock is a wall clock that can be moved ahead, as a process paused
-// past its lease (a stopped VM, a long GC pause) sees time on waking.
-type jumpClock struct{ ahead atomic.Int64 }
-
-func (c *jumpClock) Now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
-
 // pausingStore moves the clock past the lease's safety margin right after
-// the first intent it writes, as a process paused during that write would
-// see on waking.
+// the first intent it writes, as a process paused during that write (a
+// stopped VM, a long GC pause) sees time on waking. From then on it cannot
+// renew the lease, as such a process finds its store connection gone: the
+// run's fence alone decides, not the race between the heartbeat that the
+// jump wakes and the run's next write.
 type pausingStore struct {
 	selection.Store
-	clock  *jumpClock
+	clock  *clocktest.Fake
 	jump   time.Duration
 	jumped atomic.Bool
+}
+
+func (s *pausingStore) RenewLease(ctx context.Context, l selection.Lease, now time.Time, ttl time.Duration) (selection.Lease, error) {
+	if s.jumped.Load() {
+		return l, errors.New("connection reset by peer")
+	}
+	return s.Store.RenewLease(ctx, l, now, ttl)
 }
 
 func (s *pausingStore) Journal(ctx context.Context, l selection.Lease, entries []selection.Target) error {
 	err := s.Store.Journal(ctx, l, entries)
 	for _, e := range entries {
 		if err == nil && e.Outcome == selection.TargetInFlight && s.jumped.CompareAndSwap(false, true) {
-			s.clock.ahead.Store(int64(s.jump))
+			s.clock.Advance(s.jump)
 			break
 		}
 	}
@@ -147,11 +152,11 @@ func TestLease_ARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover(t *testing
 	api, store, rt, sel := leaseLab(t, n)
 	ctx := context.Background()
 	const ttl = 3 * time.Second
-	clock := &jumpClock{}
+	clock := clocktest.New(time.Now())
 	ps := &pausingStore{Store: store, clock: clock, jump: ttl}
 	e := &selection.Engine{Store: ps, Runtime: rt, Clock: clock, Background: ctx, Holder: "a", LeaseTTL: ttl}
 	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
-		Mode: selection.ModeExecute, Wait: time.Millisecond, RequestID: "t"})
+		Mode: selection.ModeExecute, Wait: 0, RequestID: "t"})
 	if prob != nil {
 		t.Fatalf("commit: %+v", prob)
 	}
@@ -166,7 +171,7 @@ func TestLease_ARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover(t *testing
 		t.Fatalf("counts %v: every target is succeeded or pending, none in flight or unknown", counts)
 	}
 	// The lease runs out; a takeover (here by the same engine) finishes.
-	clock.ahead.Store(int64(3 * ttl))
+	clock.Advance(2 * ttl)
 	if taken, err := e.TakeOver(ctx); err != nil || len(taken) != 1 {
 		t.Fatalf("takeover: %v %v", taken, err)
 	}
@@ -265,12 +270,12 @@ func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
 	t.Parallel()
 	_, store, rt, sel := leaseLab(t, 60)
 	ctx := context.Background()
-	clock := &jumpClock{}
+	clock := clocktest.New(time.Now())
 	const ttl = 3 * time.Second
 	us := &uncountable{Store: store}
 	e := &selection.Engine{Store: us, Runtime: rt, Clock: clock, Background: ctx, Holder: "a", LeaseTTL: ttl}
 	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
-		Mode: selection.ModeExecute, Wait: time.Millisecond, RequestID: "t"})
+		Mode: selection.ModeExecute, Wait: 0, RequestID: "t"})
 	if prob != nil {
 		t.Fatalf("commit: %+v", prob)
 	}
@@ -280,7 +285,7 @@ func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
 	if err != nil || op.Status != selection.OpRunning {
 		t.Fatalf("after a run that could not count its targets: %s (%v); want running, its end left to a takeover", op.Status, err)
 	}
-	clock.ahead.Store(int64(2 * ttl))
+	clock.Advance(2 * ttl)
 	e2 := &selection.Engine{Store: store, Runtime: rt, Clock: clock, Background: ctx, Holder: "b", LeaseTTL: ttl}
 	if taken, err := e2.TakeOver(ctx); err != nil || len(taken) != 1 {
 		t.Fatalf("takeover: %v %v", taken, err)

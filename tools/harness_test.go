@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -115,25 +116,9 @@ func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitat
 
 func withClock(c upstream.Clock) harnessOpt { return func(h *harnessCfg) { h.clock = c } }
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newFakeClock is a clock the test moves by hand, starting at the wall
+// clock's now (the fixture and the store stamp what they keep with it).
+func newFakeClock() *clocktest.Fake { return clocktest.New(time.Now()) }
 
 func withConfig(f func(baseURL string) []byte) harnessOpt {
 	return func(c *harnessCfg) { c.config = f }

@@ -86,6 +86,18 @@ func (f *Fake) Advance(d time.Duration) {
 	f.now = end
 }
 
+// Set moves the time to t: forward as Advance does, or back (as a wall
+// clock stepped back does), where armed timers keep their due times.
+func (f *Fake) Set(t time.Time) {
+	if d := t.Sub(f.Now()); d >= 0 {
+		f.Advance(d)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = t
+}
+
 // nextLocked is the armed waiter due first at or before end.
 func (f *Fake) nextLocked(end time.Time) *waiter {
 	var next *waiter

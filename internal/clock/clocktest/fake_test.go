@@ -18,6 +18,21 @@ func TestFake_ZeroValueStartsAtEpochAndStandsStill(t *testing.T) {
 	}
 }
 
+func TestFake_SetMovesBackWithoutFiringAndForwardLikeAdvance(t *testing.T) {
+	var f Fake
+	tm := f.NewTimer(time.Minute)
+	f.Set(Epoch.Add(-time.Hour))
+	if !f.Now().Equal(Epoch.Add(-time.Hour)) {
+		t.Fatalf("set back: %s", f.Now())
+	}
+	f.Set(Epoch.Add(time.Minute))
+	select {
+	case <-tm.C():
+	default:
+		t.Fatal("setting the time past the timer's due time did not fire it")
+	}
+}
+
 func TestFake_TimerFiresOnlyOnceItsTimeIsPassed(t *testing.T) {
 	f := New(time.Unix(1000, 0))
 	tm := f.NewTimer(10 * time.Second)
