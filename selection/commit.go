@@ -59,7 +59,10 @@ type CommitRequest struct {
 	// ApprovalID names the approval to use; by default the latest unused
 	// approval of the selection's digest and action.
 	ApprovalID string
-	Progress   func(done, total int)
+	// Progress, when set, is told how many targets have an outcome, of
+	// the operation's total: when the run starts and after every outcome,
+	// possibly from several goroutines at once.
+	Progress func(done, total int)
 }
 
 // CommitResult is the operation as the caller sees it.

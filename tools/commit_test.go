@@ -610,6 +610,8 @@ func TestCommit_WaitBudgetAnswersRunningThenPolls(t *testing.T) {
 func TestCommit_SendsProgressWhenAsked(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
+	// Beats every interval: shorter than the commit takes.
+	h.deps.ProgressInterval = 20 * time.Millisecond
 	p := h.call("preview_selection", seedPreview(nil))
 	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 5 * time.Millisecond})
 	var mu sync.Mutex
