@@ -158,8 +158,8 @@ func newFixture(t testing.TB) *fixtures.Server {
 // reader could decode (raw, split, escaped, base64).
 func leaks(t testing.TB, what string, b []byte) {
 	t.Helper()
-	for _, c := range []string{canaryToken, canaryAdmin, canaryClientSecret, canaryAccess} {
-		if hits := leaktest.Hits(b, c); len(hits) > 0 {
+	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin, canaryClientSecret, canaryAccess) {
+		if len(hits) > 0 {
 			t.Fatalf("the credential leaked into %s (%v)", what, hits)
 		}
 	}
