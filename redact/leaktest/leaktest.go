@@ -32,34 +32,51 @@ func Find(b []byte, secrets ...string) [][]string {
 	if !some {
 		return hits
 	}
+	unescaped := jsonUnescape(b)
 	views := []struct {
 		name string
 		text []byte
 	}{
 		{"raw", b},
-		{"json-unescaped", jsonUnescape(b)},
-		{"json-unescaped", jsonUnescape(jsonUnescape(b))},
+		{"json-unescaped", unescaped},
+		{"json-unescaped", jsonUnescape(unescaped)},
 		{"url-decoded", percentDecode(b)},
-		{"url-decoded", percentDecode(jsonUnescape(b))},
+		{"url-decoded", percentDecode(unescaped)},
 	}
 	add := func(i int, name string) {
 		if !slices.Contains(hits[i], name) {
 			hits[i] = append(hits[i], name)
 		}
 	}
+	// A view the decoding left unchanged reveals what the same text did.
+	type reading struct {
+		text         []byte
+		plain, coded []bool
+	}
+	var read []reading
 	var sk []byte
-	found := make([]bool, len(wants))
 	for _, v := range views {
-		sk = skeleton(sk[:0], v.text)
-		for i, w := range wants {
-			if len(w) > 0 && bytes.Contains(sk, w) {
-				add(i, v.name)
+		var r *reading
+		for k := range read {
+			if bytes.Equal(read[k].text, v.text) {
+				r = &read[k]
+				break
 			}
 		}
-		clear(found)
-		base64Reveals(v.text, wants, found)
-		for i, f := range found {
-			if f {
+		if r == nil {
+			read = append(read, reading{text: v.text, plain: make([]bool, len(wants)), coded: make([]bool, len(wants))})
+			r = &read[len(read)-1]
+			sk = skeleton(sk[:0], v.text)
+			for i, w := range wants {
+				r.plain[i] = len(w) > 0 && bytes.Contains(sk, w)
+			}
+			base64Reveals(v.text, wants, r.coded)
+		}
+		for i := range wants {
+			if r.plain[i] {
+				add(i, v.name)
+			}
+			if r.coded[i] {
 				add(i, "base64")
 			}
 		}
