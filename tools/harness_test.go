@@ -326,7 +326,7 @@ func (h *harness) connect() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := envelope.CompileSchema(tool.Name+"-output", b)
+		v, err := outputValidator(tool.Name, b)
 		if err != nil {
 			t.Fatalf("tool %s: output schema does not compile: %v", tool.Name, err)
 		}

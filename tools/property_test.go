@@ -59,7 +59,8 @@ func newDirect(t fataler, yaml []byte) *direct {
 }
 
 // validators caches compiled output schemas by their text: property tests
-// build thousands of servers with the same tools.
+// build thousands of servers with the same tools, and every harness's
+// server advertises the same few.
 var validators sync.Map
 
 func outputValidator(name string, schema []byte) (*envelope.Validator, error) {
