@@ -21,6 +21,13 @@ import (
 // pause_collection against a fixture whose writes take 20 ms.
 func leaseLab(t *testing.T, n int) (*fixtures.Server, *sqlitestore.SQLite, *upstream.Runtime, *selection.Selection) {
 	t.Helper()
+	return leaseLabOn(t, n, upstream.WallClock)
+}
+
+// leaseLabOn is leaseLab with the upstream's client on clock (its
+// cooldowns and rate limiter).
+func leaseLabOn(t *testing.T, n int, clock upstream.Clock) (*fixtures.Server, *sqlitestore.SQLite, *upstream.Runtime, *selection.Selection) {
+	t.Helper()
 	api := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
 	api.SetCollection(fixtures.DatasetSubscriptions, fixtures.SyntheticSubscriptions(n, benchMostlyPastDue))
 	api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 20 * time.Millisecond})
@@ -32,7 +39,7 @@ func leaseLab(t *testing.T, n int) (*fixtures.Server, *sqlitestore.SQLite, *upst
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Getenv: func(k string) string {
+	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Clock: clock, Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultAdminToken
 		}
