@@ -320,3 +320,53 @@ func commitLosingOutcomes(t *testing.T, store selection.Store, rt *upstream.Runt
 	op, err := store.Operation(ctx, r.Operation.ID)
 	return op, req, err
 }
+
+// TestLease_TheHeartbeatRenewsEveryThirdOfItsDurationOnTheEnginesClock: a
+// run renews its operation's lease every third of the lease's duration by
+// the engine's clock, so that no other process takes the operation over
+// while the run lives, however long past the first expiry it runs.
+func TestLease_TheHeartbeatRenewsEveryThirdOfItsDurationOnTheEnginesClock(t *testing.T) {
+	t.Parallel()
+	clock := clocktest.New(time.Now())
+	// Enough targets for the run to outlive the test's moves.
+	_, store, rt, sel := leaseLabOn(t, 2000, clock)
+	ctx, stop := context.WithCancel(context.Background())
+	const ttl = 30 * time.Second
+	e := &selection.Engine{Store: store, Runtime: rt, Clock: clock, Background: ctx, Holder: "a", LeaseTTL: ttl}
+	t.Cleanup(func() { stop(); e.Wait() })
+	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
+		Mode: selection.ModeExecute, RequestID: "t"})
+	if prob != nil {
+		t.Fatalf("commit: %+v", prob)
+	}
+	start := clock.Now()
+	if !r.Operation.Lease.Expires.Equal(start.Add(ttl)) {
+		t.Fatalf("the lease expires at %s, want the commit's time and its duration", r.Operation.Lease.Expires)
+	}
+	// The heartbeat's ticker and the cancel poll's.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(wctx, 2); err != nil {
+		t.Fatalf("the run's timers are not on the engine's clock: %v", err)
+	}
+	other := &selection.Engine{Store: store, Runtime: rt, Clock: clock, Background: ctx, Holder: "b", LeaseTTL: ttl}
+	for beat := 1; beat <= 4; beat++ {
+		clock.Advance(ttl / 3)
+		want := start.Add(time.Duration(beat)*ttl/3 + ttl)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			op, err := store.Operation(ctx, r.Operation.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op.Lease.Expires.Equal(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after %d thirds of the lease the lease expires at %s, want %s", beat, op.Lease.Expires, want)
+			}
+		}
+		if taken, err := other.TakeOver(ctx); err != nil || len(taken) != 0 {
+			t.Fatalf("%d thirds of the lease in, another process took the running operation over: %v %v", beat, taken, err)
+		}
+	}
+}
