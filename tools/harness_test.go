@@ -43,6 +43,8 @@ type harness struct {
 	deps    *Deps
 	client  *client.Client
 	schemas map[string]*envelope.Validator
+	// textDefaults are each tool's TextDefaults, read once.
+	textDefaults func() map[string][]envelope.TextDefault
 	// noElicitation: the client does not declare elicitation.
 	noElicitation bool
 	// tasksClient: the client declares the Tasks extension.
@@ -236,6 +238,13 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
 		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs}
+	h.textDefaults = sync.OnceValue(func() map[string][]envelope.TextDefault {
+		m := map[string][]envelope.TextDefault{}
+		for _, sp := range deps.Specs() {
+			m[sp.Name] = sp.TextDefaults
+		}
+		return m
+	})
 	h.connect()
 	return h
 }
@@ -475,12 +484,7 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 	}
 	// The text is the structured content without the members that hold
 	// their defaults: putting them back gives the same JSON.
-	var defaults []envelope.TextDefault
-	for _, sp := range h.deps.Specs() {
-		if sp.Name == tool {
-			defaults = sp.TextDefaults
-		}
-	}
+	defaults := h.textDefaults()[tool]
 	var a, b any
 	_ = json.Unmarshal(envelope.Expand([]byte(text.Text), defaults...), &a)
 	_ = json.Unmarshal(raw, &b)
