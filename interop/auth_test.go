@@ -37,6 +37,7 @@ import (
 	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	clockpkg "github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -44,8 +45,11 @@ import (
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
-// clock is a clock the test moves.
+// clock is the wall clock, set ahead by the test: oidc-provider issues
+// its tokens on the wall clock, so airlock's clock must keep moving with
+// it (its timers are the wall clock's).
 type clock struct {
+	clockpkg.Real
 	mu sync.Mutex
 	d  time.Duration
 }

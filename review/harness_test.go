@@ -275,11 +275,6 @@ func (b *browser) form(selID string) url.Values {
 	return url.Values{"csrf": {m[1]}}
 }
 
-// fixed is a clock that stands still.
-type fixed time.Time
-
-func (f fixed) Now() time.Time { return time.Time(f) }
-
 // section is the part of a page between two markers (the end marker
 // excluded; empty end: to the end).
 func section(t *testing.T, page, from, to string) string {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
@@ -305,7 +306,7 @@ func TestIndex_FiltersByStateAndShowsExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	soon := fixed(first.CreatedAt.Add(time.Minute))
+	soon := clocktest.New(first.CreatedAt.Add(time.Minute))
 
 	listed := regexp.MustCompile(`href="/review/selections/(sel_[^"]+)"`)
 	rows := func(page string) map[string]bool {
@@ -352,7 +353,7 @@ func TestIndex_FiltersByStateAndShowsExpiry(t *testing.T) {
 
 	// An hour later every selection not committed has expired, whatever
 	// was decided about it.
-	b = newBrowser(t, h.serve(h.reviewDeps(fixed(first.CreatedAt.Add(time.Hour))), review.Options{}))
+	b = newBrowser(t, h.serve(h.reviewDeps(clocktest.New(first.CreatedAt.Add(time.Hour))), review.Options{}))
 	_, page := b.get("/review/?state=expired")
 	got := rows(page)
 	for _, name := range []string{"awaiting", "approved", "rejected", "blocked"} {

@@ -100,7 +100,7 @@ func (r *run) watchCancel(ctx context.Context) func() {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(r.e.cancelPoll())
+		t := r.e.Clock.NewTicker(r.e.cancelPoll())
 		defer t.Stop()
 		for {
 			select {
@@ -108,7 +108,7 @@ func (r *run) watchCancel(ctx context.Context) func() {
 				return
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 				if check() {
 					return
 				}

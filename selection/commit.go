@@ -59,7 +59,10 @@ type CommitRequest struct {
 	// ApprovalID names the approval to use; by default the latest unused
 	// approval of the selection's digest and action.
 	ApprovalID string
-	Progress   func(done, total int)
+	// Progress, when set, is told how many targets have an outcome, of
+	// the operation's total: when the run starts and after every outcome,
+	// possibly from several goroutines at once.
+	Progress func(done, total int)
 }
 
 // CommitResult is the operation as the caller sees it.
@@ -323,11 +326,11 @@ func (e *Engine) maySend(ctx context.Context, op *Operation) (bool, string, erro
 // returns the operation as it stands.
 func (e *Engine) wait(ctx context.Context, r *run, opID string, budget time.Duration, replayed bool) (*CommitResult, *envelope.Problem) {
 	if budget > 0 {
-		t := time.NewTimer(budget)
+		t := e.Clock.NewTimer(budget)
 		defer t.Stop()
 		select {
 		case <-r.done:
-		case <-t.C:
+		case <-t.C():
 		case <-ctx.Done():
 		}
 	}

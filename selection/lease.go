@@ -132,7 +132,7 @@ func (r *run) heartbeat(ctx context.Context) func() {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(ttl / 3)
+		t := r.e.Clock.NewTicker(ttl / 3)
 		defer t.Stop()
 		for {
 			select {
@@ -140,7 +140,7 @@ func (r *run) heartbeat(ctx context.Context) func() {
 				return
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 			l, err := r.e.Store.RenewLease(context.Background(), r.fence.current(), r.e.Clock.Now(), ttl)
 			switch {
@@ -259,7 +259,7 @@ func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = e.leaseTTL() / 3
 	}
-	t := time.NewTicker(interval)
+	t := e.Clock.NewTicker(interval)
 	defer t.Stop()
 	for {
 		if _, err := e.TakeOver(ctx); err != nil && ctx.Err() == nil {
@@ -268,7 +268,7 @@ func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -19,6 +20,13 @@ import (
 // leaseLab previews n subscriptions, mostly past due, for
 // pause_collection against a fixture whose writes take 20 ms.
 func leaseLab(t *testing.T, n int) (*fixtures.Server, *sqlitestore.SQLite, *upstream.Runtime, *selection.Selection) {
+	t.Helper()
+	return leaseLabOn(t, n, upstream.WallClock)
+}
+
+// leaseLabOn is leaseLab with the upstream's client on clock (its
+// cooldowns and rate limiter).
+func leaseLabOn(t *testing.T, n int, clock upstream.Clock) (*fixtures.Server, *sqlitestore.SQLite, *upstream.Runtime, *selection.Selection) {
 	t.Helper()
 	api := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
 	api.SetCollection(fixtures.DatasetSubscriptions, fixtures.SyntheticSubscriptions(n, benchMostlyPastDue))
@@ -31,7 +39,7 @@ func leaseLab(t *testing.T, n int) (*fixtures.Server, *sqlitestore.SQLite, *upst
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Getenv: func(k string) string {
+	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Clock: clock, Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultAdminToken
 		}
@@ -107,27 +115,31 @@ func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
 	}
 }
 
-// jumpClock is a wall clock that can be moved ahead, as a process paused
-// past its lease (a stopped VM, a long GC pause) sees time on waking.
-type jumpClock struct{ ahead atomic.Int64 }
-
-func (c *jumpClock) Now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
-
 // pausingStore moves the clock past the lease's safety margin right after
-// the first intent it writes, as a process paused during that write would
-// see on waking.
+// the first intent it writes, as a process paused during that write (a
+// stopped VM, a long GC pause) sees time on waking. From then on it cannot
+// renew the lease, as such a process finds its store connection gone: the
+// run's fence alone decides, not the race between the heartbeat that the
+// jump wakes and the run's next write.
 type pausingStore struct {
 	selection.Store
-	clock  *jumpClock
+	clock  *clocktest.Fake
 	jump   time.Duration
 	jumped atomic.Bool
+}
+
+func (s *pausingStore) RenewLease(ctx context.Context, l selection.Lease, now time.Time, ttl time.Duration) (selection.Lease, error) {
+	if s.jumped.Load() {
+		return l, errors.New("connection reset by peer")
+	}
+	return s.Store.RenewLease(ctx, l, now, ttl)
 }
 
 func (s *pausingStore) Journal(ctx context.Context, l selection.Lease, entries []selection.Target) error {
 	err := s.Store.Journal(ctx, l, entries)
 	for _, e := range entries {
 		if err == nil && e.Outcome == selection.TargetInFlight && s.jumped.CompareAndSwap(false, true) {
-			s.clock.ahead.Store(int64(s.jump))
+			s.clock.Advance(s.jump)
 			break
 		}
 	}
@@ -147,11 +159,11 @@ func TestLease_ARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover(t *testing
 	api, store, rt, sel := leaseLab(t, n)
 	ctx := context.Background()
 	const ttl = 3 * time.Second
-	clock := &jumpClock{}
+	clock := clocktest.New(time.Now())
 	ps := &pausingStore{Store: store, clock: clock, jump: ttl}
 	e := &selection.Engine{Store: ps, Runtime: rt, Clock: clock, Background: ctx, Holder: "a", LeaseTTL: ttl}
 	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
-		Mode: selection.ModeExecute, Wait: time.Millisecond, RequestID: "t"})
+		Mode: selection.ModeExecute, Wait: 0, RequestID: "t"})
 	if prob != nil {
 		t.Fatalf("commit: %+v", prob)
 	}
@@ -166,7 +178,7 @@ func TestLease_ARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover(t *testing
 		t.Fatalf("counts %v: every target is succeeded or pending, none in flight or unknown", counts)
 	}
 	// The lease runs out; a takeover (here by the same engine) finishes.
-	clock.ahead.Store(int64(3 * ttl))
+	clock.Advance(2 * ttl)
 	if taken, err := e.TakeOver(ctx); err != nil || len(taken) != 1 {
 		t.Fatalf("takeover: %v %v", taken, err)
 	}
@@ -265,12 +277,12 @@ func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
 	t.Parallel()
 	_, store, rt, sel := leaseLab(t, 60)
 	ctx := context.Background()
-	clock := &jumpClock{}
+	clock := clocktest.New(time.Now())
 	const ttl = 3 * time.Second
 	us := &uncountable{Store: store}
 	e := &selection.Engine{Store: us, Runtime: rt, Clock: clock, Background: ctx, Holder: "a", LeaseTTL: ttl}
 	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
-		Mode: selection.ModeExecute, Wait: time.Millisecond, RequestID: "t"})
+		Mode: selection.ModeExecute, Wait: 0, RequestID: "t"})
 	if prob != nil {
 		t.Fatalf("commit: %+v", prob)
 	}
@@ -280,7 +292,7 @@ func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
 	if err != nil || op.Status != selection.OpRunning {
 		t.Fatalf("after a run that could not count its targets: %s (%v); want running, its end left to a takeover", op.Status, err)
 	}
-	clock.ahead.Store(int64(2 * ttl))
+	clock.Advance(2 * ttl)
 	e2 := &selection.Engine{Store: store, Runtime: rt, Clock: clock, Background: ctx, Holder: "b", LeaseTTL: ttl}
 	if taken, err := e2.TakeOver(ctx); err != nil || len(taken) != 1 {
 		t.Fatalf("takeover: %v %v", taken, err)
@@ -307,4 +319,54 @@ func commitLosingOutcomes(t *testing.T, store selection.Store, rt *upstream.Runt
 	e.Wait()
 	op, err := store.Operation(ctx, r.Operation.ID)
 	return op, req, err
+}
+
+// TestLease_TheHeartbeatRenewsEveryThirdOfItsDurationOnTheEnginesClock: a
+// run renews its operation's lease every third of the lease's duration by
+// the engine's clock, so that no other process takes the operation over
+// while the run lives, however long past the first expiry it runs.
+func TestLease_TheHeartbeatRenewsEveryThirdOfItsDurationOnTheEnginesClock(t *testing.T) {
+	t.Parallel()
+	clock := clocktest.New(time.Now())
+	// Enough targets for the run to outlive the test's moves.
+	_, store, rt, sel := leaseLabOn(t, 2000, clock)
+	ctx, stop := context.WithCancel(context.Background())
+	const ttl = 30 * time.Second
+	e := &selection.Engine{Store: store, Runtime: rt, Clock: clock, Background: ctx, Holder: "a", LeaseTTL: ttl}
+	t.Cleanup(func() { stop(); e.Wait() })
+	r, prob := e.Commit(ctx, selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
+		Mode: selection.ModeExecute, RequestID: "t"})
+	if prob != nil {
+		t.Fatalf("commit: %+v", prob)
+	}
+	start := clock.Now()
+	if !r.Operation.Lease.Expires.Equal(start.Add(ttl)) {
+		t.Fatalf("the lease expires at %s, want the commit's time and its duration", r.Operation.Lease.Expires)
+	}
+	// The heartbeat's ticker and the cancel poll's.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(wctx, 2); err != nil {
+		t.Fatalf("the run's timers are not on the engine's clock: %v", err)
+	}
+	other := &selection.Engine{Store: store, Runtime: rt, Clock: clock, Background: ctx, Holder: "b", LeaseTTL: ttl}
+	for beat := 1; beat <= 4; beat++ {
+		clock.Advance(ttl / 3)
+		want := start.Add(time.Duration(beat)*ttl/3 + ttl)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			op, err := store.Operation(ctx, r.Operation.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op.Lease.Expires.Equal(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after %d thirds of the lease the lease expires at %s, want %s", beat, op.Lease.Expires, want)
+			}
+		}
+		if taken, err := other.TakeOver(ctx); err != nil || len(taken) != 0 {
+			t.Fatalf("%d thirds of the lease in, another process took the running operation over: %v %v", beat, taken, err)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/airlock-mcp/airlock/internal/clock"
 )
 
 // rateLimited pauses the run for the upstream's wait (a 429's Retry-After,
@@ -31,18 +33,5 @@ func (r *run) pauseForRateLimit(ctx context.Context) {
 	r.mu.Lock()
 	until := r.pauseUntil
 	r.mu.Unlock()
-	sleep(ctx, until.Sub(r.e.Clock.Now()))
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	clock.Sleep(r.e.Clock, until.Sub(r.e.Clock.Now()), ctx.Done())
 }

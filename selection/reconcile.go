@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -50,7 +51,7 @@ func (r *run) reconcile(ctx context.Context) (again []Target) {
 	for round := range cfg.Rereads {
 		if round > 0 {
 			wait = min(max(wait*2, cfg.Backoff), cfg.MaxBackoff)
-			sleep(ctx, wait)
+			clock.Sleep(r.e.Clock, wait, ctx.Done())
 		}
 		if ctx.Err() != nil {
 			return again

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -53,9 +54,9 @@ func (b *syncBuffer) String() string {
 
 // takeOverAfter moves clock past ttl and has another process take the
 // operation over and finish it.
-func takeOverAfter(t *testing.T, store selection.Store, rt *upstream.Runtime, clock *jumpClock, ttl time.Duration) {
+func takeOverAfter(t *testing.T, store selection.Store, rt *upstream.Runtime, clock *clocktest.Fake, ttl time.Duration) {
 	t.Helper()
-	clock.ahead.Add(int64(2 * ttl))
+	clock.Advance(2 * ttl)
 	e := &selection.Engine{Store: store, Runtime: rt, Clock: clock, Background: context.Background(), Holder: "takeover", LeaseTTL: ttl}
 	if taken, err := e.TakeOver(context.Background()); err != nil || len(taken) != 1 {
 		t.Fatalf("takeover: %v %v", taken, err)
@@ -77,7 +78,7 @@ func TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover(t *testing.T) {
 	}
 	writes := len(api.Writes())
 
-	clock := &jumpClock{}
+	clock := clocktest.New(time.Now())
 	const ttl = 3 * time.Second
 	var logs syncBuffer
 	us := &unreadableTargets{Store: store, outcome: selection.TargetUnknown}
@@ -118,7 +119,7 @@ func TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover(t *testing.T) {
 func TestInFlightStoreFailure_NoOperationEndsWithTargetsInFlight(t *testing.T) {
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
-	clock := &jumpClock{}
+	clock := clocktest.New(time.Now())
 	const ttl = 3 * time.Second
 	var logs syncBuffer
 	us := &unreadableTargets{Store: &failingOutcomes{Store: store}, outcome: selection.TargetInFlight}

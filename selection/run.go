@@ -47,7 +47,6 @@ type run struct {
 	// endLeft says a store failure kept the run from settling targets
 	// whose outcome it had not observed: their end is a takeover's.
 	endLeft    atomic.Bool
-	lastNotify time.Time
 	pauseUntil time.Time
 	canaryDone bool
 }
@@ -93,6 +92,7 @@ func (r *run) execute() {
 	}()
 	stopBeat := r.heartbeat(ctx)
 	stopWatch := r.watchCancel(ctx)
+	r.notify()
 	// Targets whose outcome was not observed (a crash, a timeout) are
 	// settled by re-reading before anything is sent: never blindly re-sent.
 	again := r.reconcile(ctx)
@@ -126,14 +126,14 @@ func (r *run) execute() {
 		// own tally misses every target it did not touch): none is
 		// recorded, the lease runs out, and a takeover records it.
 		r.logger().Error("could not count the operation's targets: its end is left to the process that takes it over", "err", err)
-		r.notify(true)
+		r.notify()
 		return
 	}
 	if n := counts[TargetInFlight]; n > 0 && !r.leaseGone.Load() {
 		r.leaveEnd("recording the outcomes of the targets in flight", fmt.Errorf("%d still in flight", n))
 	}
 	if r.endLeft.Load() {
-		r.notify(true) // the cause is logged; a takeover records the end
+		r.notify() // the cause is logged; a takeover records the end
 		return
 	}
 	if ctx.Err() != nil && r.stopReason == "" && unsettled(counts) > 0 {
@@ -142,7 +142,7 @@ func (r *run) execute() {
 		// takes it over (this one, restarted, included) re-reads what was
 		// in flight and sends what is pending.
 		r.logger().Warn("this process is stopping: the operation is left to the process that takes it over once its lease expires")
-		r.notify(true)
+		r.notify()
 		return
 	}
 	now := r.e.Clock.Now()
@@ -165,7 +165,7 @@ func (r *run) execute() {
 		// process takes the operation over (this one included) finishes
 		// it and records its end.
 		r.logger().Warn("the operation's lease is lost or expiring: its end is left to the process that takes it over")
-		r.notify(true)
+		r.notify()
 		return
 	}
 	if err := r.e.Store.UpdateOperation(context.Background(), &op); errors.Is(err, ErrLeaseLost) {
@@ -173,7 +173,7 @@ func (r *run) execute() {
 	} else if err != nil {
 		r.logger().Error("could not record the operation's end", "err", err)
 	}
-	r.notify(true)
+	r.notify()
 	r.logger().Info("operation finished", "status", op.Status, "counts", counts)
 }
 
@@ -737,7 +737,7 @@ func (r *run) finish(t Target, outcome Outcome, status int, p *envelope.Problem,
 		r.failed++
 	}
 	r.mu.Unlock()
-	r.notify(false)
+	r.notify()
 }
 
 // applyStopRules stops on structural failures and on the failure ratio.
@@ -756,17 +756,13 @@ func (r *run) applyStopRules(code envelope.ProblemCode, status int) {
 	}
 }
 
-func (r *run) notify(final bool) {
+// notify tells the commit's progress hook where the run stands. The hook
+// is called after every outcome and paces what it sends on its own.
+func (r *run) notify() {
 	if r.progress == nil {
 		return
 	}
 	r.mu.Lock()
-	now := time.Now()
-	if !final && now.Sub(r.lastNotify) < 200*time.Millisecond {
-		r.mu.Unlock()
-		return
-	}
-	r.lastNotify = now
 	done := r.attempted
 	total := r.op.Total
 	r.mu.Unlock()

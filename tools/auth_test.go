@@ -21,6 +21,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
@@ -31,7 +32,7 @@ type oauthLab struct {
 	h        *harness
 	iss      *testIssuer
 	key      issuerKey
-	clock    *fakeClock
+	clock    *clocktest.Fake
 	url      string // the MCP endpoint, which is the resource
 	resource string
 	oauth    *OAuth
@@ -233,7 +234,7 @@ func TestOAuth_RefusesEveryTokenThatFailsACheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l.clock.set(now.Add(tc.advance))
+			l.clock.Set(now.Add(tc.advance))
 			a := l.post(t, tc.token, initialize)
 			switch {
 			case tc.accepted && a.status != http.StatusOK:
@@ -375,12 +376,6 @@ func TestPrincipal_RecordedOnWhatEachChannelAsks(t *testing.T) {
 	if sel, err := stdio.deps.Store.Selection(t.Context(), id); err != nil || sel.Principal.Subject != selection.SubjectLocal || sel.Principal.ClientID != "stdio" {
 		t.Fatalf("stdio: %+v %v", sel, err)
 	}
-}
-
-func (c *fakeClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
 }
 
 // principalsConfig is the demo with policies on principals: archive is

@@ -2,11 +2,9 @@ package tools
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
@@ -135,22 +133,9 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 		Mode: a.Mode, IdempotencyKey: a.IdempotencyKey, Resume: a.Resume, Wait: wait, RequestID: call.RequestID, Who: call.Client,
 		ApprovalID: a.ApprovalID, Principal: call.Principal,
 	}
-	var waiting atomic.Bool
-	waiting.Store(true)
-	defer waiting.Store(false)
-	if tok := progressToken(call); tok != nil {
-		srv := server.ServerFromContext(ctx)
-		req.Progress = func(done, total int) {
-			// A notification sent as the handler returns can arrive after
-			// the result; send only while the handler still waits.
-			if srv == nil || !waiting.Load() {
-				return
-			}
-			_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-				"progressToken": tok, "progress": done, "total": total, "message": "targets with an outcome",
-			})
-		}
-	}
+	var stopProgress func()
+	req.Progress, stopProgress = d.commitProgress(ctx, call)
+	defer stopProgress()
 	res, p := d.Engine.Commit(ctx, req)
 	if p != nil && p.Code == envelope.ProblemApprovalRequired {
 		// The policy wants a person: through this client when it says so.
@@ -181,7 +166,7 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 			}
 		}
 	}
-	waiting.Store(false)
+	stopProgress()
 	if p != nil {
 		return envelope.ErrorEnvelope(p)
 	}

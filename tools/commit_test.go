@@ -610,6 +610,8 @@ func TestCommit_WaitBudgetAnswersRunningThenPolls(t *testing.T) {
 func TestCommit_SendsProgressWhenAsked(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
+	// Beats every interval: shorter than the commit takes.
+	h.deps.ProgressInterval = 20 * time.Millisecond
 	p := h.call("preview_selection", seedPreview(nil))
 	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 5 * time.Millisecond})
 	var mu sync.Mutex
@@ -634,11 +636,6 @@ func TestCommit_SendsProgressWhenAsked(t *testing.T) {
 		t.Fatalf("want increasing progress notifications, got %v", progress)
 	}
 }
-
-// laterClock is the wall clock moved forward.
-type laterClock struct{ by time.Duration }
-
-func (c laterClock) Now() time.Time { return time.Now().Add(c.by) }
 
 // TestTakeOver_ReconcilesUnknownTargetsAndRunsTheRest: an operation left
 // running by a stopped airlock, whose lease expired, is taken over: its
@@ -683,7 +680,11 @@ func TestTakeOver_ReconcilesUnknownTargetsAndRunsTheRest(t *testing.T) {
 	if got.data["status"] != selection.OpRunning || counts(got)[selection.TargetInFlight] != 2 {
 		t.Fatalf("before the lease expired: %v %v", got.data["status"], got.data["counts"])
 	}
-	h.deps.Engine.Clock = laterClock{2 * time.Minute}
+	// The stopped airlock's lease runs out: its last renewal was two
+	// minutes ago.
+	if _, err := h.deps.Store.RenewLease(ctx, op.Lease, time.Now().Add(-2*time.Minute), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	if taken, err := h.deps.Engine.TakeOver(ctx); err != nil || len(taken) != 1 || taken[0] != op.ID {
 		t.Fatalf("an operation whose lease expired is taken over: %v %v", taken, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 )
@@ -22,10 +23,6 @@ const (
 	goldenState  = "eyJzIjoic2VsXzAwMDEiLCJkIjoic2hhMjU2OmFhIiwiYSI6InNoYTI1NjpiYiIsIm4iOiI1ZjBjOGM5ZS04ZDFlLTRiN2EtOWE1NS0wYTdmMWYxZDJlM2MiLCJlIjoxODkzNDU2MDAwLCJwIjoiYWxpY2UifQ.y917bP8xmiGFnTdciOOm8Y1Jy9osK4sTBQepqgK3p9o"
 )
 
-type fixedClock time.Time
-
-func (c fixedClock) Now() time.Time { return time.Time(c) }
-
 // TestTokensIssuedByAnEarlierVersion_StillOpen: with the same secret, a
 // cursor and an approval request's state issued before the signing
 // package existed open as they did, and the same payloads are signed into
@@ -37,7 +34,7 @@ func TestTokensIssuedByAnEarlierVersion_StillOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	d := &Deps{Secret: goldenSecret, Store: store, Clock: fixedClock(time.Unix(1893455000, 0))}
+	d := &Deps{Secret: goldenSecret, Store: store, Clock: clocktest.New(time.Unix(1893455000, 0))}
 
 	key, err := d.key(ctx, "cursor_key")
 	if err != nil {

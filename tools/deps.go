@@ -38,8 +38,9 @@ type Deps struct {
 	Secret []byte
 	// Options choose the tools offered (see Enabled).
 	Options Options
-	// ProgressInterval is how often a scan reports progress while no page
-	// completes (DefaultProgressInterval when zero).
+	// ProgressInterval is how often a call that asked for progress reports
+	// it, on Clock, whether or not its work moved (DefaultProgressInterval
+	// when zero).
 	ProgressInterval time.Duration
 	// Redactor removes the credentials from every tool result, log record,
 	// stored document and audit line (NewDeps takes the runtime's).

@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -42,6 +43,8 @@ type harness struct {
 	deps    *Deps
 	client  *client.Client
 	schemas map[string]*envelope.Validator
+	// textDefaults are each tool's TextDefaults, read once.
+	textDefaults func() map[string][]envelope.TextDefault
 	// noElicitation: the client does not declare elicitation.
 	noElicitation bool
 	// tasksClient: the client declares the Tasks extension.
@@ -115,25 +118,9 @@ func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitat
 
 func withClock(c upstream.Clock) harnessOpt { return func(h *harnessCfg) { h.clock = c } }
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newFakeClock is a clock the test moves by hand, starting at the wall
+// clock's now (the fixture and the store stamp what they keep with it).
+func newFakeClock() *clocktest.Fake { return clocktest.New(time.Now()) }
 
 func withConfig(f func(baseURL string) []byte) harnessOpt {
 	return func(c *harnessCfg) { c.config = f }
@@ -173,8 +160,8 @@ func newFixture(t testing.TB) *fixtures.Server {
 // reader could decode (raw, split, escaped, base64).
 func leaks(t testing.TB, what string, b []byte) {
 	t.Helper()
-	for _, c := range []string{canaryToken, canaryAdmin, canaryClientSecret, canaryAccess} {
-		if hits := leaktest.Hits(b, c); len(hits) > 0 {
+	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin, canaryClientSecret, canaryAccess) {
+		if len(hits) > 0 {
 			t.Fatalf("the credential leaked into %s (%v)", what, hits)
 		}
 	}
@@ -251,6 +238,13 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
 		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs}
+	h.textDefaults = sync.OnceValue(func() map[string][]envelope.TextDefault {
+		m := map[string][]envelope.TextDefault{}
+		for _, sp := range deps.Specs() {
+			m[sp.Name] = sp.TextDefaults
+		}
+		return m
+	})
 	h.connect()
 	return h
 }
@@ -341,7 +335,7 @@ func (h *harness) connect() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := envelope.CompileSchema(tool.Name+"-output", b)
+		v, err := outputValidator(tool.Name, b)
 		if err != nil {
 			t.Fatalf("tool %s: output schema does not compile: %v", tool.Name, err)
 		}
@@ -490,12 +484,7 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 	}
 	// The text is the structured content without the members that hold
 	// their defaults: putting them back gives the same JSON.
-	var defaults []envelope.TextDefault
-	for _, sp := range h.deps.Specs() {
-		if sp.Name == tool {
-			defaults = sp.TextDefaults
-		}
-	}
+	defaults := h.textDefaults()[tool]
 	var a, b any
 	_ = json.Unmarshal(envelope.Expand([]byte(text.Text), defaults...), &a)
 	_ = json.Unmarshal(raw, &b)

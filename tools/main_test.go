@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/testparallel"
 )
 
 var (
@@ -63,8 +64,10 @@ var producedElsewhere = map[string]bool{string(envelope.ProblemReviewAccessDenie
 
 // TestMain fails the suite when a registered problem, reason or warning code
 // was produced by no tool result in a test (when the whole suite ran: with
-// -run or -short it cannot know).
+// -run or -short it cannot know). Its tests wait on servers and stores as
+// much as they compute: more run at once than there are CPUs.
 func TestMain(m *testing.M) {
+	testparallel.Set(4)
 	code := m.Run()
 	if run := flag.Lookup("test.run"); code == 0 && run != nil && run.Value.String() == "" && !testing.Short() {
 		var missing []string

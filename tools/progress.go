@@ -8,72 +8,121 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
-// DefaultProgressInterval is how often a scan reports to a client that
-// asked for progress while no page completes: clients that reset their
-// request timeout on progress keep a long scan alive.
+// DefaultProgressInterval is how often a call reports to a client that
+// asked for progress, whether or not its work moved: clients that reset
+// their request timeout on progress keep a long scan or commit alive.
 const DefaultProgressInterval = time.Second
 
-// scanProgress reports a scan's work as notifications/progress to a client
-// that sent a progressToken: every interval, whether or not a page
-// completed in it (a slow page keeps the client's timeout alive), and never
-// more often (mcp-go drops notifications its queue has no room for). stop
-// ends it and must be called before the handler returns: a notification
-// sent as the result leaves may reach the client after it, so none is sent
-// once stop has begun.
+// progress reports one call's work as notifications/progress to a client
+// that sent a progressToken: every interval of the deps' clock, whether or
+// not the work moved in it (a slow page or write keeps the client's
+// timeout alive), and never more often (mcp-go drops notifications its
+// queue has no room for). stop ends it and must be called before the
+// handler returns: a notification sent as the result leaves may reach the
+// client after it, so none is sent once stop has begun.
 //
-// progress counts items scanned; total is the upstream's total when every
-// source reported one. progress must increase with every notification, so
-// a report with no new item adds a fraction below one.
-type scanProgress struct {
+// progress must increase with every notification: a report below the last
+// one (workers report out of order) is ignored, and a beat with no new work
+// adds a fraction below one.
+type progress struct {
 	ctx   context.Context
 	srv   *server.MCPServer
 	token any
 
 	mu      sync.Mutex
-	last    upstream.ScanProgress
-	beats   int // reports since ItemsScanned last changed
+	last    progressReport
+	known   bool // a report arrived: until then there is nothing to send
+	beats   int  // notifications since last.Done last increased
 	stopped bool
 	quit    chan struct{}
 	done    chan struct{}
 }
 
-// startProgress returns the scan's progress hook and the function that
-// stops it; without a progress token both do nothing.
-func (d *Deps) startProgress(ctx context.Context, call *Call) (func(upstream.ScanProgress), func()) {
+// progressReport is where a call's work stands.
+type progressReport struct {
+	// Done counts the work done: items scanned, targets with an outcome.
+	Done int
+	// Total is how much there is, when known.
+	Total   *int
+	Message string
+}
+
+// newProgress starts the reporter of a call; nil (whose methods do
+// nothing) when the call carries no progress token.
+func (d *Deps) newProgress(ctx context.Context, call *Call) *progress {
 	tok := progressToken(call)
 	srv := server.ServerFromContext(ctx)
 	if tok == nil || srv == nil {
-		return nil, func() {}
+		return nil
 	}
 	interval := d.ProgressInterval
 	if interval <= 0 {
 		interval = DefaultProgressInterval
 	}
-	p := &scanProgress{ctx: ctx, srv: srv, token: tok, quit: make(chan struct{}), done: make(chan struct{})}
-	go p.beat(interval)
-	return p.page, p.stop
+	c := d.Clock
+	if c == nil {
+		c = upstream.WallClock
+	}
+	p := &progress{ctx: ctx, srv: srv, token: tok, quit: make(chan struct{}), done: make(chan struct{})}
+	// The ticker starts here, not in the goroutine, so that the first
+	// beat is due one interval after the call began.
+	go p.beat(c.NewTicker(interval))
+	return p
 }
 
-// page records a completed page; the next beat reports it.
-func (p *scanProgress) page(sp upstream.ScanProgress) {
+// startProgress returns a scan's progress hook and the function that stops
+// it; without a progress token both do nothing.
+func (d *Deps) startProgress(ctx context.Context, call *Call) (func(upstream.ScanProgress), func()) {
+	p := d.newProgress(ctx, call)
+	if p == nil {
+		return nil, func() {}
+	}
+	p.report(progressReport{Message: scanMessage(upstream.ScanProgress{})})
+	return func(sp upstream.ScanProgress) {
+		p.report(progressReport{Done: sp.ItemsScanned, Total: sp.Total, Message: scanMessage(sp)})
+	}, p.stop
+}
+
+func scanMessage(sp upstream.ScanProgress) string {
+	return fmt.Sprintf("%d pages, %d items scanned, %d matched", sp.Pages, sp.ItemsScanned, sp.Matched)
+}
+
+// commitProgress returns a commit's progress hook (targets with an
+// outcome, of the operation's total) and the function that stops it;
+// without a progress token the hook is nil.
+func (d *Deps) commitProgress(ctx context.Context, call *Call) (func(done, total int), func()) {
+	p := d.newProgress(ctx, call)
+	if p == nil {
+		return nil, func() {}
+	}
+	return func(done, total int) {
+		p.report(progressReport{Done: done, Total: &total, Message: "targets with an outcome"})
+	}, p.stop
+}
+
+// report records where the work stands; the next beat sends it.
+func (p *progress) report(r progressReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if sp.ItemsScanned != p.last.ItemsScanned {
+	if p.known && r.Done < p.last.Done {
+		return
+	}
+	if r.Done != p.last.Done {
 		p.beats = 0
 	}
-	p.last = sp
+	p.last, p.known = r, true
 }
 
-func (p *scanProgress) beat(interval time.Duration) {
+func (p *progress) beat(t clock.Ticker) {
 	defer close(p.done)
-	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-t.C:
+		case <-t.C():
 			p.mu.Lock()
 			p.sendLocked()
 			p.mu.Unlock()
@@ -87,24 +136,27 @@ func (p *scanProgress) beat(interval time.Duration) {
 
 // sendLocked sends one notification; the lock keeps notifications in
 // order and none after stop.
-func (p *scanProgress) sendLocked() {
-	if p.stopped {
+func (p *progress) sendLocked() {
+	if p.stopped || !p.known {
 		return
 	}
-	sp := p.last
-	progress := float64(sp.ItemsScanned) + float64(p.beats)/float64(p.beats+1)
-	p.beats++
+	r := p.last
 	params := map[string]any{
-		"progressToken": p.token, "progress": progress,
-		"message": fmt.Sprintf("%d pages, %d items scanned, %d matched", sp.Pages, sp.ItemsScanned, sp.Matched),
+		"progressToken": p.token, "progress": float64(r.Done) + float64(p.beats)/float64(p.beats+1), "message": r.Message,
 	}
-	if sp.Total != nil {
-		params["total"] = *sp.Total
+	p.beats++
+	if r.Total != nil {
+		params["total"] = *r.Total
 	}
 	_ = p.srv.SendNotificationToClient(p.ctx, "notifications/progress", params)
 }
 
-func (p *scanProgress) stop() {
+// stop ends the reports: none is sent once it has begun, and the beat has
+// ended when it returns.
+func (p *progress) stop() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()

@@ -23,9 +23,14 @@ import (
 // direct calls tool handlers in process, validating every result against
 // the tool's output schema. It is for tests that make many calls.
 type direct struct {
-	t       fataler
-	deps    *Deps
-	specs   map[string]Spec
+	t     fataler
+	deps  *Deps
+	specs map[string]Spec
+
+	mu sync.Mutex
+	// schemas holds the output schema of each tool called so far: most
+	// directs call one tool, and listing a tool's schema costs more than
+	// a call.
 	schemas map[string]*envelope.Validator
 }
 
@@ -49,17 +54,33 @@ func newDirect(t fataler, yaml []byte) *direct {
 	d := &direct{t: t, deps: NewDeps(rt, nil), specs: map[string]Spec{}, schemas: map[string]*envelope.Validator{}}
 	for _, s := range d.deps.Specs() {
 		d.specs[s.Name] = s
-		v, err := outputValidator(s.Name, s.Tool().RawOutputSchema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.schemas[s.Name] = v
 	}
 	return d
 }
 
+// schema is tool's output schema, as tools/list gives it.
+func (d *direct) schema(tool string) *envelope.Validator {
+	d.t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v := d.schemas[tool]; v != nil {
+		return v
+	}
+	s, ok := d.specs[tool]
+	if !ok {
+		d.t.Fatalf("no tool %q", tool)
+	}
+	v, err := outputValidator(s.Name, s.Tool().RawOutputSchema)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.schemas[tool] = v
+	return v
+}
+
 // validators caches compiled output schemas by their text: property tests
-// build thousands of servers with the same tools.
+// build thousands of servers with the same tools, and every harness's
+// server advertises the same few.
 var validators sync.Map
 
 func outputValidator(name string, schema []byte) (*envelope.Validator, error) {
@@ -85,7 +106,7 @@ func (d *direct) call(tool string, args map[string]any) (*envelope.Envelope, map
 	if text, _ := json.Marshal(string(b)); len(b)+len(text) > maxResultBytes {
 		d.t.Fatalf("%s: the result costs %d bytes with its text copy, over %d", tool, len(b)+len(text), maxResultBytes)
 	}
-	if err := d.schemas[tool].Validate(b); err != nil {
+	if err := d.schema(tool).Validate(b); err != nil {
 		d.t.Fatalf("%s result breaks its output schema: %v\n%s", tool, err, b)
 	}
 	var m struct {

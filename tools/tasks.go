@@ -407,13 +407,13 @@ func (t *Tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw 
 		}()
 		done := make(chan struct{})
 		go func() {
-			tick := time.NewTicker(t.beat())
+			tick := t.d.Clock.NewTicker(t.beat())
 			defer tick.Stop()
 			for {
 				select {
 				case <-done:
 					return
-				case <-tick.C:
+				case <-tick.C():
 					if c, _ := t.meta(ctx, taskCancelKey(rec.ID)); c != nil {
 						cancel()
 						return

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/internal/configtest"
 )
 
@@ -127,24 +128,6 @@ func asHTTPError(t *testing.T, err error) *HTTPError {
 		t.Fatalf("error = %v (%T), want *HTTPError", err, err)
 	}
 	return he
-}
-
-// fakeClock is a Clock that only moves when the test moves it.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 func TestRetryPolicy_NeverRetriesNonIdempotentWrite(t *testing.T) {
@@ -342,7 +325,7 @@ func TestRetryAfter_ShortWaitIsHonouredThenRetried(t *testing.T) {
 }
 
 func TestRetryAfter_LongWaitIsReportedNotSlept(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	for _, tc := range []struct {
 		name   string
 		status int
@@ -740,7 +723,7 @@ func TestCanceledContext_IsReportedAsCanceled(t *testing.T) {
 
 func TestRateLimiter_FollowsTheInjectedClock(t *testing.T) {
 
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	rec := &recorder{}
 	ts := startRecorder(t, rec)
 	// One request per 1000s: on the wall clock the second request would

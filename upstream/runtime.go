@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/redact"
 )
 
@@ -95,17 +96,12 @@ func (o Options) wrapTransport(upstream string, next http.RoundTripper) http.Rou
 	return o.WrapTransport(upstream, next)
 }
 
-// Clock is the time source logic uses, so that tests can move it.
-type Clock interface {
-	Now() time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
+// Clock is the time source logic uses, timers included, so that tests can
+// move it.
+type Clock = clock.Clock
 
 // WallClock is the real clock.
-var WallClock Clock = wallClock{}
+var WallClock Clock = clock.Real{}
 
 // Initialize builds the runtime from a parsed configuration: loads each
 // credential (failing at start-up, not at the first call), creates the HTTP

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/internal/oauthtest"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
@@ -36,7 +37,7 @@ func get(t *testing.T, c *Client, base string) (*Response, error) {
 }
 
 func TestOAuth2_TokenIsCachedAndRenewedBeforeItExpires(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	te := &oauthtest.TokenEndpoint{Lifetime: 100 * time.Second}
 	api := &oauthtest.API{}
 	c, base := oauthClient(t, te, api, "", "", Options{Clock: clock})
@@ -65,7 +66,7 @@ func TestOAuth2_TokenIsCachedAndRenewedBeforeItExpires(t *testing.T) {
 }
 
 func TestOAuth2_ConcurrentRequestsShareOneRenewal(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	te := &oauthtest.TokenEndpoint{Lifetime: 60 * time.Second, Gate: make(chan struct{})}
 	api := &oauthtest.API{}
 	c, base := oauthClient(t, te, api, "concurrency: 20", "", Options{Clock: clock})
@@ -316,7 +317,7 @@ func TestOAuth2_TheGrantCarriesScopesAudienceResourceAndTheAuthMethod(t *testing
 // obtained, the renewed ones too, are known to the runtime's redactor
 // before they are used.
 func TestOAuth2_EverySecretIsRedacted(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	te := &oauthtest.TokenEndpoint{Lifetime: 10 * time.Second}
 	red := redact.New()
 	c, base := oauthClient(t, te, &oauthtest.API{}, "", "", Options{Clock: clock, Redactor: red})

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -26,14 +27,14 @@ type idleRelease struct {
 	// let go, when set, drops what the process holds only for speed
 	// (frozen scans the store keeps) before the memory is released.
 	letGo func() int
-	// afterFunc and release are time.AfterFunc and debug.FreeOSMemory,
+	// clock and release are the wall clock and debug.FreeOSMemory,
 	// replaced in tests.
-	afterFunc func(time.Duration, func()) interface{ Stop() bool }
-	release   func()
+	clock   clock.Clock
+	release func()
 
 	mu       sync.Mutex
 	inFlight int
-	timer    interface{ Stop() bool }
+	timer    clock.Timer
 }
 
 // releaseQuiet is how long the server must be quiet before it releases
@@ -45,8 +46,7 @@ const (
 
 func newIdleRelease(logger *slog.Logger, letGo func() int) *idleRelease {
 	return &idleRelease{quiet: releaseQuiet, min: releaseMin, logger: logger, letGo: letGo,
-		afterFunc: func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) },
-		release:   debug.FreeOSMemory}
+		clock: clock.Real{}, release: debug.FreeOSMemory}
 }
 
 // middleware counts the tool calls in flight.
@@ -72,7 +72,7 @@ func (h *idleRelease) end() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.inFlight--; h.inFlight == 0 {
-		h.timer = h.afterFunc(h.quiet, h.quietFor)
+		h.timer = h.clock.AfterFunc(h.quiet, h.quietFor)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/testparallel"
 )
 
 // TestMain lets the test binary act as airlock itself, so that tests can
@@ -24,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AIRLOCK_TEST_AS_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	// The process tests mostly wait for their children (a lease to
+	// expire, held writes to land): more run at once than there are CPUs.
+	testparallel.Set(4)
 	os.Exit(m.Run())
 }
 

@@ -97,6 +97,7 @@ func restart(t *testing.T, s *replicaSetup, opID string) string {
 // for every write; after a restart the journal holds every target with an
 // outcome the upstream confirms.
 func TestShutdown_SIGTERMCancelsRunningOperationsAfterTheGracePeriod(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes; skipped with -short")
 	}
@@ -119,6 +120,7 @@ func TestShutdown_SIGTERMCancelsRunningOperationsAfterTheGracePeriod(t *testing.
 // a word why; the operation is left to its lease, and a restart settles
 // it truthfully.
 func TestShutdown_SecondSignalExitsAtOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes; skipped with -short")
 	}

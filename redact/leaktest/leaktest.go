@@ -8,6 +8,7 @@ package leaktest
 import (
 	"bytes"
 	"encoding/base64"
+	"slices"
 	"strconv"
 )
 
@@ -15,34 +16,69 @@ import (
 // "url-decoded", "base64"); nil when it reveals none. Letters and digits
 // are compared: punctuation and spaces between them are ignored.
 func Hits(b []byte, secret string) []string {
-	want := skeleton([]byte(secret))
-	if len(want) == 0 {
-		return nil
+	return Find(b, secret)[0]
+}
+
+// Find is Hits for several secrets at once, reading each view of b once
+// whatever their number: its i-th answer is secrets[i]'s.
+func Find(b []byte, secrets ...string) [][]string {
+	hits := make([][]string, len(secrets))
+	wants := make([][]byte, len(secrets))
+	some := false
+	for i, s := range secrets {
+		wants[i] = skeleton(nil, []byte(s))
+		some = some || len(wants[i]) > 0
 	}
-	var hits []string
+	if !some {
+		return hits
+	}
+	unescaped := jsonUnescape(b)
 	views := []struct {
 		name string
 		text []byte
 	}{
 		{"raw", b},
-		{"json-unescaped", jsonUnescape(b)},
-		{"json-unescaped", jsonUnescape(jsonUnescape(b))},
+		{"json-unescaped", unescaped},
+		{"json-unescaped", jsonUnescape(unescaped)},
 		{"url-decoded", percentDecode(b)},
-		{"url-decoded", percentDecode(jsonUnescape(b))},
+		{"url-decoded", percentDecode(unescaped)},
 	}
-	seen := map[string]bool{}
-	add := func(name string) {
-		if !seen[name] {
-			seen[name] = true
-			hits = append(hits, name)
+	add := func(i int, name string) {
+		if !slices.Contains(hits[i], name) {
+			hits[i] = append(hits[i], name)
 		}
 	}
+	// A view the decoding left unchanged reveals what the same text did.
+	type reading struct {
+		text         []byte
+		plain, coded []bool
+	}
+	var read []reading
+	var sk []byte
 	for _, v := range views {
-		if bytes.Contains(skeleton(v.text), want) {
-			add(v.name)
+		var r *reading
+		for k := range read {
+			if bytes.Equal(read[k].text, v.text) {
+				r = &read[k]
+				break
+			}
 		}
-		if base64Reveals(v.text, want) {
-			add("base64")
+		if r == nil {
+			read = append(read, reading{text: v.text, plain: make([]bool, len(wants)), coded: make([]bool, len(wants))})
+			r = &read[len(read)-1]
+			sk = skeleton(sk[:0], v.text)
+			for i, w := range wants {
+				r.plain[i] = len(w) > 0 && bytes.Contains(sk, w)
+			}
+			base64Reveals(v.text, wants, r.coded)
+		}
+		for i := range wants {
+			if r.plain[i] {
+				add(i, v.name)
+			}
+			if r.coded[i] {
+				add(i, "base64")
+			}
 		}
 	}
 	return hits
@@ -52,15 +88,14 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// skeleton keeps letters and digits.
-func skeleton(b []byte) []byte {
-	out := make([]byte, 0, len(b))
+// skeleton appends the letters and digits of b to dst.
+func skeleton(dst, b []byte) []byte {
 	for _, c := range b {
 		if isAlnum(c) {
-			out = append(out, c)
+			dst = append(dst, c)
 		}
 	}
-	return out
+	return dst
 }
 
 // jsonUnescape decodes \uXXXX and the one-character escapes wherever they
@@ -118,8 +153,11 @@ func isBase64(c byte) bool {
 }
 
 // base64Reveals decodes every run of base64 characters, from each of its
-// first four positions, in both alphabets, and looks for want.
-func base64Reveals(b, want []byte) bool {
+// first four positions, in both alphabets, and sets found[i] when the
+// decoded text holds wants[i]. A run too short to decode into a want
+// cannot hold it, and is not decoded for it.
+func base64Reveals(b []byte, wants [][]byte, found []bool) {
+	var dec, sk []byte
 	for i := 0; i < len(b); {
 		if !isBase64(b[i]) {
 			i++
@@ -140,14 +178,30 @@ func base64Reveals(b, want []byte) bool {
 				part = part[:len(part)-1] // no encoding ends there
 			}
 			for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-				dec := make([]byte, enc.DecodedLen(len(part)))
+				size := enc.DecodedLen(len(part))
+				if !mayHold(size, wants, found) {
+					continue
+				}
+				dec = slices.Grow(dec[:0], size)[:size]
 				n, _ := enc.Decode(dec, part)
 				// A decode stops at the first byte of the other alphabet:
 				// what it decoded so far still counts.
-				if bytes.Contains(skeleton(dec[:n]), want) {
-					return true
+				sk = skeleton(sk[:0], dec[:n])
+				for k, w := range wants {
+					if !found[k] && len(w) > 0 && bytes.Contains(sk, w) {
+						found[k] = true
+					}
 				}
 			}
+		}
+	}
+}
+
+// mayHold says whether size decoded bytes could hold a want not found yet.
+func mayHold(size int, wants [][]byte, found []bool) bool {
+	for k, w := range wants {
+		if !found[k] && len(w) > 0 && size >= len(w) {
+			return true
 		}
 	}
 	return false

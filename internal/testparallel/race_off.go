@@ -1,0 +1,5 @@
+//go:build !race
+
+package testparallel
+
+const raceEnabled = false
