@@ -2,7 +2,9 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -20,7 +22,26 @@ import (
 
 // listedOutput returns a tool's outputSchema as clients list it: the
 // envelope around advertisedData(data), compacted.
+// Building it searches for repeated shapes, so each distinct schema is
+// built once per process and shared (callers never write into it).
 func listedOutput(data map[string]any, problems ...envelope.ProblemCode) json.RawMessage {
+	key, err := json.Marshal(data)
+	if err != nil {
+		panic("tools: output schema: " + err.Error())
+	}
+	k := fmt.Sprint(problems) + string(key)
+	if b, ok := listedOutputs.Load(k); ok {
+		return b.(json.RawMessage)
+	}
+	b := buildListedOutput(data, problems...)
+	listedOutputs.Store(k, b)
+	return b
+}
+
+// listedOutputs caches listedOutput by its arguments.
+var listedOutputs sync.Map
+
+func buildListedOutput(data map[string]any, problems ...envelope.ProblemCode) json.RawMessage {
 	var doc map[string]any
 	if err := json.Unmarshal(envelope.CompactOutputSchema(advertisedData(data), problems...), &doc); err != nil {
 		panic("tools: output schema: " + err.Error())

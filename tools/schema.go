@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -27,8 +28,25 @@ var typeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[json.RawMessage](): {},
 }
 
-// generate returns T's schema as a JSON value.
+// generate returns T's schema as a JSON value: a fresh copy on every
+// call, since callers may change it, of what is reflected once per type.
 func generate[T any]() map[string]any {
+	t := reflect.TypeFor[T]()
+	b, ok := generated.Load(t)
+	if !ok {
+		b, _ = generated.LoadOrStore(t, reflectSchema[T]())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b.([]byte), &m); err != nil {
+		panic("tools: schema of " + t.String() + ": " + err.Error())
+	}
+	return emptyAsObject(m).(map[string]any)
+}
+
+// generated holds each type's schema as JSON, reflected once.
+var generated sync.Map
+
+func reflectSchema[T any]() []byte {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: typeSchemas})
 	if err != nil {
 		panic("tools: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
@@ -39,11 +57,7 @@ func generate[T any]() map[string]any {
 	if err != nil {
 		panic("tools: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		panic("tools: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
-	}
-	return emptyAsObject(m).(map[string]any)
+	return b
 }
 
 // tidy removes what the reflector adds that airlock's values never are:
