@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/airlock-mcp/airlock/internal/signing"
@@ -71,8 +72,16 @@ func (k CursorKey) decode(s string) (cursorPayload, cursorState) {
 	return p, cursorOK
 }
 
-// fingerprint binds a cursor to the arguments that define the scan.
+// fingerprint binds a cursor to the arguments that define the scan. An
+// unset list or map and an empty one are the same argument: a cursor
+// handed out by one tool is accepted by the tool it names, whichever of the
+// two forms each tool holds.
 func fingerprint(parts ...any) string {
+	for i, p := range parts {
+		if v := reflect.ValueOf(p); (v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.Len() == 0 {
+			parts[i] = []any{}
+		}
+	}
 	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
