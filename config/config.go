@@ -147,8 +147,14 @@ type PaginationConfig struct {
 	TotalHeader string `yaml:"total_header"`
 	// TotalExact declares that the total counts exactly the records the
 	// upstream-side filters select: a counts-only query whose every filter
-	// is sent upstream is then answered from the first page.
-	TotalExact  bool `yaml:"total_exact"`
+	// is sent upstream is then answered from the first page, and a page
+	// that reaches it ends the list.
+	TotalExact bool `yaml:"total_exact"`
+	// TotalPages (a body path) or TotalPagesHeader (X-WP-TotalPages) is
+	// the page dialect's count of pages: the page it names last ends the
+	// list, and no page past it is asked for.
+	TotalPages       string `yaml:"total_pages"`
+	TotalPagesHeader string `yaml:"total_pages_header"`
 	Concurrency int  `yaml:"concurrency"`
 	// continue
 	ContinueParam   string `yaml:"continue_param"`
@@ -205,8 +211,13 @@ const NoTotal = "none"
 // Sensitive) lets filters and exclusion rules name it, disclosing its
 // values through counts and membership.
 type FieldConfig struct {
-	Path        string   `yaml:"path"`
-	Type        string   `yaml:"type"`
+	Path string `yaml:"path"`
+	Type string `yaml:"type"`
+	// Elements is the type of an array field's elements (integer for
+	// WordPress's categories: [4, 9]): a filter value is converted to it
+	// before it is sent or compared, so that 4 and "4" mean the same.
+	// Unset, an element is compared in the type each item holds.
+	Elements    string   `yaml:"elements"`
 	Nullable    bool     `yaml:"nullable"`
 	Enum        []string `yaml:"enum"`
 	Sensitive   bool     `yaml:"sensitive"`
@@ -288,12 +299,19 @@ type SourceConfig struct {
 	Match map[string]string `yaml:"match"`
 }
 
-// VisibilityConfig says how the upstream reveals a restricted view.
+// VisibilityConfig says how the upstream reveals a restricted view (Header
+// or Field holding one of RestrictedValues), or declares one the upstream
+// never reveals: Restricted says why the credential sees only part of the
+// records ("anonymous reads never show drafts"), and Only, when set, which
+// values of which fields it does see. An answer is then complete only for a
+// filter that keeps to those values.
 type VisibilityConfig struct {
-	Header           string   `yaml:"header"`
-	Field            string   `yaml:"field"`
-	RestrictedValues []string `yaml:"restricted_values"`
-	Description      string   `yaml:"description"`
+	Header           string           `yaml:"header"`
+	Field            string           `yaml:"field"`
+	RestrictedValues []string         `yaml:"restricted_values"`
+	Description      string           `yaml:"description"`
+	Restricted       string           `yaml:"restricted"`
+	Only             map[string][]any `yaml:"only"`
 }
 
 // IncompleteConfig names response paths through which the upstream says its
@@ -351,6 +369,13 @@ const (
 
 // Field types.
 var fieldTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "array": true, "object": true, "timestamp": true}
+
+// scalarTypes are the types an array's elements may declare.
+var scalarTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "timestamp": true}
+
+// IsScalarType reports whether typ is a scalar field type (string,
+// integer, number, boolean, timestamp).
+func IsScalarType(typ string) bool { return scalarTypes[typ] }
 
 // Error is one problem in a configuration file, with its line.
 type Error struct {

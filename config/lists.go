@@ -125,6 +125,12 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	if pg.TotalHeader != "" && pg.Total != "" {
 		l.add("set one of total (a body path, or none) or total_header", at("pagination", "total_header")...)
 	}
+	if (pg.TotalPages != "" || pg.TotalPagesHeader != "") && pg.Dialect != "" && pg.Dialect != DialectPage {
+		l.add("only the page dialect counts pages", at("pagination", "total_pages")...)
+	}
+	if pg.TotalPages != "" && pg.TotalPagesHeader != "" {
+		l.add("set one of total_pages (a body path) or total_pages_header", at("pagination", "total_pages_header")...)
+	}
 	if pg.TotalRelation != "" && (pg.Total == "" || pg.Total == NoTotal) {
 		l.add("total_relation qualifies a total read from the body: set total too", at("pagination", "total_relation")...)
 	}

@@ -161,6 +161,13 @@ func validateField(l *errList, r *ResourceConfig, fname string, f *FieldConfig, 
 	if len(f.Enum) > 0 && f.Type != "string" {
 		l.add("enum is only for string fields", at("fields", fname, "enum")...)
 	}
+	switch {
+	case f.Elements == "":
+	case f.Type != "array":
+		l.add("elements is the element type of an array field: set type: array", at("fields", fname, "elements")...)
+	case !scalarTypes[f.Elements]:
+		l.add("elements must be one of string, integer, number, boolean, timestamp", at("fields", fname, "elements")...)
+	}
 	switch f.Normalize {
 	case "", "lower", "trim":
 	default:
@@ -258,11 +265,26 @@ func validateSources(l *errList, r *ResourceConfig, at func(k ...string) []strin
 // stale data.
 func validateSignals(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 	if v := r.Visibility; v != nil {
-		if (v.Header == "") == (v.Field == "") {
+		signalled := v.Header != "" || v.Field != "" || len(v.RestrictedValues) > 0
+		switch {
+		case v.Restricted == "" && (v.Header == "") == (v.Field == ""):
+			l.add("set exactly one of header or field (how the upstream says a view is restricted), or restricted (why this credential always sees only part)", at("visibility")...)
+		case v.Header != "" && v.Field != "":
 			l.add("set exactly one of header or field", at("visibility")...)
 		}
-		if len(v.RestrictedValues) == 0 {
+		if signalled && len(v.RestrictedValues) == 0 {
 			l.add("required: the values that mean the view is restricted", at("visibility", "restricted_values")...)
+		}
+		if len(v.Only) > 0 && v.Restricted == "" {
+			l.add("only says which records a restricted view shows: set restricted too (why)", at("visibility", "only")...)
+		}
+		for _, f := range slices.Sorted(maps.Keys(v.Only)) {
+			if _, ok := r.Fields[f]; !ok {
+				l.add(fmt.Sprintf("field %q is not declared", f), at("visibility", "only", f)...)
+			}
+			if len(v.Only[f]) == 0 {
+				l.add("required: the values of the field the view shows", at("visibility", "only", f)...)
+			}
 		}
 	}
 	if f := r.Freshness; f != nil {

@@ -2,6 +2,8 @@ package config
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
@@ -76,4 +78,85 @@ func DisplayPath(p string) string {
 		return "."
 	}
 	return p
+}
+
+// ConvertScalar converts a caller's scalar value (JSON-decoded: string,
+// json.Number, bool) to a field type: a number written as a string becomes
+// the number, a number given for a string field its decimal text, "true"
+// and "false" booleans. ok is false when the value has no form in that
+// type ("abc" for an integer, 1.5 for an integer, an object).
+func ConvertScalar(v any, typ string) (any, bool) {
+	switch typ {
+	case "string":
+		switch x := v.(type) {
+		case string:
+			return x, true
+		case json.Number:
+			return x.String(), true
+		}
+	case "timestamp", "array":
+		s, ok := v.(string)
+		return s, ok
+	case "integer", "number":
+		var text string
+		switch x := v.(type) {
+		case json.Number:
+			text = x.String()
+		case string:
+			text = strings.TrimSpace(x)
+		case float64:
+			text = strconv.FormatFloat(x, 'f', -1, 64)
+		case int:
+			text = strconv.Itoa(x)
+		default:
+			return nil, false
+		}
+		if typ == "integer" {
+			n, err := strconv.ParseInt(text, 10, 64)
+			if err != nil {
+				return nil, false
+			}
+			return json.Number(strconv.FormatInt(n, 10)), true
+		}
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, false
+		}
+		return json.Number(text), true
+	case "boolean":
+		switch x := v.(type) {
+		case bool:
+			return x, true
+		case string:
+			switch strings.TrimSpace(x) {
+			case "true":
+				return true, true
+			case "false":
+				return false, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// EqualInType reports whether an element read from the upstream equals a
+// requested value when neither side declares the type: the requested value
+// is read in the element's own type, so that 4 and "4" are equal and never
+// silently differ.
+func EqualInType(got, want any, fd *FieldConfig) bool {
+	if ValueEqual(got, want, fd) {
+		return true
+	}
+	switch got.(type) {
+	case json.Number, float64:
+		c, ok := ConvertScalar(want, "number")
+		return ok && ValueEqual(got, c, fd)
+	case string:
+		c, ok := ConvertScalar(want, "string")
+		return ok && ValueEqual(got, c, fd)
+	case bool:
+		c, ok := ConvertScalar(want, "boolean")
+		return ok && ValueEqual(got, c, fd)
+	}
+	return false
 }

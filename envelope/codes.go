@@ -65,6 +65,7 @@ const (
 	InconsistentSnapshot       ReasonCode = "INCONSISTENT_SNAPSHOT"
 	ContractViolation          ReasonCode = "CONTRACT_VIOLATION"
 	EndNotProven               ReasonCode = "END_NOT_PROVEN"
+	ConflictingEvidence        ReasonCode = "CONFLICTING_EVIDENCE"
 	OperationRunning           ReasonCode = "OPERATION_RUNNING"
 	TargetsUnsettled           ReasonCode = "TARGETS_UNSETTLED"
 )
@@ -219,6 +220,11 @@ var registry = []Code{
 		Message:  "the upstream gave no proof that the list ended; records after the last page read may exist",
 		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, more_without_continuation, repeated_page, probe_failed): the list may go on",
 		Recovery: "do not treat absence as proof; an operator should check the resource's pagination with airlock probe"},
+
+	{Code: string(ConflictingEvidence), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+		Message:  "two signals from the upstream contradict each other; neither was believed",
+		Meaning:  "the upstream's answers disagree with each other or with the configuration (signal names both sides: filter_not_applied_as_sent, with filter, sent, seen, count and sample_id, when the upstream returned records for a filter that airlock's own check rejects; end_flag_vs_continuation, an end flag that says last beside a continuation; total_vs_items, more records than the upstream's own total; total_vs_total_pages, the last page by the upstream's page count short of its total; total_pages_vs_page, records on a page past that count, or none before it): the part of the scope the contradiction touches is unknown",
+		Recovery: "do not treat absence or counts as proof; report it to an operator, who can check the configuration with airlock probe"},
 
 	{Code: string(OperationRunning), Kind: KindReason, Continuation: ContinueRetryAfter, Retryable: true,
 		Message:  "the operation is still running; its counts are a snapshot",

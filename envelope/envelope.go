@@ -75,6 +75,12 @@ type Reason struct {
 	// UpstreamMessage quotes what the upstream said (see QuoteUpstream),
 	// as GraphQL errors beside partial data.
 	UpstreamMessage string `json:"upstream_message,omitempty"`
+	// Filter, Sent and Seen describe a CONFLICTING_EVIDENCE on a filter:
+	// the filter, the value sent for it, and the value a record the
+	// upstream returned for it holds (left out for a sensitive field).
+	Filter string `json:"filter,omitempty"`
+	Sent   any    `json:"sent,omitempty"`
+	Seen   any    `json:"seen,omitempty"`
 }
 
 // Warning is about trust, freshness or interpretation; it never makes an

@@ -234,8 +234,12 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 		errs = append(errs, aerrs...)
 	}
 	if !bad["filter"] {
-		errs = append(errs, r.CheckFilter(a.Filter)...)
+		typed, ferrs := r.TypedFilter(a.Filter)
+		errs = append(errs, ferrs...)
 		errs = append(errs, checkSensitive(r, filterUses(r, a.Filter))...)
+		if a.Filter != nil {
+			a.Filter = typed
+		}
 	}
 	if !bad["exclude"] {
 		errs = append(errs, checkRules(r, a.Exclude)...)

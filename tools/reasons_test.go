@@ -161,6 +161,24 @@ func reasonCases() []reasonCase {
 				h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{OmitNextSignal: true})
 			},
 			args: local(nil), cont: envelope.ContinueNone},
+		{name: "conflicting evidence, populated", code: envelope.ConflictingEvidence, resource: res(fixtures.DialectOffset, ""),
+			setup: func(h *harness) {
+				h.api.SetCollection(fixtures.DatasetSubscriptions, small(60, everyThird))
+				h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{IgnoreFilters: true})
+			},
+			args: pastDue(nil), cont: envelope.ContinueNone,
+			check: func(t *testing.T, r result) {
+				rs := r.reason(envelope.ConflictingEvidence)
+				if rs.Signal != upstream.SignalFilterConflict || rs.Filter != "status" || rs.Sent != "past_due" || rs.Seen != "active" || *rs.Count != 40 || len(r.ids()) != 20 {
+					t.Fatalf("want the 20 past_due records and the filter's two sides named, got %+v and %d items", rs, len(r.ids()))
+				}
+			}},
+		{name: "conflicting evidence, empty", code: envelope.ConflictingEvidence, resource: res(fixtures.DialectOffset, ""), empty: true,
+			setup: func(h *harness) {
+				h.api.SetCollection(fixtures.DatasetSubscriptions, small(60, none))
+				h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{IgnoreFilters: true})
+			},
+			args: pastDue(nil), cont: envelope.ContinueNone},
 		{name: "response budget, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectOffset, ""),
 			args: map[string]any{"resource": "subs", "max_items": 1000, "fields": []any{"id", "customer_name", "tags", "updated_at"}},
 			cont: envelope.ContinueNextCursor,

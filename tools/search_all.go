@@ -195,8 +195,12 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		return invalid(errs)
 	}
 	if !bad["filter"] {
-		errs = append(errs, r.CheckFilter(a.Filter)...)
+		typed, ferrs := r.TypedFilter(a.Filter)
+		errs = append(errs, ferrs...)
 		errs = append(errs, checkSensitive(r, filterUses(r, a.Filter))...)
+		if a.Filter != nil {
+			a.Filter = typed
+		}
 	}
 	if !bad["fields"] {
 		errs = append(errs, checkFields(r, "fields", a.Fields)...)

@@ -21,7 +21,10 @@ type pageState struct {
 	Snapshot string   // continue: resourceVersion of the first page
 	PIT      string   // search_after: the point in time's current id
 	Total    *int     // offset, page, link: total seen on the first page
-	LastID   string   // offset: id of the last item read (overlap check)
+	// TotalPages is the page dialect's count of pages, as the first page
+	// that carried one said.
+	TotalPages *int
+	LastID     string // offset: id of the last item read (overlap check)
 	// Seen counts the items the upstream returned so far (offset: without
 	// the overlap items), to compare with its total.
 	Seen int
@@ -72,6 +75,15 @@ const (
 	// SignalHasNextFalse: a GraphQL connection's hasNextPage was false.
 	SignalHasNextFalse = "has_next_page_false"
 
+	// SignalTotalPages: the page the upstream counts as its last was read,
+	// and the items agree with its total.
+	SignalTotalPages = "total_pages_reached"
+
+	// SignalPageRefused: the upstream refused a page after the first
+	// (see Scan.pageRefused); the source is partial for the reason given
+	// beside it, never complete.
+	SignalPageRefused = "page_refused"
+
 	SignalNotSeen       = "next_signal_not_seen"
 	SignalMoreNoCursor  = "more_without_continuation"
 	SignalMoreOnEmpty   = "more_on_empty_page"
@@ -82,12 +94,36 @@ const (
 	SignalHasMoreAbsent = "has_more_missing"
 )
 
+// Conflicting evidence: the signals of CONFLICTING_EVIDENCE, each naming
+// the two sides that contradict each other.
+const (
+	// SignalFilterConflict: the upstream returned records for a filter it
+	// was sent that airlock's own check of the filter rejects.
+	SignalFilterConflict = "filter_not_applied_as_sent"
+	// SignalFlagVsContinuation: an end flag says last beside a
+	// continuation on the same page.
+	SignalFlagVsContinuation = "end_flag_vs_continuation"
+	// SignalTotalVsItems: more records than the upstream's own total.
+	SignalTotalVsItems = "total_vs_items"
+	// SignalTotalVsPages: the last page by the upstream's page count
+	// leaves the items short of its total.
+	SignalTotalVsPages = "total_vs_total_pages"
+	// SignalPagesVsPage: records on a page past the upstream's page
+	// count.
+	SignalPagesVsPage = "total_pages_vs_page"
+)
+
+// conflictSignals are the end signals that name a contradiction rather
+// than a missing signal.
+var conflictSignals = map[string]bool{SignalFlagVsContinuation: true, SignalTotalVsPages: true, SignalPagesVsPage: true}
+
 // page is one parsed response.
 type page struct {
-	items    []any
-	total    *int
-	estimate *int // continue: remainingItemCount (an estimate, per Kubernetes)
-	snapshot string
+	items      []any
+	total      *int
+	totalPages *int
+	estimate   *int // continue: remainingItemCount (an estimate, per Kubernetes)
+	snapshot   string
 	// boundary is the overlap item of an offset page (its first item, which
 	// must be the previous page's last item).
 	boundary    string
@@ -302,6 +338,12 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 	pg.next.LastFull = len(items) >= d.p.PageSize
 	last, flagged := endFlag(d.p, doc)
 	if flagged && last {
+		if nc, _ := jsonvalue.Get(doc, d.p.NextCursor); d.p.NextCursor != "" && nc != nil && nc != "" {
+			// The flag says last, and the same page says how to go on:
+			// neither is believed.
+			pg.unknown(SignalFlagVsContinuation, false)
+			return pg, nil
+		}
 		pg.proven(flagSignal(d.p))
 		return pg, nil
 	}
@@ -553,6 +595,7 @@ func (d pageDialect) parse(resp *Response, doc any, items []any, st pageState) (
 	if !st.Started {
 		pg.next.Page = *d.p.FirstPage
 	}
+	read := pg.next.Page - *d.p.FirstPage + 1 // the page read, counted from 1
 	pg.next.Started = true
 	pg.next.Page++
 	pg.next.Seen += len(items)
@@ -561,29 +604,78 @@ func (d pageDialect) parse(resp *Response, doc any, items []any, st pageState) (
 	pg.next.MaxPage = max(st.MaxPage, len(items))
 	total, known := readTotal(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
+	if !reached && known && !st.Started && d.p.TotalExact && pg.next.Seen == total && len(items) < d.p.PageSize {
+		// The first page holds as many items as the declared exact total,
+		// and fewer than asked for: there is no page after it.
+		reached = true
+	}
+	pages, counted := readTotalPages(d.p, resp, doc)
+	if counted {
+		pg.totalPages = &pages
+		if pg.next.TotalPages == nil {
+			pg.next.TotalPages = &pages
+		}
+	}
+	t := pg.next.Total
 	switch {
+	case counted && len(items) > 0 && read > pages:
+		// Records on a page the upstream's own page count says does
+		// not exist.
+		pg.unknown(SignalPagesVsPage, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
 	case reached:
 		pg.proven(SignalTotalReached)
+	case counted && read == pages && t != nil && !pg.next.TotalUntrusted && pg.next.Seen < *t:
+		// The upstream's last page by its own count, and fewer records
+		// than its own total.
+		pg.unknown(SignalTotalVsPages, false)
+	case counted && read == pages && !pg.next.TotalUntrusted:
+		pg.proven(SignalTotalPages)
 	}
 	return pg, nil
+}
+
+// readTotalPages reads the page dialect's count of pages from the
+// configured header or body path: a non-negative integer, else unknown.
+func readTotalPages(p config.PaginationConfig, resp *Response, doc any) (int, bool) {
+	switch {
+	case p.TotalPagesHeader != "":
+		if resp == nil {
+			return 0, false
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get(p.TotalPagesHeader)))
+		return n, err == nil && n >= 0
+	case p.TotalPages != "":
+		n, ok := intAt(doc, p.TotalPages)
+		return n, ok && n >= 0
+	}
+	return 0, false
 }
 
 func (d pageDialect) more(*Response, any) bool { return false }
 
 func (d pageDialect) plan(st pageState) []pageState {
-	if st.Total == nil || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {
+	if (st.Total == nil && st.TotalPages == nil) || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {
 		return nil
 	}
 	var out []pageState
-	for n := st.Page; (n-*d.p.FirstPage)*d.p.PageSize < *st.Total; n++ {
+	for n := st.Page; d.plannedPage(st, n); n++ {
 		s := st
 		s.Page = n
 		s.Seen = (n - *d.p.FirstPage) * d.p.PageSize
 		out = append(out, s)
 	}
 	return out
+}
+
+// plannedPage reports whether page n exists by the upstream's own count of
+// pages, or else by its total.
+func (d pageDialect) plannedPage(st pageState, n int) bool {
+	if st.TotalPages != nil {
+		return n-*d.p.FirstPage < *st.TotalPages
+	}
+	return (n-*d.p.FirstPage)*d.p.PageSize < *st.Total
 }
 
 type continueDialect struct{ p config.PaginationConfig }

@@ -37,6 +37,12 @@ func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState
 	next = strings.TrimSpace(next)
 	pg.next.NextURL = nil
 	if flagged && last {
+		if next != "" {
+			// The flag says last, and the same page names a next URL:
+			// neither is believed.
+			pg.unknown(SignalFlagVsContinuation, false)
+			return pg, nil
+		}
 		pg.proven(SignalIsLast)
 		return pg, nil
 	}

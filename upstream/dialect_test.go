@@ -190,6 +190,20 @@ func filterConfig(baseURL, dataset, statusParam, regionParam, tagsParam string) 
 	)
 }
 
+// hasConflict reports a CONFLICTING_EVIDENCE on the filter named.
+func hasConflict(out Outcome, filter string) bool {
+	for _, rs := range out.Reasons {
+		if rs.Code == envelope.ConflictingEvidence && rs.Signal == SignalFilterConflict && rs.Filter == filter && rs.Count != nil && *rs.Count > 0 && rs.SampleID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFilters_AreAppliedLocallyEvenWhenTheUpstreamIgnoresThem: airlock
+// re-checks every filter on every record, so an upstream that ignores a
+// parameter never widens the answer; and since the records it returned for
+// a filter contradict the filter, the answer is not complete either.
 func TestFilters_AreAppliedLocallyEvenWhenTheUpstreamIgnoresThem(t *testing.T) {
 	const records = 1000 // a prefix of the subscriptions keeps the fixture fast
 	hasTag := func(r fixtures.Record, tag string) bool {
@@ -239,8 +253,24 @@ func TestFilters_AreAppliedLocallyEvenWhenTheUpstreamIgnoresThem(t *testing.T) {
 					t.Fatalf("scan: %v", err)
 				}
 				checkSameSet(t, sink.ids, want)
-				if !out.ScanComplete || out.Matched != len(want) {
-					t.Errorf("outcome: complete=%v matched=%d reasons=%+v, want complete with %d", out.ScanComplete, out.Matched, out.Reasons, len(want))
+				if out.Matched != len(want) {
+					t.Errorf("matched %d, want %d", out.Matched, len(want))
+				}
+				if honoured && !out.ScanComplete {
+					t.Errorf("outcome: complete=%v reasons=%+v, want complete", out.ScanComplete, out.Reasons)
+				}
+				if !honoured {
+					// The upstream returned records for filters it was sent
+					// that airlock's check rejects: the two disagree on what
+					// the filter means, and the answer says so.
+					if out.ScanComplete {
+						t.Errorf("complete although the upstream returned records its filter should have kept out")
+					}
+					for name := range tc.filter {
+						if !hasConflict(out, name) {
+							t.Errorf("reasons %+v: want %s (%s) on filter %s", out.Reasons, envelope.ConflictingEvidence, SignalFilterConflict, name)
+						}
+					}
 				}
 				if !honoured && out.ItemsScanned != records {
 					t.Errorf("scanned %d items, want all %d (the upstream ignored the filter)", out.ItemsScanned, records)

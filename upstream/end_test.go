@@ -68,7 +68,7 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 		{"link on a full last page after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 30, 10, "", want{true, SignalNoNextLink, ""}},
 		{"link with X-Total-Count reached on a single page, verified", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 5, 10, "total_header: X-Total-Count", want{true, SignalNoNextLink + SignalVerified, ""}},
 		{"link with X-Total-Count reached after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, SignalTotalReached, ""}},
-		{"page whose first short page reaches a lagging total, the upstream capping pages", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 1, Total: "low"}, 2, 2, "", want{true, SignalEmptyPage, ""}},
+		{"page whose first short page reaches a lagging total, the upstream capping pages", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 1, Total: "low"}, 2, 2, "", want{false, SignalEmptyPage, envelope.ConflictingEvidence}},
 		{"offset total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset}, 25, 10, "", want{true, SignalTotalReached, ""}},
 		{"page total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectPage}, 25, 10, "", want{true, SignalTotalReached, ""}},
 		{"page total in a header", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, SignalTotalReached, ""}},
@@ -79,8 +79,10 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 		// Totals that are not totals: page on to the dialect's own end.
 		{"page with a negative total (skipTotal)", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "negative"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
 		{"offset without a total", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, Total: "missing"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
-		{"page whose total is one too low", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
-		{"page whose lagging total is reached on a full page", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 21, 10, "", want{true, SignalEmptyPage, ""}},
+		// A total the items read exceed: the total and the list disagree,
+		// and neither is believed; every item is still read.
+		{"page whose total is one too low", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 25, 10, "", want{false, SignalEmptyPage, envelope.ConflictingEvidence}},
+		{"page whose lagging total is reached on a full page", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 21, 10, "", want{false, SignalEmptyPage, envelope.ConflictingEvidence}},
 		{"page whose total is one too high", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "high"}, 25, 10, "", want{false, SignalEmptyPage, envelope.ResultLimitReached}},
 
 		// The upstream caps the page size below the one asked for.
@@ -127,6 +129,9 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 			}
 			if tc.want.reason != "" && !hasReason(out, tc.want.reason) {
 				t.Errorf("reasons = %+v, want %s", out.Reasons, tc.want.reason)
+			}
+			if tc.want.reason == envelope.ConflictingEvidence && len(sink.ids) != tc.n {
+				t.Errorf("read %d items of %d: a contradicted total stops nothing", len(sink.ids), tc.n)
 			}
 		})
 	}

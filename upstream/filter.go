@@ -14,7 +14,19 @@ import (
 // CheckFilter validates a caller's filter against the resource and returns
 // every problem at once. Values are JSON-decoded (json.Number for numbers).
 func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
+	_, errs := r.TypedFilter(filter)
+	return errs
+}
+
+// TypedFilter validates a caller's filter and converts each value to the
+// type the filtered field holds (an array's declared element type for
+// contains), so that 4 and "4" mean the same integer: the result is what
+// is sent upstream, compared and fingerprinted. A value that does not
+// convert is refused, every one at once. Values are JSON-decoded
+// (json.Number for numbers).
+func (r *Resource) TypedFilter(filter map[string]any) (map[string]any, []envelope.FieldError) {
 	var errs []envelope.FieldError
+	out := make(map[string]any, len(filter))
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		path := "filter." + name
 		fc, ok := r.Config.Filters[name]
@@ -27,86 +39,101 @@ func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
 		v := filter[name]
 		if arr, isArr := v.([]any); isArr {
 			if len(arr) == 0 {
-				errs = append(errs, envelope.NewFieldError(path, envelope.FieldInvalid, []any{exampleFor(fd)}))
+				errs = append(errs, envelope.NewFieldError(path, envelope.FieldInvalid, []any{exampleFor(fd, fc)}))
 				continue
 			}
+			conv := make([]any, len(arr))
 			for i, e := range arr {
-				if fe, bad := checkScalar(path+"["+strconv.Itoa(i)+"]", e, fd, fc); bad {
+				c, fe, bad := typedScalar(path+"["+strconv.Itoa(i)+"]", e, fd, fc)
+				if bad {
 					errs = append(errs, fe)
 				}
+				conv[i] = c
 			}
+			out[name] = conv
 			continue
 		}
-		if fe, bad := checkScalar(path, v, fd, fc); bad {
+		c, fe, bad := typedScalar(path, v, fd, fc)
+		if bad {
 			errs = append(errs, fe)
 		}
+		out[name] = c
 	}
-	return errs
+	return out, errs
 }
 
 func (r *Resource) filterExample() map[string]any {
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
 		fd, _ := r.Field(r.Config.Filters[name].FieldOf(name))
-		return map[string]any{name: exampleFor(fd)}
+		return map[string]any{name: exampleFor(fd, r.Config.Filters[name])}
 	}
 	return map[string]any{}
 }
 
-func checkScalar(path string, v any, fd *config.FieldConfig, fc *config.FilterConfig) (envelope.FieldError, bool) {
+// filterType is the type a filter's value is compared in: the field's, or
+// for contains the element type of the array ("" when undeclared: then
+// each element is compared in the type the item holds).
+func filterType(fd *config.FieldConfig, fc *config.FilterConfig) string {
+	if fc != nil && fc.Op == "contains" {
+		return fd.Elements
+	}
+	return fd.Type
+}
+
+// typedScalar converts one filter value to the filter's type, or says why
+// it cannot be.
+func typedScalar(path string, v any, fd *config.FieldConfig, fc *config.FilterConfig) (any, envelope.FieldError, bool) {
 	if fd == nil {
-		return envelope.FieldError{}, false
+		return v, envelope.FieldError{}, false
+	}
+	refuse := func(code envelope.FieldCode, example any) (any, envelope.FieldError, bool) {
+		return v, envelope.NewFieldError(path, code, example), true
 	}
 	if v == nil {
 		if !fd.Nullable {
-			return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
+			return refuse(envelope.FieldType, exampleFor(fd, fc))
 		}
-		return envelope.FieldError{}, false
+		return nil, envelope.FieldError{}, false
 	}
-	want := fd.Type
-	if fc != nil && fc.Op == "contains" {
-		want = "string"
+	want := filterType(fd, fc)
+	if want == "" {
+		// An element of an undeclared type: any scalar, compared in the
+		// type each item holds.
+		switch v.(type) {
+		case string, json.Number, bool:
+			return v, envelope.FieldError{}, false
+		}
+		return refuse(envelope.FieldType, exampleFor(fd, fc))
 	}
-	switch want {
-	case "string", "timestamp", "array":
-		s, ok := v.(string)
-		if !ok {
-			return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
-		}
-		if len(fd.Enum) > 0 && !config.InEnum(s, fd) {
-			return envelope.NewFieldError(path, envelope.FieldEnum, fd.Enum[0]), true
-		}
-	case "integer", "number":
-		n, ok := v.(json.Number)
-		if !ok {
-			return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
-		}
-		if want == "integer" {
-			if _, err := n.Int64(); err != nil {
-				return envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd)), true
-			}
-		}
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			return envelope.NewFieldError(path, envelope.FieldType, true), true
-		}
-	default:
-		return envelope.NewFieldError(path, envelope.FieldInvalid, nil), true
+	if want == "object" {
+		return refuse(envelope.FieldInvalid, nil)
 	}
-	return envelope.FieldError{}, false
+	c, ok := config.ConvertScalar(v, want)
+	if !ok {
+		return refuse(envelope.FieldType, exampleFor(fd, fc))
+	}
+	if s, isStr := c.(string); isStr && want == "string" && len(fd.Enum) > 0 && !config.InEnum(s, fd) {
+		return refuse(envelope.FieldEnum, fd.Enum[0])
+	}
+	return c, envelope.FieldError{}, false
 }
 
-func exampleFor(fd *config.FieldConfig) any {
+func exampleFor(fd *config.FieldConfig, fc *config.FilterConfig) any {
 	if fd == nil {
 		return "value"
+	}
+	t := fd.Type
+	if fc != nil && fc.Op == "contains" {
+		t = fd.Elements
 	}
 	switch {
 	case len(fd.Enum) > 0:
 		return fd.Enum[0]
-	case fd.Type == "integer" || fd.Type == "number":
+	case t == "integer" || t == "number":
 		return 1
-	case fd.Type == "boolean":
+	case t == "boolean":
 		return true
-	case fd.Type == "timestamp":
+	case t == "timestamp":
 		return "2026-01-31T00:00:00Z"
 	}
 	return "value"
@@ -144,7 +171,11 @@ func matchValue(got, want any, fd *config.FieldConfig, contains bool) bool {
 			return false
 		}
 		for _, e := range list {
-			if config.ValueEqual(e, want, fd) {
+			if fd == nil || fd.Elements == "" {
+				if config.EqualInType(e, want, fd) {
+					return true
+				}
+			} else if config.ValueEqual(e, want, fd) {
 				return true
 			}
 		}

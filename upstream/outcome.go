@@ -56,8 +56,14 @@ func (s *Scan) Outcome() Outcome {
 			cov.Status = envelope.SourceComplete
 			cov.End, cov.EndSignal = src.state.End, src.state.EndSignal
 			if src.state.End == envelope.EndUnproven {
-				cov.Status, cov.Reason = envelope.SourcePartial, envelope.EndNotProven
-				rs := envelope.NewReason(envelope.EndNotProven)
+				code := envelope.EndNotProven
+				if conflictSignals[src.state.EndSignal] {
+					// Two signals on a page contradict each other about
+					// the end.
+					code = envelope.ConflictingEvidence
+				}
+				cov.Status, cov.Reason = envelope.SourcePartial, code
+				rs := envelope.NewReason(code)
 				rs.Source, rs.Signal = src.cfg.Name, src.state.EndSignal
 				o.Reasons = append(o.Reasons, rs)
 				break
@@ -128,6 +134,13 @@ func (s *Scan) Outcome() Outcome {
 		v := s.violations[k]
 		rs := envelope.NewReason(envelope.ContractViolation)
 		rs.Field, rs.Rule, rs.Count, rs.SampleID = v.field, v.rule, envelope.Ptr(v.count), v.sample
+		o.Reasons = append(o.Reasons, rs)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.conflicts)) {
+		c := s.conflicts[name]
+		rs := envelope.NewReason(envelope.ConflictingEvidence)
+		rs.Signal, rs.Filter, rs.Sent, rs.Seen = SignalFilterConflict, name, c.sent, c.seen
+		rs.Count, rs.SampleID = envelope.Ptr(c.count), c.sample
 		o.Reasons = append(o.Reasons, rs)
 	}
 	o.ScanComplete = len(o.Reasons) == 0

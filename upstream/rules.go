@@ -17,6 +17,7 @@ func (r *Resource) EvalRule(doc map[string]any, rule config.RuleConfig) (match, 
 		return false, false
 	}
 	fd, _ := r.Field(rule.Field)
+	rule.Value = typedRuleValue(rule, fd)
 	switch rule.Op {
 	case "eq":
 		return config.ValueEqual(got, rule.Value, fd), comparable(got, rule.Value)
@@ -44,7 +45,7 @@ func (r *Resource) EvalRule(doc map[string]any, rule config.RuleConfig) (match, 
 		}
 		has := false
 		for _, e := range arr {
-			if config.ValueEqual(e, rule.Value, fd) {
+			if config.EqualInType(e, rule.Value, fd) {
 				has = true
 			}
 		}
@@ -67,6 +68,37 @@ func (r *Resource) EvalRule(doc map[string]any, rule config.RuleConfig) (match, 
 		return cmpOp(rule.Op, g, w), true
 	}
 	return false, false
+}
+
+// typedRuleValue is a rule's value in the type the field holds (its
+// element type for contains), as filter values are: 4 and "4" are the
+// same integer. A value that does not convert is left as it is, and
+// compares as the ambiguity it is.
+func typedRuleValue(rule config.RuleConfig, fd *config.FieldConfig) any {
+	if fd == nil {
+		return rule.Value
+	}
+	typ := fd.Type
+	if rule.Op == "contains" || rule.Op == "not_contains" {
+		typ = fd.Elements
+	}
+	if !config.IsScalarType(typ) {
+		return rule.Value
+	}
+	convert := func(v any) any {
+		if c, ok := config.ConvertScalar(v, typ); ok && v != nil {
+			return c
+		}
+		return v
+	}
+	if list, ok := rule.Value.([]any); ok {
+		out := make([]any, len(list))
+		for i, v := range list {
+			out[i] = convert(v)
+		}
+		return out
+	}
+	return convert(rule.Value)
 }
 
 func cmpOp(op string, a, b float64) bool {

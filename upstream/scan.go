@@ -154,6 +154,11 @@ type Scan struct {
 	nullRest      map[string]any
 	nullLike      map[string]int
 	nullLikeCount int
+	// sent names the filters sent upstream in a form the configuration
+	// declares; conflicts counts, per filter, the records the upstream
+	// returned for it that airlock's own check rejects.
+	sent      []string
+	conflicts map[string]*conflict
 
 	// per run
 	budget    Budget
@@ -167,6 +172,14 @@ type violation struct {
 	count               int
 }
 
+// conflict is a filter the upstream and airlock disagree on: the value
+// sent, the value a rejected record holds, and how many were rejected.
+type conflict struct {
+	sent, seen any
+	sample     string
+	count      int
+}
+
 // NewScan prepares a scan of the resource with the given spec.
 func (r *Resource) NewScan(spec ScanSpec) *Scan {
 	s := &Scan{
@@ -175,6 +188,12 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		warnSeen: map[string]bool{}, normalized: map[string]bool{}, violations: map[string]*violation{},
 		decision: map[string]bool{}, filterFields: map[string]bool{}, aliases: map[string]bool{},
 		enumDrift: map[string]bool{}, fieldDrift: map[string]bool{}, nullRest: map[string]any{}, nullLike: map[string]int{},
+		conflicts: map[string]*conflict{},
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.Filter)) {
+		if r.filterForm(name, r.Config.Filters[name], spec.Filter[name]).sent {
+			s.sent = append(s.sent, name)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(spec.Filter)) {
 		if asksNull(spec.Filter[name]) {
@@ -197,8 +216,57 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 			ss.status = srcOutOfScope
 		}
 		s.srcs = append(s.srcs, ss)
+		if ss.status != srcOutOfScope && !r.viewShows(spec.Filter) {
+			s.addStickyLocked(envelope.VisibilityRestricted, src.Name, SignalDeclaredView)
+		}
 	}
 	return s
+}
+
+// SignalDeclaredView says a VISIBILITY_RESTRICTED comes from the
+// configuration's declaration (visibility.restricted), not from the
+// upstream's answer.
+const SignalDeclaredView = "declared"
+
+// viewShows reports whether the credential's declared view shows every
+// record the filter asks for: no restriction is declared, or the filter
+// keeps each field the view is limited on to values it shows.
+func (r *Resource) viewShows(filter map[string]any) bool {
+	v := r.Config.Visibility
+	if v == nil || v.Restricted == "" {
+		return true
+	}
+	if len(v.Only) == 0 {
+		return false
+	}
+	for field, shown := range v.Only {
+		fd, _ := r.Field(field)
+		limited := false
+		for name, want := range filter {
+			if r.Config.Filters[name].FieldOf(name) != field || (r.Config.Filters[name] != nil && r.Config.Filters[name].Op == "contains") {
+				continue
+			}
+			wants, isList := want.([]any)
+			if !isList {
+				wants = []any{want}
+			}
+			within := true
+			for _, w := range wants {
+				in := false
+				for _, sv := range shown {
+					if config.ValueEqual(w, config.NormalizeValue(sv), fd) {
+						in = true
+					}
+				}
+				within = within && in
+			}
+			limited = limited || within
+		}
+		if !limited {
+			return false
+		}
+	}
+	return true
 }
 
 // asksNull reports whether a filter value asks for null (alone or among
@@ -335,6 +403,9 @@ func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
 		}
 		pg, err := s.fetch(ctx, src, st)
 		if err != nil {
+			if s.pageRefused(ctx, src, st, err) {
+				continue
+			}
 			s.fail(ctx, src, err)
 			return
 		}
@@ -443,6 +514,9 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 		}
 		<-r.done
 		if r.err != nil {
+			if s.pageRefused(ctx, src, plans[i], r.err) {
+				return true
+			}
 			s.fail(ctx, src, r.err)
 			return false
 		}

@@ -264,6 +264,43 @@ func checkContentType(resp *Response) error {
 	return nil
 }
 
+// pageRefused settles the refusal of a numbered page after the first was
+// accepted with the same arguments (WordPress answers 400 for a page past
+// its last): only the page number changed, so the arguments are not what
+// is wrong. The source ends without a proven end (END_NOT_PROVEN,
+// page_refused), and one request for the first page reads the total
+// again: a total that fell is also INCONSISTENT_SNAPSHOT (the collection
+// shrank under the scan, which must restart). It reports false, leaving
+// the error to fail, for anything else.
+func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, err error) bool {
+	var he *HTTPError
+	d := s.r.Pagination.Dialect
+	if !st.Started || (d != config.DialectPage && d != config.DialectOffset) || !errors.As(err, &he) || he.Kind != FailStatus ||
+		(he.Status != http.StatusBadRequest && he.Status != http.StatusNotFound && he.Status != http.StatusUnprocessableEntity && he.Status != http.StatusRequestedRangeNotSatisfiable) {
+		return false
+	}
+	if s.takePages(1) == 0 {
+		return false
+	}
+	resp, doc, _, rerr := s.request(ctx, src, pageState{}, false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages++
+	src.pages++
+	if rerr != nil {
+		return false
+	}
+	now, known := readTotal(s.r.Pagination, resp, doc)
+	pages, counted := readTotalPages(s.r.Pagination, resp, doc)
+	shrank := (known && st.Total != nil && now < *st.Total) || (counted && st.TotalPages != nil && pages < *st.TotalPages)
+	if shrank {
+		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_changed")
+	}
+	src.state = st
+	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalPageRefused
+	return true
+}
+
 func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 	r := s.r
 	var he *HTTPError

@@ -80,6 +80,9 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	if pg.total != nil && st.Total != nil && *pg.total != *st.Total {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_changed")
 	}
+	if pg.totalPages != nil && st.TotalPages != nil && *pg.totalPages != *st.TotalPages {
+		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_pages_changed")
+	}
 	if pg.hasBoundary && pg.boundary != src.lastID {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "page_boundary_shifted")
 	}
@@ -147,6 +150,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		if !brokenFilter && !r.Matches(doc, s.spec.Filter) {
 			rejected++
 			s.nullLikeLocked(doc)
+			s.conflictsLocked(doc, id)
 			continue
 		}
 		if len(broken) > 0 && !s.spec.KeepViolations {
@@ -210,8 +214,10 @@ func (s *Scan) finishSource(src *sourceScan) {
 	src.status = srcDone
 	st := src.state
 	if st.TotalUntrusted && !s.stickySeen[string(envelope.InconsistentSnapshot)+"/"+src.cfg.Name] {
-		// (A total that changed during the scan is INCONSISTENT_SNAPSHOT.)
-		s.contradictedLocked("total")
+		// More records than the upstream's own total, and no sign of a
+		// change (which is INCONSISTENT_SNAPSHOT): one of the two is
+		// wrong, and neither is believed.
+		s.conflictLocked(src.cfg.Name, SignalTotalVsItems)
 	}
 	if st.End == envelope.EndUnproven || src.fromTotal {
 		return // END_NOT_PROVEN, in Outcome; or counted from the total
@@ -299,8 +305,18 @@ func lastSegment(p string) string {
 	return p
 }
 
-func (s *Scan) addStickyLocked(code envelope.ReasonCode, source, signal string) {
+// stickyKey keys a sticky reason: one per code and source, and for
+// CONFLICTING_EVIDENCE one per signal too (each names another pair).
+func stickyKey(code envelope.ReasonCode, source, signal string) string {
 	key := string(code) + "/" + source
+	if code == envelope.ConflictingEvidence {
+		key += "/" + signal
+	}
+	return key
+}
+
+func (s *Scan) addStickyLocked(code envelope.ReasonCode, source, signal string) {
+	key := stickyKey(code, source, signal)
 	if s.stickySeen[key] {
 		return
 	}
@@ -348,6 +364,47 @@ func (s *Scan) nullLikeLocked(doc map[string]any) {
 		s.nullLike[w]++
 	}
 	s.nullLikeCount++
+}
+
+// conflictsLocked records, for each filter sent upstream, a record the
+// upstream returned for it that airlock's own check of that filter
+// rejects: the two disagree on what the filter means, and the records the
+// upstream's meaning kept out are unknown.
+func (s *Scan) conflictsLocked(doc map[string]any, id string) {
+	r := s.r
+	for _, name := range s.sent {
+		want := s.spec.Filter[name]
+		if r.Matches(doc, map[string]any{name: want}) {
+			continue
+		}
+		c := s.conflicts[name]
+		if c == nil {
+			field := r.Config.Filters[name].FieldOf(name)
+			c = &conflict{sent: want, sample: id}
+			if fd, _ := r.Field(field); fd == nil || !fd.Sensitive {
+				seen, _ := jsonvalue.Get(doc, r.FieldPath(field))
+				c.seen = boundedSample(seen)
+			}
+			s.conflicts[name] = c
+		}
+		c.count++
+	}
+}
+
+// boundedSample keeps a value small enough to quote in a reason: a long
+// value is left out (nil).
+func boundedSample(v any) any {
+	b, err := jsonvalue.Canonical(v)
+	if err != nil || len(b) > 200 {
+		return nil
+	}
+	return v
+}
+
+// conflictLocked records a contradiction between two signals of a source's
+// pages (once per source and signal).
+func (s *Scan) conflictLocked(source, signal string) {
+	s.addStickyLocked(envelope.ConflictingEvidence, source, signal)
 }
 
 func (s *Scan) violationLocked(field, rule, sample string) {

@@ -72,6 +72,7 @@ type savedScan struct {
 	FieldDrift []string           `json:"field_drift,omitempty"`
 	NullLike   map[string]int     `json:"null_like,omitempty"`
 	NullCount  int                `json:"null_like_count,omitempty"`
+	Conflicts  []savedConflict    `json:"conflicts,omitempty"`
 	Budget     Budget             `json:"budget"`
 }
 
@@ -96,6 +97,7 @@ type savedPage struct {
 	Snapshot string `json:"snapshot,omitempty"`
 	PIT      string `json:"pit,omitempty"`
 	Total    *int   `json:"total,omitempty"`
+	Pages    *int   `json:"total_pages,omitempty"`
 	LastID   string `json:"last_id,omitempty"`
 	Started  bool   `json:"started,omitempty"`
 	Done     bool   `json:"done,omitempty"`
@@ -106,6 +108,14 @@ type savedGroup struct {
 	Key   string          `json:"key"`
 	Value json.RawMessage `json:"value"`
 	Count int             `json:"count"`
+}
+
+type savedConflict struct {
+	Filter string `json:"filter"`
+	Sent   any    `json:"sent,omitempty"`
+	Seen   any    `json:"seen,omitempty"`
+	Sample string `json:"sample,omitempty"`
+	Count  int    `json:"count"`
 }
 
 type savedViolation struct {
@@ -136,7 +146,7 @@ func (s *Scan) State() ([]byte, error) {
 		NullLike: s.nullLike, NullCount: s.nullLikeCount}
 	for _, src := range s.srcs {
 		ps := savedPage{Cursor: src.state.Cursor, Offset: src.state.Offset, Page: src.state.Page, Snapshot: src.state.Snapshot, PIT: src.state.PIT,
-			Total: src.state.Total, LastID: src.state.LastID, Started: src.state.Started, Done: src.state.Done}
+			Total: src.state.Total, Pages: src.state.TotalPages, LastID: src.state.LastID, Started: src.state.Started, Done: src.state.Done}
 		if src.state.NextURL != nil {
 			ps.NextURL = src.state.NextURL.String()
 		}
@@ -159,6 +169,10 @@ func (s *Scan) State() ([]byte, error) {
 	for _, k := range slices.Sorted(maps.Keys(s.violations)) {
 		v := s.violations[k]
 		st.Violations = append(st.Violations, savedViolation{Field: v.field, Rule: v.rule, Sample: v.sample, Count: v.count})
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.conflicts)) {
+		c := s.conflicts[name]
+		st.Conflicts = append(st.Conflicts, savedConflict{Filter: name, Sent: c.sent, Seen: c.seen, Sample: c.sample, Count: c.count})
 	}
 	st.Seen = make([]byte, 0, 8*len(s.seen))
 	for h := range s.seen {
@@ -192,7 +206,7 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
 			return nil, fmt.Errorf("resume scan: source %q saved where %q is configured", ss.Name, src.cfg.Name)
 		}
 		ps := pageState{Cursor: ss.State.Cursor, Offset: ss.State.Offset, Page: ss.State.Page, Snapshot: ss.State.Snapshot, PIT: ss.State.PIT,
-			Total: ss.State.Total, LastID: ss.State.LastID, Started: ss.State.Started, Done: ss.State.Done}
+			Total: ss.State.Total, TotalPages: ss.State.Pages, LastID: ss.State.LastID, Started: ss.State.Started, Done: ss.State.Done}
 		if ss.State.NextURL != "" {
 			u, err := url.Parse(ss.State.NextURL)
 			if err != nil {
@@ -220,7 +234,10 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
 		s.groups[k], s.groupVals[k] = g.Count, v
 	}
 	for _, rs := range st.Sticky {
-		s.stickySeen[string(rs.Code)+"/"+rs.Source] = true
+		s.stickySeen[stickyKey(rs.Code, rs.Source, rs.Signal)] = true
+	}
+	for _, c := range st.Conflicts {
+		s.conflicts[c.Filter] = &conflict{sent: c.Sent, seen: c.Seen, sample: c.Sample, count: c.Count}
 	}
 	for _, w := range st.Warnings {
 		s.warnSeen[string(w.Code)] = true
