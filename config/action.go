@@ -108,26 +108,90 @@ type BulkConfig struct {
 }
 
 // EffectConfig says what a field becomes: To is a value or a template. Op
-// is set (the field becomes To) or add (the array field gains To).
+// is set (the field becomes To), add (the array field gains To) or remove
+// (it loses every element equal to To).
 type EffectConfig struct {
 	Field string `yaml:"field"`
 	Op    string `yaml:"op"`
 	To    any    `yaml:"to"`
 }
 
-// Applied reports whether a re-read value shows the effect applied, and
-// Untouched whether it still equals the before-value.
-func (e EffectConfig) Applied(got, after any) bool {
-	if e.Op == "add" {
-		list, _ := got.([]any)
-		for _, x := range list {
-			if ValueEqual(x, after, nil) {
-				return true
+// Effect operators.
+const (
+	EffectSet    = "set"
+	EffectAdd    = "add"
+	EffectRemove = "remove"
+)
+
+// PerTarget reports whether the effect's after-value depends on each
+// target's before-value (add, remove).
+func (e EffectConfig) PerTarget() bool { return e.Op == EffectAdd || e.Op == EffectRemove }
+
+// After computes the whole after-value of the field from its before-value
+// and the effect's rendered value to: to itself for set; for add, the
+// before list with to appended unless an element already equals it; for
+// remove, the before list without the elements equal to it. Elements
+// compare in the field's element type (fd may be nil). What an API that
+// replaces a list is sent, and what a re-read must show, is this whole
+// value, never to alone.
+func (e EffectConfig) After(before, to any, fd *FieldConfig) any {
+	if !e.PerTarget() {
+		return to
+	}
+	if fd != nil && fd.Elements != "" {
+		if c, ok := ConvertScalar(to, fd.Elements); ok {
+			to = c
+		}
+	}
+	list, _ := normalizeYAMLValue(before).([]any)
+	out := make([]any, 0, len(list)+1)
+	has := false
+	for _, x := range list {
+		if EqualInType(x, to, fd) {
+			has = true
+			if e.Op == EffectRemove {
+				continue
 			}
 		}
-		return false
+		out = append(out, x)
+	}
+	if e.Op == EffectAdd && !has {
+		out = append(out, to)
+	}
+	return out
+}
+
+// Applied reports whether a re-read value shows the effect's whole
+// after-value: for add and remove, the same elements as after (in any
+// order: a lost element, or one more, contradicts the effect); for set,
+// an equal value.
+func (e EffectConfig) Applied(got, after any, fd *FieldConfig) bool {
+	if e.PerTarget() {
+		g, ok1 := got.([]any)
+		a, ok2 := normalizeYAMLValue(after).([]any)
+		if !ok1 || !ok2 {
+			return false
+		}
+		return sameElements(g, a, fd) && sameElements(a, g, fd)
 	}
 	return jsonvalue.Equal(normalizeYAMLValue(got), normalizeYAMLValue(after))
+}
+
+// sameElements reports whether every element of a has an equal in b.
+func sameElements(a, b []any, fd *FieldConfig) bool {
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			if EqualInType(x, y, fd) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // StopConfig is the failure-ratio stop rule.

@@ -152,12 +152,16 @@ func validateEffect(l *errList, a *ActionConfig, r *ResourceConfig, at func(k ..
 		l.add("required: the fields the action changes (effect)", at("effect")...)
 	}
 	for i, e := range a.Effect {
-		if e.Op != "" && e.Op != "set" && e.Op != "add" {
-			l.add("op must be set or add", at("effect", strconv.Itoa(i), "op")...)
+		if e.Op != "" && e.Op != EffectSet && e.Op != EffectAdd && e.Op != EffectRemove {
+			l.add("op must be set, add or remove", at("effect", strconv.Itoa(i), "op")...)
 		}
 		if r != nil {
-			if _, declared := r.Fields[e.Field]; !declared {
+			fd, declared := r.Fields[e.Field]
+			switch {
+			case !declared:
 				l.add(fmt.Sprintf("field %q is not declared on the resource", e.Field), at("effect", strconv.Itoa(i))...)
+			case e.PerTarget() && fd != nil && fd.Type != "array":
+				l.add(fmt.Sprintf("%s changes an array field; %q is declared %s", e.Op, e.Field, fd.Type), at("effect", strconv.Itoa(i), "op")...)
 			}
 		}
 	}

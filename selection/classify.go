@@ -62,10 +62,12 @@ func (c *classifier) add(rec Record) error {
 		for _, f := range c.effect {
 			c.bump(c.bcount, f, rec.Before[f])
 		}
-		if rec.Restore != nil {
-			if after, err := c.req.Action.AfterFor(c.req.Params, rec.Restore); err == nil {
-				for _, f := range c.effect {
-					c.bump(c.acount, f, after[f])
+		if rec.Restore != nil || c.req.Action.PerTarget() {
+			if after, err := c.req.Action.AfterFor(c.req.Params, rec.Before, rec.Restore); err == nil {
+				for _, e := range c.req.Action.Config.Effect {
+					if rec.Restore != nil || e.PerTarget() {
+						c.bump(c.acount, e.Field, after[e.Field])
+					}
 				}
 			}
 		}

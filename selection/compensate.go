@@ -69,7 +69,7 @@ func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req Co
 		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "The operation has no succeeded target to undo.")
 	}
 	res, err := p.Preview(ctx, PreviewRequest{
-		Resource: comp.Resource, Action: comp, Params: map[string]any{}, IDs: ids, Budget: req.Budget, RequestID: req.RequestID,
+		Resource: comp.Resource, Action: comp, Params: compensationParams(comp, op.Action.Params), IDs: ids, Budget: req.Budget, RequestID: req.RequestID,
 		Environment: req.Environment, RequestedBy: req.RequestedBy, Principal: req.Principal, Compensates: op.ID, Irreversible: orig.Config.Irreversible,
 		Restore: restore, Expect: expect,
 	})
@@ -81,4 +81,18 @@ func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req Co
 		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
 	}
 	return res, nil
+}
+
+// compensationParams are the operation's parameters that the compensation
+// declares too (an untag removes the tag the tag added); the rest of an
+// undo comes from the journaled before-values.
+func compensationParams(comp *upstream.Action, params map[string]any) map[string]any {
+	out := map[string]any{}
+	props, _ := comp.Config.Params["properties"].(map[string]any)
+	for k, v := range params {
+		if _, declared := props[k]; declared {
+			out[k] = v
+		}
+	}
+	return out
 }

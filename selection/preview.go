@@ -331,9 +331,20 @@ func (p *Previewer) effects(a *upstream.Action, params map[string]any, before, p
 		if bs == nil {
 			bs = []upstream.Group{}
 		}
-		e := Effect{Field: f, After: after[f], Before: bs}
+		e := Effect{Field: f, After: after[f], Before: bs, Op: config.EffectSet}
+		for _, ec := range a.Config.Effect {
+			if ec.Field == f && ec.Op != "" {
+				e.Op = ec.Op
+			}
+		}
 		if vals, ok := perTarget[f]; ok {
-			e.After = map[string]any{"restored_per_target": groupList(map[string]map[string]*upstream.Group{f: vals})[f]}
+			key := "restored_per_target"
+			if e.Op != config.EffectSet {
+				// The whole list each target will hold: its before list
+				// with the element added or removed.
+				key, e.Value = "per_target", after[f]
+			}
+			e.After = map[string]any{key: groupList(map[string]map[string]*upstream.Group{f: vals})[f]}
 		}
 		out = append(out, e)
 	}

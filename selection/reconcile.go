@@ -204,9 +204,11 @@ func (r *run) stateOf(doc map[string]any, found bool, t Target) string {
 		return stateGone
 	}
 	applied, untouched := true, true
+	after := r.afterFor(t)
 	for _, e := range r.a.Config.Effect {
 		v, _ := upstream.GetPath(doc, r.a.Resource.FieldPath(e.Field))
-		if !e.Applied(v, r.afterFor(t)[e.Field]) {
+		fd, _ := r.a.Resource.Field(e.Field)
+		if !e.Applied(v, after[e.Field], fd) {
 			applied = false
 		}
 		if describe(v) != describe(t.Before[e.Field]) {

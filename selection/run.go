@@ -769,13 +769,14 @@ func (r *run) notify() {
 	r.progress(done, total)
 }
 
-// afterFor is a target's after-values: per target when the effect refers
-// to restore values (a compensation).
+// afterFor is a target's whole after-values: computed from its
+// before-values when an effect adds to or removes from a list, or from its
+// restore values (a compensation).
 func (r *run) afterFor(t Target) map[string]any {
-	if len(t.Restore) == 0 {
+	if len(t.Restore) == 0 && !r.a.PerTarget() {
 		return r.after
 	}
-	m, err := r.a.AfterFor(r.params, t.Restore)
+	m, err := r.a.AfterFor(r.params, t.Before, t.Restore)
 	if err != nil {
 		return r.after
 	}

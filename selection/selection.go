@@ -179,7 +179,13 @@ type ExclusionCount struct {
 // Effect is what one field becomes: the after-value and the distribution
 // of before-values (summarized: every member gets the same after-value).
 type Effect struct {
-	Field  string           `json:"field"`
+	Field string `json:"field"`
+	// Op is set, add or remove; Value, for add and remove, the element.
+	Op    string `json:"op,omitempty"`
+	Value any    `json:"value,omitempty"`
+	// After is the value every target gets (set), or the distribution of
+	// whole after-values per target (per_target for add and remove,
+	// restored_per_target for a compensation).
 	After  any              `json:"after"`
 	Before []upstream.Group `json:"before"`
 }

@@ -32,16 +32,12 @@ func newAction(name string, cfg config.ActionConfig, r *Resource) *Action {
 // GetPath reads a dotted path from a decoded item.
 func GetPath(doc any, path string) (any, bool) { return jsonvalue.Get(doc, path) }
 
-// After returns the effect's after-values for a target: the same for
-// every target unless the effect refers to the target's restore values.
+// After returns the effect's rendered values (the To of each effect): the
+// after-value of a set, the element an add or a remove names. A target's
+// whole after-values come from AfterFor.
 func (a *Action) After(params map[string]any) (map[string]any, error) {
-	return a.AfterFor(params, nil)
-}
-
-// AfterFor returns the effect's after-values for one target.
-func (a *Action) AfterFor(params, restore map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	vars := config.TemplateVars{Params: params, Restore: restore}
+	vars := config.TemplateVars{Params: params}
 	for _, e := range a.Config.Effect {
 		v, err := vars.Render(e.To)
 		if err != nil {
@@ -50,6 +46,35 @@ func (a *Action) AfterFor(params, restore map[string]any) (map[string]any, error
 		out[e.Field] = v
 	}
 	return out, nil
+}
+
+// AfterFor returns one target's whole after-values: each effect's value
+// rendered (from the target's restore values for a compensation) and
+// applied to the target's before-value (an add's list is the before list
+// and the element).
+func (a *Action) AfterFor(params, before, restore map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	vars := config.TemplateVars{Params: params, Restore: restore}
+	for _, e := range a.Config.Effect {
+		v, err := vars.Render(e.To)
+		if err != nil {
+			return nil, err
+		}
+		fd, _ := a.Resource.Field(e.Field)
+		out[e.Field] = e.After(before[e.Field], v, fd)
+	}
+	return out, nil
+}
+
+// PerTarget reports whether any effect's after-value depends on the
+// target (its before-value, or its restore values).
+func (a *Action) PerTarget() bool {
+	for _, e := range a.Config.Effect {
+		if e.PerTarget() {
+			return true
+		}
+	}
+	return false
 }
 
 // EffectFields lists the fields the action changes, sorted.

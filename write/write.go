@@ -285,7 +285,8 @@ func ContradictsEffect(a *upstream.Action, resp *upstream.Response, after map[st
 	}
 	for _, e := range a.Config.Effect {
 		v, present := jsonvalue.Get(item, a.Resource.FieldPath(e.Field))
-		if present && !e.Applied(v, after[e.Field]) {
+		fd, _ := a.Resource.Field(e.Field)
+		if present && !e.Applied(v, after[e.Field], fd) {
 			return true
 		}
 	}
