@@ -39,6 +39,18 @@ type cursorPayload struct {
 	// Rev is the frozen scan's revision in the store when the cursor was
 	// issued.
 	Rev int `json:"r,omitempty"`
+	// Q is the manifest query a get_selection cursor continues, so that a
+	// caller who gives only the cursor (as preview_selection hands it
+	// out) continues that same query.
+	Q *manifestQuery `json:"q,omitempty"`
+}
+
+// manifestQuery is what a manifest page was asked for: a disposition,
+// a group (values in canonical JSON) and the review fields.
+type manifestQuery struct {
+	Disposition string                     `json:"d,omitempty"`
+	Group       map[string]json.RawMessage `json:"g,omitempty"`
+	Fields      []string                   `json:"f,omitempty"`
 }
 
 // sealer signs with half an HMAC: a cursor travels in every call.

@@ -101,6 +101,28 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	if fail != nil {
 		return fail
 	}
+	if a.Cursor != "" && !bad["cursor"] {
+		// A cursor continues the query it was issued for: what the
+		// caller leaves out is taken from it.
+		if p, state := d.Cursors.decode(a.Cursor); state == cursorOK && p.Q != nil {
+			if a.Disposition == "" && !bad["disposition"] {
+				a.Disposition = p.Q.Disposition
+			}
+			if a.Group == nil && !bad["group"] && len(p.Q.Group) > 0 {
+				a.Group = map[string]any{}
+				for k, raw := range p.Q.Group {
+					v, err := envelope.DecodeJSON(raw)
+					if err != nil {
+						continue // the fingerprint below refuses the cursor
+					}
+					a.Group[k] = v
+				}
+			}
+			if a.Fields == nil && !bad["fields"] {
+				a.Fields = p.Q.Fields
+			}
+		}
+	}
 	r := d.Runtime.Resources[sel.Resource]
 	if r != nil && !bad["fields"] {
 		errs = append(errs, checkReviewFields(r, a.Fields)...)

@@ -455,7 +455,14 @@ func (d *Deps) manifestPage(ctx context.Context, sel *selection.Selection, q sel
 		out, recs, more, cut = out[:n], recs[:n], true, true
 	}
 	if more {
-		next = d.Cursors.encode(cursorPayload{Scan: sel.ID, After: recs[len(recs)-1].ID, Fingerprint: manifestFingerprint(sel.ID, q, fields)})
+		mq := &manifestQuery{Disposition: q.Disposition, Fields: fields}
+		for k, v := range q.Group {
+			if mq.Group == nil {
+				mq.Group = map[string]json.RawMessage{}
+			}
+			mq.Group[k] = json.RawMessage(v)
+		}
+		next = d.Cursors.encode(cursorPayload{Scan: sel.ID, After: recs[len(recs)-1].ID, Fingerprint: manifestFingerprint(sel.ID, q, fields), Q: mq})
 	}
 	return out, next, cut, nil
 }

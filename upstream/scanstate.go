@@ -89,18 +89,53 @@ type savedSource struct {
 	ShortOf    int           `json:"short_of,omitempty"`
 }
 
+// savedPage is a pageState as stored: every member, so that a scan
+// resumed by another process stands exactly where this one stopped (a
+// probe owed, the signals seen, the items counted against the total).
 type savedPage struct {
-	Cursor   string `json:"cursor,omitempty"`
-	NextURL  string `json:"next_url,omitempty"`
-	Offset   int    `json:"offset,omitempty"`
-	Page     int    `json:"page,omitempty"`
-	Snapshot string `json:"snapshot,omitempty"`
-	PIT      string `json:"pit,omitempty"`
-	Total    *int   `json:"total,omitempty"`
-	Pages    *int   `json:"total_pages,omitempty"`
-	LastID   string `json:"last_id,omitempty"`
-	Started  bool   `json:"started,omitempty"`
-	Done     bool   `json:"done,omitempty"`
+	Cursor         string `json:"cursor,omitempty"`
+	NextURL        string `json:"next_url,omitempty"`
+	Offset         int    `json:"offset,omitempty"`
+	Page           int    `json:"page,omitempty"`
+	Snapshot       string `json:"snapshot,omitempty"`
+	PIT            string `json:"pit,omitempty"`
+	Total          *int   `json:"total,omitempty"`
+	Pages          *int   `json:"total_pages,omitempty"`
+	LastID         string `json:"last_id,omitempty"`
+	Seen           int    `json:"seen,omitempty"`
+	TotalUntrusted bool   `json:"total_untrusted,omitempty"`
+	SignalSeen     bool   `json:"signal_seen,omitempty"`
+	LastFull       bool   `json:"last_full,omitempty"`
+	MaxPage        int    `json:"max_page,omitempty"`
+	Started        bool   `json:"started,omitempty"`
+	Done           bool   `json:"done,omitempty"`
+	End            string `json:"end,omitempty"`
+	EndSignal      string `json:"end_signal,omitempty"`
+	Probe          bool   `json:"probe,omitempty"`
+}
+
+func savePage(st pageState) savedPage {
+	ps := savedPage{Cursor: st.Cursor, Offset: st.Offset, Page: st.Page, Snapshot: st.Snapshot, PIT: st.PIT, Total: st.Total,
+		Pages: st.TotalPages, LastID: st.LastID, Seen: st.Seen, TotalUntrusted: st.TotalUntrusted, SignalSeen: st.SignalSeen,
+		LastFull: st.LastFull, MaxPage: st.MaxPage, Started: st.Started, Done: st.Done, End: st.End, EndSignal: st.EndSignal, Probe: st.Probe}
+	if st.NextURL != nil {
+		ps.NextURL = st.NextURL.String()
+	}
+	return ps
+}
+
+func (ps savedPage) state() (pageState, error) {
+	st := pageState{Cursor: ps.Cursor, Offset: ps.Offset, Page: ps.Page, Snapshot: ps.Snapshot, PIT: ps.PIT, Total: ps.Total,
+		TotalPages: ps.Pages, LastID: ps.LastID, Seen: ps.Seen, TotalUntrusted: ps.TotalUntrusted, SignalSeen: ps.SignalSeen,
+		LastFull: ps.LastFull, MaxPage: ps.MaxPage, Started: ps.Started, Done: ps.Done, End: ps.End, EndSignal: ps.EndSignal, Probe: ps.Probe}
+	if ps.NextURL != "" {
+		u, err := url.Parse(ps.NextURL)
+		if err != nil {
+			return st, err
+		}
+		st.NextURL = u
+	}
+	return st, nil
 }
 
 type savedGroup struct {
@@ -145,12 +180,7 @@ func (s *Scan) State() ([]byte, error) {
 		Aliases: setKeys(s.aliases), EnumDrift: setKeys(s.enumDrift), FieldDrift: setKeys(s.fieldDrift), Budget: s.budget,
 		NullLike: s.nullLike, NullCount: s.nullLikeCount}
 	for _, src := range s.srcs {
-		ps := savedPage{Cursor: src.state.Cursor, Offset: src.state.Offset, Page: src.state.Page, Snapshot: src.state.Snapshot, PIT: src.state.PIT,
-			Total: src.state.Total, Pages: src.state.TotalPages, LastID: src.state.LastID, Started: src.state.Started, Done: src.state.Done}
-		if src.state.NextURL != nil {
-			ps.NextURL = src.state.NextURL.String()
-		}
-		st.Sources = append(st.Sources, savedSource{Name: src.cfg.Name, State: ps, Status: src.status, Pages: src.pages, Items: src.items,
+		st.Sources = append(st.Sources, savedSource{Name: src.cfg.Name, State: savePage(src.state), Status: src.status, Pages: src.pages, Items: src.items,
 			LastID: src.lastID, RetryAfter: src.retryAfter, Signal: src.signal, Capped: src.capped, ShortOf: src.shortOf})
 	}
 	for k, n := range s.groups {
@@ -205,14 +235,9 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
 		if ss.Name != src.cfg.Name {
 			return nil, fmt.Errorf("resume scan: source %q saved where %q is configured", ss.Name, src.cfg.Name)
 		}
-		ps := pageState{Cursor: ss.State.Cursor, Offset: ss.State.Offset, Page: ss.State.Page, Snapshot: ss.State.Snapshot, PIT: ss.State.PIT,
-			Total: ss.State.Total, TotalPages: ss.State.Pages, LastID: ss.State.LastID, Started: ss.State.Started, Done: ss.State.Done}
-		if ss.State.NextURL != "" {
-			u, err := url.Parse(ss.State.NextURL)
-			if err != nil {
-				return nil, fmt.Errorf("resume scan: %w", err)
-			}
-			ps.NextURL = u
+		ps, err := ss.State.state()
+		if err != nil {
+			return nil, fmt.Errorf("resume scan: %w", err)
 		}
 		src.state, src.status, src.pages, src.items, src.lastID = ps, ss.Status, ss.Pages, ss.Items, ss.LastID
 		src.retryAfter, src.signal, src.capped, src.shortOf = ss.RetryAfter, ss.Signal, ss.Capped, ss.ShortOf
