@@ -33,6 +33,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,15 +191,42 @@ func spawn(t testing.TB, name, dir string, args, env []string) (*process, error)
 	return p, nil
 }
 
-// stop kills the process and waits for it (idempotent).
+// stop kills the process and its children and waits for it
+// (idempotent). The children go first, while the process still holds
+// their ids: php -S forks workers (PHP_CLI_SERVER_WORKERS) that would
+// outlive it, still listening.
 func (p *process) stop() {
 	select {
 	case <-p.done:
 		return
 	default:
 	}
+	for _, pid := range childPIDs(p.cmd.Process.Pid) {
+		if c, err := os.FindProcess(pid); err == nil {
+			_ = c.Kill()
+		}
+	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// childPIDs lists a process's children from Linux's /proc (none
+// elsewhere, or when the kernel does not say).
+func childPIDs(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(field); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 func (p *process) waitReady(ctx context.Context, base string, ready func(context.Context, string) bool) error {
