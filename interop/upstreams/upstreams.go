@@ -1,10 +1,10 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
-// PocketBase, Debian's docker-registry, Django REST Framework and
-// PostGraphile over PostgreSQL, each HTTP API optionally behind a
-// credential) and an OpenID provider (oidc-provider, for the outbound
-// credential and the authorization suites), seeds them
+// PocketBase, Debian's docker-registry, Django REST Framework, PostGraphile
+// over PostgreSQL and Debian's WordPress over MariaDB, each HTTP API
+// optionally behind a credential) and an OpenID provider (oidc-provider,
+// for the outbound credential and the authorization suites), seeds them
 // deterministically, and reads their ground truth directly over HTTP, or
-// from their SQLite file or PostgreSQL database.
+// from their SQLite file or PostgreSQL or MariaDB database.
 //
 // It must never import anything of airlock's: its truth is what the
 // upstream itself holds, read by code that shares nothing with the code under
@@ -14,8 +14,9 @@
 // plain `go test ./...` stays fast. A missing tool (node, interop/node_modules,
 // the PocketBase module download, /usr/bin/docker-registry, Debian's
 // python3-django, python3-djangorestframework and python3-django-filters,
-// PostgreSQL) skips the test, unless AIRLOCK_REQUIRE_INTEROP=1 turns the
-// skip into a failure.
+// PostgreSQL, php with mysqli, mbstring and xml, Debian's wordpress, the
+// mysql client, MariaDB) skips the test, unless AIRLOCK_REQUIRE_INTEROP=1
+// turns the skip into a failure.
 package upstreams
 
 import (
@@ -57,7 +58,7 @@ const maxBody = 64 << 20
 func Enabled(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnableEnv) != "1" {
-		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile): set %s=1 to run it", EnableEnv)
+		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress): set %s=1 to run it", EnableEnv)
 	}
 }
 
