@@ -119,12 +119,12 @@ func requireWordPress(t testing.TB) {
 			return
 		}
 		host := mariaDBAddr()
-		if out, err := mysqlCommand(ctx, mysql, host, "", "SELECT VERSION()").Output(); err != nil {
+		out, err = mysqlCommand(ctx, mysql, host, "", "SELECT VERSION()").Output()
+		if err != nil {
 			wpCheck.skip = fmt.Sprintf("MariaDB does not accept root without a password at %s (%v); start it (see .ci/run) or set %s", host, err, MariaDBEnv)
 			return
-		} else {
-			wpCheck.versions = fmt.Sprintf("PHP %s, MariaDB %s", phpVersion, strings.TrimSpace(string(out)))
 		}
+		wpCheck.versions = fmt.Sprintf("PHP %s, MariaDB %s", phpVersion, strings.TrimSpace(string(out)))
 		wpCheck.php, wpCheck.mysql = php, mysql
 	})
 	if wpCheck.skip != "" {
@@ -350,10 +350,10 @@ func (w *WordPress) SQL(t testing.TB, sql string) []string {
 	return rows
 }
 
-// PostIDs is the ids of the posts (post_type post, any status) that the
-// SQL condition where selects ("" for all), sorted as strings like IDs.
-// The condition reads wp_posts as p, and may use the column lists
-// HasTerm builds.
+// PostIDs is the ids of the posts (post_type post, any status, trash
+// included) that the SQL condition where selects ("" for all), sorted as
+// strings like IDs. The condition reads wp_posts as p; HasTerm and
+// StatusIn build the usual ones.
 func (w *WordPress) PostIDs(t testing.TB, where string) []string {
 	t.Helper()
 	cond := "p.post_type = 'post'"
