@@ -10,8 +10,8 @@
  * to pretty permalinks so that the REST API answers at /wp-json/, creates
  * the users, categories and tags of SEED.json with WordPress's own
  * functions, creates an application password for the admin, and inserts
- * the posts with multi-row SQL (wp_insert_post takes a few milliseconds a
- * post: a minute for three thousand) before WordPress recounts its terms.
+ * the posts with multi-row SQL (not wp_insert_post, which runs every hook
+ * and a dozen queries per post) before WordPress recounts its terms.
  * It prints what the harness needs as one JSON object on stdout.
  *
  * Nothing here sends mail or HTTP: wp_install would mail the admin and
