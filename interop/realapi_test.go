@@ -1,9 +1,10 @@
 package interop
 
 // The real-upstream suite: airlock, in process, against json-server,
-// PocketBase and a Docker registry started by interop/upstreams, configured
-// by the files in testdata/ as a user would write them. Every answer is
-// checked against the upstream's own data, read directly over HTTP.
+// PocketBase, a Docker registry, Django REST Framework, PostGraphile and
+// WordPress started by interop/upstreams, configured by the files in
+// testdata/ as a user would write them. Every answer is checked against
+// the upstream's own data, read directly over HTTP or from its database.
 //
 // It runs only with AIRLOCK_TEST_REAL_UPSTREAMS=1 (CI sets it).
 

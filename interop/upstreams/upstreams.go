@@ -1,10 +1,10 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
-// PocketBase, Debian's docker-registry, Django REST Framework and
-// PostGraphile over PostgreSQL, each HTTP API optionally behind a
-// credential) and an OpenID provider (oidc-provider, for the outbound
-// credential and the authorization suites), seeds them
+// PocketBase, Debian's docker-registry, Django REST Framework, PostGraphile
+// over PostgreSQL and Debian's WordPress over MariaDB, each HTTP API
+// optionally behind a credential) and an OpenID provider (oidc-provider,
+// for the outbound credential and the authorization suites), seeds them
 // deterministically, and reads their ground truth directly over HTTP, or
-// from their SQLite file or PostgreSQL database.
+// from their SQLite file or PostgreSQL or MariaDB database.
 //
 // It must never import anything of airlock's: its truth is what the
 // upstream itself holds, read by code that shares nothing with the code under
@@ -14,8 +14,9 @@
 // plain `go test ./...` stays fast. A missing tool (node, interop/node_modules,
 // the PocketBase module download, /usr/bin/docker-registry, Debian's
 // python3-django, python3-djangorestframework and python3-django-filters,
-// PostgreSQL) skips the test, unless AIRLOCK_REQUIRE_INTEROP=1 turns the
-// skip into a failure.
+// PostgreSQL, php with mysqli, mbstring and xml, Debian's wordpress, the
+// mysql client, MariaDB) skips the test, unless AIRLOCK_REQUIRE_INTEROP=1
+// turns the skip into a failure.
 package upstreams
 
 import (
@@ -33,6 +34,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +58,7 @@ const maxBody = 64 << 20
 func Enabled(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnableEnv) != "1" {
-		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile): set %s=1 to run it", EnableEnv)
+		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress): set %s=1 to run it", EnableEnv)
 	}
 }
 
@@ -190,15 +192,42 @@ func spawn(t testing.TB, name, dir string, args, env []string) (*process, error)
 	return p, nil
 }
 
-// stop kills the process and waits for it (idempotent).
+// stop kills the process and its children and waits for it
+// (idempotent). The children go first, while the process still holds
+// their ids: php -S forks workers (PHP_CLI_SERVER_WORKERS) that would
+// outlive it, still listening.
 func (p *process) stop() {
 	select {
 	case <-p.done:
 		return
 	default:
 	}
+	for _, pid := range childPIDs(p.cmd.Process.Pid) {
+		if c, err := os.FindProcess(pid); err == nil {
+			_ = c.Kill()
+		}
+	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// childPIDs lists a process's children from Linux's /proc (none
+// elsewhere, or when the kernel does not say).
+func childPIDs(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(field); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 func (p *process) waitReady(ctx context.Context, base string, ready func(context.Context, string) bool) error {
