@@ -164,7 +164,7 @@ func (e EffectConfig) After(before, to any, fd *FieldConfig) any {
 // Applied reports whether a re-read value shows the effect's whole
 // after-value: for add and remove, the same elements as after (in any
 // order: a lost element, or one more, contradicts the effect); for set,
-// an equal value.
+// an equal value (a list in any order).
 func (e EffectConfig) Applied(got, after any, fd *FieldConfig) bool {
 	if e.PerTarget() {
 		g, ok1 := got.([]any)
@@ -173,6 +173,14 @@ func (e EffectConfig) Applied(got, after any, fd *FieldConfig) bool {
 			return false
 		}
 		return sameElements(g, a, fd) && sameElements(a, g, fd)
+	}
+	g, ok1 := got.([]any)
+	a, ok2 := normalizeYAMLValue(after).([]any)
+	if ok1 && ok2 {
+		// A list set whole may come back in another order (WordPress
+		// orders a post's tags by name): the same elements, as many times
+		// each, are the effect.
+		return len(g) == len(a) && sameElements(g, a, fd) && sameElements(a, g, fd)
 	}
 	return jsonvalue.Equal(normalizeYAMLValue(got), normalizeYAMLValue(after))
 }

@@ -58,6 +58,10 @@ type fieldStats struct {
 	wrongType             []string
 	badTime               []string
 	outside               []string
+	// elements counts an array field's elements by the scalar type they
+	// are sent in; badElements samples those the declared type refuses.
+	elements    map[string]int
+	badElements []string
 }
 
 func (p *prober) fieldCheck(name string, f *config.FieldConfig) {
@@ -93,6 +97,17 @@ func (p *prober) fieldCheck(name string, f *config.FieldConfig) {
 		if s, ok := v.(string); ok && len(f.Enum) > 0 && !config.InEnum(s, f) {
 			st.outside = appendSample(st.outside, v)
 		}
+		if list, ok := v.([]any); ok && f.Type == "array" {
+			for _, e := range list {
+				if st.elements == nil {
+					st.elements = map[string]int{}
+				}
+				st.elements[scalarKind(e)]++
+				if f.Elements != "" && !typeFits(e, &config.FieldConfig{Type: f.Elements}) {
+					st.badElements = appendSample(st.badElements, e)
+				}
+			}
+		}
 	}
 	n := len(p.samples)
 	at := "fields." + name
@@ -121,10 +136,48 @@ func (p *prober) fieldCheck(name string, f *config.FieldConfig) {
 			p.add(at+".layout", OK, fmt.Sprintf("every value reads as %s", layoutName(f.Layout)), "")
 		}
 	}
+	p.elementsCheck(at, f, st)
 	if len(st.outside) > 0 {
 		p.add(at+".enum", Wrong, "values outside the declared enum: "+strings.Join(st.outside, ", "), "add them to enum: an unknown value in a decision field withholds the record")
 	}
 	p.nullCheck(at, f, st, n)
+}
+
+// elementsCheck compares an array field's declared element type with
+// the elements the upstream sends, or names the type to declare: a filter
+// value is converted to it, so that 4 and "4" ask for the same element.
+func (p *prober) elementsCheck(at string, f *config.FieldConfig, st fieldStats) {
+	if f.Type != "array" || len(st.elements) == 0 {
+		return
+	}
+	kinds := slices.Sorted(maps.Keys(st.elements))
+	switch {
+	case len(st.badElements) > 0:
+		p.add(at+".elements", Wrong, fmt.Sprintf("declared %s elements, the upstream sends %s", f.Elements, strings.Join(st.badElements, ", ")),
+			"declare the element type the upstream sends")
+	case f.Elements != "":
+		p.add(at+".elements", OK, fmt.Sprintf("every element is %s", f.Elements), "")
+	case len(kinds) == 1 && kinds[0] != "other":
+		p.add(at+".elements", Unverifiable, fmt.Sprintf("every element is %s, and the type is not declared", kinds[0]),
+			fmt.Sprintf("declare elements: %s, so that a filter value is converted to it (4 and \"4\" then mean the same)", kinds[0]))
+	}
+}
+
+// scalarKind names the type a value is sent in, as elements declares it.
+func scalarKind(v any) string {
+	switch {
+	case jsonvalue.IsInteger(v):
+		return "integer"
+	}
+	switch v.(type) {
+	case string:
+		return "string"
+	case json.Number, float64:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return "other"
 }
 
 func (p *prober) nullCheck(at string, f *config.FieldConfig, st fieldStats, n int) {
@@ -374,7 +427,7 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 	if p.truth == nil || !w.Complete {
 		if len(notMatching) > 0 {
 			p.add(check, Wrong, fmt.Sprintf("?%s: the upstream returned %d items airlock's own check rejects (e.g. %s)", what, len(notMatching), notMatching[0]),
-				"the upstream ignores or reads this parameter otherwise: airlock re-checks every item, but reads more than it must")
+				"the upstream ignores or reads this parameter otherwise: every answer with this filter is partial (CONFLICTING_EVIDENCE); fix or remove param")
 			return
 		}
 		p.add(check, Unverifiable, fmt.Sprintf("?%s: %d items, each matching; without the whole list the probe cannot tell whether any were left out", what, len(w.Docs)), "")
@@ -405,7 +458,7 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 			what, len(w.Docs), len(want), len(hidden), hidden[0]), hint)
 	case len(notMatching) > 0:
 		p.add(check, Wrong, fmt.Sprintf("?%s: the upstream returned %d items, %d of which airlock's own check rejects (e.g. %s)", what, len(w.Docs), len(notMatching), notMatching[0]),
-			"the upstream ignores or widens this parameter: airlock re-checks every item, but reads more than it must; fix or remove param")
+			"the upstream ignores or widens this parameter: every answer with this filter is partial (CONFLICTING_EVIDENCE); fix or remove param")
 	default:
 		p.add(check, OK, fmt.Sprintf("?%s: the upstream returned the same %d items airlock's own check finds in the whole list", what, len(want)), "")
 	}

@@ -410,7 +410,7 @@ func (p *prober) walk(ctx context.Context) {
 		p.add("pagination.end", Wrong, what+", then failed: "+describeScanErr(err), "")
 		return
 	}
-	var unproven, cut, short, changed, violated bool
+	var unproven, cut, short, changed, violated, conflict bool
 	var signal string
 	var limit int
 	for _, rs := range o.Reasons {
@@ -432,6 +432,8 @@ func (p *prober) walk(ctx context.Context) {
 			changed, signal = true, rs.Signal
 		case envelope.ContractViolation:
 			violated = true
+		case envelope.ConflictingEvidence:
+			conflict, signal = true, rs.Signal
 		}
 	}
 	endSignal := ""
@@ -445,6 +447,10 @@ func (p *prober) walk(ctx context.Context) {
 		total, totalKnown = r.PageTotal(p.first, p.firstDoc)
 	}
 	switch {
+	case conflict:
+		p.add("pagination.end", Wrong, what+", and two of the upstream's signals contradict each other ("+signal+")", conflictHint(r, signal))
+	case unproven && signal == upstream.SignalPageRefused:
+		p.add("pagination.end", Wrong, what+", then the upstream refused a later page ("+signal+")", "declare the upstream's page count (total_pages or total_pages_header) so that no page past it is asked for, or result_cap if it caps how deep one may page")
 	case unproven:
 		hint := "the dialect's end signal never appeared: the configuration cannot prove a list complete"
 		switch r.Pagination.Dialect {
@@ -489,6 +495,23 @@ func (p *prober) walk(ctx context.Context) {
 			p.add("pagination.count", Wrong, fmt.Sprintf("the walk counted %d items, the upstream's total is %d", o.ItemsScanned, total), "the total does not count what the list returns: check total / total_header")
 		}
 	}
+}
+
+// conflictHint says which declaration the contradiction points at.
+func conflictHint(r *upstream.Resource, signal string) string {
+	switch signal {
+	case upstream.SignalFlagVsContinuation:
+		flag := r.Pagination.IsLast
+		if flag == "" {
+			flag = r.Pagination.HasMore
+		}
+		return "the end flag at " + flag + " says last on a page that also carries a continuation: point it at the flag that says so on the last page only, or remove it"
+	case upstream.SignalTotalVsItems:
+		return "the upstream returned more items than its total: the total does not count what the list returns (check total / total_header), or it lags"
+	case upstream.SignalTotalVsPages, upstream.SignalPagesVsPage:
+		return "the upstream's page count disagrees with its total or its pages: check total_pages / total_pages_header, and page_size against the upstream's own cap"
+	}
+	return "check the pagination declarations against the upstream's answers"
 }
 
 // reserve is the part of the budget kept for the checks after the walk.
