@@ -107,6 +107,7 @@ type fieldDraft struct {
 	name        string
 	path        string
 	typ         string
+	elements    string // an array's element type, when every element has one
 	nullable    bool
 	enum        []string
 	format      string
@@ -328,6 +329,9 @@ func (f *fieldDraft) flow() string {
 		parts = append(parts, "path: "+quote(f.path))
 	}
 	parts = append(parts, "type: "+f.typ)
+	if f.elements != "" {
+		parts = append(parts, "elements: "+f.elements)
+	}
 	if f.nullable {
 		parts = append(parts, "nullable: true")
 	}

@@ -214,6 +214,18 @@ func field(name string, s *openapi3.Schema) *fieldDraft {
 		f.typ = "boolean"
 	case isType(s, "array"):
 		f.typ = "array"
+		if s.Items != nil {
+			// The document names the elements' type: a filter value is
+			// converted to it.
+			if is := resolve(s.Items); is != nil {
+				switch e := field("", is); {
+				case e.typ == "object" || e.typ == "array":
+				case e.typ == "string" && !isType(is, "string"):
+				default:
+					f.elements = e.typ
+				}
+			}
+		}
 	case isType(s, "object"):
 		f.typ = "object"
 	}

@@ -290,6 +290,7 @@ func hasSampleID(obj map[string]any) bool {
 func sampleFields(items []any) []*fieldDraft {
 	type stats struct {
 		kinds                      map[string]int
+		elements                   map[string]int // array elements by kind
 		nulls, empty, strs, nonInt int
 		times                      map[string]int // layout -> values read
 		present                    int
@@ -328,6 +329,25 @@ func sampleFields(items []any) []*fieldDraft {
 				st.kinds["boolean"]++
 			case []any:
 				st.kinds["array"]++
+				if st.elements == nil {
+					st.elements = map[string]int{}
+				}
+				for _, e := range x {
+					switch n := e.(type) {
+					case string:
+						st.elements["string"]++
+					case json.Number:
+						if _, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+							st.elements["integer"]++
+						} else {
+							st.elements["number"]++
+						}
+					case bool:
+						st.elements["boolean"]++
+					default:
+						st.elements["other"]++
+					}
+				}
 			case map[string]any:
 				st.kinds["object"]++
 			}
@@ -357,6 +377,9 @@ func sampleFields(items []any) []*fieldDraft {
 					f.typ, f.layout = "timestamp", layout
 				}
 			}
+		}
+		if ek := slices.Sorted(maps.Keys(st.elements)); f.typ == "array" && len(ek) == 1 && ek[0] != "other" {
+			f.elements = ek[0]
 		}
 		f.nullable = st.nulls > 0 || st.present < len(items)
 		if st.empty > 0 && st.nulls == 0 && st.strs > st.empty {
