@@ -59,6 +59,7 @@ func (resourceInfo) schema(s *jsonschema.Schema) {
 type fieldInfo struct {
 	Name        string   `json:"name"`
 	Type        string   `json:"type"`
+	Elements    string   `json:"elements,omitempty"`
 	Nullable    bool     `json:"nullable"`
 	Enum        []string `json:"enum,omitempty"`
 	Sensitive   bool     `json:"sensitive,omitempty"`
@@ -195,7 +196,7 @@ func describeResource(r *upstream.Resource) resourceInfo {
 	var fields []fieldInfo
 	for _, name := range sortedFieldNames(r) {
 		f, _ := r.Field(name)
-		m := fieldInfo{Name: name, Type: f.Type, Nullable: f.Nullable, Enum: f.Enum, Sensitive: f.Sensitive, Queryable: f.Sensitive && f.Queryable,
+		m := fieldInfo{Name: name, Type: f.Type, Elements: f.Elements, Nullable: f.Nullable, Enum: f.Enum, Sensitive: f.Sensitive, Queryable: f.Sensitive && f.Queryable,
 			Deprecated: f.Deprecated, Decision: f.Decision || f.Permission, Permission: f.Permission, Required: f.Required,
 			Description: f.Description, ID: name == r.Config.IDField, Version: name == r.Config.VersionField}
 		for _, a := range f.Aliases {

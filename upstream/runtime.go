@@ -274,8 +274,12 @@ func (r *Resource) Consistency() string { return r.Pagination.Consistency }
 
 // Visibility describes, for scope.visibility, what the credential can see.
 func (r *Resource) Visibility() string {
-	if r.Config.Visibility != nil && r.Config.Visibility.Description != "" {
-		return r.Config.Visibility.Description
+	v := r.Config.Visibility
+	switch {
+	case v != nil && v.Description != "":
+		return v.Description
+	case v != nil && v.Restricted != "":
+		return envelope.DefaultVisibility + ", which is restricted: " + v.Restricted
 	}
 	return envelope.DefaultVisibility
 }
