@@ -95,6 +95,7 @@ const (
 	ProblemUpstreamNotFound    ProblemCode = "UPSTREAM_NOT_FOUND"
 	ProblemUpstreamBadResponse ProblemCode = "UPSTREAM_BAD_RESPONSE"
 	ProblemInternal            ProblemCode = "INTERNAL_ERROR"
+	ProblemStoreUnavailable    ProblemCode = "STORE_UNAVAILABLE"
 	ProblemUpstreamUnavailable ProblemCode = "UPSTREAM_UNAVAILABLE"
 	ProblemSelectionNotFound   ProblemCode = "SELECTION_NOT_FOUND"
 	ProblemSelectionExpired    ProblemCode = "SELECTION_EXPIRED"
@@ -317,6 +318,10 @@ var registry = []Code{
 		Recovery:   "report the request_id to an operator",
 		NextAction: "Stop and report the request_id to an operator."},
 
+	{Code: string(ProblemStoreUnavailable), Kind: KindProblem, Status: 503, Title: "airlock's store unavailable", Retryable: true,
+		Meaning:    "airlock could not reach its own store (its database is restarting or unreachable); nothing was written by this call, and operations already running resume once it answers",
+		Recovery:   "wait retry_after_seconds, then call again with the same arguments",
+		NextAction: "Wait {retry_after_seconds} seconds, then call the tool again with the same arguments. Nothing was written by this call."},
 	{Code: string(ProblemUpstreamUnavailable), Kind: KindProblem, Status: 503, Title: "Upstream unavailable", Retryable: true,
 		Meaning:    "the upstream answered 503 (maintenance or overload); nothing was changed by this request",
 		Recovery:   "wait retry_after_seconds (or 10 seconds when absent), then call again",

@@ -19,12 +19,38 @@ type Auditor struct {
 // NewAuditor writes events also to w (nil for the store only).
 func NewAuditor(w io.Writer) *Auditor { return &Auditor{file: w} }
 
+// maxAuditBacklog bounds the audit lines an engine keeps while its store
+// is unavailable: past it (hours of an outage at full speed) the oldest
+// are dropped, and the log says how many.
+const maxAuditBacklog = 100000
+
+// audit writes events to the store, trying an unavailable store again for
+// a while. What the store still refuses is kept, in order, and written
+// before the next events (or by FlushAudit): an audit line is never
+// dropped because the store stumbled. The JSON Lines file receives the
+// events once the store has them.
 func (e *Engine) audit(ctx context.Context, events ...AuditEvent) {
 	if e.Store == nil {
 		return
 	}
-	if err := e.Store.Audit(context.WithoutCancel(ctx), events); err != nil && e.Logger != nil {
-		e.Logger.Error("could not write the audit trail", "err", err)
+	e.auditMu.Lock()
+	defer e.auditMu.Unlock()
+	pending := append(e.auditBacklog, events...)
+	e.auditBacklog = nil
+	if len(pending) == 0 {
+		return
+	}
+	err := retryUnavailable(e.Clock, e.storeWait(), nil, func() error {
+		return e.Store.Audit(context.WithoutCancel(ctx), pending)
+	})
+	if err != nil {
+		if over := len(pending) - maxAuditBacklog; over > 0 {
+			e.logger().Error("the audit trail's backlog is full: the oldest lines are dropped", "dropped", over)
+			pending = pending[over:]
+		}
+		e.auditBacklog = pending
+		e.logger().Error("could not write the audit trail: its lines are kept and written once the store answers", "kept", len(pending), "err", err)
+		return
 	}
 	if e.Auditor == nil || e.Auditor.file == nil {
 		return
@@ -32,9 +58,18 @@ func (e *Engine) audit(ctx context.Context, events ...AuditEvent) {
 	e.Auditor.mu.Lock()
 	defer e.Auditor.mu.Unlock()
 	enc := json.NewEncoder(e.Auditor.file)
-	for _, ev := range events {
+	for _, ev := range pending {
 		_ = enc.Encode(ev)
 	}
+}
+
+// FlushAudit writes the audit lines kept while the store was unavailable
+// and reports how many are still kept.
+func (e *Engine) FlushAudit(ctx context.Context) int {
+	e.audit(ctx)
+	e.auditMu.Lock()
+	defer e.auditMu.Unlock()
+	return len(e.auditBacklog)
 }
 
 // Audit records events: tools call it for the decisions they see (who

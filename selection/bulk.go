@@ -62,7 +62,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			if errors.Is(err, errLeaseExpiring) {
 				r.j.outcome(send...) // not sent: back to what they were
 			}
-			r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+			r.journalFailed(err)
 			return append(send, batch...)
 		}
 		start := time.Now()

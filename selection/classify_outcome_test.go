@@ -76,7 +76,7 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 			e := &Engine{Clock: upstream.WallClock, MaxRateLimitPause: time.Minute}
 			r := &run{e: e, op: &Operation{ID: "op"}, a: a, done: make(chan struct{})}
 			r.fence = newFence(Lease{OperationID: "op", Epoch: 1, Expires: time.Now().Add(time.Hour)}, e.Clock, time.Hour)
-			r.j = newJournal(st, r.fence, func([]AuditEvent) {})
+			r.j = newJournal(st, r.fence, e.Clock, func([]AuditEvent) {})
 			target := Target{ID: "t", Attempts: 1}
 			if tc.landed {
 				target.Attempts, target.Unobserved = 2, 1

@@ -40,6 +40,11 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]*run
+
+	// auditMu serializes audit writes; auditBacklog holds the lines the
+	// store refused, written before the next ones.
+	auditMu      sync.Mutex
+	auditBacklog []AuditEvent
 }
 
 // CommitRequest is a validated commit_bulk_action call.

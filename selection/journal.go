@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/selection/internal/batch"
 )
 
@@ -23,6 +24,9 @@ import (
 type journal struct {
 	store Store
 	fence *fence
+	// clock times the waits between attempts at a store that is
+	// unavailable: a write is tried again while the lease holds.
+	clock clock.Clock
 	audit func([]AuditEvent)
 	// onLost, when set, is called when a write finds the lease lost or
 	// about to expire, before the write's error is returned.
@@ -61,8 +65,8 @@ type jreq struct {
 
 // newJournal starts the journal of the operation the fence holds; every
 // write carries its lease. audit writes the queued audit events.
-func newJournal(store Store, f *fence, audit func([]AuditEvent)) *journal {
-	j := &journal{store: store, fence: f, audit: audit, sending: map[string]*sent{}, calls: map[*sent]bool{}, maxWait: maxGather}
+func newJournal(store Store, f *fence, c clock.Clock, audit func([]AuditEvent)) *journal {
+	j := &journal{store: store, fence: f, clock: c, audit: audit, sending: map[string]*sent{}, calls: map[*sent]bool{}, maxWait: maxGather}
 	j.q = batch.NewGathering(batch.Options{Depth: 1024, Merge: 512}, j.gather, j.write)
 	return j
 }
@@ -99,8 +103,9 @@ func (j *journal) gather(reqs []jreq) time.Duration {
 const maxGather = 50 * time.Millisecond
 
 // write writes one batch of requests: the audit events first (before the
-// outcomes they led to; an audit failure is logged by audit and does not
-// stop the operation), then the entries in one store call, which outlives
+// outcomes they led to; audit keeps what the store refuses and writes it
+// later, so that no line is lost and the operation goes on), then the
+// entries in one store call, which outlives
 // the caller's context: an outcome observed must be recorded even if the
 // caller went away.
 func (j *journal) write(reqs []jreq) error {
@@ -128,7 +133,13 @@ func (j *journal) write(reqs []jreq) error {
 		return nil
 	}
 	start := time.Now()
-	err := j.store.Journal(context.Background(), j.fence.current(), entries)
+	// A store that is unavailable (a connection cut, a server restarting)
+	// is tried again, with a growing wait, as long as the lease holds:
+	// the write must not be lost to a blip, and once the lease is gone it
+	// is the takeover's.
+	err := retryUnavailable(j.clock, time.Hour, j.fence.holds, func() error {
+		return j.store.Journal(context.Background(), j.fence.current(), entries)
+	})
 	took := time.Since(start)
 	if waiting > 0 && err == nil {
 		j.mu.Lock()

@@ -39,7 +39,7 @@ func gatherLab(t *testing.T, wait time.Duration) (*journal, *journalStore) {
 	t.Helper()
 	st := &journalStore{wrote: make(chan struct{}, 16)}
 	f := newFence(Lease{OperationID: "op", Epoch: 1, Expires: time.Now().Add(time.Hour)}, upstream.WallClock, time.Hour)
-	j := newJournal(st, f, func([]AuditEvent) {})
+	j := newJournal(st, f, upstream.WallClock, func([]AuditEvent) {})
 	_ = j.close()
 	// The same queue, that says when its consumer first asks whether to
 	// wait.

@@ -59,6 +59,12 @@ func (e *Engine) leaseTTL() time.Duration {
 	return DefaultLeaseTTL
 }
 
+// storeWait bounds how long a run waits for a store that is unavailable
+// before a read is given up: a third of the lease's duration, so that a
+// run that cannot reach the store leaves its operation to a takeover
+// before its lease runs out.
+func (e *Engine) storeWait() time.Duration { return e.leaseTTL() / 3 }
+
 // holder is the name this engine holds leases under.
 func (e *Engine) holder() string {
 	if e.Holder != "" {
@@ -265,6 +271,9 @@ func (e *Engine) Watch(ctx context.Context, interval time.Duration) {
 		if _, err := e.TakeOver(ctx); err != nil && ctx.Err() == nil {
 			e.logger().Warn("taking over operations whose lease expired", "err", err)
 		}
+		// Audit lines kept while the store was unavailable are written
+		// as soon as it answers, also when no operation runs.
+		e.FlushAudit(ctx)
 		select {
 		case <-ctx.Done():
 			return

@@ -230,28 +230,30 @@ func (s *failingOutcomes) Journal(ctx context.Context, l selection.Lease, entrie
 	return s.Store.Journal(ctx, l, entries)
 }
 
-// TestJournalFailure_EndsWithNoTargetInFlight: outcomes the journal could
-// not write leave their targets in flight; the operation stops (so that no
-// write goes unrecorded) and says those targets are unknown, not in flight
-// in an operation that is over. A resume re-reads them and finds them
-// applied: no target is written twice.
-func TestJournalFailure_EndsWithNoTargetInFlight(t *testing.T) {
+// TestJournalFailure_LeavesTheOperationToATakeover: outcomes the journal
+// could not write leave their targets in flight. The run sends nothing
+// more and records no end: a store failure never ends an operation for
+// good. Once its lease expired, a takeover re-reads the targets in flight,
+// finds them applied, sends the rest and completes it: no target is
+// written twice, and none is left unknown.
+func TestJournalFailure_LeavesTheOperationToATakeover(t *testing.T) {
 	t.Parallel()
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
-	op, req, err := commitLosingOutcomes(t, store, rt, sel)
-	if err != nil || op.Status != selection.OpStopped || op.Counts[selection.TargetInFlight] != 0 || op.Counts[selection.TargetUnknown] == 0 {
-		t.Fatalf("after the journal failed: %s %v (%q) %v; want stopped, no target in flight, some unknown", op.Status, op.Counts, op.StopReason, err)
+	clock := clocktest.New(time.Now())
+	const ttl = 3 * time.Second
+	op, _, err := commitLosingOutcomes(t, store, rt, sel, clock, ttl)
+	if err != nil || op.Status != selection.OpRunning || op.FinishedAt != nil || op.Counts[selection.TargetInFlight] != 0 {
+		t.Fatalf("after the journal failed: %s %v (%q) %v; want running, its end left to a takeover", op.Status, op.Counts, op.StopReason, err)
 	}
-	e2 := &selection.Engine{Store: store, Runtime: rt, Clock: upstream.WallClock, Background: ctx}
-	req.Resume = true
-	if _, prob := e2.Commit(ctx, req); prob != nil {
-		t.Fatalf("resume: %+v", prob)
+	counts, err := store.CountTargets(ctx, op.ID)
+	if err != nil || counts[selection.TargetInFlight]+counts[selection.TargetUnknown] == 0 {
+		t.Fatalf("targets %v (%v): want the writes whose outcome was lost in flight or unknown", counts, err)
 	}
-	e2.Wait()
+	takeOverAfter(t, store, rt, clock, ttl)
 	op, _ = store.Operation(ctx, op.ID)
-	if op.Status != selection.OpCompleted || len(api.Writes()) != op.Total {
-		t.Fatalf("after the resume: %s %v, %d writes for %d targets", op.Status, op.Counts, len(api.Writes()), op.Total)
+	if op.Status != selection.OpCompleted || op.Counts[selection.TargetUnknown] != 0 || len(api.Writes()) != op.Total {
+		t.Fatalf("after the takeover: %s %v, %d writes for %d targets", op.Status, op.Counts, len(api.Writes()), op.Total)
 	}
 }
 
@@ -307,10 +309,10 @@ func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
 // commitLosingOutcomes commits sel over store wrapped so that it cannot
 // journal outcomes, waits for the run to end, and returns the operation as
 // the store then holds it, with the request it was committed by.
-func commitLosingOutcomes(t *testing.T, store selection.Store, rt *upstream.Runtime, sel *selection.Selection) (*selection.Operation, selection.CommitRequest, error) {
+func commitLosingOutcomes(t *testing.T, store selection.Store, rt *upstream.Runtime, sel *selection.Selection, clock upstream.Clock, ttl time.Duration) (*selection.Operation, selection.CommitRequest, error) {
 	t.Helper()
 	ctx := context.Background()
-	e := &selection.Engine{Store: &failingOutcomes{Store: store}, Runtime: rt, Clock: upstream.WallClock, Background: ctx}
+	e := &selection.Engine{Store: &failingOutcomes{Store: store}, Runtime: rt, Clock: clock, Background: ctx, Holder: "losing", LeaseTTL: ttl}
 	req := selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action, Mode: selection.ModeExecute, Wait: time.Minute, RequestID: "t"}
 	r, prob := e.Commit(ctx, req)
 	if prob != nil {

@@ -64,41 +64,41 @@ func takeOverAfter(t *testing.T, store selection.Store, rt *upstream.Runtime, cl
 	e.Wait()
 }
 
-// TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover: a resume
+// TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover: a takeover
 // whose store fails while it reads the targets to reconcile sends nothing
 // (the unknown targets were never re-read) and records no end, saying why
-// in the log; the takeover after its lease ran out re-reads them, and no
-// target is written twice.
+// in the log; the next takeover after its lease ran out re-reads them, and
+// no target is written twice.
 func TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover(t *testing.T) {
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
-	op, req, err := commitLosingOutcomes(t, store, rt, sel)
-	if err != nil || op.Status != selection.OpStopped || op.Counts[selection.TargetUnknown] == 0 {
-		t.Fatalf("setup: %s %v %v; want a stopped operation with unknown targets", op.Status, op.Counts, err)
+	clock := clocktest.New(time.Now())
+	const ttl = 3 * time.Second
+	op, _, err := commitLosingOutcomes(t, store, rt, sel, clock, ttl)
+	if err != nil || op.Status != selection.OpRunning {
+		t.Fatalf("setup: %s %v %v; want a running operation left to a takeover", op.Status, op.Counts, err)
 	}
 	writes := len(api.Writes())
 
-	clock := clocktest.New(time.Now())
-	const ttl = 3 * time.Second
 	var logs syncBuffer
 	us := &unreadableTargets{Store: store, outcome: selection.TargetUnknown}
 	us.armed.Store(true)
+	clock.Advance(2 * ttl)
 	e2 := &selection.Engine{Store: us, Runtime: rt, Clock: clock, Background: ctx, Holder: "resume", LeaseTTL: ttl,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-	req.Resume = true
-	if _, prob := e2.Commit(ctx, req); prob != nil {
-		t.Fatalf("resume: %+v", prob)
+	if taken, err := e2.TakeOver(ctx); err != nil || len(taken) != 1 {
+		t.Fatalf("takeover: %v %v", taken, err)
 	}
 	e2.Wait()
 	op, err = store.Operation(ctx, op.ID)
 	if err != nil || op.Status != selection.OpRunning || op.FinishedAt != nil {
-		t.Fatalf("after a resume that could not read its unknown targets: %s finished %v (%v); want running, its end left to a takeover", op.Status, op.FinishedAt, err)
+		t.Fatalf("after a takeover that could not read its unknown targets: %s finished %v (%v); want running, its end left to a takeover", op.Status, op.FinishedAt, err)
 	}
 	if us.failed.Load() == 0 {
-		t.Fatal("the resume never read its unknown targets")
+		t.Fatal("the takeover never read its unknown targets")
 	}
 	if n := len(api.Writes()); n != writes {
-		t.Fatalf("the resume sent %d writes before reconciling its unknown targets; want none", n-writes)
+		t.Fatalf("the takeover sent %d writes before reconciling its unknown targets; want none", n-writes)
 	}
 	if !strings.Contains(logs.String(), "database connection lost") {
 		t.Fatalf("the log does not name the store's failure:\n%s", logs.String())

@@ -63,7 +63,7 @@ func (e *Engine) start(op *Operation, sel *Selection, a *upstream.Action, progre
 	e.running[op.ID] = r
 	e.mu.Unlock()
 	r.fence = newFence(op.Lease, e.Clock, e.leaseTTL())
-	r.j = newJournal(e.Store, r.fence, func(events []AuditEvent) { e.audit(context.Background(), events...) })
+	r.j = newJournal(e.Store, r.fence, e.Clock, func(events []AuditEvent) { e.audit(context.Background(), events...) })
 	r.j.observe = e.journaled
 	r.j.onLost = func() {
 		r.leaseGone.Store(true)
@@ -116,11 +116,14 @@ func (r *run) execute() {
 	}
 	stopWatch()
 	stopBeat()
-	jerr := r.j.close()
-	if jerr != nil && r.stopReason == "" {
-		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+	if jerr := r.j.close(); jerr != nil && !r.leaseGone.Load() {
+		r.leaveEnd("writing the journal", jerr)
 	}
-	counts, err := r.e.Store.CountTargets(context.Background(), r.op.ID)
+	var counts map[Outcome]int
+	err := retryUnavailable(r.e.Clock, r.e.storeWait(), r.fence.holds, func() (err error) {
+		counts, err = r.e.Store.CountTargets(context.Background(), r.op.ID)
+		return err
+	})
 	if err != nil {
 		// Without the journal's counts the end cannot be told (this run's
 		// own tally misses every target it did not touch): none is
@@ -157,6 +160,13 @@ func (r *run) execute() {
 		op.Status, op.StopReason = OpStopped, r.noSendReason
 	default:
 		op.Status = finalStatus(counts)
+	}
+	if kept := r.e.FlushAudit(context.Background()); kept > 0 {
+		// The store took the journal but not the audit lines: they are
+		// kept, and the end waits for them.
+		r.leaveEnd("writing the audit trail", fmt.Errorf("%d audit lines kept", kept))
+		r.notify()
+		return
 	}
 	if !r.fence.holds() || r.leaseGone.Load() {
 		// Lost, or expiring without renewal (even if renewed since): the
@@ -207,6 +217,21 @@ func (r *run) settleInFlight() {
 	}
 }
 
+// journalFailed stops a run whose journal write failed. A lost or
+// expiring lease already stopped it (the takeover finishes). Otherwise the
+// store failed for longer than the run waits for it: the run sends
+// nothing more and leaves the operation to whichever process takes it over
+// once its lease expires (this one included, once the store is back),
+// which re-reads what was in flight and sends what is pending. A store
+// blip never ends an operation for good.
+func (r *run) journalFailed(err error) {
+	if errors.Is(err, ErrLeaseLost) || errors.Is(err, errLeaseExpiring) || r.leaseGone.Load() {
+		r.stop("this process lost the operation's lease: it sends no more writes, and the process that takes the operation over finishes it")
+		return
+	}
+	r.leaveEnd("writing the journal", err)
+}
+
 func (r *run) stop(reason string) {
 	r.mu.Lock()
 	if r.stopReason == "" {
@@ -225,7 +250,7 @@ const maxPasses = 20
 func (r *run) runPending(ctx context.Context) {
 	for pass := 0; pass < maxPasses && !r.stopped.Load() && ctx.Err() == nil; pass++ {
 		if err := r.j.flush(); err != nil {
-			r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+			r.journalFailed(err)
 			return
 		}
 		if r.pendingPass(ctx) == 0 {
@@ -241,9 +266,15 @@ func (r *run) pendingPass(ctx context.Context) int {
 	after := ""
 	found := 0
 	for !r.stopped.Load() && ctx.Err() == nil {
-		batch, err := r.e.Store.Targets(ctx, r.op.ID, TargetQuery{Outcome: TargetPending, After: after, Limit: 512})
+		var batch []Target
+		err := retryUnavailable(r.e.Clock, r.e.storeWait(), r.fence.holds, func() (err error) {
+			batch, err = r.e.Store.Targets(ctx, r.op.ID, TargetQuery{Outcome: TargetPending, After: after, Limit: 512})
+			return err
+		})
 		if err != nil {
-			r.stop("the journal could not be read: the operation stopped")
+			if ctx.Err() == nil {
+				r.leaveEnd("reading the targets to send", err)
+			}
 			return found
 		}
 		if len(batch) == 0 {
@@ -320,7 +351,7 @@ func (r *run) resend(ctx context.Context, again []Target) {
 		return
 	}
 	if err := r.j.flush(); err != nil {
-		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+		r.journalFailed(err)
 	}
 	for _, t := range r.send(ctx, again) {
 		t.Note = r.untouchedNote(t)
@@ -534,7 +565,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 			// flight and reconciles it).
 			r.j.outcome(t)
 		}
-		r.stop("the journal could not be written: the operation stopped so that no write goes unrecorded")
+		r.journalFailed(err)
 		return true
 	}
 	wctx := ctx

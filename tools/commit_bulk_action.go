@@ -81,7 +81,7 @@ func CommitBulkAction(d *Deps) Spec {
 		Data:        generate[operationData](),
 		Hints:       NewHints(false, true, true, true),
 		Writes:      true,
-		Problems: []envelope.ProblemCode{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale,
+		Problems: []envelope.ProblemCode{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale, envelope.ProblemStoreUnavailable,
 			envelope.ProblemDigestMismatch, envelope.ProblemActionMismatch, envelope.ProblemNotCommittable, envelope.ProblemAlreadyCommitted,
 			envelope.ProblemUpstreamRateLimited, envelope.ProblemApprovalRequired, envelope.ProblemApprovalRejected,
 			envelope.ProblemApprovalDeclined, envelope.ProblemApprovalCancelled, envelope.ProblemApprovalMismatch,

@@ -42,7 +42,7 @@ func GetOperation(d *Deps) Spec {
 		Input:       advertised(getOperationInput),
 		Data:        generate[operationData](),
 		Hints:       NewHints(true, false, true, false),
-		Problems:    []envelope.ProblemCode{envelope.ProblemOperationNotFound},
+		Problems:    []envelope.ProblemCode{envelope.ProblemOperationNotFound, envelope.ProblemStoreUnavailable},
 		Handler:     d.getOperation,
 	}
 }

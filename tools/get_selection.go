@@ -72,7 +72,7 @@ func GetSelection(d *Deps) Spec {
 		Input:       advertised(getSelectionInput),
 		Data:        generate[recordsData](),
 		Hints:       NewHints(true, false, true, false),
-		Problems:    []envelope.ProblemCode{envelope.ProblemSelectionNotFound},
+		Problems:    []envelope.ProblemCode{envelope.ProblemSelectionNotFound, envelope.ProblemStoreUnavailable},
 		Handler:     d.getSelection,
 	}
 }

@@ -59,7 +59,11 @@ func HealthHandlers(store selection.Store) map[string]http.Handler {
 			}
 			if err != nil {
 				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = w.Write([]byte("not ready: the store is unreachable or its schema is not this airlock's\n"))
+				why := "not ready: the store's schema is not this airlock's\n"
+				if ready == nil || selection.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+					why = "not ready: the store is unavailable\n"
+				}
+				_, _ = w.Write([]byte(why))
 				return
 			}
 			_, _ = w.Write([]byte("ready\n"))

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/selection"
 )
 
 // callKey carries a tool call's name and request id in its context, for
@@ -20,9 +21,22 @@ func withCall(ctx context.Context, tool, requestID string) context.Context {
 // key): the caller reads INTERNAL_ERROR and the request id, nothing of the
 // cause, and the log holds the cause under that request id and the tool's
 // name. what says what failed ("read the selection").
+//
+// A store that is unavailable (its database restarting or unreachable) is
+// no bug: the caller reads STORE_UNAVAILABLE, retryable after a wait.
 func (d *Deps) internalProblem(ctx context.Context, what string, err error) *envelope.Problem {
+	if selection.Unavailable(err) {
+		info, _ := ctx.Value(callKey{}).(callInfo)
+		d.Logger.WarnContext(ctx, "the store is unavailable", "tool", info.tool, "request_id", info.requestID, "what", what, "err", err)
+		p := envelope.NewProblem(envelope.ProblemStoreUnavailable, "")
+		p.SetRetryAfter(storeRetryAfter)
+		return p.WithRequest(info.requestID)
+	}
 	return envelope.NewProblem(envelope.ProblemInternal, "").WithRequest(d.logInternal(ctx, what, err))
 }
+
+// storeRetryAfter is the wait STORE_UNAVAILABLE asks for, in seconds.
+const storeRetryAfter = 5
 
 // internalError is internalProblem's envelope.
 func (d *Deps) internalError(ctx context.Context, what string, err error) *envelope.Envelope {

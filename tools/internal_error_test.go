@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
@@ -84,5 +88,31 @@ func TestInternalError_LogsItsCauseUnderTheRequestIDAndAnswersNothingOfIt(t *tes
 				t.Fatalf("no log line holds the cause under request id %s and tool %s; the logs:\n%s", p.RequestID, c.tool, h.logs.Bytes())
 			}
 		})
+	}
+}
+
+// refusedStore answers every read of a selection as a store whose database
+// refuses connections does (pgx wraps the dial's error).
+type refusedStore struct{ selection.Store }
+
+var errRefused = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+
+func (s refusedStore) Selection(ctx context.Context, id string) (*selection.Selection, error) {
+	return nil, fmt.Errorf("failed to connect to `host=127.0.0.1 user=airlock database=airlock`: %w", errRefused)
+}
+
+// TestStoreUnavailable_IsRetryableNotABug: a store whose database refuses
+// connections answers STORE_UNAVAILABLE, retryable, with a wait, and says
+// nothing was written; never INTERNAL_ERROR's "stop and report".
+func TestStoreUnavailable_IsRetryableNotABug(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withStore(func(s selection.Store) selection.Store { return refusedStore{Store: s} }))
+	r := h.call("get_selection", map[string]any{"selection_id": "sel_0001"})
+	p := r.env.Problem
+	if p == nil || p.Code != envelope.ProblemStoreUnavailable || !p.Retryable || p.RetryAfterSeconds == nil || *p.RetryAfterSeconds <= 0 || p.RequestID == "" {
+		t.Fatalf("want STORE_UNAVAILABLE, retryable after a wait, got %s", r.raw)
+	}
+	if bytes.Contains(r.raw, []byte("127.0.0.1")) {
+		t.Fatalf("the answer names the store's address: %s", r.raw)
 	}
 }

@@ -114,7 +114,7 @@ var readProblems = []envelope.ProblemCode{envelope.ProblemUpstreamAuth, envelope
 	envelope.ProblemUpstreamRejected, envelope.ProblemUpstreamBadResponse, envelope.ProblemUpstreamErrorInSuccess, envelope.ProblemUpstreamGraphQL,
 	envelope.ProblemUpstreamTooLarge, envelope.ProblemUpstreamContentType, envelope.ProblemUpstreamRateLimited,
 	envelope.ProblemTokenClientRejected, envelope.ProblemTokenRequestRejected, envelope.ProblemTokenEndpointFailed,
-	envelope.ProblemTokenEndpointTimeout, envelope.ProblemTokenEndpointUnreachable, envelope.ProblemTokenResponseInvalid}
+	envelope.ProblemTokenEndpointTimeout, envelope.ProblemTokenEndpointUnreachable, envelope.ProblemTokenResponseInvalid, envelope.ProblemStoreUnavailable}
 
 // budget is a validated budget with who set each part.
 type budget struct {
@@ -461,7 +461,8 @@ func (d *Deps) scanProblem(ctx context.Context, err error) *envelope.Envelope {
 		return d.internalError(ctx, "scan", err)
 	}
 	if se.Problem.Code == envelope.ProblemInternal {
-		d.logInternal(ctx, "scan", se.Err)
+		// The sink failed: the store the preview records into.
+		return d.internalError(ctx, "scan", se.Err)
 	}
 	return envelope.ErrorEnvelope(se.Problem)
 }
