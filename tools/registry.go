@@ -204,7 +204,11 @@ func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 			}
 			if err != nil {
 				log.Warn("the client could not be asked for approval", "err", err)
-				p := envelope.NewProblem(envelope.ProblemClientApprovalMissing, "")
+				p := envelope.NewProblem(envelope.ProblemClientApprovalMissing,
+					"The client declared that it can show approval requests, but the request was not delivered or not answered in time. Nothing was approved or written.")
+				if errors.Is(err, errAnsweredElsewhere) {
+					p = envelope.NewProblem(envelope.ProblemElicitationMisrouted, "")
+				}
 				p.StateChanged = envelope.StateNone
 				env = envelope.ErrorEnvelope(p)
 				break

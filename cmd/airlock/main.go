@@ -352,7 +352,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	probes := tools.HealthHandlers(deps.Store)
 	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams, OAuth: oauth,
-		WrapMCP: deps.Tasks.Middleware, Probes: probes}
+		WrapMCP: deps.Tasks.Middleware, Probes: probes, Store: deps.Store, Clock: deps.Clock}
 	if *metricsAddr != "" {
 		stopMetrics, err := ops.serveMetrics(ctx, *metricsAddr, tools.HTTPOptions{Token: metricsToken, OAuth: oauth,
 			AllowedOrigins: origins, Logger: logger, Probes: probes})
