@@ -701,13 +701,18 @@ func (t *Tasks) operationView(ctx context.Context, v *taskView, opID string, can
 	s := t.specs["commit_bulk_action"]
 	t.mu.Unlock()
 	env := t.d.operationEnvelope(ctx, op, false, selection.TargetQuery{Limit: 20}, false)
+	if env.Problem != nil {
+		// The targets could not be read (logged): the task's state is
+		// not known either.
+		return nil, fmt.Errorf("operation %s: %s", op.ID, env.Problem.Code)
+	}
 	env.Finish()
 	res := redactedResult(env, t.d.Redactor, s.TextDefaults...)
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
 	}
-	if (op.Status == selection.OpCompleted || op.Status == selection.OpCompletedWithFailures) && unsettled == 0 && env.Problem == nil {
+	if (op.Status == selection.OpCompleted || op.Status == selection.OpCompletedWithFailures) && unsettled == 0 {
 		v.status, v.result = mcp.TaskStatusCompleted, b
 		return v, nil
 	}
