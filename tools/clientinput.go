@@ -291,8 +291,12 @@ const DefaultStrayPoll = time.Second
 // elicitation-stray/SESSION/ID, valued with the time they arrived.
 const strayPrefix = "elicitation-stray/"
 
-// maxStraySweep bounds the stale records one arrival looks at.
-const maxStraySweep = 200
+// maxStraySweep bounds the stale records one arrival looks at;
+// maxStraySession the session ids recorded (mcp-go's are 48 bytes).
+const (
+	maxStraySweep   = 200
+	maxStraySession = 128
+)
 
 func straySessionKey(session string) string { return strayPrefix + session }
 
@@ -363,7 +367,7 @@ func (w *strayWatch) strayAnswers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), strayWatchKey{}, w))
 		session := r.Header.Get(server.HeaderKeySessionID)
-		if r.Method != http.MethodPost || session == "" || r.Body == nil || r.Body == http.NoBody {
+		if r.Method != http.MethodPost || session == "" || len(session) > maxStraySession || r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(rw, r)
 			return
 		}
