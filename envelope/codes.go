@@ -127,6 +127,7 @@ const (
 	ProblemClientApprovalMissing ProblemCode = "CLIENT_APPROVAL_UNAVAILABLE"
 	ProblemElicitationForged     ProblemCode = "ELICITATION_STATE_INVALID"
 	ProblemElicitationReplayed   ProblemCode = "ELICITATION_STATE_REPLAYED"
+	ProblemElicitationMisrouted  ProblemCode = "ELICITATION_ANSWER_MISROUTED"
 
 	ProblemCompensationUnavailable ProblemCode = "COMPENSATION_UNAVAILABLE"
 
@@ -456,13 +457,17 @@ var registry = []Code{
 		Recovery:   "someone holding one of the policy's approver groups or scopes approves it",
 		NextAction: "Do not retry as the same user. Ask someone allowed to approve this action to approve the selection, then commit again."},
 	{Code: string(ProblemClientApprovalMissing), Kind: KindProblem, Status: 403, Title: "The client cannot ask the user", Retryable: false,
-		Meaning:    "the action requires approval through the MCP client, and this client cannot show an approval request (no elicitation); airlock never answers yes on a person's behalf",
+		Meaning:    "the action requires approval through the MCP client, and the client could not put the request to the user: it cannot show one (no elicitation), or the request it declared it could show was not delivered or not answered in time; airlock never answers yes on a person's behalf",
 		Recovery:   "an operator approves it outside the conversation: airlock approve SELECTION_ID or the review page",
-		NextAction: "Tell the user this commit needs approval and their client cannot show it; ask an operator to run airlock approve with the selection_id, then commit again."},
+		NextAction: "Tell the user this commit needs approval and their client could not ask them; ask an operator to run airlock approve with the selection_id, then commit again."},
 	{Code: string(ProblemElicitationForged), Kind: KindProblem, Status: 400, Title: "Approval state not issued by airlock", Retryable: false,
 		Meaning:    "the approval round trip's state failed its integrity check: it was altered or made up, belongs to another selection, or is answered by another principal than the one asked",
 		Recovery:   "commit again without a state to be asked properly",
 		NextAction: "Call commit_bulk_action again with the same arguments and no request state; airlock will ask the user."},
+	{Code: string(ProblemElicitationMisrouted), Kind: KindProblem, Status: 421, Title: "The approval answer reached another replica", Retryable: false,
+		Meaning:    "the client answered airlock's approval request (elicitation/create, protocol versions before 2026-07-28), but the answer reached another airlock replica than the one that asked: the load balancer does not route this client's session by its Mcp-Session-Id header, which those protocol versions need; nothing was approved or written",
+		Recovery:   "the operator routes clients of protocol versions before 2026-07-28 by the Mcp-Session-Id header (sticky sessions), the client moves to protocol 2026-07-28 (which needs none), or an operator approves with airlock approve SELECTION_ID",
+		NextAction: "Do not retry unchanged. Tell the user their approval reached another airlock replica than the one that asked; ask an operator to enable sticky sessions by the Mcp-Session-Id header, or to run airlock approve with the selection_id, then commit again."},
 	{Code: string(ProblemElicitationReplayed), Kind: KindProblem, Status: 409, Title: "Approval state already used", Retryable: false,
 		Meaning:    "the approval round trip's state was answered already; a decision is never replayed",
 		Recovery:   "commit again to be asked again",

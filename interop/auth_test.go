@@ -408,8 +408,8 @@ func TestOIDCProvider_FourEyesAndApprovers(t *testing.T) {
 }
 
 // TestOIDCProvider_KeyRotationWithoutRestart: oidc-provider starts signing
-// with a new key; airlock accepts the new tokens at once, without a
-// restart, and keeps accepting the old key's tokens while the issuer
+// with a new key; airlock accepts the new tokens once the interval since
+// its last read of the JWKS has passed, without a restart, and keeps accepting the old key's tokens while the issuer
 // publishes it; once the issuer retires it, airlock refuses them after
 // the keys in hand age out (KeysMaxAge, a minute here), while their own
 // expiry is minutes away.
@@ -423,6 +423,9 @@ func TestOIDCProvider_KeyRotationWithoutRestart(t *testing.T) {
 	if kids := idp.Rotate(t); len(kids) != 2 {
 		t.Fatalf("rotate: %v", kids)
 	}
+	// A key id airlock has not seen reads the JWKS again at most once per
+	// interval since the last read.
+	l.clock.advance(tools.DefaultUnknownKeyInterval)
 	fresh := l.token(t, "reader", "airlock:read")
 	if header(t, fresh)["kid"] == header(t, old)["kid"] {
 		t.Fatalf("oidc-provider still signs with %v", header(t, old)["kid"])

@@ -327,6 +327,14 @@ func (s *redactingStore) SetMetaIfAbsent(ctx context.Context, key string, value 
 	return s.inner.SetMetaIfAbsent(ctx, key, value)
 }
 
+func (s *redactingStore) MetaKeys(ctx context.Context, from, to string, limit int) ([]string, error) {
+	return s.inner.MetaKeys(ctx, from, to, limit)
+}
+
+func (s *redactingStore) DeleteMeta(ctx context.Context, key string) error {
+	return s.inner.DeleteMeta(ctx, key)
+}
+
 func (s *redactingStore) Approvals(ctx context.Context, selectionID string) ([]*Approval, error) {
 	return s.inner.Approvals(ctx, selectionID)
 }

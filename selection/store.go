@@ -65,6 +65,13 @@ type Store interface {
 	Meta(ctx context.Context, key string) ([]byte, error)
 	SetMeta(ctx context.Context, key string, value []byte) error
 	SetMetaIfAbsent(ctx context.Context, key string, value []byte) ([]byte, error)
+	// MetaKeys lists at most limit keys k with from <= k < to, in
+	// ascending byte order.
+	MetaKeys(ctx context.Context, from, to string, limit int) ([]string, error)
+	// DeleteMeta deletes key and every key below it (key + "/" ...), and
+	// nothing else ("task/a" is not below "task/ab"); deleting what is
+	// not there is no error.
+	DeleteMeta(ctx context.Context, key string) error
 
 	ApprovalStore
 	CategoryStore

@@ -59,7 +59,8 @@ const (
 	// DefaultKeysMaxAge is how long fetched signing keys are trusted
 	// before the JWKS is read again: a key the issuer removed stops
 	// verifying within it. A token signed by a key not yet seen makes the
-	// JWKS be read at once (a rotation needs no restart).
+	// JWKS be read again, at most once per UnknownKeyInterval (a rotation
+	// needs no restart).
 	DefaultKeysMaxAge = 10 * time.Minute
 	// DefaultGroupsClaim is the claim that holds a principal's groups.
 	DefaultGroupsClaim = "groups"
@@ -99,6 +100,11 @@ type OAuthOptions struct {
 	// KeysMaxAge is how long fetched keys are trusted (DefaultKeysMaxAge
 	// when zero).
 	KeysMaxAge time.Duration
+	// UnknownKeyInterval is how often, at most, a token naming a key id
+	// not in the keys in hand makes the JWKS be read again
+	// (DefaultUnknownKeyInterval when zero, KeysMaxAge at most); in
+	// between, such a token is refused without a read.
+	UnknownKeyInterval time.Duration
 	// GroupsClaim names the claim holding the principal's groups, an
 	// array of strings (DefaultGroupsClaim when empty).
 	GroupsClaim string
@@ -119,7 +125,8 @@ type OAuth struct {
 	audiences []string
 	jwksURL   string
 	metadata  server.ProtectedResourceMetadataConfig
-	ctx       context.Context // carries the bounded HTTP client
+
+	keys *keySet
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
@@ -169,6 +176,10 @@ func NewOAuth(ctx context.Context, opts OAuthOptions) (*OAuth, error) {
 	if opts.KeysMaxAge <= 0 {
 		opts.KeysMaxAge = DefaultKeysMaxAge
 	}
+	if opts.UnknownKeyInterval <= 0 {
+		opts.UnknownKeyInterval = DefaultUnknownKeyInterval
+	}
+	opts.UnknownKeyInterval = min(opts.UnknownKeyInterval, opts.KeysMaxAge)
 	if opts.GroupsClaim == "" {
 		opts.GroupsClaim = DefaultGroupsClaim
 	}
@@ -195,8 +206,7 @@ func NewOAuth(ctx context.Context, opts OAuthOptions) (*OAuth, error) {
 		base = http.DefaultTransport
 	}
 	bounded.Transport = boundedBodies{base}
-	o := &OAuth{opts: opts, audiences: append([]string{opts.Resource}, opts.Audiences...), jwksURL: opts.JWKSURL,
-		ctx: oidc.ClientContext(context.WithoutCancel(ctx), &bounded)}
+	o := &OAuth{opts: opts, audiences: append([]string{opts.Resource}, opts.Audiences...), jwksURL: opts.JWKSURL}
 	if o.jwksURL == "" {
 		p, err := oidc.NewProvider(oidc.ClientContext(ctx, &bounded), opts.Issuer)
 		if err != nil {
@@ -210,6 +220,7 @@ func NewOAuth(ctx context.Context, opts OAuthOptions) (*OAuth, error) {
 		}
 		o.jwksURL = doc.JWKS
 	}
+	o.keys = newKeySet(o.jwksURL, &bounded, opts.Clock, opts.UnknownKeyInterval, opts.Algorithms)
 	scopes := []string{ScopeRead, ScopeWrite}
 	for _, s := range opts.RequiredScopes {
 		if !slices.Contains(scopes, s) {
@@ -253,14 +264,18 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 func (l *limitedBody) Close() error { return l.c.Close() }
 
 // current returns the verifier and its key set's generation, with a fresh
-// key set once the keys in hand are older than KeysMaxAge.
+// key set (the JWKS read again at the next token) once the keys in hand
+// are older than KeysMaxAge.
 func (o *OAuth) current() (*oidc.IDTokenVerifier, uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.opts.Clock.Now()
 	if o.verifier == nil || now.Sub(o.keysAt) >= o.opts.KeysMaxAge {
 		skew := o.opts.Skew
-		o.verifier = oidc.NewVerifier(o.opts.Issuer, oidc.NewRemoteKeySet(o.ctx, o.jwksURL), &oidc.Config{
+		if o.verifier != nil {
+			o.keys.expire()
+		}
+		o.verifier = oidc.NewVerifier(o.opts.Issuer, o.keys, &oidc.Config{
 			SkipClientIDCheck:    true, // the audience is checked below, against the resource
 			SupportedSigningAlgs: o.opts.Algorithms,
 			Now:                  func() time.Time { return o.opts.Clock.Now().Add(-skew) },

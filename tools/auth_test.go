@@ -303,10 +303,11 @@ func TestOAuth_ScopesChooseTools(t *testing.T) {
 }
 
 // TestOAuth_KeyRotationWithoutRestart: a token signed by a key the issuer
-// has just added is accepted at once (the JWKS is read again for an
-// unknown key), and a key the issuer removed stops verifying once the keys
-// in hand are older than KeysMaxAge, even for a token airlock remembers as
-// verified; no restart either way.
+// has added is accepted once the last read of the JWKS is
+// UnknownKeyInterval old (the JWKS is read again for an unknown key), and
+// a key the issuer removed stops verifying once the keys in hand are older
+// than KeysMaxAge, even for a token airlock remembers as verified; no
+// restart either way.
 func TestOAuth_KeyRotationWithoutRestart(t *testing.T) {
 	t.Parallel()
 	l := newOAuthLab(t, func(o *OAuthOptions) { o.KeysMaxAge = 10 * time.Minute })
@@ -320,6 +321,7 @@ func TestOAuth_KeyRotationWithoutRestart(t *testing.T) {
 	}
 	reads := l.iss.jwksReads.Load()
 	l.iss.publish(old, next)
+	l.clock.Advance(DefaultUnknownKeyInterval)
 	if a := l.post(t, token(next), initialize); a.status != http.StatusOK {
 		t.Fatalf("a key added since: %d %s", a.status, a.body)
 	}
@@ -573,5 +575,49 @@ func TestOAuth_ScopesComeFromScopeOrScpAndRequiredOnesAreEnforced(t *testing.T) 
 				t.Fatalf("challenge %q does not name the missing scope", a.challenge)
 			}
 		})
+	}
+}
+
+// TestOAuth_UnknownKeyIdsReadTheJWKSAtMostOncePerInterval: tokens naming
+// key ids the issuer never published (200 of them) read the JWKS at most
+// once per interval, and are refused without a read in between; a key the
+// issuer really adds is picked up once the interval has passed.
+func TestOAuth_UnknownKeyIdsReadTheJWKSAtMostOncePerInterval(t *testing.T) {
+	t.Parallel()
+	l := newOAuthLab(t)
+	if a := l.post(t, l.token(t, "alice", ScopeRead), initialize); a.status != http.StatusOK {
+		t.Fatalf("a valid token: %d %s", a.status, a.body)
+	}
+	forger := newIssuerKey(t, "")
+	madeUp := func(round int) {
+		for i := range 100 {
+			k := issuerKey{kid: fmt.Sprintf("made-up-%d-%d", round, i), key: forger.key}
+			if a := l.post(t, sign(t, k, l.iss.claims(l.resource, "mallory", ScopeRead, l.clock.Now(), time.Hour)), initialize); a.status != http.StatusUnauthorized {
+				t.Fatalf("a token under a made-up kid: %d", a.status)
+			}
+		}
+	}
+	reads := l.iss.jwksReads.Load()
+	madeUp(0)
+	l.clock.Advance(DefaultUnknownKeyInterval)
+	madeUp(1)
+	if n := l.iss.jwksReads.Load() - reads; n > 1 {
+		t.Fatalf("200 tokens under made-up kids, over two intervals, read the JWKS %d times; want at most 1", n)
+	}
+	// The issuer adds a key: within the interval since the last read, its
+	// tokens are refused without a read; after it, the key is read and used.
+	next := newIssuerKey(t, "k2")
+	l.iss.publish(l.key, next)
+	token := sign(t, next, l.iss.claims(l.resource, "alice", ScopeRead, l.clock.Now(), time.Hour))
+	reads = l.iss.jwksReads.Load()
+	if a := l.post(t, token, initialize); a.status != http.StatusUnauthorized || l.iss.jwksReads.Load() != reads {
+		t.Fatalf("a new key within the interval: %d, %d reads", a.status, l.iss.jwksReads.Load()-reads)
+	}
+	l.clock.Advance(DefaultUnknownKeyInterval)
+	if a := l.post(t, token, initialize); a.status != http.StatusOK {
+		t.Fatalf("a key the issuer added, after the interval: %d %s", a.status, a.body)
+	}
+	if n := l.iss.jwksReads.Load() - reads; n != 1 {
+		t.Fatalf("the new key was read %d times, want 1", n)
 	}
 }

@@ -10,12 +10,16 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // A tool that needs the user (an approval) returns an input request: the
@@ -26,6 +30,15 @@ import (
 // through the session on stdio and streamable HTTP, through sseBridge on
 // the SSE transport. When asking fails, the call answers
 // CLIENT_APPROVAL_UNAVAILABLE, a problem result like any policy outcome.
+//
+// Such a client's answer must reach the replica that asked, which holds
+// its session: behind a balancer that does not route by Mcp-Session-Id it
+// may reach another. With a store the replicas share (HTTPOptions.Store),
+// the replica that receives an answer for a session it does not hold
+// records it there (strayAnswers), and the call waiting on the replica that
+// asked notices it at its next look (every DefaultStrayPoll) and ends with
+// ELICITATION_ANSWER_MISROUTED, which names sticky routing, instead of
+// waiting for an answer that cannot come.
 
 // approvalWait bounds how long a call waits for the user's answer: as long
 // as the request it answers stays valid.
@@ -36,6 +49,9 @@ const maxInputRounds = 4
 
 // errNoElicitation means the session has no way to send elicitation/create.
 var errNoElicitation = errors.New("this session cannot carry an elicitation request")
+
+// errAnsweredElsewhere means the client's answer reached another replica.
+var errAnsweredElsewhere = errors.New("the client's answer reached another replica, which does not hold its session")
 
 // modernRequest reports whether the call uses protocol 2026-07-28 or later
 // (input requests travel in the result).
@@ -67,12 +83,22 @@ func clientCanElicit(ctx context.Context) bool {
 func askClient(ctx context.Context, ask *mcp.CallToolResult) (mcp.InputResponses, error) {
 	ctx, cancel := context.WithTimeout(ctx, approvalWait)
 	defer cancel()
+	if w := strayWatchFrom(ctx); w != nil {
+		if session := server.ClientSessionFromContext(ctx); session != nil && session.SessionID() != "" {
+			var stop func()
+			ctx, stop = w.watch(ctx, session.SessionID())
+			defer stop()
+		}
+	}
 	out := make(mcp.InputResponses, len(ask.InputRequests))
 	for id, req := range ask.InputRequests {
 		if req.Method != mcp.MethodElicitationCreate || req.Elicitation == nil {
 			return nil, fmt.Errorf("input request %q: method %q is not asked of clients", id, req.Method)
 		}
 		res, err := elicit(ctx, *req.Elicitation)
+		if errors.Is(context.Cause(ctx), errAnsweredElsewhere) {
+			return nil, fmt.Errorf("input request %q: %w", id, errAnsweredElsewhere)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("input request %q: %w", id, err)
 		}
@@ -254,4 +280,149 @@ func (b *sseBridge) decline(session string, id json.RawMessage, version string, 
 	}
 	b.logger.Info("declined a 2026-07-28 request on the SSE transport: that protocol is served on /mcp and stdio")
 	return true
+}
+
+// DefaultStrayPoll is how often a call waiting for a client's answer to
+// elicitation/create looks in the store for a sign that the answer reached
+// another replica.
+const DefaultStrayPoll = time.Second
+
+// strayPrefix keys the answers that reached a replica that did not ask:
+// elicitation-stray/SESSION/ID, valued with the time they arrived.
+const strayPrefix = "elicitation-stray/"
+
+// maxStraySweep bounds the stale records one arrival looks at;
+// maxStraySession the session ids recorded (mcp-go's are 48 bytes).
+const (
+	maxStraySweep   = 200
+	maxStraySession = 128
+)
+
+func straySessionKey(session string) string { return strayPrefix + session }
+
+// strayWatch records answers that reached the wrong replica, and lets a
+// waiting call notice them. It travels in the request's context.
+type strayWatch struct {
+	store  selection.Store
+	clock  upstream.Clock
+	poll   time.Duration
+	logger *slog.Logger
+}
+
+type strayWatchKey struct{}
+
+func strayWatchFrom(ctx context.Context) *strayWatch {
+	w, _ := ctx.Value(strayWatchKey{}).(*strayWatch)
+	return w
+}
+
+// watch returns ctx cancelled, with cause errAnsweredElsewhere, once an
+// answer for session is recorded by another replica; the records left by
+// an earlier call of the session are dropped first. stop ends the watch.
+func (w *strayWatch) watch(ctx context.Context, session string) (context.Context, func()) {
+	key := straySessionKey(session)
+	if err := w.store.DeleteMeta(ctx, key); err != nil {
+		w.logger.Warn("could not clear the stray answers of a session", "err", err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	// The ticker exists before the request is sent: no look is missed.
+	tick := w.clock.NewTicker(w.poll)
+	done := make(chan struct{})
+	go func() {
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C():
+				keys, err := w.store.MetaKeys(ctx, key+"/", key+"0", 1)
+				if err != nil || len(keys) == 0 {
+					continue
+				}
+				_ = w.store.DeleteMeta(context.WithoutCancel(ctx), key)
+				w.logger.Warn("the client's answer to an approval request reached another replica: route clients of protocol versions before 2026-07-28 by Mcp-Session-Id (sticky sessions)")
+				cancel(errAnsweredElsewhere)
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			close(done)
+			cancel(nil)
+		})
+	}
+}
+
+// strayAnswers wraps the streamable HTTP endpoint: requests carry the
+// watch, and a client's answer to a server request (a JSON-RPC response)
+// that this replica cannot deliver because it holds no such session is
+// recorded in the store, where the replica that asked finds it, and is
+// answered 404 with words that name the cause. Bodies reach it already
+// bounded (see bound).
+func (w *strayWatch) strayAnswers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(context.WithValue(r.Context(), strayWatchKey{}, w))
+		session := r.Header.Get(server.HeaderKeySessionID)
+		if r.Method != http.MethodPost || session == "" || len(session) > maxStraySession || r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(rw, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(rw, "the request body could not be read", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		var id int64
+		if json.Unmarshal(body, &msg) != nil || msg.Method != "" || json.Unmarshal(msg.ID, &id) != nil || (msg.Result == nil && msg.Error == nil) {
+			next.ServeHTTP(rw, r)
+			return
+		}
+		rec := &taskRecorder{header: http.Header{}}
+		next.ServeHTTP(rec, r)
+		if rec.status != http.StatusNotFound {
+			rec.copyTo(rw)
+			return
+		}
+		// This replica holds no such session: another does, and waits for
+		// this answer.
+		ctx := r.Context()
+		now := w.clock.Now()
+		if err := w.store.SetMeta(ctx, straySessionKey(session)+"/"+strconv.FormatInt(id, 10), []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+			w.logger.Error("could not record an answer that reached the wrong replica", "err", err)
+		}
+		w.sweep(ctx, now)
+		w.logger.Warn("an answer to another replica's request reached this one: route clients of protocol versions before 2026-07-28 by Mcp-Session-Id (sticky sessions)")
+		http.Error(rw, "this airlock replica holds no such session: the answer belongs to the replica that asked, which ends its call; "+
+			"route clients of protocol versions before 2026-07-28 to one replica by their Mcp-Session-Id header (sticky sessions)", http.StatusNotFound)
+	})
+}
+
+// sweep drops records of stray answers older than any call waits, which
+// no replica will look for again (their session's call ended, or never
+// existed).
+func (w *strayWatch) sweep(ctx context.Context, now time.Time) {
+	keys, err := w.store.MetaKeys(ctx, strayPrefix, strings.TrimSuffix(strayPrefix, "/")+"0", maxStraySweep)
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		v, err := w.store.Meta(ctx, k)
+		if err != nil {
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, string(v)); err != nil || now.Sub(at) > approvalWait {
+			_ = w.store.DeleteMeta(ctx, k)
+		}
+	}
 }

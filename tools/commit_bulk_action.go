@@ -86,7 +86,7 @@ func CommitBulkAction(d *Deps) Spec {
 			envelope.ProblemUpstreamRateLimited, envelope.ProblemApprovalRequired, envelope.ProblemApprovalRejected,
 			envelope.ProblemApprovalDeclined, envelope.ProblemApprovalCancelled, envelope.ProblemApprovalMismatch,
 			envelope.ProblemApprovalExpired, envelope.ProblemApprovalDecided,
-			envelope.ProblemClientApprovalMissing, envelope.ProblemElicitationForged, envelope.ProblemElicitationReplayed,
+			envelope.ProblemClientApprovalMissing, envelope.ProblemElicitationForged, envelope.ProblemElicitationReplayed, envelope.ProblemElicitationMisrouted,
 			envelope.ProblemPrincipalNotAllowed, envelope.ProblemApprovalByRequester, envelope.ProblemApproverNotAllowed},
 		Handler: d.commit,
 	}

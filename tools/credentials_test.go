@@ -319,7 +319,8 @@ func TestTokenEndpoint_EachFailureHasItsProblemAndNeverBlamesTheAPI(t *testing.T
 // TestTokenEndpoint_AWriteWithoutATokenIsNotSentAndTheOperationStops: a
 // commit whose access token cannot be renewed sends nothing: the target
 // waits (pending, with the token endpoint's problem), the operation stops
-// and says why, and resuming once tokens are issued again writes it.
+// and says why, and resuming once tokens are issued again (and the failure
+// is no longer remembered) writes it.
 func TestTokenEndpoint_AWriteWithoutATokenIsNotSentAndTheOperationStops(t *testing.T) {
 	t.Parallel()
 	auth, tokenURL := newCanaryAuthServer(t)
@@ -349,8 +350,10 @@ func TestTokenEndpoint_AWriteWithoutATokenIsNotSentAndTheOperationStops(t *testi
 	if !strings.Contains(string(op.raw), string(envelope.ProblemTokenClientRejected)) {
 		t.Fatalf("the operation does not say why: %s", op.raw)
 	}
-	// The authorization server is fixed: resuming writes the targets.
+	// The authorization server is fixed: resuming, once airlock's memory
+	// of the failure has passed (its backoff), writes the targets.
 	auth.setFail(nil)
+	clock.Advance(time.Minute)
 	r := h.call("commit_bulk_action", map[string]any{"selection_id": p.data["selection_id"], "expected_digest": p.data["digest"], "action": assignOwner, "mode": "execute", "resume": true})
 	op = h.operation(r.data["operation_id"])
 	if counts, _ := op.data["counts"].(map[string]any); counts["succeeded"] != float64(3) || len(h.api.Writes()) != 3 {

@@ -16,6 +16,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/internal/httpguard"
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // HTTPOptions configure the HTTP transports.
@@ -48,6 +50,17 @@ type HTTPOptions struct {
 	// Probes are served before the guard, without a token (the health
 	// probes, which reveal nothing): path to handler.
 	Probes map[string]http.Handler
+	// Store, when set, is the store the replicas behind this endpoint
+	// share. A client's answer to airlock's elicitation/create (protocol
+	// versions before 2026-07-28) that reaches a replica not holding its
+	// session (a balancer that does not route by Mcp-Session-Id) is
+	// recorded there, and the call waiting on the replica that asked ends
+	// at its next look with ELICITATION_ANSWER_MISROUTED rather than
+	// waiting for an answer that cannot come.
+	Store selection.Store
+	// Clock paces those looks (DefaultStrayPoll apart; the wall clock when
+	// nil).
+	Clock upstream.Clock
 }
 
 // Defaults of the HTTP transport's bounds.
@@ -93,8 +106,16 @@ func NewHTTPHandler(srv *server.MCPServer, opts HTTPOptions) http.Handler {
 		server.WithUseFullURLForMessageEndpoint(false), server.WithSSEContextFunc(bridge.context))
 	bridge.sse = sse
 	var mcpHandler http.Handler = stream
+	if opts.Store != nil {
+		clock := opts.Clock
+		if clock == nil {
+			clock = upstream.WallClock
+		}
+		w := &strayWatch{store: opts.Store, clock: clock, poll: DefaultStrayPoll, logger: opts.Logger}
+		mcpHandler = w.strayAnswers(mcpHandler)
+	}
 	if opts.WrapMCP != nil {
-		mcpHandler = opts.WrapMCP(stream)
+		mcpHandler = opts.WrapMCP(mcpHandler)
 	}
 	mux.Handle("/mcp", mcpHandler)
 	mux.Handle("/sse", sse)

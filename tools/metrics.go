@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -241,4 +242,20 @@ func (m *Metrics) TookOver() { m.takeovers.Inc() }
 // Decided implements selection.Observer.
 func (m *Metrics) Decided(channel, decision string, waited time.Duration) {
 	m.approvalWaits.WithLabelValues(bounded(channels, channel), bounded(decisions, decision)).Observe(waited.Seconds())
+}
+
+// MetricsHandler serves m at /metrics, and the probes, on a listener of
+// their own, behind the guard /mcp has: a foreign Origin and, on a
+// loopback listener, a foreign Host (DNS rebinding) are answered 403; when
+// opts.Token (AIRLOCK_METRICS_TOKEN) or opts.OAuth is set, /metrics needs
+// it as a bearer token (401 otherwise). The probes answer without a token,
+// as they do beside /mcp. Only Token, OAuth, AllowedOrigins, Logger and
+// Probes of opts are read.
+func (m *Metrics) MetricsHandler(opts HTTPOptions) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	return probes(guard(bound(mux, HTTPOptions{Logger: opts.Logger}), opts), opts.Probes)
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -234,5 +235,50 @@ func TestToolsList_CarriesCacheHintsOnTheNewestProtocol(t *testing.T) {
 	}
 	if list.TTL == nil || time.Duration(*list.TTL)*time.Millisecond != ToolsListTTL || list.Scope != string(mcp.CacheScopePrivate) {
 		t.Fatalf("tools/list hints: ttlMs %v, cacheScope %q", list.TTL, list.Scope)
+	}
+}
+
+// TestMetricsListener_GuardedLikeMCP: the metrics listener refuses what
+// /mcp refuses: a foreign Origin, a foreign Host on a loopback listener
+// (403), and, off loopback, a request without the metrics token or an
+// access token of the OAuth resource server (401); Prometheus scrapes with
+// either, and the probes answer without one.
+func TestMetricsListener_GuardedLikeMCP(t *testing.T) {
+	t.Parallel()
+	lab := newOAuthLab(t)
+	m := NewMetrics()
+	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
+	h := m.MetricsHandler(HTTPOptions{Token: "scrape-s3cret", OAuth: lab.oauth, Probes: map[string]http.Handler{"/healthz": probe}})
+	loopback := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9090}
+	public := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 9090}
+	for _, tc := range []struct {
+		name   string
+		local  net.Addr
+		path   string
+		host   string
+		header map[string]string
+		want   int
+	}{
+		{"loopback, a foreign Host", loopback, "/metrics", "metrics.attacker.example", map[string]string{"Authorization": "Bearer scrape-s3cret"}, http.StatusForbidden},
+		{"loopback, a foreign Origin", loopback, "/metrics", "127.0.0.1:9090", map[string]string{"Authorization": "Bearer scrape-s3cret", "Origin": "https://attacker.example"}, http.StatusForbidden},
+		{"off loopback, no token", public, "/metrics", "10.0.0.7:9090", nil, http.StatusUnauthorized},
+		{"off loopback, a wrong token", public, "/metrics", "10.0.0.7:9090", map[string]string{"Authorization": "Bearer scrape-wrong"}, http.StatusUnauthorized},
+		{"off loopback, the metrics token", public, "/metrics", "10.0.0.7:9090", map[string]string{"Authorization": "Bearer scrape-s3cret"}, http.StatusOK},
+		{"off loopback, an access token", public, "/metrics", "10.0.0.7:9090", map[string]string{"Authorization": "Bearer " + lab.token(t, "prometheus", ScopeRead)}, http.StatusOK},
+		{"off loopback, the probe without a token", public, "/healthz", "10.0.0.7:9090", nil, http.StatusOK},
+	} {
+		req := httptest.NewRequestWithContext(context.WithValue(t.Context(), http.LocalAddrContextKey, tc.local), http.MethodGet, tc.path, nil)
+		req.Host = tc.host
+		for k, v := range tc.header {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, rec.Code, tc.want)
+		}
+		if got := strings.Contains(rec.Body.String(), "go_goroutines"); got != (tc.want == http.StatusOK && tc.path == "/metrics") {
+			t.Errorf("%s: metrics in the answer: %v", tc.name, got)
+		}
 	}
 }

@@ -155,6 +155,18 @@ func Register(srv *server.MCPServer, opts RegisterOptions, specs ...Spec) error 
 	return nil
 }
 
+// recoverTool turns a panic inside a tool's run (a call, or a task's
+// background run) into the INTERNAL_ERROR problem under requestID, and
+// logs the panic and its stack on log: the process goes on serving, the
+// caller learns nothing of the cause. Defer it directly (recover works
+// only there); answer receives the envelope.
+func recoverTool(log *slog.Logger, requestID string, answer func(*envelope.Envelope)) {
+	if p := recover(); p != nil {
+		log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		answer(envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "").WithRequest(requestID)))
+	}
+}
+
 func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 	mem, red := opts.Memory, opts.Redactor
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
@@ -163,12 +175,7 @@ func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 		call.Raw = raw
 		log := opts.Logger.With("tool", s.Name, "request_id", call.RequestID)
 		ctx = withCall(ctx, s.Name, call.RequestID)
-		defer func() {
-			if p := recover(); p != nil {
-				log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res = Result(envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "").WithRequest(call.RequestID)))
-			}
-		}()
+		defer recoverTool(log, call.RequestID, func(env *envelope.Envelope) { res = Result(env) })
 		if merr != nil {
 			return Result(envelope.ErrorEnvelope(envelope.InvalidArguments([]envelope.FieldError{
 				envelope.NewFieldError("arguments", envelope.FieldType, map[string]any{}),
@@ -197,7 +204,11 @@ func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
 			}
 			if err != nil {
 				log.Warn("the client could not be asked for approval", "err", err)
-				p := envelope.NewProblem(envelope.ProblemClientApprovalMissing, "")
+				p := envelope.NewProblem(envelope.ProblemClientApprovalMissing,
+					"The client declared that it can show approval requests, but the request was not delivered or not answered in time. Nothing was approved or written.")
+				if errors.Is(err, errAnsweredElsewhere) {
+					p = envelope.NewProblem(envelope.ProblemElicitationMisrouted, "")
+				}
 				p.StateChanged = envelope.StateNone
 				env = envelope.ErrorEnvelope(p)
 				break

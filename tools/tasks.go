@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,7 +43,23 @@ import (
 //     on any process runs the call again (it reads, and writes only airlock
 //     state) and the task answers from that run.
 //
-// Tasks are recorded in the store's meta table under task/ID.
+// A commit's task is completed only when its operation finished with every
+// target settled: an operation that stopped, was interrupted or left
+// targets unsettled is a failed task (cancelled, when a tasks/cancel
+// stopped it), so that tasks/get never says more than get_operation.
+//
+// Every task has a TTL (ttlMs): DefaultTaskTTL, or the ttl the client asks
+// for in the call's params.task, up to MaxTaskTTL. Past it the task is
+// gone: tasks/get answers as for an unknown task, and its records are
+// deleted from the store (when it is next asked for, and by the sweep each
+// new task makes). A commit's operation outlives its task: get_operation
+// still answers.
+//
+// A panic inside a task's background run is recovered as a call's is
+// (recoverTool): the task completes with INTERNAL_ERROR, the cause logged.
+//
+// Tasks are recorded in the store's meta table under task/ID, and indexed
+// by expiry under task-expiry/.
 
 // TasksExtension identifies the protocol's Tasks extension.
 const TasksExtension = "io.modelcontextprotocol/tasks"
@@ -55,7 +72,15 @@ const TaskSearchDeadline = 20 * time.Second
 const (
 	DefaultTaskPollInterval = time.Second
 	DefaultTaskBeat         = 2 * time.Second
+	// DefaultTaskTTL is how long a task is kept from its creation when the
+	// client asks for no TTL; MaxTaskTTL bounds the TTL a client may ask
+	// for.
+	DefaultTaskTTL = time.Hour
+	MaxTaskTTL     = 24 * time.Hour
 )
+
+// taskSweepBatch bounds the expired tasks one sweep deletes.
+const taskSweepBatch = 100
 
 // taskTools are the tools that may answer with a task.
 var taskTools = map[string]bool{"commit_bulk_action": true, "preview_selection": true, "search_all": true}
@@ -75,6 +100,10 @@ type Tasks struct {
 	// Background bounds the read tasks this process runs (cancel it to
 	// stop them); context.Background() when nil.
 	Background context.Context
+	// TTL is a task's TTL when the client asks for none (DefaultTaskTTL
+	// when zero); MaxTTL bounds the one it asks for (MaxTaskTTL when
+	// zero).
+	TTL, MaxTTL time.Duration
 
 	holder string
 	mu     sync.Mutex
@@ -103,6 +132,22 @@ func (t *Tasks) beat() time.Duration {
 		return t.Beat
 	}
 	return DefaultTaskBeat
+}
+
+// ttlFor is the TTL of a new task whose client asked for requested
+// milliseconds (nil: none asked).
+func (t *Tasks) ttlFor(requested *int64) time.Duration {
+	ttl, most := t.TTL, t.MaxTTL
+	if ttl <= 0 {
+		ttl = DefaultTaskTTL
+	}
+	if most <= 0 {
+		most = MaxTaskTTL
+	}
+	if requested != nil && *requested > 0 {
+		ttl = time.Duration(min(*requested, most.Milliseconds())) * time.Millisecond
+	}
+	return min(ttl, most)
 }
 
 func (t *Tasks) background() context.Context {
@@ -136,6 +181,29 @@ type taskRecord struct {
 	// InputRequests and RequestState are the approval a commit waits for.
 	InputRequests mcp.InputRequests `json:"input_requests,omitempty"`
 	RequestState  string            `json:"request_state,omitempty"`
+	// TTLMs is how long the task is kept from Created (0, in a record made
+	// before tasks had one: DefaultTaskTTL).
+	TTLMs int64 `json:"ttl_ms,omitempty"`
+}
+
+// ttl is the task's TTL.
+func (rec *taskRecord) ttl() time.Duration {
+	if rec.TTLMs <= 0 {
+		return DefaultTaskTTL
+	}
+	return time.Duration(rec.TTLMs) * time.Millisecond
+}
+
+// expires is when the task may be deleted.
+func (rec *taskRecord) expires() time.Time { return rec.Created.Add(rec.ttl()) }
+
+// taskExpiryPrefix indexes tasks by expiry: task-expiry/MS/ID, MS the
+// expiry in Unix milliseconds, zero-padded so that byte order is time
+// order.
+const taskExpiryPrefix = "task-expiry/"
+
+func taskExpiryKey(rec *taskRecord) string {
+	return fmt.Sprintf("%s%020d/%s", taskExpiryPrefix, rec.expires().UnixMilli(), rec.ID)
 }
 
 func taskKey(id string) string               { return "task/" + id }
@@ -151,8 +219,10 @@ func taskAttemptKey(id string, n int) string { return "task/" + id + "/attempt/"
 type taskSlot struct {
 	// update, when set, is the task whose tasks/update re-enters the tool.
 	update *taskRecord
-	mu     sync.Mutex
-	task   *taskView
+	// ttl is the TTL in milliseconds the client asked for (params.task.ttl).
+	ttl  *int64
+	mu   sync.Mutex
+	task *taskView
 }
 
 type taskSlotKey struct{}
@@ -244,7 +314,7 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 			// answer did not settle it. The commit asks again in a call.
 			return env
 		}
-		rec = t.newRecord(s.Name, call)
+		rec = t.newRecord(s.Name, call, slot)
 		rec.InputRequests, rec.RequestState = ask.InputRequests, ask.RequestState
 		if err := t.put(ctx, rec); err != nil {
 			return t.d.internalError(ctx, "record the task", err)
@@ -257,7 +327,7 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 			return env
 		}
 		if rec == nil {
-			rec = t.newRecord(s.Name, call)
+			rec = t.newRecord(s.Name, call, slot)
 			if err := t.put(ctx, rec); err != nil {
 				return t.d.internalError(ctx, "record the task", err)
 			}
@@ -265,7 +335,9 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 		if _, err := t.d.Store.SetMetaIfAbsent(ctx, taskOperationKey(rec.ID), []byte(data.OperationID)); err != nil {
 			return t.d.internalError(ctx, "record the task's operation", err)
 		}
-		slot.set(&taskView{id: rec.ID, status: mcp.TaskStatusWorking, created: rec.Created, updated: t.d.Clock.Now()})
+		v := baseView(rec)
+		v.status, v.updated = mcp.TaskStatusWorking, t.d.Clock.Now()
+		slot.set(v)
 		return taskAnswer()
 	case rec != nil:
 		// The answer to the task's approval ended the commit (declined,
@@ -279,10 +351,10 @@ func (t *Tasks) commit(ctx context.Context, slot *taskSlot, s Spec, call *Call) 
 	}
 }
 
-func (t *Tasks) newRecord(tool string, call *Call) *taskRecord {
+func (t *Tasks) newRecord(tool string, call *Call, slot *taskSlot) *taskRecord {
 	return &taskRecord{ID: "task_" + uuid.NewString(), Tool: tool, Args: json.RawMessage(t.d.Redactor.Bytes(call.Raw)),
 		Client: call.Client, Created: t.d.Clock.Now().UTC(), Owner: call.Principal,
-		OwnerGroups: call.Principal.Groups, OwnerScopes: call.Principal.Scopes}
+		OwnerGroups: call.Principal.Groups, OwnerScopes: call.Principal.Scopes, TTLMs: t.ttlFor(slot.ttl).Milliseconds()}
 }
 
 // owner is the principal that made the task, with its groups and scopes.
@@ -309,16 +381,24 @@ func (t *Tasks) owned(ctx context.Context, id string) error {
 }
 
 // put stores a new task: a task exists once tasks/get can find it, before
-// its id is given out.
+// its id is given out. Its expiry is indexed first, so that no task is
+// stored that the sweep cannot find; then the expired tasks are swept.
 func (t *Tasks) put(ctx context.Context, rec *taskRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	_, err = t.d.Store.SetMetaIfAbsent(ctx, taskKey(rec.ID), b)
-	return err
+	if err := t.d.Store.SetMeta(ctx, taskExpiryKey(rec), []byte(rec.ID)); err != nil {
+		return err
+	}
+	if _, err = t.d.Store.SetMetaIfAbsent(ctx, taskKey(rec.ID), b); err != nil {
+		return err
+	}
+	t.sweep(ctx)
+	return nil
 }
 
+// record reads a task; a task past its TTL is deleted and not found.
 func (t *Tasks) record(ctx context.Context, id string) (*taskRecord, error) {
 	b, err := t.d.Store.Meta(ctx, taskKey(id))
 	if err != nil {
@@ -328,7 +408,50 @@ func (t *Tasks) record(ctx context.Context, id string) (*taskRecord, error) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return nil, fmt.Errorf("task %q: %w", id, err)
 	}
+	if !t.d.Clock.Now().Before(rec.expires()) {
+		if err := t.delete(ctx, rec.ID, taskExpiryKey(&rec)); err != nil {
+			t.d.Logger.Warn("could not delete an expired task", "task_id", rec.ID, "err", err)
+		}
+		return nil, selection.ErrNotFound
+	}
 	return &rec, nil
+}
+
+// delete removes a task's records and its expiry index entry, and stops
+// its run in this process.
+func (t *Tasks) delete(ctx context.Context, id, expiryKey string) error {
+	t.mu.Lock()
+	stop := t.runs[id]
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if err := t.d.Store.DeleteMeta(ctx, taskKey(id)); err != nil {
+		return err
+	}
+	return t.d.Store.DeleteMeta(ctx, expiryKey)
+}
+
+// sweep deletes tasks past their TTL (taskSweepBatch at most), found
+// through the expiry index. A failure is logged: the next sweep tries
+// again.
+func (t *Tasks) sweep(ctx context.Context) {
+	to := fmt.Sprintf("%s%020d", taskExpiryPrefix, t.d.Clock.Now().UnixMilli()+1)
+	keys, err := t.d.Store.MetaKeys(ctx, taskExpiryPrefix, to, taskSweepBatch)
+	if err != nil {
+		t.d.Logger.Warn("could not list expired tasks", "err", err)
+		return
+	}
+	for _, k := range keys {
+		id := k[strings.LastIndexByte(k, '/')+1:]
+		if err := t.delete(ctx, id, k); err != nil {
+			t.d.Logger.Warn("could not delete an expired task", "task_id", id, "err", err)
+			return
+		}
+	}
+	if len(keys) > 0 {
+		t.d.Logger.Info("deleted expired tasks", "count", len(keys))
+	}
 }
 
 // meta reads an optional meta value: nil when absent.
@@ -358,7 +481,7 @@ func (t *Tasks) storeResult(ctx context.Context, id string, s Spec, env *envelop
 
 // startRead makes a read task and runs it in the background.
 func (t *Tasks) startRead(ctx context.Context, slot *taskSlot, s Spec, call *Call) *envelope.Envelope {
-	rec := t.newRecord(s.Name, call)
+	rec := t.newRecord(s.Name, call, slot)
 	if err := t.put(ctx, rec); err != nil {
 		return t.d.internalError(ctx, "record the task", err)
 	}
@@ -367,7 +490,9 @@ func (t *Tasks) startRead(ctx context.Context, slot *taskSlot, s Spec, call *Cal
 	}
 	t.beatOnce(ctx, rec.ID, 1)
 	t.runRead(context.WithoutCancel(ctx), rec, 1, call.Raw)
-	slot.set(&taskView{id: rec.ID, status: mcp.TaskStatusWorking, created: rec.Created, updated: rec.Created})
+	v := baseView(rec)
+	v.status = mcp.TaskStatusWorking
+	slot.set(v)
 	return taskAnswer()
 }
 
@@ -418,6 +543,11 @@ func (t *Tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw 
 						cancel()
 						return
 					}
+					if r, err := t.meta(ctx, taskKey(rec.ID)); err == nil && r == nil {
+						// Deleted (past its TTL): nobody waits for it.
+						cancel()
+						return
+					}
 					t.beatOnce(ctx, rec.ID, attempt)
 				}
 			}
@@ -425,7 +555,11 @@ func (t *Tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw 
 		call := &Call{RequestID: newRequestID(), Raw: raw, Client: rec.Client, Principal: rec.owner()}
 		call.Request.Params.Name = rec.Tool
 		call.Request.Params.Arguments = raw
-		env := s.Handler(withCall(ctx, rec.Tool, call.RequestID), call)
+		log := t.d.Logger.With("tool", rec.Tool, "request_id", call.RequestID, "task_id", rec.ID)
+		env := func() (env *envelope.Envelope) {
+			defer recoverTool(log, call.RequestID, func(e *envelope.Envelope) { env = e })
+			return s.Handler(withCall(ctx, rec.Tool, call.RequestID), call)
+		}()
 		close(done)
 		if ctx.Err() != nil {
 			// Cancelled, or this process is stopping: no result; a
@@ -433,6 +567,9 @@ func (t *Tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw 
 			return
 		}
 		env.Finish()
+		if r, err := t.meta(ctx, taskKey(rec.ID)); err == nil && r == nil {
+			return // deleted meanwhile (past its TTL): its result would be an orphan
+		}
 		t.storeResult(context.WithoutCancel(ctx), rec.ID, s, env)
 		t.d.Logger.Info("task finished", "task_id", rec.ID, "tool", rec.Tool, "status", env.Status)
 	}()
@@ -444,13 +581,22 @@ type taskView struct {
 	status           mcp.TaskStatus
 	message          string
 	created, updated time.Time
+	ttl              time.Duration
 	result           json.RawMessage
-	inputRequests    mcp.InputRequests
+	// failure is the JSON-RPC error of a failed task.
+	failure       map[string]any
+	inputRequests mcp.InputRequests
+}
+
+// baseView is the task's view before its state is read.
+func baseView(rec *taskRecord) *taskView {
+	return &taskView{id: rec.ID, created: rec.Created, updated: rec.Created, ttl: rec.ttl()}
 }
 
 func (t *Tasks) inputView(rec *taskRecord) *taskView {
-	return &taskView{id: rec.ID, status: mcp.TaskStatusInputRequired, created: rec.Created, updated: rec.Created,
-		message: "waiting for the user's approval", inputRequests: rec.InputRequests}
+	v := baseView(rec)
+	v.status, v.message, v.inputRequests = mcp.TaskStatusInputRequired, "waiting for the user's approval", rec.InputRequests
+	return v
 }
 
 // wire renders a task as the extension's Task object (a DetailedTask on
@@ -459,13 +605,16 @@ func (t *Tasks) wire(v *taskView, resultType string) map[string]any {
 	m := map[string]any{
 		"resultType": resultType, "taskId": v.id, "status": v.status,
 		"createdAt": v.created.UTC().Format(time.RFC3339), "lastUpdatedAt": v.updated.UTC().Format(time.RFC3339),
-		"ttlMs": nil, "pollIntervalMs": t.pollInterval().Milliseconds(),
+		"ttlMs": v.ttl.Milliseconds(), "pollIntervalMs": t.pollInterval().Milliseconds(),
 	}
 	if v.message != "" {
 		m["statusMessage"] = v.message
 	}
 	if v.result != nil {
 		m["result"] = v.result
+	}
+	if v.failure != nil {
+		m["error"] = v.failure
 	}
 	if v.inputRequests != nil {
 		m["inputRequests"] = v.inputRequests
@@ -484,7 +633,7 @@ func (t *Tasks) view(ctx context.Context, id string) (*taskView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &taskView{id: id, created: rec.Created, updated: rec.Created}
+	v := baseView(rec)
 	cancelled, err := t.meta(ctx, taskCancelKey(id))
 	if err != nil {
 		return nil, err
@@ -517,35 +666,65 @@ func (t *Tasks) view(ctx context.Context, id string) (*taskView, error) {
 	return v, nil
 }
 
-// operationView is a commit task: its operation as it stands.
+// taskOperationStopped is the JSON-RPC error code of a failed commit task
+// (in the range JSON-RPC leaves to implementations): its operation ended
+// without a final outcome for every target.
+const taskOperationStopped = -32000
+
+// operationView is a commit task: its operation as it stands, saying no
+// more than get_operation does. It is completed only when the operation
+// finished with every target settled; stopped by tasks/cancel, cancelled;
+// otherwise ended (stopped, interrupted, or with targets pending, in
+// flight or unknown), failed, with the operation's envelope in its error.
 func (t *Tasks) operationView(ctx context.Context, v *taskView, opID string, cancelled bool) (*taskView, error) {
 	op, err := t.d.Engine.Operation(ctx, opID)
 	if err != nil {
 		return nil, err
 	}
 	v.updated = op.UpdatedAt
+	unsettled := op.Counts[selection.TargetPending] + op.Counts[selection.TargetInFlight] + op.Counts[selection.TargetUnknown]
 	settled := op.Total - op.Counts[selection.TargetPending] - op.Counts[selection.TargetInFlight]
+	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d unknown, %d pending (never sent); get_operation has every target",
+		op.Counts[selection.TargetSucceeded], op.Counts[selection.TargetFailed], op.Counts[selection.TargetSkipped],
+		op.Counts[selection.TargetUnknown], op.Counts[selection.TargetPending])
 	switch {
 	case op.Status == selection.OpRunning:
 		v.status = mcp.TaskStatusWorking
 		v.message = fmt.Sprintf("operation %s: %d of %d targets have an outcome", op.ID, settled, op.Total)
+		return v, nil
 	case cancelled && op.Status == selection.OpStopped:
 		v.status = mcp.TaskStatusCancelled
-		v.message = fmt.Sprintf("operation %s stopped: %d succeeded, %d failed, %d skipped, %d unknown, %d pending (never sent); get_operation has every target",
-			op.ID, op.Counts[selection.TargetSucceeded], op.Counts[selection.TargetFailed], op.Counts[selection.TargetSkipped],
-			op.Counts[selection.TargetUnknown], op.Counts[selection.TargetPending])
-	default:
-		t.mu.Lock()
-		s := t.specs["commit_bulk_action"]
-		t.mu.Unlock()
-		env := t.d.operationEnvelope(ctx, op, false, selection.TargetQuery{Limit: 20}, false)
-		env.Finish()
-		b, err := json.Marshal(redactedResult(env, t.d.Redactor, s.TextDefaults...))
-		if err != nil {
-			return nil, err
-		}
-		v.status, v.result = mcp.TaskStatusCompleted, b
+		v.message = fmt.Sprintf("operation %s stopped: %s", op.ID, counts)
+		return v, nil
 	}
+	t.mu.Lock()
+	s := t.specs["commit_bulk_action"]
+	t.mu.Unlock()
+	env := t.d.operationEnvelope(ctx, op, false, selection.TargetQuery{Limit: 20}, false)
+	if env.Problem != nil {
+		// The targets could not be read (logged): the task's state is
+		// not known either.
+		return nil, fmt.Errorf("operation %s: %s", op.ID, env.Problem.Code)
+	}
+	env.Finish()
+	res := redactedResult(env, t.d.Redactor, s.TextDefaults...)
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	if (op.Status == selection.OpCompleted || op.Status == selection.OpCompletedWithFailures) && unsettled == 0 {
+		v.status, v.result = mcp.TaskStatusCompleted, b
+		return v, nil
+	}
+	ended := op.Status
+	if ended == selection.OpCompleted || ended == selection.OpCompletedWithFailures {
+		ended = "finished"
+	}
+	v.status = mcp.TaskStatusFailed
+	v.message = fmt.Sprintf("operation %s %s with %d of %d targets without a final outcome: %s; resume it with commit_bulk_action resume: true",
+		op.ID, ended, unsettled, op.Total, counts)
+	v.failure = map[string]any{"code": taskOperationStopped, "message": "the operation ended without a final outcome for every target",
+		"data": json.RawMessage(b)}
 	return v, nil
 }
 

@@ -37,6 +37,9 @@ func (t *Tasks) Middleware(next http.Handler) http.Handler {
 				TaskID         string             `json:"taskId"`
 				InputResponses mcp.InputResponses `json:"inputResponses"`
 				Meta           json.RawMessage    `json:"_meta"`
+				// Task is the task the client asks for (mcp.TaskParams):
+				// its ttl in milliseconds.
+				Task *mcp.TaskParams `json:"task"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(body, &msg) != nil || len(msg.ID) == 0 || string(msg.ID) == "null" {
@@ -58,6 +61,9 @@ func (t *Tasks) Middleware(next http.Handler) http.Handler {
 				break
 			}
 			slot := &taskSlot{}
+			if msg.Params.Task != nil {
+				slot.ttl = msg.Params.Task.TTL
+			}
 			rec := &taskRecorder{header: http.Header{}}
 			next.ServeHTTP(rec, r.WithContext(withTaskSlot(r.Context(), slot)))
 			if v := slot.made(); v != nil && v.status != "" {

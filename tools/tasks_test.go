@@ -434,3 +434,167 @@ func TestTasks_UnknownTaskIsInvalidParams(t *testing.T) {
 		}
 	}
 }
+
+// panickingStore panics in CreateSelection once armed: a bug deep in a
+// task's background run.
+type panickingStore struct {
+	selection.Store
+	armed atomic.Bool
+}
+
+func (s *panickingStore) CreateSelection(ctx context.Context, sel *selection.Selection) error {
+	if s.armed.Load() {
+		panic("store driver bug: assignment to entry in nil map 7c1d")
+	}
+	return s.Store.CreateSelection(ctx, sel)
+}
+
+// TestTasks_APanicInABackgroundRunIsAnInternalErrorResult: a read task
+// whose run panics does not end the process: the task completes with the
+// INTERNAL_ERROR problem a call's panic answers, under a request id whose
+// log line holds the cause, and nothing of the cause reaches the client.
+func TestTasks_APanicInABackgroundRunIsAnInternalErrorResult(t *testing.T) {
+	t.Parallel()
+	ps := &panickingStore{}
+	h := newHarness(t, withTasks(true), withStore(func(s selection.Store) selection.Store { ps.Store = s; return ps }))
+	rpc := h.taskRPC()
+	ps.armed.Store(true)
+	created := rpc.call("preview_selection", seedPreview(nil))
+	if created["resultType"] != "task" {
+		t.Fatalf("the preview did not answer with a task: %v", created)
+	}
+	done := rpc.wait(created["taskId"], "completed", "failed")
+	res, _ := json.Marshal(done["result"])
+	if strings.Contains(string(res), "7c1d") || strings.Contains(string(res), "nil map") {
+		t.Fatalf("the task's result tells the cause: %s", res)
+	}
+	env := structured(t, done["result"])
+	p, _ := env["problem"].(map[string]any)
+	if p["code"] != string(envelope.ProblemInternal) || p["request_id"] == nil {
+		t.Fatalf("the task's result is not INTERNAL_ERROR with a request id: %v", env)
+	}
+	var logged bool
+	for _, line := range strings.Split(string(h.logs.Bytes()), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["request_id"] == p["request_id"] && strings.Contains(fmt.Sprint(rec["panic"]), "nil map 7c1d") {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Fatalf("no log line holds the panic under request %v", p["request_id"])
+	}
+	// The process still serves.
+	if r := h.call("describe_resources", map[string]any{}); r.env.Problem != nil {
+		t.Fatalf("after the panic: %+v", r.env.Problem)
+	}
+}
+
+// TestTasks_ExpireAfterTheirTTLAndAreDeletedFromTheStore: a task reports
+// its TTL: the default, or the one the client asked for up to the
+// maximum. Past it, tasks/get finds no task, and the store holds none of
+// its keys, whether the task was asked for again or not (a new task sweeps
+// the expired ones).
+func TestTasks_ExpireAfterTheirTTLAndAreDeletedFromTheStore(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	h := newHarness(t, withTasks(true), withClock(clock))
+	rpc := h.taskRPC()
+	p := h.call("preview_selection", seedPreview(nil))
+	// A commit whose selection needs the user's approval: a task waiting
+	// for input, with no operation behind it yet.
+	commit := func(task map[string]any) map[string]any {
+		t.Helper()
+		params := map[string]any{"name": "commit_bulk_action", "arguments": commitArgsFor(p, "execute", nil)}
+		if task != nil {
+			params["task"] = task
+		}
+		res, e := rpc.send("tools/call", params)
+		if e != nil {
+			t.Fatalf("tools/call: %d %s", e.Code, e.Message)
+		}
+		m := asMap(t, res)
+		if m["resultType"] != "task" {
+			t.Fatalf("the commit did not answer with a task: %v", m)
+		}
+		return m
+	}
+	ttl := func(m map[string]any) time.Duration {
+		f, ok := m["ttlMs"].(float64)
+		if !ok {
+			t.Fatalf("the task reports no TTL: %v", m)
+		}
+		return time.Duration(f) * time.Millisecond
+	}
+	byDefault, asked, tooLong := commit(nil), commit(map[string]any{"ttl": 90_000}), commit(map[string]any{"ttl": (48 * time.Hour).Milliseconds()})
+	if ttl(byDefault) != DefaultTaskTTL || ttl(asked) != 90*time.Second || ttl(tooLong) != MaxTaskTTL {
+		t.Fatalf("TTLs %v, %v, %v; want %v, 90s, %v", ttl(byDefault), ttl(asked), ttl(tooLong), DefaultTaskTTL, MaxTaskTTL)
+	}
+	if got := ttl(rpc.get(asked["taskId"])); got != 90*time.Second {
+		t.Fatalf("tasks/get reports a TTL of %v", got)
+	}
+	gone := func(id any) bool {
+		t.Helper()
+		keys, err := h.deps.Store.MetaKeys(context.Background(), taskKey(fmt.Sprint(id)), taskKey(fmt.Sprint(id))+"0", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(keys) == 0
+	}
+	clock.Advance(90*time.Second + time.Millisecond)
+	if _, e := rpc.send("tasks/get", map[string]any{"taskId": asked["taskId"]}); e == nil || e.Code != mcp.INVALID_PARAMS {
+		t.Fatalf("tasks/get past the TTL: %v", e)
+	}
+	if !gone(asked["taskId"]) {
+		t.Fatal("a task past its TTL is still in the store")
+	}
+	if rpc.get(byDefault["taskId"])["status"] == nil || gone(byDefault["taskId"]) {
+		t.Fatal("a task within its TTL is gone")
+	}
+	// Past the default TTL, nobody asks for the task again: the next task
+	// made sweeps it.
+	clock.Advance(DefaultTaskTTL)
+	p = h.call("preview_selection", seedPreview(nil)) // the first expired too
+	commit(nil)
+	if !gone(byDefault["taskId"]) {
+		t.Fatal("a task past its TTL, never asked for again, is still in the store after the next task was made")
+	}
+	if gone(tooLong["taskId"]) {
+		t.Fatal("the task with the maximum TTL is gone before it")
+	}
+}
+
+// TestTasks_AStoppedOperationsTaskIsNeverCompleted: a commit's task agrees
+// with get_operation: an operation that stopped with targets never sent
+// is not a completed task but a failed one, whose error carries the
+// operation's envelope.
+func TestTasks_AStoppedOperationsTaskIsNeverCompleted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withTasks(true))
+	rpc := h.taskRPC()
+	p := h.call("preview_selection", seedPreview(nil))
+	h.approveAsOperator(p.data["selection_id"])
+	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{FailAll: 401})
+	created := rpc.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
+	if created["resultType"] != "task" {
+		t.Fatalf("the commit did not answer with a task: %v", created)
+	}
+	id := fmt.Sprint(created["taskId"])
+	h.deps.Engine.Wait()
+	opID, err := h.deps.Store.Meta(context.Background(), taskOperationKey(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := h.call("get_operation", map[string]any{"operation_id": string(opID)})
+	if op.data["status"] != selection.OpStopped || op.env.Complete {
+		t.Fatalf("the operation: %v", op.data["status"])
+	}
+	task := rpc.get(id)
+	if task["status"] != string(mcp.TaskStatusFailed) || !strings.Contains(fmt.Sprint(task["statusMessage"]), "stopped") {
+		t.Fatalf("a stopped operation's task is %v (%v); get_operation says %v", task["status"], task["statusMessage"], op.data["status"])
+	}
+	e, _ := task["error"].(map[string]any)
+	data := structured(t, e["data"])
+	if d, _ := data["data"].(map[string]any); d["status"] != selection.OpStopped || data["complete"] != false {
+		t.Fatalf("the failed task's error does not carry the operation's envelope: %v", e)
+	}
+}

@@ -10,11 +10,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/airlock-mcp/airlock/envelope"
 )
@@ -33,8 +35,14 @@ func renewMargin(life time.Duration) time.Duration {
 // tokenSource holds one upstream's OAuth 2.0 access token: obtained with
 // the client credentials grant (x/oauth2's clientcredentials), cached,
 // renewed before it expires, and renewed at once when the API refuses it.
-// Concurrent callers share one token request: the lock is held while a
-// token is fetched, and whoever waited finds the new token.
+//
+// Concurrent callers share one token request, whatever its outcome
+// (singleflight): each waits for that one request (bounded by the
+// upstream's timeout) or its own context, never for a queue of them. A
+// failure is remembered: until a backoff is over (tokenBackoffBase,
+// doubled by each failure in a row up to tokenBackoffMax, and never
+// shorter than the endpoint's Retry-After), callers get it again without
+// a request, told that it was answered from memory and until when.
 type tokenSource struct {
 	cfg    clientcredentials.Config
 	hc     *http.Client
@@ -45,11 +53,38 @@ type tokenSource struct {
 	obtained func(*oauth2.Token)
 	host     string
 
-	lock    chan struct{} // one slot: held while reading or fetching the token
+	flight singleflight.Group
+
+	mu      sync.Mutex
 	tok     *oauth2.Token
 	renewAt time.Time // zero: renewed only when refused
+	// failed is the last token request's failure while it is remembered:
+	// from failedAt until retryAt; failures counts those in a row.
+	failed            *TokenError
+	failedAt, retryAt time.Time
+	failures          int
 	// requests counts the token requests sent.
 	requests atomic.Int64
+}
+
+// The backoff of a failed token request: the first failure is remembered
+// for tokenBackoffBase, each one in a row after it twice as long, up to
+// tokenBackoffMax. A Retry-After the endpoint sent lengthens it, up to
+// tokenRetryAfterMax.
+const (
+	tokenBackoffBase   = 5 * time.Second
+	tokenBackoffMax    = 60 * time.Second
+	tokenRetryAfterMax = 5 * time.Minute
+)
+
+// tokenBackoff is how long the n-th failure in a row (from 1) is
+// remembered, at least retryAfter (bounded).
+func tokenBackoff(n int, retryAfter time.Duration) time.Duration {
+	d := tokenBackoffBase
+	for i := 1; i < n && d < tokenBackoffMax; i++ {
+		d *= 2
+	}
+	return max(min(d, tokenBackoffMax), min(retryAfter, tokenRetryAfterMax))
 }
 
 func newTokenSource(cfg clientcredentials.Config, hc *http.Client, clock Clock, logger *slog.Logger, obtained func(*oauth2.Token)) *tokenSource {
@@ -57,58 +92,112 @@ func newTokenSource(cfg clientcredentials.Config, hc *http.Client, clock Clock, 
 	if u, err := url.Parse(cfg.TokenURL); err == nil {
 		host = u.Host
 	}
-	return &tokenSource{cfg: cfg, hc: hc, clock: clock, logger: logger, obtained: obtained, host: host, lock: make(chan struct{}, 1)}
+	return &tokenSource{cfg: cfg, hc: hc, clock: clock, logger: logger, obtained: obtained, host: host}
 }
 
 // token returns a valid access token: the cached one while it is not due
-// for renewal, else a new one. A caller whose context ends while another
-// fetches returns without waiting further.
+// for renewal, else a new one, asked for once by every caller waiting at
+// the time. While a failure is remembered, it is that failure, without a
+// request. A caller whose context ends first returns without waiting
+// further; the request goes on for the others.
 func (ts *tokenSource) token(ctx context.Context) (*oauth2.Token, error) {
+	if tok, err := ts.cached(); tok != nil || err != nil {
+		return tok, err
+	}
+	// The request outlives a caller that leaves: others may wait for it.
+	// The token endpoint's HTTP client bounds it (the upstream's timeout).
+	fetchCtx := context.WithoutCancel(ctx)
+	ch := ts.flight.DoChan("token", func() (any, error) {
+		if tok, err := ts.cached(); tok != nil || err != nil {
+			return tok, err // another flight settled it just before
+		}
+		return ts.fetch(fetchCtx)
+	})
 	select {
-	case ts.lock <- struct{}{}:
+	case r := <-ch:
+		if r.Err != nil {
+			var te *TokenError
+			if errors.As(r.Err, &te) {
+				cp := *te // each caller its own copy
+				return nil, &cp
+			}
+			return nil, r.Err
+		}
+		return r.Val.(*oauth2.Token), nil
 	case <-ctx.Done():
 		return nil, &TokenError{Kind: TokenTimeout, Host: ts.host, canceled: true}
 	}
-	defer func() { <-ts.lock }()
-	if ts.tok != nil && (ts.renewAt.IsZero() || ts.clock.Now().Before(ts.renewAt)) {
+}
+
+// cached is the token in hand while it is not due for renewal, or the
+// remembered failure while its backoff lasts; neither: nil, nil.
+func (ts *tokenSource) cached() (*oauth2.Token, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	now := ts.clock.Now()
+	if ts.tok != nil && (ts.renewAt.IsZero() || now.Before(ts.renewAt)) {
 		return ts.tok, nil
 	}
-	return ts.fetchLocked(ctx)
+	if ts.failed != nil && now.Before(ts.retryAt) {
+		cp := *ts.failed
+		cp.RememberedAt, cp.RememberedUntil, cp.now = ts.failedAt, ts.retryAt, now
+		return nil, &cp
+	}
+	return nil, nil
 }
 
 // refused drops the cached token when it is the one the API refused, so
 // that the next call fetches another. Many requests refused with the same
 // token drop it once: they then share the one renewal.
 func (ts *tokenSource) refused(access string) {
-	ts.lock <- struct{}{}
-	defer func() { <-ts.lock }()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
 	if ts.tok != nil && ts.tok.AccessToken == access {
 		ts.tok = nil
 	}
 }
 
-func (ts *tokenSource) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
+// fetch asks the token endpoint for a token, and keeps the token, or
+// remembers the failure.
+func (ts *tokenSource) fetch(ctx context.Context) (*oauth2.Token, error) {
 	ts.requests.Add(1)
 	start := ts.clock.Now()
 	tok, err := ts.cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, ts.hc))
 	if err != nil {
 		te := classifyTokenError(ctx, ts.host, err)
-		ts.logger.Warn("token request failed", "token_host", ts.host, "kind", te.Kind.String(), "status", te.Status, "error_code", envelope.SafeName(te.ErrorCode))
+		wait := ts.remember(te, start)
+		ts.logger.Warn("token request failed", "token_host", ts.host, "kind", te.Kind.String(), "status", te.Status, "error_code", envelope.SafeName(te.ErrorCode),
+			"asks_again_in_s", int(wait.Seconds()))
 		return nil, te
 	}
 	if typ := tok.Type(); !strings.EqualFold(typ, "bearer") {
 		// A token bound to a proof (DPoP, MAC) cannot be sent as a bearer.
 		ts.obtained(tok)
-		return nil, &TokenError{Kind: TokenInvalidResponse, Host: ts.host, Detail: "the token's type is " + envelope.SafeName(typ) + ", not Bearer"}
+		te := &TokenError{Kind: TokenInvalidResponse, Host: ts.host, Detail: "the token's type is " + envelope.SafeName(typ) + ", not Bearer"}
+		ts.remember(te, start)
+		return nil, te
 	}
 	ts.obtained(tok)
+	ts.mu.Lock()
 	ts.tok = tok
 	ts.renewAt = time.Time{}
 	if life := lifetime(tok); life > 0 {
 		ts.renewAt = start.Add(life - renewMargin(life))
 	}
+	ts.failed, ts.failures = nil, 0
+	ts.mu.Unlock()
 	ts.logger.Debug("access token obtained", "token_host", ts.host, "expires_in_s", int(lifetime(tok).Seconds()), "scope", grantedScope(tok))
 	return tok, nil
+}
+
+// remember keeps a failure for its backoff and returns the backoff.
+func (ts *tokenSource) remember(te *TokenError, at time.Time) time.Duration {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.failures++
+	wait := tokenBackoff(ts.failures, te.RetryAfter)
+	ts.failed, ts.failedAt, ts.retryAt = te, at, at.Add(wait)
+	return wait
 }
 
 // lifetime is how long the token is valid from when it was asked for:
@@ -186,8 +275,13 @@ type TokenError struct {
 	Body       []byte
 	RetryAfter time.Duration
 	// Detail is built from fixed text: why a 2xx was not a token.
-	Detail   string
-	canceled bool
+	Detail string
+	// RememberedAt and RememberedUntil are set when the failure was
+	// answered from memory, without a request: it happened at
+	// RememberedAt, and the endpoint is asked again from RememberedUntil.
+	RememberedAt, RememberedUntil time.Time
+	now                           time.Time // when it was answered from memory
+	canceled                      bool
 }
 
 func (e *TokenError) Error() string {
@@ -309,6 +403,15 @@ func tokenProblem(te *TokenError) *envelope.Problem {
 	p.StateChanged = ""
 	if len(te.Body) > 0 {
 		p.UpstreamMessage = UpstreamMessage(te.Header, te.Body)
+	}
+	if !te.RememberedUntil.IsZero() {
+		ago := max(int(te.now.Sub(te.RememberedAt)/time.Second), 0)
+		p.Detail += fmt.Sprintf(" airlock answered from memory: the token request failed %d s ago, and airlock asks the authorization server again only after %s.",
+			ago, te.RememberedUntil.UTC().Format(time.RFC3339))
+		p.RememberedUntil = te.RememberedUntil.UTC().Format(time.RFC3339)
+		if p.Retryable {
+			p.SetRetryAfter(max(int((te.RememberedUntil.Sub(te.now)+time.Second-1)/time.Second), 1))
+		}
 	}
 	return p
 }

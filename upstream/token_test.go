@@ -352,3 +352,121 @@ func TestOAuth2_ACanceledCallerDoesNotWaitForAnotherCallersTokenRequest(t *testi
 		t.Fatalf("kind %d, want canceled", he.Kind)
 	}
 }
+
+// failingEndpoint answers every token request 500 until fixed is set.
+func failingEndpoint(fixed *atomic.Bool) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if fixed != nil && fixed.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"access_token":"tok-fixed-a8f3c9e1","token_type":"Bearer","expires_in":3600}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `{"error":"server_error"}`)
+	}
+}
+
+// TestOAuth2_AFailedTokenRequestIsRememberedWithBackoff: after the token
+// endpoint failed, the calls that follow within the backoff are answered
+// from memory (saying so, and until when) without a token request; once
+// the backoff is over, one request asks again, and a failure again doubles
+// the wait. A success ends the memory.
+func TestOAuth2_AFailedTokenRequestIsRememberedWithBackoff(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	var fixed atomic.Bool
+	te := &oauthtest.TokenEndpoint{Answer: failingEndpoint(&fixed)}
+	api := &oauthtest.API{}
+	c, base := oauthClient(t, te, api, "", "", Options{Clock: clock})
+	var problems []*envelope.Problem
+	for range 5 {
+		_, err := get(t, c, base.URL)
+		problems = append(problems, ProblemFor(err, nil))
+	}
+	if n := te.Requests.Load(); n != 1 {
+		t.Fatalf("5 calls in a row after a failure made %d token requests, want 1", n)
+	}
+	for i, p := range problems {
+		if p.Code != envelope.ProblemTokenEndpointFailed || !p.Retryable {
+			t.Fatalf("call %d: problem %s (retryable %v)", i+1, p.Code, p.Retryable)
+		}
+		if i > 0 && (p.RememberedUntil == "" || !strings.Contains(p.Detail, "from memory") || p.RetryAfterSeconds == nil || *p.RetryAfterSeconds > int(tokenBackoffBase/time.Second)) {
+			t.Fatalf("call %d, answered without a request, does not say so and until when: %+v", i+1, p)
+		}
+	}
+	clock.Advance(tokenBackoffBase)
+	for range 3 {
+		_, _ = get(t, c, base.URL)
+	}
+	if n := te.Requests.Load(); n != 2 {
+		t.Fatalf("after the backoff, 3 calls made %d token requests in all, want 2 (one asks again)", n)
+	}
+	// The second failure doubled the wait.
+	clock.Advance(tokenBackoffBase)
+	if _, err := get(t, c, base.URL); err == nil || te.Requests.Load() != 2 {
+		t.Fatalf("within the doubled backoff: %v, %d token requests", err, te.Requests.Load())
+	}
+	fixed.Store(true)
+	clock.Advance(tokenBackoffBase)
+	for range 3 {
+		if _, err := get(t, c, base.URL); err != nil {
+			t.Fatalf("the endpoint recovered, the backoff is over: %v", err)
+		}
+	}
+	if n := te.Requests.Load(); n != 3 || api.Hits.Load() != 3 {
+		t.Fatalf("%d token requests, %d API requests; want 3 and 3", n, api.Hits.Load())
+	}
+}
+
+// TestOAuth2_ConcurrentCallsShareOneFailedTokenRequest: 5 calls waiting at
+// once for a token that the endpoint then refuses to issue share the one
+// request and its failure.
+func TestOAuth2_ConcurrentCallsShareOneFailedTokenRequest(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	te := &oauthtest.TokenEndpoint{Answer: failingEndpoint(nil), Gate: make(chan struct{})}
+	c, base := oauthClient(t, te, &oauthtest.API{}, "concurrency: 5", "", Options{Clock: clock})
+	errs := make(chan error, 5)
+	for range 5 {
+		go func() {
+			_, err := get(t, c, base.URL)
+			errs <- err
+		}()
+	}
+	for te.Requests.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(te.Gate)
+	for range 5 {
+		if p := ProblemFor(<-errs, nil); p.Code != envelope.ProblemTokenEndpointFailed {
+			t.Fatalf("problem %s", p.Code)
+		}
+	}
+	if n := te.Requests.Load(); n != 1 {
+		t.Fatalf("5 concurrent calls made %d token requests, want 1", n)
+	}
+}
+
+// TestOAuth2_ASlowTokenEndpointCostsEachCallerOneTimeout: N callers
+// waiting at once on a token endpoint that never answers share one
+// request, so each waits for one timeout, not for N in a row.
+func TestOAuth2_ASlowTokenEndpointCostsEachCallerOneTimeout(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	te := &oauthtest.TokenEndpoint{Answer: func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
+	const n = 6
+	c, base := oauthClient(t, te, &oauthtest.API{}, fmt.Sprintf("timeout: 100ms\nconcurrency: %d", n), "", Options{Clock: clock})
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := get(t, c, base.URL)
+			errs <- err
+		}()
+	}
+	for range n {
+		if p := ProblemFor(<-errs, nil); p.Code != envelope.ProblemTokenEndpointTimeout {
+			t.Fatalf("problem %s", p.Code)
+		}
+	}
+	if got := te.Requests.Load(); got != 1 {
+		t.Fatalf("%d concurrent callers made %d token requests, each a timeout waited for in turn; want 1", n, got)
+	}
+}

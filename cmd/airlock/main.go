@@ -72,6 +72,7 @@ Environment
   AIRLOCK_LEASE_TTL      how long a running operation's lease lasts without renewal (default 30s)
   AIRLOCK_SHUTDOWN_GRACE how long a stopping serve waits for running operations (default 30s)
   AIRLOCK_HTTP_TOKEN     the bearer token of serve --http (off loopback, this or OAuth is required)
+  AIRLOCK_METRICS_TOKEN  the bearer token of serve --metrics (off loopback, this or OAuth is required)
   AIRLOCK_OAUTH_ISSUER   (and _RESOURCE, _AUDIENCE, _REQUIRED_SCOPES, _JWKS_URL, _GROUPS_CLAIM, _SKEW)
                          serve --http as an OAuth resource server: see airlock serve --help
   AIRLOCK_REVIEW_TOKEN   the token of the review page (required off loopback)
@@ -213,7 +214,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body, in `BYTES`; a larger one is answered 413")
 	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once, `N`; past it, 503")
 	scanMemory := fs.Int("scan-memory", tools.DefaultScanMemory, "the most memory, in `BYTES`, this process holds of the frozen scans search_all cursors continue (the store keeps them all)")
-	metricsAddr := fs.String("metrics", "", "with --http: serve Prometheus metrics at /metrics, and the probes, on `ADDR` (host:port; a host-less :port binds loopback)")
+	metricsAddr := fs.String("metrics", "", "with --http: serve Prometheus metrics at /metrics, and the probes, on `ADDR` (host:port; a host-less :port binds loopback; off loopback, $"+envMetricsToken+" or OAuth is required)")
 	readOnly := fs.Bool("read-only", false, "offer no write tool (neither preview_selection nor commit_bulk_action)")
 	graceFlag := fs.String("shutdown-grace", os.Getenv(envShutdownGrace), "on SIGINT or SIGTERM, wait this `DURATION` for running operations before cancelling them; a second signal exits at once (default $"+envShutdownGrace+", else 30s)")
 	only := fs.String("tools", "", "offer only these tools, a comma-separated `LIST` of names")
@@ -260,9 +261,19 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if *httpAddr != "" && !loopback && token == "" && !oauthOpts.set() {
 		return errors.New("--http binds a non-loopback address: set AIRLOCK_HTTP_TOKEN, or --oauth-issuer and --oauth-resource, so that clients must present a bearer token")
 	}
+	metricsToken := os.Getenv(envMetricsToken)
+	if *metricsAddr != "" {
+		_, metricsLoopback, err := bindAddr(*metricsAddr)
+		if err != nil {
+			return usagef("--metrics %q: %v", *metricsAddr, err)
+		}
+		if !metricsLoopback && metricsToken == "" && !oauthOpts.set() {
+			return errors.New("--metrics binds a non-loopback address: set " + envMetricsToken + ", or --oauth-issuer and --oauth-resource, so that scrapers must present a bearer token")
+		}
+	}
 	// Everything logged passes through the redactor, which learns the
 	// upstream credentials when the configuration is loaded.
-	red := redact.New(os.Getenv("AIRLOCK_HTTP_TOKEN"), os.Getenv("AIRLOCK_REVIEW_TOKEN"))
+	red := redact.New(os.Getenv("AIRLOCK_HTTP_TOKEN"), os.Getenv("AIRLOCK_REVIEW_TOKEN"), metricsToken)
 	logger, closeLog, err := logOpts.open(stderr, red)
 	if err != nil {
 		return err
@@ -341,9 +352,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	probes := tools.HealthHandlers(deps.Store)
 	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams, OAuth: oauth,
-		WrapMCP: deps.Tasks.Middleware, Probes: probes}
+		WrapMCP: deps.Tasks.Middleware, Probes: probes, Store: deps.Store, Clock: deps.Clock}
 	if *metricsAddr != "" {
-		stopMetrics, err := ops.serveMetrics(ctx, *metricsAddr, probes, logger)
+		stopMetrics, err := ops.serveMetrics(ctx, *metricsAddr, tools.HTTPOptions{Token: metricsToken, OAuth: oauth,
+			AllowedOrigins: origins, Logger: logger, Probes: probes})
 		if err != nil {
 			return err
 		}

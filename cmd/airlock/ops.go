@@ -79,8 +79,15 @@ func (o *operability) close() {
 	_ = o.shutdown(ctx)
 }
 
-// serveMetrics serves /metrics and the probes on addr until ctx is done.
-func (o *operability) serveMetrics(ctx context.Context, addr string, probes map[string]http.Handler, logger *slog.Logger) (func(), error) {
+// envMetricsToken names the bearer token the metrics listener requires
+// (always when set; off loopback, it or OAuth must be).
+const envMetricsToken = "AIRLOCK_METRICS_TOKEN"
+
+// serveMetrics serves /metrics and the probes on addr until ctx is done,
+// behind the checks of opts (Host, Origin, token: see
+// tools.Metrics.MetricsHandler).
+func (o *operability) serveMetrics(ctx context.Context, addr string, opts tools.HTTPOptions) (func(), error) {
+	logger := opts.Logger
 	bind, _, err := bindAddr(addr)
 	if err != nil {
 		return nil, usagef("--metrics %q: %v", addr, err)
@@ -89,11 +96,7 @@ func (o *operability) serveMetrics(ctx context.Context, addr string, probes map[
 	if err != nil {
 		return nil, err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", o.metrics.Handler())
-	for p, h := range probes {
-		mux.Handle(p, h)
-	}
+	mux := o.metrics.MetricsHandler(opts)
 	hs := tools.NewHTTPServer(mux, logger)
 	done := make(chan struct{})
 	go func() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -42,5 +43,82 @@ func TestServe_ServesProbesAndMetrics(t *testing.T) {
 		if code != http.StatusOK || !strings.Contains(body, want) {
 			t.Fatalf("/metrics (%d) lacks %s:\n%s", code, want, body)
 		}
+	}
+}
+
+// TestServe_MetricsListenerIsGuardedLikeMCP: the metrics listener answers
+// a foreign Host (DNS rebinding) and a foreign Origin 403 as /mcp does,
+// and, with AIRLOCK_METRICS_TOKEN set, serves /metrics only to a request
+// that carries it; Prometheus scrapes with the token, and the probes
+// answer without one.
+func TestServe_MetricsListenerIsGuardedLikeMCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a process; skipped with -short")
+	}
+	const token = "scrape-7f3e-token-of-the-metrics-listener"
+	s := newReplicaSetup(t, storeKinds[0], nil)
+	metrics := freePort(t)
+	startChildEnv(t, s.config, filepath.Join(t.TempDir(), "airlock.db"), []string{"AIRLOCK_METRICS_TOKEN=" + token}, "--metrics", metrics)
+	get := func(path string, header map[string]string, host string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, "http://"+metrics+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	bearer := map[string]string{"Authorization": "Bearer " + token}
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		host   string
+		want   int
+	}{
+		{"a foreign Host (DNS rebinding), with the token", bearer, "metrics.attacker.example:80", http.StatusForbidden},
+		{"a foreign Origin, with the token", map[string]string{"Authorization": "Bearer " + token, "Origin": "https://attacker.example"}, "", http.StatusForbidden},
+		{"no token", nil, "", http.StatusUnauthorized},
+		{"a wrong token", map[string]string{"Authorization": "Bearer not-" + token}, "", http.StatusUnauthorized},
+		{"the token", bearer, "", http.StatusOK},
+	} {
+		code, body := get("/metrics", tc.header, tc.host)
+		if code != tc.want {
+			t.Errorf("%s: /metrics answered %d, want %d", tc.name, code, tc.want)
+		}
+		if tc.want != http.StatusOK && strings.Contains(body, "airlock_") {
+			t.Errorf("%s: refused, yet the answer holds metrics:\n%s", tc.name, body)
+		}
+		if tc.want == http.StatusOK && !strings.Contains(body, "go_goroutines") {
+			t.Errorf("%s: the scrape lacks the metrics:\n%s", tc.name, body)
+		}
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, body := get(p, nil, ""); code != http.StatusOK {
+			t.Errorf("%s without a token: %d %s", p, code, body)
+		}
+	}
+}
+
+// TestServe_RefusesPublicMetricsAddressWithoutToken: --metrics on a
+// non-loopback address starts nothing unless a token guards it
+// (AIRLOCK_METRICS_TOKEN, or OAuth), as --http is refused without one.
+func TestServe_RefusesPublicMetricsAddressWithoutToken(t *testing.T) {
+	t.Setenv("AIRLOCK_METRICS_TOKEN", "")
+	t.Setenv("AIRLOCK_HTTP_TOKEN", "")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	var out, errb bytes.Buffer
+	code := run([]string{"serve", "--demo", "--http", "127.0.0.1:0", "--metrics", "0.0.0.0:0"}, nil, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "AIRLOCK_METRICS_TOKEN") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

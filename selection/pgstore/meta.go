@@ -38,6 +38,27 @@ func (s *Postgres) SetMetaIfAbsent(ctx context.Context, key string, value []byte
 	return v, nil
 }
 
+func (s *Postgres) MetaKeys(ctx context.Context, from, to string, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key FROM meta WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3`, from, to, limit)
+	if err != nil {
+		return nil, fmt.Errorf("meta keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("meta keys: %w", err)
+	}
+	return keys, nil
+}
+
+func (s *Postgres) DeleteMeta(ctx context.Context, key string) error {
+	// The keys below key are those from key/ up to key0 ('0' follows '/';
+	// the column's collation is C: byte order).
+	if _, err := s.pool.Exec(ctx, `DELETE FROM meta WHERE key = $1 OR (key >= $2 AND key < $3)`, key, key+"/", key+"0"); err != nil {
+		return fmt.Errorf("delete meta: %w", err)
+	}
+	return nil
+}
+
 // PutScan stores the scan and prunes the others under an advisory lock,
 // so that replicas pruning at once do not deadlock on each other's rows.
 func (s *Postgres) PutScan(ctx context.Context, sc selection.FrozenScan, b selection.ScanBounds) error {

@@ -40,6 +40,31 @@ func (s *SQLite) SetMetaIfAbsent(ctx context.Context, key string, value []byte) 
 	return v, nil
 }
 
+func (s *SQLite) MetaKeys(ctx context.Context, from, to string, limit int) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT key FROM meta WHERE key >= ? AND key < ? ORDER BY key LIMIT ?`, from, to, limit)
+	if err != nil {
+		return nil, fmt.Errorf("meta keys: %w", err)
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("meta keys: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+func (s *SQLite) DeleteMeta(ctx context.Context, key string) error {
+	// The keys below key are those from key/ up to key0 ('0' follows '/').
+	if _, err := s.exec(ctx, `DELETE FROM meta WHERE key = ? OR (key >= ? AND key < ?)`, key, key+"/", key+"0"); err != nil {
+		return fmt.Errorf("delete meta: %w", err)
+	}
+	return nil
+}
+
 func (s *SQLite) PutScan(ctx context.Context, sc selection.FrozenScan, b selection.ScanBounds) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := sc.UsedAt.UnixNano()

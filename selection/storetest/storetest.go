@@ -47,6 +47,7 @@ func Run(t *testing.T, o Opener) {
 	t.Run("ApprovalUsedOnceAcrossConcurrentCallers", func(t *testing.T) { testApprovalUsedOnceAcrossConcurrentCallers(t, o) })
 	t.Run("FrozenScansAreBounded", func(t *testing.T) { testFrozenScansAreBounded(t, o) })
 	t.Run("MetaApprovalsAudit", func(t *testing.T) { testMetaApprovalsAudit(t, o) })
+	t.Run("MetaKeysListInByteOrderAndDeleteMetaTakesAKeyAndItsTree", func(t *testing.T) { testMetaKeysAndDeleteMeta(t, o) })
 	t.Run("ApprovedCategoriesAreAddedNotReplaced", func(t *testing.T) { testApprovedCategoriesAreAddedNotReplaced(t, o) })
 	t.Run("NoncesAreUsedOnceAndForgottenAfterTheirTime", func(t *testing.T) { testNoncesAreUsedOnceAndForgottenAfterTheirTime(t, o) })
 	t.Run("EveryRecordNamesItsPrincipal", func(t *testing.T) { testEveryRecordNamesItsPrincipal(t, o) })
@@ -517,6 +518,42 @@ func testMetaApprovalsAudit(t *testing.T, o Opener) {
 	trail, err := s.AuditTrail(ctx, "op_a")
 	if err != nil || len(trail) != 2 || trail[0].Event != "approved" || trail[1].Method != "POST" {
 		t.Fatalf("audit trail: %+v %v", trail, err)
+	}
+}
+
+// testMetaKeysAndDeleteMeta: MetaKeys lists a range of keys in byte
+// order, up to a limit; DeleteMeta removes a key and the keys below it
+// (key/...), and never a key that only starts like it ("task/a0",
+// "task/a.", "task/ab"): an expired task's records go, its neighbours stay.
+func testMetaKeysAndDeleteMeta(t *testing.T, o Opener) {
+	ctx := context.Background()
+	s := o.Open(t)
+	all := []string{"task-expiry/0001/a", "task-expiry/0002/b", "task/a", "task/a.", "task/a/attempt/1", "task/a/result", "task/a0", "task/ab", "task/ab/result", "task/b", "tasks"}
+	for _, k := range all {
+		setup(t, "set "+k, s.SetMeta(ctx, k, []byte("v")))
+	}
+	keys, err := s.MetaKeys(ctx, "task/", "task0", 100)
+	if want := []string{"task/a", "task/a.", "task/a/attempt/1", "task/a/result", "task/a0", "task/ab", "task/ab/result", "task/b"}; err != nil || !slices.Equal(keys, want) {
+		t.Fatalf("MetaKeys [task/, task0): %q %v; want %q", keys, err, want)
+	}
+	if keys, err := s.MetaKeys(ctx, "task-expiry/", "task-expiry/0002", 100); err != nil || !slices.Equal(keys, []string{"task-expiry/0001/a"}) {
+		t.Fatalf("MetaKeys below a bound: %q %v", keys, err)
+	}
+	if keys, err := s.MetaKeys(ctx, "", "\x7f", 3); err != nil || !slices.Equal(keys, all[:3]) {
+		t.Fatalf("MetaKeys with a limit of 3: %q %v", keys, err)
+	}
+	if err := s.DeleteMeta(ctx, "task/a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMeta(ctx, "task/none"); err != nil {
+		t.Fatalf("deleting what is not there: %v", err)
+	}
+	keys, err = s.MetaKeys(ctx, "", "\x7f", 100)
+	if want := []string{"task-expiry/0001/a", "task-expiry/0002/b", "task/a.", "task/a0", "task/ab", "task/ab/result", "task/b", "tasks"}; err != nil || !slices.Equal(keys, want) {
+		t.Fatalf("after DeleteMeta(task/a): %q %v; want %q", keys, err, want)
+	}
+	if _, err := s.Meta(ctx, "task/a"); !errors.Is(err, selection.ErrNotFound) {
+		t.Fatalf("a deleted key: %v", err)
 	}
 }
 
