@@ -58,7 +58,9 @@ type harness struct {
 	// url is the HTTP server's base URL (streamable HTTP only).
 	url string
 	// logs is everything airlock logged, as JSON lines.
-	logs    *syncBuffer
+	logs *syncBuffer
+	// dbPath is the store's SQLite file.
+	dbPath  string
 	notesMu sync.Mutex
 	notes   []mcp.JSONRPCNotification
 }
@@ -237,7 +239,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		deps.Engine.CancelPoll = 10 * time.Millisecond
 	}
 	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
-		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs}
+		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs, dbPath: dbPath}
 	h.textDefaults = sync.OnceValue(func() map[string][]envelope.TextDefault {
 		m := map[string][]envelope.TextDefault{}
 		for _, sp := range deps.Specs() {

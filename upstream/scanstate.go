@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -48,20 +49,76 @@ func seenKey(salt uint64, source, id string) uint64 {
 }
 
 // scanStateVersion is the version of the saved form; a state of another
-// version is refused (the scan restarts).
-const scanStateVersion = 1
+// version is refused (the scan restarts). Version 2 seals what the
+// upstream handed out to continue a list.
+const scanStateVersion = 2
+
+// StateSealer encrypts what a saved scan keeps that the upstream handed
+// out to continue its list (next links, cursors, snapshots, points in
+// time): the state is stored for any process to continue, and such a
+// value can carry a credential (a cursor that is base64 of the request's
+// own query, its API key included). Sealed, it is never redacted either,
+// which would corrupt the continuation. signing.Box is one.
+type StateSealer interface {
+	// Seal returns plain encrypted for label.
+	Seal(plain []byte, label string) string
+	// Open returns what Seal was given, or an error for a value it did
+	// not seal for label under this key.
+	Open(sealed, label string) ([]byte, error)
+}
+
+// sealLabel is what sealed continuations are for.
+const sealLabel = "airlock scan continuation"
+
+// continuation is what savedPage and savedScan seal.
+type continuation struct {
+	Cursor   string `json:"cursor,omitempty"`
+	NextURL  string `json:"next_url,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+	PIT      string `json:"pit,omitempty"`
+	LastID   string `json:"last_id,omitempty"`
+}
+
+func (c continuation) seal(sealer StateSealer) (string, error) {
+	if c == (continuation{}) {
+		return "", nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return sealer.Seal(b, sealLabel), nil
+}
+
+// openContinuation reads a sealed continuation. Its error names no part
+// of the value: a caller logs it.
+func openContinuation(sealed string, sealer StateSealer) (continuation, error) {
+	var c continuation
+	if sealed == "" {
+		return c, nil
+	}
+	b, err := sealer.Open(sealed, sealLabel)
+	if err != nil {
+		return c, fmt.Errorf("a sealed continuation does not open (another key, or altered): %w", err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, errors.New("a sealed continuation is not one")
+	}
+	return c, nil
+}
 
 type savedScan struct {
-	V          int                `json:"v"`
-	Salt       uint64             `json:"salt"`
-	Sources    []savedSource      `json:"sources"`
-	Pages      int                `json:"pages"`
-	Scanned    int                `json:"scanned"`
-	Matched    int                `json:"matched"`
-	Groups     []savedGroup       `json:"groups,omitempty"`
-	Seen       []byte             `json:"seen,omitempty"`
-	Elapsed    time.Duration      `json:"elapsed"`
-	Snapshot   string             `json:"snapshot,omitempty"`
+	V       int           `json:"v"`
+	Salt    uint64        `json:"salt"`
+	Sources []savedSource `json:"sources"`
+	Pages   int           `json:"pages"`
+	Scanned int           `json:"scanned"`
+	Matched int           `json:"matched"`
+	Groups  []savedGroup  `json:"groups,omitempty"`
+	Seen    []byte        `json:"seen,omitempty"`
+	Elapsed time.Duration `json:"elapsed"`
+	// Sealed holds the scan's snapshot (a continuation's Snapshot).
+	Sealed     string             `json:"sealed,omitempty"`
 	Estimate   *int               `json:"estimate,omitempty"`
 	Sticky     []envelope.Reason  `json:"sticky,omitempty"`
 	Warnings   []envelope.Warning `json:"warnings,omitempty"`
@@ -88,17 +145,16 @@ type savedSource struct {
 	ShortOf    int           `json:"short_of,omitempty"`
 }
 
+// savedPage is where a source stands. What the upstream handed out to
+// continue (cursor, next URL, snapshot, point in time, the last id read)
+// is Sealed.
 type savedPage struct {
-	Cursor   string `json:"cursor,omitempty"`
-	NextURL  string `json:"next_url,omitempty"`
-	Offset   int    `json:"offset,omitempty"`
-	Page     int    `json:"page,omitempty"`
-	Snapshot string `json:"snapshot,omitempty"`
-	PIT      string `json:"pit,omitempty"`
-	Total    *int   `json:"total,omitempty"`
-	LastID   string `json:"last_id,omitempty"`
-	Started  bool   `json:"started,omitempty"`
-	Done     bool   `json:"done,omitempty"`
+	Sealed  string `json:"sealed,omitempty"`
+	Offset  int    `json:"offset,omitempty"`
+	Page    int    `json:"page,omitempty"`
+	Total   *int   `json:"total,omitempty"`
+	Started bool   `json:"started,omitempty"`
+	Done    bool   `json:"done,omitempty"`
 }
 
 type savedGroup struct {
@@ -126,19 +182,31 @@ func setKeys(m map[string]bool) []string {
 
 // State saves the scan's progress (not its spec or sink, which the caller
 // gives again to ResumeScan): where each source stands, what was counted,
-// the ids seen, the reasons and warnings so far. Call it between Runs.
-func (s *Scan) State() ([]byte, error) {
+// the ids seen, the reasons and warnings so far. What the upstream handed
+// out to continue is sealed with sealer, which must not be nil. Call it
+// between Runs.
+func (s *Scan) State(sealer StateSealer) ([]byte, error) {
+	if sealer == nil {
+		return nil, errors.New("save scan: no sealer for its continuations")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := savedScan{V: scanStateVersion, Salt: s.salt, Pages: s.pages, Scanned: s.scanned, Matched: s.matched, Elapsed: s.elapsed,
-		Snapshot: s.snapshot, Estimate: s.estimate, Sticky: s.sticky, Warnings: s.warnings, Normalized: setKeys(s.normalized),
+		Estimate: s.estimate, Sticky: s.sticky, Warnings: s.warnings, Normalized: setKeys(s.normalized),
 		Aliases: setKeys(s.aliases), EnumDrift: setKeys(s.enumDrift), FieldDrift: setKeys(s.fieldDrift), Budget: s.budget,
 		NullLike: s.nullLike, NullCount: s.nullLikeCount}
+	var err error
+	if st.Sealed, err = (continuation{Snapshot: s.snapshot}).seal(sealer); err != nil {
+		return nil, fmt.Errorf("save scan: %w", err)
+	}
 	for _, src := range s.srcs {
-		ps := savedPage{Cursor: src.state.Cursor, Offset: src.state.Offset, Page: src.state.Page, Snapshot: src.state.Snapshot, PIT: src.state.PIT,
-			Total: src.state.Total, LastID: src.state.LastID, Started: src.state.Started, Done: src.state.Done}
+		c := continuation{Cursor: src.state.Cursor, Snapshot: src.state.Snapshot, PIT: src.state.PIT, LastID: src.state.LastID}
 		if src.state.NextURL != nil {
-			ps.NextURL = src.state.NextURL.String()
+			c.NextURL = src.state.NextURL.String()
+		}
+		ps := savedPage{Offset: src.state.Offset, Page: src.state.Page, Total: src.state.Total, Started: src.state.Started, Done: src.state.Done}
+		if ps.Sealed, err = c.seal(sealer); err != nil {
+			return nil, fmt.Errorf("save scan: %w", err)
 		}
 		st.Sources = append(st.Sources, savedSource{Name: src.cfg.Name, State: ps, Status: src.status, Pages: src.pages, Items: src.items,
 			LastID: src.lastID, RetryAfter: src.retryAfter, Signal: src.signal, Capped: src.capped, ShortOf: src.shortOf})
@@ -168,11 +236,16 @@ func (s *Scan) State() ([]byte, error) {
 }
 
 // ResumeScan rebuilds a scan saved by Scan.State, in this process or
-// another, with the same spec it was started with: a Run continues where
-// the saved scan stopped and its Outcome is the saved one. A state this
-// resource's configuration cannot continue (its sources changed, another
-// version) is an error; the caller then starts over.
-func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
+// another, with the same spec it was started with and a sealer with the
+// same key: a Run continues where the saved scan stopped and its Outcome
+// is the saved one. A state this resource's configuration cannot continue
+// (its sources changed, another version) or whose continuations do not
+// open is an error, which names no part of them; the caller then starts
+// over.
+func (r *Resource) ResumeScan(spec ScanSpec, state []byte, sealer StateSealer) (*Scan, error) {
+	if sealer == nil {
+		return nil, errors.New("resume scan: no sealer for its continuations")
+	}
 	var st savedScan
 	dec := json.NewDecoder(bytes.NewReader(state))
 	dec.UseNumber()
@@ -191,20 +264,29 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
 		if ss.Name != src.cfg.Name {
 			return nil, fmt.Errorf("resume scan: source %q saved where %q is configured", ss.Name, src.cfg.Name)
 		}
-		ps := pageState{Cursor: ss.State.Cursor, Offset: ss.State.Offset, Page: ss.State.Page, Snapshot: ss.State.Snapshot, PIT: ss.State.PIT,
-			Total: ss.State.Total, LastID: ss.State.LastID, Started: ss.State.Started, Done: ss.State.Done}
-		if ss.State.NextURL != "" {
-			u, err := url.Parse(ss.State.NextURL)
+		c, err := openContinuation(ss.State.Sealed, sealer)
+		if err != nil {
+			return nil, fmt.Errorf("resume scan: source %q: %w", ss.Name, err)
+		}
+		ps := pageState{Cursor: c.Cursor, Offset: ss.State.Offset, Page: ss.State.Page, Snapshot: c.Snapshot, PIT: c.PIT,
+			Total: ss.State.Total, LastID: c.LastID, Started: ss.State.Started, Done: ss.State.Done}
+		if c.NextURL != "" {
+			u, err := url.Parse(c.NextURL)
 			if err != nil {
-				return nil, fmt.Errorf("resume scan: %w", err)
+				// Its error would quote the URL.
+				return nil, fmt.Errorf("resume scan: source %q: a saved next URL does not parse", ss.Name)
 			}
 			ps.NextURL = u
 		}
 		src.state, src.status, src.pages, src.items, src.lastID = ps, ss.Status, ss.Pages, ss.Items, ss.LastID
 		src.retryAfter, src.signal, src.capped, src.shortOf = ss.RetryAfter, ss.Signal, ss.Capped, ss.ShortOf
 	}
+	scan, err := openContinuation(st.Sealed, sealer)
+	if err != nil {
+		return nil, fmt.Errorf("resume scan: %w", err)
+	}
 	s.salt, s.pages, s.scanned, s.matched, s.elapsed = st.Salt, st.Pages, st.Scanned, st.Matched, st.Elapsed
-	s.snapshot, s.estimate, s.sticky, s.warnings, s.budget = st.Snapshot, st.Estimate, st.Sticky, st.Warnings, st.Budget
+	s.snapshot, s.estimate, s.sticky, s.warnings, s.budget = scan.Snapshot, st.Estimate, st.Sticky, st.Warnings, st.Budget
 	for k, n := range st.NullLike {
 		s.nullLike[k] = n
 	}
