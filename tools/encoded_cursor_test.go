@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -222,5 +223,41 @@ func TestSealedNextLink_UnderAnotherKeyIsAnExpiredContinuation(t *testing.T) {
 	api.mu.Unlock()
 	if after != before || api.refusedCursors() > 0 {
 		t.Fatalf("the upstream was called %d times with what did not open", after-before)
+	}
+}
+
+// TestContinuationURLs_AreLoggedWithoutTheirQueryAtEveryLevel: while
+// airlock follows next links whose cursor holds the key, and one page
+// times out, nothing it logs at debug level (every request, the retry
+// library's lines, the timed-out page's error) holds a query, the cursor
+// or the key in any form; the path of each request is there.
+func TestContinuationURLs_AreLoggedWithoutTheirQueryAtEveryLevel(t *testing.T) {
+	t.Parallel()
+	api, base := newCursorAPI(t, cursorAPIKey, 23)
+	api.slow = 2
+	h := newHarness(t, cursorAPIConfig(base), withEnv(cursorAPIEnv))
+	r := h.call("search_all", map[string]any{"resource": "items"})
+	if r.env.Complete {
+		t.Fatalf("a page timed out, yet: %s", r.raw)
+	}
+	logs := h.logs.Bytes()
+	if hits := leaktest.Hits(logs, cursorAPIKey); len(hits) > 0 {
+		t.Fatalf("the logs reveal the key (%v):\n%s", hits, logs)
+	}
+	levels := map[string]int{}
+	for _, line := range bytes.Split(bytes.TrimSpace(logs), []byte("\n")) {
+		var rec map[string]any
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("a log line is not JSON: %s", line)
+		}
+		if bytes.Contains(line, []byte("/v1/items?")) || bytes.Contains(line, []byte("cursor=")) || bytes.Contains(line, []byte(api.cursorOf(1)[:16])) {
+			t.Fatalf("a logged URL kept its query: %s", line)
+		}
+		if bytes.Contains(line, []byte("/v1/items")) {
+			levels[rec["level"].(string)]++
+		}
+	}
+	if levels["DEBUG"] < 3 || levels["ERROR"] == 0 {
+		t.Fatalf("the requests' path is logged %v times by level, want every request at DEBUG and the timeout at ERROR:\n%s", levels, logs)
 	}
 }
