@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,9 @@ type cursorAPI struct {
 	// slow, when set, makes the request for that page (from 1) wait past
 	// airlock's timeout.
 	slow int
+	// echo puts the page's own link (self), its cursor and base64 of a
+	// document holding the cursor (token) into every item.
+	echo bool
 	mu   sync.Mutex
 	// requests are the queries received; refused counts the cursors
 	// refused.
@@ -83,7 +87,14 @@ func (a *cursorAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var items []any
 	for i := page * cursorAPIPage; i < min((page+1)*cursorAPIPage, a.items); i++ {
-		items = append(items, map[string]any{"id": fmt.Sprintf("it-%03d", i), "name": fmt.Sprintf("item %d", i)})
+		it := map[string]any{"id": fmt.Sprintf("it-%03d", i), "name": fmt.Sprintf("item %d", i)}
+		if a.echo {
+			c := a.cursorOf(page)
+			it["self"] = "http://" + r.Host + "/v1/items?cursor=" + url.QueryEscape(c)
+			it["cursor"] = c
+			it["token"] = base64.RawURLEncoding.EncodeToString([]byte(`{"page":` + strconv.Itoa(page) + `,"c":"` + c + `"}`))
+		}
+		items = append(items, it)
 	}
 	var next any
 	if (page+1)*cursorAPIPage < a.items {
@@ -103,8 +114,9 @@ func (a *cursorAPI) refusedCursors() int {
 const cursorAPIKey = "cnry+7d2e/c41b=9f03-query-key"
 
 // cursorAPIConfig reads cursorAPI at base as resource "items", with its
-// key from CURSOR_API_KEY in the query.
-func cursorAPIConfig(base string) harnessOpt {
+// key from CURSOR_API_KEY in the query; fields are YAML lines declaring
+// more fields.
+func cursorAPIConfig(base string, fields ...string) harnessOpt {
 	return withConfig(func(string) []byte {
 		return fmt.Appendf(nil, `environment: test
 upstreams:
@@ -123,7 +135,7 @@ resources:
     fields:
       id: {type: string}
       name: {type: string}
-`, base, cursorAPIPage)
+%s`, base, cursorAPIPage, strings.Join(fields, ""))
 	})
 }
 
