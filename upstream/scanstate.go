@@ -108,17 +108,16 @@ func openContinuation(sealed string, sealer StateSealer) (continuation, error) {
 }
 
 type savedScan struct {
-	V       int           `json:"v"`
-	Salt    uint64        `json:"salt"`
-	Sources []savedSource `json:"sources"`
-	Pages   int           `json:"pages"`
-	Scanned int           `json:"scanned"`
-	Matched int           `json:"matched"`
-	Groups  []savedGroup  `json:"groups,omitempty"`
-	Seen    []byte        `json:"seen,omitempty"`
-	Elapsed time.Duration `json:"elapsed"`
-	// Sealed holds the scan's snapshot (a continuation's Snapshot).
-	Sealed     string             `json:"sealed,omitempty"`
+	V          int                `json:"v"`
+	Salt       uint64             `json:"salt"`
+	Sources    []savedSource      `json:"sources"`
+	Pages      int                `json:"pages"`
+	Scanned    int                `json:"scanned"`
+	Matched    int                `json:"matched"`
+	Groups     []savedGroup       `json:"groups,omitempty"`
+	Seen       []byte             `json:"seen,omitempty"`
+	Elapsed    time.Duration      `json:"elapsed"`
+	Sealed     string             `json:"sealed,omitempty"` // the scan's snapshot
 	Estimate   *int               `json:"estimate,omitempty"`
 	Sticky     []envelope.Reason  `json:"sticky,omitempty"`
 	Warnings   []envelope.Warning `json:"warnings,omitempty"`
