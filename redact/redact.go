@@ -256,10 +256,10 @@ func anchorRun(runs []string) string {
 }
 
 // secretForms are a secret's literal encodings: raw, JSON-escaped (with
-// and without HTML escaping, with / escaped, as .NET escapes it, every
-// punctuation byte as a \u escape in lower and upper case hex) and URL-encoded (query and path
-// escaping, every reserved byte percent-encoded in upper and lower case
-// hex).
+// and without HTML escaping, with / escaped as PHP does, as .NET's
+// default encoder does, every punctuation byte as a \u escape in lower
+// and upper case hex) and URL-encoded (query and path escaping, every
+// reserved byte percent-encoded in upper and lower case hex).
 func secretForms(s string) []string {
 	forms := []string{s}
 	add := func(f string) {
@@ -330,8 +330,8 @@ func encodedForms(s string, forms []string, shallow bool) []string {
 
 // escapedFragment is a base64 fragment as it appears inside a query (+
 // and / percent-encoded, in upper or lower case hex), a path (/ alone) or
-// a JSON string that escapes / (\/). Only a secret with >, ? or ~ in it
-// has a fragment of the standard alphabet that holds + or /.
+// a JSON string that escapes / (\/). Of ASCII text, only the bytes >, ?
+// and ~ encode to + or /: most fragments have one form.
 func escapedFragment(f string) []string {
 	if !strings.ContainsAny(f, "+/") {
 		return []string{f}
