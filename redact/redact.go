@@ -1,6 +1,8 @@
 // Package redact removes configured secrets (credentials) from every byte
 // that leaves airlock: tool results, stored documents, log records, audit
-// lines. It finds a secret in the encodings upstreams echo it in.
+// lines. It finds a secret in the encodings upstreams echo it in, and in
+// containers nested in each other (a base64 cursor of a query that holds
+// it percent-escaped).
 //
 // It must never keep, log or return a secret it was given, and never
 // reshape text that holds no trace of one.
@@ -38,8 +40,13 @@ const minAnchor = 8
 // prefix, JSON-escaped, URL-encoded, base64 (standard and URL alphabets,
 // with or without padding, at any alignment inside a longer encoded value)
 // and split at its punctuation (cnry.3f9a, cnry 3f9a, cnry%2D3f9a,
-// cnry3f9a). Input without a trace of a secret is returned as is, without
-// copying.
+// cnry3f9a); and inside containers nested two deep: base64 of a text that
+// holds it JSON- or URL-encoded (a cursor that is base64 of the request's
+// query), base64 of a text that holds such base64, each base64 run as a
+// query or a JSON string escapes it (%2B, %2F, \/). Input without a trace
+// of a secret is returned as is, without copying; the search for the
+// hundred or so forms of each secret is one pass over the input, whatever
+// their number.
 //
 // The zero value and nil redact nothing. It is safe for concurrent use;
 // Add may be called while other goroutines redact.
@@ -50,19 +57,36 @@ type Redactor struct {
 
 // redactSet is an immutable compiled set of secrets.
 type redactSet struct {
-	secrets []string
-	// anchors: a text holding any form of a secret holds one of them, so
-	// a text holding none is returned untouched after a few searches.
+	secrets []*compiled
+	// long finds every literal and anchor of at least minLong bytes (every
+	// encoded form of a secret, see encodedForms) in one pass; literal[i]
+	// says whether its i-th pattern is a literal (else an anchor only).
+	long    *table
+	literal []bool
+	// anchors are the short texts any other form holds (a secret's
+	// alphanumeric run, a short secret's literals): a text holding none of
+	// them and nothing long finds is returned untouched.
 	anchors [][]byte
 	// byFirst indexes the anchors by their first byte; minAnchor is the
 	// shortest one's length.
 	byFirst   [256][]string
 	minAnchor int
-	// literals are the encoded forms, longest first.
-	literals [][]byte
+	// short are the literals under minLong bytes.
+	short [][]byte
 	// splits match a secret's alphanumeric runs with punctuation (or an
 	// escape of it, or nothing) between them.
 	splits []*regexp.Regexp
+}
+
+// compiled is what one secret brings to a set, worked out once when it is
+// added (a process adds every OAuth access token it obtains).
+type compiled struct {
+	secret string
+	// literals are its forms to remove; every form holds one of its
+	// anchors.
+	literals, anchors []string
+	// split matches its runs apart (nil for a secret of one run).
+	split *regexp.Regexp
 }
 
 // New returns a redactor for the secrets given (more can be added).
@@ -79,21 +103,29 @@ func (r *Redactor) Add(secrets ...string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var all []string
+	var all []*compiled
+	var names []string
 	if cur := r.set.Load(); cur != nil {
 		all = append(all, cur.secrets...)
 	}
-	added := false
+	for _, c := range all {
+		names = append(names, c.secret)
+	}
+	var added []string
 	for _, s := range secrets {
-		if len(s) < minSecret || containsString(all, s) {
+		if len(s) < minSecret || containsString(names, s) {
 			continue
 		}
-		all = append(all, s)
-		added = true
+		names = append(names, s)
+		added = append(added, s)
 	}
-	if added {
-		r.set.Store(compileSecrets(all))
+	if len(added) == 0 {
+		return
 	}
+	for _, s := range added {
+		all = append(all, compileSecret(s, holdsAnother(s, names)))
+	}
+	r.set.Store(buildSet(all))
 }
 
 // Empty reports whether the redactor has no secret to remove.
@@ -110,51 +142,69 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-func compileSecrets(secrets []string) *redactSet {
-	set := &redactSet{secrets: secrets}
-	lits := map[string]bool{}
-	anchors := map[string]bool{}
-	for _, s := range secrets {
-		for _, f := range secretForms(s) {
-			lits[f] = true
-		}
-		runs := alnumRuns(s)
-		if a := anchorRun(runs); a != "" {
-			anchors[a] = true
-		} else {
-			// A secret of short runs only: every literal form is its own
-			// anchor.
-			for _, f := range secretForms(s) {
-				anchors[f] = true
-			}
-		}
-		for _, a := range base64Fragments(s) {
-			lits[a] = true
-			anchors[a] = true
-		}
-		if len(runs) > 1 {
-			set.splits = append(set.splits, splitPattern(runs))
-		}
+// compileSecret works out s's literals, anchors and split pattern;
+// shallow says that s holds another secret, which finds its encodings.
+func compileSecret(s string, shallow bool) *compiled {
+	c := &compiled{secret: s}
+	forms := secretForms(s)
+	runs := alnumRuns(s)
+	if a := anchorRun(runs); a != "" {
+		c.anchors = append(c.anchors, a)
+	} else {
+		// A secret of short runs only: every literal form is its own
+		// anchor.
+		c.anchors = append(c.anchors, forms...)
 	}
-	for f := range lits {
+	encoded := encodedForms(s, forms, shallow)
+	c.anchors = append(c.anchors, encoded...)
+	for _, f := range append(forms, encoded...) {
 		// A raw quote would match JSON's structure, never a value (inside
 		// a string it is escaped, and the escaped form is a literal too).
 		if !strings.Contains(f, `"`) {
-			set.literals = append(set.literals, []byte(f))
+			c.literals = append(c.literals, f)
 		}
 	}
-	sort.Slice(set.literals, func(i, j int) bool {
-		if len(set.literals[i]) != len(set.literals[j]) {
-			return len(set.literals[i]) > len(set.literals[j])
-		}
-		return bytes.Compare(set.literals[i], set.literals[j]) < 0
-	})
-	var sorted []string
-	for a := range anchors {
-		sorted = append(sorted, a)
+	if len(runs) > 1 {
+		c.split = splitPattern(runs)
 	}
-	sort.Strings(sorted)
-	for _, a := range sorted {
+	return c
+}
+
+// buildSet puts compiled secrets together: the long literals and anchors
+// in one table, the short ones in lists.
+func buildSet(secrets []*compiled) *redactSet {
+	set := &redactSet{secrets: secrets}
+	long := map[string]bool{} // a long pattern: literal or anchor only
+	short, anchors := map[string]bool{}, map[string]bool{}
+	for _, c := range secrets {
+		for _, f := range c.literals {
+			if len(f) >= minLong {
+				long[f] = true
+			} else {
+				short[f] = true
+			}
+		}
+		for _, a := range c.anchors {
+			if len(a) < minLong {
+				anchors[a] = true
+			} else if !long[a] {
+				long[a] = false
+			}
+		}
+		if c.split != nil {
+			set.splits = append(set.splits, c.split)
+		}
+	}
+	var pats [][]byte
+	for _, p := range sortedKeys(long) {
+		pats = append(pats, []byte(p))
+		set.literal = append(set.literal, long[p])
+	}
+	set.long = newTable(pats)
+	for _, f := range sortedKeys(short) {
+		set.short = append(set.short, []byte(f))
+	}
+	for _, a := range sortedKeys(anchors) {
 		set.anchors = append(set.anchors, []byte(a))
 		set.byFirst[a[0]] = append(set.byFirst[a[0]], a)
 		if set.minAnchor == 0 || len(a) < set.minAnchor {
@@ -162,6 +212,27 @@ func compileSecrets(secrets []string) *redactSet {
 		}
 	}
 	return set
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// holdsAnother reports whether s holds another of the secrets ("Bearer
+// x" holds x) long enough to be found at every depth: every encoding of a
+// text holding s holds that one's, which finds it.
+func holdsAnother(s string, secrets []string) bool {
+	for _, o := range secrets {
+		if o != s && len(o) >= minLong && len(o) < len(s) && strings.Contains(s, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // anchorRun picks the run every form of a secret keeps verbatim that is
@@ -185,8 +256,10 @@ func anchorRun(runs []string) string {
 }
 
 // secretForms are a secret's literal encodings: raw, JSON-escaped (with
-// and without HTML escaping) and URL-encoded (query and path escaping,
-// every reserved byte percent-encoded in upper and lower case hex).
+// and without HTML escaping, with / escaped as PHP does, as .NET's
+// default encoder does, every punctuation byte as a \u escape in lower
+// and upper case hex) and URL-encoded (query and path escaping, every
+// reserved byte percent-encoded in upper and lower case hex).
 func secretForms(s string) []string {
 	forms := []string{s}
 	add := func(f string) {
@@ -203,16 +276,77 @@ func secretForms(s string) []string {
 	if enc.Encode(s) == nil {
 		b := bytes.TrimSpace(buf.Bytes())
 		add(string(b[1 : len(b)-1]))
+		add(strings.ReplaceAll(string(b[1:len(b)-1]), "/", `\/`))
 	}
 	add(url.QueryEscape(s))
 	add(url.PathEscape(s))
-	add(percentEncode(s, "0123456789ABCDEF"))
-	add(percentEncode(s, "0123456789abcdef"))
+	add(percentEncode(s, "%", "0123456789ABCDEF"))
+	add(percentEncode(s, "%", "0123456789abcdef"))
+	add(dotnetEscape.Replace(s))
+	add(percentEncode(s, `\u00`, "0123456789ABCDEF"))
+	add(percentEncode(s, `\u00`, "0123456789abcdef"))
 	return forms
 }
 
-// percentEncode encodes every byte but letters and digits.
-func percentEncode(s, hex string) string {
+// dotnetEscape escapes what .NET's default JSON encoder escapes besides
+// quotes, backslashes and control bytes.
+var dotnetEscape = strings.NewReplacer("+", `\u002B`, "<", `\u003C`, ">", `\u003E`, "&", `\u0026`, "'", `\u0027`, "`", `\u0060`)
+
+// maxNesting is how many base64 layers, one inside the other, a secret is
+// looked for under: a text holding it (in any of its forms) encoded, and
+// a text holding that encoded again (a cursor inside a cursor). Each layer
+// multiplies the forms by about three.
+const maxNesting = 2
+
+// encodedForms are the base64 fragments (see base64Fragments) of every
+// text that holds s in one of its forms, under up to maxNesting layers of
+// base64, each as a URL or JSON document would escape it (see
+// escapedFragment). A secret that holds another is found through that
+// one's: only its raw form's first layer is listed (shallow).
+func encodedForms(s string, forms []string, shallow bool) []string {
+	layer, depth := forms, maxNesting
+	if shallow {
+		layer, depth = []string{s}, 1
+	}
+	seen := map[string]bool{}
+	var out []string
+	for range depth {
+		var next []string
+		for _, t := range layer {
+			for _, frag := range base64Fragments(t) {
+				for _, f := range escapedFragment(frag) {
+					if !seen[f] {
+						seen[f] = true
+						next = append(next, f)
+					}
+				}
+			}
+		}
+		out = append(out, next...)
+		layer = next
+	}
+	return out
+}
+
+// escapedFragment is a base64 fragment as it appears inside a query (+
+// and / percent-encoded, in upper or lower case hex), a path (/ alone) or
+// a JSON string that escapes / (\/). Of ASCII text, only the bytes >, ?
+// and ~ encode to + or /: most fragments have one form.
+func escapedFragment(f string) []string {
+	if !strings.ContainsAny(f, "+/") {
+		return []string{f}
+	}
+	return []string{f,
+		strings.NewReplacer("+", "%2B", "/", "%2F").Replace(f),
+		strings.NewReplacer("+", "%2b", "/", "%2f").Replace(f),
+		strings.ReplaceAll(f, "/", "%2F"),
+		strings.ReplaceAll(f, "/", `\/`),
+	}
+}
+
+// percentEncode encodes every byte but letters and digits as prefix and
+// two hex digits (%2D, \u002d).
+func percentEncode(s, prefix, hex string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -220,7 +354,7 @@ func percentEncode(s, hex string) string {
 			b.WriteByte(c)
 			continue
 		}
-		b.WriteByte('%')
+		b.WriteString(prefix)
 		b.WriteByte(hex[c>>4])
 		b.WriteByte(hex[c&15])
 	}
@@ -315,7 +449,13 @@ type span struct{ from, to int }
 
 func (s *redactSet) redact(b []byte) []byte {
 	var spans []span
-	for _, lit := range s.literals {
+	tableScan(s.long, b, func(start, i int) bool {
+		if s.literal[i] {
+			spans = append(spans, span{start, start + len(s.long.pats[i])})
+		}
+		return true
+	})
+	for _, lit := range s.short {
 		for i := 0; i < len(b); {
 			j := bytes.Index(b[i:], lit)
 			if j < 0 {
@@ -445,12 +585,12 @@ func widen(b []byte, sp span, inString bool) span {
 	return sp
 }
 
-// anyAnchor reports whether b holds an anchor. Long texts are searched
-// anchor by anchor (vectorized searches); short ones in one pass, with a
-// table lookup per byte and a comparison only where an anchor could
-// start.
+// anyAnchor reports whether b holds a long literal or an anchor.
 func (s *redactSet) anyAnchor(b []byte) bool {
-	if len(b) < s.minAnchor {
+	if tableAny(s.long, b) {
+		return true
+	}
+	if len(b) < s.minAnchor || len(s.anchors) == 0 {
 		return false
 	}
 	if len(b) >= shortText {
@@ -461,6 +601,13 @@ func (s *redactSet) anyAnchor(b []byte) bool {
 		}
 		return false
 	}
+	return anyShort(s, b)
+}
+
+// anyShort reports, in one pass, whether b holds an anchor: a table lookup
+// per byte and a comparison only where an anchor could start. (Longer
+// texts are searched anchor by anchor, with vectorized searches.)
+func anyShort[T ~string | ~[]byte](s *redactSet, b T) bool {
 	for i := 0; i+s.minAnchor <= len(b); i++ {
 		for _, a := range s.byFirst[b[i]] {
 			if len(b)-i >= len(a) && string(b[i:i+len(a)]) == a {
@@ -476,20 +623,23 @@ const shortText = 512
 
 // anyAnchorString is anyAnchor for a string.
 func (s *redactSet) anyAnchorString(t string) bool {
-	if len(t) < s.minAnchor {
+	if tableAny(s.long, t) {
+		return true
+	}
+	if len(t) < s.minAnchor || len(s.anchors) == 0 {
 		return false
 	}
 	if len(t) >= shortText {
-		return s.anyAnchor([]byte(t))
-	}
-	for i := 0; i+s.minAnchor <= len(t); i++ {
-		for _, a := range s.byFirst[t[i]] {
-			if len(t)-i >= len(a) && t[i:i+len(a)] == a {
-				return true
+		for _, a := range s.byFirst {
+			for _, x := range a {
+				if strings.Contains(t, x) {
+					return true
+				}
 			}
 		}
+		return false
 	}
-	return false
+	return anyShort(s, t)
 }
 
 // String returns s without any secret.

@@ -41,6 +41,7 @@ func FuzzRedactor(f *testing.F) {
 	f.Add("abcd1234efgh", `{"v":"abcd\u002d1234efgh","w":abcd1234efgh}`)
 	f.Add("Zm9vYmFyYmF6", `["Zm9vYmFyYmF6","x\\Zm9vYmFyYmF6\\"]`)
 	f.Add("tok.en/with+chars=", `{"q":"tok%2Een%2Fwith%2Bchars%3D","p":"tok en with chars"}`)
+	f.Add("k9Rz+Qw/7xTf2Lm0=Vb8nC4j", `{"next":"https://x.example/v1?c=YXBpX2tleT1rOVJ6JTJCUXclMkY3eFRmMkxtMCUzRFZiOG5DNGomcGFnZT0yJmFmdGVyPX5%2Bfj8%2FPw%3D%3D"}`)
 	f.Fuzz(func(t *testing.T, secret, text string) {
 		if !credentialLike(secret) {
 			t.Skip()

@@ -281,3 +281,47 @@ func TestCanary_EchoedCredentialIsFoundNowhere(t *testing.T) {
 	})
 	t.Logf("%d echo variants on list, get and write failures (%d in all): no trace of the credential found", n, 3*n)
 }
+
+// TestCanary_KeyInsideEncodedCursorsIsFoundNowhere: an API takes its key
+// in the query and hands out next links whose cursor is base64 of the
+// request's own query, the key percent-escaped in it, escaped again in
+// the link; its items carry their page's link, that cursor and base64 of
+// a document holding it (base64 inside base64). Read through several
+// pages, a cursor resumed on another replica, a delivery paged by
+// max_items and a page that times out, the key is in no tool result, log
+// line (debug level) or store page, in any form leaktest reads. (The
+// harness checks every result, the logs and the store files.)
+func TestCanary_KeyInsideEncodedCursorsIsFoundNowhere(t *testing.T) {
+	t.Parallel()
+	api, base := newCursorAPI(t, cursorAPIKey, 42)
+	api.echo = true
+	fields := "      self: {type: string}\n      cursor: {type: string}\n      token: {type: string}\n"
+	h := newHarness(t, cursorAPIConfig(base, fields), withEnv(cursorAPIEnv))
+	// What the API sends holds the key in each of those containers.
+	for _, c := range []string{api.cursorOf(1), url.QueryEscape(api.cursorOf(1)), base64.StdEncoding.EncodeToString([]byte(`{"c":"` + api.cursorOf(1) + `"}`))} {
+		if len(leaktest.Hits([]byte(c), cursorAPIKey)) == 0 {
+			t.Fatalf("the check cannot see the key in %s", c)
+		}
+	}
+	args := map[string]any{"resource": "items", "max_pages": 3, "max_items": 4}
+	r := h.call("search_all", args)
+	seen := len(r.ids())
+	for call := 1; r.env.Continuation.Cursor != ""; call++ {
+		if call == 2 {
+			replica(t, h, nil)
+		}
+		args["cursor"] = r.env.Continuation.Cursor
+		r = h.call("search_all", args)
+		seen += len(r.ids())
+		h.storeLeaks(cursorAPIKey)
+	}
+	if !r.env.Complete || seen != 42 || api.refusedCursors() > 0 {
+		t.Fatalf("delivered %d of 42 (refused cursors: %d): %s", seen, api.refusedCursors(), r.raw)
+	}
+	// A page that times out logs its request at error level.
+	api.slow = 3
+	if r := h.call("search_all", map[string]any{"resource": "items", "fields": []any{"id", "self", "token"}}); r.env.Complete {
+		t.Fatalf("a page timed out, yet: %s", r.raw)
+	}
+	h.storeLeaks(cursorAPIKey)
+}

@@ -79,9 +79,10 @@ func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
 }
 
 // UseStore attaches the store, builds the commit engine, keeps frozen
-// scans in the store and takes the cursor key from the secret or the
-// store, so that cursors outlive a restart and continue on any process
-// sharing the store. background is the context operations run in after a
+// scans in the store and takes the cursor key and the key that seals the
+// upstream's continuations in those scans from the secret or the store, so
+// that cursors outlive a restart and continue on any process sharing the
+// store. background is the context operations run in after a
 // commit call returns. Everything written to the store, and to the
 // auditor's file, passes through the deps' redactor.
 func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) error {
@@ -98,7 +99,18 @@ func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) erro
 	}
 	d.Cursors = cursorKeyFrom(key)
 	if d.Scans != nil {
-		d.Scans.share(s, d.Runtime, d.Logger)
+		// The upstream's continuations in the frozen scans the store
+		// keeps are sealed, with a key every process sharing the store
+		// (or the secret) derives.
+		key, err := d.key(ctx, "scan_state_key")
+		if err != nil {
+			return err
+		}
+		box, err := signing.NewBox(key)
+		if err != nil {
+			return err
+		}
+		d.Scans.share(s, d.Runtime, d.Logger, box)
 	}
 	return nil
 }

@@ -58,7 +58,9 @@ type harness struct {
 	// url is the HTTP server's base URL (streamable HTTP only).
 	url string
 	// logs is everything airlock logged, as JSON lines.
-	logs    *syncBuffer
+	logs *syncBuffer
+	// dbPath is the store's SQLite file.
+	dbPath  string
 	notesMu sync.Mutex
 	notes   []mcp.JSONRPCNotification
 }
@@ -157,10 +159,11 @@ func newFixture(t testing.TB) *fixtures.Server {
 }
 
 // leaks fails the test when b holds a canary credential in any form a
-// reader could decode (raw, split, escaped, base64).
+// reader could decode (raw, split, escaped, base64, containers nested in
+// each other), cursorAPIKey among them.
 func leaks(t testing.TB, what string, b []byte) {
 	t.Helper()
-	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin, canaryClientSecret, canaryAccess) {
+	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin, canaryClientSecret, canaryAccess, cursorAPIKey) {
 		if len(hits) > 0 {
 			t.Fatalf("the credential leaked into %s (%v)", what, hits)
 		}
@@ -237,7 +240,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		deps.Engine.CancelPoll = 10 * time.Millisecond
 	}
 	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
-		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs}
+		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs, dbPath: dbPath}
 	h.textDefaults = sync.OnceValue(func() map[string][]envelope.TextDefault {
 		m := map[string][]envelope.TextDefault{}
 		for _, sp := range deps.Specs() {

@@ -134,6 +134,9 @@ type ScanCache struct {
 	store   selection.ScanStore
 	runtime *upstream.Runtime
 	logger  *slog.Logger
+	// sealer seals the upstream's continuations in the scans the store
+	// keeps (see upstream.StateSealer).
+	sealer upstream.StateSealer
 	// memory bounds what this process holds once the store keeps the
 	// scans too (0: maxByte alone).
 	memory int
@@ -239,14 +242,15 @@ func (c *ScanCache) get(ctx context.Context, id string, rev int) (*frozenScan, b
 }
 
 // share keeps the cache's scans in st as well; rt resolves the resources
-// of scans read back.
-func (c *ScanCache) share(st selection.ScanStore, rt *upstream.Runtime, logger *slog.Logger) {
+// of scans read back, and sealer seals and opens their continuations
+// (every process sharing st must open what another sealed).
+func (c *ScanCache) share(st selection.ScanStore, rt *upstream.Runtime, logger *slog.Logger, sealer upstream.StateSealer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c.store, c.runtime, c.logger = st, rt, logger
+	c.store, c.runtime, c.logger, c.sealer = st, rt, logger, sealer
 }
 
 // savedScan is a frozen scan as the store keeps it: what rebuilds the
@@ -379,8 +383,9 @@ func (c *ScanCache) save(ctx context.Context, fs *frozenScan) (int, error) {
 	}
 	rev := fs.rev + 1
 	bounds := selection.ScanBounds{TTL: c.ttl, MaxScans: c.max, MaxBytes: c.maxByte}
+	sealer := c.sealer
 	c.mu.Unlock()
-	state, err := fs.scan.State()
+	state, err := fs.scan.State(sealer)
 	if err != nil {
 		return 0, err
 	}
@@ -415,7 +420,7 @@ func (c *ScanCache) ran(fs *frozenScan) {
 // load reads a frozen scan from the store and rebuilds it.
 func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	c.mu.Lock()
-	ttl := c.ttl
+	ttl, sealer := c.ttl, c.sealer
 	c.mu.Unlock()
 	now := c.clock.Now()
 	sc, err := c.store.FrozenScan(ctx, id, now, ttl)
@@ -447,7 +452,9 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	if doc.Sink {
 		spec.Sink = sink
 	}
-	scan, err := r.ResumeScan(spec, doc.State)
+	// A continuation sealed under another key does not open: the scan
+	// reads as expired, and its caller restarts.
+	scan, err := r.ResumeScan(spec, doc.State, sealer)
 	if err != nil {
 		return nil, err
 	}

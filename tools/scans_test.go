@@ -33,8 +33,9 @@ func largeListing(t *testing.T, n int, edit func(i int, r fixtures.Record)) *har
 // another process sharing the store has: it holds no scan, and reads the
 // ones a cursor names from the store.
 func otherProcess(h *harness) {
+	sealer := h.deps.Scans.sealer
 	h.deps.Scans = NewScanCache(time.Minute, 8, 1<<30, nil)
-	h.deps.Scans.share(selection.Redacting(h.deps.Store, h.deps.Redactor), h.deps.Runtime, h.deps.Logger)
+	h.deps.Scans.share(selection.Redacting(h.deps.Store, h.deps.Redactor), h.deps.Runtime, h.deps.Logger, sealer)
 }
 
 // TestLargeListing_ContinuesOnAnotherProcessItemForItem: a listing of
@@ -94,7 +95,7 @@ func (c *countingScans) PutScan(ctx context.Context, s selection.FrozenScan, b s
 func TestLargeListing_DeliveryAloneWritesNothingToTheStore(t *testing.T) {
 	h := largeListing(t, 3000, nil)
 	counted := &countingScans{ScanStore: selection.Redacting(h.deps.Store, h.deps.Redactor)}
-	h.deps.Scans.share(counted, h.deps.Runtime, h.deps.Logger)
+	h.deps.Scans.share(counted, h.deps.Runtime, h.deps.Logger, h.deps.Scans.sealer)
 	args := map[string]any{"resource": "subs", "max_items": 500}
 	r := h.call("search_all", args)
 	calls := 1
@@ -296,7 +297,7 @@ func TestScanCache_ReleaseKeepsOnlyWhatTheStoreCannotGiveBack(t *testing.T) {
 		t.Fatalf("the listing let go did not continue from the store: %v %v", next.reasonCodes(), next.ids())
 	}
 
-	h.deps.Scans.share(failingScans{h.deps.Store}, h.deps.Runtime, h.deps.Logger)
+	h.deps.Scans.share(failingScans{h.deps.Store}, h.deps.Runtime, h.deps.Logger, h.deps.Scans.sealer)
 	other := map[string]any{"resource": "subs", "max_items": 100, "filter": map[string]any{"region": "us"}}
 	firstOther := h.call("search_all", other)
 	h.deps.Scans.Release()

@@ -203,8 +203,10 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 		},
 	}
 	rc := &retryablehttp.Client{
-		HTTPClient:   hc,
-		Logger:       c.logger,
+		HTTPClient: hc,
+		// It logs each attempt's whole URL: through requestLogger, without
+		// the query.
+		Logger:       requestLogger{c.logger},
 		RetryWaitMin: orDefault(cfg.Backoff.Min, 100*time.Millisecond),
 		RetryWaitMax: orDefault(cfg.Backoff.Max, 2*time.Second),
 		RetryMax:     retries,
@@ -380,7 +382,8 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
 	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
+		// A URL that does not parse is quoted in the error: not its query.
+		return nil, fmt.Errorf("build request: %w", withoutQueryError(err))
 	}
 	for k, v := range c.headers {
 		req.Header.Set(k, v)

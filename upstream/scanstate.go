@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -48,8 +49,63 @@ func seenKey(salt uint64, source, id string) uint64 {
 }
 
 // scanStateVersion is the version of the saved form; a state of another
-// version is refused (the scan restarts).
-const scanStateVersion = 1
+// version is refused (the scan restarts). Version 2 seals what the
+// upstream handed out to continue a list.
+const scanStateVersion = 2
+
+// StateSealer encrypts what a saved scan keeps that the upstream handed
+// out to continue its list (next links, cursors, snapshots, points in
+// time): the state is stored for any process to continue, and such a
+// value can carry a credential (a cursor that is base64 of the request's
+// own query, its API key included). Sealed, it is never redacted either,
+// which would corrupt the continuation. signing.Box is one.
+type StateSealer interface {
+	// Seal returns plain encrypted for label.
+	Seal(plain []byte, label string) string
+	// Open returns what Seal was given, or an error for a value it did
+	// not seal for label under this key.
+	Open(sealed, label string) ([]byte, error)
+}
+
+// sealLabel is what sealed continuations are for.
+const sealLabel = "airlock scan continuation"
+
+// continuation is what savedPage and savedScan seal.
+type continuation struct {
+	Cursor   string `json:"cursor,omitempty"`
+	NextURL  string `json:"next_url,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+	PIT      string `json:"pit,omitempty"`
+	LastID   string `json:"last_id,omitempty"`
+}
+
+func (c continuation) seal(sealer StateSealer) (string, error) {
+	if c == (continuation{}) {
+		return "", nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return sealer.Seal(b, sealLabel), nil
+}
+
+// openContinuation reads a sealed continuation. Its error names no part
+// of the value: a caller logs it.
+func openContinuation(sealed string, sealer StateSealer) (continuation, error) {
+	var c continuation
+	if sealed == "" {
+		return c, nil
+	}
+	b, err := sealer.Open(sealed, sealLabel)
+	if err != nil {
+		return c, fmt.Errorf("a sealed continuation does not open (another key, or altered): %w", err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, errors.New("a sealed continuation is not one")
+	}
+	return c, nil
+}
 
 type savedScan struct {
 	V          int                `json:"v"`
@@ -61,7 +117,7 @@ type savedScan struct {
 	Groups     []savedGroup       `json:"groups,omitempty"`
 	Seen       []byte             `json:"seen,omitempty"`
 	Elapsed    time.Duration      `json:"elapsed"`
-	Snapshot   string             `json:"snapshot,omitempty"`
+	Sealed     string             `json:"sealed,omitempty"` // the scan's snapshot
 	Estimate   *int               `json:"estimate,omitempty"`
 	Sticky     []envelope.Reason  `json:"sticky,omitempty"`
 	Warnings   []envelope.Warning `json:"warnings,omitempty"`
@@ -92,16 +148,14 @@ type savedSource struct {
 // savedPage is a pageState as stored: every member, so that a scan
 // resumed by another process stands exactly where this one stopped (a
 // probe owed, the signals seen, the items counted against the total).
+// What the upstream handed out to continue (cursor, next URL, snapshot,
+// point in time, the last id read) is Sealed.
 type savedPage struct {
-	Cursor         string `json:"cursor,omitempty"`
-	NextURL        string `json:"next_url,omitempty"`
+	Sealed         string `json:"sealed,omitempty"`
 	Offset         int    `json:"offset,omitempty"`
 	Page           int    `json:"page,omitempty"`
-	Snapshot       string `json:"snapshot,omitempty"`
-	PIT            string `json:"pit,omitempty"`
 	Total          *int   `json:"total,omitempty"`
 	Pages          *int   `json:"total_pages,omitempty"`
-	LastID         string `json:"last_id,omitempty"`
 	Seen           int    `json:"seen,omitempty"`
 	TotalUntrusted bool   `json:"total_untrusted,omitempty"`
 	SignalSeen     bool   `json:"signal_seen,omitempty"`
@@ -114,24 +168,35 @@ type savedPage struct {
 	Probe          bool   `json:"probe,omitempty"`
 }
 
-func savePage(st pageState) savedPage {
-	ps := savedPage{Cursor: st.Cursor, Offset: st.Offset, Page: st.Page, Snapshot: st.Snapshot, PIT: st.PIT, Total: st.Total,
-		Pages: st.TotalPages, LastID: st.LastID, Seen: st.Seen, TotalUntrusted: st.TotalUntrusted, SignalSeen: st.SignalSeen,
-		LastFull: st.LastFull, MaxPage: st.MaxPage, Started: st.Started, Done: st.Done, End: st.End, EndSignal: st.EndSignal, Probe: st.Probe}
+// savePage stores a page state, its continuation sealed.
+func savePage(st pageState, sealer StateSealer) (savedPage, error) {
+	c := continuation{Cursor: st.Cursor, Snapshot: st.Snapshot, PIT: st.PIT, LastID: st.LastID}
 	if st.NextURL != nil {
-		ps.NextURL = st.NextURL.String()
+		c.NextURL = st.NextURL.String()
 	}
-	return ps
+	ps := savedPage{Offset: st.Offset, Page: st.Page, Total: st.Total, Pages: st.TotalPages, Seen: st.Seen, TotalUntrusted: st.TotalUntrusted,
+		SignalSeen: st.SignalSeen, LastFull: st.LastFull, MaxPage: st.MaxPage, Started: st.Started, Done: st.Done, End: st.End,
+		EndSignal: st.EndSignal, Probe: st.Probe}
+	var err error
+	ps.Sealed, err = c.seal(sealer)
+	return ps, err
 }
 
-func (ps savedPage) state() (pageState, error) {
-	st := pageState{Cursor: ps.Cursor, Offset: ps.Offset, Page: ps.Page, Snapshot: ps.Snapshot, PIT: ps.PIT, Total: ps.Total,
-		TotalPages: ps.Pages, LastID: ps.LastID, Seen: ps.Seen, TotalUntrusted: ps.TotalUntrusted, SignalSeen: ps.SignalSeen,
+// state reads a stored page state back, opening its continuation. Its
+// error quotes nothing of the continuation.
+func (ps savedPage) state(sealer StateSealer) (pageState, error) {
+	c, err := openContinuation(ps.Sealed, sealer)
+	if err != nil {
+		return pageState{}, err
+	}
+	st := pageState{Cursor: c.Cursor, Offset: ps.Offset, Page: ps.Page, Snapshot: c.Snapshot, PIT: c.PIT, Total: ps.Total,
+		TotalPages: ps.Pages, LastID: c.LastID, Seen: ps.Seen, TotalUntrusted: ps.TotalUntrusted, SignalSeen: ps.SignalSeen,
 		LastFull: ps.LastFull, MaxPage: ps.MaxPage, Started: ps.Started, Done: ps.Done, End: ps.End, EndSignal: ps.EndSignal, Probe: ps.Probe}
-	if ps.NextURL != "" {
-		u, err := url.Parse(ps.NextURL)
+	if c.NextURL != "" {
+		u, err := url.Parse(c.NextURL)
 		if err != nil {
-			return st, err
+			// Its error would quote the URL.
+			return st, errors.New("a saved next URL does not parse")
 		}
 		st.NextURL = u
 	}
@@ -171,16 +236,29 @@ func setKeys(m map[string]bool) []string {
 
 // State saves the scan's progress (not its spec or sink, which the caller
 // gives again to ResumeScan): where each source stands, what was counted,
-// the ids seen, the reasons and warnings so far. Call it between Runs.
-func (s *Scan) State() ([]byte, error) {
+// the ids seen, the reasons and warnings so far. What the upstream handed
+// out to continue is sealed with sealer, which must not be nil. Call it
+// between Runs.
+func (s *Scan) State(sealer StateSealer) ([]byte, error) {
+	if sealer == nil {
+		return nil, errors.New("save scan: no sealer for its continuations")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := savedScan{V: scanStateVersion, Salt: s.salt, Pages: s.pages, Scanned: s.scanned, Matched: s.matched, Elapsed: s.elapsed,
-		Snapshot: s.snapshot, Estimate: s.estimate, Sticky: s.sticky, Warnings: s.warnings, Normalized: setKeys(s.normalized),
+		Estimate: s.estimate, Sticky: s.sticky, Warnings: s.warnings, Normalized: setKeys(s.normalized),
 		Aliases: setKeys(s.aliases), EnumDrift: setKeys(s.enumDrift), FieldDrift: setKeys(s.fieldDrift), Budget: s.budget,
 		NullLike: s.nullLike, NullCount: s.nullLikeCount}
+	var err error
+	if st.Sealed, err = (continuation{Snapshot: s.snapshot}).seal(sealer); err != nil {
+		return nil, fmt.Errorf("save scan: %w", err)
+	}
 	for _, src := range s.srcs {
-		st.Sources = append(st.Sources, savedSource{Name: src.cfg.Name, State: savePage(src.state), Status: src.status, Pages: src.pages, Items: src.items,
+		ps, err := savePage(src.state, sealer)
+		if err != nil {
+			return nil, fmt.Errorf("save scan: %w", err)
+		}
+		st.Sources = append(st.Sources, savedSource{Name: src.cfg.Name, State: ps, Status: src.status, Pages: src.pages, Items: src.items,
 			LastID: src.lastID, RetryAfter: src.retryAfter, Signal: src.signal, Capped: src.capped, ShortOf: src.shortOf})
 	}
 	for k, n := range s.groups {
@@ -212,11 +290,16 @@ func (s *Scan) State() ([]byte, error) {
 }
 
 // ResumeScan rebuilds a scan saved by Scan.State, in this process or
-// another, with the same spec it was started with: a Run continues where
-// the saved scan stopped and its Outcome is the saved one. A state this
-// resource's configuration cannot continue (its sources changed, another
-// version) is an error; the caller then starts over.
-func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
+// another, with the same spec it was started with and a sealer with the
+// same key: a Run continues where the saved scan stopped and its Outcome
+// is the saved one. A state this resource's configuration cannot continue
+// (its sources changed, another version) or whose continuations do not
+// open is an error, which names no part of them; the caller then starts
+// over.
+func (r *Resource) ResumeScan(spec ScanSpec, state []byte, sealer StateSealer) (*Scan, error) {
+	if sealer == nil {
+		return nil, errors.New("resume scan: no sealer for its continuations")
+	}
 	var st savedScan
 	dec := json.NewDecoder(bytes.NewReader(state))
 	dec.UseNumber()
@@ -235,15 +318,19 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte) (*Scan, error) {
 		if ss.Name != src.cfg.Name {
 			return nil, fmt.Errorf("resume scan: source %q saved where %q is configured", ss.Name, src.cfg.Name)
 		}
-		ps, err := ss.State.state()
+		ps, err := ss.State.state(sealer)
 		if err != nil {
-			return nil, fmt.Errorf("resume scan: %w", err)
+			return nil, fmt.Errorf("resume scan: source %q: %w", ss.Name, err)
 		}
 		src.state, src.status, src.pages, src.items, src.lastID = ps, ss.Status, ss.Pages, ss.Items, ss.LastID
 		src.retryAfter, src.signal, src.capped, src.shortOf = ss.RetryAfter, ss.Signal, ss.Capped, ss.ShortOf
 	}
+	scan, err := openContinuation(st.Sealed, sealer)
+	if err != nil {
+		return nil, fmt.Errorf("resume scan: %w", err)
+	}
 	s.salt, s.pages, s.scanned, s.matched, s.elapsed = st.Salt, st.Pages, st.Scanned, st.Matched, st.Elapsed
-	s.snapshot, s.estimate, s.sticky, s.warnings, s.budget = st.Snapshot, st.Estimate, st.Sticky, st.Warnings, st.Budget
+	s.snapshot, s.estimate, s.sticky, s.warnings, s.budget = scan.Snapshot, st.Estimate, st.Sticky, st.Warnings, st.Budget
 	for k, n := range st.NullLike {
 		s.nullLike[k] = n
 	}

@@ -1,10 +1,91 @@
 package upstream
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
+
+// xorSealer is a toy StateSealer: what it seals does not read as the
+// plaintext, and another key does not open it.
+type xorSealer byte
+
+func (k xorSealer) Seal(plain []byte, label string) string {
+	out := []byte(label + ":")
+	for _, c := range plain {
+		out = append(out, c^byte(k))
+	}
+	return string(out)
+}
+
+func (k xorSealer) Open(sealed, label string) ([]byte, error) {
+	body, ok := strings.CutPrefix(sealed, label+":")
+	if !ok {
+		return nil, errors.New("not sealed for this label")
+	}
+	out := []byte(body)
+	for i := range out {
+		out[i] ^= byte(k)
+	}
+	if !bytes.HasPrefix(out, []byte("{")) {
+		return nil, errors.New("another key")
+	}
+	return out, nil
+}
+
+// TestScanState_SealsTheUpstreamsContinuations: a saved scan keeps the
+// next link it continues from only sealed; resumed with the same sealer
+// (in another process) it continues through that link, and with another
+// key it is refused by an error that quotes none of the link.
+func TestScanState_SealsTheUpstreamsContinuations(t *testing.T) {
+	s := &scripted{fn: func(n int, r *http.Request, _ map[string]any) (int, any) {
+		if r.URL.Query().Get("cursor") == "" {
+			return 200, map[string]any{"results": []any{map[string]any{"id": "a"}}, "next": "/things?cursor=c2VjcmV0LWN1cnNvcg%3D%3D"}
+		}
+		return 200, map[string]any{"results": []any{map[string]any{"id": "b"}}, "next": nil}
+	}}
+	r := runtimeFor(t, listConfig(serve(t, s), `  things:
+    upstream: api
+    list: {path: /things, items: results}
+    pagination: {dialect: next_url}
+    id_field: id
+    fields: {id: {type: string}}
+`)).Resources["things"]
+	sink := &collect{}
+	scan := r.NewScan(ScanSpec{Sink: sink, RequestID: "test"})
+	if err := scan.Run(context.Background(), Budget{MaxPages: 1, PagesLimitSource: "caller", Deadline: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scan.State(nil); err == nil {
+		t.Fatal("a state was saved without a sealer")
+	}
+	state, err := scan.State(xorSealer(0x5a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(state, []byte("c2VjcmV0")) || bytes.Contains(state, []byte("/things")) {
+		t.Fatalf("the state shows the next link: %s", state)
+	}
+	if _, err := r.ResumeScan(ScanSpec{Sink: sink, RequestID: "test"}, state, xorSealer(0x33)); err == nil || strings.Contains(err.Error(), "c2VjcmV0") || strings.Contains(err.Error(), "/things") {
+		t.Fatalf("resumed under another key: %v", err)
+	}
+	resumed, err := r.ResumeScan(ScanSpec{Sink: sink, RequestID: "test"}, state, xorSealer(0x5a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.Run(context.Background(), Budget{MaxPages: 10, PagesLimitSource: "caller", Deadline: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if !resumed.Outcome().ScanComplete || strings.Join(sink.ids, ",") != "a,b" || !strings.Contains(s.urls[len(s.urls)-1], "cursor=c2VjcmV0LWN1cnNvcg%3D%3D") {
+		t.Fatalf("ids %v, requests %v", sink.ids, s.urls)
+	}
+}
 
 // TestSavedPage_KeepsEveryMemberOfThePageState: a scan resumed by another
 // process stands exactly where this one stopped. Every member of
@@ -33,7 +114,11 @@ func TestSavedPage_KeepsEveryMemberOfThePageState(t *testing.T) {
 			t.Fatalf("pageState.%s has a kind (%s) this test cannot fill", v.Type().Field(i).Name, f.Kind())
 		}
 	}
-	back, err := savePage(st).state()
+	saved, err := savePage(st, xorSealer(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := saved.state(xorSealer(7))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,20 @@
 // Package signing derives airlock's signing keys and seals and opens the
 // signed tokens that carry state through a client: page cursors and
 // approval requests. A token is the payload's JSON and its HMAC-SHA256
-// tag, each in unpadded base64url, joined by a dot.
+// tag, each in unpadded base64url, joined by a dot. A Box encrypts the
+// values airlock keeps in its store that no reader of the store may read
+// (an upstream's continuation, which can carry a credential).
 //
 // Replicas of different versions read each other's tokens during a rolling
 // deploy, so this package must never change how a key is derived or how a
-// token is written; a test pins both to tokens issued before it existed.
+// token or a sealed value is written; a test pins them to values issued
+// before.
 package signing
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -137,4 +142,54 @@ func (s Sealer) Open(token string, now time.Time, v any) error {
 		return ErrExpired
 	}
 	return nil
+}
+
+// Box encrypts and authenticates values kept where others can read them:
+// AES-256-GCM under a key from Key, with a fresh random nonce each time.
+// Every process that derives the same key opens what another sealed.
+type Box struct {
+	aead cipher.AEAD
+}
+
+// NewBox returns a box with key, 32 bytes as Key returns; another length
+// is an error.
+func NewBox(key []byte) (Box, error) {
+	if len(key) != 32 {
+		return Box{}, errors.New("signing: a box key is 32 bytes")
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return Box{}, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return Box{}, err
+	}
+	return Box{aead: aead}, nil
+}
+
+// Seal returns plain encrypted for label (what the value is; Open must
+// name the same label), as unpadded base64url of the nonce, the
+// ciphertext and the tag.
+func (b Box) Seal(plain []byte, label string) string {
+	out := make([]byte, b.aead.NonceSize(), b.aead.NonceSize()+len(plain)+b.aead.Overhead())
+	_, _ = rand.Read(out) // never fails: crypto/rand crashes the program instead
+	out = b.aead.Seal(out, out, plain, []byte(label))
+	return base64.RawURLEncoding.EncodeToString(out)
+}
+
+// Open returns the plaintext of a value Seal wrote for label. A value that
+// is not one is ErrMalformed; one that another key sealed, for another
+// label, or that was altered, is ErrForged.
+func (b Box) Open(sealed, label string) ([]byte, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(sealed)
+	if err != nil || len(raw) < b.aead.NonceSize()+b.aead.Overhead() {
+		return nil, ErrMalformed
+	}
+	n := b.aead.NonceSize()
+	plain, err := b.aead.Open(nil, raw[:n], raw[n:], []byte(label))
+	if err != nil {
+		return nil, ErrForged
+	}
+	return plain, nil
 }

@@ -2,6 +2,7 @@ package signing
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -150,5 +151,58 @@ func TestKey_WithoutSecretTheFirstKeptKeyServesEveryone(t *testing.T) {
 	d, err := Key(context.Background(), goldenSecret, "elicitation_key", store)
 	if err != nil || string(d) != string(Derive(goldenSecret, "elicitation_key")) || store["elicitation_key"] != nil {
 		t.Fatalf("with a secret: %x, %v, kept %x", d, err, store["elicitation_key"])
+	}
+}
+
+// goldenSealed is a continuation sealed, under goldenSecret's
+// scan_state_key, by the version that introduced Box: every later version
+// opens it.
+const goldenSealed = "nzuivYdZD0FpYIir2NiYcYz6NlBdJNYZakMC5p1LFPjdg0oCjbZVvd_J7z3AiHTnQsfCOlhETi28wVkGHRJfLd2Kjv_xxG7YDI08gAnItBXEQudyWoSkdn9kZqtDIms"
+
+// TestBox_OpensWhatAnyProcessWithTheKeySealedAndNothingElse: a value
+// sealed by one process opens in another that derived the same key (and
+// one sealed by an earlier version opens); another key, another label or
+// an altered value does not open, and the sealed value shows nothing of
+// the plaintext.
+func TestBox_OpensWhatAnyProcessWithTheKeySealedAndNothingElse(t *testing.T) {
+	key := Derive(goldenSecret, "scan_state_key")
+	box, err := NewBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const label = "airlock scan continuation"
+	if got, err := box.Open(goldenSealed, label); err != nil || string(got) != `{"next_url":"https://api.example.com/v1/items?cursor=YXBpX2tleT0x"}` {
+		t.Fatalf("the golden value: %q, %v", got, err)
+	}
+	plain := []byte("https://api.example.com/v1/items?cursor=YXBpX2tleT1jbnJ5")
+	sealed := box.Seal(plain, label)
+	if strings.Contains(sealed, "YXBp") || strings.Contains(sealed, "api.example") || sealed == box.Seal(plain, label) {
+		t.Fatalf("the sealed value shows the plaintext or repeats: %s", sealed)
+	}
+	other, _ := NewBox(Derive(goldenSecret, "scan_state_key"))
+	if got, err := other.Open(sealed, label); err != nil || string(got) != string(plain) {
+		t.Fatalf("another process with the same key: %q, %v", got, err)
+	}
+	wrong, _ := NewBox(Derive([]byte("another secret"), "scan_state_key"))
+	raw, _ := base64.RawURLEncoding.DecodeString(sealed)
+	raw[len(raw)/2] ^= 1
+	altered := base64.RawURLEncoding.EncodeToString(raw)
+	for name, tc := range map[string]struct {
+		box          Box
+		value, label string
+		want         error
+	}{
+		"another key":   {wrong, sealed, label, ErrForged},
+		"another label": {box, sealed, "something else", ErrForged},
+		"altered":       {box, altered, label, ErrForged},
+		"not base64":    {box, "not a sealed value!", label, ErrMalformed},
+		"too short":     {box, "c2hvcnQ", label, ErrMalformed},
+	} {
+		if got, err := tc.box.Open(tc.value, tc.label); !errors.Is(err, tc.want) || got != nil {
+			t.Errorf("%s: %q, %v, want %v", name, got, err, tc.want)
+		}
+	}
+	if _, err := NewBox(key[:16]); err == nil {
+		t.Fatal("a 16-byte key was taken")
 	}
 }

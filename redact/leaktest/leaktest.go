@@ -1,8 +1,10 @@
 // Package leaktest finds a secret in text the way someone reading the text
 // would: raw, split by punctuation, behind JSON or URL escapes, or base64
-// encoded at any alignment. Tests use it to prove that nothing airlock
-// returns, logs, stores or exports holds a credential. It shares no code
-// with the redactor it checks.
+// encoded at any alignment, and inside containers nested in each other (a
+// base64 cursor of a query that holds the secret percent-escaped, base64
+// inside base64, a base64 run a URL broke with %2B, %2F and %3D). Tests use
+// it to prove that nothing airlock returns, logs, stores or exports holds a
+// credential. It shares no code with the redactor it checks.
 package leaktest
 
 import (
@@ -12,9 +14,15 @@ import (
 	"strconv"
 )
 
+// maxDepth is how many base64 layers, one inside the other, Find decodes;
+// the text of each is read again in every view (JSON and URL escapes).
+const maxDepth = 3
+
 // Hits names every form in which b reveals secret ("raw", "json-unescaped",
 // "url-decoded", "base64"); nil when it reveals none. Letters and digits
-// are compared: punctuation and spaces between them are ignored.
+// are compared: punctuation and spaces between them are ignored. A secret
+// found inside base64, at any depth and behind any escape there, is
+// "base64".
 func Hits(b []byte, secret string) []string {
 	return Find(b, secret)[0]
 }
@@ -22,66 +30,90 @@ func Hits(b []byte, secret string) []string {
 // Find is Hits for several secrets at once, reading each view of b once
 // whatever their number: its i-th answer is secrets[i]'s.
 func Find(b []byte, secrets ...string) [][]string {
-	hits := make([][]string, len(secrets))
-	wants := make([][]byte, len(secrets))
+	f := &finder{hits: make([][]string, len(secrets)), wants: make([][]byte, len(secrets)), coded: make([]bool, len(secrets))}
 	some := false
 	for i, s := range secrets {
-		wants[i] = skeleton(nil, []byte(s))
-		some = some || len(wants[i]) > 0
+		f.wants[i] = skeleton(nil, []byte(s))
+		some = some || len(f.wants[i]) > 0
 	}
 	if !some {
-		return hits
+		return f.hits
 	}
+	f.read(b, 0)
+	return f.hits
+}
+
+// finder is one reading of a text for several secrets.
+type finder struct {
+	wants [][]byte
+	hits  [][]string
+	// coded[i]: wants[i] was found inside base64 (at any depth).
+	coded []bool
+	// dec and sk are scratch buffers, one per depth.
+	dec [maxDepth][]byte
+	sk  [maxDepth + 1][]byte
+}
+
+func (f *finder) add(i int, name string) {
+	if !slices.Contains(f.hits[i], name) {
+		f.hits[i] = append(f.hits[i], name)
+	}
+}
+
+// read looks for the wants in every view of b, which was decoded from
+// depth layers of base64 (0: the text itself, whose views name the hits;
+// inside base64 every hit is "base64").
+func (f *finder) read(b []byte, depth int) {
 	unescaped := jsonUnescape(b)
-	views := []struct {
+	views := [...]struct {
 		name string
 		text []byte
 	}{
 		{"raw", b},
 		{"json-unescaped", unescaped},
 		{"json-unescaped", jsonUnescape(unescaped)},
-		{"url-decoded", percentDecode(b)},
-		{"url-decoded", percentDecode(unescaped)},
-	}
-	add := func(i int, name string) {
-		if !slices.Contains(hits[i], name) {
-			hits[i] = append(hits[i], name)
-		}
+		{"url-decoded", percentDecode(b, true)},
+		{"url-decoded", percentDecode(unescaped, true)},
+		// A base64 run whose + was kept and whose / was escaped.
+		{"url-decoded", percentDecode(b, false)},
 	}
 	// A view the decoding left unchanged reveals what the same text did.
-	type reading struct {
-		text         []byte
-		plain, coded []bool
-	}
-	var read []reading
-	var sk []byte
+	var read [len(views)][]byte
+	var plain [len(views)][]bool
+	n := 0
 	for _, v := range views {
-		var r *reading
-		for k := range read {
-			if bytes.Equal(read[k].text, v.text) {
-				r = &read[k]
-				break
+		k := 0
+		for k < n && !bytes.Equal(read[k], v.text) {
+			k++
+		}
+		if k == n {
+			read[n], plain[n] = v.text, make([]bool, len(f.wants))
+			n++
+			sk := skeleton(f.sk[depth][:0], v.text)
+			f.sk[depth] = sk
+			for i, w := range f.wants {
+				plain[k][i] = len(w) > 0 && bytes.Contains(sk, w)
+			}
+			f.base64Reveals(v.text, depth)
+		}
+		for i := range f.wants {
+			if !plain[k][i] {
+				continue
+			}
+			if depth == 0 {
+				f.add(i, v.name)
+			} else {
+				f.coded[i] = true
 			}
 		}
-		if r == nil {
-			read = append(read, reading{text: v.text, plain: make([]bool, len(wants)), coded: make([]bool, len(wants))})
-			r = &read[len(read)-1]
-			sk = skeleton(sk[:0], v.text)
-			for i, w := range wants {
-				r.plain[i] = len(w) > 0 && bytes.Contains(sk, w)
-			}
-			base64Reveals(v.text, wants, r.coded)
-		}
-		for i := range wants {
-			if r.plain[i] {
-				add(i, v.name)
-			}
-			if r.coded[i] {
-				add(i, "base64")
+		if depth == 0 {
+			for i, c := range f.coded {
+				if c {
+					f.add(i, "base64")
+				}
 			}
 		}
 	}
-	return hits
 }
 
 func isAlnum(c byte) bool {
@@ -101,6 +133,9 @@ func skeleton(dst, b []byte) []byte {
 // jsonUnescape decodes \uXXXX and the one-character escapes wherever they
 // appear.
 func jsonUnescape(b []byte) []byte {
+	if bytes.IndexByte(b, '\\') < 0 {
+		return b
+	}
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); i++ {
 		if b[i] != '\\' || i+1 >= len(b) {
@@ -128,8 +163,12 @@ func jsonUnescape(b []byte) []byte {
 	return out
 }
 
-// percentDecode decodes %XX and + wherever they appear.
-func percentDecode(b []byte) []byte {
+// percentDecode decodes %XX wherever it appears, and + as a space when
+// plus is set.
+func percentDecode(b []byte, plus bool) []byte {
+	if bytes.IndexByte(b, '%') < 0 && (!plus || bytes.IndexByte(b, '+') < 0) {
+		return b
+	}
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); i++ {
 		if b[i] == '%' && i+2 < len(b) {
@@ -139,7 +178,7 @@ func percentDecode(b []byte) []byte {
 				continue
 			}
 		}
-		if b[i] == '+' {
+		if plus && b[i] == '+' {
 			out = append(out, ' ')
 			continue
 		}
@@ -152,12 +191,15 @@ func isBase64(c byte) bool {
 	return isAlnum(c) || c == '+' || c == '/' || c == '-' || c == '_'
 }
 
-// base64Reveals decodes every run of base64 characters, from each of its
-// first four positions, in both alphabets, and sets found[i] when the
-// decoded text holds wants[i]. A run too short to decode into a want
+// base64Reveals decodes every run of base64 characters of b, from each
+// of its first four positions, in both alphabets, and reads what it
+// decoded as text of its own (one layer deeper): coded[i] is set when that
+// reveals wants[i]. A run too short to decode into a want not found yet
 // cannot hold it, and is not decoded for it.
-func base64Reveals(b []byte, wants [][]byte, found []bool) {
-	var dec, sk []byte
+func (f *finder) base64Reveals(b []byte, depth int) {
+	if depth == maxDepth {
+		return
+	}
 	for i := 0; i < len(b); {
 		if !isBase64(b[i]) {
 			i++
@@ -179,28 +221,65 @@ func base64Reveals(b []byte, wants [][]byte, found []bool) {
 			}
 			for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 				size := enc.DecodedLen(len(part))
-				if !mayHold(size, wants, found) {
+				if !f.mayHold(size) {
 					continue
 				}
-				dec = slices.Grow(dec[:0], size)[:size]
-				n, _ := enc.Decode(dec, part)
+				dec := slices.Grow(f.dec[depth][:0], size)[:size]
+				f.dec[depth] = dec
 				// A decode stops at the first byte of the other alphabet:
 				// what it decoded so far still counts.
-				sk = skeleton(sk[:0], dec[:n])
-				for k, w := range wants {
-					if !found[k] && len(w) > 0 && bytes.Contains(sk, w) {
-						found[k] = true
-					}
-				}
+				n, _ := enc.Decode(dec, part)
+				f.readDecoded(dec[:n], depth+1)
 			}
 		}
 	}
 }
 
-// mayHold says whether size decoded bytes could hold a want not found yet.
-func mayHold(size int, wants [][]byte, found []bool) bool {
-	for k, w := range wants {
-		if !found[k] && len(w) > 0 && size >= len(w) {
+// readDecoded reads text decoded from base64. Past the last layer, or
+// when what was decoded is not text or holds no container, its letters
+// and digits are all it can reveal.
+func (f *finder) readDecoded(b []byte, depth int) {
+	if depth < maxDepth && mayNest(b) {
+		f.read(b, depth)
+		return
+	}
+	sk := skeleton(f.sk[depth][:0], b)
+	f.sk[depth] = sk
+	for k, w := range f.wants {
+		if !f.coded[k] && len(w) > 0 && bytes.Contains(sk, w) {
+			f.coded[k] = true
+		}
+	}
+}
+
+// mayNest reports whether b is text (three bytes in four printable: not
+// binary, nor base64 decoded at the wrong alignment) that holds an escape
+// or a run of eight base64 characters: a container inside it.
+func mayNest(b []byte) bool {
+	run, printable, inner := 0, 0, false
+	for _, c := range b {
+		if c >= ' ' && c <= '~' || c == '\t' || c == '\n' || c == '\r' {
+			printable++
+		}
+		switch {
+		case c == '%' || c == '\\':
+			inner = true
+		case isBase64(c):
+			if run++; run >= 8 {
+				inner = true
+			}
+		default:
+			run = 0
+		}
+	}
+	return inner && 4*printable >= 3*len(b)
+}
+
+// mayHold says whether size decoded bytes could hold a want not found yet
+// inside base64.
+func (f *finder) mayHold(size int) bool {
+	for k, w := range f.wants {
+		if !f.coded[k] && len(w) > 0 && size >= len(w) {
 			return true
 		}
 	}

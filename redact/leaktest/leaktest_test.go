@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,6 +40,47 @@ func TestHits_FindsEveryForm(t *testing.T) {
 	}
 }
 
+// A key with the characters base64 keys have, which a query escapes.
+const b64Key = "k9Rz+Qw/7xTf2Lm0=Vb8nC4j"
+
+// TestHits_FindsTheSecretInsideNestedContainers: a secret inside base64
+// whose text holds it percent- or JSON-escaped, base64 inside base64, and
+// base64 whose run a URL broke with %2B, %2F and %3D (in either alphabet,
+// padded or not, at any offset) is found as "base64".
+func TestHits_FindsTheSecretInsideNestedContainers(t *testing.T) {
+	std, raw := base64.StdEncoding.EncodeToString, base64.RawURLEncoding.EncodeToString
+	query := "api_key=" + url.QueryEscape(b64Key) + "&page=2&after=~~~???"
+	for _, tc := range []struct {
+		name, text string
+	}{
+		{"base64 of a query holding the key percent-encoded", "cursor=" + std([]byte(query))},
+		{"the same, url alphabet without padding, shifted", "c=x" + raw([]byte("?&"+query))},
+		{"base64 of a JSON document holding the key escaped", std([]byte(`{"k":"` + strings.ReplaceAll(b64Key, "+", `\u002b`) + `"}`))},
+		{"base64 inside base64", std([]byte(`{"next":"` + std([]byte("p=1&api_key="+b64Key)) + `"}`))},
+		{"base64 inside base64, url alphabet, shifted", "t=" + raw([]byte("ab"+raw([]byte("xy"+query))))},
+		{"percent-escaped base64 in a next link", `{"next":"https://api.example.com/v1/items?cursor=` + url.QueryEscape(std([]byte(query))) + `"}`},
+		{"base64 with only its slashes escaped", strings.ReplaceAll(std([]byte(query)), "/", "%2F")},
+		{"percent-escaped base64 of a base64 cursor", "next=" + url.QueryEscape(std([]byte("cursor="+url.QueryEscape(std([]byte(query))))))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Hits([]byte(tc.text), b64Key)
+			if !slices.Contains(got, "base64") {
+				t.Fatalf("Hits(%q) = %v, want base64 among them", tc.text, got)
+			}
+			if got := Hits([]byte(tc.text), "Zq7-unrelated-key-4d2f"); got != nil {
+				t.Fatalf("another key found: %v", got)
+			}
+		})
+	}
+	// The run a URL escaped really was broken by each escape.
+	esc := url.QueryEscape(std([]byte(query)))
+	for _, e := range []string{"%2B", "%2F", "%3D"} {
+		if !strings.Contains(esc, e) {
+			t.Fatalf("the escaped cursor %q holds no %s", esc, e)
+		}
+	}
+}
+
 // TestFind_SameAsHitsOneSecretAtATime: reading b once for several secrets
 // finds, for each, exactly what the plain reading of every view for that
 // secret alone finds.
@@ -47,7 +89,7 @@ func TestFind_SameAsHitsOneSecretAtATime(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 4))
 	pieces := func() string {
 		s := secrets[rng.IntN(3)]
-		switch rng.IntN(7) {
+		switch rng.IntN(8) {
 		case 0:
 			return s
 		case 1:
@@ -61,6 +103,21 @@ func TestFind_SameAsHitsOneSecretAtATime(t *testing.T) {
 			return e[:min(len(e), rng.IntN(20)+10)]
 		case 5:
 			return fmt.Sprintf(`\\u%04x`, s[0]) + s[1:]
+		case 6:
+			// Containers nested in each other.
+			inner := []byte("q=" + url.QueryEscape(s) + "&after=~~~???")
+			for range rng.IntN(3) + 1 {
+				enc := base64.StdEncoding
+				if rng.IntN(2) == 0 {
+					enc = base64.RawURLEncoding
+				}
+				e := enc.EncodeToString(append([]byte(strings.Repeat("x", rng.IntN(3))), inner...))
+				if rng.IntN(2) == 0 {
+					e = url.QueryEscape(e)
+				}
+				inner = []byte(`{"c":"` + e + `"}`)
+			}
+			return string(inner)
 		default:
 			b := make([]byte, rng.IntN(60))
 			for i := range b {
@@ -83,7 +140,26 @@ func TestFind_SameAsHitsOneSecretAtATime(t *testing.T) {
 	}
 }
 
-// The reference reading: every view decoded in full for one secret.
+// The reference reading: every view decoded in full for one secret, and
+// every base64 decoding read again in every view, to maxDepth layers.
+
+func refViews(b []byte) [][]byte {
+	return [][]byte{b, refJsonUnescape(b), refJsonUnescape(refJsonUnescape(b)), refPercentDecode(b, true),
+		refPercentDecode(refJsonUnescape(b), true), refPercentDecode(b, false)}
+}
+
+// refDistinct drops the views equal to an earlier one.
+func refDistinct(views [][]byte) [][]byte {
+	var out [][]byte
+	for _, v := range views {
+		if !slices.ContainsFunc(out, func(o []byte) bool { return bytes.Equal(o, v) }) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+var refNames = []string{"raw", "json-unescaped", "json-unescaped", "url-decoded", "url-decoded", "url-decoded"}
 
 func refHits(b []byte, secret string) []string {
 	want := refSkeleton([]byte(secret))
@@ -91,16 +167,6 @@ func refHits(b []byte, secret string) []string {
 		return nil
 	}
 	var hits []string
-	views := []struct {
-		name string
-		text []byte
-	}{
-		{"raw", b},
-		{"json-unescaped", refJsonUnescape(b)},
-		{"json-unescaped", refJsonUnescape(refJsonUnescape(b))},
-		{"url-decoded", refPercentDecode(b)},
-		{"url-decoded", refPercentDecode(refJsonUnescape(b))},
-	}
 	seen := map[string]bool{}
 	add := func(name string) {
 		if !seen[name] {
@@ -108,11 +174,11 @@ func refHits(b []byte, secret string) []string {
 			hits = append(hits, name)
 		}
 	}
-	for _, v := range views {
-		if bytes.Contains(refSkeleton(v.text), want) {
-			add(v.name)
+	for i, v := range refViews(b) {
+		if bytes.Contains(refSkeleton(v), want) {
+			add(refNames[i])
 		}
-		if refBase64Reveals(v.text, want) {
+		if refBase64Reveals(v, want, 1) {
 			add("base64")
 		}
 	}
@@ -164,8 +230,9 @@ func refJsonUnescape(b []byte) []byte {
 	return out
 }
 
-// percentDecode decodes %XX and + wherever they appear.
-func refPercentDecode(b []byte) []byte {
+// percentDecode decodes %XX wherever it appears, and + as a space when
+// plus is set.
+func refPercentDecode(b []byte, plus bool) []byte {
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); i++ {
 		if b[i] == '%' && i+2 < len(b) {
@@ -175,7 +242,7 @@ func refPercentDecode(b []byte) []byte {
 				continue
 			}
 		}
-		if b[i] == '+' {
+		if plus && b[i] == '+' {
 			out = append(out, ' ')
 			continue
 		}
@@ -189,8 +256,12 @@ func refIsBase64(c byte) bool {
 }
 
 // base64Reveals decodes every run of base64 characters, from each of its
-// first four positions, in both alphabets, and looks for want.
-func refBase64Reveals(b, want []byte) bool {
+// first four positions, in both alphabets, and looks for want in what it
+// decoded, in each of its views and, above maxDepth, in its base64 runs.
+func refBase64Reveals(b, want []byte, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
 	for i := 0; i < len(b); {
 		if !refIsBase64(b[i]) {
 			i++
@@ -218,8 +289,27 @@ func refBase64Reveals(b, want []byte) bool {
 				if bytes.Contains(refSkeleton(dec[:n]), want) {
 					return true
 				}
+				if !refText(dec[:n]) {
+					continue // binary: not read as a container
+				}
+				for _, v := range refDistinct(refViews(dec[:n])) {
+					if bytes.Contains(refSkeleton(v), want) || refBase64Reveals(v, want, depth+1) {
+						return true
+					}
+				}
 			}
 		}
 	}
 	return false
+}
+
+// refText: three bytes in four are printable.
+func refText(b []byte) bool {
+	n := 0
+	for _, c := range b {
+		if c >= 32 && c < 127 || c == 9 || c == 10 || c == 13 {
+			n++
+		}
+	}
+	return 4*n >= 3*len(b)
 }
