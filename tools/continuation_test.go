@@ -63,9 +63,9 @@ func TestPreviewManifestCursor_ContinuesInGetSelection(t *testing.T) {
 	}
 }
 
-// replica is one airlock process in a continuation trial: its own runtime
+// replicaOn is one airlock process in a continuation trial: its own runtime
 // and deps over the store every replica shares, with the same secret.
-func replica(t fataler, yaml []byte, storePath string, secret []byte) *direct {
+func replicaOn(t fataler, yaml []byte, storePath string, secret []byte) *direct {
 	t.Helper()
 	d := newDirect(t, yaml)
 	store, err := sqlitestore.Open(context.Background(), storePath)
@@ -134,7 +134,7 @@ func TestPropertyEveryContinuation_IsAcceptedWhereItIsNamed(t *testing.T) {
 		defer os.RemoveAll(dir)
 		yaml := fixtures.DemoConfig(ts.URL)
 		secret := []byte("continuation trial secret, 32+ characters long")
-		replicas := []*direct{replica(rt, yaml, filepath.Join(dir, "airlock.db"), secret), replica(rt, yaml, filepath.Join(dir, "airlock.db"), secret)}
+		replicas := []*direct{replicaOn(rt, yaml, filepath.Join(dir, "airlock.db"), secret), replicaOn(rt, yaml, filepath.Join(dir, "airlock.db"), secret)}
 		defer func() {
 			for _, r := range replicas {
 				r.close()
