@@ -32,6 +32,13 @@ func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req Co
 	if err != nil {
 		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
 	}
+	if !req.Principal.MayRead(approversOf(rt, op.Action.Type), op.Principal) {
+		sel, err := p.Store.Selection(ctx, op.SelectionID)
+		if err != nil || !req.Principal.MayRead(approversOf(rt, op.Action.Type), op.Principal, sel.Principal) {
+			// Another principal's operation reads as an unknown id.
+			return nil, envelope.NewProblem(envelope.ProblemOperationNotFound, "")
+		}
+	}
 	if op.Mode != ModeExecute || op.Status == OpRunning {
 		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "Only a finished execute operation can be compensated.")
 	}

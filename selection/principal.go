@@ -46,6 +46,57 @@ const (
 	SubjectUnrecorded = "unrecorded"
 )
 
+// ScopeOperator is the OAuth scope that reads every selection and
+// operation, whoever made it, as an operator at the review page does.
+const ScopeOperator = "airlock:operator"
+
+// MayRead reports whether p may read a record the owners made (a
+// selection's previewer, an operation's committer): p is not an OAuth
+// principal (stdio, the shared token and the local operator hold the whole
+// server), is one of the owners, holds ScopeOperator, or is among the
+// approvers the action's policy names (nil: none). Anyone else is told the
+// record does not exist, so that its id cannot be probed.
+func (p Principal) MayRead(approvers *config.PrincipalsConfig, owners ...Principal) bool {
+	if !p.OAuth || slices.Contains(p.Scopes, ScopeOperator) {
+		return true
+	}
+	for _, o := range owners {
+		if p.Same(o) {
+			return true
+		}
+	}
+	return approvers != nil && p.Allowed(approvers)
+}
+
+// approversOf is the approvers restriction of the action a record is for
+// (nil when the action is unknown or names none).
+func approversOf(rt *upstream.Runtime, action string) *config.PrincipalsConfig {
+	if rt == nil {
+		return nil
+	}
+	a, ok := rt.Actions[action]
+	if !ok || a.Config.Approval == nil {
+		return nil
+	}
+	return a.Config.Approval.Approvers
+}
+
+// MayReadSelection reports whether p may read sel (see MayRead).
+func (e *Engine) MayReadSelection(p Principal, sel *Selection) bool {
+	return p.MayRead(approversOf(e.Runtime, sel.Action.Type), sel.Principal)
+}
+
+// MayReadOperation reports whether p may read op: its committer, its
+// selection's previewer (sel, when known) and the approvers may (see
+// MayRead).
+func (e *Engine) MayReadOperation(p Principal, op *Operation, sel *Selection) bool {
+	owners := []Principal{op.Principal}
+	if sel != nil {
+		owners = append(owners, sel.Principal)
+	}
+	return p.MayRead(approversOf(e.Runtime, op.Action.Type), owners...)
+}
+
 // Recorded is p as a store records it: an empty subject is
 // SubjectUnrecorded, and both values are kept printable and bounded.
 func (p Principal) Recorded() Principal {

@@ -431,7 +431,11 @@ func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
 	data := ok.Data.(*selectionData)
 	archiveCommit := map[string]any{"selection_id": data.SelectionID, "expected_digest": data.Digest, "action": archive, "mode": "execute"}
 	env, _ = run(as("dev-1", "dev"), "commit_bulk_action", archiveCommit)
-	wantCode("a dev commits ops' archive", env, envelope.ProblemPrincipalNotAllowed)
+	wantCode("a dev commits ops' archive, which they may not read", env, envelope.ProblemSelectionNotFound)
+	opsReader := as("ops-reader", "dev")
+	opsReader.Scopes = append(opsReader.Scopes, selection.ScopeOperator)
+	env, _ = run(opsReader, "commit_bulk_action", archiveCommit)
+	wantCode("an operator outside ops commits ops' archive", env, envelope.ProblemPrincipalNotAllowed)
 
 	p, _ := run(as("alice", "dev"), "preview_selection", seedPreview(nil))
 	sel := p.Data.(*selectionData)
@@ -441,8 +445,12 @@ func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
 	if call.InputRequired != nil {
 		t.Fatal("alice was asked to approve her own write")
 	}
-	env, call = run(as("writer"), "commit_bulk_action", pauseCommit)
-	wantCode("a writer outside leads commits", env, envelope.ProblemApproverNotAllowed)
+	env, _ = run(as("writer"), "commit_bulk_action", pauseCommit)
+	wantCode("a writer outside leads commits alice's selection, which they may not read", env, envelope.ProblemSelectionNotFound)
+	operator := as("operator")
+	operator.Scopes = append(operator.Scopes, selection.ScopeOperator)
+	env, call = run(operator, "commit_bulk_action", pauseCommit)
+	wantCode("an operator outside leads commits", env, envelope.ProblemApproverNotAllowed)
 	if call.InputRequired != nil {
 		t.Fatal("a principal outside leads was asked to approve")
 	}

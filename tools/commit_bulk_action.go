@@ -98,7 +98,7 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	if bad["selection_id"] {
 		return invalidWrite(errs)
 	}
-	sel, fail := d.loadSelection(ctx, a.SelectionID)
+	sel, fail := d.loadSelection(ctx, a.SelectionID, call.Principal)
 	if fail != nil {
 		fail.Problem.StateChanged = envelope.StateNone
 		return fail

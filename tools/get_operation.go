@@ -63,6 +63,10 @@ func (d *Deps) getOperation(ctx context.Context, call *Call) *envelope.Envelope 
 	if err != nil {
 		return d.internalError(ctx, "read the operation", err)
 	}
+	if !d.mayReadOperation(ctx, call.Principal, op) {
+		// Another principal's operation reads as an unknown id.
+		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemOperationNotFound, ""))
+	}
 	q := selection.TargetQuery{Limit: 50, Outcome: a.Outcome}
 	if a.PageSize != nil {
 		q.Limit = *a.PageSize
@@ -82,4 +86,14 @@ func (d *Deps) getOperation(ctx context.Context, call *Call) *envelope.Envelope 
 		return invalid(errs)
 	}
 	return d.operationEnvelope(ctx, op, false, q, true)
+}
+
+// mayReadOperation reports whether who may read op: its committer, its
+// selection's previewer, the approvers its action names, or an operator.
+func (d *Deps) mayReadOperation(ctx context.Context, who selection.Principal, op *selection.Operation) bool {
+	if d.Engine.MayReadOperation(who, op, nil) {
+		return true
+	}
+	sel, err := d.Store.Selection(ctx, op.SelectionID)
+	return err == nil && d.Engine.MayReadOperation(who, op, sel)
 }

@@ -77,7 +77,10 @@ func GetSelection(d *Deps) Spec {
 	}
 }
 
-func (d *Deps) loadSelection(ctx context.Context, id string) (*selection.Selection, *envelope.Envelope) {
+// loadSelection reads a selection that who may read: one made by another
+// principal, who may not, answers SELECTION_NOT_FOUND as an unknown id
+// does.
+func (d *Deps) loadSelection(ctx context.Context, id string, who selection.Principal) (*selection.Selection, *envelope.Envelope) {
 	if d.Store == nil {
 		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "airlock runs without a store; selections are unavailable."))
 	}
@@ -88,6 +91,9 @@ func (d *Deps) loadSelection(ctx context.Context, id string) (*selection.Selecti
 	if err != nil {
 		return nil, d.internalError(ctx, "read the selection", err)
 	}
+	if d.Engine != nil && !d.Engine.MayReadSelection(who, sel) {
+		return nil, envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemSelectionNotFound, ""))
+	}
 	return sel, nil
 }
 
@@ -97,7 +103,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	if len(errs) > 0 && bad["selection_id"] {
 		return invalid(errs)
 	}
-	sel, fail := d.loadSelection(ctx, a.SelectionID)
+	sel, fail := d.loadSelection(ctx, a.SelectionID, call.Principal)
 	if fail != nil {
 		return fail
 	}
