@@ -281,8 +281,9 @@ func TestElicitationState_OnlyThePrincipalAskedMayAnswer(t *testing.T) {
 	ctx := server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true,
 		ProtocolVersion: "2026-07-28", ClientInfo: &mcp.Implementation{Name: "modern-client", Version: "1"},
 		ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}})
-	bob := selection.Principal{Subject: "bob", ClientID: "console", Scopes: []string{ScopeWrite}, OAuth: true}
-	mallory := selection.Principal{Subject: "mallory", ClientID: "console", Scopes: []string{ScopeWrite}, OAuth: true}
+	// Both may read the selection (previewed locally): operators.
+	bob := selection.Principal{Subject: "bob", ClientID: "console", Scopes: []string{ScopeWrite, selection.ScopeOperator}, OAuth: true}
+	mallory := selection.Principal{Subject: "mallory", ClientID: "console", Scopes: []string{ScopeWrite, selection.ScopeOperator}, OAuth: true}
 	commit := func(who selection.Principal, state string) (*envelope.Envelope, *mcp.CallToolResult) {
 		t.Helper()
 		call := &Call{RequestID: newRequestID(), Client: "mcp client modern-client 1", Principal: who}
