@@ -155,7 +155,7 @@ type PaginationConfig struct {
 	// list, and no page past it is asked for.
 	TotalPages       string `yaml:"total_pages"`
 	TotalPagesHeader string `yaml:"total_pages_header"`
-	Concurrency int  `yaml:"concurrency"`
+	Concurrency      int    `yaml:"concurrency"`
 	// continue
 	ContinueParam   string `yaml:"continue_param"`
 	ContinuePath    string `yaml:"continue_path"`
