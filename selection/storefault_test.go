@@ -121,7 +121,16 @@ func TestStoreFaults_NothingLostWhenPostgreSQLStumbles(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	// Down: connections refused for ten seconds.
 	proxy.Refuse(10 * time.Second)
-	time.Sleep(10 * time.Second)
+	time.Sleep(time.Second)
+	// A preview meanwhile says the store is unavailable (a tool answers
+	// STORE_UNAVAILABLE, retryable), never an internal error.
+	_, err = (&selection.Previewer{Store: stores[2], Clock: upstream.WallClock}).Preview(ctx, selection.PreviewRequest{Resource: a.Resource, Action: a,
+		Params: map[string]any{"reason": labReason}, Filter: map[string]any{"status": "active"}, Budget: upstream.Budget{MaxPages: 100, Deadline: time.Minute},
+		RequestID: "fault", Environment: "lab"})
+	if !selection.Unavailable(err) {
+		t.Errorf("a preview while the store refuses connections: %v; want an error that says the store is unavailable", err)
+	}
+	time.Sleep(9 * time.Second)
 
 	var op *selection.Operation
 	for deadline := time.Now().Add(2 * time.Minute); ; {
