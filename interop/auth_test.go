@@ -350,8 +350,9 @@ func TestOIDCProvider_AScopeTooSmallForCommit(t *testing.T) {
 
 // TestOIDCProvider_FourEyesAndApprovers: pause_collection asks the user
 // through the client, wants four eyes and names its approvers (group
-// leads). alice previews; her own commit is refused without asking her,
-// so is a commit by a writer outside leads; bob (leads) commits, is asked,
+// leads). alice previews; her own commit is refused without asking her;
+// a writer outside leads may not even read her selection, and an operator
+// (who may) is refused as no approver; bob (leads) commits, is asked,
 // approves, and the write runs. The store and the audit trail name alice
 // as who asked and bob as who approved and committed.
 func TestOIDCProvider_FourEyesAndApprovers(t *testing.T) {
@@ -371,8 +372,12 @@ func TestOIDCProvider_FourEyesAndApprovers(t *testing.T) {
 		t.Fatalf("alice commits her own selection: %v %+v", err, pr)
 	}
 	writer := l.connect(t, l.token(t, "writer", "airlock:read airlock:write"), &askedWriter)
-	if _, pr, err := call(t, writer, "commit_bulk_action", commit); err != nil || pr == nil || pr.Code != envelope.ProblemApproverNotAllowed {
-		t.Fatalf("a writer outside leads commits: %v %+v", err, pr)
+	if _, pr, err := call(t, writer, "commit_bulk_action", commit); err != nil || pr == nil || pr.Code != envelope.ProblemSelectionNotFound {
+		t.Fatalf("a writer outside leads commits alice's selection, which it may not read: %v %+v", err, pr)
+	}
+	operator := l.connect(t, l.token(t, "operator", "airlock:read airlock:write airlock:operator"), &askedWriter)
+	if _, pr, err := call(t, operator, "commit_bulk_action", commit); err != nil || pr == nil || pr.Code != envelope.ProblemApproverNotAllowed {
+		t.Fatalf("an operator outside leads commits: %v %+v", err, pr)
 	}
 	if len(askedAlice)+len(askedWriter) != 0 {
 		t.Fatalf("a principal the policy refuses was asked to approve: %d, %d", len(askedAlice), len(askedWriter))

@@ -20,6 +20,7 @@
 //
 //     reader    airlock:read
 //     writer    airlock:read airlock:write
+//     operator  airlock:read airlock:write airlock:operator
 //     alice     airlock:read airlock:write   groups [dev]
 //     bob       airlock:read airlock:write   groups [leads]
 //     outsider  openid (no airlock scope)
@@ -68,6 +69,7 @@ const clients = [
     ['writer', 'airlock:read airlock:write'],
     ['alice', 'airlock:read airlock:write'],
     ['bob', 'airlock:read airlock:write'],
+    ['operator', 'airlock:read airlock:write airlock:operator'],
     ['outsider', 'openid'],
   ].map(([id, scope]) => ({
     client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'], response_types: [], redirect_uris: [], scope,
@@ -85,7 +87,7 @@ function newProvider() {
   const provider = new Provider(issuer, {
     clients,
     jwks: { keys: [...keys, ecKey] },
-    scopes: ['openid', 'offline_access', 'airlock:read', 'airlock:write', ...accountsScope.split(' ')],
+    scopes: ['openid', 'offline_access', 'airlock:read', 'airlock:write', 'airlock:operator', ...accountsScope.split(' ')],
     pkce: { required: () => true },
     features: {
       devInteractions: { enabled: true },
@@ -103,7 +105,7 @@ function newProvider() {
             throw new errors.InvalidTarget();
           }
           return {
-            scope: 'airlock:read airlock:write',
+            scope: 'airlock:read airlock:write airlock:operator',
             audience: indicator,
             accessTokenTTL: 300,
             accessTokenFormat: 'jwt',
