@@ -216,6 +216,10 @@ type GetConfig struct {
 	// POST to Path; Item is then the item's path in the answer
 	// (data.accountById), and a null item is not found.
 	GraphQL string `yaml:"graphql"`
+	// Missing is a path in the item whose value true says the item does
+	// not exist: MediaWiki answers ?pageids= for a deleted page with
+	// {"pageid": 5, "missing": true}, an answer that holds the id.
+	Missing string `yaml:"missing"`
 }
 
 // Conditional write modes.

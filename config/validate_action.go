@@ -305,6 +305,7 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 		}
 	}
 	if rc := a.Request; rc != nil {
+		checkPathQuery(l, rc.Path, at("request", "path"))
 		check(rc.Path, false, "request", "path")
 		check(rc.Body, false, "request", "body")
 		check(normalizeYAMLValue(rc.Variables), false, "request", "variables")
@@ -313,6 +314,7 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 		}
 	}
 	if b := a.Bulk; b != nil {
+		checkPathQuery(l, b.Path, at("bulk", "path"))
 		check(b.Path, true, "bulk", "path")
 		check(b.Body, true, "bulk", "body")
 	}

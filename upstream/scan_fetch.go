@@ -243,8 +243,8 @@ func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 		return nil, BadResponse("the body has data after the JSON document")
 	}
 	if checkError {
-		if why, bad := errorInSuccess(doc); bad {
-			return nil, &BodyError{Kind: BodyErrorInSuccess, Detail: why}
+		if err := errorInSuccessError(doc); err != nil {
+			return nil, err
 		}
 	}
 	return doc, nil

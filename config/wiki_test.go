@@ -1,0 +1,59 @@
+package config
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/airlock-mcp/airlock/internal/configtest"
+)
+
+// wikiLines is the minimal configuration with list (line 8), pagination
+// (line 9) and any extra lines after line 12.
+func wikiLines(list, pagination string, extra ...string) []byte {
+	lines := append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...)
+	lines[7], lines[8] = "    list: "+list, "    pagination: "+pagination
+	return configtest.Lines(append(lines, extra...)...)
+}
+
+// TestParseConfig_PathQueriesAreCheckedWithLines: a query in a get or
+// write path is split and encoded (MediaWiki's /api.php?action=…); one in
+// list.path is refused for list.params, and one that does not parse is
+// named with its line.
+func TestParseConfig_PathQueriesAreCheckedWithLines(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml []byte
+		want []wantErr
+	}{
+		{"a query in list.path", wikiLines("{path: \"/api.php?action=query&list=allpages\"}", "{dialect: link}"),
+			[]wantErr{{8, "resources.items.list.path", "a list's query parameters go in list.params"}}},
+		{"a get query that does not parse", wikiLines("{path: /api.php}", "{dialect: link}", `    get: {path: "/api.php?action=query&pageids=%zz{{id}}"}`),
+			[]wantErr{{13, "resources.items.get.path", `the value of query parameter "pageids" does not parse`}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, parseErrors(t, tc.yaml), tc.want)
+		})
+	}
+	if _, err := Parse(wikiLines("{path: /api.php, params: {action: query, list: allpages}}", "{dialect: link}",
+		`    get: {path: "/api.php?action=query&prop=info&pageids={{id}}", item: query.pages.0, missing: missing}`)); err != nil {
+		t.Errorf("a get path with a query: %v", err)
+	}
+}
+
+func TestRenderURL_EscapesPathAndQueryValuesEachOnce(t *testing.T) {
+	v := TemplateVars{ID: "a/b&c=d e", Params: map[string]any{"summary": "x?y#z", "n": 3}}
+	path, q, err := v.RenderURL("/wiki/{{id}}/edit?action=edit&pageid={{id}}&summary=bot:+{{params.summary}}&n={{params.n}}&prop=info%7Crevisions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != "/wiki/a%2Fb&c=d%20e/edit" {
+		t.Errorf("path = %q", path)
+	}
+	want := url.Values{"action": {"edit"}, "pageid": {"a/b&c=d e"}, "summary": {"bot: x?y#z"}, "n": {"3"}, "prop": {"info|revisions"}}
+	if q.Encode() != want.Encode() {
+		t.Errorf("query = %v, want %v", q, want)
+	}
+	if _, q, _ := v.RenderURL("/items/{{id}}"); q != nil {
+		t.Errorf("a path without a query has query %v", q)
+	}
+}
