@@ -181,6 +181,8 @@ type PaginationConfig struct {
 	TotalRelation string `yaml:"total_relation"`
 	// Expiry is how the upstream says a continuation expired.
 	Expiry *ExpiryConfig `yaml:"expiry"`
+	// continue_object: see ContinuationObjectConfig.
+	ContinuationObjectConfig `yaml:",inline"`
 }
 
 // PITConfig is a point in time held across the pages of a search_after

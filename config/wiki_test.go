@@ -27,6 +27,16 @@ func TestParseConfig_PathQueriesAreCheckedWithLines(t *testing.T) {
 	}{
 		{"a query in list.path", wikiLines("{path: \"/api.php?action=query&list=allpages\"}", "{dialect: link}"),
 			[]wantErr{{8, "resources.items.list.path", "a list's query parameters go in list.params"}}},
+		{"batch_complete on another dialect", wikiLines("{path: /items}", "{dialect: cursor, next_cursor: next, batch_complete: batchcomplete}"),
+			[]wantErr{{9, "resources.items.pagination.batch_complete", "only the continue_object dialect merges batches"}}},
+		{"empty_without_items on another dialect", wikiLines("{path: /items}", "{dialect: link, empty_without_items: true}"),
+			[]wantErr{{9, "resources.items.pagination.empty_without_items", "only the continue_object dialect"}}},
+		{"a cursor parameter on the continuation object", wikiLines("{path: /api.php}", "{dialect: continue_object, cursor_param: apcontinue}"),
+			[]wantErr{{9, "resources.items.pagination.cursor_param", "sends the object's own members back"}}},
+		{"a snapshot the object does not carry", wikiLines("{path: /api.php}", "{dialect: continue_object, consistency: snapshot}"),
+			[]wantErr{{9, "resources.items.pagination.consistency", "only the continue dialect"}}},
+		{"an unknown key beside it", wikiLines("{path: /api.php}", "{dialect: continue_object, batch_completed: batchcomplete}"),
+			[]wantErr{{9, "resources.items.pagination.batch_completed", "unknown key"}}},
 		{"a get query that does not parse", wikiLines("{path: /api.php}", "{dialect: link}", `    get: {path: "/api.php?action=query&pageids=%zz{{id}}"}`),
 			[]wantErr{{13, "resources.items.get.path", `the value of query parameter "pageids" does not parse`}}},
 	} {
@@ -55,5 +65,23 @@ func TestRenderURL_EscapesPathAndQueryValuesEachOnce(t *testing.T) {
 	}
 	if _, q, _ := v.RenderURL("/items/{{id}}"); q != nil {
 		t.Errorf("a path without a query has query %v", q)
+	}
+}
+
+func TestParseConfig_MediaWikiListsParse(t *testing.T) {
+	for name, y := range map[string][]byte{
+		"allpages": wikiLines("{path: /api.php, params: {action: query, list: allpages, format: json, formatversion: \"2\"}, items: query.allpages}",
+			"{dialect: continue_object, page_size_param: aplimit}"),
+		"generator": wikiLines("{path: /api.php, params: {action: query, generator: categorymembers, gcmtitle: \"Category:X\", prop: categories, cllimit: max}, items: query.pages}",
+			"{dialect: continue_object, page_size_param: gcmlimit, batch_complete: batchcomplete, empty_without_items: true}"),
+	} {
+		cfg, err := Parse(y)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if p := ResolvePagination(cfg.Resources["items"].Pagination); p.ContinuePath != "continue" || p.Consistency != ConsistencyKeyset {
+			t.Errorf("%s: resolved to continue_path %q, consistency %q", name, p.ContinuePath, p.Consistency)
+		}
 	}
 }
