@@ -272,6 +272,8 @@ type FilterConfig struct {
 	// (YAML reads a bare null key as no key at all, hence the name.)
 	Null        *NullForm `yaml:"is_null"`
 	Description string    `yaml:"description"`
+	// search: see SearchFilterConfig.
+	SearchFilterConfig `yaml:",inline"`
 }
 
 // FieldOf is the field the filter named name compares: Field, else the

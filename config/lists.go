@@ -160,6 +160,10 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 			f = r.Filters[fname]
 		}
 		p := func(k ...string) []string { return at(append([]string{"filters", fname}, k...)...) }
+		if f.Search {
+			validateSearchFilter(l, f, p)
+			continue
+		}
 		field := f.FieldOf(fname)
 		if _, ok := r.Fields[field]; !ok {
 			l.add(fmt.Sprintf("filters on field %q, which is not declared", field), p()...)

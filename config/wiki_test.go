@@ -37,6 +37,10 @@ func TestParseConfig_PathQueriesAreCheckedWithLines(t *testing.T) {
 			[]wantErr{{9, "resources.items.pagination.consistency", "only the continue dialect"}}},
 		{"an unknown key beside it", wikiLines("{path: /api.php}", "{dialect: continue_object, batch_completed: batchcomplete}"),
 			[]wantErr{{9, "resources.items.pagination.batch_completed", "unknown key"}}},
+		{"a search without a parameter", wikiLines("{path: /api.php}", "{dialect: link}", "    filters:", "      q: {search: true}"),
+			[]wantErr{{14, "resources.items.filters.q.param", "a search is sent upstream: set param"}}},
+		{"a search that compares a field", wikiLines("{path: /api.php}", "{dialect: link}", "    filters:", "      q: {param: srsearch, search: true, field: id, multi: comma}"),
+			[]wantErr{{14, "resources.items.filters.q.field", "a search matches what the upstream judges"}, {14, "resources.items.filters.q.multi", "a search matches what the upstream judges"}}},
 		{"a get query that does not parse", wikiLines("{path: /api.php}", "{dialect: link}", `    get: {path: "/api.php?action=query&pageids=%zz{{id}}"}`),
 			[]wantErr{{13, "resources.items.get.path", `the value of query parameter "pageids" does not parse`}}},
 	} {

@@ -335,3 +335,52 @@ func TestContinuationObject_EmptyGeneratorAnswerIsAnEmptyPage(t *testing.T) {
 		t.Errorf("scan = %v, complete %v, %d items, end %q; want complete and empty by an empty page", err, out.ScanComplete, len(sink.ids), out.Sources[0].EndSignal)
 	}
 }
+
+func TestSearchFilter_IsSentAsWrittenAndNeverRecheckedNorComplete(t *testing.T) {
+	ws, base := startWiki(t, func(_ int, q url.Values, w http.ResponseWriter) {
+		// The upstream's judgment: every page whatever the words (and, at
+		// srlimit=1, the first with a continue object).
+		if q.Get("srsearch") == "" {
+			io.WriteString(w, `{"error":{"code":"nosrsearch","info":"The \"srsearch\" parameter must be set."}}`)
+			return
+		}
+		if q.Get("srlimit") == "1" {
+			io.WriteString(w, `{"batchcomplete":true,"continue":{"sroffset":1,"continue":"-||"},"query":{"search":[{"pageid":1,"ns":0,"title":"A"}]}}`)
+			return
+		}
+		io.WriteString(w, `{"batchcomplete":true,"query":{"searchinfo":{"totalhits":3},"search":[{"pageid":1,"ns":0,"title":"A"},{"pageid":2,"ns":4,"title":"B"},{"pageid":3,"ns":0,"title":"C"}]}}`)
+	})
+	rt := runtimeFor(t, wikiConfig(base,
+		"resources:",
+		"  pages:",
+		"    upstream: wiki",
+		"    list: {path: /api.php, params: {action: query, list: search, srwhat: text, format: json, formatversion: \"2\"}, items: query.search}",
+		"    pagination: {dialect: continue_object, page_size_param: srlimit}",
+		"    id_field: pageid",
+		"    fields: {pageid: {type: integer}, ns: {type: integer}, title: {type: string}}",
+		"    filters:",
+		"      text: {param: srsearch, search: true}",
+		"      ns: {}",
+	))
+	r := rt.Resources["pages"]
+	hostile := `"quoted" OR 1=1 (x) & srnamespace=4 Ünïcode`
+	if errs := r.CheckFilter(map[string]any{"text": []any{"a", "b"}}); len(errs) != 1 {
+		t.Errorf("a list as search text: %v, want refused", errs)
+	}
+	sink, out, err := scanAll(t, r, map[string]any{"text": hostile, "ns": json.Number("0")}, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := ws.requests()[0].URL.Query(); q.Get("srsearch") != hostile || q.Has("srnamespace") || q.Get("list") != "search" {
+		t.Errorf("query = %v, want the search text as one value", q)
+	}
+	if !slices.Equal(sink.ids, []string{"1", "3"}) {
+		t.Errorf("items = %v, want the search's matches in namespace 0 (airlock checks ns, not the search)", sink.ids)
+	}
+	if out.ScanComplete || len(out.Reasons) != 1 || out.Reasons[0].Code != envelope.SearchMatchesUnverified {
+		t.Errorf("complete %v, reasons %+v; want SEARCH_MATCHES_UNVERIFIED alone", out.ScanComplete, out.Reasons)
+	}
+	if s := r.SearchScope(map[string]any{"text": "x", "ns": 0}); s == nil || !slices.Equal(s.Filters, []string{"text"}) || !slices.Equal(s.Params, []string{"srsearch"}) {
+		t.Errorf("scope.search = %+v", s)
+	}
+}
