@@ -352,7 +352,7 @@ func reasonCases() []reasonCase {
 		// neither the rest nor nothing at all proves an absence.
 		{name: "upstream search, populated", code: envelope.SearchMatchesUnverified, resource: searchRes(),
 			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(40, everyThird)) },
-			args: map[string]any{"resource": "subs", "filter": map[string]any{"find": "past_due"}, "max_items": 1000}, cont: envelope.ContinueNone,
+			args:  map[string]any{"resource": "subs", "filter": map[string]any{"find": "past_due"}, "max_items": 1000}, cont: envelope.ContinueNone,
 			check: func(t *testing.T, r result) {
 				if len(r.ids()) != 13 || r.reason(envelope.SearchMatchesUnverified).Signal != upstream.SignalSearch {
 					t.Fatalf("want the 13 records the search returned and the search's reason, got %d and %+v", len(r.ids()), r.env.IncompleteReasons)
