@@ -66,6 +66,9 @@ type CredentialConfig struct {
 	Basic             *BasicConfig      `yaml:"basic"`
 	OAuth2            *OAuth2Config     `yaml:"oauth2"`
 	ClientCertificate *ClientCertConfig `yaml:"client_certificate"`
+	// Session is a login whose answer authorizes the next requests (see
+	// SessionConfig).
+	Session *SessionConfig `yaml:"session"`
 }
 
 // BackoffConfig bounds the wait between retries when the upstream gives no

@@ -102,6 +102,7 @@ func validateWriteRequest(l *errList, rq *WriteRequestConfig, at func(k ...strin
 	if rq.GraphQL == "" && (rq.Variables != nil || rq.UserErrors != "") {
 		l.add("variables and user_errors belong to a GraphQL mutation (request.graphql)", at("request")...)
 	}
+	validateEncoding(l, rq, at)
 }
 
 // validateBulk checks the bulk request and what reads each target's

@@ -89,3 +89,32 @@ func TestParseConfig_MediaWikiListsParse(t *testing.T) {
 		}
 	}
 }
+
+func TestParseConfig_SessionCredentialsAreCheckedWithLines(t *testing.T) {
+	// Lines 5-7 are the credential block.
+	cred := func(session string) []byte {
+		return configtest.WithCredential("    credential:\n      session:\n        " + session)
+	}
+	for _, tc := range []struct {
+		name string
+		yaml []byte
+		want []wantErr
+	}{
+		{"no steps", cred("{secrets: {password: {env: P}}}"),
+			[]wantErr{{6, "upstreams.api.credential.session.steps", "required: the login's requests"}}},
+		{"a reference to nothing", cred(`{steps: [{name: login, method: POST, path: /api.php, form: {lgpassword: "{{secrets.password}}", lgtoken: "{{token.x}}"}}]}`),
+			[]wantErr{{7, "upstreams.api.credential.session.steps.0.form.lgpassword", "{{secrets.password}} names no secret"}, {7, "upstreams.api.credential.session.steps.0.form.lgtoken", "{{token.x}} names no secret"}}},
+		{"a secret written inline", cred(`{secrets: {password: hunter2}, steps: [{name: login, method: GET, path: /login}]}`),
+			[]wantErr{{7, "upstreams.api.credential.session.secrets.password", "a secret is never written in the configuration"}}},
+		{"a CSRF token sent nowhere", cred(`{steps: [{name: login, method: GET, path: /login}], csrf: {method: GET, path: /t, capture: {token: t}}}`),
+			[]wantErr{{7, "upstreams.api.credential.session.csrf", "set one of csrf_field"}}},
+		{"a body sent by GET", cred(`{steps: [{name: login, method: GET, path: /login, form: {a: b}}]}`),
+			[]wantErr{{7, "upstreams.api.credential.session.steps.0.method", "a body is sent by POST"}}},
+		{"an unknown key", cred(`{steps: [{name: login, method: GET, path: /login, captures: {t: x}}]}`),
+			[]wantErr{{7, "upstreams.api.credential.session.steps.0.captures", "unknown key"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, parseErrors(t, tc.yaml), tc.want)
+		})
+	}
+}

@@ -113,6 +113,11 @@ func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (up
 		if err != nil {
 			return upstream.Request{}, err
 		}
+		if rc.Encoding == config.EncodingForm {
+			req.Body = formBody(body)
+			req.Header.Set("Content-Type", FormContentType)
+			break
+		}
 		req.Body, _ = jsonvalue.Encode(body)
 	}
 	if a.Config.Conditional == config.CondIfMatch {
