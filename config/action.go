@@ -88,7 +88,7 @@ type WriteRequestConfig struct {
 	// the declared UserErrors list decide its outcome.
 	GraphQL    string `yaml:"graphql"`
 	Variables  any    `yaml:"variables"`
-	UserErrors string `yaml:"user_errors"`	// Encoding is how Body is sent: json (the default) or form
+	UserErrors string `yaml:"user_errors"` // Encoding is how Body is sent: json (the default) or form
 	// (application/x-www-form-urlencoded).
 	Encoding string `yaml:"encoding"`
 }

@@ -2,17 +2,17 @@ package upstream
 
 import (
 	"context"
-	"maps"
-	"slices"
-	"strconv"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
