@@ -88,7 +88,9 @@ type WriteRequestConfig struct {
 	// the declared UserErrors list decide its outcome.
 	GraphQL    string `yaml:"graphql"`
 	Variables  any    `yaml:"variables"`
-	UserErrors string `yaml:"user_errors"`
+	UserErrors string `yaml:"user_errors"` // Encoding is how Body is sent: json (the default) or form
+	// (application/x-www-form-urlencoded).
+	Encoding string `yaml:"encoding"`
 }
 
 // BulkConfig is a bulk endpoint: one request for up to MaxBatch targets,
@@ -216,6 +218,10 @@ type GetConfig struct {
 	// POST to Path; Item is then the item's path in the answer
 	// (data.accountById), and a null item is not found.
 	GraphQL string `yaml:"graphql"`
+	// Missing is a path in the item whose value true says the item does
+	// not exist: MediaWiki answers ?pageids= for a deleted page with
+	// {"pageid": 5, "missing": true}, an answer that holds the id.
+	Missing string `yaml:"missing"`
 }
 
 // Conditional write modes.

@@ -66,6 +66,9 @@ type CredentialConfig struct {
 	Basic             *BasicConfig      `yaml:"basic"`
 	OAuth2            *OAuth2Config     `yaml:"oauth2"`
 	ClientCertificate *ClientCertConfig `yaml:"client_certificate"`
+	// Session is a login whose answer authorizes the next requests (see
+	// SessionConfig).
+	Session *SessionConfig `yaml:"session"`
 }
 
 // BackoffConfig bounds the wait between retries when the upstream gives no
@@ -181,6 +184,8 @@ type PaginationConfig struct {
 	TotalRelation string `yaml:"total_relation"`
 	// Expiry is how the upstream says a continuation expired.
 	Expiry *ExpiryConfig `yaml:"expiry"`
+	// continue_object: see ContinuationObjectConfig.
+	ContinuationObjectConfig `yaml:",inline"`
 }
 
 // PITConfig is a point in time held across the pages of a search_after
@@ -270,6 +275,8 @@ type FilterConfig struct {
 	// (YAML reads a bare null key as no key at all, hence the name.)
 	Null        *NullForm `yaml:"is_null"`
 	Description string    `yaml:"description"`
+	// search: see SearchFilterConfig.
+	SearchFilterConfig `yaml:",inline"`
 }
 
 // FieldOf is the field the filter named name compares: Field, else the

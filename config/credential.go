@@ -2,10 +2,12 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -113,6 +115,8 @@ type ClientCertConfig struct {
 // oauth2_client_credentials, or client_certificate alone.
 func (c *CredentialConfig) Form() string {
 	switch {
+	case c.Session != nil:
+		return FormSession
 	case c.OAuth2 != nil:
 		return FormOAuth2
 	case c.Basic != nil:
@@ -139,16 +143,19 @@ func validateCredential(l *errList, c *CredentialConfig, p []string) {
 	at := func(k ...string) []string { return append(append([]string(nil), p...), k...) }
 	staticSet := c.Env != "" || c.File != "" || c.Header != "" || c.Scheme != nil || c.Query != ""
 	forms := 0
-	for _, set := range []bool{staticSet, c.Basic != nil, c.OAuth2 != nil} {
+	for _, set := range []bool{staticSet, c.Basic != nil, c.OAuth2 != nil, c.Session != nil} {
 		if set {
 			forms++
 		}
 	}
 	switch {
 	case forms == 0 && c.ClientCertificate == nil:
-		l.add("set one form: env or file (a static secret), basic, oauth2 or client_certificate", p...)
+		l.add("set one form: env or file (a static secret), basic, oauth2, session or client_certificate", p...)
 	case forms > 1:
-		l.add("one form per credential: a static secret (env or file), basic or oauth2; only client_certificate goes with another", p...)
+		l.add("one form per credential: a static secret (env or file), basic, oauth2 or session; only client_certificate goes with another", p...)
+	}
+	if c.Session != nil {
+		validateSession(l, c.Session, at("session"))
 	}
 	if staticSet {
 		if (c.Env == "") == (c.File == "") {
@@ -277,6 +284,11 @@ func credentialSources(c *CredentialConfig) []namedSource {
 	}
 	if o := c.OAuth2; o != nil {
 		out = append(out, namedSource{"client secret", o.ClientSecret})
+	}
+	if se := c.Session; se != nil {
+		for _, name := range slices.Sorted(maps.Keys(se.Secrets)) {
+			out = append(out, namedSource{"session secret " + name, se.Secrets[name]})
+		}
 	}
 	return out
 }

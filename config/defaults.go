@@ -108,6 +108,8 @@ func ResolvePagination(p PaginationConfig) PaginationConfig {
 		set(&p.NextCursor, "pageInfo.endCursor")
 		set(&p.Total, "totalCount")
 		set(&p.Consistency, ConsistencyKeyset)
+	case DialectContinueObject:
+		resolveContinueObject(&p)
 	case DialectSearchAfter:
 		set(&p.PageSizeParam, "size")
 		set(&p.SearchAfter, "search_after")

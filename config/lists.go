@@ -36,7 +36,7 @@ func readsTotal(p PaginationConfig) bool {
 	return p.TotalHeader != "" || (p.Total != "" && p.Total != NoTotal)
 }
 
-var dialectNames = "cursor, link, offset, page, continue, next_url, graphql, search_after"
+var dialectNames = "cursor, link, offset, page, continue, next_url, graphql, search_after, continue_object"
 
 // validateList checks the list request and its pagination dialect.
 func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) {
@@ -82,7 +82,7 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 		if p := pg.PIT; p != nil && (p.Open == "" || !strings.HasPrefix(p.Open, "/") || p.ID == "" || p.Param == "") {
 			l.add("open (an absolute path), id and param are required", at("pagination", "pit")...)
 		}
-	case DialectLink, DialectOffset, DialectPage, DialectContinue, DialectNextURL:
+	case DialectLink, DialectOffset, DialectPage, DialectContinue, DialectNextURL, DialectContinueObject:
 	case "":
 		l.add("required: one of "+dialectNames, at("pagination", "dialect")...)
 	default:
@@ -160,6 +160,10 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 			f = r.Filters[fname]
 		}
 		p := func(k ...string) []string { return at(append([]string{"filters", fname}, k...)...) }
+		if f.Search {
+			validateSearchFilter(l, f, p)
+			continue
+		}
 		field := f.FieldOf(fname)
 		if _, ok := r.Fields[field]; !ok {
 			l.add(fmt.Sprintf("filters on field %q, which is not declared", field), p()...)

@@ -109,10 +109,12 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 	if r.List.Path == "" || !strings.HasPrefix(r.List.Path, "/") {
 		l.add("required: an absolute path such as /v1/items", at("list", "path")...)
 	}
+	validateListPathQuery(l, r, at)
 	if r.IDField == "" {
 		l.add("required: the field holding each item's stable id", at("id_field")...)
 	}
 	validateList(l, r, at)
+	validateContinueObject(l, r, at)
 	validateFields(l, r, at)
 	validateDefaults(l, r, at)
 	validateSources(l, r, at)
@@ -335,6 +337,7 @@ func validateGet(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 		case !strings.HasPrefix(g.Path, "/") || !strings.Contains(g.Path, "{{id}}"):
 			l.add("must be an absolute path containing {{id}}", at("get", "path")...)
 		}
+		checkPathQuery(l, g.Path, at("get", "path"))
 	}
 }
 

@@ -102,6 +102,7 @@ func validateWriteRequest(l *errList, rq *WriteRequestConfig, at func(k ...strin
 	if rq.GraphQL == "" && (rq.Variables != nil || rq.UserErrors != "") {
 		l.add("variables and user_errors belong to a GraphQL mutation (request.graphql)", at("request")...)
 	}
+	validateEncoding(l, rq, at)
 }
 
 // validateBulk checks the bulk request and what reads each target's
@@ -305,6 +306,7 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 		}
 	}
 	if rc := a.Request; rc != nil {
+		checkPathQuery(l, rc.Path, at("request", "path"))
 		check(rc.Path, false, "request", "path")
 		check(rc.Body, false, "request", "body")
 		check(normalizeYAMLValue(rc.Variables), false, "request", "variables")
@@ -313,6 +315,7 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 		}
 	}
 	if b := a.Bulk; b != nil {
+		checkPathQuery(l, b.Path, at("bulk", "path"))
 		check(b.Path, true, "bulk", "path")
 		check(b.Body, true, "bulk", "body")
 	}

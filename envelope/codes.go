@@ -68,6 +68,9 @@ const (
 	ConflictingEvidence        ReasonCode = "CONFLICTING_EVIDENCE"
 	OperationRunning           ReasonCode = "OPERATION_RUNNING"
 	TargetsUnsettled           ReasonCode = "TARGETS_UNSETTLED"
+	// SearchMatchesUnverified: the scope holds an upstream search whose
+	// matches airlock cannot re-check.
+	SearchMatchesUnverified ReasonCode = "SEARCH_MATCHES_UNVERIFIED"
 )
 
 // Warning codes.
@@ -222,6 +225,11 @@ var registry = []Code{
 		Message:  "the upstream gave no proof that the list ended; records after the last page read may exist",
 		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, more_without_continuation, repeated_page, probe_failed): the list may go on",
 		Recovery: "do not treat absence as proof; an operator should check the resource's pagination with airlock probe"},
+
+	{Code: string(SearchMatchesUnverified), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+		Message:  "the filter holds an upstream search whose matches airlock cannot re-check; what it did not return is not proven absent",
+		Meaning:  "a filter of the scope is a search the upstream judges alone (scope.search names it: MediaWiki's srsearch, GitHub's q, Lucene): the items returned are the upstream's claim, and a record it did not return, or an empty answer, proves nothing about absence",
+		Recovery: "treat the items as the upstream's matches, never as all there are; to prove a record absent, filter on fields airlock checks (a filter without search) or read the record by id"},
 
 	{Code: string(ConflictingEvidence), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "two signals from the upstream contradict each other; neither was believed",

@@ -116,6 +116,19 @@ type Scope struct {
 	Visibility  string         `json:"visibility"`
 	Snapshot    *string        `json:"snapshot"`
 	Consistency string         `json:"consistency"`
+	// Search names the scope's filters that are upstream searches, whose
+	// matches are the upstream's claim (SEARCH_MATCHES_UNVERIFIED); nil
+	// when there are none.
+	Search *ScopeSearch `json:"search,omitempty"`
+}
+
+// ScopeSearch names the upstream searches in a scope: the filters and the
+// parameters that carried them. MatchedBy is always "upstream": airlock
+// did not re-check what they matched.
+type ScopeSearch struct {
+	Filters   []string `json:"filters"`
+	Params    []string `json:"params"`
+	MatchedBy string   `json:"matched_by"`
 }
 
 // Coverage reports the work done.

@@ -1,10 +1,14 @@
 package jsonvalue
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
-// Get walks a dotted path through decoded JSON objects. The empty path is
-// the document itself; ok is false when a step is missing or not an
-// object. A key that itself contains dots (Microsoft Graph's
+// Get walks a dotted path through decoded JSON objects, and arrays by a
+// step that is an element's index (items.0). The empty path is the
+// document itself; ok is false when a step is missing, out of range, or
+// neither an object nor an array. A key that itself contains dots (Microsoft Graph's
 // "@odata.nextLink") is found as written: where a step is missing, the
 // step joined with the ones after it is tried as one key.
 func Get(doc any, path string) (any, bool) {
@@ -16,6 +20,16 @@ func Get(doc any, path string) (any, bool) {
 
 func walk(cur any, parts []string) (any, bool) {
 	for len(parts) > 0 {
+		if arr, ok := cur.([]any); ok {
+			// An array's element by its index (MediaWiki's
+			// query.pages.0, a page's revisions.0.revid).
+			i, err := strconv.Atoi(parts[0])
+			if err != nil || i < 0 || i >= len(arr) || strconv.Itoa(i) != parts[0] {
+				return nil, false
+			}
+			cur, parts = arr[i], parts[1:]
+			continue
+		}
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, false

@@ -80,6 +80,10 @@ type filterInfo struct {
 	SentUpstream bool   `json:"sent_upstream"`
 	Field        string `json:"field,omitempty"`
 	Description  string `json:"description,omitempty"`
+	// MatchedBy is "upstream" for a search (op search): its matches are
+	// the upstream's judgment, which airlock cannot re-check, so an
+	// answer through it is never complete (SEARCH_MATCHES_UNVERIFIED).
+	MatchedBy string `json:"matched_by,omitempty"`
 }
 
 type paginationInfo struct {
@@ -210,6 +214,9 @@ func describeResource(r *upstream.Resource) resourceInfo {
 		m := filterInfo{Name: name, Op: "eq", SentUpstream: fc.Param != "" || fc.MultiParam != "" || fc.Null != nil, Field: fc.Field, Description: fc.Description}
 		if fc.Op != "" {
 			m.Op = fc.Op
+		}
+		if fc.Search {
+			m.Op, m.MatchedBy = "search", "upstream"
 		}
 		filters = append(filters, m)
 	}

@@ -184,7 +184,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 	}
 	env := &envelope.Envelope{
 		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),
-			Visibility: d.visibility(sel.Resource), Snapshot: sel.Summary.Snapshot, Consistency: sel.Summary.Consistency},
+			Visibility: d.visibility(sel.Resource), Snapshot: sel.Summary.Snapshot, Consistency: sel.Summary.Consistency, Search: d.searchScope(sel.Resource, sel.Selector.Filter)},
 		Data: &recordsData{
 			SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest, Kind: sel.Kind,
 			ExpiresAt: sel.ExpiresAt.UTC().Format(time.RFC3339), Expired: !d.Clock.Now().Before(sel.ExpiresAt),

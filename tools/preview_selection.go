@@ -342,7 +342,7 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 	sum := sel.Summary
 	env := &envelope.Envelope{
 		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),
-			Visibility: d.visibility(sel.Resource), Snapshot: sum.Snapshot, Consistency: sum.Consistency},
+			Visibility: d.visibility(sel.Resource), Snapshot: sum.Snapshot, Consistency: sum.Consistency, Search: d.searchScope(sel.Resource, sel.Selector.Filter)},
 		Coverage:          sum.Coverage,
 		IncompleteReasons: append([]envelope.Reason(nil), sum.ScanReasons...),
 		Warnings:          append(warnings, sum.Warnings...),
@@ -392,6 +392,15 @@ func (d *Deps) visibility(resource string) string {
 		return r.Visibility()
 	}
 	return ""
+}
+
+// searchScope names the upstream searches of a selection's filter (nil
+// when the resource is gone or has none).
+func (d *Deps) searchScope(resource string, filter map[string]any) *envelope.ScopeSearch {
+	if r, ok := d.Runtime.Resources[resource]; ok {
+		return r.SearchScope(filter)
+	}
+	return nil
 }
 
 // previewContinuation maps the scan's recovery route to what a caller of

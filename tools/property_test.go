@@ -287,7 +287,8 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 	t.Parallel()
 	dialects := []string{fixtures.DialectCursor, fixtures.DialectCursorNext, fixtures.DialectLink,
 		fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectContinue,
-		fixtures.DialectNextURL, fixtures.DialectGraphQL, fixtures.DialectPostCursor, fixtures.DialectSearchAfter}
+		fixtures.DialectNextURL, fixtures.DialectGraphQL, fixtures.DialectPostCursor, fixtures.DialectSearchAfter,
+		fixtures.DialectContinueObject}
 	jsonKind := map[string]bool{fixtures.DialectGraphQL: true, fixtures.DialectPostCursor: true, fixtures.DialectSearchAfter: true}
 	owners := []any{"", "team-a", "team-b", nil}
 	checks, completes := 0, 0

@@ -347,7 +347,39 @@ func reasonCases() []reasonCase {
 				h.api.SetCollection(fixtures.DatasetSubscriptions, c)
 			},
 			args: pastDue(nil), cont: envelope.ContinueNone},
+		// A search the upstream judges (here one that matches the status
+		// exactly, as the demo API does): what it returns is its claim, and
+		// neither the rest nor nothing at all proves an absence.
+		{name: "upstream search, populated", code: envelope.SearchMatchesUnverified, resource: searchRes(),
+			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(40, everyThird)) },
+			args:  map[string]any{"resource": "subs", "filter": map[string]any{"find": "past_due"}, "max_items": 1000}, cont: envelope.ContinueNone,
+			check: func(t *testing.T, r result) {
+				if len(r.ids()) != 13 || r.reason(envelope.SearchMatchesUnverified).Signal != upstream.SignalSearch {
+					t.Fatalf("want the 13 records the search returned and the search's reason, got %d and %+v", len(r.ids()), r.env.IncompleteReasons)
+				}
+				if s := r.env.Scope.Search; s == nil || s.Filters[0] != "find" || s.Params[0] != "status" || s.MatchedBy != "upstream" {
+					t.Fatalf("scope.search = %+v, want it to name the search", s)
+				}
+			}},
+		{name: "upstream search, empty", code: envelope.SearchMatchesUnverified, resource: searchRes(), empty: true,
+			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(40, everyThird)) },
+			args:  map[string]any{"resource": "subs", "filter": map[string]any{"find": "no such words"}, "max_items": 0}, cont: envelope.ContinueNone,
+			check: func(t *testing.T, r result) {
+				// Counts only, and the scan reached a proven end: still
+				// not proof that nothing matches.
+				if r.totalMatched() != 0 || r.env.Coverage.Sources[0].End != envelope.EndProven {
+					t.Fatalf("want 0 matched over a proven end, got %v and %+v", r.totalMatched(), r.env.Coverage.Sources)
+				}
+			}},
 	}
+}
+
+// searchRes is the subscriptions resource with find, a search carried by
+// the status parameter (the demo API matches it exactly).
+func searchRes() fixtures.Resource {
+	r := res(fixtures.DialectCursor, "")
+	r.ExtraFilters = []string{"find: {param: status, search: true, description: the upstream's own search}"}
+	return r
 }
 
 // TestEveryReadReason_PopulatedAndEmpty makes every read-side reason appear

@@ -245,7 +245,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	scope := &envelope.Scope{
 		Resource: r.Name, Environment: d.Runtime.Environment, Upstream: r.Host(), Filter: nonNilMap(filter),
-		Visibility: r.Visibility(), Consistency: r.Consistency(),
+		Visibility: r.Visibility(), Consistency: r.Consistency(), Search: r.SearchScope(filter),
 	}
 	for _, f := range append(append([]string(nil), fields...), a.GroupBy...) {
 		if fc, ok := r.Field(f); ok && fc.Deprecated {

@@ -7,9 +7,12 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +30,9 @@ type credential struct {
 	query, key string
 	// tokens: an OAuth 2.0 access token, obtained and renewed.
 	tokens *tokenSource
+	// session: a login whose cookies or captured token authorize, with
+	// the CSRF token of writes (see session.go).
+	session *session
 	// tls: a client certificate (and the authorities trusted), for mTLS.
 	tls *tls.Config
 	// secrets are every form of the credential's secrets to redact.
@@ -109,6 +115,19 @@ func loadCredential(cr *config.CredentialConfig, opts Options, timeout time.Dura
 		// alone, which may be an ordinary word.
 		c.secrets = credentialSecrets(c.value)
 		mix(user, pass)
+	case config.FormSession:
+		// The session itself is built by newClient, which has the
+		// transport it shares; its material is fingerprinted here.
+		for _, name := range slices.Sorted(maps.Keys(cr.Session.Secrets)) {
+			v, err := readSecret(cr.Session.Secrets[name], "credential: session: secrets: "+name, opts.Getenv)
+			if err != nil {
+				return nil, err
+			}
+			mix(name, v)
+		}
+		for _, st := range cr.Session.Steps {
+			mix(st.Method, st.Path)
+		}
 	case config.FormOAuth2:
 		ts, secrets, err := loadOAuth2(cr.OAuth2, opts, timeout)
 		if err != nil {
@@ -222,6 +241,19 @@ func loadClientCert(cc *config.ClientCertConfig) (*tls.Config, []string, error) 
 // returns the access token sent ("" for the other forms).
 func (c *credential) apply(ctx context.Context, req *http.Request) (string, error) {
 	switch {
+	case c.session != nil:
+		gen, err := c.session.ensure(ctx)
+		if err != nil {
+			return "", err
+		}
+		name, value, err := c.session.header(gen)
+		if err != nil {
+			return "", err
+		}
+		if name != "" {
+			req.Header.Set(name, value)
+		}
+		return sessionMark + strconv.FormatInt(gen, 10), nil
 	case c.tokens != nil:
 		tok, err := c.tokens.token(ctx)
 		if err != nil {
@@ -254,4 +286,21 @@ func (c *credential) stripCredential(u *url.URL) *url.URL {
 	out := *u
 	out.RawQuery = q.Encode()
 	return &out
+}
+
+// sessionMark prefixes what apply returns for a session: the login's
+// number, which a refusal names to drop it.
+const sessionMark = "session:"
+
+// refused drops what a refused request was sent with: the access token,
+// or the session's login.
+func (c *credential) refused(used string) {
+	if gen, ok := strings.CutPrefix(used, sessionMark); ok && c.session != nil {
+		n, _ := strconv.ParseInt(gen, 10, 64)
+		c.session.refused(n)
+		return
+	}
+	if c.tokens != nil {
+		c.tokens.refused(used)
+	}
 }

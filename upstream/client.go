@@ -222,6 +222,14 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 		},
 	}
 	c.http = rc
+	if c.cred != nil && cfg.Credential.Session != nil {
+		sess, secrets, err := loadSession(cfg.Credential.Session, base, opts, timeout, hc.Transport, c.maxBody)
+		if err != nil {
+			return nil, err
+		}
+		c.cred.session, hc.Jar = sess, sess.jar
+		c.cred.secrets = append(c.cred.secrets, secrets...)
+	}
 	return c, nil
 }
 
@@ -319,11 +327,12 @@ type Request struct {
 // other write is not sent again: its 401 is the answer.
 func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	resp, used, err := c.do(ctx, r)
+	err = c.sessionEnded(used, resp, err)
 	var he *HTTPError
-	if used == "" || !errors.As(err, &he) || he.Kind != FailStatus || he.Status != http.StatusUnauthorized {
+	if used == "" || !errors.As(err, &he) || he.Kind != FailStatus || !c.authRefused(he.Status) {
 		return resp, err
 	}
-	c.cred.tokens.refused(used)
+	c.cred.refused(used)
 	he.StaleToken = true
 	if !r.Idempotent && !r.Repeatable {
 		he.NotRepeated = true
@@ -332,13 +341,14 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	c.logger.Debug("the access token was refused; renewing it and sending the request once more", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path)
 	first := he.Attempts
-	resp, _, err = c.do(ctx, r)
+	resp, used, err = c.do(ctx, r)
+	err = c.sessionEnded(used, resp, err)
 	if resp != nil {
 		resp.Attempts += first
 	}
 	if errors.As(err, &he) {
 		he.Attempts += first
-		if he.Kind == FailStatus && he.Status == http.StatusUnauthorized {
+		if he.Kind == FailStatus && c.authRefused(he.Status) {
 			he.StaleToken, he.Renewed = true, true
 		}
 	}
@@ -354,6 +364,17 @@ func (c *Client) do(ctx context.Context, r Request) (*Response, string, error) {
 }
 
 func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Response, error) {
+	if c.cred != nil && c.cred.session != nil {
+		// Logged in, and a write given its CSRF token, before anything
+		// else: a failed login sends nothing.
+		var err error
+		if r, _, err = c.cred.session.prepare(ctx, r); err != nil {
+			if ctx.Err() != nil {
+				return nil, &HTTPError{Kind: FailCanceled}
+			}
+			return nil, err
+		}
+	}
 	if wait := c.CoolingDown(); wait > 0 {
 		return nil, &HTTPError{Kind: FailStatus, Status: http.StatusTooManyRequests, RetryAfter: wait, Local: true}
 	}

@@ -197,6 +197,8 @@ func newDialect(p config.PaginationConfig, idPath string) dialect {
 		return graphqlDialect{p}
 	case config.DialectSearchAfter:
 		return searchAfterDialect{p}
+	case config.DialectContinueObject:
+		return objectDialect{p}
 	}
 	return nil
 }

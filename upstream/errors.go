@@ -91,7 +91,9 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		case BodyContentType:
 			return envelope.NewProblem(envelope.ProblemUpstreamContentType, "The upstream answered with a content type other than JSON ("+be.Detail+"); it may be serving a login or maintenance page.")
 		case BodyErrorInSuccess:
-			return envelope.NewProblem(envelope.ProblemUpstreamErrorInSuccess, "The upstream answered with a success status but its body is an error object ("+be.Detail+").")
+			p := envelope.NewProblem(envelope.ProblemUpstreamErrorInSuccess, "The upstream answered with a success status but its body is an error object ("+be.Detail+").")
+			p.UpstreamMessage = be.Message
+			return p
 		case BodyGraphQLErrors:
 			p := envelope.NewProblem(envelope.ProblemUpstreamGraphQL, "")
 			p.UpstreamMessage = be.Message
@@ -322,7 +324,8 @@ func MessageOf(doc any) string {
 				return s
 			}
 		}
-		for _, k := range []string{"error_description", "message", "detail", "error", "title", "msg", "description"} {
+		// info: MediaWiki's {"error": {"code", "info"}}.
+		for _, k := range []string{"error_description", "message", "detail", "error", "title", "msg", "description", "info"} {
 			if s := str(d[k]); s != "" {
 				return s
 			}

@@ -34,6 +34,14 @@ func (r *Resource) TypedFilter(filter map[string]any) (map[string]any, []envelop
 			errs = append(errs, envelope.NewFieldError(path, envelope.FieldUnknownFilter, r.filterExample()))
 			continue
 		}
+		if fc != nil && fc.Search {
+			v, fe, bad := typedSearch(path, filter[name])
+			if bad {
+				errs = append(errs, fe)
+			}
+			out[name] = v
+			continue
+		}
 		field := fc.FieldOf(name)
 		fd, _ := r.Field(field)
 		v := filter[name]
@@ -145,6 +153,11 @@ func exampleFor(fd *config.FieldConfig, fc *config.FilterConfig) any {
 func (r *Resource) Matches(doc map[string]any, filter map[string]any) bool {
 	for name, want := range filter {
 		fc := r.Config.Filters[name]
+		if fc != nil && fc.Search {
+			// The upstream's judgment: nothing in the item to re-check it
+			// against (SEARCH_MATCHES_UNVERIFIED says so).
+			continue
+		}
 		field := fc.FieldOf(name)
 		fd, _ := r.Field(field)
 		got, _ := jsonvalue.Get(doc, r.FieldPath(field))

@@ -54,8 +54,8 @@ func decodeListBody(resp *Response, itemsPath string) (doc any, items []any, ok 
 	if err := dec.Decode(&doc); err != nil {
 		return nil, nil, false, nil
 	}
-	if why, bad := errorInSuccess(doc); bad {
-		return nil, nil, false, &BodyError{Kind: BodyErrorInSuccess, Detail: why}
+	if err := errorInSuccessError(doc); err != nil {
+		return nil, nil, false, err
 	}
 	if len(parts) == 0 {
 		return items, items, true, nil

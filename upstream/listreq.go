@@ -121,6 +121,8 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 	p := r.newParams(src)
 	if !o.probe {
 		r.sendFilters(p, o.filter)
+	} else {
+		r.sendSearches(p, o.filter)
 	}
 	d := r.dialect
 	if o.pageSize > 0 {
@@ -202,6 +204,9 @@ func (r *Resource) filterValue(name string, fc *config.FilterConfig, v any) any 
 func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) filterForm {
 	if fc == nil {
 		return filterForm{}
+	}
+	if fc.Search {
+		return filterForm{sent: true} // a search is always the upstream's
 	}
 	fd, _ := r.Field(fc.FieldOf(name))
 	if fd != nil && fd.Normalize != "" {

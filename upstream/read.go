@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
@@ -30,7 +28,10 @@ func (r *Resource) ReadRequest(id, requestID string) (Request, error) {
 	if err := CheckPathID(id); err != nil {
 		return Request{}, err
 	}
-	u := r.Upstream.ResolveURL(nil, strings.ReplaceAll(g.Path, "{{id}}", url.PathEscape(id)), nil)
+	u, err := r.getURL(id)
+	if err != nil {
+		return Request{}, err
+	}
 	return Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true}, nil
 }
 
@@ -75,6 +76,9 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	m, ok := item.(map[string]any)
 	if !ok {
 		return nil, "", false, BadResponse("the item is not a JSON object")
+	}
+	if missingItem(g, m) {
+		return nil, "", false, nil
 	}
 	if _, ok := jsonvalue.GetID(m, r.FieldPath(r.Config.IDField)); !ok {
 		// An envelope ({data: {...}}) read as the item: without its id it

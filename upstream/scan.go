@@ -219,6 +219,9 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		if ss.status != srcOutOfScope && !r.viewShows(spec.Filter) {
 			s.addStickyLocked(envelope.VisibilityRestricted, src.Name, SignalDeclaredView)
 		}
+		if ss.status != srcOutOfScope && r.SearchScope(spec.Filter) != nil {
+			s.addStickyLocked(envelope.SearchMatchesUnverified, src.Name, SignalSearch)
+		}
 	}
 	return s
 }

@@ -18,6 +18,9 @@ import (
 
 // fetch requests the page st points at and reads it.
 func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
+	if s.r.Pagination.BatchComplete != "" {
+		return s.fetchBatch(ctx, src, st)
+	}
 	resp, err := s.send(ctx, src, &st)
 	if err != nil {
 		return page{}, err
@@ -50,6 +53,9 @@ func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error)
 	pg.doc = doc
 	if !pg.next.Done && sameContinuation(st, pg.next) {
 		return pg, BadResponse("the upstream returned the same continuation twice")
+	}
+	if err := s.r.checkContinuation(pg.next); err != nil {
+		return pg, err
 	}
 	pg.header = resp.Header
 	return pg, nil
@@ -134,7 +140,7 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)
 	items, isArr := raw.([]any)
 	if !ok || !isArr {
-		if ok && raw == nil {
+		if (ok && raw == nil) || (!ok && r.Pagination.EmptyWithoutItems) {
 			return []any{}, nil
 		}
 		return nil, BadResponse("items are not an array at %q", r.Config.List.Items)
@@ -243,8 +249,8 @@ func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 		return nil, BadResponse("the body has data after the JSON document")
 	}
 	if checkError {
-		if why, bad := errorInSuccess(doc); bad {
-			return nil, &BodyError{Kind: BodyErrorInSuccess, Detail: why}
+		if err := errorInSuccessError(doc); err != nil {
+			return nil, err
 		}
 	}
 	return doc, nil

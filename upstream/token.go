@@ -282,6 +282,10 @@ type TokenError struct {
 	RememberedAt, RememberedUntil time.Time
 	now                           time.Time // when it was answered from memory
 	canceled                      bool
+	// Login is set when the failure is a session credential's login (or
+	// its CSRF token step) at the API itself, not an authorization
+	// server's token endpoint.
+	Login bool
 }
 
 func (e *TokenError) Error() string {
@@ -373,6 +377,9 @@ func classifyTokenError(ctx context.Context, host string, err error) *TokenError
 // tokenProblem is the problem of a failure to obtain a token: whose fault
 // it is, whether to retry, and what an operator fixes.
 func tokenProblem(te *TokenError) *envelope.Problem {
+	if te.Login {
+		return loginProblem(te)
+	}
 	host := safeHost(te.Host)
 	code := ""
 	if rfc6749Errors[te.ErrorCode] {

@@ -86,11 +86,11 @@ func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (up
 	}
 	vars.VersionValue = typedVersion(a, vars.Version)
 	vars.IDValue = a.Resource.TypedID(vars.ID)
-	path, err := vars.RenderPath(rc.Path)
+	path, query, err := vars.RenderURL(rc.Path)
 	if err != nil {
 		return upstream.Request{}, err
 	}
-	req := upstream.Request{Method: rc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
+	req := upstream.Request{Method: rc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, query), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
 	for k, t := range rc.Headers {
 		v, err := vars.Render(t)
 		if err != nil {
@@ -112,6 +112,11 @@ func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (up
 		body, err := vars.Render(rc.Body)
 		if err != nil {
 			return upstream.Request{}, err
+		}
+		if rc.Encoding == config.EncodingForm {
+			req.Body = formBody(body)
+			req.Header.Set("Content-Type", FormContentType)
+			break
 		}
 		req.Body, _ = jsonvalue.Encode(body)
 	}
@@ -139,11 +144,11 @@ func BulkRequest(a *upstream.Action, vars config.TemplateVars, requestID string)
 			t["version"] = typedVersion(a, v)
 		}
 	}
-	path, err := vars.RenderPath(bc.Path)
+	path, query, err := vars.RenderURL(bc.Path)
 	if err != nil {
 		return upstream.Request{}, err
 	}
-	req := upstream.Request{Method: bc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, nil), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
+	req := upstream.Request{Method: bc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, query), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
 	body, err := vars.Render(bc.Body)
 	if err != nil {
 		return upstream.Request{}, err
