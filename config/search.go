@@ -17,10 +17,13 @@ func validateSearchFilter(l *errList, f *FilterConfig, p func(k ...string) []str
 	if f.Param == "" {
 		l.add("a search is sent upstream: set param (srsearch, q)", p("param")...)
 	}
-	for key, set := range map[string]bool{"field": f.Field != "", "op": f.Op != "", "multi": f.Multi != "", "multi_param": f.MultiParam != "",
-		"separator": f.Separator != "", "null_param": f.NullParam != "", "is_null": f.Null != nil} {
-		if set {
-			l.add("a search matches what the upstream judges, not a field's value: "+key+" does not apply", p(key)...)
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"field", f.Field != ""}, {"op", f.Op != ""}, {"multi", f.Multi != ""}, {"multi_param", f.MultiParam != ""},
+		{"separator", f.Separator != ""}, {"null_param", f.NullParam != ""}, {"is_null", f.Null != nil}} {
+		if k.set {
+			l.add("a search matches what the upstream judges, not a field's value: "+k.key+" does not apply", p(k.key)...)
 		}
 	}
 }
