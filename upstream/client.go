@@ -60,6 +60,10 @@ type Response struct {
 	Body     []byte
 	Attempts int
 	Duration time.Duration
+	// URL is the URL the answer came from (the last one, when a redirect
+	// was followed): the base a relative reference in it resolves
+	// against (RFC 3986, section 5.1.3). It may carry a query credential.
+	URL *url.URL
 }
 
 // FailureKind classifies a failed exchange.
@@ -445,7 +449,10 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 		return nil, &HTTPError{Kind: FailTooLarge, Status: resp.StatusCode, Header: resp.Header, Attempts: attempts, Sent: true}
 	}
 	c.logger.Debug("upstream request", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "attempts", attempts, "ms", dur.Milliseconds())
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur, URL: r.URL}
+	if resp.Request != nil && resp.Request.URL != nil {
+		out.URL = resp.Request.URL
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		he := &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
 			RetryAfter: RetryAfter(resp.Header, c.clock.Now()), Attempts: attempts, Sent: true}

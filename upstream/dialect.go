@@ -83,6 +83,10 @@ const (
 	// (see Scan.pageRefused); the source is partial for the reason given
 	// beside it, never complete.
 	SignalPageRefused = "page_refused"
+	// SignalContinuationRefused: the upstream answered 404 to a
+	// continuation it handed out (a next link, a cursor) after the first
+	// page was read: the source is partial, never complete.
+	SignalContinuationRefused = "continuation_refused"
 
 	SignalNotSeen       = "next_signal_not_seen"
 	SignalMoreNoCursor  = "more_without_continuation"

@@ -44,6 +44,12 @@ func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error)
 	if err != nil {
 		return pg, err
 	}
+	// A relative next link is a reference from the page that carried it
+	// (RFC 3986: resolved against the document's own URL, not base_url);
+	// it is followed on the source's own origin only (listRequest).
+	if pg.next.NextURL != nil && resp.URL != nil {
+		pg.next.NextURL = resp.URL.ResolveReference(pg.next.NextURL)
+	}
 	// A next link built from the request's URL carries a query credential:
 	// the scan keeps (and may store) it without.
 	pg.next.NextURL = s.r.Upstream.WithoutCredential(pg.next.NextURL)
@@ -273,6 +279,9 @@ func checkContentType(resp *Response) error {
 // shrank under the scan, which must restart). It reports false, leaving
 // the error to fail, for anything else.
 func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, err error) bool {
+	if s.continuationRefused(src, st, err) {
+		return true
+	}
 	var he *HTTPError
 	d := s.r.Pagination.Dialect
 	if !st.Started || (d != config.DialectPage && d != config.DialectOffset) || !errors.As(err, &he) || he.Kind != FailStatus ||
@@ -376,4 +385,24 @@ func failSignal(he *HTTPError) string {
 		return "connection"
 	}
 	return fmt.Sprintf("status_%d", he.Status)
+}
+
+// continuationRefused settles a 404 to a request that followed what the
+// upstream handed out (a next link, a cursor, a continue token) after its
+// first page was read at the configured endpoint: the endpoint exists, so
+// the 404 says nothing about the configuration, and nothing about the end
+// either. The source ends without a proven end (END_NOT_PROVEN,
+// continuation_refused); what was read stands. The page and offset
+// dialects, whose pages airlock numbers itself, are pageRefused's.
+func (s *Scan) continuationRefused(src *sourceScan, st pageState, err error) bool {
+	var he *HTTPError
+	d := s.r.Pagination.Dialect
+	if !st.Started || d == config.DialectPage || d == config.DialectOffset || !errors.As(err, &he) || he.Kind != FailStatus || he.Status != http.StatusNotFound {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src.state = st
+	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalContinuationRefused
+	return true
 }
