@@ -48,7 +48,17 @@ type UpstreamConfig struct {
 	MaxBodyBytes    int64             `yaml:"max_body_bytes"`
 	RequestIDHeader string            `yaml:"request_id_header"`
 	Headers         map[string]string `yaml:"headers"`
+	// QueryEncoding is how query strings are written: rfc3986 (the
+	// default: a space is %20) or form (a space is +, as HTML forms
+	// write it). A list may say otherwise (list.query_encoding).
+	QueryEncoding string `yaml:"query_encoding"`
 }
+
+// Query encodings (upstreams.NAME.query_encoding, list.query_encoding).
+const (
+	QueryRFC3986 = "rfc3986"
+	QueryForm    = "form"
+)
 
 // CredentialConfig says where an upstream's credential comes from and how
 // it is sent; never from a tool argument. Exactly one form: a static secret
@@ -124,6 +134,9 @@ type ListConfig struct {
 	// page size and cursor variables (and any filter variables) and
 	// selects the connection named by pagination.connection.
 	GraphQL string `yaml:"graphql"`
+	// QueryEncoding overrides the upstream's query_encoding for this
+	// list's requests.
+	QueryEncoding string `yaml:"query_encoding"`
 }
 
 // PaginationConfig selects a dialect and names its parameters and response

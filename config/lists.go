@@ -54,6 +54,7 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	if len(r.List.Body) > 0 && kind != ListBody {
 		l.add("a body is sent only by a POST list (list.method: POST)", at("list", "body")...)
 	}
+	validQueryEncoding(l, r.List.QueryEncoding, at("list", "query_encoding"))
 	if r.List.GraphQL != "" && pg.Dialect != DialectGraphQL {
 		l.add("a GraphQL query needs pagination.dialect: graphql", at("list", "graphql")...)
 	}
@@ -239,4 +240,13 @@ func nullKeys(root *yaml.Node) Errors {
 	}
 	walk(root)
 	return errs
+}
+
+// validQueryEncoding checks a query_encoding.
+func validQueryEncoding(l *errList, v string, path []string) {
+	switch v {
+	case "", QueryRFC3986, QueryForm:
+	default:
+		l.add("use rfc3986 (a space is %20, the default) or form (a space is +)", path...)
+	}
 }

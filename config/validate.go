@@ -77,6 +77,7 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 	if c := u.Credential; c != nil {
 		validateCredential(l, c, at("credential"))
 	}
+	validQueryEncoding(l, u.QueryEncoding, at("query_encoding"))
 	if u.Timeout < 0 {
 		l.add("must not be negative", at("timeout")...)
 	}

@@ -48,6 +48,8 @@ type Client struct {
 	limiter      *rate.Limiter
 	logger       *slog.Logger
 	clock        Clock
+	// queryEncoding is the upstream's query_encoding ("" is rfc3986).
+	queryEncoding string
 
 	coolMu    sync.Mutex
 	coolUntil time.Time
@@ -150,6 +152,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 	c := &Client{
 		Name: name, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
+		queryEncoding: cfg.QueryEncoding,
 	}
 	if c.reqIDHeader == "" {
 		c.reqIDHeader = DefaultRequestIDHeader
@@ -254,7 +257,8 @@ func (c *Client) Host() string { return c.base.Host }
 
 // ResolveURL joins a path and query with the base URL. The path is in its
 // escaped form (a rendered template escapes each value once); it is not
-// escaped again.
+// escaped again. The query is encoded as the upstream's query_encoding
+// says (RFC 3986 by default: a space is %20).
 func (c *Client) ResolveURL(base *url.URL, path string, q url.Values) *url.URL {
 	if base == nil {
 		base = c.base
@@ -266,7 +270,7 @@ func (c *Client) ResolveURL(base *url.URL, path string, q url.Values) *url.URL {
 	} else {
 		u.Path, u.RawPath = raw, ""
 	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = encodeQuery(q, formQuery("", c.queryEncoding))
 	return &u
 }
 

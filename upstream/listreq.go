@@ -44,7 +44,7 @@ func (p *listParams) add(k, v string) { p.query.Add(k, v) }
 // describe is the parameters in a line, for evidence: the query string,
 // then the body (or variables) as JSON.
 func (p *listParams) describe() string {
-	out := p.query.Encode()
+	out := encodeQuery(p.query, false)
 	if len(p.body) > 0 {
 		b, _ := jsonvalue.Encode(p.body)
 		if out != "" {
@@ -141,6 +141,9 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 		p.set(r.Pagination.PageSizeParam, 1)
 	}
 	req.URL = r.Upstream.ResolveURL(base, r.Config.List.Path, p.query)
+	if r.Config.List.QueryEncoding != "" {
+		req.URL.RawQuery = encodeQuery(p.query, formQuery(r.Config.List.QueryEncoding, ""))
+	}
 	switch p.kind {
 	case config.ListBody:
 		req.Method = http.MethodPost

@@ -100,3 +100,54 @@ func TestNotFoundOnAFollowedNextLink_IsAPartialSourceNotAMissingEndpoint(t *test
 		t.Errorf("reasons %+v, want END_NOT_PROVEN %s", out.Reasons, SignalContinuationRefused)
 	}
 }
+
+func TestQuery_SpacesGoOutAsPercent20UnlessTheAPIReadsForms(t *testing.T) {
+	for _, tc := range []struct{ name, upstream, list, want string }{
+		{"rfc3986 by default", "", "", "$filter=status%20ne%20'archived'"},
+		{"form on the upstream", "query_encoding: form", "", "$filter=status+ne+'archived'"},
+		{"the list overrides its upstream", "query_encoding: form", ", query_encoding: rfc3986", "$filter=status%20ne%20'archived'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var raw string
+			rec := &recorder{respond: func(_ int, w http.ResponseWriter, r *http.Request) {
+				raw = r.URL.RawQuery
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"value":[]}`)
+			}}
+			ts := startRecorder(t, rec)
+			cfg := strings.Replace(string(odataConfig(ts.URL, "")), "    list: {path: /odata/v4/crm/Accounts, items: value}",
+				`    list: {path: /odata/v4/crm/Accounts, items: value, params: {$filter: "status ne 'archived'"}`+tc.list+`}`, 1)
+			cfg = strings.Replace(cfg, "    retries: 0", "    retries: 0\n    "+tc.upstream, 1)
+			rt := runtimeFor(t, []byte(cfg))
+			if _, _, err := scanAll(t, rt.Resources["items"], nil, Budget{}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(raw, tc.want) {
+				t.Errorf("query %s, want it to hold %s", raw, tc.want)
+			}
+		})
+	}
+}
+
+func TestQueryCredential_LeavesTheNextLinksOwnEncodingAlone(t *testing.T) {
+	var raws []string
+	rec := &recorder{respond: func(n int, w http.ResponseWriter, r *http.Request) {
+		raws = append(raws, r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		if n == 1 {
+			// The link is built from the request's URL, key included.
+			io.WriteString(w, `{"value":[{"id":"a"},{"id":"b"}],"@odata.nextLink":"Accounts?api_key=k3y&$filter=name%20eq%20'a+b'&$skiptoken=2"}`)
+			return
+		}
+		io.WriteString(w, `{"value":[]}`)
+	}}
+	ts := startRecorder(t, rec)
+	cfg := strings.Replace(string(odataConfig(ts.URL, "")), "credential: {env: "+fixtures.DemoTokenEnv+"}", "credential: {env: "+fixtures.DemoTokenEnv+", query: api_key}", 1)
+	rt := runtimeWith(t, []byte(cfg), func(string) string { return "k3y" })
+	if _, _, err := scanAll(t, rt.Resources["items"], nil, Budget{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 2 || raws[1] != "$filter=name%20eq%20'a+b'&$skiptoken=2&api_key=k3y" {
+		t.Errorf("queries %q, want the link's own bytes and the key once", raws)
+	}
+}

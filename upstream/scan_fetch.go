@@ -387,17 +387,16 @@ func failSignal(he *HTTPError) string {
 	return fmt.Sprintf("status_%d", he.Status)
 }
 
-// continuationRefused settles a 404 to a request that followed what the
-// upstream handed out (a next link, a cursor, a continue token) after its
-// first page was read at the configured endpoint: the endpoint exists, so
-// the 404 says nothing about the configuration, and nothing about the end
-// either. The source ends without a proven end (END_NOT_PROVEN,
-// continuation_refused); what was read stands. The page and offset
-// dialects, whose pages airlock numbers itself, are pageRefused's.
+// continuationRefused settles a 404 to a next link the upstream handed out
+// (link, next_url) after its first page was read at the configured
+// endpoint: the endpoint exists, so the 404 says nothing about the
+// configuration, and nothing about the end either. The source ends without
+// a proven end (END_NOT_PROVEN, continuation_refused); what was read
+// stands. A cursor or token sent to the configured endpoint keeps its
+// problem: there, a 404 may say the endpoint is gone.
 func (s *Scan) continuationRefused(src *sourceScan, st pageState, err error) bool {
 	var he *HTTPError
-	d := s.r.Pagination.Dialect
-	if !st.Started || d == config.DialectPage || d == config.DialectOffset || !errors.As(err, &he) || he.Kind != FailStatus || he.Status != http.StatusNotFound {
+	if !st.Started || st.NextURL == nil || !errors.As(err, &he) || he.Kind != FailStatus || he.Status != http.StatusNotFound {
 		return false
 	}
 	s.mu.Lock()
