@@ -137,6 +137,10 @@ type ListConfig struct {
 	// QueryEncoding overrides the upstream's query_encoding for this
 	// list's requests.
 	QueryEncoding string `yaml:"query_encoding"`
+	// Expression is the parameter that carries the filters declaring an
+	// expression name, as one expression in the API's language (OData's
+	// $filter). See ExpressionConfig.
+	Expression *ExpressionConfig `yaml:"expression"`
 }
 
 // PaginationConfig selects a dialect and names its parameters and response
@@ -283,6 +287,10 @@ type FilterConfig struct {
 	// (YAML reads a bare null key as no key at all, hence the name.)
 	Null        *NullForm `yaml:"is_null"`
 	Description string    `yaml:"description"`
+	// Expression is the field's name in the list's filter expression
+	// (list.expression): the value is sent there, quoted by the
+	// language's rules, instead of as a parameter of its own.
+	Expression string `yaml:"expression"`
 }
 
 // FieldOf is the field the filter named name compares: Field, else the

@@ -55,6 +55,7 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 		l.add("a body is sent only by a POST list (list.method: POST)", at("list", "body")...)
 	}
 	validQueryEncoding(l, r.List.QueryEncoding, at("list", "query_encoding"))
+	validateExpression(l, r, at)
 	if r.List.GraphQL != "" && pg.Dialect != DialectGraphQL {
 		l.add("a GraphQL query needs pagination.dialect: graphql", at("list", "graphql")...)
 	}

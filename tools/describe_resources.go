@@ -80,6 +80,10 @@ type filterInfo struct {
 	SentUpstream bool   `json:"sent_upstream"`
 	Field        string `json:"field,omitempty"`
 	Description  string `json:"description,omitempty"`
+	// Expression names the language of the list's filter expression the
+	// filter is sent in (odata, jql, lucene, or declared): an operator
+	// or value it cannot carry is applied by airlock alone.
+	Expression string `json:"expression,omitempty"`
 }
 
 type paginationInfo struct {
@@ -207,9 +211,15 @@ func describeResource(r *upstream.Resource) resourceInfo {
 	var filters []filterInfo
 	for _, name := range sortedFilterNames(r) {
 		fc := r.Config.Filters[name]
-		m := filterInfo{Name: name, Op: "eq", SentUpstream: fc.Param != "" || fc.MultiParam != "" || fc.Null != nil, Field: fc.Field, Description: fc.Description}
+		m := filterInfo{Name: name, Op: "eq", SentUpstream: fc.Param != "" || fc.MultiParam != "" || fc.Null != nil || fc.Expression != "", Field: fc.Field, Description: fc.Description}
 		if fc.Op != "" {
 			m.Op = fc.Op
+		}
+		if x := r.Config.List.Expression; fc.Expression != "" && x != nil {
+			m.Expression = x.Language
+			if m.Expression == "" {
+				m.Expression = "declared"
+			}
 		}
 		filters = append(filters, m)
 	}

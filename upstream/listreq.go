@@ -121,6 +121,9 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 	p := r.newParams(src)
 	if !o.probe {
 		r.sendFilters(p, o.filter)
+	} else if x := r.expression; x != nil && x.Base != "" {
+		// The base scopes the list as list.params do: a probe sends it.
+		p.set(x.Param, joinExpression(x, nil))
 	}
 	d := r.dialect
 	if o.pageSize > 0 {
@@ -162,6 +165,9 @@ type filterForm struct {
 	// why says, for a value not sent, what kept it back ("" when the
 	// configuration declares no upstream form for it).
 	why string
+	// clause is the value's clause in the list's filter expression, for
+	// a filter sent there.
+	clause string
 }
 
 // sendFilters sends the upstream-side filters, each only in a form the
@@ -177,12 +183,21 @@ type filterForm struct {
 // form each filter was given.
 func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]filterForm {
 	forms := map[string]filterForm{}
+	var clauses []string
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc := r.Config.Filters[name]
 		form := r.filterForm(name, fc, filter[name])
 		forms[name] = form
-		if form.sent {
+		switch {
+		case form.sent && fc.Expression != "":
+			clauses = append(clauses, form.clause)
+		case form.sent:
 			r.placeFilter(p, name, fc, filter[name])
+		}
+	}
+	if x := r.expression; x != nil {
+		if e := joinExpression(x, clauses); e != "" {
+			p.set(x.Param, e)
 		}
 	}
 	return forms
@@ -209,6 +224,10 @@ func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) fil
 	fd, _ := r.Field(fc.FieldOf(name))
 	if fd != nil && fd.Normalize != "" {
 		return filterForm{why: "the field is normalized: airlock compares normalized values, the API may not"}
+	}
+	if fc.Expression != "" {
+		clause, why := r.expressionClause(fc, fd, r.filterValue(name, fc, raw))
+		return filterForm{sent: why == "", why: why, clause: clause}
 	}
 	switch v := r.filterValue(name, fc, raw).(type) {
 	case nil:

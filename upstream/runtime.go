@@ -62,6 +62,9 @@ type Resource struct {
 	// OnRun, when set, is told after each scan run of this resource how
 	// many pages it read and items it scanned (for metrics).
 	OnRun func(pages, items int)
+	// expression is the list's filter expression with its language's
+	// rules filled in (nil when the list declares none).
+	expression *config.ExpressionConfig
 }
 
 // Options are the runtime dependencies of Initialize.
@@ -184,6 +187,7 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 			r.Config.List.Items = ""
 		}
 		r.dialect = newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
+		r.expression = config.ResolveExpression(rc.List.Expression)
 		r.norms = fieldNorms(r)
 		contract, err := compileContract(r, rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, c.BaseDir())
 		if err != nil {
