@@ -89,6 +89,9 @@ type WriteRequestConfig struct {
 	GraphQL    string `yaml:"graphql"`
 	Variables  any    `yaml:"variables"`
 	UserErrors string `yaml:"user_errors"`
+	// Outcome decides the write's outcome from a member of its answer
+	// (etcd's txn: succeeded). See OutcomeConfig.
+	Outcome *OutcomeConfig `yaml:"outcome"`
 }
 
 // BulkConfig is a bulk endpoint: one request for up to MaxBatch targets,
@@ -216,6 +219,13 @@ type GetConfig struct {
 	// POST to Path; Item is then the item's path in the answer
 	// (data.accountById), and a null item is not found.
 	GraphQL string `yaml:"graphql"`
+	// Method POST reads the item by posting Body (a template taking
+	// {{id}}) to Path (etcd's range by key); Item may then be a list of
+	// at most one item. Absent not_found says that an answer without the
+	// item (proto3 JSON omits an empty kvs) means there is none.
+	Method string `yaml:"method"`
+	Body   any    `yaml:"body"`
+	Absent string `yaml:"absent"`
 }
 
 // Conditional write modes.

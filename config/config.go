@@ -198,6 +198,19 @@ type PaginationConfig struct {
 	TotalRelation string `yaml:"total_relation"`
 	// Expiry is how the upstream says a continuation expired.
 	Expiry *ExpiryConfig `yaml:"expiry"`
+	// CursorField is the declared field of the last item whose value is
+	// the next cursor (default: the id field), and CursorExclusive how it
+	// is made exclusive when the upstream's cursor is inclusive (etcd's
+	// range key). See reach.go.
+	CursorField     string `yaml:"cursor_field"`
+	CursorExclusive string `yaml:"cursor_exclusive"`
+	// AbsentMeansZero lists members the upstream omits when they hold
+	// their zero value (proto3 JSON omits more: false and an empty kvs):
+	// absent, the end flag is false and the items are none.
+	AbsentMeansZero []string `yaml:"absent_means_zero"`
+	// Snapshot is a value read from the first page and sent with every
+	// later one (etcd's revision).
+	Snapshot *SnapshotConfig `yaml:"snapshot"`
 }
 
 // PITConfig is a point in time held across the pages of a search_after
@@ -260,6 +273,10 @@ type FieldConfig struct {
 	Layout string `yaml:"layout"`
 	// Money marks an amount of money, shown to reviewers with its currency.
 	Money *MoneyConfig `yaml:"money"`
+	// Decode is how the API encodes the field's value (base64: etcd's
+	// keys and values): it is read decoded everywhere (filters, review,
+	// digests) and written back encoded.
+	Decode string `yaml:"decode"`
 }
 
 // FilterConfig declares a filter. Param, when set, is sent upstream; airlock

@@ -56,6 +56,7 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	}
 	validQueryEncoding(l, r.List.QueryEncoding, at("list", "query_encoding"))
 	validateExpression(l, r, at)
+	validateReach(l, r, at)
 	if r.List.GraphQL != "" && pg.Dialect != DialectGraphQL {
 		l.add("a GraphQL query needs pagination.dialect: graphql", at("list", "graphql")...)
 	}
@@ -104,9 +105,9 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	default:
 		l.add("use one of snapshot, keyset, none", at("pagination", "consistency")...)
 	}
-	snapshot := pg.Dialect == DialectContinue || (pg.Dialect == DialectSearchAfter && pg.PIT != nil)
+	snapshot := pg.Dialect == DialectContinue || (pg.Dialect == DialectSearchAfter && pg.PIT != nil) || (pg.Snapshot != nil && pg.Snapshot.Param != "")
 	if pg.Consistency == ConsistencySnapshot && pg.Dialect != "" && !snapshot {
-		l.add("only the continue dialect, or search_after with a point in time, carries a snapshot; declare keyset or none", at("pagination", "consistency")...)
+		l.add("only the continue dialect, search_after with a point in time, or a snapshot sent with every page (pagination.snapshot.param) carries a snapshot; declare keyset or none", at("pagination", "consistency")...)
 	}
 	if pg.PageSize < 0 || pg.PageSize > 10000 {
 		l.add("must be between 1 and 10000", at("pagination", "page_size")...)

@@ -333,6 +333,10 @@ func validateGet(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 			if g.Item == "" {
 				l.add("required: the item's path in the answer (data.accountById)", at("get", "item")...)
 			}
+		case PostGet(g):
+			if !strings.HasPrefix(g.Path, "/") {
+				l.add("must be an absolute path", at("get", "path")...)
+			}
 		case !strings.HasPrefix(g.Path, "/") || !strings.Contains(g.Path, "{{id}}"):
 			l.add("must be an absolute path containing {{id}}", at("get", "path")...)
 		}

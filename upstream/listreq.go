@@ -129,7 +129,7 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 	if o.pageSize > 0 {
 		pg := r.Pagination
 		pg.PageSize = o.pageSize
-		d = newDialect(pg, r.FieldPath(r.Config.IDField))
+		d = r.dialectFor(pg)
 	}
 	req := Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true}
 	if next := d.query(p, st); next != nil {
@@ -143,6 +143,7 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 	if o.probe {
 		p.set(r.Pagination.PageSizeParam, 1)
 	}
+	r.sendSnapshot(p, st)
 	req.URL = r.Upstream.ResolveURL(base, r.Config.List.Path, p.query)
 	if r.Config.List.QueryEncoding != "" {
 		req.URL.RawQuery = encodeQuery(p.query, formQuery(r.Config.List.QueryEncoding, ""))

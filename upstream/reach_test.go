@@ -151,3 +151,70 @@ func TestQueryCredential_LeavesTheNextLinksOwnEncodingAlone(t *testing.T) {
 		t.Errorf("queries %q, want the link's own bytes and the key once", raws)
 	}
 }
+
+// TestKeyRange_ReadsEveryKeyOnceAtOneRevision: etcd's range (the fault
+// list's key_range) continues after the last key made exclusive, at the
+// first page's revision, and proves its end by more omitted (proto3) after
+// a page that carried it.
+func TestKeyRange_ReadsEveryKeyOnceAtOneRevision(t *testing.T) {
+	for _, n := range []int{0, 2, 7, 30} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectKeyRange, Records: faultRecords(n)}}
+			r := faultRuntime(t, fl, 7, "", "")
+			sink, out, err := scanAll(t, r, nil, Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sink.ids) != n || !out.ScanComplete {
+				t.Fatalf("%d ids (%v), complete %v %+v, want %d complete", len(sink.ids), sink.ids, out.ScanComplete, out.Reasons, n)
+			}
+			if n > 0 && sink.ids[0] != "r0000" {
+				t.Errorf("first id %q, want the key decoded (r0000)", sink.ids[0])
+			}
+			if r.Consistency() != "snapshot" || (n > 0 && (out.Snapshot == nil || *out.Snapshot != "101")) {
+				t.Errorf("consistency %s snapshot %v, want snapshot at the first page's revision 101", r.Consistency(), out.Snapshot)
+			}
+		})
+	}
+}
+
+func TestKeyRange_NeverCompleteWithoutItsSignal(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		knobs fixtures.FaultKnobs
+	}{
+		// One key: more is never sent, not even to a probe, so its
+		// absence proves nothing.
+		{"one key", fixtures.FaultKnobs{}},
+		{"more never sent", fixtures.FaultKnobs{NoNextSignal: true}},
+		{"the key is ignored", fixtures.FaultKnobs{IgnorePage: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.knobs.Dialect, tc.knobs.Records = fixtures.DialectKeyRange, faultRecords(30)
+			if tc.name == "one key" {
+				tc.knobs.Records = faultRecords(1)
+			}
+			fl := &fixtures.FaultList{FaultKnobs: tc.knobs}
+			r := faultRuntime(t, fl, 7, "", "")
+			_, out, err := scanAll(t, r, nil, Budget{})
+			if err == nil && out.ScanComplete {
+				t.Fatalf("complete: %+v", out.Sources)
+			}
+		})
+	}
+}
+
+// TestKeyRange_ACompactedRevisionRestarts: etcd answers a range at a
+// compacted revision 400 "required revision has been compacted": declared
+// as the list's expiry, it is CURSOR_EXPIRED with a restart.
+func TestKeyRange_ACompactedRevisionRestarts(t *testing.T) {
+	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectKeyRange, Records: faultRecords(30), ExpireAfter: 2}}
+	r := faultRuntime(t, fl, 7, "", "")
+	sink, out, err := scanAll(t, r, nil, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reasonOf(out, envelope.CursorExpired) == nil || out.Continuation != envelope.ContinueRestart || len(sink.ids) != 14 {
+		t.Errorf("reasons %+v continuation %s, %d items; want CURSOR_EXPIRED restart after 14", out.Reasons, out.Continuation, len(sink.ids))
+	}
+}

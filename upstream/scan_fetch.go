@@ -44,15 +44,7 @@ func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error)
 	if err != nil {
 		return pg, err
 	}
-	// A relative next link is a reference from the page that carried it
-	// (RFC 3986: resolved against the document's own URL, not base_url);
-	// it is followed on the source's own origin only (listRequest).
-	if pg.next.NextURL != nil && resp.URL != nil {
-		pg.next.NextURL = resp.URL.ResolveReference(pg.next.NextURL)
-	}
-	// A next link built from the request's URL carries a query credential:
-	// the scan keeps (and may store) it without.
-	pg.next.NextURL = s.r.Upstream.WithoutCredential(pg.next.NextURL)
+	s.r.afterParse(resp, doc, st, &pg)
 	pg.doc = doc
 	if !pg.next.Done && sameContinuation(st, pg.next) {
 		return pg, BadResponse("the upstream returned the same continuation twice")
@@ -140,7 +132,7 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)
 	items, isArr := raw.([]any)
 	if !ok || !isArr {
-		if ok && raw == nil {
+		if (ok && raw == nil) || absentZero(r.Pagination, doc, r.Config.List.Items) {
 			return []any{}, nil
 		}
 		return nil, BadResponse("items are not an array at %q", r.Config.List.Items)
