@@ -244,4 +244,3 @@ func commitCounts(t *testing.T, w *airlock, sel map[string]any) (string, map[str
 	counts, _ := data["counts"].(map[string]any)
 	return op, counts
 }
-

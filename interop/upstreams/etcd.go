@@ -28,10 +28,10 @@ const (
 // literal: quotes, an expression injection, parentheses, unicode, a NUL
 // byte's neighbour.
 var EtcdHostileKeys = map[string]string{
-	EtcdPrefix + `quote'd"key`:        `it's "quoted"`,
-	EtcdPrefix + "' or 1 eq 1":        "' or 1 eq 1",
-	EtcdPrefix + "paren) or (1":       "(archived)",
-	EtcdPrefix + "ünïcödé/Ωmega":      "zoë",
+	EtcdPrefix + `quote'd"key`:      `it's "quoted"`,
+	EtcdPrefix + "' or 1 eq 1":      "' or 1 eq 1",
+	EtcdPrefix + "paren) or (1":     "(archived)",
+	EtcdPrefix + "ünïcödé/Ωmega":    "zoë",
 	EtcdPrefix + "space and\\slash": `back\slash`,
 }
 
