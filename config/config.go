@@ -236,6 +236,11 @@ type ExpiryConfig struct {
 // NoTotal is pagination.total's value for an API that reports no total.
 const NoTotal = "none"
 
+// NoPageSize is pagination.page_size_param's value for an API whose pages
+// are sized by the server alone: no page size is sent (OData's $top limits
+// the whole result, so sending it as a page size cuts the list).
+const NoPageSize = "none"
+
 // FieldConfig declares one field of a resource's items. A Sensitive field
 // never leaves airlock and answers no query; Queryable (only with
 // Sensitive) lets filters and exclusion rules name it, disclosing its

@@ -136,6 +136,11 @@ func ResolvePagination(p PaginationConfig) PaginationConfig {
 	if p.Total == NoTotal {
 		p.Total, p.TotalRelation = "", ""
 	}
+	if p.PageSizeParam == NoPageSize {
+		// The server alone decides its page size (SAP CAP: OData's $top
+		// limits the whole result, not a page).
+		p.PageSizeParam = ""
+	}
 	return p
 }
 

@@ -66,6 +66,9 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 			l.add("the cursor dialect needs has_more (cursor = last id) or next_cursor (a response path)", at("pagination")...)
 		}
 	case DialectGraphQL:
+		if pg.PageSizeParam == NoPageSize {
+			l.add("a GraphQL connection takes its page size as a variable", at("pagination", "page_size_param")...)
+		}
 		if r.List.GraphQL == "" {
 			l.add("required: the query document, with its page size and cursor variables", at("list", "graphql")...)
 		}

@@ -28,6 +28,10 @@ type listParams struct {
 // set places one value: in a query as its string form, in a body at its
 // dotted path, in variables under its name, keeping its JSON type.
 func (p *listParams) set(k string, v any) {
+	if k == "" {
+		// A parameter the list does not send (page_size_param: none).
+		return
+	}
 	switch p.kind {
 	case config.ListQuery:
 		p.query.Set(k, jsonvalue.String(v))

@@ -218,3 +218,31 @@ func TestKeyRange_ACompactedRevisionRestarts(t *testing.T) {
 		t.Errorf("reasons %+v continuation %s, %d items; want CURSOR_EXPIRED restart after 14", out.Reasons, out.Continuation, len(sink.ids))
 	}
 }
+
+// TestPageSizeNone_SendsNoPageSize: OData's $top limits the whole result
+// (SAP CAP stops after it), so a list whose server alone sizes its pages
+// declares page_size_param: none and sends none, probes included.
+func TestPageSizeNone_SendsNoPageSize(t *testing.T) {
+	var queries []string
+	rec := &recorder{respond: func(n int, w http.ResponseWriter, r *http.Request) {
+		queries = append(queries, r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("$skiptoken") == "" {
+			io.WriteString(w, `{"value":[{"id":"a"},{"id":"b"}],"@odata.nextLink":"Accounts?$skiptoken=2"}`)
+			return
+		}
+		io.WriteString(w, `{"value":[{"id":"c"}]}`)
+	}}
+	ts := startRecorder(t, rec)
+	cfg := strings.Replace(string(odataConfig(ts.URL, "")), "page_size_param: $top, page_size: 2", "page_size_param: none, page_size: 2", 1)
+	rt := runtimeFor(t, []byte(cfg))
+	got, out, err := scanAll(t, rt.Resources["items"], nil, Budget{})
+	if err != nil || strings.Join(got.ids, ",") != "a,b,c" || !out.ScanComplete {
+		t.Fatalf("ids %v complete %v err %v", got.ids, out.ScanComplete, err)
+	}
+	for _, q := range queries {
+		if strings.Contains(q, "top") || strings.Contains(q, "none") {
+			t.Errorf("query %q sends a page size", q)
+		}
+	}
+}
