@@ -1,6 +1,7 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
 // PocketBase, Debian's docker-registry, Django REST Framework, PostGraphile
-// over PostgreSQL, Debian's WordPress over MariaDB and Debian's etcd, each HTTP API
+// over PostgreSQL, Debian's WordPress over MariaDB, Debian's etcd and SAP
+// CAP (@sap/cds over better-sqlite3), each HTTP API
 // optionally behind a credential) and an OpenID provider (oidc-provider,
 // for the outbound credential and the authorization suites), seeds them
 // deterministically, and reads their ground truth directly over HTTP, or
@@ -58,7 +59,7 @@ const maxBody = 64 << 20
 func Enabled(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnableEnv) != "1" {
-		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress, etcd): set %s=1 to run it", EnableEnv)
+		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress, etcd, SAP CAP): set %s=1 to run it", EnableEnv)
 	}
 }
 
