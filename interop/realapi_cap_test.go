@@ -180,4 +180,3 @@ func checkCAPWrites(t *testing.T, c *upstreams.CAP) {
 	}
 	t.Logf("archive on %d accounts: %d succeeded, %s skipped by its stale If-Match; compensated", len(targets), len(targets)-1, moved)
 }
-
