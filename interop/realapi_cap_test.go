@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/interop/upstreams"
+	"github.com/airlock-mcp/airlock/probe"
 )
 
 // TestCAP_ODataExpressionsAndServerDrivenPaging runs airlock against SAP
@@ -46,6 +47,14 @@ func TestCAP_ODataExpressionsAndServerDrivenPaging(t *testing.T) {
 		t.Run(cs.name, func(t *testing.T) { runCase(t, al, cs, truth, "ID", "status") })
 	}
 	t.Run("expression_sent_as_one_request", func(t *testing.T) { checkCAPOneRequest(t, al, truth) })
+	t.Run("probe_finds_nothing_wrong", func(t *testing.T) {
+		rep := probe.CheckAssumptions(t.Context(), al.runtime.Resources["accounts"], probe.Options{MaxRequests: 60})
+		for _, c := range rep.Checks {
+			if c.Status == probe.Wrong {
+				t.Errorf("probe: %s is wrong: %s (%s)", c.Check, c.Evidence, c.Hint)
+			}
+		}
+	})
 	t.Run("continued_scan_claims_no_snapshot", func(t *testing.T) { checkCAPContinued(t, c, al) })
 	t.Run("if_match_conflict_and_compensation", func(t *testing.T) { checkCAPWrites(t, c) })
 	t.Logf("CAP suite: %.1fs", time.Since(started).Seconds())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
+	"github.com/airlock-mcp/airlock/probe"
 )
 
 // TestEtcd_RangesAtOneRevisionAndConditionalWrites runs airlock against
@@ -40,6 +41,7 @@ func TestEtcd_RangesAtOneRevisionAndConditionalWrites(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runCase(t, al, c, truth, "key", "value") })
 	}
+	t.Run("probe_knows_the_forms", func(t *testing.T) { checkEtcdProbe(t, al) })
 	t.Run("continued_scan_reads_one_revision", func(t *testing.T) { checkEtcdSnapshot(t, e, al) })
 	t.Run("compacted_revision_restarts", func(t *testing.T) { checkEtcdCompacted(t, e, al) })
 	t.Run("txn_conflict_and_compensation", func(t *testing.T) { checkEtcdWrites(t, e) })
@@ -243,4 +245,30 @@ func commitCounts(t *testing.T, w *airlock, sel map[string]any) (string, map[str
 	}
 	counts, _ := data["counts"].(map[string]any)
 	return op, counts
+}
+
+// checkEtcdProbe: airlock probe checks the snapshot read from the first
+// page, the key continued after the last one, and labels the POST list as
+// POST; nothing it checks is wrong.
+func checkEtcdProbe(t *testing.T, al *airlock) {
+	rep := probe.CheckAssumptions(t.Context(), al.runtime.Resources["keys"], probe.Options{MaxRequests: 40, PageSize: 500})
+	got := map[string]probe.Check{}
+	for _, c := range rep.Checks {
+		got[c.Check] = c
+		if c.Status == probe.Wrong {
+			t.Errorf("probe: %s is wrong: %s (%s)", c.Check, c.Evidence, c.Hint)
+		}
+	}
+	if c := got["pagination.consistency"]; c.Status != probe.OK || !strings.Contains(c.Evidence, "header.revision") || !strings.Contains(c.Evidence, "sent as revision") {
+		t.Errorf("pagination.consistency: %+v", c)
+	}
+	if c := got["pagination.cursor_field"]; c.Status != probe.OK || !strings.Contains(c.Evidence, "NUL byte") {
+		t.Errorf("pagination.cursor_field: %+v", c)
+	}
+	if c := got["list.items"]; !strings.HasPrefix(c.Evidence, "POST /v3/kv/range") {
+		t.Errorf("list.items: %+v; want the POST list labelled POST", c)
+	}
+	if c := got["pagination.end"]; c.Status != probe.OK {
+		t.Errorf("pagination.end: %+v", c)
+	}
 }

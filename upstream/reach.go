@@ -195,3 +195,41 @@ func (r *Resource) decodedID(raw string) string {
 	}
 	return string(b)
 }
+
+// DecodeItem is a copy of an item as the upstream sent it, with the
+// fields the API encodes decoded (as every read of airlock's sees it).
+func (r *Resource) DecodeItem(doc map[string]any) (map[string]any, error) {
+	if len(r.decoders) == 0 {
+		return doc, nil
+	}
+	c := copyDoc(doc)
+	if err := r.decodeFields(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ItemFromRead is the item a read by id answered (at get.item; for a read
+// by POST, a list of at most one), decoded; nil when the answer holds
+// none.
+func (r *Resource) ItemFromRead(body any) map[string]any {
+	g := r.Config.Get
+	if g == nil {
+		return nil
+	}
+	var m map[string]any
+	if config.PostGet(g) {
+		m, _, _ = r.postReadItem(body)
+	} else {
+		got, _ := jsonvalue.Get(body, g.Item)
+		m, _ = got.(map[string]any)
+	}
+	if m == nil {
+		return nil
+	}
+	d, err := r.DecodeItem(m)
+	if err != nil {
+		return nil
+	}
+	return d
+}
