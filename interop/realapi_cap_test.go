@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -47,6 +48,13 @@ func TestCAP_ODataExpressionsAndServerDrivenPaging(t *testing.T) {
 		t.Run(cs.name, func(t *testing.T) { runCase(t, al, cs, truth, "ID", "status") })
 	}
 	t.Run("expression_sent_as_one_request", func(t *testing.T) { checkCAPOneRequest(t, al, truth) })
+	t.Run("described_to_the_agent", func(t *testing.T) {
+		d := al.tool(t, "describe_resources", map[string]any{"resource": "accounts"})
+		b, _ := json.Marshal(d["data"])
+		if !strings.Contains(string(b), `"expression":"odata"`) {
+			t.Errorf("describe_resources accounts: %s; want the filters' expression language", b)
+		}
+	})
 	t.Run("probe_finds_nothing_wrong", func(t *testing.T) {
 		rep := probe.CheckAssumptions(t.Context(), al.runtime.Resources["accounts"], probe.Options{MaxRequests: 60})
 		for _, c := range rep.Checks {

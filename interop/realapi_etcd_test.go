@@ -42,6 +42,15 @@ func TestEtcd_RangesAtOneRevisionAndConditionalWrites(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { runCase(t, al, c, truth, "key", "value") })
 	}
 	t.Run("probe_knows_the_forms", func(t *testing.T) { checkEtcdProbe(t, al) })
+	t.Run("described_to_the_agent", func(t *testing.T) {
+		d := al.tool(t, "describe_resources", map[string]any{"resource": "keys"})
+		b, _ := json.Marshal(d["data"])
+		for _, want := range []string{`"decoded":"base64"`, `"consistency":"snapshot"`, `first page's header.revision (sent as revision)`} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("describe_resources keys: %s; want it to hold %s", b, want)
+			}
+		}
+	})
 	t.Run("continued_scan_reads_one_revision", func(t *testing.T) { checkEtcdSnapshot(t, e, al) })
 	t.Run("compacted_revision_restarts", func(t *testing.T) { checkEtcdCompacted(t, e, al) })
 	t.Run("txn_conflict_and_compensation", func(t *testing.T) { checkEtcdWrites(t, e) })

@@ -72,6 +72,9 @@ type fieldInfo struct {
 	Description string   `json:"description,omitempty"`
 	ID          bool     `json:"id,omitempty"`
 	Version     bool     `json:"version,omitempty"`
+	// Decoded names how the API encodes the field (base64): its values,
+	// in items, filters and previews, are the decoded text.
+	Decoded string `json:"decoded,omitempty"`
 }
 
 type filterInfo struct {
@@ -90,6 +93,9 @@ type paginationInfo struct {
 	Dialect     string `json:"dialect"`
 	Consistency string `json:"consistency"`
 	PageSize    int    `json:"page_size"`
+	// Snapshot says where a snapshot consistency comes from: a value the
+	// first page names and every later page is read at.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 type limitsInfo struct {
@@ -202,7 +208,7 @@ func describeResource(r *upstream.Resource) resourceInfo {
 		f, _ := r.Field(name)
 		m := fieldInfo{Name: name, Type: f.Type, Elements: f.Elements, Nullable: f.Nullable, Enum: f.Enum, Sensitive: f.Sensitive, Queryable: f.Sensitive && f.Queryable,
 			Deprecated: f.Deprecated, Decision: f.Decision || f.Permission, Permission: f.Permission, Required: f.Required,
-			Description: f.Description, ID: name == r.Config.IDField, Version: name == r.Config.VersionField}
+			Description: f.Description, ID: name == r.Config.IDField, Version: name == r.Config.VersionField, Decoded: f.Decode}
 		for _, a := range f.Aliases {
 			m.Aliases = append(m.Aliases, a.Name+" until "+a.Until)
 		}
@@ -231,7 +237,7 @@ func describeResource(r *upstream.Resource) resourceInfo {
 	out := resourceInfo{
 		Name: r.Name, Description: r.Description, Upstream: r.Host(),
 		Fields: fields, DefaultFields: r.DefaultFields(), Filters: filters,
-		Pagination: paginationInfo{Dialect: r.Pagination.Dialect, Consistency: r.Consistency(), PageSize: r.Pagination.PageSize},
+		Pagination: paginationInfo{Dialect: r.Pagination.Dialect, Consistency: r.Consistency(), PageSize: r.Pagination.PageSize, Snapshot: snapshotInfo(r)},
 		Sources:    sources,
 		Visibility: r.Visibility(),
 		Limits: limitsInfo{
@@ -321,4 +327,14 @@ func sortedFilterNames(r *upstream.Resource) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// snapshotInfo says, for a list read at one point in time by a value of
+// its first page, which value and how it is sent ("" otherwise).
+func snapshotInfo(r *upstream.Resource) string {
+	s := r.Pagination.Snapshot
+	if s == nil || s.Param == "" || r.Consistency() != config.ConsistencySnapshot {
+		return ""
+	}
+	return "every page is read at the first page's " + s.From + " (sent as " + s.Param + ")"
 }
