@@ -189,6 +189,15 @@ func checkEtcdWrites(t *testing.T, e *upstreams.Etcd) {
 	if data["committable"] != true || data["counts"].(map[string]any)["members"] != float64(len(targets)) {
 		t.Fatalf("preview: committable %v, counts %v; want %d members", data["committable"], data["counts"], len(targets))
 	}
+	// The manifest shows, and the digest covers, the decoded key and value.
+	items, _ := data["manifest"].(map[string]any)["items"].([]any)
+	if len(items) == 0 {
+		t.Fatal("preview: an empty manifest")
+	}
+	first := items[0].(map[string]any)
+	if id, _ := first["id"].(string); !strings.HasPrefix(id, upstreams.EtcdPrefix) || first["fields"].(map[string]any)["value"] != "archived" {
+		t.Errorf("manifest item %v; want the key and value decoded", first)
+	}
 	moved := targets[len(targets)/2]
 	e.Put(t, moved, "taken by another writer")
 
