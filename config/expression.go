@@ -34,6 +34,12 @@ type ExpressionConfig struct {
 	In       string `yaml:"in"`
 	Null     string `yaml:"is_null"`
 	Contains string `yaml:"contains"`
+	// Gt, Gte, Lt and Lte are the templates of the comparisons a filter
+	// declares (op: gt, …), each taking {{field}} and {{value}}.
+	Gt  string `yaml:"gt"`
+	Gte string `yaml:"gte"`
+	Lt  string `yaml:"lt"`
+	Lte string `yaml:"lte"`
 	// ListSeparator joins the literals of {{values}} (default ", ").
 	ListSeparator string `yaml:"list_separator"`
 	// Join joins the clauses of several filters (and Base), each within
@@ -70,10 +76,13 @@ const (
 //     clause), so null is applied by airlock alone.
 var builtinLanguages = map[string]ExpressionConfig{
 	LanguageOData: {Eq: "{{field}} eq {{value}}", In: "{{field}} in ({{values}})", Null: "{{field}} eq null", Contains: "{{field}}/any(v:v eq {{value}})",
+		Gt: "{{field}} gt {{value}}", Gte: "{{field}} ge {{value}}", Lt: "{{field}} lt {{value}}", Lte: "{{field}} le {{value}}",
 		ListSeparator: ",", Join: " and ", Quote: "'", Escape: map[string]string{"'": "''"}, Bare: []string{"number", "boolean"}},
 	LanguageJQL: {Eq: "{{field}} = {{value}}", In: "{{field}} in ({{values}})", Null: "{{field}} is EMPTY", Contains: "{{field}} = {{value}}",
+		Gt: "{{field}} > {{value}}", Gte: "{{field}} >= {{value}}", Lt: "{{field}} < {{value}}", Lte: "{{field}} <= {{value}}",
 		ListSeparator: ", ", Join: " AND ", Quote: `"`, Escape: map[string]string{`"`: `\"`, `\`: `\\`}, Bare: []string{"number"}},
 	LanguageLucene: {Eq: "{{field}}:{{value}}", In: "{{field}}:({{values}})", Contains: "{{field}}:{{value}}",
+		Gt: "{{field}}:{{{value}} TO *}", Gte: "{{field}}:[{{value}} TO *]", Lt: "{{field}}:{* TO {{value}}}", Lte: "{{field}}:[* TO {{value}}]",
 		ListSeparator: " OR ", Join: " AND ", Quote: `"`, Escape: map[string]string{`"`: `\"`, `\`: `\\`}},
 }
 
@@ -93,6 +102,10 @@ func ResolveExpression(e *ExpressionConfig) *ExpressionConfig {
 	set(&out.In, b.In)
 	set(&out.Null, b.Null)
 	set(&out.Contains, b.Contains)
+	set(&out.Gt, b.Gt)
+	set(&out.Gte, b.Gte)
+	set(&out.Lt, b.Lt)
+	set(&out.Lte, b.Lte)
 	set(&out.ListSeparator, b.ListSeparator)
 	set(&out.Join, b.Join)
 	set(&out.Quote, b.Quote)
@@ -154,7 +167,7 @@ func validateExpression(l *errList, r *ResourceConfig, at func(k ...string) []st
 	if x.Eq == "" && x.In == "" && x.Null == "" && x.Contains == "" {
 		l.add("declare at least one operator's template: eq, in, is_null or contains (or a language)", p()...)
 	}
-	for k, tpl := range map[string]string{"eq": x.Eq, "contains": x.Contains} {
+	for k, tpl := range map[string]string{"eq": x.Eq, "contains": x.Contains, "gt": x.Gt, "gte": x.Gte, "lt": x.Lt, "lte": x.Lte} {
 		if tpl != "" && (!strings.Contains(tpl, "{{field}}") || !strings.Contains(tpl, "{{value}}")) {
 			l.add("the template names {{field}} and {{value}}", p(k)...)
 		}
@@ -193,5 +206,43 @@ func validateExpression(l *errList, r *ResourceConfig, at func(k ...string) []st
 		if b != "number" && b != "boolean" {
 			l.add("number or boolean", p("bare", fmt.Sprint(i))...)
 		}
+	}
+}
+
+// Template is the expression's template for a filter operator ("" when the
+// language has none: airlock applies the filter alone).
+func (x *ExpressionConfig) Template(op string) string {
+	switch op {
+	case "", "eq":
+		return x.Eq
+	case "contains":
+		return x.Contains
+	case "gt":
+		return x.Gt
+	case "gte":
+		return x.Gte
+	case "lt":
+		return x.Lt
+	case "lte":
+		return x.Lte
+	}
+	return ""
+}
+
+// Comparison reports whether a filter operator compares by order.
+func Comparison(op string) bool { return op == "gt" || op == "gte" || op == "lt" || op == "lte" }
+
+// validateComparison checks a filter that compares by order: one value,
+// of a field whose values have an order.
+func validateComparison(l *errList, r *ResourceConfig, f *FilterConfig, field string, p func(k ...string) []string) {
+	if fd := r.Fields[field]; fd != nil {
+		switch fd.Type {
+		case "integer", "number", "string", "timestamp":
+		default:
+			l.add("a comparison needs a field of type integer, number, string or timestamp", p("op")...)
+		}
+	}
+	if f.Multi != "" || f.MultiParam != "" || f.NullParam != "" || f.Null != nil {
+		l.add("a comparison takes one value: leave out multi, multi_param, null_param and is_null", p("op")...)
 	}
 }

@@ -172,8 +172,10 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 		}
 		switch f.Op {
 		case "", "eq", "contains":
+		case "gt", "gte", "lt", "lte":
+			validateComparison(l, r, f, field, p)
 		default:
-			l.add("op must be eq or contains", p("op")...)
+			l.add("op must be eq, contains, or a comparison: gt, gte, lt, lte", p("op")...)
 		}
 		switch f.Multi {
 		case "":

@@ -37,6 +37,14 @@ func TestCAP_ODataExpressionsAndServerDrivenPaging(t *testing.T) {
 		{name: "owner_null_or_one", resource: "accounts", filter: map[string]any{"owner": []any{nil, "team-2"}},
 			keep: func(r upstreams.Record) bool { return r["owner"] == nil || r["owner"] == "team-2" }, correct: true},
 	}
+	since := "2026-06-01T00:00:00Z"
+	cases = append(cases,
+		upstreamCase{name: "id_above", resource: "accounts", filter: map[string]any{"id_above": 2000},
+			keep: func(r upstreams.Record) bool { return r["ID"].(float64) > 2000 }, correct: true},
+		upstreamCase{name: "modified_since", resource: "accounts", filter: map[string]any{"modified_since": since},
+			keep: func(r upstreams.Record) bool { return modifiedAt(r).Compare(mustTime(since)) >= 0 }, correct: true},
+		upstreamCase{name: "id_above_and_status", resource: "accounts", filter: map[string]any{"id_above": 1000, "status": "archived"},
+			keep: func(r upstreams.Record) bool { return r["ID"].(float64) > 1000 && r["status"] == "archived" }, correct: true})
 	// $top taken for a page size cuts the list: never claimed complete.
 	cases = append(cases, upstreamCase{name: "top_as_page_size", resource: "accounts_top"},
 		upstreamCase{name: "top_as_page_size_filtered", resource: "accounts_top", filter: map[string]any{"status": "active"}, keep: status("active")})
@@ -196,4 +204,14 @@ func checkCAPWrites(t *testing.T, c *upstreams.CAP) {
 		}
 	}
 	t.Logf("archive on %d accounts: %d succeeded, %s skipped by its stale If-Match; compensated", len(targets), len(targets)-1, moved)
+}
+
+func modifiedAt(r upstreams.Record) time.Time { s, _ := r["modifiedAt"].(string); return mustTime(s) }
+
+func mustTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }

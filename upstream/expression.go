@@ -27,12 +27,12 @@ func (r *Resource) expressionClause(fc *config.FilterConfig, fd *config.FieldCon
 	}
 	switch val := v.(type) {
 	case nil:
-		if contains || x.Null == "" {
+		if contains || config.Comparison(fc.Op) || x.Null == "" {
 			return "", "the expression language has no form for null: only airlock can match it"
 		}
 		return render(x.Null), ""
 	case []any:
-		if contains || x.In == "" {
+		if contains || config.Comparison(fc.Op) || x.In == "" {
 			return "", "the expression language has no form for a list of values here"
 		}
 		lits := make([]string, len(val))
@@ -48,10 +48,7 @@ func (r *Resource) expressionClause(fc *config.FilterConfig, fd *config.FieldCon
 		}
 		return render(x.In, "{{values}}", strings.Join(lits, x.ListSeparator)), ""
 	default:
-		tpl := x.Eq
-		if contains {
-			tpl = x.Contains
-		}
+		tpl := x.Template(fc.Op)
 		if tpl == "" {
 			return "", "the expression language has no form for this operator: only airlock applies it"
 		}

@@ -30,7 +30,11 @@ func expressionResource(t *testing.T, base, language, extra string) *Resource {
       active: {type: boolean}
       tags: {type: array, elements: string}
       region: {type: string}
+      updated: {type: timestamp}
     filters:
+      rank_above: {field: rank, op: gt, expression: rank}
+      since: {field: updated, op: gte, expression: updated}
+      name_before: {field: name, op: lt, expression: name}
       status: {expression: status}
       owner: {expression: owner}
       name: {expression: name}
@@ -65,6 +69,11 @@ func TestExpression_QuotesEveryValueAsOneLiteral(t *testing.T) {
 		{"lucene numbers are quoted", "lucene", map[string]any{"rank": jsonNum("-1")}, `rank:"-1"`},
 		{"lucene has no null: airlock alone", "lucene", map[string]any{"owner": nil}, ""},
 		{"lucene any of", "lucene", map[string]any{"status": []any{"a", "b"}}, `status:("a" OR "b")`},
+		{"odata a comparison", "odata", map[string]any{"rank_above": jsonNum("2000")}, "rank gt 2000"},
+		{"odata a timestamp bare", "odata", map[string]any{"since": "2026-01-01T00:00:00Z"}, "updated ge 2026-01-01T00:00:00Z"},
+		{"odata a string comparison quoted", "odata", map[string]any{"name_before": "M' or 1 eq 1"}, "name lt 'M'' or 1 eq 1'"},
+		{"jql comparisons", "jql", map[string]any{"rank_above": jsonNum("3"), "since": "2026-01-01T00:00:00Z"}, `(rank > 3) AND (updated >= "2026-01-01T00:00:00Z")`},
+		{"lucene ranges", "lucene", map[string]any{"rank_above": jsonNum("3"), "name_before": "m"}, `(name:{* TO "m"}) AND (rank:{"3" TO *})`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := expressionResource(t, "http://api.test", tc.language, "")
@@ -157,3 +166,35 @@ func TestExpression_ConfigurationErrors(t *testing.T) {
 }
 
 func jsonNum(s string) json.Number { return json.Number(s) }
+
+// TestComparisonFilters_MatchInTheFieldsType: a comparison filter compares
+// numbers as numbers, timestamps as instants (whatever their offset) and
+// strings by their bytes; null matches none, and a list, null or an
+// instant that does not parse is refused.
+func TestComparisonFilters_MatchInTheFieldsType(t *testing.T) {
+	r := expressionResource(t, "http://api.test", "odata", "")
+	doc := map[string]any{"rank": jsonNum("10"), "updated": "2026-03-01T01:00:00+02:00", "name": "Mallory"}
+	for _, tc := range []struct {
+		filter map[string]any
+		want   bool
+	}{
+		{map[string]any{"rank_above": jsonNum("9")}, true},
+		{map[string]any{"rank_above": jsonNum("10")}, false},
+		{map[string]any{"rank_above": jsonNum("9.5")}, true},
+		{map[string]any{"since": "2026-02-28T23:00:00Z"}, true}, // the same instant
+		{map[string]any{"since": "2026-02-28T23:00:01Z"}, false},
+		{map[string]any{"name_before": "N"}, true},
+		{map[string]any{"name_before": "Mallory"}, false},
+	} {
+		if got := r.Matches(doc, tc.filter); got != tc.want {
+			t.Errorf("%v on %v: %v, want %v", tc.filter, doc, got, tc.want)
+		}
+	}
+	if r.Matches(map[string]any{"rank": nil}, map[string]any{"rank_above": jsonNum("0")}) {
+		t.Error("null rank matched rank > 0")
+	}
+	_, errs := r.TypedFilter(map[string]any{"rank_above": []any{jsonNum("1"), jsonNum("2")}, "since": "yesterday", "name_before": nil})
+	if len(errs) != 3 {
+		t.Errorf("errors %+v, want the list, the instant that does not parse and the null refused", errs)
+	}
+}
