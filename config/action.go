@@ -88,9 +88,13 @@ type WriteRequestConfig struct {
 	// the declared UserErrors list decide its outcome.
 	GraphQL    string `yaml:"graphql"`
 	Variables  any    `yaml:"variables"`
-	UserErrors string `yaml:"user_errors"` // Encoding is how Body is sent: json (the default) or form
+	UserErrors string `yaml:"user_errors"`
+	// Encoding is how Body is sent: json (the default) or form
 	// (application/x-www-form-urlencoded).
 	Encoding string `yaml:"encoding"`
+	// Outcome decides the write's outcome from a member of its answer
+	// (etcd's txn: succeeded). See OutcomeConfig.
+	Outcome *OutcomeConfig `yaml:"outcome"`
 }
 
 // BulkConfig is a bulk endpoint: one request for up to MaxBatch targets,
@@ -222,6 +226,13 @@ type GetConfig struct {
 	// not exist: MediaWiki answers ?pageids= for a deleted page with
 	// {"pageid": 5, "missing": true}, an answer that holds the id.
 	Missing string `yaml:"missing"`
+	// Method POST reads the item by posting Body (a template taking
+	// {{id}}) to Path (etcd's range by key); Item may then be a list of
+	// at most one item. Absent not_found says that an answer without the
+	// item (proto3 JSON omits an empty kvs) means there is none.
+	Method string `yaml:"method"`
+	Body   any    `yaml:"body"`
+	Absent string `yaml:"absent"`
 }
 
 // Conditional write modes.

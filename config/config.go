@@ -48,7 +48,17 @@ type UpstreamConfig struct {
 	MaxBodyBytes    int64             `yaml:"max_body_bytes"`
 	RequestIDHeader string            `yaml:"request_id_header"`
 	Headers         map[string]string `yaml:"headers"`
+	// QueryEncoding is how query strings are written: rfc3986 (the
+	// default: a space is %20) or form (a space is +, as HTML forms
+	// write it). A list may say otherwise (list.query_encoding).
+	QueryEncoding string `yaml:"query_encoding"`
 }
+
+// Query encodings (upstreams.NAME.query_encoding, list.query_encoding).
+const (
+	QueryRFC3986 = "rfc3986"
+	QueryForm    = "form"
+)
 
 // CredentialConfig says where an upstream's credential comes from and how
 // it is sent; never from a tool argument. Exactly one form: a static secret
@@ -127,6 +137,13 @@ type ListConfig struct {
 	// page size and cursor variables (and any filter variables) and
 	// selects the connection named by pagination.connection.
 	GraphQL string `yaml:"graphql"`
+	// QueryEncoding overrides the upstream's query_encoding for this
+	// list's requests.
+	QueryEncoding string `yaml:"query_encoding"`
+	// Expression is the parameter that carries the filters declaring an
+	// expression name, as one expression in the API's language (OData's
+	// $filter). See ExpressionConfig.
+	Expression *ExpressionConfig `yaml:"expression"`
 }
 
 // PaginationConfig selects a dialect and names its parameters and response
@@ -186,6 +203,19 @@ type PaginationConfig struct {
 	Expiry *ExpiryConfig `yaml:"expiry"`
 	// continue_object: see ContinuationObjectConfig.
 	ContinuationObjectConfig `yaml:",inline"`
+	// CursorField is the declared field of the last item whose value is
+	// the next cursor (default: the id field), and CursorExclusive how it
+	// is made exclusive when the upstream's cursor is inclusive (etcd's
+	// range key). See reach.go.
+	CursorField     string `yaml:"cursor_field"`
+	CursorExclusive string `yaml:"cursor_exclusive"`
+	// AbsentMeansZero lists members the upstream omits when they hold
+	// their zero value (proto3 JSON omits more: false and an empty kvs):
+	// absent, the end flag is false and the items are none.
+	AbsentMeansZero []string `yaml:"absent_means_zero"`
+	// Snapshot is a value read from the first page and sent with every
+	// later one (etcd's revision).
+	Snapshot *SnapshotConfig `yaml:"snapshot"`
 }
 
 // PITConfig is a point in time held across the pages of a search_after
@@ -210,6 +240,11 @@ type ExpiryConfig struct {
 
 // NoTotal is pagination.total's value for an API that reports no total.
 const NoTotal = "none"
+
+// NoPageSize is pagination.page_size_param's value for an API whose pages
+// are sized by the server alone: no page size is sent (OData's $top limits
+// the whole result, so sending it as a page size cuts the list).
+const NoPageSize = "none"
 
 // FieldConfig declares one field of a resource's items. A Sensitive field
 // never leaves airlock and answers no query; Queryable (only with
@@ -248,6 +283,10 @@ type FieldConfig struct {
 	Layout string `yaml:"layout"`
 	// Money marks an amount of money, shown to reviewers with its currency.
 	Money *MoneyConfig `yaml:"money"`
+	// Decode is how the API encodes the field's value (base64: etcd's
+	// keys and values): it is read decoded everywhere (filters, review,
+	// digests) and written back encoded.
+	Decode string `yaml:"decode"`
 }
 
 // FilterConfig declares a filter. Param, when set, is sent upstream; airlock
@@ -277,6 +316,10 @@ type FilterConfig struct {
 	Description string    `yaml:"description"`
 	// search: see SearchFilterConfig.
 	SearchFilterConfig `yaml:",inline"`
+	// Expression is the field's name in the list's filter expression
+	// (list.expression): the value is sent there, quoted by the
+	// language's rules, instead of as a parameter of its own.
+	Expression string `yaml:"expression"`
 }
 
 // FieldOf is the field the filter named name compares: Field, else the

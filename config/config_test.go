@@ -250,7 +250,7 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 		{"cursor without a way to continue", with(set(9, "    pagination: {dialect: cursor}")),
 			[]wantErr{{9, "resources.items.pagination", "needs has_more"}}},
 		{"snapshot on a non-continue dialect", with(set(9, "    pagination: {dialect: offset, consistency: snapshot}")),
-			[]wantErr{{9, "resources.items.pagination.consistency", "only the continue dialect, or search_after with a point in time, carries a snapshot"}}},
+			[]wantErr{{9, "resources.items.pagination.consistency", "only the continue dialect, search_after with a point in time, or a snapshot sent with every page"}}},
 		{"unknown consistency", with(set(9, "    pagination: {dialect: link, consistency: eventual}")),
 			[]wantErr{{9, "resources.items.pagination.consistency", "use one of snapshot, keyset, none"}}},
 		{"id_field not declared in fields", with(set(10, "    id_field: uuid")),
@@ -384,7 +384,7 @@ func TestParseConfig_ReportsEverySemanticErrorSortedByLine(t *testing.T) {
 	checkErrors(t, got, []wantErr{
 		{1, "environment", "required"},
 		{3, "resources.zeta.upstream", `no upstream named "nowhere"`},
-		{12, "resources.alpha.pagination.consistency", "only the continue dialect, or search_after with a point in time, carries a snapshot"},
+		{12, "resources.alpha.pagination.consistency", "only the continue dialect, search_after with a point in time, or a snapshot sent with every page"},
 		{13, "resources.alpha.id_field", "the id field must be declared in fields"},
 		{17, "resources.alpha.default_fields.1", `field "email" is sensitive`},
 		{18, "resources.alpha.filters.status", `filters on field "status"`},

@@ -61,6 +61,11 @@ func ResolvePagination(p PaginationConfig) PaginationConfig {
 			*dst = v
 		}
 	}
+	if s := p.Snapshot; s != nil && s.Param != "" {
+		// The first page's value sent with every later page reads the
+		// whole list at one point in time.
+		set(&p.Consistency, ConsistencySnapshot)
+	}
 	switch p.Dialect {
 	case DialectCursor:
 		set(&p.PageSizeParam, "limit")
@@ -96,6 +101,11 @@ func ResolvePagination(p PaginationConfig) PaginationConfig {
 		set(&p.ContinueParam, "continue")
 		set(&p.ContinuePath, "metadata.continue")
 		set(&p.ResourceVersion, "metadata.resourceVersion")
+		if p.Snapshot == nil {
+			// The continue token carries the snapshot; resourceVersion
+			// names it, and every page must name the same.
+			p.Snapshot = &SnapshotConfig{From: p.ResourceVersion}
+		}
 		set(&p.Consistency, ConsistencySnapshot)
 	case DialectNextURL:
 		set(&p.PageSizeParam, "page_size")
@@ -127,6 +137,11 @@ func ResolvePagination(p PaginationConfig) PaginationConfig {
 	}
 	if p.Total == NoTotal {
 		p.Total, p.TotalRelation = "", ""
+	}
+	if p.PageSizeParam == NoPageSize {
+		// The server alone decides its page size (SAP CAP: OData's $top
+		// limits the whole result, not a page).
+		p.PageSizeParam = ""
 	}
 	return p
 }

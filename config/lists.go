@@ -54,6 +54,9 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	if len(r.List.Body) > 0 && kind != ListBody {
 		l.add("a body is sent only by a POST list (list.method: POST)", at("list", "body")...)
 	}
+	validQueryEncoding(l, r.List.QueryEncoding, at("list", "query_encoding"))
+	validateExpression(l, r, at)
+	validateReach(l, r, at)
 	if r.List.GraphQL != "" && pg.Dialect != DialectGraphQL {
 		l.add("a GraphQL query needs pagination.dialect: graphql", at("list", "graphql")...)
 	}
@@ -63,6 +66,9 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 			l.add("the cursor dialect needs has_more (cursor = last id) or next_cursor (a response path)", at("pagination")...)
 		}
 	case DialectGraphQL:
+		if pg.PageSizeParam == NoPageSize {
+			l.add("a GraphQL connection takes its page size as a variable", at("pagination", "page_size_param")...)
+		}
 		if r.List.GraphQL == "" {
 			l.add("required: the query document, with its page size and cursor variables", at("list", "graphql")...)
 		}
@@ -102,9 +108,9 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	default:
 		l.add("use one of snapshot, keyset, none", at("pagination", "consistency")...)
 	}
-	snapshot := pg.Dialect == DialectContinue || (pg.Dialect == DialectSearchAfter && pg.PIT != nil)
+	snapshot := pg.Dialect == DialectContinue || (pg.Dialect == DialectSearchAfter && pg.PIT != nil) || (pg.Snapshot != nil && pg.Snapshot.Param != "")
 	if pg.Consistency == ConsistencySnapshot && pg.Dialect != "" && !snapshot {
-		l.add("only the continue dialect, or search_after with a point in time, carries a snapshot; declare keyset or none", at("pagination", "consistency")...)
+		l.add("only the continue dialect, search_after with a point in time, or a snapshot sent with every page (pagination.snapshot.param) carries a snapshot; declare keyset or none", at("pagination", "consistency")...)
 	}
 	if pg.PageSize < 0 || pg.PageSize > 10000 {
 		l.add("must be between 1 and 10000", at("pagination", "page_size")...)
@@ -170,8 +176,10 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 		}
 		switch f.Op {
 		case "", "eq", "contains":
+		case "gt", "gte", "lt", "lte":
+			validateComparison(l, r, f, field, p)
 		default:
-			l.add("op must be eq or contains", p("op")...)
+			l.add("op must be eq, contains, or a comparison: gt, gte, lt, lte", p("op")...)
 		}
 		switch f.Multi {
 		case "":
@@ -243,4 +251,13 @@ func nullKeys(root *yaml.Node) Errors {
 	}
 	walk(root)
 	return errs
+}
+
+// validQueryEncoding checks a query_encoding.
+func validQueryEncoding(l *errList, v string, path []string) {
+	switch v {
+	case "", QueryRFC3986, QueryForm:
+	default:
+		l.add("use rfc3986 (a space is %20, the default) or form (a space is +)", path...)
+	}
 }

@@ -77,6 +77,7 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 	if c := u.Credential; c != nil {
 		validateCredential(l, c, at("credential"))
 	}
+	validQueryEncoding(l, u.QueryEncoding, at("query_encoding"))
 	if u.Timeout < 0 {
 		l.add("must not be negative", at("timeout")...)
 	}
@@ -333,6 +334,10 @@ func validateGet(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 			}
 			if g.Item == "" {
 				l.add("required: the item's path in the answer (data.accountById)", at("get", "item")...)
+			}
+		case PostGet(g):
+			if !strings.HasPrefix(g.Path, "/") {
+				l.add("must be an absolute path", at("get", "path")...)
 			}
 		case !strings.HasPrefix(g.Path, "/") || !strings.Contains(g.Path, "{{id}}"):
 			l.add("must be an absolute path containing {{id}}", at("get", "path")...)

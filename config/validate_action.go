@@ -96,9 +96,12 @@ func validateWriteRequest(l *errList, rq *WriteRequestConfig, at func(k ...strin
 		if !slices.Contains(templateRefs(normalizeYAMLValue(rq.Variables)), "id") {
 			l.add("the mutation's variables must name the target: {{id}}", at("request", "variables")...)
 		}
-	case !strings.HasPrefix(rq.Path, "/") || !strings.Contains(rq.Path, "{{id}}"):
-		l.add("must be an absolute path containing {{id}}", at("request", "path")...)
+	case !strings.HasPrefix(rq.Path, "/"):
+		l.add("must be an absolute path", at("request", "path")...)
+	case !strings.Contains(rq.Path, "{{id}}") && !bodyKeyed(rq):
+		l.add("must name the target: {{id}} in the path, or in the body (a body-keyed write such as etcd's txn)", at("request", "path")...)
 	}
+	validateOutcome(l, rq, at)
 	if rq.GraphQL == "" && (rq.Variables != nil || rq.UserErrors != "") {
 		l.add("variables and user_errors belong to a GraphQL mutation (request.graphql)", at("request")...)
 	}

@@ -300,7 +300,7 @@ func (p *prober) filterChecks(ctx context.Context) {
 	r := p.r
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
 		fc := r.Config.Filters[name]
-		if fc == nil || (fc.Param == "" && fc.MultiParam == "" && fc.Null == nil) {
+		if fc == nil || (fc.Param == "" && fc.MultiParam == "" && fc.Null == nil && fc.Expression == "") {
 			continue
 		}
 		field := fc.FieldOf(name)
@@ -326,6 +326,11 @@ func (p *prober) filterChecks(ctx context.Context) {
 		}
 		if fc.Param != "" && len(plain) > 0 {
 			p.compareFilter(ctx, at+".param", fc.Param, map[string]any{name: plain[0]})
+		}
+		if x := r.Config.List.Expression; fc.Expression != "" && x != nil && len(values) > 0 {
+			// The value is written as one literal of the language: a
+			// value holding a comma is as good as any.
+			p.compareFilter(ctx, at+".expression", x.Param, map[string]any{name: values[0]})
 		}
 		if fc.Param != "" && len(split) > 0 {
 			// The data holds a value with a comma: an API that splits the

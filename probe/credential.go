@@ -77,7 +77,7 @@ func (p *prober) acceptedCheck() {
 	default:
 		return // the token, or the list itself, failed: said above
 	}
-	p.add("credential.writes", Unverifiable, "probe sends only GET requests: whether the credential may write is not checked", "")
+	p.add("credential.writes", Unverifiable, "probe only reads (GET, and POST where a list or a read is asked by POST): whether the credential may write is not checked", "")
 }
 
 func refusedWhy(he *upstream.HTTPError) string {

@@ -67,8 +67,7 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 		return itemRead{resp: resp, err: err}
 	}
 	idPath := r.FieldPath(r.Config.IDField)
-	got, _ := jsonvalue.Get(doc, g.Item)
-	if m, ok := got.(map[string]any); ok {
+	if m := r.ItemFromRead(doc); m != nil {
 		if v, ok := jsonvalue.GetID(m, idPath); ok && v == id {
 			p.add("get.item", OK, fmt.Sprintf("%s holds the item at %q, with %s %s", what, config.DisplayPath(g.Item), r.Config.IDField, id), "")
 			return itemRead{resp: resp, item: true}

@@ -162,7 +162,9 @@ var errBudget = errors.New("the probe's request budget is spent")
 func (p *prober) keep(items []any) {
 	for _, it := range items {
 		if m, ok := it.(map[string]any); ok && len(p.samples) < maxProbeSamples {
-			p.samples = append(p.samples, m)
+			if d, err := p.r.DecodeItem(m); err == nil {
+				p.samples = append(p.samples, d)
+			}
 		}
 	}
 }
@@ -202,7 +204,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 		p.add("list.items", Wrong, err.Error()+"; the body's top level holds "+topKeys(doc), "set list.items to the path of the items array (\".\" when the body is the array)")
 		return false
 	}
-	p.add("list.items", OK, fmt.Sprintf("%d items at %q on the first page", len(items), config.DisplayPath(r.Config.List.Items)), "")
+	p.add("list.items", OK, fmt.Sprintf("%s %s: %d items at %q on the first page", listMethod(r), r.Config.List.Path, len(items), config.DisplayPath(r.Config.List.Items)), "")
 	p.keep(items)
 	dec := r.DecideList(resp)
 	switch dec.Decision {
@@ -335,22 +337,6 @@ func (p *prober) rateLimitCheck(resp *upstream.Response) {
 	p.add("rate_limit", OK, "the upstream advertises "+strings.Join(seen, ", ")+"; "+configured, "")
 }
 
-func (p *prober) snapshotCheck(doc any) {
-	pg := p.r.Pagination
-	if pg.Consistency != config.ConsistencySnapshot {
-		return
-	}
-	if pg.PIT != nil {
-		p.add("pagination.consistency", OK, "snapshot: a point in time was opened at "+pg.PIT.Open+" and the first page was read in it", "")
-		return
-	}
-	if v, ok := jsonvalue.Get(doc, pg.ResourceVersion); ok && jsonvalue.String(v) != "" {
-		p.add("pagination.consistency", OK, fmt.Sprintf("snapshot: the first page carries %s %q", pg.ResourceVersion, jsonvalue.String(v)), "")
-		return
-	}
-	p.add("pagination.consistency", Wrong, "snapshot is claimed, but the first page has no "+pg.ResourceVersion, "declare consistency: none (or keyset): without a resource version there is no snapshot")
-}
-
 // walkPageSize is a page size small enough that the walk spans several
 // pages (so the end signal must appear between them) and large enough to
 // reach the end within half the budget.
@@ -405,6 +391,7 @@ func (p *prober) walk(ctx context.Context) {
 	err := scan.Run(ctx, upstream.Budget{MaxPages: budget, PagesLimitSource: envelope.LimitAirlock, Deadline: time.Until(deadlineOf(ctx))})
 	o := scan.Outcome()
 	p.report.Requests += o.Pages
+	defer p.lastKeyCheck(o)
 	what := fmt.Sprintf("a walk at page size %d read %d pages and %d items", size, o.Pages, o.ItemsScanned)
 	if err != nil {
 		p.add("pagination.end", Wrong, what+", then failed: "+describeScanErr(err), "")

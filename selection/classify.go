@@ -3,6 +3,7 @@ package selection
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -205,8 +206,10 @@ func (c *classifier) classify(id, version, source string, doc map[string]any, br
 // configuration fixed.
 func writable(a *upstream.Action, id, version string) string {
 	if rq := a.Config.Request; rq != nil {
-		// A GraphQL mutation carries the id in its variables, not a path.
-		if err := upstream.CheckPathID(id); err != nil && (rq.GraphQL == "" || id == "") {
+		// A GraphQL mutation carries the id in its variables, and a
+		// body-keyed write (etcd's txn) in its body, not a path.
+		inPath := rq.GraphQL == "" && strings.Contains(rq.Path, "{{id}}")
+		if err := upstream.CheckPathID(id); err != nil && (inPath || id == "") {
 			return err.Error()
 		}
 	}

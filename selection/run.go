@@ -620,6 +620,18 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 			unobserved(resp.Status, p, "the GraphQL mutation reported errors while executing: whether it applied is unknown until re-read")
 			return
 		}
+		switch write.MemberVerdict(r.a, resp) {
+		case write.MemberConflict:
+			// The API says its condition failed (etcd's txn: succeeded
+			// false): refused like a 409 or 412, nothing applied.
+			p := envelope.NewProblem(envelope.ProblemUpstreamConflict, "The upstream answered that the write's condition failed: the target changed since it was read.")
+			refused(TargetSkipped, resp.Status, p, "precondition changed: the upstream's answer says its condition failed")
+			return
+		case write.MemberUnknown:
+			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream's answer does not say whether the write applied, as the action declares it must; a re-read decides."),
+				"answered 2xx without the declared outcome member's applied or conflict value: whether it applied is unknown until re-read")
+			return
+		}
 		if berr := write.CheckBody(resp); berr != nil {
 			// A 2xx whose body is an error or unreadable is never a
 			// success: whether it applied is unknown until re-read.

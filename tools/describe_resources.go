@@ -72,6 +72,9 @@ type fieldInfo struct {
 	Description string   `json:"description,omitempty"`
 	ID          bool     `json:"id,omitempty"`
 	Version     bool     `json:"version,omitempty"`
+	// Decoded names how the API encodes the field (base64): its values,
+	// in items, filters and previews, are the decoded text.
+	Decoded string `json:"decoded,omitempty"`
 }
 
 type filterInfo struct {
@@ -84,12 +87,19 @@ type filterInfo struct {
 	// the upstream's judgment, which airlock cannot re-check, so an
 	// answer through it is never complete (SEARCH_MATCHES_UNVERIFIED).
 	MatchedBy string `json:"matched_by,omitempty"`
+	// Expression names the language of the list's filter expression the
+	// filter is sent in (odata, jql, lucene, or declared): an operator
+	// or value it cannot carry is applied by airlock alone.
+	Expression string `json:"expression,omitempty"`
 }
 
 type paginationInfo struct {
 	Dialect     string `json:"dialect"`
 	Consistency string `json:"consistency"`
 	PageSize    int    `json:"page_size"`
+	// Snapshot says where a snapshot consistency comes from: a value the
+	// first page names and every later page is read at.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 type limitsInfo struct {
@@ -202,7 +212,7 @@ func describeResource(r *upstream.Resource) resourceInfo {
 		f, _ := r.Field(name)
 		m := fieldInfo{Name: name, Type: f.Type, Elements: f.Elements, Nullable: f.Nullable, Enum: f.Enum, Sensitive: f.Sensitive, Queryable: f.Sensitive && f.Queryable,
 			Deprecated: f.Deprecated, Decision: f.Decision || f.Permission, Permission: f.Permission, Required: f.Required,
-			Description: f.Description, ID: name == r.Config.IDField, Version: name == r.Config.VersionField}
+			Description: f.Description, ID: name == r.Config.IDField, Version: name == r.Config.VersionField, Decoded: f.Decode}
 		for _, a := range f.Aliases {
 			m.Aliases = append(m.Aliases, a.Name+" until "+a.Until)
 		}
@@ -211,12 +221,18 @@ func describeResource(r *upstream.Resource) resourceInfo {
 	var filters []filterInfo
 	for _, name := range sortedFilterNames(r) {
 		fc := r.Config.Filters[name]
-		m := filterInfo{Name: name, Op: "eq", SentUpstream: fc.Param != "" || fc.MultiParam != "" || fc.Null != nil, Field: fc.Field, Description: fc.Description}
+		m := filterInfo{Name: name, Op: "eq", SentUpstream: fc.Param != "" || fc.MultiParam != "" || fc.Null != nil || fc.Expression != "", Field: fc.Field, Description: fc.Description}
 		if fc.Op != "" {
 			m.Op = fc.Op
 		}
 		if fc.Search {
 			m.Op, m.MatchedBy = "search", "upstream"
+		}
+		if x := r.Config.List.Expression; fc.Expression != "" && x != nil {
+			m.Expression = x.Language
+			if m.Expression == "" {
+				m.Expression = "declared"
+			}
 		}
 		filters = append(filters, m)
 	}
@@ -228,7 +244,7 @@ func describeResource(r *upstream.Resource) resourceInfo {
 	out := resourceInfo{
 		Name: r.Name, Description: r.Description, Upstream: r.Host(),
 		Fields: fields, DefaultFields: r.DefaultFields(), Filters: filters,
-		Pagination: paginationInfo{Dialect: r.Pagination.Dialect, Consistency: r.Consistency(), PageSize: r.Pagination.PageSize},
+		Pagination: paginationInfo{Dialect: r.Pagination.Dialect, Consistency: r.Consistency(), PageSize: r.Pagination.PageSize, Snapshot: snapshotInfo(r)},
 		Sources:    sources,
 		Visibility: r.Visibility(),
 		Limits: limitsInfo{
@@ -318,4 +334,14 @@ func sortedFilterNames(r *upstream.Resource) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// snapshotInfo says, for a list read at one point in time by a value of
+// its first page, which value and how it is sent ("" otherwise).
+func snapshotInfo(r *upstream.Resource) string {
+	s := r.Pagination.Snapshot
+	if s == nil || s.Param == "" || r.Consistency() != config.ConsistencySnapshot {
+		return ""
+	}
+	return "every page is read at the first page's " + s.From + " (sent as " + s.Param + ")"
 }

@@ -262,9 +262,9 @@ func (c *credential) apply(ctx context.Context, req *http.Request) (string, erro
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 		return tok.AccessToken, nil
 	case c.query != "":
-		q := req.URL.Query()
-		q.Set(c.query, c.key)
-		req.URL.RawQuery = q.Encode()
+		// The rest of the query is kept as it was written (a next link
+		// is the upstream's own encoding).
+		req.URL.RawQuery = setQueryParam(req.URL.RawQuery, c.query, c.key, false)
 	case c.value != "":
 		req.Header.Set(c.header, c.value)
 	}
@@ -278,13 +278,11 @@ func (c *credential) stripCredential(u *url.URL) *url.URL {
 	if c == nil || c.query == "" || u == nil {
 		return u
 	}
-	q := u.Query()
-	if !q.Has(c.query) {
+	if !u.Query().Has(c.query) {
 		return u
 	}
-	q.Del(c.query)
 	out := *u
-	out.RawQuery = q.Encode()
+	out.RawQuery = dropQueryParam(u.RawQuery, c.query)
 	return &out
 }
 

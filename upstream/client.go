@@ -48,6 +48,8 @@ type Client struct {
 	limiter      *rate.Limiter
 	logger       *slog.Logger
 	clock        Clock
+	// queryEncoding is the upstream's query_encoding ("" is rfc3986).
+	queryEncoding string
 
 	coolMu    sync.Mutex
 	coolUntil time.Time
@@ -60,6 +62,10 @@ type Response struct {
 	Body     []byte
 	Attempts int
 	Duration time.Duration
+	// URL is the URL the answer came from (the last one, when a redirect
+	// was followed): the base a relative reference in it resolves
+	// against (RFC 3986, section 5.1.3). It may carry a query credential.
+	URL *url.URL
 }
 
 // FailureKind classifies a failed exchange.
@@ -146,6 +152,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 	c := &Client{
 		Name: name, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
+		queryEncoding: cfg.QueryEncoding,
 	}
 	if c.reqIDHeader == "" {
 		c.reqIDHeader = DefaultRequestIDHeader
@@ -258,7 +265,8 @@ func (c *Client) Host() string { return c.base.Host }
 
 // ResolveURL joins a path and query with the base URL. The path is in its
 // escaped form (a rendered template escapes each value once); it is not
-// escaped again.
+// escaped again. The query is encoded as the upstream's query_encoding
+// says (RFC 3986 by default: a space is %20).
 func (c *Client) ResolveURL(base *url.URL, path string, q url.Values) *url.URL {
 	if base == nil {
 		base = c.base
@@ -270,7 +278,7 @@ func (c *Client) ResolveURL(base *url.URL, path string, q url.Values) *url.URL {
 	} else {
 		u.Path, u.RawPath = raw, ""
 	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = encodeQuery(q, formQuery("", c.queryEncoding))
 	return &u
 }
 
@@ -466,7 +474,10 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 		return nil, &HTTPError{Kind: FailTooLarge, Status: resp.StatusCode, Header: resp.Header, Attempts: attempts, Sent: true}
 	}
 	c.logger.Debug("upstream request", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "attempts", attempts, "ms", dur.Milliseconds())
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur, URL: r.URL}
+	if resp.Request != nil && resp.Request.URL != nil {
+		out.URL = resp.Request.URL
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		he := &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
 			RetryAfter: RetryAfter(resp.Header, c.clock.Now()), Attempts: attempts, Sent: true}

@@ -83,6 +83,10 @@ const (
 	// (see Scan.pageRefused); the source is partial for the reason given
 	// beside it, never complete.
 	SignalPageRefused = "page_refused"
+	// SignalContinuationRefused: the upstream answered 404 to a
+	// continuation it handed out (a next link, a cursor) after the first
+	// page was read: the source is partial, never complete.
+	SignalContinuationRefused = "continuation_refused"
 
 	SignalNotSeen       = "next_signal_not_seen"
 	SignalMoreNoCursor  = "more_without_continuation"
@@ -92,6 +96,10 @@ const (
 	SignalBeforeTotal   = "stopped_before_total"
 	SignalTotalUnknown  = "total_unknown"
 	SignalHasMoreAbsent = "has_more_missing"
+	// SignalHasMoreAbsentFalse: the end flag was absent where the
+	// upstream omits it when false (absent_means_zero), after a page that
+	// carried it or a probe that showed it is sent.
+	SignalHasMoreAbsentFalse = "has_more_omitted_false"
 )
 
 // Conflicting evidence: the signals of CONFLICTING_EVIDENCE, each naming
@@ -182,7 +190,7 @@ type dialect interface {
 func newDialect(p config.PaginationConfig, idPath string) dialect {
 	switch p.Dialect {
 	case config.DialectCursor:
-		return cursorDialect{p, idPath}
+		return cursorDialect{p: p, idPath: idPath}
 	case config.DialectLink:
 		return linkDialect{p}
 	case config.DialectOffset:
@@ -323,6 +331,10 @@ func fullPage(p config.PaginationConfig, st pageState, n int) bool {
 type cursorDialect struct {
 	p      config.PaginationConfig
 	idPath string
+	// key derives the next cursor from the last item (no next_cursor):
+	// the id by default (Stripe), or a declared field made exclusive
+	// (etcd). Resource.dialectFor sets it.
+	key lastKey
 }
 
 func (d cursorDialect) query(p *listParams, st pageState) *url.URL {
@@ -339,6 +351,13 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
 	last, flagged := endFlag(d.p, doc)
+	// A flag the upstream omits when false (proto3 JSON) reads as false;
+	// an absence then proves the end only as any absent signal does:
+	// once an earlier page carried the flag, or a probe showed it is sent.
+	omitted := !flagged && absentZero(d.p, doc, d.p.HasMore+d.p.IsLast)
+	if omitted {
+		flagged, last = true, d.p.HasMore != ""
+	}
 	if flagged && last {
 		if nc, _ := jsonvalue.Get(doc, d.p.NextCursor); d.p.NextCursor != "" && nc != nil && nc != "" {
 			// The flag says last, and the same page says how to go on:
@@ -346,7 +365,14 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 			pg.unknown(SignalFlagVsContinuation, false)
 			return pg, nil
 		}
-		pg.proven(flagSignal(d.p))
+		switch {
+		case omitted && len(items) == 0:
+			pg.proven(SignalEmptyPage)
+		case omitted:
+			pg.absent(st, SignalHasMoreAbsentFalse)
+		default:
+			pg.proven(flagSignal(d.p))
+		}
 		return pg, nil
 	}
 	if d.p.NextCursor == "" {
@@ -362,9 +388,13 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 			pg.proven(SignalEmptyPage)
 			return pg, nil
 		}
-		id, ok := jsonvalue.GetID(items[len(items)-1], d.idPath)
-		if !ok {
-			return pg, BadResponse("the last item has no id to continue from")
+		key := d.key
+		if key.path == "" {
+			key.path = d.idPath
+		}
+		id, err := key.of(items[len(items)-1])
+		if err != nil {
+			return pg, err
 		}
 		pg.next.Cursor = id
 		if flagged {
@@ -695,13 +725,8 @@ func (d continueDialect) parse(_ *Response, doc any, items []any, st pageState) 
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
-	rv, _ := jsonvalue.Get(doc, d.p.ResourceVersion)
-	if s, ok := rv.(string); ok {
-		pg.snapshot = s
-		if pg.next.Snapshot == "" {
-			pg.next.Snapshot = s
-		}
-	}
+	// The resourceVersion is read as the snapshot the list declares
+	// (Resource.afterParse).
 	if n, ok := intAt(doc, "metadata.remainingItemCount"); ok {
 		pg.estimate = &n
 	}

@@ -1,10 +1,13 @@
 package upstream
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
@@ -45,6 +48,11 @@ func (r *Resource) TypedFilter(filter map[string]any) (map[string]any, []envelop
 		field := fc.FieldOf(name)
 		fd, _ := r.Field(field)
 		v := filter[name]
+		if _, isArr := v.([]any); config.Comparison(fc.Op) && (isArr || v == nil) {
+			// A comparison takes one value: any-of or null has no order.
+			errs = append(errs, envelope.NewFieldError(path, envelope.FieldInvalid, exampleFor(fd, fc)))
+			continue
+		}
 		if arr, isArr := v.([]any); isArr {
 			if len(arr) == 0 {
 				errs = append(errs, envelope.NewFieldError(path, envelope.FieldInvalid, []any{exampleFor(fd, fc)}))
@@ -64,6 +72,9 @@ func (r *Resource) TypedFilter(filter map[string]any) (map[string]any, []envelop
 		c, fe, bad := typedScalar(path, v, fd, fc)
 		if bad {
 			errs = append(errs, fe)
+		} else if s, isStr := c.(string); config.Comparison(fc.Op) && fd != nil && fd.Type == "timestamp" && (!isStr || !rfc3339(s)) {
+			// An instant that does not parse has no order.
+			errs = append(errs, envelope.NewFieldError(path, envelope.FieldType, exampleFor(fd, fc)))
 		}
 		out[name] = c
 	}
@@ -161,6 +172,12 @@ func (r *Resource) Matches(doc map[string]any, filter map[string]any) bool {
 		field := fc.FieldOf(name)
 		fd, _ := r.Field(field)
 		got, _ := jsonvalue.Get(doc, r.FieldPath(field))
+		if fc != nil && config.Comparison(fc.Op) {
+			if !compareValue(got, want, fd, fc.Op) {
+				return false
+			}
+			continue
+		}
 		contains := fc != nil && fc.Op == "contains"
 		if !matchValue(got, want, fd, contains) {
 			return false
@@ -238,4 +255,53 @@ func (r *Resource) paramToFilter(param string) string {
 		}
 	}
 	return ""
+}
+
+// compareValue reports whether an item's value compares with want as the
+// operator says, in the field's type: numbers as numbers, timestamps as
+// instants, strings by their bytes. A null, missing or uncomparable value
+// matches no comparison.
+func compareValue(got, want any, fd *config.FieldConfig, op string) bool {
+	if got == nil || want == nil {
+		return false
+	}
+	c, ok := 0, false
+	switch {
+	case fd != nil && fd.Type == "timestamp":
+		gs, ok1 := got.(string)
+		ws, ok2 := want.(string)
+		g, err1 := time.Parse(time.RFC3339Nano, gs)
+		w, err2 := time.Parse(time.RFC3339Nano, ws)
+		if ok1 && ok2 && err1 == nil && err2 == nil {
+			c, ok = g.Compare(w), true
+		}
+	default:
+		g, ok1 := jsonvalue.Float(got)
+		w, ok2 := jsonvalue.Float(want)
+		gs, isS1 := got.(string)
+		ws, isS2 := want.(string)
+		switch {
+		case (fd == nil || fd.Type == "string") && isS1 && isS2:
+			c, ok = strings.Compare(gs, ws), true
+		case ok1 && ok2 && !isS1 && !isS2:
+			c, ok = cmp.Compare(g, w), true
+		}
+	}
+	if !ok {
+		return false
+	}
+	switch op {
+	case "gt":
+		return c > 0
+	case "gte":
+		return c >= 0
+	case "lt":
+		return c < 0
+	}
+	return c <= 0
+}
+
+func rfc3339(s string) bool {
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
 }

@@ -28,6 +28,10 @@ type listParams struct {
 // set places one value: in a query as its string form, in a body at its
 // dotted path, in variables under its name, keeping its JSON type.
 func (p *listParams) set(k string, v any) {
+	if k == "" {
+		// A parameter the list does not send (page_size_param: none).
+		return
+	}
 	switch p.kind {
 	case config.ListQuery:
 		p.query.Set(k, jsonvalue.String(v))
@@ -44,7 +48,7 @@ func (p *listParams) add(k, v string) { p.query.Add(k, v) }
 // describe is the parameters in a line, for evidence: the query string,
 // then the body (or variables) as JSON.
 func (p *listParams) describe() string {
-	out := p.query.Encode()
+	out := encodeQuery(p.query, false)
 	if len(p.body) > 0 {
 		b, _ := jsonvalue.Encode(p.body)
 		if out != "" {
@@ -123,12 +127,16 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 		r.sendFilters(p, o.filter)
 	} else {
 		r.sendSearches(p, o.filter)
+		if x := r.expression; x != nil && x.Base != "" {
+			// The base scopes the list as list.params do: a probe sends it.
+			p.set(x.Param, joinExpression(x, nil))
+		}
 	}
 	d := r.dialect
 	if o.pageSize > 0 {
 		pg := r.Pagination
 		pg.PageSize = o.pageSize
-		d = newDialect(pg, r.FieldPath(r.Config.IDField))
+		d = r.dialectFor(pg)
 	}
 	req := Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true}
 	if next := d.query(p, st); next != nil {
@@ -142,7 +150,11 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 	if o.probe {
 		p.set(r.Pagination.PageSizeParam, 1)
 	}
+	r.sendSnapshot(p, st)
 	req.URL = r.Upstream.ResolveURL(base, r.Config.List.Path, p.query)
+	if r.Config.List.QueryEncoding != "" {
+		req.URL.RawQuery = encodeQuery(p.query, formQuery(r.Config.List.QueryEncoding, ""))
+	}
 	switch p.kind {
 	case config.ListBody:
 		req.Method = http.MethodPost
@@ -161,6 +173,9 @@ type filterForm struct {
 	// why says, for a value not sent, what kept it back ("" when the
 	// configuration declares no upstream form for it).
 	why string
+	// clause is the value's clause in the list's filter expression, for
+	// a filter sent there.
+	clause string
 }
 
 // sendFilters sends the upstream-side filters, each only in a form the
@@ -176,12 +191,21 @@ type filterForm struct {
 // form each filter was given.
 func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]filterForm {
 	forms := map[string]filterForm{}
+	var clauses []string
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc := r.Config.Filters[name]
 		form := r.filterForm(name, fc, filter[name])
 		forms[name] = form
-		if form.sent {
+		switch {
+		case form.sent && fc.Expression != "":
+			clauses = append(clauses, form.clause)
+		case form.sent:
 			r.placeFilter(p, name, fc, filter[name])
+		}
+	}
+	if x := r.expression; x != nil {
+		if e := joinExpression(x, clauses); e != "" {
+			p.set(x.Param, e)
 		}
 	}
 	return forms
@@ -211,6 +235,10 @@ func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) fil
 	fd, _ := r.Field(fc.FieldOf(name))
 	if fd != nil && fd.Normalize != "" {
 		return filterForm{why: "the field is normalized: airlock compares normalized values, the API may not"}
+	}
+	if fc.Expression != "" {
+		clause, why := r.expressionClause(fc, fd, r.filterValue(name, fc, raw))
+		return filterForm{sent: why == "", why: why, clause: clause}
 	}
 	switch v := r.filterValue(name, fc, raw).(type) {
 	case nil:

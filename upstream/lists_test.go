@@ -177,7 +177,7 @@ func TestNextURL_FollowsODataNextLinkAndTwilioRelativeURIs(t *testing.T) {
 			if !out.ScanComplete {
 				t.Errorf("not complete: %+v %+v", out.Reasons, out.Sources)
 			}
-			if !strings.Contains(s.urls[0], "%24top=3") {
+			if !strings.Contains(s.urls[0], "$top=3") {
 				t.Errorf("first request %s does not ask for the page size", s.urls[0])
 			}
 		})

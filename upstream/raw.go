@@ -22,8 +22,8 @@ func (r *Resource) WithPageSize(n int) *Resource {
 	pg.PageSize = n
 	return &Resource{
 		Name: r.Name, Description: r.Description, Upstream: r.Upstream, Config: r.Config, Pagination: pg,
-		Sources: r.Sources[:1], Limits: r.Limits, dialect: newDialect(pg, r.FieldPath(r.Config.IDField)),
-		Contract: r.Contract, norms: r.norms,
+		Sources: r.Sources[:1], Limits: r.Limits, dialect: r.dialectFor(pg),
+		Contract: r.Contract, norms: r.norms, expression: r.expression, decoders: r.decoders,
 	}
 }
 
@@ -58,7 +58,7 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 	// The configured page size: the fewest requests for what a filtered
 	// call would read.
 	pg := r.Pagination
-	d := newDialect(pg, r.FieldPath(r.Config.IDField))
+	d := r.dialectFor(pg)
 	idPath := r.FieldPath(r.Config.IDField)
 	w := RawWalk{Docs: map[string]map[string]any{}}
 	st := pageState{}
@@ -88,7 +88,7 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 		if err != nil {
 			return w, err
 		}
-		page.next.NextURL = r.Upstream.WithoutCredential(page.next.NextURL)
+		r.afterParse(resp, doc, st, &page)
 		if spec.Keep != nil {
 			spec.Keep(page.items)
 		}
@@ -97,6 +97,10 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 			m, ok := it.(map[string]any)
 			if !ok {
 				continue
+			}
+			m = copyDoc(m)
+			if err := r.decodeFields(m); err != nil {
+				return w, err
 			}
 			id, ok := jsonvalue.GetID(m, idPath)
 			if !ok {

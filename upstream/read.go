@@ -18,6 +18,9 @@ func (r *Resource) ReadRequest(id, requestID string) (Request, error) {
 	if g == nil {
 		return Request{}, fmt.Errorf("resource %q has no get endpoint", r.Name)
 	}
+	if config.PostGet(g) {
+		return r.postReadRequest(id, requestID)
+	}
 	if g.GraphQL != "" {
 		if id == "" {
 			return Request{}, fmt.Errorf("%w: it is empty", ErrUnsafeID)
@@ -67,6 +70,13 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 		return nil, "", false, err
 	}
 	item, _ := jsonvalue.Get(body, g.Item)
+	if config.PostGet(g) {
+		m, found, err := r.postReadItem(body)
+		if !found || err != nil {
+			return nil, "", false, err
+		}
+		item = m
+	}
 	if g.GraphQL != "" && item == nil {
 		if msgs := GraphQLMessages(body); msgs != "" {
 			return nil, "", false, &BodyError{Kind: BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no item", Message: msgs}
@@ -79,6 +89,9 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	}
 	if missingItem(g, m) {
 		return nil, "", false, nil
+	}
+	if err := r.decodeFields(m); err != nil {
+		return nil, "", false, err
 	}
 	if _, ok := jsonvalue.GetID(m, r.FieldPath(r.Config.IDField)); !ok {
 		// An envelope ({data: {...}}) read as the item: without its id it

@@ -62,6 +62,11 @@ type Resource struct {
 	// OnRun, when set, is told after each scan run of this resource how
 	// many pages it read and items it scanned (for metrics).
 	OnRun func(pages, items int)
+	// expression is the list's filter expression with its language's
+	// rules filled in (nil when the list declares none).
+	expression *config.ExpressionConfig
+	// decoders decode the fields the API encodes (decode: base64).
+	decoders []fieldDecoder
 }
 
 // Options are the runtime dependencies of Initialize.
@@ -183,7 +188,9 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		if r.Config.List.Items == "." {
 			r.Config.List.Items = ""
 		}
-		r.dialect = newDialect(r.Pagination, r.FieldPath(r.Config.IDField))
+		r.decoders = fieldDecoders(r)
+		r.dialect = r.dialectFor(r.Pagination)
+		r.expression = config.ResolveExpression(rc.List.Expression)
 		r.norms = fieldNorms(r)
 		contract, err := compileContract(r, rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, c.BaseDir())
 		if err != nil {

@@ -246,7 +246,7 @@ func (r *Resource) viewShows(filter map[string]any) bool {
 		fd, _ := r.Field(field)
 		limited := false
 		for name, want := range filter {
-			if r.Config.Filters[name].FieldOf(name) != field || (r.Config.Filters[name] != nil && r.Config.Filters[name].Op == "contains") {
+			if fc := r.Config.Filters[name]; fc.FieldOf(name) != field || (fc != nil && fc.Op != "" && fc.Op != "eq") {
 				continue
 			}
 			wants, isList := want.([]any)

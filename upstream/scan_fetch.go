@@ -47,9 +47,7 @@ func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error)
 	if err != nil {
 		return pg, err
 	}
-	// A next link built from the request's URL carries a query credential:
-	// the scan keeps (and may store) it without.
-	pg.next.NextURL = s.r.Upstream.WithoutCredential(pg.next.NextURL)
+	s.r.afterParse(resp, doc, st, &pg)
 	pg.doc = doc
 	if !pg.next.Done && sameContinuation(st, pg.next) {
 		return pg, BadResponse("the upstream returned the same continuation twice")
@@ -140,7 +138,7 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)
 	items, isArr := raw.([]any)
 	if !ok || !isArr {
-		if (ok && raw == nil) || (!ok && r.Pagination.EmptyWithoutItems) {
+		if (ok && raw == nil) || (!ok && r.Pagination.EmptyWithoutItems) || absentZero(r.Pagination, doc, r.Config.List.Items) {
 			return []any{}, nil
 		}
 		return nil, BadResponse("items are not an array at %q", r.Config.List.Items)
@@ -279,6 +277,9 @@ func checkContentType(resp *Response) error {
 // shrank under the scan, which must restart). It reports false, leaving
 // the error to fail, for anything else.
 func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, err error) bool {
+	if s.continuationRefused(src, st, err) {
+		return true
+	}
 	var he *HTTPError
 	d := s.r.Pagination.Dialect
 	if !st.Started || (d != config.DialectPage && d != config.DialectOffset) || !errors.As(err, &he) || he.Kind != FailStatus ||
@@ -382,4 +383,23 @@ func failSignal(he *HTTPError) string {
 		return "connection"
 	}
 	return fmt.Sprintf("status_%d", he.Status)
+}
+
+// continuationRefused settles a 404 to a next link the upstream handed out
+// (link, next_url) after its first page was read at the configured
+// endpoint: the endpoint exists, so the 404 says nothing about the
+// configuration, and nothing about the end either. The source ends without
+// a proven end (END_NOT_PROVEN, continuation_refused); what was read
+// stands. A cursor or token sent to the configured endpoint keeps its
+// problem: there, a 404 may say the endpoint is gone.
+func (s *Scan) continuationRefused(src *sourceScan, st pageState, err error) bool {
+	var he *HTTPError
+	if !st.Started || st.NextURL == nil || !errors.As(err, &he) || he.Kind != FailStatus || he.Status != http.StatusNotFound {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src.state = st
+	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalContinuationRefused
+	return true
 }

@@ -83,7 +83,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	if pg.totalPages != nil && st.TotalPages != nil && *pg.totalPages != *st.TotalPages {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_pages_changed")
 	}
-	if pg.hasBoundary && pg.boundary != src.lastID {
+	if pg.hasBoundary && r.decodedID(pg.boundary) != src.lastID {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "page_boundary_shifted")
 	}
 	idPath := r.FieldPath(r.Config.IDField)
@@ -107,6 +107,9 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		doc, ok := v.(map[string]any)
 		if !ok {
 			return BadResponse("an item is not a JSON object")
+		}
+		if err := r.decodeFields(doc); err != nil {
+			return err
 		}
 		id, ok := jsonvalue.GetID(doc, idPath)
 		if !ok {

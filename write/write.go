@@ -78,14 +78,19 @@ var ErrNoVersion = errors.New("the target has no version: the conditional write 
 // twice (Repeatable), and never follows a redirect.
 func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (upstream.Request, error) {
 	rc := a.Config.Request
-	if err := upstream.CheckPathID(vars.ID); err != nil && (rc.GraphQL == "" || vars.ID == "") {
+	// An id goes into the path as one segment; a GraphQL mutation or a
+	// body-keyed write (etcd's txn) carries it in JSON instead.
+	inPath := rc.GraphQL == "" && strings.Contains(rc.Path, "{{id}}")
+	if err := upstream.CheckPathID(vars.ID); err != nil && (inPath || vars.ID == "") {
 		return upstream.Request{}, err
 	}
 	if (a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion) && vars.Version == "" {
 		return upstream.Request{}, ErrNoVersion
 	}
+	targetID := vars.ID
 	vars.VersionValue = typedVersion(a, vars.Version)
 	vars.IDValue = a.Resource.TypedID(vars.ID)
+	vars = encodeDecoded(a.Resource, vars)
 	path, query, err := vars.RenderURL(rc.Path)
 	if err != nil {
 		return upstream.Request{}, err
@@ -124,7 +129,7 @@ func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (up
 		req.Header.Set("If-Match", vars.Version)
 	}
 	if h := a.Config.IdempotencyHeader; h != "" {
-		req.Header.Set(h, IdempotencyKey(vars.OperationID, vars.ID))
+		req.Header.Set(h, IdempotencyKey(vars.OperationID, targetID))
 	}
 	// The same request again cannot apply twice: the upstream tells it
 	// apart by its key, or refuses it by its condition.

@@ -1,0 +1,235 @@
+package upstream
+
+import (
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
+)
+
+// Forms first proven on etcd's v3 JSON gateway and SAP CAP's OData V4 (see
+// config/reach.go): a continuation derived from the last item, members
+// proto3 JSON omits, a snapshot read from the first page, field values the
+// API encodes.
+
+// lastKey is how the cursor dialect derives the next cursor from the last
+// item when the upstream hands out none (Stripe's starting_after: the
+// last id; etcd's range key: the last key made exclusive).
+type lastKey struct {
+	path      string
+	exclusive string
+	base64    bool
+}
+
+// of reads the cursor from the last item.
+func (k lastKey) of(item any) (string, error) {
+	v, ok := jsonvalue.GetID(item, k.path)
+	if !ok {
+		return "", BadResponse("the last item has no %s to continue from", config.DisplayPath(k.path))
+	}
+	if k.exclusive != config.CursorNulSuffix {
+		return v, nil
+	}
+	b := []byte(v)
+	if k.base64 {
+		var err error
+		if b, err = base64.StdEncoding.DecodeString(v); err != nil {
+			return "", BadResponse("the last item's %s is not base64 as declared", config.DisplayPath(k.path))
+		}
+	}
+	// The smallest key after the last one: its bytes and a NUL byte.
+	b = append(b, 0)
+	if k.base64 {
+		return base64.StdEncoding.EncodeToString(b), nil
+	}
+	return string(b), nil
+}
+
+// dialectFor builds the resource's dialect for pagination p.
+func (r *Resource) dialectFor(p config.PaginationConfig) dialect {
+	d := newDialect(p, r.FieldPath(r.Config.IDField))
+	if cd, ok := d.(cursorDialect); ok {
+		cd.key = lastKey{path: r.FieldPath(r.Config.IDField), exclusive: p.CursorExclusive}
+		field := r.Config.IDField
+		if p.CursorField != "" {
+			field = p.CursorField
+			cd.key.path = r.FieldPath(field)
+		}
+		if fd, ok := r.Field(field); ok && fd.Decode == config.DecodeBase64 {
+			cd.key.base64 = true
+		}
+		return cd
+	}
+	return d
+}
+
+// absentZero reports whether the upstream omits the member at path when it
+// holds its zero value, and doc does not hold it.
+func absentZero(p config.PaginationConfig, doc any, path string) bool {
+	if path == "" || !slices.Contains(p.AbsentMeansZero, path) {
+		return false
+	}
+	_, ok := jsonvalue.Get(doc, path)
+	return !ok
+}
+
+// afterParse completes a parsed page with what depends on the answer
+// rather than the dialect: a relative next link resolved against the
+// page's own URL and kept without a query credential, and the snapshot
+// the first page names.
+func (r *Resource) afterParse(resp *Response, doc any, st pageState, pg *page) {
+	// A relative next link is a reference from the page that carried it
+	// (RFC 3986: resolved against the document's own URL, not base_url);
+	// it is followed on the source's own origin only (listRequest).
+	if pg.next.NextURL != nil && resp != nil && resp.URL != nil {
+		pg.next.NextURL = resp.URL.ResolveReference(pg.next.NextURL)
+	}
+	// A next link built from the request's URL carries a query credential:
+	// the scan keeps (and may store) it without.
+	pg.next.NextURL = r.Upstream.WithoutCredential(pg.next.NextURL)
+	sc := r.Pagination.Snapshot
+	if sc == nil {
+		return
+	}
+	v, ok := jsonvalue.Get(doc, sc.From)
+	if !ok || v == nil {
+		return
+	}
+	s := jsonvalue.String(v)
+	if s == "" {
+		return
+	}
+	if sc.Param != "" && st.Started {
+		// A later page answers with the upstream's current value (etcd's
+		// header.revision), not the one it was asked to read at.
+		return
+	}
+	pg.snapshot = s
+	if pg.next.Snapshot == "" {
+		pg.next.Snapshot = s
+	}
+}
+
+// sendSnapshot sends the first page's snapshot with every later page.
+func (r *Resource) sendSnapshot(p *listParams, st pageState) {
+	if sc := r.Pagination.Snapshot; sc != nil && sc.Param != "" && st.Started && st.Snapshot != "" {
+		p.set(sc.Param, st.Snapshot)
+	}
+}
+
+// fieldDecoder decodes one field the API encodes (decode: base64).
+type fieldDecoder struct{ name, path string }
+
+func fieldDecoders(r *Resource) []fieldDecoder {
+	var out []fieldDecoder
+	for _, name := range slices.Sorted(maps.Keys(r.Config.Fields)) {
+		if f := r.Config.Fields[name]; f != nil && f.Decode == config.DecodeBase64 {
+			out = append(out, fieldDecoder{name: name, path: r.FieldPath(name)})
+		}
+	}
+	return out
+}
+
+// decodeFields decodes, in place and exactly once, every field an item's
+// API encodes: filters, review, digests and ids then see the value itself.
+// A value that is not base64, or not UTF-8 text once decoded, is refused:
+// read raw, it would be compared, shown and digested as what it is not.
+func (r *Resource) decodeFields(doc map[string]any) error {
+	for _, d := range r.decoders {
+		v, ok := jsonvalue.Get(doc, d.path)
+		if !ok || v == nil {
+			continue
+		}
+		s, isStr := v.(string)
+		if !isStr {
+			return BadResponse("field %s is not a base64 string as declared", d.name)
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return BadResponse("field %s is not base64 as declared", d.name)
+		}
+		if !utf8.Valid(b) {
+			return BadResponse("field %s is not UTF-8 text once decoded", d.name)
+		}
+		jsonvalue.Set(doc, d.path, string(b))
+	}
+	return nil
+}
+
+// Decoded reports whether the API encodes a field's value (decode:
+// base64): airlock reads it decoded and writes it back encoded.
+func (r *Resource) Decoded(field string) bool {
+	fd, ok := r.Field(field)
+	return ok && fd.Decode != ""
+}
+
+// Encode writes a decoded field's value back in the API's encoding; any
+// other value is returned as it is.
+func (r *Resource) Encode(field string, v any) any {
+	if !r.Decoded(field) {
+		return v
+	}
+	s, ok := v.(string)
+	if !ok {
+		s = fmt.Sprint(v)
+		if v == nil {
+			return nil
+		}
+	}
+	return base64.StdEncoding.EncodeToString([]byte(s))
+}
+
+// decodedID is an id read from a raw item (before decodeFields) as the
+// scan holds ids: decoded when the id field is (decode: base64).
+func (r *Resource) decodedID(raw string) string {
+	if raw == "" || !r.Decoded(r.Config.IDField) {
+		return raw
+	}
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return raw
+	}
+	return string(b)
+}
+
+// DecodeItem is a copy of an item as the upstream sent it, with the
+// fields the API encodes decoded (as every read of airlock's sees it).
+func (r *Resource) DecodeItem(doc map[string]any) (map[string]any, error) {
+	if len(r.decoders) == 0 {
+		return doc, nil
+	}
+	c := copyDoc(doc)
+	if err := r.decodeFields(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ItemFromRead is the item a read by id answered (at get.item; for a read
+// by POST, a list of at most one), decoded; nil when the answer holds
+// none.
+func (r *Resource) ItemFromRead(body any) map[string]any {
+	g := r.Config.Get
+	if g == nil {
+		return nil
+	}
+	var m map[string]any
+	if config.PostGet(g) {
+		m, _, _ = r.postReadItem(body)
+	} else {
+		got, _ := jsonvalue.Get(body, g.Item)
+		m, _ = got.(map[string]any)
+	}
+	if m == nil {
+		return nil
+	}
+	d, err := r.DecodeItem(m)
+	if err != nil {
+		return nil
+	}
+	return d
+}

@@ -1,0 +1,62 @@
+package upstream
+
+import (
+	"net/http"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
+)
+
+// postReadRequest builds a read by POST (etcd's range by key: POST
+// /v3/kv/range {"key": …}): get.body rendered with the id, in the
+// encoding the API holds it in (base64 for a decoded id field).
+func (r *Resource) postReadRequest(id, requestID string) (Request, error) {
+	g := r.Config.Get
+	if id == "" {
+		return Request{}, ErrUnsafeID
+	}
+	vars := config.TemplateVars{ID: id, IDValue: r.TypedID(id)}
+	if r.Decoded(r.Config.IDField) {
+		enc := r.Encode(r.Config.IDField, id)
+		vars.ID, vars.IDValue = enc.(string), enc
+	}
+	body, err := vars.Render(config.NormalizeValue(g.Body))
+	if err != nil {
+		return Request{}, err
+	}
+	b, err := jsonvalue.Encode(body)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(nil, g.Path, nil), Body: b, RequestID: requestID, Idempotent: true}, nil
+}
+
+// postReadItem reads the item out of a POST read's answer: an object, or a
+// list of at most one (etcd's kvs). found is false for an empty list, and
+// for an absent one where get.absent says that means none (proto3 JSON
+// omits an empty kvs).
+func (r *Resource) postReadItem(body any) (item map[string]any, found bool, err error) {
+	g := r.Config.Get
+	v, ok := jsonvalue.Get(body, g.Item)
+	if !ok || v == nil {
+		if g.Absent == "not_found" {
+			return nil, false, nil
+		}
+		return nil, false, BadResponse("the read's answer holds nothing at get.item %q: declare get.absent: not_found if that means there is none", config.DisplayPath(g.Item))
+	}
+	if list, isList := v.([]any); isList {
+		switch len(list) {
+		case 0:
+			return nil, false, nil
+		case 1:
+			v = list[0]
+		default:
+			return nil, false, BadResponse("the read by id answered %d items", len(list))
+		}
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		return nil, false, BadResponse("the item is not a JSON object")
+	}
+	return m, true, nil
+}
