@@ -111,7 +111,22 @@ type BulkConfig struct {
 	Applied      []string `yaml:"applied"`
 	Conflict     []string `yaml:"conflict"`
 	NotFound     []string `yaml:"not_found"`
+	// Each is a template rendered once per target with that target's
+	// values ({{id}}, {{version}}, {{before.F}}, {{after.F}}): the body
+	// takes the list as {{each}} (WordPress's /batch/v1 takes one request
+	// object per target).
+	Each any `yaml:"each"`
+	// ResultMatch is how a result names its target: id (result_id, the
+	// default) or position (the i-th result answers the i-th target, as
+	// WordPress's batch responses do).
+	ResultMatch string `yaml:"result_match"`
 }
+
+// Bulk result matching.
+const (
+	ResultByID       = "id"
+	ResultByPosition = "position"
+)
 
 // EffectConfig says what a field becomes: To is a value or a template. Op
 // is set (the field becomes To), add (the array field gains To) or remove

@@ -26,6 +26,9 @@ type TemplateVars struct {
 	Restore      map[string]any
 	OperationID  string
 	Targets      []map[string]any
+	// Each is a bulk body's per-target objects (bulk.each rendered per
+	// target).
+	Each []any
 }
 
 var tmplRef = regexp.MustCompile(`\{\{\s*([a-z_]+(?:\.[A-Za-z0-9_]+)*)\s*\}\}`)
@@ -51,6 +54,11 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 			out[i] = t
 		}
 		return out, true
+	case "each":
+		if v.Each == nil {
+			return nil, false
+		}
+		return v.Each, true
 	case "ids":
 		out := make([]any, len(v.Targets))
 		for i, t := range v.Targets {

@@ -120,8 +120,23 @@ func validateBulk(l *errList, b *BulkConfig, at func(k ...string) []string) {
 	if b.MaxBatch <= 0 {
 		l.add("required: a positive batch size", at("bulk", "max_batch")...)
 	}
-	if b.Results == "" || b.ResultID == "" || b.ResultStatus == "" || len(b.Applied) == 0 {
-		l.add("results, result_id, result_status and applied are required to read per-target outcomes", at("bulk")...)
+	switch b.ResultMatch {
+	case "", ResultByID:
+		if b.Results == "" || b.ResultID == "" || b.ResultStatus == "" || len(b.Applied) == 0 {
+			l.add("results, result_id, result_status and applied are required to read per-target outcomes", at("bulk")...)
+		}
+	case ResultByPosition:
+		if b.Results == "" || b.ResultStatus == "" || len(b.Applied) == 0 {
+			l.add("results, result_status and applied are required to read per-target outcomes", at("bulk")...)
+		}
+		if b.ResultID != "" {
+			l.add("result_id names a result's target; results matched by position name none", at("bulk", "result_id")...)
+		}
+	default:
+		l.add("use id (each result names its target at result_id) or position (the i-th result answers the i-th target)", at("bulk", "result_match")...)
+	}
+	if b.Each != nil && !strings.Contains(fmt.Sprint(b.Body), "{{each}}") {
+		l.add("each is rendered per target for the body's {{each}}; the body does not use it", at("bulk", "each")...)
 	}
 }
 
@@ -285,6 +300,10 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 				if !bulk {
 					bad = "{{" + root + "}} is only for bulk templates"
 				}
+			case "each":
+				if !bulk || a.Bulk == nil || a.Bulk.Each == nil {
+					bad = "{{each}} is the list bulk.each renders per target: set bulk.each"
+				}
 			case "operation_id":
 			case "params":
 				if !params[rest] {
@@ -321,6 +340,9 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 		checkPathQuery(l, b.Path, at("bulk", "path"))
 		check(b.Path, true, "bulk", "path")
 		check(b.Body, true, "bulk", "body")
+		// Each is rendered per target: it names the target as a
+		// per-target request does.
+		check(b.Each, false, "bulk", "each")
 	}
 }
 

@@ -98,7 +98,10 @@ func TestWordPress_CompleteOnlyWithTheSitesExactPosts(t *testing.T) {
 		checkWordPressManifest(t, w, truth, env)
 	})
 	t.Run("add_tag_keeps_every_tag_and_compensation_restores_the_lists", func(t *testing.T) {
-		checkWordPressAddTag(t, w, env)
+		checkWordPressAddTag(t, w, env, "add_tag")
+	})
+	t.Run("add_tag_through_the_batch_endpoint_keeps_every_tag", func(t *testing.T) {
+		checkWordPressAddTag(t, w, env, "add_tag_batch")
 	})
 	t.Run("total_shrinking_during_a_scan_is_inconsistent_not_rejected", func(t *testing.T) {
 		checkWordPressShrinkingTotal(t, w, al)
@@ -267,7 +270,7 @@ func checkWordPressManifest(t *testing.T, w *upstreams.WordPress, truth []upstre
 // it: each keeps every tag it had and gains the new one (WordPress
 // replaces the list it is sent, so the whole list must be sent), nothing
 // else changes, and the compensation puts every list back exactly.
-func checkWordPressAddTag(t *testing.T, w *upstreams.WordPress, env map[string]string) {
+func checkWordPressAddTag(t *testing.T, w *upstreams.WordPress, env map[string]string, action string) {
 	rare, added := w.Tags[9], w.Tags[11]
 	before := map[string]upstreams.Record{}
 	var targets []string
@@ -284,7 +287,7 @@ func checkWordPressAddTag(t *testing.T, w *upstreams.WordPress, env map[string]s
 	w.SetFaults(upstreams.WordPressFaults{})
 	prev := wa.tool(t, "preview_selection", map[string]any{"resource": "posts", "filter": map[string]any{"tags": rare},
 		"exclude": []any{map[string]any{"field": "tags", "op": "contains", "value": added, "reason": "already tagged"}},
-		"action":  map[string]any{"type": "add_tag", "params": map[string]any{"tag": added}}, "deadline_ms": deadlineMS})
+		"action":  map[string]any{"type": action, "params": map[string]any{"tag": added}}, "deadline_ms": deadlineMS})
 	data := prev["data"].(map[string]any)
 	if data["committable"] != true || data["counts"].(map[string]any)["members"] != float64(len(targets)) {
 		t.Fatalf("preview: committable %v, counts %v; want %d members", data["committable"], data["counts"], len(targets))

@@ -41,13 +41,18 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 		vars := config.TemplateVars{Params: r.params, After: r.after, OperationID: r.op.ID}
 		now := r.e.Clock.Now()
 		var intents []Target
+		var each []config.TemplateVars
 		for _, t := range send {
 			vars.Targets = append(vars.Targets, map[string]any{"id": t.ID, "version": t.Version})
+			if r.a.Config.Bulk.Each != nil {
+				each = append(each, config.TemplateVars{ID: t.ID, Version: t.Version, Params: r.params, Before: t.Before,
+					After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID})
+			}
 			it := t
 			it.Outcome, it.Attempts, it.AttemptAt, it.RequestID = TargetInFlight, t.Attempts+1, &now, reqID
 			intents = append(intents, it)
 		}
-		req, err := write.BulkRequest(r.a, vars, reqID)
+		req, err := write.BulkRequest(r.a, vars, each, reqID)
 		if errors.Is(err, write.ErrNoVersion) {
 			for _, t := range send {
 				r.unwritable(t, err)
@@ -74,7 +79,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			}
 			continue
 		}
-		results, err := write.ParseBulk(r.a, resp)
+		results, err := write.ParseBulk(r.a, resp, idsOf(send))
 		if err != nil {
 			for _, t := range intents {
 				t.Unobserved++

@@ -3,6 +3,7 @@ package tools
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/fixtures"
@@ -34,6 +35,23 @@ const tagActions = `
     conditional: reread
     effect:
       - {field: tags, op: remove, to: "{{params.tag}}"}
+  tag_batch:
+    resource: subscriptions
+    bulk:
+      method: POST
+      path: /v1/subscriptions/batch
+      body: {requests: "{{each}}"}
+      each: {method: PUT, path: "/v1/subscriptions/{{id}}/tags", body: {tags: "{{after.tags}}"}}
+      max_batch: 7
+      results: responses
+      result_match: position
+      result_status: status
+      applied: [200]
+      not_found: [404]
+    params: {type: object, required: [tag], properties: {tag: {type: string}}}
+    conditional: reread
+    effect:
+      - {field: tags, op: add, to: "{{params.tag}}"}
   tag_alone:
     resource: subscriptions
     request:
@@ -143,5 +161,42 @@ func TestAddEffect_ALostElementIsNeverSucceeded(t *testing.T) {
 	}
 	if lost == 0 {
 		t.Fatal("no target had other tags: the case proves nothing")
+	}
+}
+
+// TestBulkEach_OneObjectPerTargetMatchedByPosition: a bulk endpoint that
+// takes one request object per target and answers one response per
+// request, in order and without ids (WordPress's /batch/v1), carries each
+// target's whole computed list; every target keeps its tags and gains the
+// new one, and each is journaled from the response in its position.
+func TestBulkEach_OneObjectPerTargetMatchedByPosition(t *testing.T) {
+	t.Parallel()
+	h := tagHarness(t)
+	before := tagsOf(h)
+	action := map[string]any{"type": "tag_batch", "params": map[string]any{"tag": "batched"}}
+	p := h.call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due", "region": "eu"}, "action": action})
+	if p.env.Problem != nil || p.data["committable"] != true {
+		t.Fatalf("preview: %s", p.raw)
+	}
+	members := h.members(p.data["selection_id"])
+	op := h.commitAndWait(p)
+	if c := counts(op); op.data["status"] != selection.OpCompleted || c[selection.TargetSucceeded] != len(members) {
+		t.Fatalf("commit: %s", op.raw)
+	}
+	after := tagsOf(h)
+	for _, id := range members {
+		want := append(append([]any{}, before[id]...), "batched")
+		if fmt.Sprint(after[id]) != fmt.Sprint(want) {
+			t.Fatalf("%s: tags %v became %v, want %v", id, before[id], after[id], want)
+		}
+	}
+	batches := 0
+	for _, w := range h.api.Writes() {
+		if strings.HasSuffix(w.Path, "/batch") {
+			batches++
+		}
+	}
+	if want := (len(members) + 6) / 7; batches != want {
+		t.Fatalf("%d batch requests for %d targets at 7 a batch, want %d", batches, len(members), want)
 	}
 }

@@ -137,9 +137,27 @@ func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (up
 	return req, nil
 }
 
-// BulkRequest builds one bulk request for the targets.
-func BulkRequest(a *upstream.Action, vars config.TemplateVars, requestID string) (upstream.Request, error) {
+// BulkRequest builds one bulk request for the targets. each holds, in the
+// order of vars.Targets, every target's own values for bulk.each (nil when
+// the action declares none).
+func BulkRequest(a *upstream.Action, vars config.TemplateVars, each []config.TemplateVars, requestID string) (upstream.Request, error) {
 	bc := a.Config.Bulk
+	if bc.Each != nil {
+		vars.Each = make([]any, 0, len(each))
+		for _, tv := range each {
+			if (a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion) && tv.Version == "" {
+				return upstream.Request{}, ErrNoVersion
+			}
+			tv.VersionValue = typedVersion(a, tv.Version)
+			tv.IDValue = a.Resource.TypedID(tv.ID)
+			tv = encodeDecoded(a.Resource, tv)
+			o, err := tv.Render(bc.Each)
+			if err != nil {
+				return upstream.Request{}, err
+			}
+			vars.Each = append(vars.Each, o)
+		}
+	}
 	for _, t := range vars.Targets {
 		v, _ := t["version"].(string)
 		if a.Config.Conditional == config.CondVersion && v == "" {
@@ -181,9 +199,11 @@ const (
 	BulkFailed
 )
 
-// ParseBulk reads per-target outcomes from a bulk response. Targets missing
-// from the response are absent from the map (their outcome is unknown).
-func ParseBulk(a *upstream.Action, resp *upstream.Response) (map[string]BulkOutcome, error) {
+// ParseBulk reads per-target outcomes from a bulk response; ids are the
+// targets in the order they were sent (results matched by position answer
+// them in that order, and must be as many). Targets missing from the
+// response are absent from the map (their outcome is unknown).
+func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[string]BulkOutcome, error) {
 	bc := a.Config.Bulk
 	// A bulk body may say "errors": true when some targets failed; the
 	// per-target results tell which.
@@ -196,11 +216,22 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response) (map[string]BulkOutc
 	if !ok {
 		return nil, upstream.BadResponse("bulk results are not an array at %q", bc.Results)
 	}
+	byPosition := bc.ResultMatch == config.ResultByPosition
+	if byPosition && len(list) != len(ids) {
+		// A result more or less than the targets: no result can be said
+		// to answer a given target.
+		return nil, upstream.BadResponse("the bulk response holds %d results for %d targets", len(list), len(ids))
+	}
 	out := map[string]BulkOutcome{}
-	for _, e := range list {
-		id, ok := jsonvalue.GetID(e, bc.ResultID)
-		if !ok {
-			return nil, upstream.BadResponse("a bulk result has no id")
+	for i, e := range list {
+		var id string
+		if byPosition {
+			id = ids[i]
+		} else {
+			var ok bool
+			if id, ok = jsonvalue.GetID(e, bc.ResultID); !ok {
+				return nil, upstream.BadResponse("a bulk result has no id")
+			}
 		}
 		st, _ := jsonvalue.Get(e, bc.ResultStatus)
 		s := jsonvalue.String(st)
