@@ -92,3 +92,24 @@ func TestProbe_NamesTheElementTypeOfAnArray(t *testing.T) {
 		}
 	}
 }
+
+// TestProbe_WalksTheNewContinuationForms: a continuation object (MediaWiki)
+// and a key from the last item with a snapshot from the first page (etcd's
+// range) are walked to a proven end, the end verified by the probe's one
+// request where the signal is absent on the last page.
+func TestProbe_WalksTheNewContinuationForms(t *testing.T) {
+	for _, dialect := range []string{fixtures.DialectContinueObject, fixtures.DialectKeyRange} {
+		t.Run(dialect, func(t *testing.T) {
+			fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: dialect}}
+			for i := range 45 {
+				fl.Records = append(fl.Records, fixtures.Record{"id": fmt.Sprintf("r%03d", i), "status": "active", "owner": "team"})
+			}
+			ts := httptest.NewServer(fl)
+			t.Cleanup(ts.Close)
+			rep := probeYAML(t, fixtures.FaultListConfig(ts.URL, dialect, 10, "", ""), "items")
+			if c := check(rep, "pagination.end"); c.Status != OK {
+				t.Fatalf("pagination.end: %+v; report %+v", c, rep.Checks)
+			}
+		})
+	}
+}
