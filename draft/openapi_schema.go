@@ -177,22 +177,22 @@ func fieldsOf(s *openapi3.Schema) []*fieldDraft {
 	var out []*fieldDraft
 	for _, name := range sortedProps(s) {
 		ps := resolve(s.Properties[name])
-		if ps == nil {
-			continue
+		if ps == nil || name == "" {
+			continue // a property named "" cannot be asked for by name
 		}
 		if isType(ps, "object") && len(ps.Properties) > 0 {
 			for _, child := range sortedProps(ps) {
 				cs := resolve(ps.Properties[child])
-				if cs == nil || (isType(cs, "object") && len(cs.Properties) > 0) {
+				if cs == nil || child == "" || (isType(cs, "object") && len(cs.Properties) > 0) {
 					continue
 				}
-				f := field(snake(name)+"_"+snake(child), cs)
+				f := field(safeName(snake(name)+"_"+snake(child)), cs)
 				f.path = name + "." + child
 				out = append(out, f)
 			}
 			continue
 		}
-		f := field(snake(name), ps)
+		f := field(safeName(snake(name)), ps)
 		if f.name != name {
 			f.path = name
 		}
@@ -274,4 +274,13 @@ func hasIDField(s *openapi3.Schema) bool {
 		}
 	}
 	return false
+}
+
+// safeName is a field name airlock can write: a key whose every character
+// snake-cases away (@, $) is named field, and numbered when taken.
+func safeName(n string) string {
+	if strings.Trim(n, "_") == "" {
+		return "field"
+	}
+	return n
 }
