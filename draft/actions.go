@@ -122,6 +122,10 @@ func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string
 		}
 	}
 	if len(a.effect) == 0 {
+		// What the write changes is not in the document's words: the
+		// action is written commented out, for a person to complete,
+		// rather than drafted around a guess.
+		a.commented = true
 		a.effect = [][2]string{{config.Todo("the field this action changes"), quote(config.Todo("its value after the write"))}}
 	}
 	return a

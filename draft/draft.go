@@ -144,6 +144,9 @@ type actionDraft struct {
 	destructive  bool
 	approval     string
 	notes        []string
+	// commented writes the action as comments: its effect is not in the
+	// document, and a person completes it.
+	commented bool
 }
 
 var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
@@ -237,13 +240,33 @@ func (c *draftConfig) render() *Draft {
 		}
 		r.render(w, u.name)
 	}
-	if len(c.actions) > 0 {
+	var drafted, commented []*actionDraft
+	for _, a := range c.actions {
+		if a.commented {
+			commented = append(commented, a)
+		} else {
+			drafted = append(drafted, a)
+		}
+	}
+	if len(drafted) > 0 {
 		w.line(0, "actions:")
-		for i, a := range c.actions {
+		for i, a := range drafted {
 			if i > 0 {
 				w.blank()
 			}
 			a.render(w)
+		}
+	}
+	if len(commented) > 0 {
+		w.blank()
+		w.comment(0, "Writes the document shows whose effect on the item it does not say: each is left commented out.")
+		w.comment(0, "To use one, uncomment it (under actions:) and write the field it changes and the value it leaves.")
+		for _, a := range commented {
+			sub := &writer{}
+			a.render(sub)
+			for _, line := range strings.Split(strings.TrimRight(sub.b.String(), "\n"), "\n") {
+				w.b.WriteString("# " + line + "\n")
+			}
 		}
 	}
 	return &Draft{YAML: []byte(w.b.String()), TODOs: w.todos, Warnings: c.warnings}

@@ -28,6 +28,11 @@ func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
 	if err != nil {
 		return nil, err
 	}
+	return fromDocument(t, warnings, opts)
+}
+
+// fromDocument drafts from a loaded document.
+func fromDocument(t *openapi3.T, warnings []string, opts Options) (*Draft, error) {
 	c := &draftConfig{source: opts.Source, environment: environment(opts), warnings: warnings}
 	c.upstream = upstreamFromDoc(t, opts)
 	var found []*listOp
@@ -67,6 +72,7 @@ func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
 	if len(c.resources) == 0 {
 		c.resources = []*resourceDraft{noListResource(t, paths)}
 	}
+	hoistParent(c)
 	c.notes = append(c.notes, foundNotes(found, chosen, opts)...)
 	sort.Slice(c.resources, func(i, j int) bool { return c.resources[i].name < c.resources[j].name })
 	sort.SliceStable(c.actions, func(i, j int) bool { return c.actions[i].name < c.actions[j].name })
@@ -79,6 +85,59 @@ func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
 		taken[a.name] = true
 	}
 	return c.render(), nil
+}
+
+// hoistParent moves a parent every drafted path shares, up to its last
+// path parameter (/v2.1/accounts/{accountId}), into the base URL: the
+// parameter is then one TODO, decided once, instead of one per path.
+func hoistParent(c *draftConfig) {
+	if config.IsTodo(c.upstream.baseURL) {
+		return
+	}
+	var all []*string
+	for _, r := range c.resources {
+		all = append(all, &r.path)
+		if r.get != nil {
+			all = append(all, &r.get.path)
+		}
+	}
+	for _, a := range c.actions {
+		all = append(all, &a.path)
+	}
+	var prefix []string
+	for i, p := range all {
+		segs := strings.Split(strings.TrimPrefix(*p, "/"), "/")
+		if i == 0 {
+			prefix = segs
+			continue
+		}
+		n := 0
+		for n < len(prefix) && n < len(segs) && prefix[n] == segs[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	last := -1
+	for i, seg := range prefix {
+		if config.IsTodo(seg) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return
+	}
+	prefix = prefix[:last+1]
+	head := "/" + strings.Join(prefix, "/")
+	for _, p := range all {
+		if len(*p) <= len(head) || (*p)[len(head)] != '/' {
+			return // a path that is the parent itself stays whole
+		}
+	}
+	for _, p := range all {
+		*p = (*p)[len(head):]
+	}
+	c.upstream.baseURL += head
+	c.upstream.baseNote = strings.TrimPrefix(c.upstream.baseNote+"; ", "; ") + "with the parent every drafted path shares: its parameter is decided once, here"
 }
 
 // MaxDefaultResources is how many resources a draft holds when the user
@@ -462,7 +521,7 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 		return nil
 	}
 	body := mediaSchema(resp.Content)
-	itemsPath, itemSchema, ok := findItems(body)
+	itemsPath, itemSchema, ok := findItems(body, lastSegment(p))
 	if !ok {
 		return nil
 	}
@@ -490,6 +549,17 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 	}
 	used := paginate(r, q, headers, body)
 	r.idField, r.versionFld, r.versionNote = idAndVersion(r)
+	if _, param := itemPathOf(t, p); param != "" {
+		// The item path's own parameter names the field that identifies
+		// an item (/carriers/{carrier_id} and carrier_id).
+		for _, f := range r.fields {
+			if f.name == snake(param) && f.name != r.idField && !f.sensitive && f.typ != "object" && f.typ != "array" && (config.IsTodo(r.idField) || r.idField != "id") {
+				r.idField = f.name
+				r.notes = append(r.notes, "the id is "+f.name+": the item path's parameter ("+param+") names it")
+				break
+			}
+		}
+	}
 	r.filters, r.filterNotes = filtersOf(r, q, used)
 	if ip, param := itemPathOf(t, p); ip != "" {
 		if get := t.Paths.Value(ip); get != nil && get.Get != nil {
@@ -522,15 +592,40 @@ func parentParams(p, item string) string {
 	})
 }
 
+// lastSegment is a path's last literal segment, snake-cased, without an
+// extension (/Accounts/{Sid}/Messages.json: messages).
+func lastSegment(p string) string {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	for i := len(segs) - 1; i >= 0; i-- {
+		if s := segs[i]; s != "" && !strings.Contains(s, "{") {
+			if dot := strings.LastIndex(s, "."); dot > 0 {
+				s = s[:dot]
+			}
+			return snake(s)
+		}
+	}
+	return ""
+}
+
 // itemPathOf finds the item path that follows a list path, and its
 // parameter: /things/{id}, or OData's /Things({id}) and /Things('{id}').
 // "" when there is none, or more than one.
 func itemPathOf(t *openapi3.T, p string) (path, param string) {
 	var found [][2]string
+	// Twilio writes /Messages.json and /Messages/{Sid}.json.
+	base, ext := p, ""
+	if dot := strings.LastIndex(p, "."); dot > strings.LastIndex(p, "/") && !strings.Contains(p[dot:], "}") {
+		base, ext = p[:dot], p[dot:]
+	}
 	for _, k := range t.Paths.Keys() {
-		rest, ok := strings.CutPrefix(k, p)
+		rest, ok := strings.CutPrefix(k, base)
 		if !ok {
 			continue
+		}
+		if ext != "" {
+			if rest, ok = strings.CutSuffix(rest, ext); !ok {
+				continue
+			}
 		}
 		for _, form := range [][2]string{{"/{", "}"}, {"({", "})"}, {"('{", "}')"}} {
 			if name, ok := strings.CutPrefix(rest, form[0]); ok {
