@@ -307,11 +307,16 @@ func field(name string, s *openapi3.Schema) *fieldDraft {
 }
 
 func schemaAt(s *openapi3.Schema, path string) *openapi3.Schema {
-	for _, part := range strings.Split(path, ".") {
+	for path != "" {
 		if s == nil {
 			return nil
 		}
-		s = resolve(s.Properties[part])
+		// A key that itself holds dots (@odata.count) is read whole.
+		if p, ok := s.Properties[path]; ok {
+			return resolve(p)
+		}
+		part, rest, _ := strings.Cut(path, ".")
+		s, path = resolve(s.Properties[part]), rest
 	}
 	return s
 }
