@@ -694,3 +694,30 @@ func firstKey(m map[string]any, names []string) string {
 	}
 	return ""
 }
+
+// Inferred is what one live answer of a list endpoint shows: where its
+// items are and how it pages, as init --sample would draft them. probe
+// --fix reads it to propose a dialect the live API then has to prove.
+type Inferred struct {
+	// Items is the items path ("." for a body that is the array).
+	Items string
+	// Pagination holds the pagination keys in order, each value written
+	// as YAML; a value may be a TODO the answer could not settle.
+	Pagination [][2]string
+	// Params are query parameters the dialect needs in list.params.
+	Params [][2]string
+	// IDField is the field holding each item's id (a TODO when none).
+	IDField string
+	// Notes say how each was read.
+	Notes []string
+}
+
+// InferFromAnswer reads the items path and the dialect from one answer
+// of a list endpoint (asked for at u, without paging parameters).
+func InferFromAnswer(u *url.URL, header http.Header, body any) (*Inferred, error) {
+	r, err := sampleResource(u, []sampled{{url: u, header: header, doc: body}})
+	if err != nil {
+		return nil, err
+	}
+	return &Inferred{Items: r.items, Pagination: r.pagination, Params: r.params, IDField: r.idField, Notes: r.pageNote}, nil
+}

@@ -5,8 +5,9 @@
 // writes, the credential. Each check is ok, wrong (with a hint) or
 // unverifiable.
 //
-// It must never write: it reads lists and items (and obtains the token an
-// OAuth credential needs), and never changes the configuration it checks.
+// It must never write to the API: it reads lists and items (and obtains
+// the token an OAuth credential needs). Only Fix (airlock probe --fix)
+// proposes a changed configuration, and only from what the API proved.
 package probe
 
 import (
