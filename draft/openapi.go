@@ -553,7 +553,8 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 		// The item path's own parameter names the field that identifies
 		// an item (/carriers/{carrier_id} and carrier_id).
 		for _, f := range r.fields {
-			if f.name == snake(param) && f.name != r.idField && !f.sensitive && f.typ != "object" && f.typ != "array" && (config.IsTodo(r.idField) || r.idField != "id") {
+			named := f.name == snake(param) || snake(param) == singular(lastSegment(p))+"_"+f.name
+			if named && f.name != r.idField && !f.sensitive && f.typ != "object" && f.typ != "array" && (config.IsTodo(r.idField) || r.idField != "id") {
 				r.idField = f.name
 				r.notes = append(r.notes, "the id is "+f.name+": the item path's parameter ("+param+") names it")
 				break

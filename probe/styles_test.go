@@ -274,3 +274,62 @@ func TestProbeFix_TurnsASampleDraftIntoAFileProbePasses(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeFix_ADialectTheDocumentLeftOpenIsProvenOnTheLiveAPI: a
+// document whose page parameter is an unexplained string leaves the
+// dialect a TODO; probe --fix reads the live answer (a next URL, Django
+// REST Framework's), proves it by walking to the end, and writes it.
+func TestProbeFix_ADialectTheDocumentLeftOpenIsProvenOnTheLiveAPI(t *testing.T) {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.Handle("/api/accounts/", listStyles[2].handler(srv.URL))
+	doc := `openapi: 3.0.3
+info: {title: Accounts, version: "1"}
+paths:
+  /api/accounts/:
+    get:
+      parameters:
+        - {name: page, in: query, schema: {type: string}}
+        - {name: page_size, in: query, schema: {type: integer}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  count: {type: integer}
+                  next: {type: string}
+                  results: {type: array, items: {type: object, properties: {id: {type: string}, name: {type: string}, tags: {type: array}}}}
+`
+	d, err := draft.FromOpenAPI([]byte(doc), draft.Options{Environment: "test", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.TODOs) != 1 || !strings.Contains(d.TODOs[0], "does not settle what its position parameter is") {
+		t.Fatalf("the draft's TODOs: %q", d.TODOs)
+	}
+	res, err := Fix(t.Context(), d.YAML, FixOptions{MaxRequests: 60})
+	if err != nil || len(res.Left) > 0 {
+		t.Fatalf("probe --fix: %v, left %q\n%s", err, res.Left, res.YAML)
+	}
+	for _, want := range []string{"pagination: {dialect: next_url, next: next, total: count, page_size_param: page_size, page_size: 100}  # probe --fix: a walk at page size",
+		"tags: {type: array, elements: integer}  # probe --fix: every element is integer"} {
+		if !strings.Contains(string(res.YAML), want) {
+			t.Errorf("the fixed file lacks %q:\n%s", want, res.YAML)
+		}
+	}
+	cfg, err := config.Parse(res.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := CheckAssumptions(t.Context(), rt.Resources["accounts"], Options{}); rep.Wrong() > 0 {
+		t.Errorf("probe of the fixed file: %+v", rep.Checks)
+	}
+}
