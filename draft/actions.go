@@ -128,6 +128,11 @@ func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string
 		a.commented = true
 		a.effect = [][2]string{{config.Todo("the field this action changes"), quote(config.Todo("its value after the write"))}}
 	}
+	if config.IsTodo(a.conditional) {
+		// No condition can be derived (no If-Match, no version, no GET
+		// by id): such a write is never sent unconditionally.
+		a.commented = true
+	}
 	return a
 }
 

@@ -259,8 +259,9 @@ func (c *draftConfig) render() *Draft {
 	}
 	if len(commented) > 0 {
 		w.blank()
-		w.comment(0, "Writes the document shows whose effect on the item it does not say: each is left commented out.")
-		w.comment(0, "To use one, uncomment it (under actions:) and write the field it changes and the value it leaves.")
+		w.comment(0, "Writes the document shows whose effect on the item, or whose condition, it does not establish: each is left")
+		w.comment(0, "commented out, never drafted around a guess.")
+		w.comment(0, "To use one, uncomment it (under actions:) and complete its TODOs.")
 		for _, a := range commented {
 			sub := &writer{}
 			a.render(sub)
