@@ -22,11 +22,10 @@ import (
 // $ref names).
 type mender struct {
 	// file is the file's path relative to the root document's directory
-	// ("" for the root); dir is the root document's directory on disk
-	// ("" when the document was given without a location).
-	file, dir string
-	root      map[string]any
-	warnings  []string
+	// ("" for the root).
+	file     string
+	root     map[string]any
+	warnings []string
 	// read reads another file of the document, mended, by its path
 	// relative to the root's directory (nil: external files are not
 	// read).

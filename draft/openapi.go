@@ -672,18 +672,9 @@ var (
 		"ending_before": true, "before": true, "direction": true, "_sort": true, "_order": true, "_embed": true, "_expand": true, "_end": true}
 )
 
-func firstParam(q map[string]*openapi3.Parameter, names []string) string {
-	for _, n := range names {
-		if q[n] != nil {
-			return n
-		}
-	}
-	return ""
-}
-
 var idNames = []string{"id", "uid", "metadata_uid", "key", "name", "metadata_name", "slug"}
 
-var versionNames = []string{"version", "etag", "_etag", "metadata_resource_version", "resource_version", "lock_version", "rev", "_rev"}
+var versionNames = []string{"version", "etag", "_etag", "odata_etag", "metadata_resource_version", "resource_version", "lock_version", "rev", "_rev"}
 
 var updatedNames = []string{"updated_at", "updated", "modified_at", "modified", "last_modified", "metadata_generation"}
 

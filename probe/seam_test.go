@@ -92,16 +92,3 @@ func TestProbe_NamesTheElementTypeOfAnArray(t *testing.T) {
 		}
 	}
 }
-
-func probeWith(t *testing.T, yaml []byte, resource string, opts Options) *Report {
-	t.Helper()
-	cfg, err := config.Parse(yaml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return CheckAssumptions(t.Context(), rt.Resources[resource], opts)
-}
