@@ -65,8 +65,13 @@ type FixResult struct {
 	Reports []*Report
 }
 
-// maxCandidates bounds the dialects Fix tries per resource.
-const maxCandidates = 14
+// maxCandidates bounds the dialects Fix tries per resource, and
+// maxTrialRequests the requests they may spend together, in request
+// budgets (FixOptions.MaxRequests).
+const (
+	maxCandidates    = 14
+	maxTrialRequests = 4
+)
 
 // cursorParamGuesses are the query parameters a next cursor is usually
 // sent back in, tried in this order when nothing says which.
@@ -165,7 +170,11 @@ func (f *fixer) fixResource(ctx context.Context, name string, key, res *yaml.Nod
 	candidates := f.candidates(res, inf, first.doc)
 	var chosen *candidate
 	var chosenRep *Report
+	spent := 0
 	for _, c := range candidates {
+		if spent >= maxTrialRequests*f.opts.MaxRequests {
+			break // enough asked of the API for one resource
+		}
 		trial := cloneNode(res)
 		setNode(trial, "pagination", c.node)
 		for _, p := range c.params {
@@ -175,6 +184,7 @@ func (f *fixer) fixResource(ctx context.Context, name string, key, res *yaml.Nod
 		if err != nil {
 			continue
 		}
+		spent += rep.Requests
 		if end := checkNamed(rep, "pagination.end"); end.Status == OK && !wrongIn(rep, "list.", "pagination.end", "pagination.count", "contract") {
 			chosen, chosenRep = &c, rep
 			break
