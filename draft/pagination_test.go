@@ -193,3 +193,61 @@ paths:
 		}
 	}
 }
+
+// TestDraftFromOpenAPI_ODataItemPathsAndETags: an OData service's item
+// path Entity('{key}') is the resource's get and write path, with the
+// key as the id, and @odata.etag its version for If-Match.
+func TestDraftFromOpenAPI_ODataItemPathsAndETags(t *testing.T) {
+	doc := `openapi: 3.0.1
+info: {title: TripPin, version: "1"}
+servers: [{url: https://services.example.com/TripPin}]
+paths:
+  /People:
+    get:
+      parameters:
+        - {name: $top, in: query, schema: {type: integer, minimum: 0}}
+        - {name: $skip, in: query, schema: {type: integer, minimum: 0}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  value: {type: array, items: {$ref: "#/components/schemas/Person"}}
+                  "@odata.nextLink": {type: string}
+  /People('{UserName}'):
+    get:
+      responses: {"200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Person"}}}}}
+    patch:
+      parameters: [{name: If-Match, in: header, schema: {type: string}}]
+      requestBody: {content: {application/json: {schema: {type: object, properties: {FirstName: {type: string}}}}}}
+      responses: {"204": {description: ok}}
+components:
+  schemas:
+    Person:
+      type: object
+      properties:
+        UserName: {type: string}
+        FirstName: {type: string}
+        "@odata.etag": {type: string}
+`
+	d, err := FromOpenAPI([]byte(doc), Options{Environment: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(d.YAML)
+	for _, want := range []string{`pagination: {dialect: next_url, next: "@odata.nextLink", page_size_param: "$top"`, `id_field: user_name`,
+		`get: {path: "/People('{{id}}')"`, `version_field: odata_etag`, `path: "/People('{{id}}')"`, "conditional: if_match", `headers: {If-Match: "{{version}}"}`} {
+		if !strings.Contains(y, want) {
+			t.Errorf("the draft lacks %q:\n%s", want, y)
+		}
+	}
+	if len(d.TODOs) > 0 {
+		t.Errorf("TODOs %q", d.TODOs)
+	}
+	if _, err := config.Parse(d.YAML); err != nil {
+		t.Errorf("the draft does not parse: %v\n%s", err, y)
+	}
+}
