@@ -56,6 +56,7 @@ func (c *Config) validate() Errors {
 		}
 		c.validateAction(l, name, a)
 	}
+	l.errs = append(l.errs, c.unfilledPlaceholders()...)
 	sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Line < l.errs[j].Line })
 	return l.errs
 }

@@ -1,8 +1,10 @@
 package draft
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -18,13 +20,12 @@ var versionBodyNames = map[string]bool{"expected_version": true, "if_version": t
 // itemActions drafts an action for each write on the list's item path:
 // PATCH, PUT and DELETE on /things/{id}, POST on /things/{id}/verb.
 func itemActions(t *openapi3.T, listPath string, r *resourceDraft) []*actionDraft {
-	param := itemParam(t, listPath)
-	if param == "" {
+	itemPath, param := itemPathOf(t, listPath)
+	if itemPath == "" {
 		return nil
 	}
-	itemPath := listPath + "/{" + param + "}"
 	var out []*actionDraft
-	for _, p := range t.Paths.Keys() {
+	for _, p := range slices.Sorted(slices.Values(t.Paths.Keys())) {
 		if p != itemPath && !(strings.HasPrefix(p, itemPath+"/") && !strings.Contains(p[len(itemPath)+1:], "/") && !strings.Contains(p[len(itemPath)+1:], "{")) {
 			continue
 		}
@@ -37,7 +38,7 @@ func itemActions(t *openapi3.T, listPath string, r *resourceDraft) []*actionDraf
 			if m.op == nil || (m.method == http.MethodPost && verb == "") {
 				continue
 			}
-			out = append(out, action(r, item, m.method, strings.Replace(p, "{"+param+"}", "{{id}}", 1), verb, m.op))
+			out = append(out, action(r, item, m.method, parentParams(p, param), verb, m.op))
 		}
 	}
 	return out
@@ -83,7 +84,7 @@ func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string
 			a.body = append(a.body, [2]string{name, quote("{{version}}")})
 			continue
 		}
-		props[name] = paramSchema(ps)
+		props[name] = paramSchema(ps, name, &a.notes)
 		a.body = append(a.body, [2]string{name, quote("{{params." + name + "}}")})
 		if fields[snake(name)] {
 			a.effect = append(a.effect, [2]string{snake(name), quote("{{params." + name + "}}")})
@@ -121,14 +122,23 @@ func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string
 		}
 	}
 	if len(a.effect) == 0 {
+		// What the write changes is not in the document's words: the
+		// action is written commented out, for a person to complete,
+		// rather than drafted around a guess.
+		a.commented = true
 		a.effect = [][2]string{{config.Todo("the field this action changes"), quote(config.Todo("its value after the write"))}}
+	}
+	if config.IsTodo(a.conditional) {
+		// No condition can be derived (no If-Match, no version, no GET
+		// by id): such a write is never sent unconditionally.
+		a.commented = true
 	}
 	return a
 }
 
 // paramSchema keeps the parts of a body property's schema that a caller's
 // argument is checked against.
-func paramSchema(s *openapi3.Schema) map[string]any {
+func paramSchema(s *openapi3.Schema, name string, notes *[]string) map[string]any {
 	out := map[string]any{}
 	typ := "string"
 	if s.Type != nil {
@@ -147,7 +157,13 @@ func paramSchema(s *openapi3.Schema) map[string]any {
 		out["enum"] = s.Enum
 	}
 	if s.Pattern != "" {
-		out["pattern"] = s.Pattern
+		if _, err := regexp.Compile(s.Pattern); err != nil {
+			// A pattern written for another regex engine (JavaScript's
+			// lookahead): airlock checks arguments with Go's.
+			*notes = append(*notes, fmt.Sprintf("%s's pattern %q is left out: Go's regular expressions cannot read it", name, s.Pattern))
+		} else {
+			out["pattern"] = s.Pattern
+		}
 	}
 	if s.MinLength > 0 {
 		out["minLength"] = s.MinLength
@@ -163,7 +179,7 @@ func paramSchema(s *openapi3.Schema) map[string]any {
 	}
 	if typ == "array" && s.Items != nil {
 		if is := resolve(s.Items); is != nil {
-			out["items"] = paramSchema(is)
+			out["items"] = paramSchema(is, name+"[]", notes)
 		}
 	}
 	return out

@@ -52,7 +52,7 @@ func credentialFromScheme(name string, s *openapi3.SecurityScheme, upstreamName 
 	case s.Type == "oauth2" || s.Type == "openIdConnect":
 		return &credDraft{env: env}, "security scheme " + quote(name) + " (" + s.Type + " without a client credentials flow): airlock sends an access token you obtain; it does not run the flow"
 	}
-	return &credDraft{env: config.Todo("the variable holding the credential; security scheme " + name + " is sent in the " + s.In + ", which airlock cannot do")}, ""
+	return &credDraft{env: todo("the variable holding the credential; security scheme " + name + " is sent in the " + s.In + ", which airlock cannot do")}, ""
 }
 
 // render writes the credential block of an upstream.

@@ -23,9 +23,13 @@ import (
 type Options struct {
 	// BaseURL overrides the document's servers (or the sample's origin).
 	BaseURL string
-	// Resources keeps only these resources (by drafted name); empty keeps
-	// every list operation found.
+	// Resources drafts only these resources, each named by its drafted
+	// name or its list path (/v1/customers); with Tags, the union. Empty
+	// (and no Tags) drafts the few list operations the document describes
+	// best. A name or path no list operation has is an error.
 	Resources []string
+	// Tags drafts the list operations carrying one of these tags.
+	Tags []string
 	// Environment names the environment; empty leaves a TODO.
 	Environment string
 	// Source is named in the header comment (a file name or URL).
@@ -140,6 +144,9 @@ type actionDraft struct {
 	destructive  bool
 	approval     string
 	notes        []string
+	// commented writes the action as comments: its effect is not in the
+	// document, and a person completes it.
+	commented bool
 }
 
 var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
@@ -233,13 +240,34 @@ func (c *draftConfig) render() *Draft {
 		}
 		r.render(w, u.name)
 	}
-	if len(c.actions) > 0 {
+	var drafted, commented []*actionDraft
+	for _, a := range c.actions {
+		if a.commented {
+			commented = append(commented, a)
+		} else {
+			drafted = append(drafted, a)
+		}
+	}
+	if len(drafted) > 0 {
 		w.line(0, "actions:")
-		for i, a := range c.actions {
+		for i, a := range drafted {
 			if i > 0 {
 				w.blank()
 			}
 			a.render(w)
+		}
+	}
+	if len(commented) > 0 {
+		w.blank()
+		w.comment(0, "Writes the document shows whose effect on the item, or whose condition, it does not establish: each is left")
+		w.comment(0, "commented out, never drafted around a guess.")
+		w.comment(0, "To use one, uncomment it (under actions:) and complete its TODOs.")
+		for _, a := range commented {
+			sub := &writer{}
+			a.render(sub)
+			for _, line := range strings.Split(strings.TrimRight(sub.b.String(), "\n"), "\n") {
+				w.b.WriteString("# " + line + "\n")
+			}
 		}
 	}
 	return &Draft{YAML: []byte(w.b.String()), TODOs: w.todos, Warnings: c.warnings}
@@ -256,7 +284,7 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 	for _, n := range r.notes {
 		w.comment(1, n)
 	}
-	w.line(1, r.name+":")
+	w.line(1, quote(r.name)+":")
 	w.kv(2, "upstream", upstreamName, "")
 	if r.description != "" {
 		w.kv(2, "description", quote(r.description), "")
@@ -297,7 +325,7 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 		w.kv(3, quote(config.Todo("the items' schema names no field: declare the fields airlock may read")), "{type: string}", "")
 	}
 	for _, f := range r.fields {
-		w.kv(3, f.name, f.flow(), f.note)
+		w.kv(3, quote(f.name), f.flow(), f.note)
 	}
 	if len(r.filters) > 0 || len(r.filterNotes) > 0 {
 		for _, n := range r.filterNotes {
@@ -307,7 +335,7 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 	if len(r.filters) > 0 {
 		w.line(2, "filters:")
 		for _, f := range r.filters {
-			w.kv(3, f.name, f.flow(), f.note)
+			w.kv(3, quote(f.name), f.flow(), f.note)
 		}
 	}
 	if r.get != nil {
@@ -388,8 +416,8 @@ func (a *actionDraft) render(w *writer) {
 	for _, n := range a.notes {
 		w.comment(1, n)
 	}
-	w.line(1, a.name+":")
-	w.kv(2, "resource", a.resource, "")
+	w.line(1, quote(a.name)+":")
+	w.kv(2, "resource", quote(a.resource), "")
 	if a.description != "" {
 		w.kv(2, "description", quote(a.description), "")
 	}

@@ -1,10 +1,11 @@
 package draft
 
 import (
-	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,22 +19,32 @@ import (
 // flaws still yields a draft of what can be read: each flaw is a warning
 // (Draft.Warnings, and a comment in the draft). External $refs to files
 // resolve against opts.Location; to URLs, only with opts.RemoteRefs.
+//
+// It drafts the list operations opts.Resources and opts.Tags name; without
+// them, the few the document describes best (MaxDefaultResources), and
+// the draft lists every other list operation it found.
 func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
 	t, warnings, err := loadDocument(doc, opts)
 	if err != nil {
 		return nil, err
 	}
-	if t.Paths == nil || t.Paths.Len() == 0 {
-		return nil, errors.New("the openapi document has no paths")
-	}
+	return fromDocument(t, warnings, opts)
+}
+
+// fromDocument drafts from a loaded document.
+func fromDocument(t *openapi3.T, warnings []string, opts Options) (*Draft, error) {
 	c := &draftConfig{source: opts.Source, environment: environment(opts), warnings: warnings}
 	c.upstream = upstreamFromDoc(t, opts)
+	var found []*listOp
 	names := map[string]bool{}
-	paths := t.Paths.Keys()
+	var paths []string
+	if t.Paths != nil {
+		paths = t.Paths.Keys()
+	}
 	sort.Strings(paths)
 	for _, p := range paths {
 		item := t.Paths.Value(p)
-		if item == nil || item.Get == nil || strings.HasSuffix(p, "}") {
+		if item == nil || item.Get == nil || strings.HasSuffix(p, "}") || strings.HasSuffix(p, "})") || strings.HasSuffix(p, "}')") {
 			continue
 		}
 		r := listResource(t, p, item)
@@ -45,23 +56,24 @@ func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
 			r.name = fmt.Sprintf("%s_%d", base, i)
 		}
 		names[r.name] = true
-		if !wanted(opts.Resources, r.name) {
-			continue
-		}
-		c.resources = append(c.resources, r)
-		c.actions = append(c.actions, itemActions(t, p, r)...)
+		found = append(found, &listOp{path: p, item: item, r: r})
 	}
+	chosen, err := choose(found, opts)
+	if err != nil {
+		return nil, err
+	}
+	var ops []*openapi3.Operation
+	for _, lo := range chosen {
+		c.resources = append(c.resources, lo.r)
+		c.actions = append(c.actions, itemActions(t, lo.path, lo.r)...)
+		ops = append(ops, lo.item.Get)
+	}
+	c.upstream.cred, c.upstream.credNote = credentialFromDoc(t, c.upstream.name, ops)
 	if len(c.resources) == 0 {
-		if len(opts.Resources) > 0 {
-			return nil, fmt.Errorf("no list operation drafts a resource named %s", strings.Join(opts.Resources, ", "))
-		}
-		return nil, errors.New("the openapi document has no list operation (a GET answering a JSON array of objects)")
+		c.resources = []*resourceDraft{noListResource(t, paths)}
 	}
-	for _, want := range opts.Resources {
-		if !names[want] {
-			return nil, fmt.Errorf("no list operation drafts a resource named %q", want)
-		}
-	}
+	hoistParent(c)
+	c.notes = append(c.notes, foundNotes(found, chosen, opts)...)
 	sort.Slice(c.resources, func(i, j int) bool { return c.resources[i].name < c.resources[j].name })
 	sort.SliceStable(c.actions, func(i, j int) bool { return c.actions[i].name < c.actions[j].name })
 	taken := map[string]bool{}
@@ -75,23 +87,240 @@ func FromOpenAPI(doc []byte, opts Options) (*Draft, error) {
 	return c.render(), nil
 }
 
+// hoistParent moves a parent every drafted path shares, up to its last
+// path parameter (/v2.1/accounts/{accountId}), into the base URL: the
+// parameter is then one TODO, decided once, instead of one per path.
+func hoistParent(c *draftConfig) {
+	if config.IsTodo(c.upstream.baseURL) {
+		return
+	}
+	var all []*string
+	for _, r := range c.resources {
+		all = append(all, &r.path)
+		if r.get != nil {
+			all = append(all, &r.get.path)
+		}
+	}
+	for _, a := range c.actions {
+		all = append(all, &a.path)
+	}
+	var prefix []string
+	for i, p := range all {
+		segs := strings.Split(strings.TrimPrefix(*p, "/"), "/")
+		if i == 0 {
+			prefix = segs
+			continue
+		}
+		n := 0
+		for n < len(prefix) && n < len(segs) && prefix[n] == segs[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	last := -1
+	for i, seg := range prefix {
+		if config.IsTodo(seg) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return
+	}
+	prefix = prefix[:last+1]
+	head := "/" + strings.Join(prefix, "/")
+	for _, p := range all {
+		if len(*p) <= len(head) || (*p)[len(head)] != '/' {
+			return // a path that is the parent itself stays whole
+		}
+	}
+	for _, p := range all {
+		*p = (*p)[len(head):]
+	}
+	c.upstream.baseURL += head
+	c.upstream.baseNote = strings.TrimPrefix(c.upstream.baseNote+"; ", "; ") + "with the parent every drafted path shares: its parameter is decided once, here"
+}
+
+// MaxDefaultResources is how many resources a draft holds when the user
+// names none: the list operations the document describes best.
+const MaxDefaultResources = 5
+
+// listOp is a list operation found in the document.
+type listOp struct {
+	path string
+	item *openapi3.PathItem
+	r    *resourceDraft
+}
+
+// choose picks the list operations to draft: those opts names (by
+// resource name or list path) or tags, else the best ranked few.
+func choose(found []*listOp, opts Options) ([]*listOp, error) {
+	if len(opts.Resources) == 0 && len(opts.Tags) == 0 {
+		ranked := slices.Clone(found)
+		sort.SliceStable(ranked, func(i, j int) bool { return rank(ranked[i]) > rank(ranked[j]) })
+		return ranked[:min(len(ranked), MaxDefaultResources)], nil
+	}
+	var out []*listOp
+	for _, want := range opts.Resources {
+		var hit *listOp
+		for _, lo := range found {
+			if lo.r.name == want || lo.path == want || strings.HasPrefix(want, "/") && strings.TrimSuffix(want, "/") == strings.TrimSuffix(lo.path, "/") {
+				hit = lo
+				break
+			}
+		}
+		if hit == nil {
+			return nil, fmt.Errorf("no list operation drafts a resource named or at %q%s", want, closest(found, want))
+		}
+		if !slices.Contains(out, hit) {
+			out = append(out, hit)
+		}
+	}
+	for _, tag := range opts.Tags {
+		n := 0
+		for _, lo := range found {
+			for _, tg := range lo.item.Get.Tags {
+				if strings.EqualFold(tg, tag) {
+					n++
+					if !slices.Contains(out, lo) {
+						out = append(out, lo)
+					}
+					break
+				}
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("no list operation is tagged %q", tag)
+		}
+	}
+	return out, nil
+}
+
+// closest names a few resources whose name or path shares a word with
+// what was asked for.
+func closest(found []*listOp, want string) string {
+	w := snake(strings.Trim(want, "/"))
+	var hits []string
+	for _, lo := range found {
+		for _, part := range strings.Split(w, "_") {
+			if len(part) > 2 && (strings.Contains(lo.r.name, part) || strings.Contains(strings.ToLower(lo.path), part)) {
+				hits = append(hits, lo.r.name+" ("+lo.path+")")
+				break
+			}
+		}
+		if len(hits) == 5 {
+			break
+		}
+	}
+	if len(hits) == 0 {
+		return ""
+	}
+	return "; perhaps " + strings.Join(hits, ", ")
+}
+
+var unlikelyList = regexp.MustCompile(`(?i)(search|report|stats|statistics|history|export|events?|logs?|audit|usage|metrics|preview|suggest|autocomplete)`)
+
+// rank orders list operations by how well the document describes them for
+// airlock: a top-level collection with items carrying an id, a dialect
+// the document settles, a GET by id and writes.
+func rank(lo *listOp) int {
+	r := lo.r
+	score := 0
+	score -= 3 * strings.Count(lo.path, "{")
+	if !config.IsTodo(paginationDialect(r)) {
+		score += 4
+	}
+	if !config.IsTodo(r.idField) {
+		score += 3
+	}
+	if r.get != nil {
+		score += 2
+	}
+	if unlikelyList.MatchString(lo.path) {
+		score -= 3
+	}
+	if lo.item.Get.Deprecated {
+		score -= 6
+	}
+	if len(r.fields) >= 3 {
+		score++
+	}
+	return score
+}
+
+func paginationDialect(r *resourceDraft) string {
+	for _, kv := range r.pagination {
+		if kv[0] == "dialect" {
+			return kv[1]
+		}
+	}
+	return ""
+}
+
+// maxFoundListed bounds the list operations a draft's header names.
+const maxFoundListed = 40
+
+// foundNotes are the header comments that say which list operations the
+// document has and which were drafted.
+func foundNotes(found, chosen []*listOp, opts Options) []string {
+	if len(found) == 0 {
+		return nil
+	}
+	var notes []string
+	var others []*listOp
+	for _, lo := range found {
+		if !slices.Contains(chosen, lo) {
+			others = append(others, lo)
+		}
+	}
+	switch {
+	case len(others) == 0:
+		return nil
+	case len(opts.Resources) == 0 && len(opts.Tags) == 0:
+		notes = append(notes, fmt.Sprintf("The document has %d list operations; the %d it describes best are drafted (top-level, with ids, a dialect", len(found), len(chosen)),
+			"it settles, a GET by id). Draft others with `airlock init --resource NAME` or `--resource PATH` (repeatable) or `--tag TAG`:")
+	default:
+		notes = append(notes, fmt.Sprintf("The document has %d list operations; %d are drafted, as asked. The others:", len(found), len(chosen)))
+	}
+	sort.SliceStable(others, func(i, j int) bool { return rank(others[i]) > rank(others[j]) })
+	for i, lo := range others {
+		if i == maxFoundListed {
+			notes = append(notes, fmt.Sprintf("  ... and %d more", len(others)-maxFoundListed))
+			break
+		}
+		notes = append(notes, fmt.Sprintf("  %-32s GET %s", lo.r.name, lo.path))
+	}
+	return notes
+}
+
+// noListResource is the resource of a document without a list operation
+// (a GET answering an array): a draft still, whose list is a TODO, with
+// the document's GET operations named as candidates.
+func noListResource(t *openapi3.T, paths []string) *resourceDraft {
+	r := &resourceDraft{name: "items", items: todo("the path of the items array in the answer")}
+	r.path = todo("the list endpoint's path; the document declares no GET answering an array of objects")
+	r.idField = todo("the field holding each item's stable id")
+	r.pagination = [][2]string{{"dialect", quote(todo("the dialect; the document shows no list to read it from"))}}
+	var gets []string
+	for _, p := range paths {
+		if item := t.Paths.Value(p); item != nil && item.Get != nil && !strings.Contains(p, "{") {
+			gets = append(gets, p)
+		}
+	}
+	r.notes = append(r.notes, "The document declares no list operation (a GET answering an array of objects): name the endpoint that lists what airlock should read.")
+	if len(gets) > 0 {
+		if len(gets) > 10 {
+			gets = append(gets[:10], fmt.Sprintf("... and %d more", len(gets)-10))
+		}
+		r.notes = append(r.notes, "GET operations without path parameters: "+strings.Join(gets, ", "))
+	}
+	return r
+}
+
 func environment(opts Options) string {
 	if opts.Environment != "" {
 		return opts.Environment
 	}
 	return config.Todo("name this deployment, e.g. prod or staging")
-}
-
-func wanted(only []string, name string) bool {
-	if len(only) == 0 {
-		return true
-	}
-	for _, n := range only {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 func upstreamFromDoc(t *openapi3.T, opts Options) upstreamDraft {
@@ -121,7 +350,6 @@ func upstreamFromDoc(t *openapi3.T, opts Options) upstreamDraft {
 	default:
 		u.baseURL = config.Todo("the API's base URL; the document names no server")
 	}
-	u.cred, u.credNote = credentialFromDoc(t, u.name)
 	return u
 }
 
@@ -132,39 +360,101 @@ func firstN(s []string, n int) []string {
 	return s
 }
 
-// credentialFromDoc reads the first security requirement's scheme (see
-// credentialFromScheme).
-func credentialFromDoc(t *openapi3.T, upstreamName string) (*credDraft, string) {
+// credentialFromDoc drafts the credential from the document's security
+// requirements (the top level's, else the drafted operations'). A
+// requirement is drafted whole or not at all: airlock sends one
+// credential, so an alternative that one secret satisfies is preferred,
+// and a requirement of several schemes together (X-Auth-Email with
+// X-Auth-Key) is a TODO naming them, never half of it.
+func credentialFromDoc(t *openapi3.T, upstreamName string, ops []*openapi3.Operation) (*credDraft, string) {
 	if t.Components == nil || len(t.Components.SecuritySchemes) == 0 {
 		return nil, "the document declares no security scheme: no credential is sent"
 	}
-	var name string
-	if len(t.Security) > 0 {
-		for _, req := range t.Security {
-			keys := make([]string, 0, len(req))
-			for k := range req {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			if len(keys) > 0 {
-				name = keys[0]
+	schemes := t.Components.SecuritySchemes
+	reqs := t.Security
+	where := "the document's security"
+	if len(reqs) == 0 {
+		where = "the drafted operations' security"
+		for _, op := range ops {
+			if op.Security != nil && len(*op.Security) > 0 {
+				reqs = *op.Security
 				break
 			}
 		}
 	}
-	if name == "" {
-		keys := make([]string, 0, len(t.Components.SecuritySchemes))
-		for k := range t.Components.SecuritySchemes {
-			keys = append(keys, k)
+	if len(reqs) == 0 {
+		names := slices.Sorted(maps.Keys(schemes))
+		if len(names) == 1 {
+			if ref := schemes[names[0]]; ref != nil && ref.Value != nil {
+				cred, note := credentialFromScheme(names[0], ref.Value, upstreamName)
+				return cred, note + " (the only scheme the document declares; it requires none by name)"
+			}
 		}
-		sort.Strings(keys)
-		name = keys[0]
+		return &credDraft{env: todo("the credential: the document declares the schemes " + strings.Join(names, ", ") + " and requires none of them by name; pick one and write it as docs/config.md says")}, ""
 	}
-	ref := t.Components.SecuritySchemes[name]
-	if ref == nil || ref.Value == nil {
-		return nil, ""
+	type option struct {
+		name  string
+		score int
 	}
-	return credentialFromScheme(name, ref.Value, upstreamName)
+	var best *option
+	var together []string
+	anonymous := false
+	for _, req := range reqs {
+		names := slices.Sorted(maps.Keys(req))
+		switch len(names) {
+		case 0:
+			anonymous = true
+			continue
+		case 1:
+		default:
+			together = append(together, strings.Join(names, " + "))
+			continue
+		}
+		ref := schemes[names[0]]
+		if ref == nil || ref.Value == nil {
+			continue
+		}
+		if o := (option{names[0], schemePreference(ref.Value)}); o.score > 0 && (best == nil || o.score > best.score) {
+			best = &o
+		}
+	}
+	if best != nil {
+		cred, note := credentialFromScheme(best.name, schemes[best.name].Value, upstreamName)
+		if len(together) > 0 {
+			note += "; chosen over " + strings.Join(together, ", ") + ", which need several secrets together"
+		}
+		if anonymous {
+			note += "; " + where + " also allows no credential"
+		}
+		return cred, note
+	}
+	if len(together) > 0 {
+		return &credDraft{env: todo("the credential: " + where + " requires " + strings.Join(together, " or ") + " together, and airlock sends one secret; a scheme one secret satisfies [a bearer token] is not offered")}, ""
+	}
+	if anonymous {
+		return nil, where + " requires no credential: none is sent"
+	}
+	return &credDraft{env: todo("the credential: " + where + " names no scheme airlock can send")}, ""
+}
+
+// schemePreference ranks a scheme by how plainly one secret satisfies
+// it (0: airlock cannot send it).
+func schemePreference(s *openapi3.SecurityScheme) int {
+	switch {
+	case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
+		return 6
+	case s.Type == "oauth2" && s.Flows != nil && s.Flows.ClientCredentials != nil:
+		return 5
+	case s.Type == "apiKey" && s.In == "header":
+		return 4
+	case s.Type == "http" && strings.EqualFold(s.Scheme, "basic"):
+		return 3
+	case s.Type == "apiKey" && s.In == "query":
+		return 2
+	case s.Type == "oauth2" || s.Type == "openIdConnect":
+		return 1
+	}
+	return 0
 }
 
 // queryParams are the list operation's query parameters, path-level ones
@@ -231,7 +521,7 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 		return nil
 	}
 	body := mediaSchema(resp.Content)
-	itemsPath, itemSchema, ok := findItems(body)
+	itemsPath, itemSchema, ok := findItems(body, lastSegment(p))
 	if !ok {
 		return nil
 	}
@@ -240,9 +530,7 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 	if r.description == "" {
 		r.description = firstSentence(op.Description)
 	}
-	r.path = pathParam.ReplaceAllStringFunc(p, func(m string) string {
-		return config.Todo("a value for the path parameter " + strings.Trim(m, "{}"))
-	})
+	r.path = parentParams(p, "")
 	if itemsPath == "" {
 		r.items = "."
 		r.itemsNote = "the body is the array"
@@ -261,33 +549,97 @@ func listResource(t *openapi3.T, p string, item *openapi3.PathItem) *resourceDra
 	}
 	used := paginate(r, q, headers, body)
 	r.idField, r.versionFld, r.versionNote = idAndVersion(r)
-	r.filters, r.filterNotes = filtersOf(r, q, used)
-	if get := t.Paths.Value(p + "/{" + itemParam(t, p) + "}"); get != nil && get.Get != nil && itemParam(t, p) != "" {
-		r.get = &getDraft{path: p + "/{{id}}"}
-		if gr := okResponse(get.Get); gr != nil {
-			if gr.Headers["ETag"] != nil || gr.Headers["Etag"] != nil || gr.Headers["etag"] != nil {
-				r.notes = append(r.notes, "GET by id declares an ETag: conditional writes can use If-Match")
+	if _, param := itemPathOf(t, p); param != "" {
+		// The item path's own parameter names the field that identifies
+		// an item (/carriers/{carrier_id} and carrier_id).
+		for _, f := range r.fields {
+			named := f.name == snake(param) || snake(param) == singular(lastSegment(p))+"_"+f.name
+			if named && f.name != r.idField && !f.sensitive && f.typ != "object" && f.typ != "array" && (config.IsTodo(r.idField) || r.idField != "id") {
+				r.idField = f.name
+				r.notes = append(r.notes, "the id is "+f.name+": the item path's parameter ("+param+") names it")
+				break
 			}
-			r.get.item, r.get.note = itemPath(mediaSchema(gr.Content), r)
 		}
+	}
+	r.filters, r.filterNotes = filtersOf(r, q, used)
+	if ip, param := itemPathOf(t, p); ip != "" {
+		if get := t.Paths.Value(ip); get != nil && get.Get != nil {
+			r.get = &getDraft{path: parentParams(ip, param)}
+			if gr := okResponse(get.Get); gr != nil {
+				if gr.Headers["ETag"] != nil || gr.Headers["Etag"] != nil || gr.Headers["etag"] != nil {
+					r.notes = append(r.notes, "GET by id declares an ETag: conditional writes can use If-Match")
+				}
+				r.get.item, r.get.note = itemPath(mediaSchema(gr.Content), r)
+			}
+		}
+	}
+	if strings.Contains(r.path, config.TodoPrefix) {
+		r.notes = append(r.notes, "the list sits under a parent: its path parameters are TODOs, the same in list.path, get.path and the actions' paths (one value, the parent whose items airlock reads)")
 	}
 	return r
 }
 
-// itemParam is the name of the one path parameter that follows the list
-// path in an item path (/things/{id}), or "".
-func itemParam(t *openapi3.T, p string) string {
-	prefix := p + "/{"
-	var found []string
+// parentParams writes a path template with its item parameter (item, "" for
+// none) as {{id}} and every other parameter (a parent's) as a TODO: a
+// placeholder nothing fills must never reach a request. The TODO is the
+// same wherever the parameter appears, so one decision resolves them all.
+func parentParams(p, item string) string {
+	return pathParam.ReplaceAllStringFunc(p, func(m string) string {
+		name := strings.Trim(m, "{}")
+		if item != "" && name == item {
+			return "{{id}}"
+		}
+		return todo("a value for the path parameter " + name)
+	})
+}
+
+// lastSegment is a path's last literal segment, snake-cased, without an
+// extension (/Accounts/{Sid}/Messages.json: messages).
+func lastSegment(p string) string {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	for i := len(segs) - 1; i >= 0; i-- {
+		if s := segs[i]; s != "" && !strings.Contains(s, "{") {
+			if dot := strings.LastIndex(s, "."); dot > 0 {
+				s = s[:dot]
+			}
+			return snake(s)
+		}
+	}
+	return ""
+}
+
+// itemPathOf finds the item path that follows a list path, and its
+// parameter: /things/{id}, or OData's /Things({id}) and /Things('{id}').
+// "" when there is none, or more than one.
+func itemPathOf(t *openapi3.T, p string) (path, param string) {
+	var found [][2]string
+	// Twilio writes /Messages.json and /Messages/{Sid}.json.
+	base, ext := p, ""
+	if dot := strings.LastIndex(p, "."); dot > strings.LastIndex(p, "/") && !strings.Contains(p[dot:], "}") {
+		base, ext = p[:dot], p[dot:]
+	}
 	for _, k := range t.Paths.Keys() {
-		if strings.HasPrefix(k, prefix) && strings.HasSuffix(k, "}") && !strings.Contains(k[len(prefix):], "/") {
-			found = append(found, strings.TrimSuffix(k[len(prefix):], "}"))
+		rest, ok := strings.CutPrefix(k, base)
+		if !ok {
+			continue
+		}
+		if ext != "" {
+			if rest, ok = strings.CutSuffix(rest, ext); !ok {
+				continue
+			}
+		}
+		for _, form := range [][2]string{{"/{", "}"}, {"({", "})"}, {"('{", "}')"}} {
+			if name, ok := strings.CutPrefix(rest, form[0]); ok {
+				if name, ok = strings.CutSuffix(name, form[1]); ok && !strings.ContainsAny(name, "/{}()'") {
+					found = append(found, [2]string{k, name})
+				}
+			}
 		}
 	}
 	if len(found) != 1 {
-		return ""
+		return "", ""
 	}
-	return found[0]
+	return found[0][0], found[0][1]
 }
 
 func firstSentence(s string) string {
@@ -320,120 +672,9 @@ var (
 		"ending_before": true, "before": true, "direction": true, "_sort": true, "_order": true, "_embed": true, "_expand": true, "_end": true}
 )
 
-func firstParam(q map[string]*openapi3.Parameter, names []string) string {
-	for _, n := range names {
-		if q[n] != nil {
-			return n
-		}
-	}
-	return ""
-}
-
-// paginate detects the pagination dialect from the list operation's query
-// parameters, response headers and body, writes it into r and returns the
-// query parameters it consumed.
-func paginate(r *resourceDraft, q map[string]*openapi3.Parameter, headers map[string]bool, body *openapi3.Schema) map[string]bool {
-	used := map[string]bool{}
-	size := firstParam(q, pageSizeParams)
-	set := func(k, v string) { r.pagination = append(r.pagination, [2]string{k, v}) }
-	pageSize := func(min int) {
-		if size == "" {
-			return
-		}
-		used[size] = true
-		set("page_size_param", quote(size))
-		n := 100
-		if ps := resolve(q[size].Schema); ps != nil && ps.Max != nil && int(*ps.Max) < n {
-			n = int(*ps.Max)
-		}
-		set("page_size", fmt.Sprint(max(n, min)))
-	}
-	total := func() {
-		if headers["x-total-count"] {
-			set("total_header", "X-Total-Count")
-			return
-		}
-		for _, tp := range totalPaths {
-			if s := schemaAt(body, tp); isType(s, "integer") || isType(s, "number") {
-				set("total", quote(tp))
-				return
-			}
-		}
-		set("total", quote(config.Todo("the body path of the total count, or remove it: without one only an empty page ends the list")))
-	}
-	if q["skipTotal"] != nil {
-		r.pageNote = append(r.pageNote, "never send skipTotal: the total then reads -1 and proves nothing")
-	}
-	cont := schemaAt(body, "metadata.continue")
-	hasMore := schemaAt(body, "has_more")
-	var next string
-	for _, np := range nextPaths {
-		if isType(schemaAt(body, np), "string") {
-			next = np
-			break
-		}
-	}
-	cursor := firstParam(q, cursorParams)
-	switch {
-	case q["continue"] != nil && cont != nil:
-		used["continue"] = true
-		set("dialect", "continue")
-		r.pageNote = append(r.pageNote, "Kubernetes-style: continue tokens over one resourceVersion, a real snapshot")
-		pageSize(1)
-	case isType(hasMore, "boolean") && (q["starting_after"] != nil || q["after"] != nil):
-		cp := "starting_after"
-		if q[cp] == nil {
-			cp = "after"
-		}
-		used[cp] = true
-		set("dialect", "cursor")
-		set("has_more", "has_more")
-		set("cursor_param", cp)
-		r.pageNote = append(r.pageNote, "has_more with the last item's id as the cursor (Stripe-style)")
-		pageSize(1)
-	case next != "" && cursor != "":
-		used[cursor] = true
-		set("dialect", "cursor")
-		set("next_cursor", quote(next))
-		set("cursor_param", quote(cursor))
-		r.pageNote = append(r.pageNote, "a next cursor in the body (Slack-style)")
-		pageSize(1)
-	case headers["link"]:
-		set("dialect", "link")
-		r.pageNote = append(r.pageNote, "follows Link: rel=\"next\" on the same host")
-		if pp := firstParam(q, pageParams); pp != "" {
-			used[pp] = true
-			r.params = append(r.params, [2]string{pp, "1"})
-			r.pageNote = append(r.pageNote, "the first page is named ("+pp+"=1): some APIs send Link headers only when a page is asked for")
-		}
-		pageSize(1)
-		if headers["x-total-count"] {
-			set("total_header", "X-Total-Count")
-		}
-	case firstParam(q, pageParams) != "" && size != "":
-		pp := firstParam(q, pageParams)
-		used[pp] = true
-		set("dialect", "page")
-		set("page_param", quote(pp))
-		pageSize(1)
-		total()
-	case firstParam(q, offsetParams) != "" && size != "":
-		op := firstParam(q, offsetParams)
-		used[op] = true
-		set("dialect", "offset")
-		set("offset_param", quote(op))
-		pageSize(2)
-		total()
-	default:
-		set("dialect", quote(config.Todo("one of cursor, link, offset, page, continue; the document shows no pagination parameters")))
-		r.pageNote = append(r.pageNote, "no pagination was recognised: an API that answers everything at once has no end signal to prove")
-	}
-	return used
-}
-
 var idNames = []string{"id", "uid", "metadata_uid", "key", "name", "metadata_name", "slug"}
 
-var versionNames = []string{"version", "etag", "_etag", "metadata_resource_version", "resource_version", "lock_version", "rev", "_rev"}
+var versionNames = []string{"version", "etag", "_etag", "odata_etag", "metadata_resource_version", "resource_version", "lock_version", "rev", "_rev"}
 
 var updatedNames = []string{"updated_at", "updated", "modified_at", "modified", "last_modified", "metadata_generation"}
 
@@ -443,7 +684,9 @@ func idAndVersion(r *resourceDraft) (id, version, note string) {
 		has[f.name] = f
 	}
 	for _, n := range idNames {
-		if has[n] != nil {
+		// A sensitive field never leaves airlock: it cannot be the id
+		// every answer names its records by.
+		if has[n] != nil && !has[n].sensitive {
 			id = n
 			break
 		}

@@ -18,11 +18,17 @@ func mediaSchema(content openapi3.Content) *openapi3.Schema {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		mt := strings.ToLower(strings.TrimSpace(strings.Split(k, ";")[0]))
-		if mt == "application/json" || strings.HasSuffix(mt, "+json") {
-			if m := content[k]; m != nil && m.Schema != nil {
-				return resolve(m.Schema)
+	// JSON first; then a media type that admits it (DocuSign writes */*).
+	for _, admits := range []func(string) bool{
+		func(mt string) bool { return mt == "application/json" || strings.HasSuffix(mt, "+json") },
+		func(mt string) bool { return mt == "*/*" || mt == "application/*" || mt == "text/json" },
+	} {
+		for _, k := range keys {
+			mt := strings.ToLower(strings.TrimSpace(strings.Split(k, ";")[0]))
+			if admits(mt) {
+				if m := content[k]; m != nil && m.Schema != nil {
+					return resolve(m.Schema)
+				}
 			}
 		}
 	}
@@ -96,7 +102,10 @@ func isType(s *openapi3.Schema, typ string) bool {
 
 // findItems finds the items array of a list body: the body itself, or one
 // array property (one level of nesting is searched).
-func findItems(body *openapi3.Schema) (string, *openapi3.Schema, bool) {
+//
+// hint is the list path's last segment: an array named for it
+// (DocuSign's envelopes beside folders) is the list.
+func findItems(body *openapi3.Schema, hint string) (string, *openapi3.Schema, bool) {
 	if body == nil {
 		return "", nil, false
 	}
@@ -124,6 +133,27 @@ func findItems(body *openapi3.Schema) (string, *openapi3.Schema, bool) {
 	if pick == "" && len(arrays) == 1 {
 		pick = arrays[0]
 	}
+	for _, a := range arrays {
+		if pick == "" && hint != "" && snake(a) == hint {
+			pick = a
+		}
+	}
+	if pick == "" {
+		// Several arrays (Square's customers beside errors): the one
+		// array of objects that carry an id.
+		var withID []string
+		for _, a := range arrays {
+			if notItems[a] {
+				continue
+			}
+			if is := resolve(resolve(body.Properties[a]).Items); is != nil && hasIDLike(is, a) {
+				withID = append(withID, a)
+			}
+		}
+		if len(withID) == 1 {
+			pick = withID[0]
+		}
+	}
 	if pick != "" {
 		return pick, resolve(resolve(body.Properties[pick]).Items), true
 	}
@@ -131,12 +161,32 @@ func findItems(body *openapi3.Schema) (string, *openapi3.Schema, bool) {
 		// An object that carries an id is an item, not an envelope: its
 		// arrays are the item's (a user's tags), not a list.
 		if inner := resolve(body.Properties[name]); isType(inner, "object") && !hasIDField(inner) {
-			if p, s, ok := findItems(inner); ok && p != "" {
+			if p, s, ok := findItems(inner, hint); ok && p != "" {
 				return name + "." + p, s, true
 			}
 		}
 	}
 	return "", nil, false
+}
+
+// notItems are arrays beside a list that are never its items.
+var notItems = map[string]bool{"errors": true, "warnings": true, "messages": true, "links": true, "_links": true}
+
+// hasIDLike says whether an item schema carries an id: an id-like name,
+// or one named for the array (envelopes' envelopeId, customers'
+// customer_id).
+func hasIDLike(s *openapi3.Schema, array string) bool {
+	if hasIDField(s) {
+		return true
+	}
+	one := strings.ReplaceAll(singular(snake(array)), "_", "")
+	for name := range s.Properties {
+		n := strings.ReplaceAll(snake(name), "_", "")
+		if n == one+"id" || n == one+"uid" || n == one+"key" {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedProps(s *openapi3.Schema) []string {
@@ -177,22 +227,22 @@ func fieldsOf(s *openapi3.Schema) []*fieldDraft {
 	var out []*fieldDraft
 	for _, name := range sortedProps(s) {
 		ps := resolve(s.Properties[name])
-		if ps == nil {
-			continue
+		if ps == nil || name == "" {
+			continue // a property named "" cannot be asked for by name
 		}
 		if isType(ps, "object") && len(ps.Properties) > 0 {
 			for _, child := range sortedProps(ps) {
 				cs := resolve(ps.Properties[child])
-				if cs == nil || (isType(cs, "object") && len(cs.Properties) > 0) {
+				if cs == nil || child == "" || (isType(cs, "object") && len(cs.Properties) > 0) {
 					continue
 				}
-				f := field(snake(name)+"_"+snake(child), cs)
+				f := field(safeName(snake(name)+"_"+snake(child)), cs)
 				f.path = name + "." + child
 				out = append(out, f)
 			}
 			continue
 		}
-		f := field(snake(name), ps)
+		f := field(safeName(snake(name)), ps)
 		if f.name != name {
 			f.path = name
 		}
@@ -257,11 +307,16 @@ func field(name string, s *openapi3.Schema) *fieldDraft {
 }
 
 func schemaAt(s *openapi3.Schema, path string) *openapi3.Schema {
-	for _, part := range strings.Split(path, ".") {
+	for path != "" {
 		if s == nil {
 			return nil
 		}
-		s = resolve(s.Properties[part])
+		// A key that itself holds dots (@odata.count) is read whole.
+		if p, ok := s.Properties[path]; ok {
+			return resolve(p)
+		}
+		part, rest, _ := strings.Cut(path, ".")
+		s, path = resolve(s.Properties[part]), rest
 	}
 	return s
 }
@@ -274,4 +329,13 @@ func hasIDField(s *openapi3.Schema) bool {
 		}
 	}
 	return false
+}
+
+// safeName is a field name airlock can write: a key whose every character
+// snake-cases away (@, $) is named field, and numbered when taken.
+func safeName(n string) string {
+	if strings.Trim(n, "_") == "" {
+		return "field"
+	}
+	return n
 }

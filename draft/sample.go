@@ -450,10 +450,35 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 		if first.header.Get("X-Total-Count") != "" {
 			set("total_header", "X-Total-Count")
 		}
+	case body != nil && sampleNextCursor(first.doc) != "":
+		// The body names its own next cursor (Slack's
+		// response_metadata.next_cursor, Notion's next_cursor, a
+		// next_page token): that, not the last item's id, continues it.
+		np := sampleNextCursor(first.doc)
+		set("dialect", "cursor")
+		set("next_cursor", quote(np))
+		if v, ok := jsonvalue.Get(first.doc, "has_more"); ok {
+			if _, isBool := v.(bool); isBool {
+				set("has_more", "has_more")
+			}
+		}
+		switch path, param := cursorFromNextURL(first.doc); {
+		case path == np:
+			set("cursor_param", quote(param))
+			paging[param] = true
+			r.pageNote = append(r.pageNote, "the body's "+np+" is sent back as "+param+", as the body's own next URL does")
+		case firstQuery(q, cursorParams) != "":
+			set("cursor_param", quote(firstQuery(q, cursorParams)))
+			r.pageNote = append(r.pageNote, "the body's "+np+" is sent back as "+firstQuery(q, cursorParams)+", the sample's own cursor parameter")
+		default:
+			set("cursor_param", quote(todo("the query parameter that takes "+np+"; the sample does not show it; probe --fix tries the usual names")))
+		}
+		size()
 	case body != nil && has("has_more"):
 		set("dialect", "cursor")
 		set("has_more", "has_more")
 		set("cursor_param", "starting_after")
+		r.pageNote = append(r.pageNote, "has_more and no next cursor in the body: the cursor is the last item's id (Stripe-style)")
 		size()
 	case str("metadata.continue") || (body != nil && has("metadata") && str("metadata.resourceVersion")):
 		set("dialect", "continue")
@@ -526,6 +551,31 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 		set("dialect", quote(config.Todo("one of cursor, link, offset, page, continue, next_url, search_after; the sample carried no pagination signal")))
 		r.pageNote = append(r.pageNote, "the sample showed no next link, cursor, continue token or total: sample a URL that asks for a page (json-server: ?_page=1&_limit=10)")
 	}
+}
+
+// sampleNextCursorPaths are where a body names the token of its next
+// page.
+var sampleNextCursorPaths = []string{"next_cursor", "nextCursor", "response_metadata.next_cursor", "meta.next_cursor", "pagination.next_cursor",
+	"next_page_token", "nextPageToken", "next_page", "nextPage", "next_token", "nextToken", "cursor.next", "meta.next_token", "continuation_token", "continuationToken"}
+
+// sampleNextCursor is the path of the body's next cursor: a token that
+// is not a URL (or null, on a last page); "" when it names none.
+func sampleNextCursor(doc any) string {
+	for _, np := range sampleNextCursorPaths {
+		v, ok := jsonvalue.Get(doc, np)
+		if !ok {
+			continue
+		}
+		switch x := v.(type) {
+		case nil:
+			return np
+		case string:
+			if !strings.Contains(x, "://") && !strings.HasPrefix(x, "/") {
+				return np
+			}
+		}
+	}
+	return ""
 }
 
 // keepParams puts the sample's query parameters that do not page the
@@ -643,4 +693,31 @@ func firstKey(m map[string]any, names []string) string {
 		}
 	}
 	return ""
+}
+
+// Inferred is what one live answer of a list endpoint shows: where its
+// items are and how it pages, as init --sample would draft them. probe
+// --fix reads it to propose a dialect the live API then has to prove.
+type Inferred struct {
+	// Items is the items path ("." for a body that is the array).
+	Items string
+	// Pagination holds the pagination keys in order, each value written
+	// as YAML; a value may be a TODO the answer could not settle.
+	Pagination [][2]string
+	// Params are query parameters the dialect needs in list.params.
+	Params [][2]string
+	// IDField is the field holding each item's id (a TODO when none).
+	IDField string
+	// Notes say how each was read.
+	Notes []string
+}
+
+// InferFromAnswer reads the items path and the dialect from one answer
+// of a list endpoint (asked for at u, without paging parameters).
+func InferFromAnswer(u *url.URL, header http.Header, body any) (*Inferred, error) {
+	r, err := sampleResource(u, []sampled{{url: u, header: header, doc: body}})
+	if err != nil {
+		return nil, err
+	}
+	return &Inferred{Items: r.items, Pagination: r.pagination, Params: r.params, IDField: r.idField, Notes: r.pageNote}, nil
 }

@@ -37,7 +37,7 @@ func TestDraftFromSample_ReadsTheWholeListItDescribes(t *testing.T) {
 		{fixtures.DialectOffset, "dialect: offset, offset_param: offset", ""},
 		{fixtures.DialectPage, "dialect: page, page_param: page", ""},
 		{fixtures.DialectContinue, "dialect: continue", ""},
-		{fixtures.DialectCursorNext, "next_cursor: response_metadata.next_cursor", "the query parameter that takes the next cursor"},
+		{fixtures.DialectCursorNext, "next_cursor: response_metadata.next_cursor", "the query parameter that takes response_metadata.next_cursor"},
 	} {
 		t.Run(tc.dialect, func(t *testing.T) {
 			d, err := FromSample(t.Context(), srv.URL+"/x/"+tc.dialect+"/"+fixtures.DatasetSubscriptions,

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -419,7 +420,19 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 	}
 	maxPages := max(p.left()/2, 1)
 	w, err := r.WalkRaw(ctx, upstream.RawWalkSpec{Filter: filter, RequestID: p.opts.RequestID, MaxPages: maxPages, Send: p.do, Keep: p.keep, EndSeen: p.walkEnd})
-	if err != nil {
+	switch {
+	case errors.Is(err, errBudget):
+		// A check the budget cut short is not settled either way.
+		p.add(check, Unverifiable, fmt.Sprintf("?%s: the probe's request budget ran out after %d pages", what, w.Pages), "raise --max-requests")
+		return
+	case err != nil && w.Pages > 0:
+		// The filtered list's first page was answered: a later page
+		// refused is the pagination's doing (a page past the last one),
+		// not the filter's.
+		p.add(check, Unverifiable, fmt.Sprintf("?%s: the first page was answered, then a later page was refused (%s): the filter cannot be judged on part of its answer", what, describeErr(err)),
+			"see pagination.end: declare total_pages (or total_pages_header) when the upstream refuses a page past its last")
+		return
+	case err != nil:
 		p.add(check, Wrong, "?"+what+": "+describeErr(err), "the upstream refuses this parameter: remove param, or fix its name or form")
 		return
 	}
@@ -521,6 +534,9 @@ func (p *prober) writeChecks(ctx context.Context) {
 			ev := fmt.Sprintf("%s: the version field %s is on all %d items", a.Config.Conditional, vf, len(p.samples))
 			if a.Config.Conditional == config.CondIfMatch && r.Config.Get != nil {
 				switch {
+				case got.budget:
+					p.add(at, Unverifiable, ev+"; GET by id was not sent: the request budget ran out", "raise --max-requests")
+					continue
 				case got.resp == nil:
 					p.add(at, Wrong, ev+"; GET by id failed (see get.path)", "check get.path")
 					continue
@@ -536,6 +552,8 @@ func (p *prober) writeChecks(ctx context.Context) {
 			switch {
 			case r.Config.Get == nil:
 				p.add(at, Wrong, "reread needs a GET by id, and the resource has none", "declare get.path")
+			case got.budget:
+				p.add(at, Unverifiable, "reread: GET by id was not sent: the request budget ran out", "raise --max-requests")
 			case !got.item:
 				p.add(at, Wrong, "reread: GET by id of "+firstID+" does not answer the item (see get.path, get.item)", "check get.path and get.item")
 			default:

@@ -30,6 +30,8 @@ func apiSaid(err error) string {
 type itemRead struct {
 	resp *upstream.Response
 	err  error
+	// budget says the read was never sent: the request budget ran out.
+	budget bool
 	// item is true when the answer holds, at get.item, an object that
 	// carries the id that was asked for.
 	item bool
@@ -52,6 +54,10 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 	what := req.Method + " " + req.URL.Path
 	if g.GraphQL != "" {
 		what += " (get.graphql)"
+	}
+	if errors.Is(err, errBudget) {
+		p.add("get.path", Unverifiable, what+": the probe's request budget ran out first", "raise --max-requests")
+		return itemRead{err: err, budget: true}
 	}
 	if err != nil {
 		p.add("get.path", Wrong, what+": "+describeErr(err), "check get.path: it reads one item by its id")

@@ -1,14 +1,19 @@
 package probe
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -35,8 +40,11 @@ func (p *prober) smallerPage(ctx context.Context, refused error) (resp *upstream
 		return nil, false
 	}
 	said := upstream.UpstreamMessage(he.Header, he.Body)
+	// The limit may sit in a nested field beside the message
+	// ({"message": "invalid params", "data": {"params": {"limit": "must be
+	// <= 50"}}}): every string and number the body holds is read.
 	var tries []int
-	for _, m := range number.FindAllString(said, -1) {
+	for _, m := range number.FindAllString(said+" "+bodyWords(he.Body, pg.PageSizeParam), -1) {
 		if n, err := strconv.Atoi(m); err == nil && n >= 1 && n < pg.PageSize && (len(tries) == 0 || n > tries[0]) {
 			tries = []int{n}
 		}
@@ -65,9 +73,12 @@ func (p *prober) smallerPage(ctx context.Context, refused error) (resp *upstream
 		if said != "" {
 			ev += fmt.Sprintf("; the API said: %q", said)
 		}
+		if nested := bodyWords(he.Body, pg.PageSizeParam); nested != "" && !strings.Contains(said, nested) {
+			ev += fmt.Sprintf(" (%s)", envelope.QuoteUpstream(nested))
+		}
 		ev += fmt.Sprintf("; with %s=%d it answered %d", pg.PageSizeParam, n, resp.Status)
 		hint := fmt.Sprintf("set pagination.page_size: %d", n)
-		if !strings.Contains(said, strconv.Itoa(n)) {
+		if !strings.Contains(said+" "+bodyWords(he.Body, pg.PageSizeParam), strconv.Itoa(n)) {
 			hint += " (or the largest size the API accepts)"
 		} else {
 			hint += " (the API's maximum)"
@@ -77,4 +88,49 @@ func (p *prober) smallerPage(ctx context.Context, refused error) (resp *upstream
 	}
 	p.r = original
 	return nil, false
+}
+
+// maxBodyWords bounds what bodyWords reads of an error body.
+const maxBodyWords = 2048
+
+// bodyWords is what a JSON error body says about a parameter, wherever
+// it says it: each string or number under a key naming the parameter or
+// a limit (max, maximum, limit, params), as "path: value". "" when the
+// body is not JSON or says nothing of the kind.
+func bodyWords(body []byte, param string) string {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		return ""
+	}
+	var parts []string
+	size := 0
+	var walk func(v any, path string, relevant bool)
+	walk = func(v any, path string, relevant bool) {
+		if size > maxBodyWords {
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				lk := strings.ToLower(k)
+				rel := relevant || strings.EqualFold(k, param) || strings.Contains(lk, "max") || strings.Contains(lk, "limit") || lk == "params" || lk == "errors"
+				walk(x[k], strings.TrimPrefix(path+"."+k, "."), rel)
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, fmt.Sprintf("%s.%d", path, i), relevant)
+			}
+		case string, json.Number:
+			if !relevant {
+				return
+			}
+			s := fmt.Sprint(x)
+			parts = append(parts, path+": "+s)
+			size += len(path) + len(s)
+		}
+	}
+	walk(doc, "", false)
+	return strings.Join(parts, "; ")
 }

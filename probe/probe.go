@@ -5,8 +5,9 @@
 // writes, the credential. Each check is ok, wrong (with a hint) or
 // unverifiable.
 //
-// It must never write: it reads lists and items (and obtains the token an
-// OAuth credential needs), and never changes the configuration it checks.
+// It must never write to the API: it reads lists and items (and obtains
+// the token an OAuth credential needs). Only Fix (airlock probe --fix)
+// proposes a changed configuration, and only from what the API proved.
 package probe
 
 import (
@@ -184,6 +185,10 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	}
 	resp, err := p.do(ctx, req)
 	p.firstErr = err
+	if errors.Is(err, errBudget) {
+		p.add("list.path", Unverifiable, "the first page was not asked for: the request budget is spent", "raise --max-requests")
+		return false
+	}
 	if err != nil {
 		var ok bool
 		if resp, ok = p.smallerPage(ctx, err); !ok {
@@ -436,6 +441,10 @@ func (p *prober) walk(ctx context.Context) {
 	switch {
 	case conflict:
 		p.add("pagination.end", Wrong, what+", and two of the upstream's signals contradict each other ("+signal+")", conflictHint(r, signal))
+	case unproven && o.Pages >= budget:
+		// The walk used every page it was allowed: the end it did not see
+		// may lie past the budget.
+		p.add("pagination.end", Unverifiable, what+" and spent the probe's budget before the end ("+signal+")", "raise --max-requests or --page-size")
 	case unproven && signal == upstream.SignalPageRefused:
 		p.add("pagination.end", Wrong, what+", then the upstream refused a later page ("+signal+")", "declare the upstream's page count (total_pages or total_pages_header) so that no page past it is asked for, or result_cap if it caps how deep one may page")
 	case unproven:

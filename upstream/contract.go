@@ -201,6 +201,11 @@ func fieldsSchema(fields map[string]*config.FieldConfig) map[string]any {
 				child = map[string]any{"type": "object", "properties": map[string]any{}}
 				props[p] = child
 			}
+			if _, ok := child["properties"].(map[string]any); !ok {
+				// An object field declared whole (metadata) beside a field
+				// inside it (metadata.uid).
+				child["properties"] = map[string]any{}
+			}
 			if f.Required || f.Permission {
 				addRequired(node, p)
 			}
@@ -231,6 +236,13 @@ func fieldsSchema(fields map[string]*config.FieldConfig) map[string]any {
 			s["format"] = f.Format
 		case f.Type == "timestamp":
 			s["format"] = "date-time"
+		}
+		if prev, ok := node["properties"].(map[string]any)[leaf].(map[string]any); ok && prev["properties"] != nil {
+			// Fields inside this one were declared first: keep them.
+			s["properties"], s["required"] = prev["properties"], prev["required"]
+			if s["required"] == nil {
+				delete(s, "required")
+			}
 		}
 		node["properties"].(map[string]any)[leaf] = s
 		if f.Required || f.Permission {

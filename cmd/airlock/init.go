@@ -11,7 +11,7 @@ import (
 )
 
 func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("init", "init (--openapi SPEC | --sample URL) [-o FILE] [flags]",
+	fs := newFlags("init", "init (--openapi SPEC [--resource NAME|PATH]... [--tag TAG]... | --sample URL) [-o FILE] [flags]",
 		"Draft a commented configuration from an OpenAPI 3.0 or 3.1 document (or a\nSwagger 2.0 one, converted), or from a live sample of a list endpoint. A\ndocument's flaws are warnings: the draft keeps what can be read. What it cannot\ndecide is written TODO(...), and every command refuses the file until each is\nresolved; then probe checks it.")
 	spec := fs.String("openapi", "", "an OpenAPI 3.0 or 3.1 (or Swagger 2.0) document, `SPEC` (YAML or JSON); external $refs to files resolve next to it")
 	remoteRefs := fs.Bool("remote-refs", false, "with --openapi: fetch external $refs to http(s) URLs (without it, such a document is refused)")
@@ -23,15 +23,16 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	credEnv := fs.String("credential-env", "", "with --sample: the environment variable, `VAR`, holding the credential")
 	credHeader := fs.String("credential-header", "", "with --sample: the `HEADER` the credential goes in (default Authorization)")
 	credScheme := fs.String("credential-scheme", "Bearer", "with --sample: the `SCHEME` before the credential (\"\" sends it as is)")
-	var resources stringList
-	fs.Var(&resources, "resource", "draft only the resource `NAME` (repeatable; with --sample, its name)")
+	var resources, tags stringList
+	fs.Var(&resources, "resource", "draft only this list, named by its resource `NAME` or its path (/v1/customers) (repeatable; with --sample, its name); without --resource or --tag, the few lists the document describes best")
+	fs.Var(&tags, "tag", "with --openapi: draft the lists the document tags `TAG` (repeatable)")
 	if _, err := fs.parse(args, 0, stdout); err != nil {
 		return err
 	}
 	if (*spec == "") == (*sample == "") {
 		return usagef("needs exactly one of --openapi SPEC or --sample URL")
 	}
-	opts := draft.Options{BaseURL: *baseURL, Resources: resources, Environment: *env}
+	opts := draft.Options{BaseURL: *baseURL, Resources: resources, Tags: tags, Environment: *env}
 	var d *draft.Draft
 	var err error
 	switch {
@@ -88,6 +89,6 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stderr, "  %s\n", t)
 		}
 	}
-	fmt.Fprintln(stderr, "airlock: next, `airlock probe --config FILE` checks the draft's assumptions against the live API")
+	fmt.Fprintln(stderr, "airlock: next, `airlock probe --config FILE --fix` resolves what the live API can prove and checks every assumption")
 	return nil
 }

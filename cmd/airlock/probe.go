@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	probepkg "github.com/airlock-mcp/airlock/probe"
@@ -27,12 +29,13 @@ type probeOutput struct {
 }
 
 func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("probe", "probe --config FILE [--resource NAME]... [--json] [flags]",
+	fs := newFlags("probe", "probe --config FILE [--fix] [--resource NAME]... [--json] [flags]",
 		"Check every assumption of a configuration against the live API, read-only and\nwithin a request budget: each list walked to its end, each filter sent as\ndeclared, items read by id. Exits 1 when an assumption is wrong.")
 	configPath := fs.String("config", "", "the configuration `FILE` (YAML)")
 	asJSON := fs.Bool("json", false, "print the checks as JSON")
 	maxRequests := fs.Int("max-requests", probepkg.DefaultRequests, "the request budget per resource, `N`")
 	pageSize := fs.Int("page-size", 0, "the page size, `N`, of the walk to the end (default: small enough to span several pages within the budget)")
+	fix := fs.Bool("fix", false, "resolve the file's TODOs and wrong assumptions from what the live API proves, and write them back (each with its evidence as a comment); still read-only toward the API")
 	var only stringList
 	fs.Var(&only, "resource", "probe only the resource `NAME` (repeatable)")
 	if _, err := fs.parse(args, 0, stdout); err != nil {
@@ -40,6 +43,15 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *configPath == "" {
 		return usagef("needs --config FILE")
+	}
+	if *fix {
+		left, err := probeFix(ctx, *configPath, only, *maxRequests, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		if left > 0 {
+			return fmt.Errorf("%d decision(s) are left as TODO in %s: probe --fix could not prove them", left, *configPath)
+		}
 	}
 	cfg, err := loadConfig(*configPath, "")
 	if err != nil {
@@ -104,6 +116,62 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if out.Wrong > 0 {
 		fmt.Fprintf(stderr, "airlock: %d assumption(s) of %s are wrong against the live API\n", out.Wrong, *configPath)
 		return errWrong
+	}
+	return nil
+}
+
+// probeFix runs probe --fix on the file and writes the result back in
+// place. It returns how many TODOs are left.
+func probeFix(ctx context.Context, path string, only []string, maxRequests int, stdout, stderr io.Writer) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read the configuration: %w", err)
+	}
+	res, err := probepkg.Fix(ctx, b, probepkg.FixOptions{Resources: only, MaxRequests: maxRequests, Getenv: osGetenv, Logger: quietLogger()})
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(res.YAML, b) {
+		if err := writeInPlace(path, res.YAML); err != nil {
+			return 0, err
+		}
+	}
+	for _, f := range res.Fixed {
+		fmt.Fprintf(stdout, "fixed  %s.%s: %s\n       %s\n", f.Resource, f.Key, f.Value, f.Evidence)
+	}
+	for _, l := range res.Left {
+		fmt.Fprintf(stdout, "TODO   %s\n", l)
+	}
+	fmt.Fprintf(stderr, "airlock: probe --fix wrote %d value(s) into %s; %d TODO(s) left\n", len(res.Fixed), path, len(res.Left))
+	return len(res.Left), nil
+}
+
+// writeInPlace replaces a file's content through a temporary file in the
+// same directory, keeping its mode, so that a failed write leaves the
+// old file whole.
+func writeInPlace(path string, b []byte) error {
+	mode := os.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write the configuration: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write the configuration: %w", err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write the configuration: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write the configuration: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write the configuration: %w", err)
 	}
 	return nil
 }
