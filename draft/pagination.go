@@ -30,7 +30,7 @@ const (
 
 // lower-cased parameter names per role.
 var (
-	sizeNames   = words("per_page perpage page_size pagesize _limit limit _size size page[size] page_limit pagelimit max_results maxresults $top top count pagelen page[limit] max-results max_items maxitems num_results")
+	sizeNames   = words("per_page perpage page_size pagesize _limit limit _size size page[size] page_limit pagelimit max_results maxresults $top top count pagelen page[limit] max-results max_items maxitems num_results n")
 	pageNames   = words("page _page page_number pagenumber page[number] pageno pagenum")
 	offsetNames = words("offset _start skip start $skip from _offset startat start_at start_position startposition startindex start_index first")
 	cursorNames = words("cursor page_token pagetoken after next_cursor next _next continuation_token continuationtoken page[after] page[cursor] starting_after next_token nexttoken $skiptoken marker last pagination_token page_cursor start_cursor startcursor next_page_token nextpagetoken")
@@ -95,7 +95,9 @@ func paramRole(name string, p *openapi3.Parameter) (role, evidence string) {
 	}
 	switch {
 	case sizeNames[n]:
-		if kind == "date" || kind == "boolean" || kind == "array" {
+		if kind == "date" || kind == "boolean" || kind == "array" || n == "n" && !numeric {
+			// (a one-letter n is a page size only as a number: the
+			// registry API's n)
 			return "", ""
 		}
 		return roleSize, name + " (" + orUntyped(kind) + ")"

@@ -337,10 +337,13 @@ func TestReplicas_KilledHolderIsTakenOverAfterItsLease(t *testing.T) {
 						}
 					case selection.TargetUnknown:
 						now := targetsOf(t, st, opID)[id]
-						if !inFlight[id] && !ac.keyed && now.Attempts > before[id].Attempts && now.Problem != nil && now.Problem.StateChanged == envelope.StateUnknown {
-							// The new holder's own write went unobserved (a
-							// timeout on a loaded machine): unknown is the
-							// truth, and it was never sent twice.
+						if !inFlight[id] && !ac.keyed && now.Attempts > before[id].Attempts &&
+							(now.Unobserved > before[id].Unobserved || now.Problem != nil && now.Problem.StateChanged == envelope.StateUnknown) {
+							// A new holder's own write went unobserved (a
+							// timeout on a loaded machine, or a holder whose
+							// lease ran out before it recorded the answer):
+							// unknown is the truth, and it was never sent
+							// twice.
 							t.Logf("%s unknown: the new holder's attempt was not observed (%s)", id, now.Note)
 							continue
 						}
