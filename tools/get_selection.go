@@ -154,7 +154,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 			}
 		}
 		if _, ok := sel.Summary.Groups[k]; !ok {
-			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldUnknownField, keysOf(sel.Summary.Groups)))
+			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldUnknownField, slices.Sorted(maps.Keys(sel.Summary.Groups))))
 			continue
 		}
 		b, err := selection.Canonical(v)
@@ -183,7 +183,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 		return d.internalError(ctx, "read the manifest", err)
 	}
 	env := &envelope.Envelope{
-		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),
+		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: orEmpty(sel.Selector.Filter),
 			Visibility: d.visibility(sel.Resource), Snapshot: sel.Summary.Snapshot, Consistency: sel.Summary.Consistency, Search: d.searchScope(sel.Resource, sel.Selector.Filter)},
 		Data: &recordsData{
 			SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest, Kind: sel.Kind,
@@ -203,14 +203,4 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 		env.IncompleteReasons = append(env.IncompleteReasons, rs)
 	}
 	return env
-}
-
-func keysOf[V any](m map[string]V) []string {
-	return sortedSet(func() map[string]bool {
-		out := map[string]bool{}
-		for k := range m {
-			out[k] = true
-		}
-		return out
-	}())
 }

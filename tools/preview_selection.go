@@ -341,7 +341,7 @@ func checkReviewFields(r *upstream.Resource, fields []string) []envelope.FieldEr
 func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, fields []string, pageSize int, warnings []envelope.Warning) *envelope.Envelope {
 	sum := sel.Summary
 	env := &envelope.Envelope{
-		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),
+		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: orEmpty(sel.Selector.Filter),
 			Visibility: d.visibility(sel.Resource), Snapshot: sum.Snapshot, Consistency: sum.Consistency, Search: d.searchScope(sel.Resource, sel.Selector.Filter)},
 		Coverage:          sum.Coverage,
 		IncompleteReasons: append([]envelope.Reason(nil), sum.ScanReasons...),
@@ -373,7 +373,7 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 		ExpiresAt: sel.ExpiresAt.UTC().Format(time.RFC3339), Kind: sel.Kind,
 		Committable: sel.Committable, CommittableReasons: sel.Blockers,
 		Environment: sel.Environment, Upstream: sel.Upstream, Resource: sel.Resource,
-		Action: selection.Action{Type: sel.Action.Type, Params: nonNilMap(sel.Action.Params)},
+		Action: selection.Action{Type: sel.Action.Type, Params: orEmpty(sel.Action.Params)},
 		Counts: previewCounts{Members: sum.Members, Excluded: sum.Excluded, Ambiguous: sum.Ambiguous, Scanned: sum.Scanned},
 		Groups: groups, Exclusions: sum.Exclusions, Effect: effect,
 		Ambiguous: ambiguous, Manifest: manifest,

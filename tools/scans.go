@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -393,7 +395,7 @@ func (c *ScanCache) save(ctx context.Context, fs *frozenScan) (int, error) {
 	doc := savedScan{Fingerprint: fs.fingerprint, Resource: fs.scan.Resource().Name, Filter: spec.Filter, GroupBy: spec.GroupBy,
 		RequestID: spec.RequestID, Decision: spec.Decision, Sink: spec.Sink != nil, State: state}
 	fs.sink.mu.Lock()
-	doc.Fields, doc.Cap, doc.Dropped, doc.Missing = fs.sink.fields, fs.sink.cap, fs.sink.dropped, sortedSet(fs.sink.missing)
+	doc.Fields, doc.Cap, doc.Dropped, doc.Missing = fs.sink.fields, fs.sink.cap, fs.sink.dropped, slices.Sorted(maps.Keys(fs.sink.missing))
 	b, err := encodeSaved(doc, &fs.sink.items)
 	fs.sink.mu.Unlock()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -167,7 +168,7 @@ func checkBudget(r *upstream.Resource, maxItems, maxPages, deadlineMS *int, bad 
 func checkFields(r *upstream.Resource, arg string, names []string) []envelope.FieldError {
 	var errs []envelope.FieldError
 	for i, f := range names {
-		path := arg + "[" + itoa(i) + "]"
+		path := arg + "[" + strconv.Itoa(i) + "]"
 		fc, ok := r.Field(f)
 		switch {
 		case !ok:
@@ -177,11 +178,6 @@ func checkFields(r *upstream.Resource, arg string, names []string) []envelope.Fi
 		}
 	}
 	return errs
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }
 
 func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
@@ -244,7 +240,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		return env
 	}
 	scope := &envelope.Scope{
-		Resource: r.Name, Environment: d.Runtime.Environment, Upstream: r.Host(), Filter: nonNilMap(filter),
+		Resource: r.Name, Environment: d.Runtime.Environment, Upstream: r.Host(), Filter: orEmpty(filter),
 		Visibility: r.Visibility(), Consistency: r.Consistency(), Search: r.SearchScope(filter),
 	}
 	for _, f := range append(append([]string(nil), fields...), a.GroupBy...) {
@@ -314,11 +310,22 @@ func effectiveFilter(r *upstream.Resource, filter map[string]any) (map[string]an
 	return out, []envelope.Warning{w}
 }
 
-func nonNilMap(m map[string]any) map[string]any {
+// orEmpty returns m, or an empty map when m is nil: a member that is
+// always an object is never null.
+func orEmpty[M ~map[K]V, K comparable, V any](m M) M {
 	if m == nil {
-		return map[string]any{}
+		return M{}
 	}
 	return m
+}
+
+// orNone returns s, or an empty slice when s is nil: a member that is
+// always an array is never null.
+func orNone[S ~[]E, E any](s S) S {
+	if s == nil {
+		return S{}
+	}
+	return s
 }
 
 func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcome, offset int, b budget, scope *envelope.Scope, warnings []envelope.Warning) *envelope.Envelope {
@@ -355,7 +362,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	if b.maxItems > 0 {
 		fs.sink.mu.Lock()
 		dropped := fs.sink.dropped
-		missing := sortedSet(fs.sink.missing)
+		missing := slices.Sorted(maps.Keys(fs.sink.missing))
 		fs.sink.mu.Unlock()
 		if next < frozenLen {
 			rs := envelope.NewReason(envelope.ResultLimitReached)
@@ -403,8 +410,8 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 		relation = envelope.RelationGte
 	}
 	data := &searchData{
-		Resource: r.Name, Items: rawItems(items), TotalMatched: out.Matched, TotalRelation: relation,
-		Groups: nonNilGroups(groups), Delivered: delivered{Offset: offset, Count: len(items), Remaining: max(frozenLen-next, 0)},
+		Resource: r.Name, Items: orNone(items), TotalMatched: out.Matched, TotalRelation: relation,
+		Groups: orEmpty(groups), Delivered: delivered{Offset: offset, Count: len(items), Remaining: max(frozenLen-next, 0)},
 	}
 	if out.UpstreamEstimate != nil {
 		data.UpstreamTotalEstimate = envelope.Ptr(*out.UpstreamEstimate)
@@ -414,39 +421,9 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	env.Data = data
 	env.Coverage = &envelope.Coverage{
 		Pages: out.Pages, ItemsScanned: out.ItemsScanned, TotalMatched: out.Matched, TotalRelation: relation,
-		ElapsedMS: out.Elapsed.Milliseconds(), Sources: nonNilSources(out.Sources),
+		ElapsedMS: out.Elapsed.Milliseconds(), Sources: orNone(out.Sources),
 	}
 	return env
-}
-
-func rawItems(items []json.RawMessage) []json.RawMessage {
-	if items == nil {
-		return []json.RawMessage{}
-	}
-	return items
-}
-
-func nonNilGroups(g map[string][]upstream.Group) map[string][]upstream.Group {
-	if g == nil {
-		return map[string][]upstream.Group{}
-	}
-	return g
-}
-
-func nonNilSources(s []envelope.SourceCoverage) []envelope.SourceCoverage {
-	if s == nil {
-		return []envelope.SourceCoverage{}
-	}
-	return s
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func invalid(errs []envelope.FieldError) *envelope.Envelope {
