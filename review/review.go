@@ -21,6 +21,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -324,10 +325,10 @@ func (rv *page) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	who := "review page: " + name + " from " + host
-	ap, p := rv.d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision, Who: who,
+	ap, err := rv.d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision, Who: who,
 		Channel: selection.ChannelReviewPage, Acknowledgements: acks, RequestID: newRequestID(), Principal: rv.opts.Principal})
-	if p != nil {
-		rv.fail(w, r, p)
+	if err != nil {
+		rv.fail(w, r, problemOf(err))
 		return
 	}
 	rv.d.Logger.Info("review page decision", "selection_id", sel.ID, "decision", decision, "approval_id", ap.ID)
@@ -347,4 +348,19 @@ func personName(s string) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// problemOf renders a refusal of the domain (a selection.Error) as the
+// problem the page shows; anything else is INTERNAL_ERROR.
+func problemOf(err error) *envelope.Problem {
+	var de *selection.Error
+	if !errors.As(err, &de) {
+		return envelope.NewProblem(envelope.ProblemInternal, "")
+	}
+	p := envelope.NewProblem(de.Code, de.Detail)
+	p.StateChanged = de.StateChanged
+	if len(de.Errors) > 0 {
+		p.SetErrors(de.Errors)
+	}
+	return p
 }

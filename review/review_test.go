@@ -286,7 +286,7 @@ func TestIndex_FiltersByStateAndShowsExpiry(t *testing.T) {
 		}
 		if _, p := h.deps.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
 			Who: "Ada", Channel: selection.ChannelOperator, Acknowledgements: selection.Acknowledgements(sel), RequestID: "t-" + name}); p != nil {
-			t.Fatalf("%s: %s", name, p.Code)
+			t.Fatalf("%s: %v", name, p)
 		}
 	}
 	decide("approved", selection.DecisionApproved)

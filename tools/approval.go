@@ -195,16 +195,17 @@ func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Select
 			decision = selection.DecisionDeclined
 		}
 	}
-	ap, p := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
+	ap, err := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
 		Who: call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID, Principal: call.Principal})
-	if p != nil && p.Code == envelope.ProblemApprovalDecided && decision == selection.DecisionApproved {
+	if selection.ErrorCode(err) == envelope.ProblemApprovalDecided && decision == selection.DecisionApproved {
 		// A concurrent call of the same commit was approved first: the
 		// commit uses that approval (or answers with its operation).
 		return nil, nil
 	}
-	if p != nil {
-		return nil, p
+	if err != nil {
+		return nil, ProblemOf(err)
 	}
+	var p *envelope.Problem
 	switch decision {
 	case selection.DecisionApproved:
 		return ap, nil

@@ -440,7 +440,7 @@ func TestMaxTargets_IsAGuardThatNoApprovalLifts(t *testing.T) {
 	// An operator cannot approve it, and a client that would say yes is
 	// never asked: the commit is refused first.
 	if _, prob := h.deps.Engine.Decide(context.Background(), selection.DecisionRequest{SelectionID: p.data["selection_id"].(string),
-		Decision: selection.DecisionApproved, Who: "os user test-operator", Channel: selection.ChannelOperator}); prob == nil || prob.Code != envelope.ProblemNotCommittable {
+		Decision: selection.DecisionApproved, Who: "os user test-operator", Channel: selection.ChannelOperator}); selection.ErrorCode(prob) != envelope.ProblemNotCommittable {
 		t.Fatalf("approving a selection over max_targets: %+v, want SELECTION_NOT_COMMITTABLE", prob)
 	}
 	h.answer.set(mcp.ElicitationResponseActionAccept, nil)

@@ -136,16 +136,16 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	var stopProgress func()
 	req.Progress, stopProgress = d.commitProgress(ctx, call)
 	defer stopProgress()
-	res, p := d.Engine.Commit(ctx, req)
-	if p != nil && p.Code == envelope.ProblemApprovalRequired {
+	res, err := d.Engine.Commit(ctx, req)
+	if selection.ErrorCode(err) == envelope.ProblemApprovalRequired {
 		// The policy wants a person: through this client when it says so.
 		if act, ok := d.Runtime.Actions[a.Action.Type]; ok {
 			if need := d.Engine.ApprovalRequirement(ctx, sel, act); need.Mode == selection.ApprovalClient {
 				mrt := call.Request.Params.MultiRoundTripParams
-				if p2 := selection.MayApprove(sel, act, call.Principal); p2 != nil {
+				if err := selection.MayApprove(sel, act, call.Principal); err != nil {
 					// The person at this client may not approve: asking
 					// them would only record a refusal.
-					return envelope.ErrorEnvelope(p2)
+					return envelope.ErrorEnvelope(ProblemOf(err))
 				}
 				if mrt.RequestState == "" && len(mrt.InputResponses) == 0 {
 					ask, p2 := d.askApproval(ctx, sel, need, call.Principal)
@@ -162,13 +162,13 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 				if ap != nil {
 					req.ApprovalID = ap.ID
 				}
-				res, p = d.Engine.Commit(ctx, req)
+				res, err = d.Engine.Commit(ctx, req)
 			}
 		}
 	}
 	stopProgress()
-	if p != nil {
-		return envelope.ErrorEnvelope(p)
+	if err != nil {
+		return envelope.ErrorEnvelope(ProblemOf(err))
 	}
 	return d.operationEnvelope(ctx, res.Operation, res.Replayed, selection.TargetQuery{Limit: 20}, false)
 }

@@ -253,8 +253,8 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	if len(errs) > 0 || act == nil {
 		return invalid(errs)
 	}
-	if p := selection.MayRun(act, call.Principal); p != nil {
-		return envelope.ErrorEnvelope(p)
+	if err := selection.MayRun(act, call.Principal); err != nil {
+		return envelope.ErrorEnvelope(ProblemOf(err))
 	}
 	if env := coolingDown(r.Upstream, false); env != nil {
 		return env
@@ -293,11 +293,11 @@ func (d *Deps) compensate(ctx context.Context, call *Call, a previewArgs, errs [
 	if len(errs) > 0 {
 		return invalid(errs)
 	}
-	res, p := d.Previewer().Compensate(ctx, d.Runtime, selection.CompensationRequest{OperationID: a.Compensate, RequestID: call.RequestID,
+	res, err := d.Previewer().Compensate(ctx, d.Runtime, selection.CompensationRequest{OperationID: a.Compensate, RequestID: call.RequestID,
 		Environment: d.Runtime.Environment, RequestedBy: call.Client, Principal: call.Principal,
 		Budget: upstream.Budget{MaxPages: config.DefaultMaxPages, PagesLimitSource: envelope.LimitAirlock, Deadline: config.DefaultDeadlineMS * time.Millisecond}})
-	if p != nil {
-		return envelope.ErrorEnvelope(p)
+	if err != nil {
+		return envelope.ErrorEnvelope(ProblemOf(err))
 	}
 	d.Engine.Audit(ctx, selection.AuditEvent{At: d.Clock.Now(), Kind: selection.AuditDecision, SelectionID: res.Selection.ID,
 		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID, Principal: call.Principal.Recorded(),

@@ -242,11 +242,11 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if decision == selection.DecisionRejected {
 		acks = nil
 	}
-	ap, p := deps.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision,
+	ap, err := deps.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision,
 		Who: operatorName(), Channel: selection.ChannelOperator, Acknowledgements: acks, RequestID: "cli-" + time.Now().UTC().Format("20060102T150405.000"),
 		Principal: selection.Principal{Subject: selection.SubjectLocal, ClientID: "airlock-approve"}})
-	if p != nil {
-		printProblem(stderr, p)
+	if err != nil {
+		printProblem(stderr, tools.ProblemOf(err))
 		return errDecision
 	}
 	if decision == selection.DecisionRejected {
