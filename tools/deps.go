@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/redact"
+	"github.com/airlock-mcp/airlock/scancache"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -19,7 +20,7 @@ type Deps struct {
 	Runtime *upstream.Runtime
 	Logger  *slog.Logger
 	Clock   upstream.Clock
-	Scans   *ScanCache
+	Scans   *scancache.Cache
 	Cursors CursorKey
 	// Store keeps selections and operations; without one, the selection
 	// tools answer INTERNAL_ERROR.
@@ -73,7 +74,7 @@ func NewDeps(rt *upstream.Runtime, logger *slog.Logger) *Deps {
 		Redactor: red,
 		Logger:   slog.New(red.Handler(logger.Handler())),
 		Clock:    upstream.WallClock,
-		Scans:    NewScanCache(15*time.Minute, 64, 256<<20, upstream.WallClock),
+		Scans:    scancache.New(15*time.Minute, 64, 256<<20, upstream.WallClock),
 		Cursors:  NewCursorKey(),
 	}
 }
@@ -110,7 +111,7 @@ func (d *Deps) UseStore(ctx, background context.Context, s selection.Store) erro
 		if err != nil {
 			return err
 		}
-		d.Scans.share(s, d.Runtime, d.Logger, box)
+		d.Scans.Share(s, d.Runtime, d.Logger, box)
 	}
 	return nil
 }

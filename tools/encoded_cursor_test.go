@@ -2,7 +2,6 @@ package tools
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -161,16 +160,11 @@ func (h *harness) storeLeaks(key string) {
 	}
 }
 
-// replica gives h the scan cache of another replica: a Deps of its own
-// over the same store, with secret (nil: the keys the store keeps).
+// replica connects h to another replica: a Deps of its own over the same
+// store, with secret (nil: the keys the store keeps).
 func replica(t *testing.T, h *harness, secret []byte) {
 	t.Helper()
-	d := NewDeps(h.deps.Runtime, h.deps.Logger)
-	d.Secret = secret
-	if err := d.UseStore(context.Background(), context.Background(), h.deps.Store); err != nil {
-		t.Fatal(err)
-	}
-	h.deps.Scans = d.Scans
+	h.otherProcess(secret)
 }
 
 // TestSealedNextLink_ContinuesOnAnotherReplicaAndTheStoreCannotDecodeIt:

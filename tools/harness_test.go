@@ -60,7 +60,10 @@ type harness struct {
 	// logs is everything airlock logged, as JSON lines.
 	logs *syncBuffer
 	// dbPath is the store's SQLite file.
-	dbPath  string
+	dbPath string
+	// build makes another airlock process on the same store, with secret
+	// (nil: the keys the store keeps).
+	build   func(secret []byte) *Deps
 	notesMu sync.Mutex
 	notes   []mcp.JSONRPCNotification
 }
@@ -194,10 +197,6 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := NewDeps(rt, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if cfg.clock != nil {
-		deps.Clock = cfg.clock
-	}
 	dbDir := t.TempDir()
 	store, err := sqlitestore.Open(context.Background(), filepath.Join(dbDir, "airlock.db"))
 	if err != nil {
@@ -205,9 +204,12 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	dbPath := filepath.Join(dbDir, "airlock.db")
+	var built []*Deps
 	t.Cleanup(func() {
 		stop()
-		deps.Engine.Wait()
+		for _, d := range built {
+			d.Engine.Wait()
+		}
 		store.Close()
 		// Nothing airlock logged or stored may hold the credential.
 		leaks(t, "the logs", logs.Bytes())
@@ -221,25 +223,38 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 			}
 		}
 	})
-	deps.Metrics, deps.Tracing = cfg.metrics, cfg.tracing
 	if cfg.metrics != nil {
 		cfg.metrics.Observe(rt)
 	}
 	// The audit trail also goes to a JSON Lines writer, checked like the logs.
-	deps.Auditor = selection.NewAuditor(&auditLog)
+	auditor := selection.NewAuditor(&auditLog)
 	var used selection.Store = store
 	if cfg.wrapStore != nil {
 		used = cfg.wrapStore(store)
 	}
-	if err := deps.UseStore(context.Background(), bg, used); err != nil {
-		t.Fatal(err)
+	// build is one airlock process on the store: the harness's first, and
+	// another sharing the store (otherProcess).
+	build := func(secret []byte) *Deps {
+		deps := NewDeps(rt, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		deps.Secret = secret
+		if cfg.clock != nil {
+			deps.Clock = cfg.clock
+		}
+		deps.Metrics, deps.Tracing = cfg.metrics, cfg.tracing
+		deps.Auditor = auditor
+		if err := deps.UseStore(context.Background(), bg, used); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.tasks {
+			deps.Tasks = NewTasks(deps)
+			deps.Tasks.Background, deps.Tasks.PollInterval, deps.Tasks.Beat = bg, 20*time.Millisecond, 20*time.Millisecond
+			deps.Engine.CancelPoll = 10 * time.Millisecond
+		}
+		built = append(built, deps)
+		return deps
 	}
-	if cfg.tasks {
-		deps.Tasks = NewTasks(deps)
-		deps.Tasks.Background, deps.Tasks.PollInterval, deps.Tasks.Beat = bg, 20*time.Millisecond, 20*time.Millisecond
-		deps.Engine.CancelPoll = 10 * time.Millisecond
-	}
-	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
+	deps := build(nil)
+	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, build: build, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
 		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs, dbPath: dbPath}
 	h.textDefaults = sync.OnceValue(func() map[string][]envelope.TextDefault {
 		m := map[string][]envelope.TextDefault{}
@@ -551,4 +566,13 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// otherProcess connects the client to another airlock process on the same
+// store, with secret (nil: the keys the store keeps): it holds no frozen
+// scan and runs no operation of the first.
+func (h *harness) otherProcess(secret []byte) {
+	h.t.Helper()
+	h.deps = h.build(secret)
+	h.connect()
 }

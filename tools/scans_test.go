@@ -14,28 +14,25 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
-	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
 // largeListing serves n synthetic subscriptions as resource "subs" (cursor
 // dialect, pages of 100): a listing of a few thousand keeps several
 // hundred kilobytes of items, several sealed chunks. edit changes record i.
-func largeListing(t *testing.T, n int, edit func(i int, r fixtures.Record)) *harness {
+func largeListing(t *testing.T, n int, edit func(i int, r fixtures.Record), opts ...harnessOpt) *harness {
 	t.Helper()
 	r := fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectCursor, PageSize: 100}
-	h := newHarness(t, withResources(r))
+	h := newHarness(t, append([]harnessOpt{withResources(r)}, opts...)...)
 	h.api.SetCollection(fixtures.DatasetSubscriptions, fixtures.SyntheticSubscriptions(n, edit))
 	return h
 }
 
-// otherProcess gives h a scan cache of its own on the same store, as
-// another process sharing the store has: it holds no scan, and reads the
-// ones a cursor names from the store.
+// otherProcess connects h to another airlock on the same store, as
+// another process sharing the store is: its scan cache holds no scan, and
+// reads the ones a cursor names from the store.
 func otherProcess(h *harness) {
-	sealer := h.deps.Scans.sealer
-	h.deps.Scans = NewScanCache(time.Minute, 8, 1<<30, nil)
-	h.deps.Scans.share(selection.Redacting(h.deps.Store, h.deps.Redactor), h.deps.Runtime, h.deps.Logger, sealer)
+	h.otherProcess(nil)
 }
 
 // TestLargeListing_ContinuesOnAnotherProcessItemForItem: a listing of
@@ -80,22 +77,21 @@ func TestLargeListing_ContinuesOnAnotherProcessItemForItem(t *testing.T) {
 
 // countingScans counts the frozen scans written to a store.
 type countingScans struct {
-	selection.ScanStore
+	selection.Store
 	puts atomic.Int64
 }
 
 func (c *countingScans) PutScan(ctx context.Context, s selection.FrozenScan, b selection.ScanBounds) error {
 	c.puts.Add(1)
-	return c.ScanStore.PutScan(ctx, s, b)
+	return c.Store.PutScan(ctx, s, b)
 }
 
 // TestLargeListing_DeliveryAloneWritesNothingToTheStore: following a
 // listing's cursor over a finished scan writes the scan to the store once,
 // when it was scanned, not once per answer.
 func TestLargeListing_DeliveryAloneWritesNothingToTheStore(t *testing.T) {
-	h := largeListing(t, 3000, nil)
-	counted := &countingScans{ScanStore: selection.Redacting(h.deps.Store, h.deps.Redactor)}
-	h.deps.Scans.share(counted, h.deps.Runtime, h.deps.Logger, h.deps.Scans.sealer)
+	counted := &countingScans{}
+	h := largeListing(t, 3000, nil, withStore(func(s selection.Store) selection.Store { counted.Store = s; return counted }))
 	args := map[string]any{"resource": "subs", "max_items": 500}
 	r := h.call("search_all", args)
 	calls := 1
@@ -123,19 +119,19 @@ func TestLargeListing_TheStoreHoldsNoCredentialInsideCompressedItems(t *testing.
 	if r.env.Continuation.Cursor == "" {
 		t.Fatal("the listing fits one answer")
 	}
-	fs := h.deps.Scans.scans
+	fs := h.deps.Scans.IDs()
 	if len(fs) != 1 {
 		t.Fatalf("%d scans kept, want 1", len(fs))
 	}
-	var id string
-	for id = range fs {
-	}
+	id := fs[0]
 	sc, err := h.deps.Store.FrozenScan(context.Background(), id, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Sealed []savedChunk `json:"sealed"`
+		Sealed []struct {
+			Z []byte `json:"z"`
+		} `json:"sealed"`
 	}
 	if err := json.Unmarshal(sc.Doc, &doc); err != nil || len(doc.Sealed) < 2 {
 		t.Fatalf("want sealed chunks in the stored scan: %v, %d", err, len(doc.Sealed))
@@ -154,96 +150,6 @@ func TestLargeListing_TheStoreHoldsNoCredentialInsideCompressedItems(t *testing.
 	}
 }
 
-// TestItemArena_KeepsItemsInOrderAcrossSealedChunksAndTheStore: items of
-// every size, one larger than a chunk and some holding escaped newlines,
-// read back in order from the arena and from its stored document.
-func TestItemArena_KeepsItemsInOrderAcrossSealedChunksAndTheStore(t *testing.T) {
-	var want []string
-	a := &itemArena{red: redact.New()}
-	for i := range 3000 {
-		item := fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", i%700))
-		switch {
-		case i == 1500:
-			item = fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("y", arenaChunkSize+10))
-		case i%11 == 0:
-			item = fmt.Sprintf(`{"i":%d,"text":"two\nlines"}`, i)
-		case i%13 == 0:
-			item = fmt.Sprintf("{\n  \"i\": %d\n}", i) // indented: kept compact
-		}
-		a.add([]byte(item))
-		var c bytes.Buffer
-		if err := json.Compact(&c, []byte(item)); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, c.String())
-	}
-	sealed := 0
-	for _, c := range a.chunks {
-		if c.z != nil {
-			sealed++
-		}
-	}
-	if sealed < 3 {
-		t.Fatalf("%d sealed chunks: the test would not read compressed items", sealed)
-	}
-	check := func(what string, a *itemArena) {
-		t.Helper()
-		if a.len() != len(want) {
-			t.Fatalf("%s: %d items, want %d", what, a.len(), len(want))
-		}
-		for _, from := range []int{0, 1, 1499, 1500, 1501, 2999} {
-			got := 0
-			err := a.each(from, func(i int, item json.RawMessage) bool {
-				if string(item) != want[i] {
-					t.Fatalf("%s: item %d from %d is %.80s, want %.80s", what, i, from, item, want[i])
-				}
-				got++
-				return got < 5
-			})
-			if err != nil || got != min(5, len(want)-from) {
-				t.Fatalf("%s: from %d read %d items: %v", what, from, got, err)
-			}
-		}
-	}
-	check("the arena", a)
-	b, err := encodeSaved(savedScan{Fingerprint: "f", Resource: "r", State: json.RawMessage(`{}`)}, a)
-	if err != nil || !json.Valid(b) {
-		t.Fatalf("encode: %v, valid JSON: %v", err, json.Valid(b))
-	}
-	doc, back, err := decodeSaved(b, nil)
-	if err != nil || doc.Fingerprint != "f" {
-		t.Fatalf("decode: %v %+v", err, doc)
-	}
-	check("the stored document", back)
-}
-
-// TestItemArena_WithoutARedactorSealsNothing: an arena no redactor reads
-// never compresses its items, so that what it saves stays readable JSON
-// for the redacting store, instead of bytes no one redacted.
-func TestItemArena_WithoutARedactorSealsNothing(t *testing.T) {
-	a := &itemArena{}
-	item := []byte(fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", 1000)))
-	for range 3 * arenaChunkSize / len(item) {
-		a.add(item)
-	}
-	for i, c := range a.chunks {
-		if c.z != nil {
-			t.Fatalf("chunk %d of %d was sealed without a redactor", i, len(a.chunks))
-		}
-	}
-	b, err := encodeSaved(savedScan{Fingerprint: "f", Resource: "r", State: json.RawMessage(`{}`)}, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Items  []json.RawMessage `json:"items"`
-		Sealed []any             `json:"sealed"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Items) != a.len() || len(doc.Sealed) != 0 {
-		t.Fatalf("saved %d readable items and %d sealed chunks of %d: %v", len(doc.Items), len(doc.Sealed), a.len(), err)
-	}
-}
-
 // TestScanMemory_AScanLetGoContinuesFromTheStore: a process bound to hold
 // one scan at a time lets the older listing go when a newer one comes,
 // and the older one's cursor still continues, item for item, from the
@@ -258,9 +164,7 @@ func TestScanMemory_AScanLetGoContinuesFromTheStore(t *testing.T) {
 	if firstA.env.Continuation.Cursor == "" || firstB.env.Continuation.Cursor == "" {
 		t.Fatal("want two listings with cursors")
 	}
-	h.deps.Scans.mu.Lock()
-	held := len(h.deps.Scans.scans)
-	h.deps.Scans.mu.Unlock()
+	held := h.deps.Scans.Len()
 	if held != 1 {
 		t.Fatalf("the process holds %d scans, want 1", held)
 	}
@@ -274,11 +178,17 @@ func TestScanMemory_AScanLetGoContinuesFromTheStore(t *testing.T) {
 	}
 }
 
-// failingScans refuses every frozen scan.
-type failingScans struct{ selection.ScanStore }
+// failingScans refuses every frozen scan once failing.
+type failingScans struct {
+	selection.Store
+	failing atomic.Bool
+}
 
-func (failingScans) PutScan(context.Context, selection.FrozenScan, selection.ScanBounds) error {
-	return fmt.Errorf("disk full")
+func (f *failingScans) PutScan(ctx context.Context, s selection.FrozenScan, b selection.ScanBounds) error {
+	if f.failing.Load() {
+		return fmt.Errorf("disk full")
+	}
+	return f.Store.PutScan(ctx, s, b)
 }
 
 // TestScanCache_ReleaseKeepsOnlyWhatTheStoreCannotGiveBack: a process
@@ -286,7 +196,8 @@ func (failingScans) PutScan(context.Context, selection.FrozenScan, selection.Sca
 // whose cursors continue from the store, and keeps one the store refused,
 // whose cursor continues here.
 func TestScanCache_ReleaseKeepsOnlyWhatTheStoreCannotGiveBack(t *testing.T) {
-	h := largeListing(t, 300, nil)
+	failing := &failingScans{}
+	h := largeListing(t, 300, nil, withStore(func(s selection.Store) selection.Store { failing.Store = s; return failing }))
 	args := map[string]any{"resource": "subs", "max_items": 100}
 	first := h.call("search_all", args)
 	if n := h.deps.Scans.Release(); n != 1 {
@@ -297,7 +208,7 @@ func TestScanCache_ReleaseKeepsOnlyWhatTheStoreCannotGiveBack(t *testing.T) {
 		t.Fatalf("the listing let go did not continue from the store: %v %v", next.reasonCodes(), next.ids())
 	}
 
-	h.deps.Scans.share(failingScans{h.deps.Store}, h.deps.Runtime, h.deps.Logger, h.deps.Scans.sealer)
+	failing.failing.Store(true)
 	other := map[string]any{"resource": "subs", "max_items": 100, "filter": map[string]any{"region": "us"}}
 	firstOther := h.call("search_all", other)
 	h.deps.Scans.Release()

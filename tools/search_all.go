@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/scancache"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -214,7 +215,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	fp := fingerprint(r.Name, filter, fields, a.GroupBy, b.maxItems > 0)
 
-	var fs *frozenScan
+	var fs *scancache.Scan
 	offset := 0
 	expired := false
 	if a.Cursor != "" && !bad["cursor"] {
@@ -227,7 +228,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		case p.Fingerprint != fp:
 			errs = append(errs, envelope.NewFieldError("cursor", envelope.FieldCursorMismatch, nil))
 		default:
-			if fs, ok = d.Scans.get(ctx, p.Scan, p.Rev); !ok {
+			if fs, ok = d.Scans.Get(ctx, p.Scan, p.Rev); !ok {
 				expired = true
 			}
 			offset = p.Offset
@@ -264,24 +265,24 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	progress, stopProgress := d.startProgress(ctx, call)
 	defer stopProgress()
 	if fs == nil {
-		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}, items: itemArena{red: d.Redactor}}
+		sink := scancache.NewSink(r, fields, r.Limits.ScanItems, d.Redactor)
 		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID, Progress: progress}
 		if b.maxItems > 0 {
 			spec.Sink = sink
 		} else {
 			spec.CountFromTotal = r.CountFromTotal(filter, a.GroupBy)
 		}
-		fs = &frozenScan{id: uuid.NewString(), fingerprint: fp, scan: r.NewScan(spec), sink: sink}
+		fs = scancache.NewScan(uuid.NewString(), fp, r.NewScan(spec), sink)
 	}
-	out := fs.scan.Outcome()
+	out := fs.Scan.Outcome()
 	if offset == 0 || out.Resumable {
-		d.Scans.ran(fs)
-		err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
+		d.Scans.Ran(fs)
+		err := fs.Scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
 		stopProgress()
 		if err != nil {
 			return d.scanProblem(ctx, err)
 		}
-		out = fs.scan.Outcome()
+		out = fs.Scan.Outcome()
 	}
 	stopProgress()
 	return d.deliver(r, fs, out, offset, b, scope, warnings)
@@ -328,7 +329,7 @@ func orNone[S ~[]E, E any](s S) S {
 	return s
 }
 
-func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcome, offset int, b budget, scope *envelope.Scope, warnings []envelope.Warning) *envelope.Envelope {
+func (d *Deps) deliver(r *upstream.Resource, fs *scancache.Scan, out upstream.Outcome, offset int, b budget, scope *envelope.Scope, warnings []envelope.Warning) *envelope.Envelope {
 	env := &envelope.Envelope{Scope: scope}
 	if out.Snapshot != nil {
 		scope.Snapshot = out.Snapshot
@@ -344,7 +345,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	if len(groups) > 0 {
 		itemBudget = max(itemBudget-costOf(groups), 1)
 	}
-	items, frozenLen := fs.sink.slice(offset, b.maxItems, itemBudget)
+	items, frozenLen := fs.Sink.Slice(offset, b.maxItems, itemBudget)
 	next := offset + len(items)
 	reasons := append([]envelope.Reason(nil), out.Reasons...)
 	cont := envelope.Continuation{Kind: out.Continuation, Narrow: out.Narrow}
@@ -360,10 +361,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 		cont.RetryAfterSeconds = envelope.Ptr(out.RetryAfterSeconds)
 	}
 	if b.maxItems > 0 {
-		fs.sink.mu.Lock()
-		dropped := fs.sink.dropped
-		missing := slices.Sorted(maps.Keys(fs.sink.missing))
-		fs.sink.mu.Unlock()
+		dropped, missing := fs.Sink.Cut()
 		if next < frozenLen {
 			rs := envelope.NewReason(envelope.ResultLimitReached)
 			if len(items) < b.maxItems {
@@ -442,4 +440,14 @@ func (d *Deps) scanProblem(ctx context.Context, err error) *envelope.Envelope {
 		return d.internalError(ctx, "scan", se.Err)
 	}
 	return envelope.ErrorEnvelope(se.Problem)
+}
+
+// scanCursor returns the continuation cursor of fs at delivery offset off:
+// the cache keeps fs (and the store too, when shared) for it.
+func (d *Deps) scanCursor(fs *scancache.Scan, off int) string {
+	rev, err := d.Scans.Keep(fs)
+	if err != nil {
+		d.Logger.Warn("a frozen scan could not be saved to the store: its cursor continues only on this process", "scan", fs.ID, "err", err)
+	}
+	return d.Cursors.encode(cursorPayload{Scan: fs.ID, Offset: off, Fingerprint: fs.Fingerprint, Rev: rev})
 }

@@ -167,9 +167,8 @@ func TestCursor_AfterRestartReadsAsExpired(t *testing.T) {
 	h := newHarness(t)
 	args := map[string]any{"resource": "subscriptions", "max_items": 5}
 	first := h.call("search_all", args)
-	h.deps.Cursors = NewCursorKey()
-	h.deps.Scans = NewScanCache(time.Minute, 8, 1<<20, nil)
-	h.connect()
+	// Another process whose keys are not this one's (another secret).
+	h.otherProcess([]byte("another airlock's secret, 32+ bytes long"))
 	args["cursor"] = first.env.Continuation.Cursor
 	r := h.call("search_all", args)
 	if r.env.Complete || !r.env.HasReason(envelope.CursorExpired) || r.env.Continuation.Kind != envelope.ContinueRestart || len(r.ids()) != 0 {

@@ -36,6 +36,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/httpguard"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/review"
+	"github.com/airlock-mcp/airlock/scancache"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -213,7 +214,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.Var(&origins, "allow-origin", "a browser `ORIGIN` allowed to call the HTTP transport (repeatable)")
 	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body, in `BYTES`; a larger one is answered 413")
 	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once, `N`; past it, 503")
-	scanMemory := fs.Int("scan-memory", tools.DefaultScanMemory, "the most memory, in `BYTES`, this process holds of the frozen scans search_all cursors continue (the store keeps them all)")
+	scanMemory := fs.Int("scan-memory", scancache.DefaultMemory, "the most memory, in `BYTES`, this process holds of the frozen scans search_all cursors continue (the store keeps them all)")
 	metricsAddr := fs.String("metrics", "", "with --http: serve Prometheus metrics at /metrics, and the probes, on `ADDR` (host:port; a host-less :port binds loopback; off loopback, $"+envMetricsToken+" or OAuth is required)")
 	readOnly := fs.Bool("read-only", false, "offer no write tool (neither preview_selection nor commit_bulk_action)")
 	graceFlag := fs.String("shutdown-grace", os.Getenv(envShutdownGrace), "on SIGINT or SIGTERM, wait this `DURATION` for running operations before cancelling them; a second signal exits at once (default $"+envShutdownGrace+", else 30s)")

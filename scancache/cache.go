@@ -1,4 +1,11 @@
-package tools
+// Package scancache keeps search_all's frozen scans between calls: the
+// resumable scan and the items it matched, in a compact arena, so that a
+// continuation cursor pages through what was scanned and continues the
+// same scan, on this process or, once the cache is shared with a store,
+// on any process sharing it. It never calls an upstream by itself (a scan
+// runs only when a tool runs it) and never holds an unredacted chunk once
+// it is sealed.
+package scancache
 
 import (
 	"bytes"
@@ -19,21 +26,22 @@ import (
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
-// frozenScan is a search_all scan kept between calls: the resumable scan
-// and the matched items, projected, in scan order. Delivery pages through
-// these items; it never re-reads the upstream for them. rev counts the
-// times it was saved to the store; a cursor carries the rev it was issued
-// at, so that a process holding an older copy reads the newer one.
+// Scan is a search_all scan kept between calls: the resumable scan and the
+// matched items, projected, in scan order. Delivery pages through these
+// items; it never re-reads the upstream for them. ID, Fingerprint, Scan
+// and Sink are set by NewScan and never change.
 //
-// changed says the scan ran since the store last had it (a new scan is
-// changed); savedAt is when the store last had it. Delivery alone changes
-// nothing (the offset lives in the cursor), so it saves nothing. Both are
-// guarded by the cache's lock, like rev.
-type frozenScan struct {
-	id          string
-	fingerprint string
-	scan        *upstream.Scan
-	sink        *frozenSink
+// rev counts the times it was saved to the store; a cursor carries the rev
+// it was issued at, so that a process holding an older copy reads the
+// newer one. changed says the scan ran since the store last had it (a new
+// scan is changed); savedAt is when the store last had it. Delivery alone
+// changes nothing (the offset lives in the cursor), so it saves nothing.
+// They are guarded by the cache's lock.
+type Scan struct {
+	ID          string
+	Fingerprint string
+	Scan        *upstream.Scan
+	Sink        *Sink
 	lastUsed    time.Time
 	rev         int
 	changed     bool
@@ -42,8 +50,22 @@ type frozenScan struct {
 	size int
 }
 
-// frozenSink keeps projected items up to a cap; past the cap it only counts.
-type frozenSink struct {
+// NewScan is a scan not kept yet: id names it in cursors, fingerprint
+// binds it to the query that made it.
+func NewScan(id, fingerprint string, scan *upstream.Scan, sink *Sink) *Scan {
+	return &Scan{ID: id, Fingerprint: fingerprint, Scan: scan, Sink: sink}
+}
+
+// NewSink keeps the items a scan of r matches, projected to fields, up to
+// cap of them (past it, it only counts); red redacts each chunk of items
+// before it is compressed (nil: chunks stay open, for the redacting store
+// to redact).
+func NewSink(r *upstream.Resource, fields []string, cap int, red *redact.Redactor) *Sink {
+	return &Sink{r: r, fields: fields, cap: cap, missing: map[string]bool{}, items: itemArena{red: red}}
+}
+
+// Sink keeps projected items up to a cap; past the cap it only counts.
+type Sink struct {
 	mu      sync.Mutex
 	r       *upstream.Resource
 	fields  []string
@@ -57,7 +79,8 @@ type frozenSink struct {
 	enc *json.Encoder
 }
 
-func (f *frozenSink) Add(it *upstream.Item) error {
+// Add keeps an item a scan matched (the scan serializes its calls).
+func (f *Sink) Add(it *upstream.Item) error {
 	proj, miss := f.r.Project(it.Doc, f.fields)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -83,9 +106,9 @@ func (f *frozenSink) Add(it *upstream.Item) error {
 	return nil
 }
 
-// wireCost is what an item costs in a tool result: once in the structured
+// WireCost is what an item costs in a tool result: once in the structured
 // content and once, escaped, in the text copy.
-func wireCost(item json.RawMessage) int {
+func WireCost(item json.RawMessage) int {
 	text, err := json.Marshal(string(item))
 	if err != nil {
 		return 3 * len(item)
@@ -93,10 +116,10 @@ func wireCost(item json.RawMessage) int {
 	return len(item) + len(text) + 2
 }
 
-// slice returns items from off, bounded by count and by the wire cost of
+// Slice returns items from off, bounded by count and by the wire cost of
 // both copies (at least one item when any remain, so that delivery always
-// progresses).
-func (f *frozenSink) slice(off, count, budget int) ([]json.RawMessage, int) {
+// progresses), and how many items the sink holds.
+func (f *Sink) Slice(off, count, budget int) ([]json.RawMessage, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.items.len()
@@ -108,7 +131,7 @@ func (f *frozenSink) slice(off, count, budget int) ([]json.RawMessage, int) {
 	// A sealed chunk that does not read back (it never happens: it is
 	// in memory) stops delivery where it is: the answer says more remain.
 	_ = f.items.each(off, func(_ int, it json.RawMessage) bool {
-		c := wireCost(it)
+		c := WireCost(it)
 		if len(out) > 0 && used+c > budget {
 			return false
 		}
@@ -119,15 +142,23 @@ func (f *frozenSink) slice(off, count, budget int) ([]json.RawMessage, int) {
 	return out, n
 }
 
-// ScanCache holds frozen scans for a while, least recently used first out.
+// Cut says what the sink left out: the matches past its cap (dropped) and
+// the requested fields some item lacked (missing, sorted).
+func (f *Sink) Cut() (dropped int, missing []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dropped, slices.Sorted(maps.Keys(f.missing))
+}
+
+// Cache holds frozen scans for a while, least recently used first out.
 // Once shared with a store, every scan a cursor names is also in the store
 // (under the same bounds: saved when it was scanned further, and before
 // the store's copy could expire unused), and a scan this process does not
 // hold is read from it: a cursor continues on any process sharing the
 // store.
-type ScanCache struct {
+type Cache struct {
 	mu      sync.Mutex
-	scans   map[string]*frozenScan
+	scans   map[string]*Scan
 	ttl     time.Duration
 	max     int
 	maxByte int
@@ -144,28 +175,27 @@ type ScanCache struct {
 	memory int
 }
 
-// DefaultScanMemory is what a process holds of the frozen scans it shares
+// DefaultMemory is what a process holds of the frozen scans it shares
 // with a store: the most recently used, up to 16 MiB (about three listings
 // of 100,000 items); the others are read back from the store when their
 // cursor comes.
-const DefaultScanMemory = 16 << 20
+const DefaultMemory = 16 << 20
 
-// NewScanCache returns a cache of up to max scans kept for ttl, holding at
-// most maxBytes in all. Once shared with a store, the store keeps as many
-// and this process holds at most DefaultScanMemory of them (see
-// SetMemory).
-func NewScanCache(ttl time.Duration, max, maxBytes int, clock upstream.Clock) *ScanCache {
+// New returns a cache of up to max scans kept for ttl, holding at most
+// maxBytes in all. Once shared with a store, the store keeps as many and
+// this process holds at most DefaultMemory of them (see SetMemory).
+func New(ttl time.Duration, max, maxBytes int, clock upstream.Clock) *Cache {
 	if clock == nil {
 		clock = upstream.WallClock
 	}
-	return &ScanCache{scans: map[string]*frozenScan{}, ttl: ttl, max: max, maxByte: maxBytes, clock: clock, memory: DefaultScanMemory}
+	return &Cache{scans: map[string]*Scan{}, ttl: ttl, max: max, maxByte: maxBytes, clock: clock, memory: DefaultMemory}
 }
 
 // Release lets go of every scan the store holds as this process has it,
 // and returns how many it let go: called when no call is running, it
 // leaves nothing in memory that a cursor could not read back from the
 // store. Without a store it does nothing.
-func (c *ScanCache) Release() int {
+func (c *Cache) Release() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.store == nil {
@@ -183,7 +213,7 @@ func (c *ScanCache) Release() int {
 
 // SetMemory bounds what this process holds of the scans it shares with a
 // store, in bytes (at least one scan is held: the one in use).
-func (c *ScanCache) SetMemory(bytes int) {
+func (c *Cache) SetMemory(bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.memory = bytes
@@ -191,12 +221,12 @@ func (c *ScanCache) SetMemory(bytes int) {
 }
 
 // put keeps s (again), with what it now holds.
-func (c *ScanCache) put(s *frozenScan) {
+func (c *Cache) put(s *Scan) {
 	size := s.footprint()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.lastUsed, s.size = c.clock.Now(), size
-	c.scans[s.id] = s
+	c.scans[s.ID] = s
 	c.evictLocked()
 }
 
@@ -205,16 +235,16 @@ const seenBytes = 24
 
 // footprint is about what s holds in memory: its items and its scan's
 // duplicate check.
-func (s *frozenScan) footprint() int {
-	s.sink.mu.Lock()
-	n := s.sink.items.size()
-	s.sink.mu.Unlock()
-	return n + seenBytes*s.scan.Outcome().ItemsScanned
+func (s *Scan) footprint() int {
+	s.Sink.mu.Lock()
+	n := s.Sink.items.size()
+	s.Sink.mu.Unlock()
+	return n + seenBytes*s.Scan.Outcome().ItemsScanned
 }
 
-// get returns the frozen scan id at revision rev or later: this process's
+// Get returns the frozen scan id at revision rev or later: this process's
 // copy, else the store's.
-func (c *ScanCache) get(ctx context.Context, id string, rev int) (*frozenScan, bool) {
+func (c *Cache) Get(ctx context.Context, id string, rev int) (*Scan, bool) {
 	c.mu.Lock()
 	c.evictLocked()
 	s, ok := c.scans[id]
@@ -243,10 +273,11 @@ func (c *ScanCache) get(ctx context.Context, id string, rev int) (*frozenScan, b
 	return s, true
 }
 
-// share keeps the cache's scans in st as well; rt resolves the resources
+// Share keeps the cache's scans in st as well; rt resolves the resources
 // of scans read back, and sealer seals and opens their continuations
-// (every process sharing st must open what another sealed).
-func (c *ScanCache) share(st selection.ScanStore, rt *upstream.Runtime, logger *slog.Logger, sealer upstream.StateSealer) {
+// (every process sharing st must open what another sealed). Call it once,
+// before the cache is used.
+func (c *Cache) Share(st selection.ScanStore, rt *upstream.Runtime, logger *slog.Logger, sealer upstream.StateSealer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if logger == nil {
@@ -375,7 +406,7 @@ func decodeSaved(b []byte, red *redact.Redactor) (savedScan, *itemArena, error) 
 // save stores fs at its next revision when it changed since the store last
 // had it (or the store's copy is half way to expiring unused), and returns
 // the revision the cursor about to name it carries.
-func (c *ScanCache) save(ctx context.Context, fs *frozenScan) (int, error) {
+func (c *Cache) save(ctx context.Context, fs *Scan) (int, error) {
 	c.mu.Lock()
 	now := c.clock.Now()
 	if !fs.changed && fs.rev > 0 && now.Sub(fs.savedAt) < c.ttl/2 {
@@ -387,21 +418,21 @@ func (c *ScanCache) save(ctx context.Context, fs *frozenScan) (int, error) {
 	bounds := selection.ScanBounds{TTL: c.ttl, MaxScans: c.max, MaxBytes: c.maxByte}
 	sealer := c.sealer
 	c.mu.Unlock()
-	state, err := fs.scan.State(sealer)
+	state, err := fs.Scan.State(sealer)
 	if err != nil {
 		return 0, err
 	}
-	spec := fs.scan.Spec()
-	doc := savedScan{Fingerprint: fs.fingerprint, Resource: fs.scan.Resource().Name, Filter: spec.Filter, GroupBy: spec.GroupBy,
+	spec := fs.Scan.Spec()
+	doc := savedScan{Fingerprint: fs.Fingerprint, Resource: fs.Scan.Resource().Name, Filter: spec.Filter, GroupBy: spec.GroupBy,
 		RequestID: spec.RequestID, Decision: spec.Decision, Sink: spec.Sink != nil, State: state}
-	fs.sink.mu.Lock()
-	doc.Fields, doc.Cap, doc.Dropped, doc.Missing = fs.sink.fields, fs.sink.cap, fs.sink.dropped, slices.Sorted(maps.Keys(fs.sink.missing))
-	b, err := encodeSaved(doc, &fs.sink.items)
-	fs.sink.mu.Unlock()
+	fs.Sink.mu.Lock()
+	doc.Fields, doc.Cap, doc.Dropped, doc.Missing = fs.Sink.fields, fs.Sink.cap, fs.Sink.dropped, slices.Sorted(maps.Keys(fs.Sink.missing))
+	b, err := encodeSaved(doc, &fs.Sink.items)
+	fs.Sink.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	if err := c.store.PutScan(ctx, selection.FrozenScan{ID: fs.id, Revision: rev, Doc: b, UsedAt: now}, bounds); err != nil {
+	if err := c.store.PutScan(ctx, selection.FrozenScan{ID: fs.ID, Revision: rev, Doc: b, UsedAt: now}, bounds); err != nil {
 		return 0, err
 	}
 	c.mu.Lock()
@@ -412,15 +443,15 @@ func (c *ScanCache) save(ctx context.Context, fs *frozenScan) (int, error) {
 	return rev, nil
 }
 
-// ran notes that fs read further: the store's copy is behind.
-func (c *ScanCache) ran(fs *frozenScan) {
+// Ran notes that fs read further: the store's copy is behind.
+func (c *Cache) Ran(fs *Scan) {
 	c.mu.Lock()
 	fs.changed = true
 	c.mu.Unlock()
 }
 
 // load reads a frozen scan from the store and rebuilds it.
-func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
+func (c *Cache) load(ctx context.Context, id string) (*Scan, error) {
 	c.mu.Lock()
 	ttl, sealer := c.ttl, c.sealer
 	c.mu.Unlock()
@@ -449,7 +480,7 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	for _, f := range doc.Missing {
 		missing[f] = true
 	}
-	sink := &frozenSink{r: r, fields: doc.Fields, cap: doc.Cap, items: *items, dropped: doc.Dropped, missing: missing}
+	sink := &Sink{r: r, fields: doc.Fields, cap: doc.Cap, items: *items, dropped: doc.Dropped, missing: missing}
 	spec := upstream.ScanSpec{Filter: doc.Filter, GroupBy: doc.GroupBy, RequestID: doc.RequestID, Decision: doc.Decision}
 	if doc.Sink {
 		spec.Sink = sink
@@ -460,31 +491,43 @@ func (c *ScanCache) load(ctx context.Context, id string) (*frozenScan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &frozenScan{id: id, fingerprint: doc.Fingerprint, scan: scan, sink: sink, rev: sc.Revision, savedAt: now}, nil
+	return &Scan{ID: id, Fingerprint: doc.Fingerprint, Scan: scan, Sink: sink, rev: sc.Revision, savedAt: now}, nil
 }
 
-// cursor returns the continuation cursor of fs at delivery offset off.
-// With a shared store the scan is saved first when the store's copy is
-// behind (see save); when that fails the cursor still continues on this
-// process (elsewhere it reads as expired, and the caller restarts).
-func (d *Deps) scanCursor(fs *frozenScan, off int) string {
-	// Only a scan a cursor names is kept: an answer without one is all
-	// there is to it.
-	d.Scans.put(fs)
-	p := cursorPayload{Scan: fs.id, Offset: off, Fingerprint: fs.fingerprint}
-	if d.Scans.store != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		rev, err := d.Scans.save(ctx, fs)
-		if err != nil {
-			d.Logger.Warn("a frozen scan could not be saved to the store: its cursor continues only on this process", "scan", fs.id, "err", err)
-		}
-		p.Rev = rev
+// Keep keeps fs for the cursor about to name it (a scan no cursor names is
+// all there is to its answer, and is not kept) and returns the revision
+// the cursor carries. With a shared store the scan is saved first when the
+// store's copy is behind (see save); when that fails, the error says so,
+// and the cursor still continues on this process (elsewhere it reads as
+// expired, and the caller restarts).
+func (c *Cache) Keep(fs *Scan) (int, error) {
+	c.put(fs)
+	c.mu.Lock()
+	shared := c.store != nil
+	c.mu.Unlock()
+	if !shared {
+		return 0, nil
 	}
-	return d.Cursors.encode(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.save(ctx, fs)
 }
 
-func (c *ScanCache) evictLocked() {
+// Len is how many scans this process holds.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.scans)
+}
+
+// IDs are the scans this process holds, sorted.
+func (c *Cache) IDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.scans))
+}
+
+func (c *Cache) evictLocked() {
 	now := c.clock.Now()
 	total := 0
 	for id, s := range c.scans {
@@ -499,13 +542,13 @@ func (c *ScanCache) evictLocked() {
 		limit = min(limit, c.memory)
 	}
 	for len(c.scans) > c.max || (total > limit && len(c.scans) > 1) {
-		var oldest *frozenScan
+		var oldest *Scan
 		for _, s := range c.scans {
 			if oldest == nil || s.lastUsed.Before(oldest.lastUsed) {
 				oldest = s
 			}
 		}
 		total -= oldest.size
-		delete(c.scans, oldest.id)
+		delete(c.scans, oldest.ID)
 	}
 }
