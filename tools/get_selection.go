@@ -63,15 +63,17 @@ func (recordsData) schema(s *jsonschema.Schema) {
 	enum(prop(s, "disposition"), selection.Member, selection.Excluded, selection.Ambiguous)
 }
 
+// getSelectionTraits are the tool's traits, in the catalog.
+var getSelectionTraits = Traits{Name: "get_selection", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
+
 // GetSelection is the get_selection tool.
 func GetSelection(d *Deps) Spec {
 	return Spec{
-		Name:        "get_selection",
+		Traits:      getSelectionTraits,
 		Title:       "Page through a frozen selection",
 		Description: `Page through a frozen selection's members, excluded or ambiguous records. complete:true on the last page.`,
 		Input:       advertised(getSelectionInput),
 		Data:        generate[recordsData](),
-		Hints:       NewHints(true, false, true, false),
 		Problems:    []envelope.ProblemCode{envelope.ProblemSelectionNotFound, envelope.ProblemStoreUnavailable},
 		Handler:     d.getSelection,
 	}

@@ -148,15 +148,18 @@ func hasAction(rt *upstream.Runtime, r *upstream.Resource) bool {
 	return false
 }
 
+// previewTraits are the tool's traits, in the catalog.
+var previewTraits = Traits{Name: "preview_selection", Hints: Hints{ReadOnly: No, Destructive: No, Idempotent: No, OpenWorld: Yes}, Scope: ScopeWrite,
+	WritePath: true, Tasks: AlwaysTask}
+
 // PreviewSelection is the preview_selection tool.
 func PreviewSelection(d *Deps) Spec {
 	return Spec{
-		Name:        "preview_selection",
+		Traits:      previewTraits,
 		Title:       "Preview and freeze the targets of a bulk action",
 		Description: `Freeze one action's exact targets (scan or ids, exclusions, precondition) with counts, effect and manifest. Show them to the user; commit with selection_id, digest as expected_digest and the same action. Incomplete scans never commit.`,
 		Input:       resourceSchema(previewInput, d.Runtime, "", false, func(r *upstream.Resource) bool { return hasAction(d.Runtime, r) }),
 		Data:        generate[selectionData](),
-		Hints:       NewHints(false, false, false, true),
 		// Named ids are read one by one: their failures end the preview.
 		Problems: append(append([]envelope.ProblemCode(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
 			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection, envelope.ProblemOperationNotFound, envelope.ProblemCompensationUnavailable,

@@ -74,15 +74,19 @@ func (searchData) schema(s *jsonschema.Schema) {
 
 // SearchAll is the search_all tool: it scans the whole requested scope,
 // paginating internally within a budget, and says exactly how much of the
+
+// searchTraits are the tool's traits, in the catalog.
+var searchTraits = Traits{Name: "search_all", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeRead,
+	Tasks: TaskWhenLong}
+
 // scope the answer covers.
 func SearchAll(d *Deps) Spec {
 	return Spec{
-		Name:         "search_all",
+		Traits:       searchTraits,
 		Title:        "Search a whole resource scope",
 		Description:  `Scan a resource's whole scope within a budget: items, totals, group counts. Only complete:true proves absence; else incomplete_reasons say why and continuation how to go on.`,
 		Input:        resourceSchema(searchInput, d.Runtime, "", true, nil),
 		Data:         generate[searchData](),
-		Hints:        NewHints(true, false, true, true),
 		Problems:     readProblems,
 		TextDefaults: searchTextDefaults,
 		Handler:      d.searchAll,

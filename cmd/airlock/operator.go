@@ -55,14 +55,14 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 			return nil, nil, err
 		}
 	}
-	deps := tools.NewDeps(rt, logger)
+	c := tools.Config{Runtime: rt, Logger: logger}
 	var logFile *os.File
 	if auditLog != "" {
 		f, err := openAuditLog(auditLog)
 		if err != nil {
 			return nil, nil, err
 		}
-		logFile, deps.Auditor = f, selection.NewAuditor(f)
+		logFile, c.Auditor = f, selection.NewAuditor(f)
 	}
 	closeAll := func() {
 		if logFile != nil {
@@ -74,7 +74,12 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 		closeAll()
 		return nil, nil, err
 	}
-	if err := useStore(ctx, context.Background(), deps, st); err != nil {
+	c, err = withStore(c, st)
+	var deps *tools.Deps
+	if err == nil {
+		deps, err = tools.New(ctx, c)
+	}
+	if err != nil {
 		st.Close()
 		closeAll()
 		return nil, nil, err
