@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -253,8 +254,7 @@ func TestCommit_StaleWhenTheActionDefinitionChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.deps.Runtime = rt
-	h.deps.Engine = &selection.Engine{Store: h.deps.Store, Runtime: rt, Clock: h.deps.Clock, Background: context.Background()}
+	h.restart(func(c *tools.Config) { c.Runtime = rt })
 	r := h.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
 	if r.env.Problem == nil || r.env.Problem.Code != envelope.ProblemSelectionStale || r.env.Problem.StateChanged != envelope.StateNone {
 		t.Fatalf("want SELECTION_STALE, got %+v", r.env.Problem)
@@ -609,9 +609,8 @@ func TestCommit_WaitBudgetAnswersRunningThenPolls(t *testing.T) {
 
 func TestCommit_SendsProgressWhenAsked(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
 	// Beats every interval: shorter than the commit takes.
-	h.deps.ProgressInterval = 20 * time.Millisecond
+	h := newHarness(t, withProgressInterval(20*time.Millisecond))
 	p := h.call("preview_selection", seedPreview(nil))
 	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 5 * time.Millisecond})
 	var mu sync.Mutex

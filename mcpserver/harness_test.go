@@ -61,9 +61,9 @@ type harness struct {
 	logs *syncBuffer
 	// dbPath is the store's SQLite file.
 	dbPath string
-	// build makes another airlock process on the same store, with secret
-	// (nil: the keys the store keeps).
-	build func(secret []byte) *tools.Deps
+	// build makes another airlock process on the same store, its
+	// configuration changed by with (another secret, another runtime).
+	build func(with ...func(*tools.Config)) *tools.Deps
 	// observers and tasks are the server's options; srv is the server
 	// the client is connected to.
 	observers []Observer
@@ -107,6 +107,7 @@ type harnessCfg struct {
 	tools            tools.Options
 	progressInterval time.Duration
 	fingerprint      func() string
+	scanMemory       int
 	// tasks serves tasks; tasksClient has the harness's raw task requests
 	// (taskRPC) declare the extension (the mcp-go client itself never
 	// does: its CallTool cannot read a task).
@@ -139,6 +140,10 @@ func withTools(o tools.Options) harnessOpt { return func(h *harnessCfg) { h.tool
 func withProgressInterval(d time.Duration) harnessOpt {
 	return func(h *harnessCfg) { h.progressInterval = d }
 }
+
+// withScanMemory bounds what the process holds of the frozen scans it
+// shares with the store.
+func withScanMemory(bytes int) harnessOpt { return func(h *harnessCfg) { h.scanMemory = bytes } }
 
 // withFingerprint names what the memory of failed calls keys answers on
 // besides the call.
@@ -263,15 +268,18 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	// build is one airlock process on the store: the harness's first, and
 	// another sharing the store (otherProcess).
-	build := func(secret []byte) *tools.Deps {
+	build := func(with ...func(*tools.Config)) *tools.Deps {
 		c := tools.Config{Runtime: rt, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			Clock: cfg.clock, Store: used, Background: bg, Secret: secret, Auditor: auditor, Tools: cfg.tools,
-			ProgressInterval: cfg.progressInterval, Fingerprint: cfg.fingerprint}
+			Clock: cfg.clock, Store: used, Background: bg, Auditor: auditor, Tools: cfg.tools,
+			ProgressInterval: cfg.progressInterval, Fingerprint: cfg.fingerprint, ScanMemory: cfg.scanMemory}
 		if cfg.metrics != nil {
 			c.Observer = cfg.metrics
 		}
 		if cfg.tasks {
 			c.CancelPoll = 10 * time.Millisecond
+		}
+		for _, f := range with {
+			f(&c)
 		}
 		deps, err := tools.New(context.Background(), c)
 		if err != nil {
@@ -280,7 +288,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		built = append(built, deps)
 		return deps
 	}
-	deps := build(nil)
+	deps := build()
 	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, build: build, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
 		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs, dbPath: dbPath}
 	if cfg.metrics != nil {
@@ -625,6 +633,13 @@ func contains(list []string, s string) bool {
 // scan and runs no operation of the first.
 func (h *harness) otherProcess(secret []byte) {
 	h.t.Helper()
-	h.deps = h.build(secret)
+	h.restart(func(c *tools.Config) { c.Secret = secret })
+}
+
+// restart connects the client to another airlock process on the same
+// store, its configuration changed by with.
+func (h *harness) restart(with ...func(*tools.Config)) {
+	h.t.Helper()
+	h.deps = h.build(with...)
 	h.connect()
 }

@@ -51,8 +51,7 @@ func checkProgress(t *testing.T, h *harness, token string, afterPage bool) {
 // a call without a token gets none.
 func TestScanProgress_WithAToken_ReportsPagesAndKeepsReportingWhileAPageIsSlow(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.deps.ProgressInterval = 20 * time.Millisecond
+	h := newHarness(t, withProgressInterval(20*time.Millisecond))
 	// Batches of pages (the demo reads several at once), each slower than
 	// several intervals.
 	h.api.SetCollection(fixtures.DatasetSubscriptions, benchRecords(2000))
@@ -103,8 +102,7 @@ func TestCommitProgress_BeatsOnTheClockAndNeverAfterTheResult(t *testing.T) {
 		}
 		api.ServeHTTP(w, r)
 	})
-	h := newHarness(t, demoAt(url), withClock(clock))
-	h.deps.ProgressInterval = time.Second
+	h := newHarness(t, demoAt(url), withClock(clock), withProgressInterval(time.Second))
 	p := h.call("preview_selection", seedPreview(nil))
 	members := int(p.data["counts"].(map[string]any)["members"].(float64))
 	if members < 12 {

@@ -155,8 +155,7 @@ func TestLargeListing_TheStoreHoldsNoCredentialInsideCompressedItems(t *testing.
 // and the older one's cursor still continues, item for item, from the
 // store.
 func TestScanMemory_AScanLetGoContinuesFromTheStore(t *testing.T) {
-	h := largeListing(t, 600, nil)
-	h.deps.Scans.SetMemory(1)
+	h := largeListing(t, 600, nil, withScanMemory(1))
 	a := map[string]any{"resource": "subs", "max_items": 100}
 	firstA := h.call("search_all", a)
 	b := map[string]any{"resource": "subs", "max_items": 50, "filter": map[string]any{"region": "eu"}}

@@ -359,7 +359,7 @@ func TestTasks_ReadTaskRunsAgainWhenItsRunnerStops(t *testing.T) {
 	id := fmt.Sprint(created["taskId"])
 	stop() // the first runner's process stops
 	// Another process on the same store answers the task's tasks/get.
-	otherSrv, err := NewServer(h.build(nil), Options{Tasks: &TaskOptions{Beat: h.tasks.Beat}})
+	otherSrv, err := NewServer(h.build(), Options{Tasks: &TaskOptions{Beat: h.tasks.Beat}})
 	if err != nil {
 		t.Fatal(err)
 	}
