@@ -601,3 +601,60 @@ func TestTasks_AStoppedOperationsTaskIsNeverCompleted(t *testing.T) {
 		t.Fatalf("the failed task's error does not carry the operation's envelope: %v", e)
 	}
 }
+
+// TestTasks_ServedOnStdioAsOnStreamableHTTP: the task service is the
+// protocol's, not a transport's. Over stdio as over streamable HTTP, a
+// client that declares the extension gets a commit's task waiting for its
+// approval, tasks/update carries the answer and the task completes with the
+// operation's envelope; a long search is a task whose result is the
+// envelope the call answers; a client that did not declare the extension
+// is refused the task methods.
+func TestTasks_ServedOnStdioAsOnStreamableHTTP(t *testing.T) {
+	t.Parallel()
+	for _, tr := range []string{"http", "stdio"} {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, withTasks(true), withTransport(tr, ""))
+			rpc := h.taskRPC()
+			p := h.call("preview_selection", seedPreview(nil))
+			created := rpc.call("commit_bulk_action", commitArgsFor(p, "execute", nil))
+			if created["resultType"] != "task" || created["status"] != string(mcp.TaskStatusInputRequired) {
+				t.Fatalf("the commit did not answer with a task waiting for input: %v", created)
+			}
+			id := created["taskId"]
+			if _, e := rpc.send("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+				tools.ApprovalKey: map[string]any{"action": "accept", "content": map[string]any{"approve": true, "acknowledge": true}}}}); e != nil {
+				t.Fatalf("tasks/update: %v", e)
+			}
+			done := rpc.wait(id, "completed", "failed", "cancelled")
+			env := structured(t, done["result"])
+			if data, _ := env["data"].(map[string]any); done["status"] != "completed" || data["status"] != selection.OpCompleted {
+				t.Fatalf("the task ended %v: %v", done["status"], env)
+			}
+			if n := len(h.api.Writes()); n == 0 {
+				t.Fatal("the approved commit wrote nothing")
+			}
+
+			args := map[string]any{"resource": "subscriptions", "filter": map[string]any{"region": "eu"}, "max_items": 5, "deadline_ms": 60000}
+			search := rpc.call("search_all", args)
+			if search["resultType"] != "task" {
+				t.Fatalf("a long search did not answer with a task: %v", search)
+			}
+			got := structured(t, rpc.wait(search["taskId"], "completed")["result"])
+			var want map[string]any
+			_ = json.Unmarshal(h.call("search_all", args).raw, &want)
+			delete(want["coverage"].(map[string]any), "elapsed_ms")
+			delete(got["continuation"].(map[string]any), "cursor")
+			delete(want["continuation"].(map[string]any), "cursor")
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("the task's result\n%v\nis not the call's envelope\n%v", got, want)
+			}
+
+			plain := h.taskRPC()
+			plain.caps.Extensions = nil
+			if _, e := plain.send("tasks/get", map[string]any{"taskId": id}); e == nil || e.Code != mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
+				t.Fatalf("tasks/get from a client without the extension: %v", e)
+			}
+		})
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -37,6 +36,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/httpguard"
 	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -328,7 +328,7 @@ func (rv *page) decide(w http.ResponseWriter, r *http.Request) {
 	ap, err := rv.d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision, Who: who,
 		Channel: selection.ChannelReviewPage, Acknowledgements: acks, RequestID: newRequestID(), Principal: rv.opts.Principal})
 	if err != nil {
-		rv.fail(w, r, problemOf(err))
+		rv.fail(w, r, tools.ProblemOf(err))
 		return
 	}
 	rv.d.Logger.Info("review page decision", "selection_id", sel.ID, "decision", decision, "approval_id", ap.ID)
@@ -348,19 +348,4 @@ func personName(s string) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
-}
-
-// problemOf renders a refusal of the domain (a selection.Error) as the
-// problem the page shows; anything else is INTERNAL_ERROR.
-func problemOf(err error) *envelope.Problem {
-	var de *selection.Error
-	if !errors.As(err, &de) {
-		return envelope.NewProblem(envelope.ProblemInternal, "")
-	}
-	p := envelope.NewProblem(de.Code, de.Detail)
-	p.StateChanged = de.StateChanged
-	if len(de.Errors) > 0 {
-		p.SetErrors(de.Errors)
-	}
-	return p
 }
