@@ -348,8 +348,8 @@ func (w *strayWatch) watch(ctx context.Context, session string) (context.Context
 // watch, and a client's answer to a server request (a JSON-RPC response)
 // that this replica cannot deliver because it holds no such session is
 // recorded in the store, where the replica that asked finds it, and is
-// answered 404 with words that name the cause. Bodies reach it already
-// bounded (see bound).
+// answered 404 with words that name the cause. It reads the message
+// httpserve's peek read (httpserve.Messages).
 func (w *strayWatch) strayAnswers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), strayWatchKey{}, w))
