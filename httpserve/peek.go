@@ -39,9 +39,3 @@ func Messages(ctx context.Context) []jsonrpc.Message {
 	m, _ := ctx.Value(messagesKey{}).([]jsonrpc.Message)
 	return m
 }
-
-// WithMessages returns ctx carrying msgs, as the peek would: for a handler
-// served without Handler's chain (a test).
-func WithMessages(ctx context.Context, msgs []jsonrpc.Message) context.Context {
-	return context.WithValue(ctx, messagesKey{}, msgs)
-}
