@@ -37,8 +37,11 @@ import (
 	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/httpserve"
 	clockpkg "github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
+	"github.com/airlock-mcp/airlock/mcpserver"
+	"github.com/airlock-mcp/airlock/oauth"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/tools"
@@ -96,31 +99,28 @@ func newAuthLab(t *testing.T, idp *upstreams.OIDCProvider, keysMaxAge time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := tools.NewDeps(rt, slog.New(slog.DiscardHandler))
 	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bg, stop := context.WithCancel(context.Background())
+	deps := mustDeps(t, tools.Config{Runtime: rt, Logger: slog.New(slog.DiscardHandler), Store: st, Background: bg})
 	t.Cleanup(func() {
 		stop()
 		deps.Engine.Wait()
 		st.Close()
 	})
-	if err := deps.UseStore(t.Context(), bg, st); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := tools.NewServer(deps)
+	srv, err := mcpserver.NewServer(deps, mcpserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewUnstartedServer(nil)
 	l := &authLab{idp: idp, deps: deps, resource: "http://" + hs.Listener.Addr().String() + "/mcp", clock: &clock{}}
-	oauth, err := tools.NewOAuth(t.Context(), tools.OAuthOptions{Issuer: idp.Issuer, Resource: l.resource, Clock: l.clock, KeysMaxAge: keysMaxAge})
+	rs, err := oauth.New(t.Context(), oauth.Options{Issuer: idp.Issuer, Resource: l.resource, Clock: l.clock, KeysMaxAge: keysMaxAge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs.Config.Handler = tools.NewHTTPHandler(srv, tools.HTTPOptions{OAuth: oauth})
+	hs.Config.Handler = mcpserver.NewHTTPHandler(srv, mcpserver.HTTPOptions{Options: httpserve.Options{OAuth: rs}})
 	hs.Start()
 	t.Cleanup(hs.Close)
 	return l
@@ -430,7 +430,7 @@ func TestOIDCProvider_KeyRotationWithoutRestart(t *testing.T) {
 	}
 	// A key id airlock has not seen reads the JWKS again at most once per
 	// interval since the last read.
-	l.clock.advance(tools.DefaultUnknownKeyInterval)
+	l.clock.advance(oauth.DefaultUnknownKeyInterval)
 	fresh := l.token(t, "reader", "airlock:read")
 	if header(t, fresh)["kid"] == header(t, old)["kid"] {
 		t.Fatalf("oidc-provider still signs with %v", header(t, old)["kid"])

@@ -33,13 +33,10 @@ func withStore(t *testing.T, a *airlock) *airlock {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	d := tools.NewDeps(rt, nil)
-	if err := d.UseStore(t.Context(), context.Background(), store); err != nil {
-		t.Fatal(err)
-	}
+	d := mustDeps(t, tools.Config{Runtime: rt, Store: store})
 	t.Cleanup(d.Engine.Wait)
 	for _, s := range d.Specs() {
-		v, err := envelope.CompileSchema(s.Name, s.Tool().RawOutputSchema)
+		v, err := envelope.CompileSchema(s.Name, s.OutputSchema())
 		if err != nil {
 			t.Fatal(err)
 		}

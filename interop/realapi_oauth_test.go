@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
+	"github.com/airlock-mcp/airlock/mcpserver"
 	"github.com/airlock-mcp/airlock/probe"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -213,25 +214,22 @@ func startMCPAirlock(t *testing.T, config string, env map[string]string) *mcpAir
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	a.deps = tools.NewDeps(rt, logger)
 	store, err := sqlitestore.Open(t.Context(), a.dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bg, stop := context.WithCancel(context.Background())
+	a.deps = mustDeps(t, tools.Config{Runtime: rt, Logger: logger, Store: store, Background: bg})
 	t.Cleanup(func() {
 		stop()
 		a.deps.Engine.Wait()
 		store.Close()
 	})
-	if err := a.deps.UseStore(t.Context(), bg, store); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := tools.NewServer(a.deps)
+	srv, err := mcpserver.NewServer(a.deps, mcpserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(srv)
+	c, err := client.NewInProcessClient(srv.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,8 +123,8 @@ func airlockFrom(t *testing.T, config string, env map[string]string) *airlock {
 		t.Fatalf("initialize the draft: %v", err)
 	}
 	a := &airlock{specs: map[string]tools.Spec{}, schemas: map[string]*envelope.Validator{}}
-	for _, s := range tools.NewDeps(rt, nil).Specs() {
-		v, err := envelope.CompileSchema(s.Name, s.Tool().RawOutputSchema)
+	for _, s := range mustDeps(t, tools.Config{Runtime: rt}).Specs() {
+		v, err := envelope.CompileSchema(s.Name, s.OutputSchema())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,8 +56,8 @@ func startAirlock(t testing.TB, config, baseURL string, env map[string]string) *
 		t.Fatalf("initialize testdata/%s: %v", config, err)
 	}
 	a := &airlock{runtime: rt, specs: map[string]tools.Spec{}, schemas: map[string]*envelope.Validator{}}
-	for _, s := range tools.NewDeps(rt, nil).Specs() {
-		v, err := envelope.CompileSchema(s.Name, s.Tool().RawOutputSchema)
+	for _, s := range mustDeps(t, tools.Config{Runtime: rt}).Specs() {
+		v, err := envelope.CompileSchema(s.Name, s.OutputSchema())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,4 +328,13 @@ func runCase(t *testing.T, al *airlock, c upstreamCase, truth []upstreams.Record
 	if c.correct && !last.Complete {
 		t.Errorf("continuation walk: a correct configuration should deliver the whole scope: %s", last)
 	}
+}
+
+func mustDeps(t testing.TB, c tools.Config) *tools.Deps {
+	t.Helper()
+	d, err := tools.New(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -39,7 +39,7 @@ func Marshal(v any) string {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic("docjson: marshal: " + err.Error())
+		panic("jsonvalue: marshal: " + err.Error())
 	}
 	return string(b)
 }

@@ -24,6 +24,7 @@ import (
 	configpkg "github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/mcpserver"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -92,25 +93,25 @@ func newHarness(t *testing.T, config func(string) string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := tools.NewDeps(rt, nil)
 	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bg, stop := context.WithCancel(context.Background())
+	deps, err := tools.New(context.Background(), tools.Config{Runtime: rt, Store: st, Background: bg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		stop()
 		deps.Engine.Wait()
 		st.Close()
 	})
-	if err := deps.UseStore(context.Background(), bg, st); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := tools.NewServer(deps)
+	srv, err := mcpserver.NewServer(deps, mcpserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(srv)
+	c, err := client.NewInProcessClient(srv.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}

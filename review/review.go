@@ -36,6 +36,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/httpguard"
 	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -324,10 +325,10 @@ func (rv *page) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	who := "review page: " + name + " from " + host
-	ap, p := rv.d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision, Who: who,
+	ap, err := rv.d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision, Who: who,
 		Channel: selection.ChannelReviewPage, Acknowledgements: acks, RequestID: newRequestID(), Principal: rv.opts.Principal})
-	if p != nil {
-		rv.fail(w, r, p)
+	if err != nil {
+		rv.fail(w, r, tools.ProblemOf(err))
 		return
 	}
 	rv.d.Logger.Info("review page decision", "selection_id", sel.ID, "decision", decision, "approval_id", ap.ID)

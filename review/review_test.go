@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/httpserve"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
+	"github.com/airlock-mcp/airlock/mcpserver"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
-	"github.com/airlock-mcp/airlock/tools"
 )
 
 // TestSelectionPage_TheDecisionAndWhatItAcknowledgesComeFirst: the page
@@ -286,7 +287,7 @@ func TestIndex_FiltersByStateAndShowsExpiry(t *testing.T) {
 		}
 		if _, p := h.deps.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
 			Who: "Ada", Channel: selection.ChannelOperator, Acknowledgements: selection.Acknowledgements(sel), RequestID: "t-" + name}); p != nil {
-			t.Fatalf("%s: %s", name, p.Code)
+			t.Fatalf("%s: %v", name, p)
 		}
 	}
 	decide("approved", selection.DecisionApproved)
@@ -512,11 +513,11 @@ func TestPage_Access(t *testing.T) {
 
 	// Mounted on the MCP HTTP server behind its bearer token, the page
 	// keeps its own check: a browser cannot send a bearer header.
-	srv, err := tools.NewServer(h.deps)
+	srv, err := mcpserver.NewServer(h.deps, mcpserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mounted := tools.NewHTTPHandler(srv, tools.HTTPOptions{Token: "review-secret", Extra: map[string]http.Handler{review.Prefix: tok}})
+	mounted := mcpserver.NewHTTPHandler(srv, mcpserver.HTTPOptions{Options: httpserve.Options{Token: "review-secret", Extra: map[string]http.Handler{review.Prefix: tok}}})
 	if w := do(mounted, "10.1.2.3:5000", "airlock.internal", "/review/?token=review-secret", nil); w.Code != http.StatusSeeOther {
 		t.Fatalf("mounted, token exchange: %d %s", w.Code, w.Body)
 	}

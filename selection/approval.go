@@ -162,7 +162,7 @@ func (e *Engine) rememberCategories(ctx context.Context, sel *Selection, a *upst
 
 // gate checks the approval a commit needs and reserves it. It returns the
 // approval to mark used once the operation exists.
-func (e *Engine) gate(ctx context.Context, sel *Selection, a *upstream.Action, req CommitRequest) (*Approval, *envelope.Problem) {
+func (e *Engine) gate(ctx context.Context, sel *Selection, a *upstream.Action, req CommitRequest) (*Approval, error) {
 	need := e.ApprovalRequirement(ctx, sel, a)
 	if !need.Required() && req.ApprovalID == "" {
 		return nil, nil
@@ -213,8 +213,7 @@ func (e *Engine) gate(ctx context.Context, sel *Selection, a *upstream.Action, r
 	if expired {
 		return nil, problem(envelope.ProblemApprovalExpired, "The approval of this selection expired before it was used: "+approvalDetail(need, sel))
 	}
-	p := problem(envelope.ProblemApprovalRequired, approvalDetail(need, sel))
-	return nil, p
+	return nil, problem(envelope.ProblemApprovalRequired, approvalDetail(need, sel))
 }
 
 // safeWho renders a recorded decider for a problem's detail: the parts
@@ -261,7 +260,7 @@ type DecisionRequest struct {
 // Decide records a person's decision about a selection and its action. An
 // approval is bound to (digest, action digest), expires soon, and is used
 // once; a second decision about the same pair is refused.
-func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, *envelope.Problem) {
+func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, error) {
 	sel, err := e.Store.Selection(ctx, d.SelectionID)
 	if errors.Is(err, ErrNotFound) || (err == nil && sel.State != StateReady) {
 		return nil, problem(envelope.ProblemSelectionNotFound, "")
@@ -288,12 +287,12 @@ func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, *env
 		a := e.Runtime.Actions[sel.Action.Type]
 		switch d.Decision {
 		case DecisionApproved:
-			if p := MayApprove(sel, a, d.Principal); p != nil {
-				return nil, p
+			if err := MayApprove(sel, a, d.Principal); err != nil {
+				return nil, err
 			}
 		case DecisionRejected:
-			if p := mayDecide(a, d.Principal); p != nil {
-				return nil, p
+			if err := mayDecide(a, d.Principal); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -77,13 +77,13 @@ func TestDecide_RefusesExpiredAndChangedSelections(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &selection.Engine{Store: st, Clock: upstream.WallClock}
-	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_old", Decision: selection.DecisionApproved, Who: "t"}); p == nil || p.Code != "SELECTION_EXPIRED" {
+	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_old", Decision: selection.DecisionApproved, Who: "t"}); selection.ErrorCode(p) != "SELECTION_EXPIRED" {
 		t.Fatalf("expired: %+v", p)
 	}
-	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_old", Digest: "sha256:other", Decision: selection.DecisionApproved, Who: "t"}); p == nil || p.Code != "DIGEST_MISMATCH" {
+	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_old", Digest: "sha256:other", Decision: selection.DecisionApproved, Who: "t"}); selection.ErrorCode(p) != "DIGEST_MISMATCH" {
 		t.Fatalf("changed: %+v", p)
 	}
-	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_none", Decision: selection.DecisionApproved, Who: "t"}); p == nil || p.Code != "SELECTION_NOT_FOUND" {
+	if _, p := e.Decide(ctx, selection.DecisionRequest{SelectionID: "sel_none", Decision: selection.DecisionApproved, Who: "t"}); selection.ErrorCode(p) != "SELECTION_NOT_FOUND" {
 		t.Fatalf("unknown: %+v", p)
 	}
 }

@@ -77,15 +77,10 @@ type CommitResult struct {
 	Replayed bool
 }
 
-func problem(code envelope.ProblemCode, detail string) *envelope.Problem {
-	p := envelope.NewProblem(code, detail)
-	p.StateChanged = envelope.StateNone
-	return p
-}
-
 // Commit checks a commit against its selection and runs it. Every refusal
-// is a problem with state_changed none: nothing was sent upstream.
-func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, *envelope.Problem) {
+// is an *Error with StateChanged none (nothing was sent upstream), but a
+// failure inside airlock, whose state is unknown.
+func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, error) {
 	sel, err := e.Store.Selection(ctx, req.SelectionID)
 	if errors.Is(err, ErrNotFound) || (err == nil && sel.State != StateReady) {
 		return nil, problem(envelope.ProblemSelectionNotFound, "No selection with this selection_id is ready.")
@@ -101,12 +96,12 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	if !ok || a.Resource == nil || a.Resource.Name != sel.Resource || derr != nil || actionDigest != sel.ActionDigest {
 		return nil, problem(envelope.ProblemActionMismatch, "The action (type and params) is not the one previewed with this selection.")
 	}
-	if p := MayRun(a, req.Principal); p != nil {
-		return nil, p
+	if err := MayRun(a, req.Principal); err != nil {
+		return nil, err
 	}
 	if req.Mode == ModeExecute {
-		if res, p, found := e.committed(ctx, sel, a, actionDigest, req); found {
-			return res, p
+		if res, err, found := e.committed(ctx, sel, a, actionDigest, req); found {
+			return res, err
 		}
 	}
 	now := e.Clock.Now()
@@ -118,11 +113,10 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	}
 	if !sel.Committable {
 		p := problem(envelope.ProblemNotCommittable, fmt.Sprintf("The selection has %d blocker(s); it can be reviewed but not committed.", len(sel.Blockers)))
-		errs := make([]envelope.FieldError, 0, len(sel.Blockers))
+		p.Errors = make([]envelope.FieldError, 0, len(sel.Blockers))
 		for _, b := range sel.Blockers {
-			errs = append(errs, envelope.FieldError{Field: "selection_id", Code: envelope.FieldCode(b.Code), Message: b.Message})
+			p.Errors = append(p.Errors, envelope.FieldError{Field: "selection_id", Code: envelope.FieldCode(b.Code), Message: b.Message})
 		}
-		p.SetErrors(errs)
 		return nil, p
 	}
 	op := &Operation{
@@ -133,14 +127,14 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	op.Lease = e.newLease(op.ID, now)
 	var approval *Approval
 	if req.Mode == ModeExecute {
-		var p *envelope.Problem
-		if approval, p = e.gate(ctx, sel, a, req); p != nil {
+		var gateErr error
+		if approval, gateErr = e.gate(ctx, sel, a, req); gateErr != nil {
 			// A concurrent commit of this selection and action may have
 			// won since: its approval is spent, and it is the answer.
-			if res, rp, found := e.committed(ctx, sel, a, actionDigest, req); found {
-				return res, rp
+			if res, err, found := e.committed(ctx, sel, a, actionDigest, req); found {
+				return res, err
 			}
-			return nil, p
+			return nil, gateErr
 		}
 		if approval != nil {
 			op.ApprovalID = approval.ID
@@ -199,7 +193,7 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 
 // committed answers a commit whose selection and action already have an
 // execute operation: that operation, replayed (found true).
-func (e *Engine) committed(ctx context.Context, sel *Selection, a *upstream.Action, actionDigest string, req CommitRequest) (*CommitResult, *envelope.Problem, bool) {
+func (e *Engine) committed(ctx context.Context, sel *Selection, a *upstream.Action, actionDigest string, req CommitRequest) (*CommitResult, error, bool) {
 	ops, err := e.Store.OperationsOf(ctx, sel.ID)
 	if err != nil {
 		return nil, e.internal("read operations", err), true
@@ -211,26 +205,24 @@ func (e *Engine) committed(ctx context.Context, sel *Selection, a *upstream.Acti
 		if req.IdempotencyKey != "" && op.IdempotencyKey != "" && req.IdempotencyKey != op.IdempotencyKey {
 			return nil, problem(envelope.ProblemAlreadyCommitted, "This selection and action were committed as operation "+op.ID+" under another idempotency key."), true
 		}
-		res, p := e.replay(ctx, op, sel, a, req)
-		return res, p, true
+		res, err := e.replay(ctx, op, sel, a, req)
+		return res, err, true
 	}
 	return nil, nil, false
 }
 
-func (e *Engine) internal(what string, err error) *envelope.Problem {
+func (e *Engine) internal(what string, err error) *Error {
 	if e.Logger != nil {
 		e.Logger.Error("commit failed", "step", what, "err", err)
 	}
-	p := envelope.NewProblem(envelope.ProblemInternal, "")
-	p.StateChanged = envelope.StateUnknown
-	return p
+	return &Error{Code: envelope.ProblemInternal, StateChanged: envelope.StateUnknown}
 }
 
 // replay answers a repeated commit with the existing operation. With
 // resume, an operation that is not running and whose targets do not all
 // have a final outcome runs again: unknown targets are reconciled, pending
 // ones sent (while its approval is valid), under the same stop rules.
-func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *upstream.Action, req CommitRequest) (*CommitResult, *envelope.Problem) {
+func (e *Engine) replay(ctx context.Context, op *Operation, sel *Selection, a *upstream.Action, req CommitRequest) (*CommitResult, error) {
 	e.mu.Lock()
 	r := e.running[op.ID]
 	e.mu.Unlock()
@@ -329,7 +321,7 @@ func (e *Engine) maySend(ctx context.Context, op *Operation) (bool, string, erro
 
 // wait waits for the run up to the wait budget (zero: not at all), then
 // returns the operation as it stands.
-func (e *Engine) wait(ctx context.Context, r *run, opID string, budget time.Duration, replayed bool) (*CommitResult, *envelope.Problem) {
+func (e *Engine) wait(ctx context.Context, r *run, opID string, budget time.Duration, replayed bool) (*CommitResult, error) {
 	if budget > 0 {
 		t := e.Clock.NewTimer(budget)
 		defer t.Stop()

@@ -38,20 +38,20 @@ func TestConcurrentCommits_TheLoserGetsTheWinnersOperation(t *testing.T) {
 	ctx := context.Background()
 	ap, p := l.e.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: selection.DecisionApproved, Who: "operator"})
 	if p != nil {
-		t.Fatalf("approve: %s %s", p.Code, p.Detail)
+		t.Fatalf("approve: %v", p)
 	}
 	req := selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action, Mode: selection.ModeExecute,
 		ApprovalID: ap.ID, Wait: time.Minute, RequestID: "winner"}
 	won, p := l.e.Commit(ctx, req)
 	if p != nil {
-		t.Fatalf("winner: %s %s", p.Code, p.Detail)
+		t.Fatalf("winner: %v", p)
 	}
 	loser := &selection.Engine{Store: &staleOperations{Store: l.store}, Runtime: l.rt, Clock: upstream.WallClock, Background: ctx}
 	t.Cleanup(loser.Wait)
 	req.RequestID = "loser"
 	lost, p := loser.Commit(ctx, req)
 	if p != nil {
-		t.Fatalf("loser: %s %s; want the winner's operation", p.Code, p.Detail)
+		t.Fatalf("loser: %v; want the winner's operation", p)
 	}
 	if lost.Operation.ID != won.Operation.ID || !lost.Replayed {
 		t.Fatalf("loser got %s (replayed %v); want %s", lost.Operation.ID, lost.Replayed, won.Operation.ID)

@@ -23,32 +23,33 @@ type CompensationRequest struct {
 // bound to the action's configured compensation, each member carrying the
 // journaled before-values it goes back to. It goes through the same
 // preview, approval and commit as any selection. What the operation did
-// that cannot be undone is said plainly.
-func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req CompensationRequest) (*PreviewResult, *envelope.Problem) {
+// that cannot be undone is said plainly. A refusal is an *Error; a failure
+// of the upstream, the *upstream.ScanError its reads ended with.
+func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req CompensationRequest) (*PreviewResult, error) {
 	op, err := p.Store.Operation(ctx, req.OperationID)
 	if errors.Is(err, ErrNotFound) {
-		return nil, envelope.NewProblem(envelope.ProblemOperationNotFound, "")
+		return nil, refusal(envelope.ProblemOperationNotFound, "")
 	}
 	if err != nil {
-		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		return nil, refusal(envelope.ProblemInternal, "")
 	}
 	if !req.Principal.MayRead(approversOf(rt, op.Action.Type), op.Principal) {
 		sel, err := p.Store.Selection(ctx, op.SelectionID)
 		if err != nil || !req.Principal.MayRead(approversOf(rt, op.Action.Type), op.Principal, sel.Principal) {
 			// Another principal's operation reads as an unknown id.
-			return nil, envelope.NewProblem(envelope.ProblemOperationNotFound, "")
+			return nil, refusal(envelope.ProblemOperationNotFound, "")
 		}
 	}
 	if op.Mode != ModeExecute || op.Status == OpRunning {
-		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "Only a finished execute operation can be compensated.")
+		return nil, refusal(envelope.ProblemCompensationUnavailable, "Only a finished execute operation can be compensated.")
 	}
 	orig, ok := rt.Actions[op.Action.Type]
 	if !ok || orig.Config.Compensation == "" {
-		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "The action has no compensation in the configuration.")
+		return nil, refusal(envelope.ProblemCompensationUnavailable, "The action has no compensation in the configuration.")
 	}
 	comp := rt.Actions[orig.Config.Compensation]
-	if p := MayRun(comp, req.Principal); p != nil {
-		return nil, p
+	if err := MayRun(comp, req.Principal); err != nil {
+		return nil, err
 	}
 	restore := map[string]map[string]any{}
 	expect := map[string]map[string]any{}
@@ -57,7 +58,7 @@ func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req Co
 	for {
 		ts, err := p.Store.Targets(ctx, op.ID, TargetQuery{Outcome: TargetSucceeded, After: after, Limit: 500})
 		if err != nil {
-			return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+			return nil, refusal(envelope.ProblemInternal, "")
 		}
 		if len(ts) == 0 {
 			break
@@ -73,7 +74,7 @@ func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req Co
 		after = ts[len(ts)-1].ID
 	}
 	if len(ids) == 0 {
-		return nil, envelope.NewProblem(envelope.ProblemCompensationUnavailable, "The operation has no succeeded target to undo.")
+		return nil, refusal(envelope.ProblemCompensationUnavailable, "The operation has no succeeded target to undo.")
 	}
 	res, err := p.Preview(ctx, PreviewRequest{
 		Resource: comp.Resource, Action: comp, Params: compensationParams(comp, op.Action.Params), IDs: ids, Budget: req.Budget, RequestID: req.RequestID,
@@ -83,9 +84,11 @@ func (p *Previewer) Compensate(ctx context.Context, rt *upstream.Runtime, req Co
 	if err != nil {
 		var se *upstream.ScanError
 		if errors.As(err, &se) {
-			return nil, se.Problem
+			// The upstream's failure, as a scan reports it: the edge
+			// renders its problem.
+			return nil, se
 		}
-		return nil, envelope.NewProblem(envelope.ProblemInternal, "")
+		return nil, refusal(envelope.ProblemInternal, "")
 	}
 	return res, nil
 }

@@ -61,7 +61,7 @@ func TestGraphQLMutation_OutcomesFollowWhatTheAnswerProves(t *testing.T) {
 	cr, p := e.Commit(context.Background(), selection.CommitRequest{SelectionID: res.Selection.ID, ExpectedDigest: res.Selection.Digest,
 		Action: res.Selection.Action, Mode: selection.ModeExecute, Wait: time.Minute, RequestID: "gql"})
 	if p != nil {
-		t.Fatalf("commit: %s %s", p.Code, p.Detail)
+		t.Fatalf("commit: %v", p)
 	}
 	e.Wait()
 	ts, err := store.Targets(context.Background(), cr.Operation.ID, selection.TargetQuery{Limit: 100})

@@ -162,7 +162,7 @@ func printable(s string, n int) string {
 // MayRun refuses a principal that the action's principals restriction
 // does not let through (PRINCIPAL_NOT_ALLOWED): it may neither preview nor
 // commit the action.
-func MayRun(a *upstream.Action, p Principal) *envelope.Problem {
+func MayRun(a *upstream.Action, p Principal) error {
 	if a == nil || p.Allowed(a.Config.Principals) {
 		return nil
 	}
@@ -173,7 +173,7 @@ func MayRun(a *upstream.Action, p Principal) *envelope.Problem {
 // this principal: by the principal who previewed the selection when the
 // policy wants four eyes (APPROVAL_BY_REQUESTER), or by a principal outside
 // the policy's approvers (APPROVER_NOT_ALLOWED).
-func MayApprove(sel *Selection, a *upstream.Action, p Principal) *envelope.Problem {
+func MayApprove(sel *Selection, a *upstream.Action, p Principal) error {
 	if a == nil || a.Config.Approval == nil {
 		return nil
 	}
@@ -186,7 +186,7 @@ func MayApprove(sel *Selection, a *upstream.Action, p Principal) *envelope.Probl
 
 // mayDecide refuses a decision (an approval or a rejection) by a principal
 // outside the policy's approvers.
-func mayDecide(a *upstream.Action, p Principal) *envelope.Problem {
+func mayDecide(a *upstream.Action, p Principal) error {
 	if a == nil || a.Config.Approval == nil || p.Allowed(a.Config.Approval.Approvers) {
 		return nil
 	}

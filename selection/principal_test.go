@@ -33,14 +33,14 @@ func (l *lab) previewAs(action string, who selection.Principal) *selection.Selec
 	return res.Selection
 }
 
-func (l *lab) decide(sel *selection.Selection, decision string, who selection.Principal) (*selection.Approval, *envelope.Problem) {
+func (l *lab) decide(sel *selection.Selection, decision string, who selection.Principal) (*selection.Approval, error) {
 	return l.e.Decide(context.Background(), selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
 		Who: who.Subject, Channel: selection.ChannelOperator, Principal: who})
 }
 
-func wantProblem(t *testing.T, what string, p *envelope.Problem, code envelope.ProblemCode) {
+func wantProblem(t *testing.T, what string, p error, code envelope.ProblemCode) {
 	t.Helper()
-	if p == nil || p.Code != code {
+	if selection.ErrorCode(p) != code {
 		t.Fatalf("%s: problem %v, want %s", what, p, code)
 	}
 }
@@ -69,19 +69,19 @@ func TestFourEyes_TheRequesterCannotApproveItsOwnSelection(t *testing.T) {
 
 	// A rejection by the requester is no approval: four eyes allows it.
 	if _, p := l.decide(l.previewAs("archive_keyed", alice), selection.DecisionRejected, alice); p != nil {
-		t.Fatalf("alice rejects her own selection: %s %s", p.Code, p.Detail)
+		t.Fatalf("alice rejects her own selection: %v", p)
 	}
 
 	ap, p := l.decide(sel, selection.DecisionApproved, bob)
 	if p != nil {
-		t.Fatalf("bob approves alice's selection: %s %s", p.Code, p.Detail)
+		t.Fatalf("bob approves alice's selection: %v", p)
 	}
 	if ap.Principal.Subject != "bob" {
 		t.Fatalf("the approval records %+v", ap.Principal)
 	}
 	res, p := l.e.Commit(context.Background(), commit)
 	if p != nil {
-		t.Fatalf("commit after bob's approval: %s %s", p.Code, p.Detail)
+		t.Fatalf("commit after bob's approval: %v", p)
 	}
 	l.e.Wait()
 	op, err := l.store.Operation(context.Background(), res.Operation.ID)
@@ -142,13 +142,13 @@ func TestApprovers_OnlyNamedGroupsOrScopesDecide(t *testing.T) {
 	scoped := bob
 	scoped.Scopes = []string{"airlock:approve"}
 	if _, p := l.decide(sel, selection.DecisionApproved, scoped); p != nil {
-		t.Fatalf("bob with airlock:approve: %s %s", p.Code, p.Detail)
+		t.Fatalf("bob with airlock:approve: %v", p)
 	}
 	if _, p := l.decide(l.previewAs("archive_keyed", alice), selection.DecisionApproved, carol); p != nil {
-		t.Fatalf("carol (leads): %s %s", p.Code, p.Detail)
+		t.Fatalf("carol (leads): %v", p)
 	}
 	if _, p := l.decide(l.previewAs("archive_keyed", alice), selection.DecisionApproved, local); p != nil {
-		t.Fatalf("an operator at this machine: %s %s", p.Code, p.Detail)
+		t.Fatalf("an operator at this machine: %v", p)
 	}
 }
 
@@ -168,12 +168,12 @@ func TestActionPrincipals_OnlyNamedGroupsOrScopesCommit(t *testing.T) {
 	if ops, _ := l.store.OperationsOf(context.Background(), sel.ID); len(ops) != 0 {
 		t.Fatalf("a refused commit created an operation: %+v", ops)
 	}
-	if p := selection.MayRun(l.rt.Actions["archive_keyed"], alice); p == nil || p.Code != envelope.ProblemPrincipalNotAllowed {
+	if p := selection.MayRun(l.rt.Actions["archive_keyed"], alice); selection.ErrorCode(p) != envelope.ProblemPrincipalNotAllowed {
 		t.Fatalf("alice may preview the action: %v", p)
 	}
 	req.Principal = carol
 	if _, p := l.e.Commit(context.Background(), req); p != nil {
-		t.Fatalf("carol (leads) commits: %s %s", p.Code, p.Detail)
+		t.Fatalf("carol (leads) commits: %v", p)
 	}
 	l.e.Wait()
 }

@@ -56,7 +56,7 @@ func TestStopDuringAReread_LeavesTheTargetPendingNotFailed(t *testing.T) {
 	res, p := e.Commit(context.Background(), selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
 		Mode: selection.ModeExecute, RequestID: "stop"})
 	if p != nil {
-		t.Fatalf("commit: %s %s", p.Code, p.Detail)
+		t.Fatalf("commit: %v", p)
 	}
 	select {
 	case <-reading:

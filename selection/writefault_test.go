@@ -85,7 +85,7 @@ func (l *lab) commit(sel *selection.Selection, resume bool) *selection.Operation
 	res, p := l.e.Commit(context.Background(), selection.CommitRequest{SelectionID: sel.ID, ExpectedDigest: sel.Digest, Action: sel.Action,
 		Mode: selection.ModeExecute, Resume: resume, Wait: time.Minute, RequestID: "lab"})
 	if p != nil {
-		l.t.Fatalf("commit: %s %s", p.Code, p.Detail)
+		l.t.Fatalf("commit: %v", p)
 	}
 	l.e.Wait()
 	op, err := l.e.Operation(context.Background(), res.Operation.ID)

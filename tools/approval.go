@@ -8,16 +8,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/signing"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
-// approvalKey is the id of the elicitation that asks for approval.
-const approvalKey = "airlock_approval"
+// ApprovalKey names the input request that asks for approval.
+const ApprovalKey = "airlock_approval"
 
 // elicitState is the round trip's state: opaque to the client, bound to the
 // exact selection and action and to the principal asked, single-use, and
@@ -141,15 +139,15 @@ func ApprovalSummary(sel *selection.Selection, need selection.Requirement, acks 
 
 // askApproval returns the input request that asks the user, through the
 // client, to approve this exact selection and action.
-func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need selection.Requirement, who selection.Principal) (*mcp.CallToolResult, *envelope.Problem) {
-	if !clientCanElicit(ctx) {
+func (d *Deps) askApproval(ctx context.Context, call *Call, sel *selection.Selection, need selection.Requirement) (*InputRequest, *envelope.Problem) {
+	if !call.CanAsk {
 		p := envelope.NewProblem(envelope.ProblemClientApprovalMissing, "This commit needs approval through the MCP client ("+strings.Join(need.Reasons, "; ")+"), and this client cannot show an approval request. An operator can approve it: airlock approve "+sel.ID+".")
 		p.StateChanged = envelope.StateNone
 		return nil, p
 	}
 	acks := selection.Acknowledgements(sel)
 	state, err := d.signState(ctx, elicitState{Selection: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest,
-		Nonce: uuid.NewString(), Expires: d.Clock.Now().Add(10 * time.Minute).Unix(), Subject: who.Recorded().Subject})
+		Nonce: uuid.NewString(), Expires: d.Clock.Now().Add(10 * time.Minute).Unix(), Subject: call.Principal.Recorded().Subject})
 	if err != nil {
 		return nil, d.internalProblem(ctx, "sign the approval request", err)
 	}
@@ -162,11 +160,8 @@ func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need s
 			"description": strings.Join(acks, "; ")}
 		required = append(required, "acknowledge")
 	}
-	return server.NewInputRequestBuilder(state).Elicit(approvalKey, mcp.ElicitationParams{
-		Mode:            mcp.ElicitationModeForm,
-		Message:         ApprovalSummary(sel, need, acks),
-		RequestedSchema: map[string]any{"type": "object", "properties": props, "required": required},
-	}).ToolResult(), nil
+	return &InputRequest{Key: ApprovalKey, Message: ApprovalSummary(sel, need, acks), State: state,
+		Schema: map[string]any{"type": "object", "properties": props, "required": required}}, nil
 }
 
 // takeAnswer records the user's answer to an approval request. It returns
@@ -174,37 +169,36 @@ func (d *Deps) askApproval(ctx context.Context, sel *selection.Selection, need s
 // nil and no problem when the user approved but another call's approval of
 // the same selection stands.
 func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Selection) (*selection.Approval, *envelope.Problem) {
-	params := call.Request.Params.MultiRoundTripParams
-	if _, p := d.openState(ctx, params.RequestState, sel, call.Principal, call.RequestID); p != nil {
+	ans := call.Answer
+	if _, p := d.openState(ctx, ans.State, sel, call.Principal, call.RequestID); p != nil {
 		return nil, p
 	}
-	answer := server.ElicitationResponse(params.InputResponses, approvalKey)
 	acks := selection.Acknowledgements(sel)
 	decision := selection.DecisionCancelled
-	if answer != nil {
-		switch answer.Action {
-		case mcp.ElicitationResponseActionAccept:
-			content, _ := answer.Content.(map[string]any)
-			approve, _ := content["approve"].(bool)
-			acked, _ := content["acknowledge"].(bool)
+	if ans.Key == ApprovalKey {
+		switch ans.Action {
+		case AnswerAccept:
+			approve, _ := ans.Content["approve"].(bool)
+			acked, _ := ans.Content["acknowledge"].(bool)
 			decision = selection.DecisionDeclined
 			if approve && (len(acks) == 0 || acked) {
 				decision = selection.DecisionApproved
 			}
-		case mcp.ElicitationResponseActionDecline:
+		case AnswerDecline:
 			decision = selection.DecisionDeclined
 		}
 	}
-	ap, p := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
+	ap, err := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
 		Who: call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID, Principal: call.Principal})
-	if p != nil && p.Code == envelope.ProblemApprovalDecided && decision == selection.DecisionApproved {
+	if selection.ErrorCode(err) == envelope.ProblemApprovalDecided && decision == selection.DecisionApproved {
 		// A concurrent call of the same commit was approved first: the
 		// commit uses that approval (or answers with its operation).
 		return nil, nil
 	}
-	if p != nil {
-		return nil, p
+	if err != nil {
+		return nil, ProblemOf(err)
 	}
+	var p *envelope.Problem
 	switch decision {
 	case selection.DecisionApproved:
 		return ap, nil

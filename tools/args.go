@@ -265,7 +265,7 @@ func filterUses(r *upstream.Resource, filter map[string]any) []queryUse {
 func ruleUses(arg string, rules []config.RuleConfig) []queryUse {
 	uses := make([]queryUse, 0, len(rules))
 	for i, rule := range rules {
-		uses = append(uses, queryUse{path: arg + "[" + itoa(i) + "].field", field: rule.Field})
+		uses = append(uses, queryUse{path: arg + "[" + strconv.Itoa(i) + "].field", field: rule.Field})
 	}
 	return uses
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 
+	"github.com/airlock-mcp/airlock/scancache"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -25,7 +26,7 @@ func costOf(v any) int {
 	if err != nil {
 		return 0
 	}
-	return wireCost(b)
+	return scancache.WireCost(b)
 }
 
 // fitCount returns how many of the first entries fit the budget: at least

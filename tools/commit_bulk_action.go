@@ -71,16 +71,18 @@ func (operationData) schema(s *jsonschema.Schema) {
 	enum(prop(target, "outcome"), targetOutcomes...)
 }
 
+// commitTraits are the tool's traits, in the catalog.
+var commitTraits = Traits{Name: "commit_bulk_action", Hints: Hints{ReadOnly: No, Destructive: Yes, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeWrite,
+	WritePath: true, Writes: true, Tasks: AlwaysTask}
+
 // CommitBulkAction is the commit_bulk_action tool.
 func CommitBulkAction(d *Deps) Spec {
 	return Spec{
-		Name:        "commit_bulk_action",
+		Traits:      commitTraits,
 		Title:       "Commit an action to a frozen selection",
 		Description: `Run a previewed action on exactly a selection's members, each outcome journaled (unknown: sent, unobserved, never re-sent blindly). Repeating returns the same operation. May ask the user to approve.`,
 		Input:       advertised(commitInput),
 		Data:        generate[operationData](),
-		Hints:       NewHints(false, true, true, true),
-		Writes:      true,
 		Problems: []envelope.ProblemCode{envelope.ProblemSelectionNotFound, envelope.ProblemSelectionExpired, envelope.ProblemSelectionStale, envelope.ProblemStoreUnavailable,
 			envelope.ProblemDigestMismatch, envelope.ProblemActionMismatch, envelope.ProblemNotCommittable, envelope.ProblemAlreadyCommitted,
 			envelope.ProblemUpstreamRateLimited, envelope.ProblemApprovalRequired, envelope.ProblemApprovalRejected,
@@ -120,8 +122,8 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	if a.WaitMS != nil {
 		wait = time.Duration(*a.WaitMS) * time.Millisecond
 	}
-	if inTask(ctx) {
-		// A task answers once its operation exists; tasks/get follows it.
+	if call.Task {
+		// A task answers once its operation exists; the task follows it.
 		wait = 0
 	}
 	params := a.Action.Params
@@ -136,23 +138,22 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	var stopProgress func()
 	req.Progress, stopProgress = d.commitProgress(ctx, call)
 	defer stopProgress()
-	res, p := d.Engine.Commit(ctx, req)
-	if p != nil && p.Code == envelope.ProblemApprovalRequired {
+	res, err := d.Engine.Commit(ctx, req)
+	if selection.ErrorCode(err) == envelope.ProblemApprovalRequired {
 		// The policy wants a person: through this client when it says so.
 		if act, ok := d.Runtime.Actions[a.Action.Type]; ok {
 			if need := d.Engine.ApprovalRequirement(ctx, sel, act); need.Mode == selection.ApprovalClient {
-				mrt := call.Request.Params.MultiRoundTripParams
-				if p2 := selection.MayApprove(sel, act, call.Principal); p2 != nil {
+				if err := selection.MayApprove(sel, act, call.Principal); err != nil {
 					// The person at this client may not approve: asking
 					// them would only record a refusal.
-					return envelope.ErrorEnvelope(p2)
+					return envelope.ErrorEnvelope(ProblemOf(err))
 				}
-				if mrt.RequestState == "" && len(mrt.InputResponses) == 0 {
-					ask, p2 := d.askApproval(ctx, sel, need, call.Principal)
+				if call.Answer == nil {
+					ask, p2 := d.askApproval(ctx, call, sel, need)
 					if p2 != nil {
 						return envelope.ErrorEnvelope(p2)
 					}
-					call.InputRequired = ask
+					call.Ask = ask
 					return &envelope.Envelope{}
 				}
 				ap, p2 := d.takeAnswer(ctx, call, sel)
@@ -162,13 +163,13 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 				if ap != nil {
 					req.ApprovalID = ap.ID
 				}
-				res, p = d.Engine.Commit(ctx, req)
+				res, err = d.Engine.Commit(ctx, req)
 			}
 		}
 	}
 	stopProgress()
-	if p != nil {
-		return envelope.ErrorEnvelope(p)
+	if err != nil {
+		return envelope.ErrorEnvelope(ProblemOf(err))
 	}
 	return d.operationEnvelope(ctx, res.Operation, res.Replayed, selection.TargetQuery{Limit: 20}, false)
 }
@@ -179,11 +180,19 @@ func invalidWrite(errs []envelope.FieldError) *envelope.Envelope {
 	return env
 }
 
-func progressToken(call *Call) any {
-	if m := call.Request.Params.Meta; m != nil {
-		return m.ProgressToken
+// OperationID is the operation a commit_bulk_action or get_operation
+// envelope answers for ("" for any other envelope).
+func OperationID(env *envelope.Envelope) string {
+	if data, ok := env.Data.(*operationData); ok {
+		return data.OperationID
 	}
-	return nil
+	return ""
+}
+
+// OperationEnvelope is commit_bulk_action's answer for op, with its first
+// page of results, as it stands now.
+func (d *Deps) OperationEnvelope(ctx context.Context, op *selection.Operation) *envelope.Envelope {
+	return d.operationEnvelope(ctx, op, false, selection.TargetQuery{Limit: 20}, false)
 }
 
 // operationEnvelope renders an operation with a page of its results. When

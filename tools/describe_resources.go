@@ -170,15 +170,18 @@ type principalsInfo struct {
 }
 
 // DescribeResources is the describe_resources tool: what airlock can read,
+
+// describeTraits are the tool's traits, in the catalog.
+var describeTraits = Traits{Name: "describe_resources", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
+
 // how completely, and within which limits.
 func DescribeResources(d *Deps) Spec {
 	return Spec{
-		Name:        "describe_resources",
+		Traits:      describeTraits,
 		Title:       "Describe the configured resources",
 		Description: `Resources in detail: fields, filters, consistency, budgets, actions (params, precondition, effect, approval).`,
 		Input:       resourceSchema(describeInput, d.Runtime, "Default: all.", false, nil),
 		Data:        generate[describeData](),
-		Hints:       NewHints(true, false, true, false),
 		Handler:     d.describe,
 	}
 }

@@ -26,7 +26,11 @@ func fuzzDeps(f *testing.F) *Deps {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return NewDeps(rt, nil)
+	d, err := New(context.Background(), Config{Runtime: rt})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return d
 }
 
 // FuzzToolArguments: any arguments to search_all are answered with an

@@ -33,15 +33,17 @@ func pageSize(s *jsonschema.Schema) {
 
 var getOperationInput = generate[getOperationArgs]()
 
+// getOperationTraits are the tool's traits, in the catalog.
+var getOperationTraits = Traits{Name: "get_operation", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
+
 // GetOperation is the get_operation tool.
 func GetOperation(d *Deps) Spec {
 	return Spec{
-		Name:        "get_operation",
+		Traits:      getOperationTraits,
 		Title:       "Read an operation and its per-target journal",
 		Description: `An operation's status, counts and per-target results, paged; complete:true on a finished one's last page.`,
 		Input:       advertised(getOperationInput),
 		Data:        generate[operationData](),
-		Hints:       NewHints(true, false, true, false),
 		Problems:    []envelope.ProblemCode{envelope.ProblemOperationNotFound, envelope.ProblemStoreUnavailable},
 		Handler:     d.getOperation,
 	}

@@ -63,15 +63,17 @@ func (recordsData) schema(s *jsonschema.Schema) {
 	enum(prop(s, "disposition"), selection.Member, selection.Excluded, selection.Ambiguous)
 }
 
+// getSelectionTraits are the tool's traits, in the catalog.
+var getSelectionTraits = Traits{Name: "get_selection", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
+
 // GetSelection is the get_selection tool.
 func GetSelection(d *Deps) Spec {
 	return Spec{
-		Name:        "get_selection",
+		Traits:      getSelectionTraits,
 		Title:       "Page through a frozen selection",
 		Description: `Page through a frozen selection's members, excluded or ambiguous records. complete:true on the last page.`,
 		Input:       advertised(getSelectionInput),
 		Data:        generate[recordsData](),
-		Hints:       NewHints(true, false, true, false),
 		Problems:    []envelope.ProblemCode{envelope.ProblemSelectionNotFound, envelope.ProblemStoreUnavailable},
 		Handler:     d.getSelection,
 	}
@@ -154,7 +156,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 			}
 		}
 		if _, ok := sel.Summary.Groups[k]; !ok {
-			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldUnknownField, keysOf(sel.Summary.Groups)))
+			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldUnknownField, slices.Sorted(maps.Keys(sel.Summary.Groups))))
 			continue
 		}
 		b, err := selection.Canonical(v)
@@ -183,7 +185,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 		return d.internalError(ctx, "read the manifest", err)
 	}
 	env := &envelope.Envelope{
-		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),
+		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: orEmpty(sel.Selector.Filter),
 			Visibility: d.visibility(sel.Resource), Snapshot: sel.Summary.Snapshot, Consistency: sel.Summary.Consistency, Search: d.searchScope(sel.Resource, sel.Selector.Filter)},
 		Data: &recordsData{
 			SelectionID: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest, Kind: sel.Kind,
@@ -203,14 +205,4 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 		env.IncompleteReasons = append(env.IncompleteReasons, rs)
 	}
 	return env
-}
-
-func keysOf[V any](m map[string]V) []string {
-	return sortedSet(func() map[string]bool {
-		out := map[string]bool{}
-		for k := range m {
-			out[k] = true
-		}
-		return out
-	}())
 }

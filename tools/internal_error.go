@@ -2,9 +2,11 @@ package tools
 
 import (
 	"context"
+	"errors"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // callKey carries a tool call's name and request id in its context, for
@@ -49,4 +51,25 @@ func (d *Deps) logInternal(ctx context.Context, what string, err error) string {
 	info, _ := ctx.Value(callKey{}).(callInfo)
 	d.Logger.ErrorContext(ctx, "internal error", "tool", info.tool, "request_id", info.requestID, "what", what, "err", err)
 	return info.requestID
+}
+
+// ProblemOf renders an error of the domain as the problem a caller reads: a
+// selection.Error as its code, detail, state and reasons; an upstream's
+// failure as the scan that met it says it; anything else as
+// INTERNAL_ERROR, which tells nothing of the cause.
+func ProblemOf(err error) *envelope.Problem {
+	var de *selection.Error
+	var se *upstream.ScanError
+	switch {
+	case errors.As(err, &de):
+		p := envelope.NewProblem(de.Code, de.Detail)
+		p.StateChanged = de.StateChanged
+		if len(de.Errors) > 0 {
+			p.SetErrors(de.Errors)
+		}
+		return p
+	case errors.As(err, &se):
+		return se.Problem
+	}
+	return envelope.NewProblem(envelope.ProblemInternal, "")
 }

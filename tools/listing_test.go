@@ -16,7 +16,7 @@ import (
 func TestListedOutput_SaysWhatTheDataSchemaSays(t *testing.T) {
 	t.Parallel()
 	shared := 0
-	for _, s := range NewDeps(nil, nil).Specs() {
+	for _, s := range bareDeps().Specs() {
 		listed := listedOutput(s.Data, s.AllProblems()...)
 		full := envelope.CompactOutputSchema(advertisedData(s.Data), s.AllProblems()...)
 		if len(listed) > len(full) {

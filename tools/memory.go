@@ -53,9 +53,9 @@ type ProblemMemory struct {
 	clock   upstream.Clock
 	ttl     time.Duration
 	entries map[string]memoryEntry
-	// Fingerprint names what an answer depends on besides the call (the
+	// fingerprint names what an answer depends on besides the call (the
 	// credentials airlock sends); nil means nothing.
-	Fingerprint func() string
+	fingerprint func() string
 }
 
 type memoryEntry struct {
@@ -81,8 +81,8 @@ func (m *ProblemMemory) key(tool string, raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	fp := ""
-	if m.Fingerprint != nil {
-		fp = m.Fingerprint()
+	if m.fingerprint != nil {
+		fp = m.fingerprint()
 	}
 	return tool + "\x00" + fp + "\x00" + string(b), true
 }
@@ -106,9 +106,9 @@ func (m *ProblemMemory) window(s Spec, env *envelope.Envelope, now time.Time) ti
 	return time.Time{}
 }
 
-// remember keeps env when it is an answer an identical call would get
-// again before its window ends.
-func (m *ProblemMemory) remember(s Spec, raw json.RawMessage, env *envelope.Envelope) {
+// Remember keeps env, s's answer to a call with arguments raw, when it is
+// an answer an identical call would get again before its window ends.
+func (m *ProblemMemory) Remember(s Spec, raw json.RawMessage, env *envelope.Envelope) {
 	now := m.clock.Now()
 	until := m.window(s, env, now)
 	if !until.After(now) {
@@ -127,9 +127,10 @@ func (m *ProblemMemory) remember(s Spec, raw json.RawMessage, env *envelope.Enve
 	m.entries[key] = memoryEntry{env: b, at: now, until: until}
 }
 
-// recall returns the remembered answer to an identical call, updated to
-// now (the wait left, when it was remembered, until when), or nil.
-func (m *ProblemMemory) recall(s Spec, raw json.RawMessage, requestID string) *envelope.Envelope {
+// Recall returns the remembered answer to an identical call of s, updated
+// to now (the wait left, when it was remembered, until when) and to the
+// request requestID, or nil.
+func (m *ProblemMemory) Recall(s Spec, raw json.RawMessage, requestID string) *envelope.Envelope {
 	key, ok := m.key(s.Name, raw)
 	if !ok {
 		return nil

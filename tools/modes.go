@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // Options choose which tools a server offers. The zero value offers every
@@ -20,18 +22,10 @@ type Options struct {
 	ExcludeTools []string
 }
 
-// writePath are the tools that exist only to change the upstream.
-var writePath = []string{"preview_selection", "commit_bulk_action"}
-
-// ToolNames are the names of every tool airlock has, in the order it
-// offers them.
-func ToolNames() []string {
-	specs := (&Deps{}).Specs()
-	names := make([]string, len(specs))
-	for i, s := range specs {
-		names[i] = s.Name
-	}
-	return names
+// onWritePath reports whether the named tool is on the write path.
+func onWritePath(name string) bool {
+	t, ok := TraitsOf(name)
+	return ok && t.WritePath
 }
 
 // Check refuses options that would silently offer less than they name: an
@@ -50,7 +44,7 @@ func (o Options) Check() error {
 		switch {
 		case slices.Contains(o.ExcludeTools, n):
 			errs = append(errs, fmt.Sprintf("%s is both offered (tools) and excluded (exclude-tools)", n))
-		case o.ReadOnly && slices.Contains(writePath, n):
+		case o.ReadOnly && onWritePath(n):
 			errs = append(errs, fmt.Sprintf("%s is on the write path, which read-only never offers", n))
 		}
 	}
@@ -60,28 +54,36 @@ func (o Options) Check() error {
 	return nil
 }
 
-// Enabled returns the tools to offer under the deps' Options: without an
-// action in the configuration, or read-only, none on the write path. An
-// unknown name in Tools or ExcludeTools, or options that contradict each
-// other (see Check), are an error that names the tools; so is a write-path
-// tool named in Tools when the configuration has no action.
-func (d *Deps) Enabled() ([]Spec, error) {
-	if err := d.Options.Check(); err != nil {
-		return nil, err
+// CheckFor is Check for a configuration: it also refuses a write-path tool
+// named in Tools when the configuration (rt) has no action.
+func (o Options) CheckFor(rt *upstream.Runtime) error {
+	if err := o.Check(); err != nil {
+		return err
 	}
-	all := d.Specs()
-	noActions := d.Runtime != nil && len(d.Runtime.Actions) == 0
-	if noActions {
-		for _, n := range d.Options.Tools {
-			if slices.Contains(writePath, n) {
-				return nil, fmt.Errorf("%s is on the write path, and the configuration has no action: it would not be offered", n)
+	if rt != nil && len(rt.Actions) == 0 {
+		for _, n := range o.Tools {
+			if onWritePath(n) {
+				return fmt.Errorf("%s is on the write path, and the configuration has no action: it would not be offered", n)
 			}
 		}
 	}
+	return nil
+}
+
+// Enabled returns the tools to offer under the deps' Options: without an
+// action in the configuration, or read-only, none on the write path. An
+// unknown name in Tools or ExcludeTools, or options that contradict each
+// other (see CheckFor), are an error that names the tools (New refuses
+// them first).
+func (d *Deps) Enabled() ([]Spec, error) {
+	if err := d.Options.CheckFor(d.Runtime); err != nil {
+		return nil, err
+	}
+	noActions := d.Runtime != nil && len(d.Runtime.Actions) == 0
 	var out []Spec
-	for _, s := range all {
+	for _, s := range d.Specs() {
 		switch {
-		case (d.Options.ReadOnly || noActions) && slices.Contains(writePath, s.Name):
+		case (d.Options.ReadOnly || noActions) && s.WritePath:
 		case len(d.Options.Tools) > 0 && !slices.Contains(d.Options.Tools, s.Name):
 		case slices.Contains(d.Options.ExcludeTools, s.Name):
 		default:

@@ -148,15 +148,18 @@ func hasAction(rt *upstream.Runtime, r *upstream.Resource) bool {
 	return false
 }
 
+// previewTraits are the tool's traits, in the catalog.
+var previewTraits = Traits{Name: "preview_selection", Hints: Hints{ReadOnly: No, Destructive: No, Idempotent: No, OpenWorld: Yes}, Scope: ScopeWrite,
+	WritePath: true, Tasks: AlwaysTask}
+
 // PreviewSelection is the preview_selection tool.
 func PreviewSelection(d *Deps) Spec {
 	return Spec{
-		Name:        "preview_selection",
+		Traits:      previewTraits,
 		Title:       "Preview and freeze the targets of a bulk action",
 		Description: `Freeze one action's exact targets (scan or ids, exclusions, precondition) with counts, effect and manifest. Show them to the user; commit with selection_id, digest as expected_digest and the same action. Incomplete scans never commit.`,
 		Input:       resourceSchema(previewInput, d.Runtime, "", false, func(r *upstream.Resource) bool { return hasAction(d.Runtime, r) }),
 		Data:        generate[selectionData](),
-		Hints:       NewHints(false, false, false, true),
 		// Named ids are read one by one: their failures end the preview.
 		Problems: append(append([]envelope.ProblemCode(nil), readProblems...), envelope.ProblemUpstreamUnavailable, envelope.ProblemUpstreamServerError,
 			envelope.ProblemUpstreamTimeout, envelope.ProblemUpstreamConnection, envelope.ProblemOperationNotFound, envelope.ProblemCompensationUnavailable,
@@ -253,8 +256,8 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	if len(errs) > 0 || act == nil {
 		return invalid(errs)
 	}
-	if p := selection.MayRun(act, call.Principal); p != nil {
-		return envelope.ErrorEnvelope(p)
+	if err := selection.MayRun(act, call.Principal); err != nil {
+		return envelope.ErrorEnvelope(ProblemOf(err))
 	}
 	if env := coolingDown(r.Upstream, false); env != nil {
 		return env
@@ -293,11 +296,11 @@ func (d *Deps) compensate(ctx context.Context, call *Call, a previewArgs, errs [
 	if len(errs) > 0 {
 		return invalid(errs)
 	}
-	res, p := d.Previewer().Compensate(ctx, d.Runtime, selection.CompensationRequest{OperationID: a.Compensate, RequestID: call.RequestID,
+	res, err := d.Previewer().Compensate(ctx, d.Runtime, selection.CompensationRequest{OperationID: a.Compensate, RequestID: call.RequestID,
 		Environment: d.Runtime.Environment, RequestedBy: call.Client, Principal: call.Principal,
 		Budget: upstream.Budget{MaxPages: config.DefaultMaxPages, PagesLimitSource: envelope.LimitAirlock, Deadline: config.DefaultDeadlineMS * time.Millisecond}})
-	if p != nil {
-		return envelope.ErrorEnvelope(p)
+	if err != nil {
+		return envelope.ErrorEnvelope(ProblemOf(err))
 	}
 	d.Engine.Audit(ctx, selection.AuditEvent{At: d.Clock.Now(), Kind: selection.AuditDecision, SelectionID: res.Selection.ID,
 		Digest: res.Selection.Digest, Actor: call.Client, Event: "preview", RequestID: call.RequestID, Principal: call.Principal.Recorded(),
@@ -341,7 +344,7 @@ func checkReviewFields(r *upstream.Resource, fields []string) []envelope.FieldEr
 func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, fields []string, pageSize int, warnings []envelope.Warning) *envelope.Envelope {
 	sum := sel.Summary
 	env := &envelope.Envelope{
-		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: nonNilMap(sel.Selector.Filter),
+		Scope: &envelope.Scope{Resource: sel.Resource, Environment: sel.Environment, Upstream: sel.Upstream, Filter: orEmpty(sel.Selector.Filter),
 			Visibility: d.visibility(sel.Resource), Snapshot: sum.Snapshot, Consistency: sum.Consistency, Search: d.searchScope(sel.Resource, sel.Selector.Filter)},
 		Coverage:          sum.Coverage,
 		IncompleteReasons: append([]envelope.Reason(nil), sum.ScanReasons...),
@@ -373,7 +376,7 @@ func (d *Deps) selectionEnvelope(ctx context.Context, sel *selection.Selection, 
 		ExpiresAt: sel.ExpiresAt.UTC().Format(time.RFC3339), Kind: sel.Kind,
 		Committable: sel.Committable, CommittableReasons: sel.Blockers,
 		Environment: sel.Environment, Upstream: sel.Upstream, Resource: sel.Resource,
-		Action: selection.Action{Type: sel.Action.Type, Params: nonNilMap(sel.Action.Params)},
+		Action: selection.Action{Type: sel.Action.Type, Params: orEmpty(sel.Action.Params)},
 		Counts: previewCounts{Members: sum.Members, Excluded: sum.Excluded, Ambiguous: sum.Ambiguous, Scanned: sum.Scanned},
 		Groups: groups, Exclusions: sum.Exclusions, Effect: effect,
 		Ambiguous: ambiguous, Manifest: manifest,

@@ -6,8 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
-
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -17,21 +16,20 @@ import (
 // their request timeout on progress keep a long scan or commit alive.
 const DefaultProgressInterval = time.Second
 
-// progress reports one call's work as notifications/progress to a client
-// that sent a progressToken: every interval of the deps' clock, whether or
-// not the work moved in it (a slow page or write keeps the client's
-// timeout alive), and never more often (mcp-go drops notifications its
-// queue has no room for). stop ends it and must be called before the
-// handler returns: a notification sent as the result leaves may reach the
-// client after it, so none is sent once stop has begun.
+// progress reports one call's work to the call's Progress (the edge sends
+// it to a client that asked, as notifications/progress): every interval of
+// the deps' clock, whether or not the work moved in it (a slow page or
+// write keeps the client's timeout alive), and never more often (an edge
+// may drop reports it has no room for). stop ends it and must be called
+// before the handler returns: a report sent as the result leaves may reach
+// the client after it, so none is sent once stop has begun.
 //
 // progress must increase with every notification: a report below the last
 // one (workers report out of order) is ignored, and a beat with no new work
 // adds a fraction below one.
 type progress struct {
-	ctx   context.Context
-	srv   *server.MCPServer
-	token any
+	ctx  context.Context
+	send func(Progress)
 
 	mu      sync.Mutex
 	last    progressReport
@@ -52,11 +50,9 @@ type progressReport struct {
 }
 
 // newProgress starts the reporter of a call; nil (whose methods do
-// nothing) when the call carries no progress token.
+// nothing) when nobody asked for the call's progress.
 func (d *Deps) newProgress(ctx context.Context, call *Call) *progress {
-	tok := progressToken(call)
-	srv := server.ServerFromContext(ctx)
-	if tok == nil || srv == nil {
+	if call == nil || call.Progress == nil {
 		return nil
 	}
 	interval := d.ProgressInterval
@@ -67,7 +63,7 @@ func (d *Deps) newProgress(ctx context.Context, call *Call) *progress {
 	if c == nil {
 		c = upstream.WallClock
 	}
-	p := &progress{ctx: ctx, srv: srv, token: tok, quit: make(chan struct{}), done: make(chan struct{})}
+	p := &progress{ctx: ctx, send: call.Progress, quit: make(chan struct{}), done: make(chan struct{})}
 	// The ticker starts here, not in the goroutine, so that the first
 	// beat is due one interval after the call began.
 	go p.beat(c.NewTicker(interval))
@@ -134,21 +130,19 @@ func (p *progress) beat(t clock.Ticker) {
 	}
 }
 
-// sendLocked sends one notification; the lock keeps notifications in
-// order and none after stop.
+// sendLocked sends one report; the lock keeps reports in order and none
+// after stop.
 func (p *progress) sendLocked() {
 	if p.stopped || !p.known {
 		return
 	}
 	r := p.last
-	params := map[string]any{
-		"progressToken": p.token, "progress": float64(r.Done) + float64(p.beats)/float64(p.beats+1), "message": r.Message,
-	}
+	out := Progress{Progress: float64(r.Done) + float64(p.beats)/float64(p.beats+1), Message: r.Message}
 	p.beats++
 	if r.Total != nil {
-		params["total"] = *r.Total
+		out.Total = envelope.Ptr(*r.Total)
 	}
-	_ = p.srv.SendNotificationToClient(p.ctx, "notifications/progress", params)
+	p.send(out)
 }
 
 // stop ends the reports: none is sent once it has begun, and the beat has

@@ -1,52 +1,96 @@
-// Package tools holds airlock's MCP tools (schemas and handlers) and the
-// server assembly on mcp-go: stdio, streamable HTTP and SSE.
+// Package tools holds airlock's six tools: their arguments and data, their
+// schemas, their handlers and what they share (budgets, cursors, argument
+// checks, the memory of failed calls). A tool is a Spec; a call of it is a
+// Call, which says what the client sent and can take, in words of its own.
 //
 // Every tool answers with the envelope. What the model should read is a tool
-// result (isError with a problem when it failed); a Go error from a handler
-// means a bug in airlock. No handler may echo caller or upstream text into a
-// next_action.
+// result (a problem when it failed); a Go error means a bug in airlock. No
+// handler may echo caller or upstream text into a next_action.
+//
+// The package never serves: it imports no MCP SDK, no net/http server, no
+// metrics or tracing library, so that a program embedding the tools links
+// none of them. Package mcpserver puts the tools on an MCP server.
 package tools
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
-	"runtime/debug"
 	"slices"
 
-	"github.com/google/uuid"
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
-// Hints are a tool's four MCP annotations. Build them with NewHints so that
-// every one is chosen on purpose.
+// Hint is one MCP annotation, chosen on purpose: Yes or No. Its zero value,
+// Unset, is refused when the tool is registered.
+type Hint int8
+
+// The values of a Hint.
+const (
+	Unset Hint = iota
+	Yes
+	No
+)
+
+// Bool reports whether the hint is Yes.
+func (h Hint) Bool() bool { return h == Yes }
+
+// Hints are a tool's four MCP annotations, each named where it is set
+// (Hints{ReadOnly: Yes, …}), so that none can be swapped with another.
 type Hints struct {
-	ReadOnly, Destructive, Idempotent, OpenWorld bool
-	set                                          bool
+	ReadOnly, Destructive, Idempotent, OpenWorld Hint
 }
 
-// NewHints sets all four annotations.
-func NewHints(readOnly, destructive, idempotent, openWorld bool) Hints {
-	return Hints{ReadOnly: readOnly, Destructive: destructive, Idempotent: idempotent, OpenWorld: openWorld, set: true}
+// TaskSupport says when a call of a tool may run as a task, for a client
+// that accepts tasks.
+type TaskSupport int8
+
+// The values of TaskSupport.
+const (
+	// NoTasks: every call answers in the call.
+	NoTasks TaskSupport = iota
+	// AlwaysTask: every call may run as a task.
+	AlwaysTask
+	// TaskWhenLong: a call whose deadline_ms is over TaskSearchDeadline
+	// runs as a task; a shorter one answers in the call.
+	TaskWhenLong
+)
+
+// The scopes that choose tools. A token with ScopeRead is offered the read
+// tools; ScopeWrite adds preview_selection and commit_bulk_action (and
+// includes the read tools).
+const (
+	ScopeRead  = "airlock:read"
+	ScopeWrite = "airlock:write"
+)
+
+// Traits are what is known of a tool without a configuration: its name,
+// its annotations, and how callers may reach it. The catalog holds them.
+type Traits struct {
+	Name  string
+	Hints Hints
+	// Scope is the OAuth scope a token needs to call the tool.
+	Scope string
+	// WritePath says the tool exists only to change the upstream: a
+	// read-only server, or a configuration without an action, never
+	// offers it.
+	WritePath bool
+	// Writes declares that the tool changes something outside airlock.
+	Writes bool
+	// Tasks says when a call may run as a task.
+	Tasks TaskSupport
 }
 
-// Spec is one tool: its definition and handler.
+// Spec is one tool: its traits, its definition and its handler.
 type Spec struct {
-	Name        string
+	Traits
 	Title       string
 	Description string
 	Input       map[string]any // JSON Schema of the arguments
 	// Data is the JSON Schema of the envelope's data, as exact as airlock
 	// holds it (clients are listed advertisedData of it).
-	Data  map[string]any
-	Hints Hints
+	Data map[string]any
 	// Problems are the problem codes the tool can return besides those
 	// every tool can (INVALID_ARGUMENTS, INTERNAL_ERROR and the upstream
 	// failures answered from memory or a cooldown). They narrow the output
@@ -55,25 +99,84 @@ type Spec struct {
 	// TextDefaults are the members of the tool's data that its text
 	// mirror leaves out when they hold their defaults (see envelope.Text).
 	TextDefaults []envelope.TextDefault
-	// Writes declares that the tool changes something outside airlock.
-	Writes  bool
-	Handler func(ctx context.Context, call *Call) *envelope.Envelope
+	Handler      func(ctx context.Context, call *Call) *envelope.Envelope
 }
 
-// Call is one invocation: the raw arguments and the request id that
-// correlates logs, upstream requests and the problem.
+// Call is one invocation of a tool as the edge that received it (an MCP
+// server, a task, a test) hands it over: what the client sent and what it
+// can take, in words of its own. The handler reads it and may set Ask.
 type Call struct {
+	// RequestID correlates logs, upstream requests and the problem.
 	RequestID string
-	Raw       json.RawMessage
-	Request   mcp.CallToolRequest
-	// Client names the MCP client (from its initialize), for records of
+	// Raw are the arguments, a JSON object.
+	Raw json.RawMessage
+	// Client names the client, as it introduced itself, for records of
 	// who asked.
 	Client string
-	// Principal is who the transport authenticated (see PrincipalFrom).
+	// Principal is who the transport authenticated.
 	Principal selection.Principal
-	// InputRequired, when a handler sets it, is returned instead of the
-	// envelope: the tool asks the client for input (an approval) first.
-	InputRequired *mcp.CallToolResult
+	// CanAsk says the client can be asked for input: it declared that it
+	// shows forms, and its transport carries the request.
+	CanAsk bool
+	// Answer is the client's answer to the input request an earlier call
+	// of the same tool set in Ask; nil on a first call.
+	Answer *InputAnswer
+	// Ask, when the handler sets it, is answered instead of the envelope:
+	// the tool asks the client for input first, and the client calls again
+	// with its Answer.
+	Ask *InputRequest
+	// Progress, when set, is told where the call's work stands, every
+	// DefaultProgressInterval or so until the handler returns (the client
+	// asked for progress).
+	Progress func(Progress)
+	// Task says the call runs for a task: a commit answers as soon as its
+	// operation exists, and the task follows it.
+	Task bool
+}
+
+// InputRequest asks the client's user for input through a form.
+type InputRequest struct {
+	// Key names the request; the answer carries it back.
+	Key string
+	// Message is what the user reads.
+	Message string
+	// Schema is the JSON Schema of the form.
+	Schema map[string]any
+	// State is opaque to the client, signed by airlock, and echoed with
+	// the answer.
+	State string
+}
+
+// The actions of an answer: the user submitted the form, declined it, or
+// dismissed it.
+const (
+	AnswerAccept  = "accept"
+	AnswerDecline = "decline"
+	AnswerCancel  = "cancel"
+)
+
+// InputAnswer is the client's answer to an InputRequest.
+type InputAnswer struct {
+	// State is the request's state, as the client echoed it.
+	State string
+	// Key names the request answered ("" when the client sent none).
+	Key string
+	// Action is AnswerAccept, AnswerDecline or AnswerCancel ("" when
+	// the client sent no answer).
+	Action string
+	// Content is the form's content, when accepted.
+	Content map[string]any
+}
+
+// Progress is where a call's work stands.
+type Progress struct {
+	// Progress increases with every report: the work done (items
+	// scanned, targets with an outcome), plus a fraction below one for each
+	// report in which the work did not move.
+	Progress float64
+	// Total is how much work there is, when known.
+	Total   *int
+	Message string
 }
 
 // commonProblems can come from any tool.
@@ -81,48 +184,39 @@ var commonProblems = []envelope.ProblemCode{envelope.ProblemInvalidArguments, en
 
 // AllProblems is every problem code the tool can return, sorted.
 func (s Spec) AllProblems() []envelope.ProblemCode {
-	seen := map[envelope.ProblemCode]bool{}
-	var out []envelope.ProblemCode
-	for _, c := range append(append([]envelope.ProblemCode(nil), commonProblems...), s.Problems...) {
-		if !seen[c] {
-			seen[c] = true
-			out = append(out, c)
-		}
-	}
+	out := append(append([]envelope.ProblemCode(nil), commonProblems...), s.Problems...)
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
-// Tool returns the MCP tool definition.
-func (s Spec) Tool() mcp.Tool {
-	in, _ := json.Marshal(s.Input)
-	t := mcp.NewTool(s.Name,
-		mcp.WithDescription(s.Description),
-		mcp.WithRawInputSchema(in),
-		mcp.WithRawOutputSchema(listedOutput(s.Data, s.AllProblems()...)),
-		mcp.WithToolAnnotation(mcp.ToolAnnotation{
-			Title:           s.Title,
-			ReadOnlyHint:    mcp.ToBoolPtr(s.Hints.ReadOnly),
-			DestructiveHint: mcp.ToBoolPtr(s.Hints.Destructive),
-			IdempotentHint:  mcp.ToBoolPtr(s.Hints.Idempotent),
-			OpenWorldHint:   mcp.ToBoolPtr(s.Hints.OpenWorld),
-		}),
-	)
-	t.InputSchema = mcp.ToolInputSchema{}
-	t.Title = s.Title
-	return t
+// InputSchema is the JSON Schema of the arguments as clients list it.
+func (s Spec) InputSchema() json.RawMessage {
+	b, err := json.Marshal(s.Input)
+	if err != nil {
+		panic("tools: input schema of " + s.Name + ": " + err.Error())
+	}
+	return b
 }
 
-// check enforces the annotation rules at registration.
-func (s Spec) check() error {
+// OutputSchema is the JSON Schema of the tool's results as clients list it:
+// the envelope around the tool's data, compacted (see listedOutput).
+func (s Spec) OutputSchema() json.RawMessage {
+	return listedOutput(s.Data, s.AllProblems()...)
+}
+
+// Check enforces the annotation rules, as a server registering the tool
+// does: every hint set on purpose, a tool that writes not read-only, a
+// read-only tool not destructive, a destructive tool one that writes.
+func (s Spec) Check() error {
+	h := s.Hints
 	switch {
-	case !s.Hints.set:
-		return fmt.Errorf("tool %q: annotations not set; use NewHints", s.Name)
-	case s.Writes && s.Hints.ReadOnly:
+	case h.ReadOnly == Unset || h.Destructive == Unset || h.Idempotent == Unset || h.OpenWorld == Unset:
+		return fmt.Errorf("tool %q: annotations not set; set each of the four hints to Yes or No", s.Name)
+	case s.Writes && h.ReadOnly == Yes:
 		return fmt.Errorf("tool %q writes but is annotated read-only", s.Name)
-	case s.Hints.ReadOnly && s.Hints.Destructive:
+	case h.ReadOnly == Yes && h.Destructive == Yes:
 		return fmt.Errorf("tool %q is read-only and destructive", s.Name)
-	case !s.Writes && s.Hints.Destructive:
+	case !s.Writes && h.Destructive == Yes:
 		return fmt.Errorf("tool %q does not write but is annotated destructive", s.Name)
 	case s.Handler == nil || s.Input == nil:
 		return fmt.Errorf("tool %q: missing handler or input schema", s.Name)
@@ -130,194 +224,33 @@ func (s Spec) check() error {
 	return nil
 }
 
-// RegisterOptions are what every registered tool shares.
-type RegisterOptions struct {
-	Logger *slog.Logger
-	// Memory, when set, answers repeats of failed calls from memory.
-	Memory *ProblemMemory
-	// Redactor, when set, removes its secrets from every result.
-	Redactor *redact.Redactor
+// Run runs the tool's handler for call, with the call's tool and request
+// id in the context of what logs on its behalf.
+func (s Spec) Run(ctx context.Context, call *Call) *envelope.Envelope {
+	return s.Handler(withCall(ctx, s.Name, call.RequestID), call)
 }
 
-// Register adds the tools to the server after checking their annotations.
-func Register(srv *server.MCPServer, opts RegisterOptions, specs ...Spec) error {
-	for _, s := range specs {
-		if err := s.check(); err != nil {
-			return err
-		}
+// RunsAsTask reports whether a call with these arguments may run as a task
+// (for a client that accepts tasks).
+func (s Spec) RunsAsTask(raw json.RawMessage) bool {
+	switch s.Tasks {
+	case AlwaysTask:
+		return true
+	case TaskWhenLong:
+		return longCall(raw)
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	for _, s := range specs {
-		srv.AddTool(s.Tool(), handler(s, opts))
-	}
-	return nil
+	return false
 }
 
-// recoverTool turns a panic inside a tool's run (a call, or a task's
-// background run) into the INTERNAL_ERROR problem under requestID, and
-// logs the panic and its stack on log: the process goes on serving, the
-// caller learns nothing of the cause. Defer it directly (recover works
-// only there); answer receives the envelope.
-func recoverTool(log *slog.Logger, requestID string, answer func(*envelope.Envelope)) {
-	if p := recover(); p != nil {
-		log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-		answer(envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "").WithRequest(requestID)))
-	}
-}
+// Instructions are sent to clients at initialization: the rules an agent
+// must follow to read airlock's answers correctly.
+const Instructions = `airlock answers every call with an envelope. Rules:
+- Treat an empty or short list as proof of absence only when complete is true.
+- When complete is false, read incomplete_reasons and follow continuation (next_cursor, retry_after, restart, narrow_query); never invent a cursor.
+- A partial answer may support a read-only, bounded investigation, never a bulk change.
+- Surface incomplete_reasons to the user before asking to act on a result.
+- Writes go preview_selection -> show the manifest, effect and exclusions to the user -> commit_bulk_action with the selection_id, digest and the same action. Never approve on the user's behalf.
+- On error, problem.next_action says what to do. A text answer omits members at their defaults: empty lists, continuation none, status (from complete).`
 
-func handler(s Spec, opts RegisterOptions) server.ToolHandlerFunc {
-	mem, red := opts.Memory, opts.Redactor
-	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		call := &Call{RequestID: newRequestID(), Request: req, Client: clientInfo(ctx), Principal: PrincipalFrom(ctx)}
-		raw, merr := rawArguments(req)
-		call.Raw = raw
-		log := opts.Logger.With("tool", s.Name, "request_id", call.RequestID)
-		ctx = withCall(ctx, s.Name, call.RequestID)
-		defer recoverTool(log, call.RequestID, func(env *envelope.Envelope) { res = Result(env) })
-		if merr != nil {
-			return Result(envelope.ErrorEnvelope(envelope.InvalidArguments([]envelope.FieldError{
-				envelope.NewFieldError("arguments", envelope.FieldType, map[string]any{}),
-			}).WithRequest(call.RequestID))), nil
-		}
-		if mem != nil {
-			if env := mem.recall(s, call.Raw, call.RequestID); env != nil {
-				log.Info("tool call answered from memory", "status", env.Status, "reasons", reasonCodes(env))
-				return redactedResult(env, red, s.TextDefaults...), nil
-			}
-		}
-		env := s.Handler(ctx, call)
-		if call.InputRequired != nil && modernRequest(ctx) {
-			log.Info("tool call asks the client for input")
-			return redactedInput(call.InputRequired, red), nil
-		}
-		for round := 0; call.InputRequired != nil; round++ {
-			// A client of an earlier protocol is asked here, and the
-			// handler runs again with the answers, as a client of the
-			// current protocol would call again.
-			ask := redactedInput(call.InputRequired, red)
-			call.InputRequired = nil
-			answers, err := askClient(ctx, ask)
-			if err == nil && round == maxInputRounds {
-				err = errors.New("the tool asked for input too many times")
-			}
-			if err != nil {
-				log.Warn("the client could not be asked for approval", "err", err)
-				p := envelope.NewProblem(envelope.ProblemClientApprovalMissing,
-					"The client declared that it can show approval requests, but the request was not delivered or not answered in time. Nothing was approved or written.")
-				if errors.Is(err, errAnsweredElsewhere) {
-					p = envelope.NewProblem(envelope.ProblemElicitationMisrouted, "")
-				}
-				p.StateChanged = envelope.StateNone
-				env = envelope.ErrorEnvelope(p)
-				break
-			}
-			log.Info("tool call asked the client for input")
-			call.Request.Params.MultiRoundTripParams = mcp.MultiRoundTripParams{InputResponses: answers, RequestState: ask.RequestState}
-			env = s.Handler(ctx, call)
-		}
-		if env.Problem != nil && env.Problem.RequestID == "" {
-			env.Problem.WithRequest(call.RequestID)
-		}
-		env.Finish()
-		if mem != nil {
-			mem.remember(s, call.Raw, env)
-		}
-		log.Info("tool call", "status", env.Status, "complete", env.Complete, "reasons", reasonCodes(env))
-		return redactedResult(env, red, s.TextDefaults...), nil
-	}
-}
-
-// redactedResult renders the envelope as Result does, with the secrets
-// removed from its bytes: the last step before a result leaves airlock.
-func redactedResult(env *envelope.Envelope, red *redact.Redactor, data ...envelope.TextDefault) *mcp.CallToolResult {
-	env.Finish()
-	b := red.Bytes(env.Marshal())
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(envelope.Text(b, data...)))},
-		StructuredContent: json.RawMessage(b),
-		IsError:           env.Status == envelope.StatusError,
-	}
-}
-
-// redactedInput removes the secrets from a request for input (an approval
-// form built from a selection).
-func redactedInput(res *mcp.CallToolResult, red *redact.Redactor) *mcp.CallToolResult {
-	if red.Empty() {
-		return res
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return res
-	}
-	clean := red.Bytes(b)
-	if len(clean) == len(b) && string(clean) == string(b) {
-		return res
-	}
-	var out mcp.CallToolResult
-	if err := json.Unmarshal(clean, &out); err != nil {
-		return Result(envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "")))
-	}
-	return &out
-}
-
-// clientInfo names the calling MCP client, as it introduced itself.
-func clientInfo(ctx context.Context) string {
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientInfo != nil && info.ClientInfo.Name != "" {
-		return "mcp client " + envelope.SafeName(info.ClientInfo.Name) + " " + envelope.SafeName(info.ClientInfo.Version)
-	}
-	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-		if info := s.GetClientInfo(); info.Name != "" {
-			return "mcp client " + envelope.SafeName(info.Name) + " " + envelope.SafeName(info.Version)
-		}
-	}
-	return "mcp client"
-}
-
-func reasonCodes(e *envelope.Envelope) []string {
-	var out []string
-	for _, r := range e.IncompleteReasons {
-		out = append(out, string(r.Code))
-	}
-	if e.Problem != nil {
-		out = append(out, string(e.Problem.Code))
-	}
-	return out
-}
-
-func rawArguments(req mcp.CallToolRequest) (json.RawMessage, error) {
-	switch a := req.GetRawArguments().(type) {
-	case json.RawMessage:
-		if len(a) == 0 {
-			return json.RawMessage("{}"), nil
-		}
-		return a, nil
-	case nil:
-		return json.RawMessage("{}"), nil
-	default:
-		b, err := json.Marshal(a)
-		return b, err
-	}
-}
-
-func newRequestID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString()
-	}
-	return id.String()
-}
-
-// Result renders an envelope as an MCP tool result: the whole envelope as
-// structured content and, as text, the same JSON without the members that
-// hold their defaults (envelope.Text); isError when it carries a problem.
-func Result(env *envelope.Envelope) *mcp.CallToolResult {
-	env.Finish()
-	b := env.Marshal()
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(envelope.Text(b)))},
-		StructuredContent: json.RawMessage(b),
-		IsError:           env.Status == envelope.StatusError,
-	}
-}
+// Version is airlock's version, reported to MCP clients.
+var Version = "0.1.0"

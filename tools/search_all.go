@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -16,6 +17,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/scancache"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -72,15 +74,19 @@ func (searchData) schema(s *jsonschema.Schema) {
 
 // SearchAll is the search_all tool: it scans the whole requested scope,
 // paginating internally within a budget, and says exactly how much of the
+
+// searchTraits are the tool's traits, in the catalog.
+var searchTraits = Traits{Name: "search_all", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeRead,
+	Tasks: TaskWhenLong}
+
 // scope the answer covers.
 func SearchAll(d *Deps) Spec {
 	return Spec{
-		Name:         "search_all",
+		Traits:       searchTraits,
 		Title:        "Search a whole resource scope",
 		Description:  `Scan a resource's whole scope within a budget: items, totals, group counts. Only complete:true proves absence; else incomplete_reasons say why and continuation how to go on.`,
 		Input:        resourceSchema(searchInput, d.Runtime, "", true, nil),
 		Data:         generate[searchData](),
-		Hints:        NewHints(true, false, true, true),
 		Problems:     readProblems,
 		TextDefaults: searchTextDefaults,
 		Handler:      d.searchAll,
@@ -167,7 +173,7 @@ func checkBudget(r *upstream.Resource, maxItems, maxPages, deadlineMS *int, bad 
 func checkFields(r *upstream.Resource, arg string, names []string) []envelope.FieldError {
 	var errs []envelope.FieldError
 	for i, f := range names {
-		path := arg + "[" + itoa(i) + "]"
+		path := arg + "[" + strconv.Itoa(i) + "]"
 		fc, ok := r.Field(f)
 		switch {
 		case !ok:
@@ -177,11 +183,6 @@ func checkFields(r *upstream.Resource, arg string, names []string) []envelope.Fi
 		}
 	}
 	return errs
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }
 
 func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
@@ -218,7 +219,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	}
 	fp := fingerprint(r.Name, filter, fields, a.GroupBy, b.maxItems > 0)
 
-	var fs *frozenScan
+	var fs *scancache.Scan
 	offset := 0
 	expired := false
 	if a.Cursor != "" && !bad["cursor"] {
@@ -231,7 +232,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		case p.Fingerprint != fp:
 			errs = append(errs, envelope.NewFieldError("cursor", envelope.FieldCursorMismatch, nil))
 		default:
-			if fs, ok = d.Scans.get(ctx, p.Scan, p.Rev); !ok {
+			if fs, ok = d.Scans.Get(ctx, p.Scan, p.Rev); !ok {
 				expired = true
 			}
 			offset = p.Offset
@@ -244,7 +245,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		return env
 	}
 	scope := &envelope.Scope{
-		Resource: r.Name, Environment: d.Runtime.Environment, Upstream: r.Host(), Filter: nonNilMap(filter),
+		Resource: r.Name, Environment: d.Runtime.Environment, Upstream: r.Host(), Filter: orEmpty(filter),
 		Visibility: r.Visibility(), Consistency: r.Consistency(), Search: r.SearchScope(filter),
 	}
 	for _, f := range append(append([]string(nil), fields...), a.GroupBy...) {
@@ -268,24 +269,24 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	progress, stopProgress := d.startProgress(ctx, call)
 	defer stopProgress()
 	if fs == nil {
-		sink := &frozenSink{r: r, fields: fields, cap: r.Limits.ScanItems, missing: map[string]bool{}, items: itemArena{red: d.Redactor}}
+		sink := scancache.NewSink(r, fields, r.Limits.ScanItems, d.Redactor)
 		spec := upstream.ScanSpec{Filter: filter, GroupBy: a.GroupBy, RequestID: call.RequestID, Progress: progress}
 		if b.maxItems > 0 {
 			spec.Sink = sink
 		} else {
 			spec.CountFromTotal = r.CountFromTotal(filter, a.GroupBy)
 		}
-		fs = &frozenScan{id: uuid.NewString(), fingerprint: fp, scan: r.NewScan(spec), sink: sink}
+		fs = scancache.NewScan(uuid.NewString(), fp, r.NewScan(spec), sink)
 	}
-	out := fs.scan.Outcome()
+	out := fs.Scan.Outcome()
 	if offset == 0 || out.Resumable {
-		d.Scans.ran(fs)
-		err := fs.scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
+		d.Scans.Ran(fs)
+		err := fs.Scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
 		stopProgress()
 		if err != nil {
 			return d.scanProblem(ctx, err)
 		}
-		out = fs.scan.Outcome()
+		out = fs.Scan.Outcome()
 	}
 	stopProgress()
 	return d.deliver(r, fs, out, offset, b, scope, warnings)
@@ -314,14 +315,25 @@ func effectiveFilter(r *upstream.Resource, filter map[string]any) (map[string]an
 	return out, []envelope.Warning{w}
 }
 
-func nonNilMap(m map[string]any) map[string]any {
+// orEmpty returns m, or an empty map when m is nil: a member that is
+// always an object is never null.
+func orEmpty[M ~map[K]V, K comparable, V any](m M) M {
 	if m == nil {
-		return map[string]any{}
+		return M{}
 	}
 	return m
 }
 
-func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcome, offset int, b budget, scope *envelope.Scope, warnings []envelope.Warning) *envelope.Envelope {
+// orNone returns s, or an empty slice when s is nil: a member that is
+// always an array is never null.
+func orNone[S ~[]E, E any](s S) S {
+	if s == nil {
+		return S{}
+	}
+	return s
+}
+
+func (d *Deps) deliver(r *upstream.Resource, fs *scancache.Scan, out upstream.Outcome, offset int, b budget, scope *envelope.Scope, warnings []envelope.Warning) *envelope.Envelope {
 	env := &envelope.Envelope{Scope: scope}
 	if out.Snapshot != nil {
 		scope.Snapshot = out.Snapshot
@@ -337,7 +349,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	if len(groups) > 0 {
 		itemBudget = max(itemBudget-costOf(groups), 1)
 	}
-	items, frozenLen := fs.sink.slice(offset, b.maxItems, itemBudget)
+	items, frozenLen := fs.Sink.Slice(offset, b.maxItems, itemBudget)
 	next := offset + len(items)
 	reasons := append([]envelope.Reason(nil), out.Reasons...)
 	cont := envelope.Continuation{Kind: out.Continuation, Narrow: out.Narrow}
@@ -353,10 +365,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 		cont.RetryAfterSeconds = envelope.Ptr(out.RetryAfterSeconds)
 	}
 	if b.maxItems > 0 {
-		fs.sink.mu.Lock()
-		dropped := fs.sink.dropped
-		missing := sortedSet(fs.sink.missing)
-		fs.sink.mu.Unlock()
+		dropped, missing := fs.Sink.Cut()
 		if next < frozenLen {
 			rs := envelope.NewReason(envelope.ResultLimitReached)
 			if len(items) < b.maxItems {
@@ -403,8 +412,8 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 		relation = envelope.RelationGte
 	}
 	data := &searchData{
-		Resource: r.Name, Items: rawItems(items), TotalMatched: out.Matched, TotalRelation: relation,
-		Groups: nonNilGroups(groups), Delivered: delivered{Offset: offset, Count: len(items), Remaining: max(frozenLen-next, 0)},
+		Resource: r.Name, Items: orNone(items), TotalMatched: out.Matched, TotalRelation: relation,
+		Groups: orEmpty(groups), Delivered: delivered{Offset: offset, Count: len(items), Remaining: max(frozenLen-next, 0)},
 	}
 	if out.UpstreamEstimate != nil {
 		data.UpstreamTotalEstimate = envelope.Ptr(*out.UpstreamEstimate)
@@ -414,39 +423,9 @@ func (d *Deps) deliver(r *upstream.Resource, fs *frozenScan, out upstream.Outcom
 	env.Data = data
 	env.Coverage = &envelope.Coverage{
 		Pages: out.Pages, ItemsScanned: out.ItemsScanned, TotalMatched: out.Matched, TotalRelation: relation,
-		ElapsedMS: out.Elapsed.Milliseconds(), Sources: nonNilSources(out.Sources),
+		ElapsedMS: out.Elapsed.Milliseconds(), Sources: orNone(out.Sources),
 	}
 	return env
-}
-
-func rawItems(items []json.RawMessage) []json.RawMessage {
-	if items == nil {
-		return []json.RawMessage{}
-	}
-	return items
-}
-
-func nonNilGroups(g map[string][]upstream.Group) map[string][]upstream.Group {
-	if g == nil {
-		return map[string][]upstream.Group{}
-	}
-	return g
-}
-
-func nonNilSources(s []envelope.SourceCoverage) []envelope.SourceCoverage {
-	if s == nil {
-		return []envelope.SourceCoverage{}
-	}
-	return s
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func invalid(errs []envelope.FieldError) *envelope.Envelope {
@@ -465,4 +444,14 @@ func (d *Deps) scanProblem(ctx context.Context, err error) *envelope.Envelope {
 		return d.internalError(ctx, "scan", se.Err)
 	}
 	return envelope.ErrorEnvelope(se.Problem)
+}
+
+// scanCursor returns the continuation cursor of fs at delivery offset off:
+// the cache keeps fs (and the store too, when shared) for it.
+func (d *Deps) scanCursor(fs *scancache.Scan, off int) string {
+	rev, err := d.Scans.Keep(fs)
+	if err != nil {
+		d.Logger.Warn("a frozen scan could not be saved to the store: its cursor continues only on this process", "scan", fs.ID, "err", err)
+	}
+	return d.Cursors.encode(cursorPayload{Scan: fs.ID, Offset: off, Fingerprint: fs.Fingerprint, Rev: rev})
 }

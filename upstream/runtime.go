@@ -60,7 +60,8 @@ type Resource struct {
 	// send its "more follows" signal (a per-process memory).
 	endVerified sync.Map
 	// OnRun, when set, is told after each scan run of this resource how
-	// many pages it read and items it scanned (for metrics).
+	// many pages it read and items it scanned: Options.ObserveScan, set by
+	// Initialize.
 	OnRun func(pages, items int)
 	// expression is the list's filter expression with its language's
 	// rules filled in (nil when the list declares none).
@@ -92,6 +93,9 @@ type Options struct {
 	// metrics and traces): it sees every attempt of every request, with
 	// the credential in its headers, which it must never record.
 	WrapTransport func(upstream string, next http.RoundTripper) http.RoundTripper
+	// ObserveScan, when set, is told after each scan run how many pages it
+	// read and items it scanned, and of which resource (for metrics).
+	ObserveScan func(resource string, pages, items int)
 }
 
 func (o Options) wrapTransport(upstream string, next http.RoundTripper) http.RoundTripper {
@@ -197,6 +201,9 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 			return nil, fmt.Errorf("resource %q: %w", name, err)
 		}
 		r.Contract = contract
+		if opts.ObserveScan != nil {
+			r.OnRun = func(pages, items int) { opts.ObserveScan(name, pages, items) }
+		}
 		rt.Resources[name] = r
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Actions)) {

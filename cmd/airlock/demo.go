@@ -21,6 +21,8 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/httpserve"
+	"github.com/airlock-mcp/airlock/mcpserver"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/tools"
 )
@@ -69,7 +71,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	deps, err := buildDeps(ctx, cfg, demoEnv, logger, nil)
+	rt, err := initialize(ctx, cfg, demoEnv, logger, nil)
 	if err != nil {
 		return err
 	}
@@ -79,12 +81,12 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	storePath := filepath.Join(dir, "airlock.db")
-	closeStore, err := attachStore(ctx, context.Background(), deps, storePath, logger)
+	deps, closeStore, err := attachStore(ctx, tools.Config{Runtime: rt, Logger: logger}, storePath, logger)
 	if err != nil {
 		return err
 	}
 	defer closeStore(0, nil)
-	mcpSrv, err := tools.NewServer(deps)
+	mcpSrv, err := mcpserver.NewServer(deps, mcpserver.Options{})
 	if err != nil {
 		return err
 	}
@@ -92,7 +94,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: tools.NewHTTPHandler(mcpSrv, tools.HTTPOptions{Logger: logger}), ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: mcpserver.NewHTTPHandler(mcpSrv, mcpserver.HTTPOptions{Options: httpserve.Options{Logger: logger}}), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	defer hs.Close()
 

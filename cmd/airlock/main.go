@@ -29,13 +29,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/httpserve"
 	"github.com/airlock-mcp/airlock/internal/httpguard"
+	"github.com/airlock-mcp/airlock/mcpserver"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/review"
+	"github.com/airlock-mcp/airlock/scancache"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -211,9 +212,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	auditLog := fs.String("audit-log", "", "also append the audit trail (decisions and external calls) to `FILE` as JSON Lines")
 	var origins stringList
 	fs.Var(&origins, "allow-origin", "a browser `ORIGIN` allowed to call the HTTP transport (repeatable)")
-	maxBody := fs.Int64("max-body", tools.DefaultMaxBodyBytes, "with --http: the largest request body, in `BYTES`; a larger one is answered 413")
-	maxStreams := fs.Int("max-streams", tools.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once, `N`; past it, 503")
-	scanMemory := fs.Int("scan-memory", tools.DefaultScanMemory, "the most memory, in `BYTES`, this process holds of the frozen scans search_all cursors continue (the store keeps them all)")
+	maxBody := fs.Int64("max-body", httpserve.DefaultMaxBodyBytes, "with --http: the largest request body, in `BYTES`; a larger one is answered 413")
+	maxStreams := fs.Int("max-streams", httpserve.DefaultMaxStreams, "with --http: the most event streams (sessions listening) open at once, `N`; past it, 503")
+	scanMemory := fs.Int("scan-memory", scancache.DefaultMemory, "the most memory, in `BYTES`, this process holds of the frozen scans search_all cursors continue (the store keeps them all)")
 	metricsAddr := fs.String("metrics", "", "with --http: serve Prometheus metrics at /metrics, and the probes, on `ADDR` (host:port; a host-less :port binds loopback; off loopback, $"+envMetricsToken+" or OAuth is required)")
 	readOnly := fs.Bool("read-only", false, "offer no write tool (neither preview_selection nor commit_bulk_action)")
 	graceFlag := fs.String("shutdown-grace", os.Getenv(envShutdownGrace), "on SIGINT or SIGTERM, wait this `DURATION` for running operations before cancelling them; a second signal exits at once (default $"+envShutdownGrace+", else 30s)")
@@ -292,52 +293,46 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	ops, err := newOperability(ctx, logger)
+	ops, err := newOperability(ctx, logger, cfg)
 	if err != nil {
 		return err
 	}
 	defer ops.close()
-	deps, err := buildDeps(ctx, cfg, getenv, logger, red, ops.upstreamOptions)
+	rt, err := initialize(ctx, cfg, getenv, logger, red, ops.upstreamOptions)
 	if err != nil {
 		return err
 	}
-	ops.attach(deps)
-	deps.Options = toolOpts
-	if _, err := deps.Enabled(); err != nil {
+	if err := toolOpts.CheckFor(rt); err != nil {
 		return err // before the store: a server that cannot start creates nothing
 	}
+	toolsCfg := tools.Config{Runtime: rt, Logger: logger, Tools: toolOpts, ScanMemory: *scanMemory, Observer: ops.engineObserver()}
 	if *auditLog != "" {
 		f, err := openAuditLog(*auditLog)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		deps.Auditor = selection.NewAuditor(f)
+		toolsCfg.Auditor = selection.NewAuditor(f)
 	}
 	// Operations outlive the call that started them, not the server.
 	background, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
-	closeStore, err := attachStore(ctx, background, deps, *storePath, logger)
+	toolsCfg.Background = background
+	deps, closeStore, err := attachStore(ctx, toolsCfg, *storePath, logger)
 	if err != nil {
 		return err
 	}
 	defer closeStore(grace, stopBackground)
-	if *httpAddr != "" {
-		// Tasks live in the store, so that any replica answers for them.
-		deps.Tasks = tools.NewTasks(deps)
-		deps.Tasks.Background = background
-	}
-	deps.Scans.SetMemory(*scanMemory)
-	mcpSrv, err := tools.NewServer(deps)
+	// Tasks live in the store, so that any replica answers for them, on
+	// either transport.
+	mcpSrv, err := mcpserver.NewServer(deps, mcpserver.Options{Observers: ops.observers(), Tasks: &mcpserver.TaskOptions{Background: background}})
 	if err != nil {
 		return err
 	}
-	mcpSrv.Use(newIdleRelease(logger, deps.Scans.Release).middleware)
+	mcpSrv.MCP().Use(newIdleRelease(logger, deps.Scans.Release).middleware)
 	if *httpAddr == "" {
-		stdio := server.NewStdioServer(mcpSrv)
-		stdio.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelError))
 		logger.Info("serving MCP over stdio")
-		if err := stdio.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		if err := mcpSrv.ServeStdio(ctx, stdin, stdout, slog.NewLogLogger(logger.Handler(), slog.LevelError)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return err
 		}
 		return nil
@@ -350,12 +345,18 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	probes := tools.HealthHandlers(deps.Store)
-	opts := tools.HTTPOptions{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody, MaxStreams: *maxStreams, OAuth: oauth,
-		WrapMCP: deps.Tasks.Middleware, Probes: probes, Store: deps.Store, Clock: deps.Clock}
+	probes := httpserve.HealthHandlers(deps.Store)
+	opts := mcpserver.HTTPOptions{Options: httpserve.Options{Token: token, AllowedOrigins: origins, Logger: logger, MaxBodyBytes: *maxBody,
+		MaxStreams: *maxStreams, Probes: probes}, Store: deps.Store, Clock: deps.Clock}
+	if oauth != nil {
+		opts.OAuth = oauth
+	}
 	if *metricsAddr != "" {
-		stopMetrics, err := ops.serveMetrics(ctx, *metricsAddr, tools.HTTPOptions{Token: metricsToken, OAuth: oauth,
-			AllowedOrigins: origins, Logger: logger, Probes: probes})
+		metricsOpts := httpserve.Options{Token: metricsToken, AllowedOrigins: origins, Logger: logger, Probes: probes}
+		if oauth != nil {
+			metricsOpts.OAuth = oauth
+		}
+		stopMetrics, err := ops.serveMetrics(ctx, *metricsAddr, metricsOpts)
 		if err != nil {
 			return err
 		}
@@ -366,7 +367,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			Principal: reviewPrincipal(token, selection.SubjectStaticToken)})}
 		logger.Info("serving the review page", "url", "http://"+ln.Addr().String()+review.Prefix)
 	}
-	h := tools.NewHTTPHandler(mcpSrv, opts)
+	h := mcpserver.NewHTTPHandler(mcpSrv, opts)
 	logger.Info("serving MCP over HTTP", "mcp", "http://"+ln.Addr().String()+"/mcp", "sse", "http://"+ln.Addr().String()+"/sse",
 		"max_body_bytes", *maxBody)
 	if oauth != nil {
@@ -377,9 +378,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // serveHTTP serves h on ln until ctx is done, then shuts down gracefully.
 // The server bounds header time, idle connections and header size (see
-// tools.NewHTTPServer); the server's own errors go to logger.
+// httpserve.NewServer); the server's own errors go to logger.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
-	hs := tools.NewHTTPServer(h, logger)
+	hs := httpserve.NewServer(h, logger)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -403,18 +404,14 @@ func demoEnv(k string) string {
 	return ""
 }
 
-// buildDeps initializes a configuration; red, when set, learns its
+// initialize initializes a configuration; red, when set, learns its
 // credentials (nil: the runtime makes its own redactor).
-func buildDeps(ctx context.Context, cfg *config.Config, getenv func(string) string, logger *slog.Logger, red *redact.Redactor, more ...func(*upstream.Options)) (*tools.Deps, error) {
+func initialize(ctx context.Context, cfg *config.Config, getenv func(string) string, logger *slog.Logger, red *redact.Redactor, more ...func(*upstream.Options)) (*upstream.Runtime, error) {
 	opts := upstream.Options{Logger: logger, Getenv: getenv, Redactor: red}
 	for _, f := range more {
 		f(&opts)
 	}
-	rt, err := upstream.Initialize(ctx, cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	return tools.NewDeps(rt, logger), nil
+	return upstream.Initialize(ctx, cfg, opts)
 }
 
 func check(args []string, stdout, stderr io.Writer) error {

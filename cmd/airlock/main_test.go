@@ -283,7 +283,7 @@ func TestConfig_RelativeContractPathsResolveAgainstTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buildDeps(context.Background(), loaded, func(string) string { return "token" }, quietLogger(), nil); err != nil {
+	if _, err := initialize(context.Background(), loaded, func(string) string { return "token" }, quietLogger(), nil); err != nil {
 		t.Fatalf("serve's runtime from /: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/airlock-mcp/airlock/tools"
+	"github.com/airlock-mcp/airlock/oauth"
 )
 
 // oauthOptions are serve's OAuth resource-server flags; each defaults to
@@ -58,11 +58,11 @@ func (o *oauthOptions) check(http bool) error {
 
 // build is the resource server, or nil when OAuth is off. It reads the
 // issuer's discovery document unless --oauth-jwks is set.
-func (o *oauthOptions) build(ctx context.Context) (*tools.OAuth, error) {
+func (o *oauthOptions) build(ctx context.Context) (*oauth.ResourceServer, error) {
 	if !o.set() {
 		return nil, nil
 	}
-	opts := tools.OAuthOptions{Issuer: o.issuer, Resource: o.resource, Audiences: splitList(o.audiences),
+	opts := oauth.Options{Issuer: o.issuer, Resource: o.resource, Audiences: splitList(o.audiences),
 		RequiredScopes: splitList(o.scopes), JWKSURL: o.jwks, GroupsClaim: o.groups}
 	if o.skew != "" {
 		d, _ := time.ParseDuration(o.skew)
@@ -71,9 +71,9 @@ func (o *oauthOptions) build(ctx context.Context) (*tools.OAuth, error) {
 			opts.Skew = -1 // none
 		}
 	}
-	oauth, err := tools.NewOAuth(ctx, opts)
+	rs, err := oauth.New(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("--oauth-issuer %q: %w", o.issuer, err)
 	}
-	return oauth, nil
+	return rs, nil
 }

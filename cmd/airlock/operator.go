@@ -55,14 +55,14 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 			return nil, nil, err
 		}
 	}
-	deps := tools.NewDeps(rt, logger)
+	c := tools.Config{Runtime: rt, Logger: logger}
 	var logFile *os.File
 	if auditLog != "" {
 		f, err := openAuditLog(auditLog)
 		if err != nil {
 			return nil, nil, err
 		}
-		logFile, deps.Auditor = f, selection.NewAuditor(f)
+		logFile, c.Auditor = f, selection.NewAuditor(f)
 	}
 	closeAll := func() {
 		if logFile != nil {
@@ -74,7 +74,12 @@ func operatorDeps(ctx context.Context, storePath, configPath, auditLog string, d
 		closeAll()
 		return nil, nil, err
 	}
-	if err := useStore(ctx, context.Background(), deps, st); err != nil {
+	c, err = withStore(c, st)
+	var deps *tools.Deps
+	if err == nil {
+		deps, err = tools.New(ctx, c)
+	}
+	if err != nil {
 		st.Close()
 		closeAll()
 		return nil, nil, err
@@ -242,11 +247,11 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if decision == selection.DecisionRejected {
 		acks = nil
 	}
-	ap, p := deps.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision,
+	ap, err := deps.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: digest, Decision: decision,
 		Who: operatorName(), Channel: selection.ChannelOperator, Acknowledgements: acks, RequestID: "cli-" + time.Now().UTC().Format("20060102T150405.000"),
 		Principal: selection.Principal{Subject: selection.SubjectLocal, ClientID: "airlock-approve"}})
-	if p != nil {
-		printProblem(stderr, p)
+	if err != nil {
+		printProblem(stderr, tools.ProblemOf(err))
 		return errDecision
 	}
 	if decision == selection.DecisionRejected {

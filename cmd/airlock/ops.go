@@ -15,6 +15,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/httpserve"
+	"github.com/airlock-mcp/airlock/mcpserver"
+	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/telemetry"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -22,8 +27,8 @@ import (
 // operability is what serve offers operators: Prometheus metrics, optional
 // OpenTelemetry traces, and the health probes.
 type operability struct {
-	metrics  *tools.Metrics
-	tracing  *tools.Tracing
+	metrics  *telemetry.Metrics
+	tracing  *telemetry.Tracing
 	shutdown func(context.Context) error
 }
 
@@ -33,12 +38,13 @@ func tracingEnabled() bool {
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// newOperability builds the metrics and, when the environment names an
-// OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, with the exporter's other standard
-// variables), traces sent there over OTLP/HTTP.
-func newOperability(ctx context.Context, logger *slog.Logger) (*operability, error) {
-	o := &operability{metrics: tools.NewMetrics(), shutdown: func(context.Context) error { return nil }}
+// newOperability builds the metrics (their labels take cfg's upstream and
+// resource names) and, when the environment names an OTLP endpoint
+// (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, with
+// the exporter's other standard variables), traces sent there over
+// OTLP/HTTP.
+func newOperability(ctx context.Context, logger *slog.Logger, cfg *config.Config) (*operability, error) {
+	o := &operability{metrics: telemetry.NewMetrics(cfg), shutdown: func(context.Context) error { return nil }}
 	if !tracingEnabled() {
 		return o, nil
 	}
@@ -54,22 +60,29 @@ func newOperability(ctx context.Context, logger *slog.Logger) (*operability, err
 		}
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	o.tracing = tools.NewTracing(tp)
+	o.tracing = telemetry.NewTracing(tp)
 	o.shutdown = tp.Shutdown
 	logger.Info("sending traces over OTLP")
 	return o, nil
 }
 
-// upstreamOptions makes the upstream clients feed the metrics and traces.
+// upstreamOptions makes the upstream clients and scans feed the metrics
+// and traces.
 func (o *operability) upstreamOptions(opts *upstream.Options) {
-	opts.WrapTransport = tools.WrapTransport(o.metrics, o.tracing)
+	opts.WrapTransport = telemetry.WrapTransport(o.metrics, o.tracing)
+	opts.ObserveScan = o.metrics.ObserveScan
 }
 
-// attach gives the tools the metrics and traces (before the store and the
-// server are built).
-func (o *operability) attach(deps *tools.Deps) {
-	deps.Metrics, deps.Tracing = o.metrics, o.tracing
-	o.metrics.Observe(deps.Runtime)
+// engineObserver is what the commit engine tells the metrics.
+func (o *operability) engineObserver() selection.Observer { return o.metrics }
+
+// observers are what the MCP server tells of each tool call.
+func (o *operability) observers() []mcpserver.Observer {
+	out := []mcpserver.Observer{o.metrics}
+	if o.tracing != nil {
+		out = append(out, o.tracing)
+	}
+	return out
 }
 
 // close flushes the traces.
@@ -85,8 +98,8 @@ const envMetricsToken = "AIRLOCK_METRICS_TOKEN"
 
 // serveMetrics serves /metrics and the probes on addr until ctx is done,
 // behind the checks of opts (Host, Origin, token: see
-// tools.Metrics.MetricsHandler).
-func (o *operability) serveMetrics(ctx context.Context, addr string, opts tools.HTTPOptions) (func(), error) {
+// httpserve.MetricsHandler).
+func (o *operability) serveMetrics(ctx context.Context, addr string, opts httpserve.Options) (func(), error) {
 	logger := opts.Logger
 	bind, _, err := bindAddr(addr)
 	if err != nil {
@@ -96,8 +109,8 @@ func (o *operability) serveMetrics(ctx context.Context, addr string, opts tools.
 	if err != nil {
 		return nil, err
 	}
-	mux := o.metrics.MetricsHandler(opts)
-	hs := tools.NewHTTPServer(mux, logger)
+	mux := httpserve.MetricsHandler(o.metrics.Handler(), opts)
+	hs := httpserve.NewServer(mux, logger)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -21,8 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/mcpserver"
 	"github.com/airlock-mcp/airlock/selection"
-	"github.com/airlock-mcp/airlock/tools"
 )
 
 // The tests here put replicas of airlock on one PostgreSQL database behind
@@ -167,7 +167,7 @@ func (r *rawRPC) send(method string, params map[string]any) (map[string]any, *mc
 	params["_meta"] = map[string]any{
 		mcp.MetaKeyProtocolVersion: mcp.ProtocolVersion20260728,
 		mcp.MetaKeyClientCapabilities: mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{},
-			Extensions: map[string]any{tools.TasksExtension: map[string]any{}}},
+			Extensions: map[string]any{mcpserver.TasksExtension: map[string]any{}}},
 		mcp.MetaKeyClientInfo: mcp.Implementation{Name: "stateless-test", Version: "1"},
 	}
 	raw, _ := json.Marshal(params)

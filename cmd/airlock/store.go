@@ -140,28 +140,25 @@ func leaseTTL() (time.Duration, error) {
 	return d, nil
 }
 
-// useStore wires the store into the tools with the configured keys and
-// lease duration.
-func useStore(ctx, background context.Context, deps *tools.Deps, st selection.Store) error {
+// withStore completes c for a store: the shared secret the signing keys
+// derive from and the lease duration, from the environment.
+func withStore(c tools.Config, st selection.Store) (tools.Config, error) {
 	secret, err := sharedSecret()
 	if err != nil {
-		return err
+		return c, err
 	}
 	ttl, err := leaseTTL()
 	if err != nil {
-		return err
+		return c, err
 	}
-	deps.Secret = secret
-	if err := deps.UseStore(ctx, background, st); err != nil {
-		return err
-	}
-	deps.Engine.LeaseTTL = ttl
-	return nil
+	c.Store, c.Secret, c.LeaseTTL = st, secret, ttl
+	return c, nil
 }
 
-// attachStore opens the store, wires it into the tools and keeps taking
-// over the operations whose lease expired (their process stopped): any
-// number of servers may share one store.
+// attachStore opens the store, builds the tools on it (c, completed by
+// withStore) and keeps taking over the operations whose lease expired
+// (their process stopped): any number of servers may share one store.
+// Operations run in c.Background.
 //
 // The function it returns closes the store: it stops taking operations
 // over, gives those running in background the grace period to finish, then
@@ -171,14 +168,23 @@ func useStore(ctx, background context.Context, deps *tools.Deps, st selection.St
 // lease expires, another process, or this one restarted, takes the
 // operation over, re-reads the unknown targets and sends the pending ones.
 // With cancelRuns nil it waits however long they take.
-func attachStore(ctx, background context.Context, deps *tools.Deps, spec string, logger *slog.Logger) (func(grace time.Duration, cancelRuns func()), error) {
+func attachStore(ctx context.Context, c tools.Config, spec string, logger *slog.Logger) (*tools.Deps, func(grace time.Duration, cancelRuns func()), error) {
 	st, err := openStore(ctx, spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := useStore(ctx, background, deps, st); err != nil {
+	if c, err = withStore(c, st); err != nil {
 		st.Close()
-		return nil, err
+		return nil, nil, err
+	}
+	deps, err := tools.New(ctx, c)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	background := c.Background
+	if background == nil {
+		background = context.Background()
 	}
 	watch, stopWatch := context.WithCancel(background)
 	watching := make(chan struct{})
@@ -187,7 +193,7 @@ func attachStore(ctx, background context.Context, deps *tools.Deps, spec string,
 		deps.Engine.Watch(watch, 0)
 	}()
 	logger.Info("store", "store", storeName(st), "lease_ttl", deps.Engine.LeaseTTL.String())
-	return func(grace time.Duration, cancelRuns func()) {
+	return deps, func(grace time.Duration, cancelRuns func()) {
 		stopWatch()
 		<-watching
 		if cancelRuns != nil {

@@ -1,0 +1,6 @@
+//go:build race
+
+package mcpserver
+
+// raceEnabled: the race detector's shadow memory inflates resident size.
+const raceEnabled = true
