@@ -10,7 +10,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -21,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Config is the parsed configuration file. Parse it with Parse, then call
@@ -429,9 +428,16 @@ func IsScalarType(typ string) bool { return scalarTypes[typ] }
 
 // Error is one problem in a configuration file, with its line.
 type Error struct {
+	// Line is the problem's line (from 1); 0 when it has none.
 	Line int
+	// Column is the column (from 1) of the key or value at fault, when
+	// the problem is about one (0 otherwise); Error does not print it.
+	Column int
+	// Path is the dotted path of keys and list indexes to the value at
+	// fault, "config" for the document as a whole.
 	Path string
-	Msg  string
+	// Msg says what is wrong, in airlock's words.
+	Msg string
 }
 
 func (e Error) Error() string {
@@ -480,29 +486,20 @@ func (c *Config) BaseDir() string { return c.baseDir }
 func Parse(b []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, Errors{openerLine(b, syntaxError(err))}
+		return nil, Errors{syntaxError(b, err)}
 	}
 	if second := secondDocument(b); second > 0 {
 		return nil, Errors{{Line: second, Path: "config", Msg: "a second YAML document: a configuration is one document; remove the --- and what follows it, or merge the two"}}
 	}
-	// Every key is checked against the configuration's keys (with the
-	// key that was meant), and duplicates are reported and dropped, before
-	// the values are decoded: decoding then goes on past a value of the
-	// wrong type, and what was read is still validated, so that a
-	// misspelled key is reported together with the required key it leaves
-	// missing.
+	// Duplicates are reported and dropped first; then the document is
+	// decoded by a walk against the configuration's types that reports
+	// every unknown key (with the key that was meant) and every value of
+	// the wrong type, and goes on past them, so that what was read is
+	// still validated: a misspelled key is reported together with the
+	// required key it leaves missing.
 	errs := dropDuplicateKeys(&root)
-	errs = append(errs, unknownKeys(&root)...)
 	var cfg Config
-	if err := root.Decode(&cfg); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			return nil, Errors{syntaxError(err)}
-		}
-		for _, m := range te.Errors {
-			errs = append(errs, yamlTypeError(&root, m))
-		}
-	}
+	errs = append(errs, decodeConfig(&root, &cfg)...)
 	cfg.root = &root
 	if len(errs) > 0 {
 		errs = append(errs, withoutLines(cfg.validate(), errs)...)
@@ -513,43 +510,6 @@ func Parse(b []byte) (*Config, error) {
 		return nil, errs
 	}
 	return &cfg, nil
-}
-
-// syntaxError carries a YAML syntax error's line in Line, not only in the
-// message. The YAML parser reports its own errors (as opposed to the
-// scanner's) one line early: the line is corrected here.
-func syntaxError(err error) Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if strings.HasPrefix(msg, "line ") {
-		if i := strings.Index(msg, ": "); i > 0 {
-			if line, convErr := strconv.Atoi(msg[5:i]); convErr == nil {
-				msg = msg[i+2:]
-				if parserProblems[msg] {
-					line++
-				}
-				return Error{Line: line, Path: "config", Msg: explainSyntax(msg)}
-			}
-		}
-	}
-	return Error{Path: "config", Msg: explainSyntax(msg)}
-}
-
-// yamlTypeError turns one of yaml's decoding errors into a Error
-// that names the key by its path and says what was expected, never a Go
-// type.
-func yamlTypeError(root *yaml.Node, m string) Error {
-	line := 0
-	rest := m
-	if strings.HasPrefix(m, "line ") {
-		if i := strings.Index(m, ": "); i > 0 {
-			line, _ = strconv.Atoi(m[5:i])
-			rest = m[i+2:]
-		}
-	}
-	if strings.HasPrefix(rest, "cannot unmarshal ") {
-		return wrongType(root, line, strings.TrimPrefix(rest, "cannot unmarshal "))
-	}
-	return Error{Line: line, Path: "config", Msg: rest}
 }
 
 // line finds the line of a dotted path in the YAML tree (0 when unknown).

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/fixtures"
@@ -33,6 +34,9 @@ func FuzzParseConfig(f *testing.F) {
 		for _, e := range ces {
 			if e.Msg == "" || e.Path == "" {
 				t.Fatalf("an error without a path or message: %+v", e)
+			}
+			if strings.Contains(e.Msg, "cannot unmarshal") || strings.Contains(e.Msg, "config.") {
+				t.Fatalf("an error in the YAML decoder's words, naming a Go type: %+v", e)
 			}
 		}
 	})

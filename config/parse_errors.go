@@ -4,16 +4,39 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
+// syntaxError is a YAML syntax error on the line a person should look at.
+// It is the one place airlock reads the YAML library's wording: the
+// parser reports a syntax error only as text ("yaml: line N: problem"),
+// with no type or position to read, so the line and the problem are cut
+// out of that text here and nowhere else (decoding errors come from
+// airlock's own walk, decode.go). The parser's own problems (as opposed to
+// the scanner's) are reported one line early, which is corrected, and an
+// unclosed flow collection is moved to the line where it opens.
+func syntaxError(b []byte, err error) Error {
+	problem := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(problem, "line "); ok {
+		if n, p, ok := strings.Cut(rest, ": "); ok {
+			if l, convErr := strconv.Atoi(n); convErr == nil {
+				line, problem = l, p
+			}
+		}
+	}
+	if line > 0 && parserProblems[problem] {
+		line++
+	}
+	return openerLine(b, Error{Line: line, Path: "config", Msg: explainSyntax(problem)}, problem)
+}
+
 // parserProblems are the YAML parser's own problems (as opposed to the
-// scanner's): yaml.v3 reports them on the line before the one they are
+// scanner's): the parser reports them on the line before the one they are
 // about.
 var parserProblems = map[string]bool{
 	"did not find expected ',' or ']'":       true,
@@ -46,12 +69,12 @@ func explainSyntax(msg string) string {
 // openerLine moves an unclosed flow collection's error to the line where
 // it opens: the nearest line at or above the reported one that opens more
 // than it closes.
-func openerLine(b []byte, e Error) Error {
+func openerLine(b []byte, e Error, problem string) Error {
 	open, closing := "", ""
-	switch {
-	case strings.HasPrefix(e.Msg, "a [list]"):
+	switch problem {
+	case "did not find expected ',' or ']'":
 		open, closing = "[", "]"
-	case strings.HasPrefix(e.Msg, "a {mapping}"):
+	case "did not find expected ',' or '}'":
 		open, closing = "{", "}"
 	default:
 		return e
@@ -92,53 +115,6 @@ func secondDocument(b []byte) int {
 	return line
 }
 
-// tagNames describe YAML's core tags to a person.
-var tagNames = map[string]string{
-	"!!str": "a string", "!!int": "an integer", "!!float": "a number", "!!bool": "true or false",
-	"!!seq": "a list", "!!map": "a mapping", "!!null": "null", "!!timestamp": "a timestamp", "!!binary": "binary data",
-}
-
-// goTypeNames describe what a configuration value must be, by the Go type
-// yaml names in its message.
-var goTypeNames = map[string]string{
-	"time.Duration": "a duration such as 10s or 250ms",
-	"int":           "an integer", "int64": "an integer", "float64": "a number", "bool": "true or false", "string": "a string",
-}
-
-// wrongType reports "!!str `abc` into time.Duration" (what yaml says after
-// "cannot unmarshal") against the key that holds the value.
-func wrongType(root *yaml.Node, line int, rest string) Error {
-	tag, value, into := rest, "", ""
-	if i := strings.Index(rest, " into "); i >= 0 {
-		tag, into = rest[:i], rest[i+len(" into "):]
-	}
-	if i := strings.Index(tag, " `"); i >= 0 {
-		tag, value = tag[:i], strings.TrimSuffix(tag[i+2:], "`")
-	}
-	got := tag
-	if n, ok := tagNames[tag]; ok {
-		got = n
-	}
-	if value != "" {
-		got += " (" + value + ")"
-	}
-	want := goTypeNames[into]
-	switch {
-	case want != "":
-	case strings.HasPrefix(into, "map["), strings.HasPrefix(into, "upstream."), strings.HasPrefix(into, "*upstream."):
-		want = "a mapping"
-	case strings.HasPrefix(into, "[]"):
-		want = "a list"
-	default:
-		want = "another type"
-	}
-	path := valuePathAt(root, line, tag, value)
-	if path == "" {
-		path = "config"
-	}
-	return Error{Line: line, Path: path, Msg: "wrong type: " + got + " where " + want + " is expected"}
-}
-
 // walkNodes calls fn with every node of the document and the path of keys
 // and list indexes that leads to it, stopping when fn returns true.
 func walkNodes(root *yaml.Node, fn func(n *yaml.Node, key *yaml.Node, path []string) bool) {
@@ -176,128 +152,9 @@ func walkNodes(root *yaml.Node, fn func(n *yaml.Node, key *yaml.Node, path []str
 	walk(root, nil, nil)
 }
 
-// valuePathAt is the path of the value on line that yaml could not read:
-// a scalar written as value, or a list or mapping for !!seq and !!map.
-func valuePathAt(root *yaml.Node, line int, tag, value string) string {
-	var found string
-	walkNodes(root, func(n, _ *yaml.Node, path []string) bool {
-		if n.Line != line || len(path) == 0 {
-			return false
-		}
-		switch {
-		case n.Kind == yaml.ScalarNode && value != "" && n.Value == value,
-			n.Kind == yaml.SequenceNode && tag == "!!seq",
-			n.Kind == yaml.MappingNode && tag == "!!map",
-			n.Kind == yaml.ScalarNode && value == "" && tag == n.Tag:
-			found = strings.Join(path, ".")
-			return true
-		}
-		return false
-	})
-	return found
-}
-
-var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
-
-// unknownKeys lists every key of the document that the configuration does
-// not have, by its path, with the key that was probably meant.
-func unknownKeys(root *yaml.Node) Errors {
-	var errs Errors
-	var walk func(n *yaml.Node, t reflect.Type, path []string)
-	walk = func(n *yaml.Node, t reflect.Type, path []string) {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if n == nil || n.Kind == yaml.AliasNode || reflect.PointerTo(t).Implements(unmarshalerType) {
-			return
-		}
-		at := func(k string) []string { return append(append([]string(nil), path...), k) }
-		switch t.Kind() {
-		case reflect.Struct:
-			if n.Kind != yaml.MappingNode || t.PkgPath() != reflect.TypeOf(Config{}).PkgPath() {
-				return
-			}
-			keys := yamlKeys(t)
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if k.Value == "<<" {
-					continue // a merge key: its mapping's keys are checked where it is written
-				}
-				ft, ok := keys[k.Value]
-				if ok {
-					walk(v, ft, at(k.Value))
-					continue
-				}
-				if k.Value == "" {
-					p := strings.Join(path, ".")
-					if p == "" {
-						p = "config"
-					}
-					errs = append(errs, Error{Line: k.Line, Path: p, Msg: "unknown key: an empty key"})
-					continue
-				}
-				msg := "unknown key"
-				if k.Tag == "!!null" {
-					// YAML reads a bare null (or ~) as no key at all.
-					msg = fmt.Sprintf("the key %q is read as null, which is no key: quote it, or for a filter's null form use is_null", k.Value)
-				} else if m := didYouMean(k.Value, keys); m != "" {
-					msg += fmt.Sprintf("; did you mean %q?", m)
-				}
-				errs = append(errs, Error{Line: k.Line, Path: strings.Join(at(k.Value), "."), Msg: msg})
-			}
-		case reflect.Map:
-			if n.Kind != yaml.MappingNode {
-				return
-			}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				walk(n.Content[i+1], t.Elem(), at(n.Content[i].Value))
-			}
-		case reflect.Slice:
-			if n.Kind != yaml.SequenceNode {
-				return
-			}
-			for i, ch := range n.Content {
-				walk(ch, t.Elem(), at(strconv.Itoa(i)))
-			}
-		}
-	}
-	doc := root
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
-		doc = doc.Content[0]
-	}
-	walk(doc, reflect.TypeOf(Config{}), nil)
-	return errs
-}
-
-// yamlKeys are a struct's YAML keys and their types.
-func yamlKeys(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
-			continue
-		}
-		if strings.Contains(opts, "inline") {
-			for k, v := range yamlKeys(f.Type) {
-				out[k] = v
-			}
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		out[name] = f.Type
-	}
-	return out
-}
-
 // didYouMean is the known key closest to key, when one is close enough to
 // be a slip of the keyboard (an edit or two, a swap of neighbours).
-func didYouMean(key string, known map[string]reflect.Type) string {
+func didYouMean[V any](key string, known map[string]V) string {
 	best, bestD := "", 3
 	for _, k := range slices.Sorted(maps.Keys(known)) {
 		d := editDistance(strings.ToLower(key), k)
@@ -370,7 +227,7 @@ func dropDuplicateKeys(root *yaml.Node) Errors {
 					if k.Value == "" {
 						p = strings.Join(append([]string{"config"}, path...), ".")
 					}
-					errs = append(errs, Error{Line: k.Line, Path: p, Msg: fmt.Sprintf("duplicate key: %q is already defined at line %d", k.Value, first)})
+					errs = append(errs, Error{Line: k.Line, Column: k.Column, Path: p, Msg: fmt.Sprintf("duplicate key: %q is already defined at line %d", k.Value, first)})
 					continue
 				}
 				seen[k.Value] = k.Line

@@ -47,14 +47,3 @@ func (c *Config) unfilledPlaceholders() Errors {
 	}
 	return errs
 }
-
-func joinPath(at []string) string {
-	out := ""
-	for i, p := range at {
-		if i > 0 {
-			out += "."
-		}
-		out += p
-	}
-	return out
-}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -393,7 +394,7 @@ func (p *prober) walk(ctx context.Context) {
 	col := &collector{items: map[string]map[string]any{}}
 	scan := pr.NewScan(upstream.ScanSpec{RequestID: p.opts.RequestID, Sink: col})
 	budget := max(p.left()-p.reserve(), 2)
-	err := scan.Run(ctx, upstream.Budget{MaxPages: budget, PagesLimitSource: envelope.LimitAirlock, Deadline: time.Until(deadlineOf(ctx))})
+	err := scan.Run(ctx, upstream.Budget{MaxPages: budget, PagesLimitSource: envelope.LimitAirlock, Deadline: timeLeft(ctx)})
 	o := scan.Outcome()
 	p.report.Requests += o.Pages
 	defer p.lastKeyCheck(o)
@@ -521,11 +522,13 @@ func (p *prober) reserve() int {
 	return min(n+len(p.opts.Actions)+1, p.left()/2)
 }
 
-func deadlineOf(ctx context.Context) time.Time {
-	if d, ok := ctx.Deadline(); ok {
+// timeLeft is what is left of the probe's deadline (a minute when ctx has
+// none).
+func timeLeft(ctx context.Context) time.Duration {
+	if d, ok := clock.UntilDeadline(ctx); ok {
 		return d
 	}
-	return time.Now().Add(time.Minute)
+	return time.Minute
 }
 
 func describeScanErr(err error) string {

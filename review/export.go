@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
@@ -97,7 +98,7 @@ func cell(m map[string]any, k string) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	b, _ := selection.Canonical(v)
+	b, _ := jsonvalue.Canonical(v)
 	return string(b)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -126,7 +127,7 @@ func show(v any) shown {
 		}
 		return shown{Text: x}
 	}
-	b, _ := selection.Canonical(v)
+	b, _ := jsonvalue.Canonical(v)
 	return shown{Text: string(b)}
 }
 
@@ -389,7 +390,7 @@ func (rv *page) index(w http.ResponseWriter, r *http.Request) {
 }
 
 func jsonOf(v any) string {
-	b, _ := selection.Canonical(v)
+	b, _ := jsonvalue.Canonical(v)
 	return string(b)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/fixtures"
@@ -20,6 +21,10 @@ import (
 // and sends the rest, each target once.
 func TestCancel_FromAnotherProcessStopsSendingAndLeavesTargetsTruthful(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testCancelFromAnotherProcessStopsSendingAndLeavesTargetsTruthful)
+}
+
+func testCancelFromAnotherProcessStopsSendingAndLeavesTargetsTruthful(t *testing.T) {
 	const n = 400
 	api, store, rt, sel := leaseLab(t, n)
 	ctx := context.Background()

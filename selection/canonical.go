@@ -10,11 +10,9 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
-// AppendCanonical appends the canonical encoding of v to b (docs/digest.md;
-// see jsonvalue.AppendCanonical).
-func AppendCanonical(b []byte, v any) ([]byte, error) { return jsonvalue.AppendCanonical(b, v) }
-
-// Canonical returns the canonical encoding of v.
+// Canonical is jsonvalue.Canonical, the encoding digests hash
+// (docs/digest.md). It is kept for the tools package, which still calls it
+// here; the rest of airlock calls jsonvalue.
 func Canonical(v any) ([]byte, error) { return jsonvalue.Canonical(v) }
 
 // Prefixes of the hashed streams; bumping one changes every digest.
@@ -29,7 +27,7 @@ func ActionDigest(a Action) (string, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
-	enc, err := Canonical(map[string]any{"type": a.Type, "params": params})
+	enc, err := jsonvalue.Canonical(map[string]any{"type": a.Type, "params": params})
 	if err != nil {
 		return "", err
 	}
@@ -57,7 +55,7 @@ func NewDigester(s *Selection) (*Digester, error) {
 	d := &Digester{h: sha256.New()}
 	d.h.Write([]byte(selectionDomain))
 	var err error
-	if d.buf, err = AppendCanonical(d.buf[:0], header); err != nil {
+	if d.buf, err = jsonvalue.AppendCanonical(d.buf[:0], header); err != nil {
 		return nil, err
 	}
 	d.buf = append(d.buf, '\n')

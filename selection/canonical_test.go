@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"pgregory.net/rapid"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // referenceCanonical is the canonical encoder as it was before the fast
@@ -256,7 +258,7 @@ func TestRecordEncoding_SameBytesAsReference(t *testing.T) {
 			// Any value, not only records.
 			v := genValue(rng, 0)
 			want, wantErr = referenceCanonical(nil, v)
-			got, gotErr = AppendCanonical(nil, v)
+			got, gotErr = jsonvalue.AppendCanonical(nil, v)
 			if (wantErr != nil) != (gotErr != nil) || (wantErr == nil && !bytes.Equal(got, want)) {
 				rt.Fatalf("case %d: value %#v: got %s (%v), want %s (%v)", i, v, got, gotErr, want, wantErr)
 			}

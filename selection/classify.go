@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -105,7 +106,7 @@ func (c *classifier) bump(m map[string]map[string]*upstream.Group, dim string, v
 		vals = map[string]*upstream.Group{}
 		m[dim] = vals
 	}
-	key, err := AppendCanonical(c.key[:0], v)
+	key, err := jsonvalue.AppendCanonical(c.key[:0], v)
 	if err != nil {
 		key = mustCanonical(v)
 	} else {
@@ -129,7 +130,7 @@ func (c *classifier) bump(m map[string]map[string]*upstream.Group, dim string, v
 }
 
 func mustCanonical(v any) []byte {
-	b, err := Canonical(v)
+	b, err := jsonvalue.Canonical(v)
 	if err != nil {
 		b, _ = json.Marshal(fmt.Sprint(v))
 	}
@@ -146,7 +147,7 @@ func (c *classifier) classify(id, version, source string, doc map[string]any, br
 	rec.Review, _ = r.Project(doc, c.review)
 	rec.Groups = make(map[string]any, len(c.groups))
 	for _, g := range c.groups {
-		v, _ := upstream.GetPath(doc, r.FieldPath(g))
+		v, _ := jsonvalue.Get(doc, r.FieldPath(g))
 		rec.Groups[g] = v
 	}
 	before, missing := r.Project(doc, c.effect)
@@ -167,7 +168,7 @@ func (c *classifier) classify(id, version, source string, doc map[string]any, br
 		return rec
 	}
 	for _, f := range c.filterKeys {
-		if _, ok := upstream.GetPath(doc, r.FieldPath(filterField(r, f))); !ok {
+		if _, ok := jsonvalue.Get(doc, r.FieldPath(filterField(r, f))); !ok {
 			rec.Disposition, rec.Note = Ambiguous, fmt.Sprintf("filter field %s is missing", filterField(r, f))
 			return rec
 		}
@@ -236,7 +237,7 @@ func decisionFields(req PreviewRequest) []string {
 // stillHolds reports whether every field holds the expected value.
 func stillHolds(r *upstream.Resource, doc map[string]any, want map[string]any) bool {
 	for f, v := range want {
-		got, ok := upstream.GetPath(doc, r.FieldPath(f))
+		got, ok := jsonvalue.Get(doc, r.FieldPath(f))
 		if !ok || string(mustCanonical(got)) != string(mustCanonical(v)) {
 			return false
 		}

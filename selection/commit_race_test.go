@@ -3,6 +3,7 @@ package selection_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/fixtures"
@@ -32,6 +33,10 @@ func (s *staleOperations) OperationsOf(ctx context.Context, selectionID string) 
 // mismatch: one operation per selection and action, whoever asked.
 func TestConcurrentCommits_TheLoserGetsTheWinnersOperation(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testConcurrentCommitsTheLoserGetsTheWinnersOperation)
+}
+
+func testConcurrentCommitsTheLoserGetsTheWinnersOperation(t *testing.T) {
 	api := fixtures.NewWriteLab(4)
 	l := newLab(t, t.TempDir(), api, time.Second)
 	sel := l.preview("archive_keyed", nil, nil)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // digestVector is one golden vector: a selection header, its records in an
@@ -121,7 +123,7 @@ func TestCanonicalEncoding(t *testing.T) {
 		if err := dec.Decode(&v); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Canonical(v)
+		got, err := jsonvalue.Canonical(v)
 		if err != nil {
 			t.Fatal(err)
 		}

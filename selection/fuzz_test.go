@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // FuzzCanonical: any JSON document has one canonical encoding. It is valid
@@ -26,7 +26,7 @@ func FuzzCanonical(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
-		c, err := selection.Canonical(v)
+		c, err := jsonvalue.Canonical(v)
 		if err != nil {
 			return // a value the encoder refuses (a number out of range) is refused, not mangled
 		}
@@ -37,7 +37,7 @@ func FuzzCanonical(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the canonical form does not decode: %v", err)
 		}
-		c2, err := selection.Canonical(v2)
+		c2, err := jsonvalue.Canonical(v2)
 		if err != nil || !bytes.Equal(c, c2) {
 			t.Fatalf("not stable:\n%s\n%s (%v)", c, c2, err)
 		}
@@ -49,7 +49,7 @@ func FuzzCanonical(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
-		if c3, err := selection.Canonical(v3); err != nil || !bytes.Equal(c3, c) {
+		if c3, err := jsonvalue.Canonical(v3); err != nil || !bytes.Equal(c3, c) {
 			t.Fatalf("spacing changed the encoding:\n%s\n%s (%v)", c, c3, err)
 		}
 	})

@@ -2,15 +2,16 @@ package selection_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/memnet"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -26,18 +27,22 @@ import (
 // server applied.
 func TestGraphQLMutation_OutcomesFollowWhatTheAnswerProves(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testGraphQLMutationOutcomesFollowWhatTheAnswerProves)
+}
+
+func testGraphQLMutationOutcomesFollowWhatTheAnswerProves(t *testing.T) {
 	api := fixtures.NewGraphQLLab(6)
 	api.Fault(2, fixtures.GQLRefused)
 	api.Fault(3, fixtures.GQLUserError)
 	api.Fault(4, fixtures.GQLAppliedThenError)
 	api.Fault(5, fixtures.GQLErrorNotApplied)
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	cfg, err := config.Parse(fixtures.GraphQLLabConfig(srv.URL))
+	var nw memnet.Network
+	base := nw.Serve(t, api)
+	cfg, err := config.Parse(fixtures.GraphQLLabConfig(base))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{DialContext: nw.DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}

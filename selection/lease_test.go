@@ -3,15 +3,16 @@ package selection_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
+	"github.com/airlock-mcp/airlock/internal/memnet"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -31,15 +32,15 @@ func leaseLabOn(t *testing.T, n int, clock upstream.Clock) (*fixtures.Server, *s
 	api := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
 	api.SetCollection(fixtures.DatasetSubscriptions, fixtures.SyntheticSubscriptions(n, benchMostlyPastDue))
 	api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 20 * time.Millisecond})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	cfg := fixtures.Config(srv.URL, fixtures.Resource{Name: "subscriptions", Dataset: fixtures.DatasetSubscriptions,
+	var nw memnet.Network
+	base := nw.Serve(t, api)
+	cfg := fixtures.Config(base, fixtures.Resource{Name: "subscriptions", Dataset: fixtures.DatasetSubscriptions,
 		Dialect: fixtures.DialectCursor, PageSize: 100, Extra: benchResourceYAML})
 	c, err := config.Parse(append(cfg, benchActionsYAML...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Clock: clock, Getenv: func(k string) string {
+	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Clock: clock, DialContext: nw.DialContext, Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
 			return fixtures.DefaultAdminToken
 		}
@@ -69,6 +70,10 @@ func leaseLabOn(t *testing.T, n int, clock upstream.Clock) (*fixtures.Server, *s
 // store holds what the run had journaled before the takeover.
 func TestLease_ARunTakenOverRecordsNothingMore(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testLeaseARunTakenOverRecordsNothingMore)
+}
+
+func testLeaseARunTakenOverRecordsNothingMore(t *testing.T) {
 	const n = 400
 	api, store, rt, sel := leaseLab(t, n)
 	ctx := context.Background()
@@ -155,6 +160,10 @@ func (s *pausingStore) Journal(ctx context.Context, l selection.Lease, entries [
 // then a takeover finishes it, each target written once.
 func TestLease_ARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testLeaseARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover)
+}
+
+func testLeaseARunThatFindsItsLeaseExpiringLeavesTheEndToTheTakeover(t *testing.T) {
 	const n = 300
 	api, store, rt, sel := leaseLab(t, n)
 	ctx := context.Background()
@@ -238,6 +247,10 @@ func (s *failingOutcomes) Journal(ctx context.Context, l selection.Lease, entrie
 // written twice, and none is left unknown.
 func TestJournalFailure_LeavesTheOperationToATakeover(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testJournalFailureLeavesTheOperationToATakeover)
+}
+
+func testJournalFailureLeavesTheOperationToATakeover(t *testing.T) {
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
 	clock := clocktest.New(time.Now())
@@ -277,6 +290,10 @@ func (s *uncountable) CountTargets(ctx context.Context, opID string) (map[select
 // takeover that follows the lease's expiry counts and records it.
 func TestUncountedEnd_IsLeftToTheTakeover(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testUncountedEndIsLeftToTheTakeover)
+}
+
+func testUncountedEndIsLeftToTheTakeover(t *testing.T) {
 	_, store, rt, sel := leaseLab(t, 60)
 	ctx := context.Background()
 	clock := clocktest.New(time.Now())
@@ -329,6 +346,10 @@ func commitLosingOutcomes(t *testing.T, store selection.Store, rt *upstream.Runt
 // while the run lives, however long past the first expiry it runs.
 func TestLease_TheHeartbeatRenewsEveryThirdOfItsDurationOnTheEnginesClock(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testLeaseTheHeartbeatRenewsEveryThirdOfItsDurationOnTheEnginesClock)
+}
+
+func testLeaseTheHeartbeatRenewsEveryThirdOfItsDurationOnTheEnginesClock(t *testing.T) {
 	clock := clocktest.New(time.Now())
 	// Enough targets for the run to outlive the test's moves.
 	_, store, rt, sel := leaseLabOn(t, 2000, clock)

@@ -3,6 +3,7 @@ package selection_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -51,6 +52,10 @@ func wantProblem(t *testing.T, what string, p error, code envelope.ProblemCode) 
 // approval, the operation and every audit line name who did what.
 func TestFourEyes_TheRequesterCannotApproveItsOwnSelection(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testFourEyesTheRequesterCannotApproveItsOwnSelection)
+}
+
+func testFourEyesTheRequesterCannotApproveItsOwnSelection(t *testing.T) {
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
 	l.rt.Actions["archive_keyed"].Config.Approval = &config.ApprovalConfig{Mode: selection.ApprovalOperator, FourEyes: true}
 	sel := l.previewAs("archive_keyed", alice)
@@ -116,6 +121,10 @@ func TestFourEyes_TheRequesterCannotApproveItsOwnSelection(t *testing.T) {
 // approval of a selection they previewed.
 func TestFourEyes_ASharedPrincipalIsOnePerson(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testFourEyesASharedPrincipalIsOnePerson)
+}
+
+func testFourEyesASharedPrincipalIsOnePerson(t *testing.T) {
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
 	l.rt.Actions["archive_keyed"].Config.Approval = &config.ApprovalConfig{Mode: selection.ApprovalOperator, FourEyes: true}
 	static := selection.Principal{Subject: selection.SubjectStaticToken, ClientID: "static-token"}
@@ -131,6 +140,10 @@ func TestFourEyes_ASharedPrincipalIsOnePerson(t *testing.T) {
 // and is not bound.
 func TestApprovers_OnlyNamedGroupsOrScopesDecide(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testApproversOnlyNamedGroupsOrScopesDecide)
+}
+
+func testApproversOnlyNamedGroupsOrScopesDecide(t *testing.T) {
 	l := newLab(t, t.TempDir(), fixtures.NewWriteLab(4), time.Second)
 	l.rt.Actions["archive_keyed"].Config.Approval = &config.ApprovalConfig{Mode: selection.ApprovalOperator,
 		Approvers: &config.PrincipalsConfig{Groups: []string{"leads"}, Scopes: []string{"airlock:approve"}}}
@@ -157,6 +170,10 @@ func TestApprovers_OnlyNamedGroupsOrScopesDecide(t *testing.T) {
 // anything is reserved or written.
 func TestActionPrincipals_OnlyNamedGroupsOrScopesCommit(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testActionPrincipalsOnlyNamedGroupsOrScopesCommit)
+}
+
+func testActionPrincipalsOnlyNamedGroupsOrScopesCommit(t *testing.T) {
 	api := fixtures.NewWriteLab(4)
 	l := newLab(t, t.TempDir(), api, time.Second)
 	l.rt.Actions["archive_keyed"].Config.Principals = &config.PrincipalsConfig{Groups: []string{"leads"}}

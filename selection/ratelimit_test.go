@@ -3,6 +3,7 @@ package selection_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/fixtures"
@@ -16,6 +17,10 @@ import (
 // written, each applied once.
 func TestRateLimit_ARunPausesForTheUpstreamsWaitOnItsClock(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testRateLimitARunPausesForTheUpstreamsWaitOnItsClock)
+}
+
+func testRateLimitARunPausesForTheUpstreamsWaitOnItsClock(t *testing.T) {
 	// The upstream's client (its cooldown after a 429) and the run wait
 	// on the one clock, as they do on the wall clock.
 	clock := clocktest.New(time.Now())

@@ -13,7 +13,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/clock"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // What a re-read shows of a target a write may have reached.
@@ -206,7 +206,7 @@ func (r *run) stateOf(doc map[string]any, found bool, t Target) string {
 	applied, untouched := true, true
 	after := r.afterFor(t)
 	for _, e := range r.a.Config.Effect {
-		v, _ := upstream.GetPath(doc, r.a.Resource.FieldPath(e.Field))
+		v, _ := jsonvalue.Get(doc, r.a.Resource.FieldPath(e.Field))
 		fd, _ := r.a.Resource.Field(e.Field)
 		if !e.Applied(v, after[e.Field], fd) {
 			applied = false

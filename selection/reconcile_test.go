@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
@@ -70,6 +71,10 @@ func takeOverAfter(t *testing.T, store selection.Store, rt *upstream.Runtime, cl
 // in the log; the next takeover after its lease ran out re-reads them, and
 // no target is written twice.
 func TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover(t *testing.T) {
+	synctest.Test(t, testReconcileStoreFailureStopsAndLeavesTheEndToTheTakeover)
+}
+
+func testReconcileStoreFailureStopsAndLeavesTheEndToTheTakeover(t *testing.T) {
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
 	clock := clocktest.New(time.Now())
@@ -117,6 +122,10 @@ func TestReconcileStoreFailure_StopsAndLeavesTheEndToTheTakeover(t *testing.T) {
 // in flight); the takeover turns them unknown, re-reads them and records
 // the end.
 func TestInFlightStoreFailure_NoOperationEndsWithTargetsInFlight(t *testing.T) {
+	synctest.Test(t, testInFlightStoreFailureNoOperationEndsWithTargetsInFlight)
+}
+
+func testInFlightStoreFailureNoOperationEndsWithTargetsInFlight(t *testing.T) {
 	api, store, rt, sel := leaseLab(t, 200)
 	ctx := context.Background()
 	clock := clocktest.New(time.Now())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/write"
 )
@@ -480,7 +481,7 @@ func (r *run) stillSelected(doc map[string]any, found bool, t Target, ver string
 }
 
 func describe(v any) string {
-	b, err := Canonical(v)
+	b, err := jsonvalue.Canonical(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}

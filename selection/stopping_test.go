@@ -3,15 +3,16 @@ package selection_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/memnet"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -23,10 +24,15 @@ import (
 // over, and is never said failed (a final outcome no resume would send).
 func TestStopDuringAReread_LeavesTheTargetPendingNotFailed(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testStopDuringARereadLeavesTheTargetPendingNotFailed)
+}
+
+func testStopDuringARereadLeavesTheTargetPendingNotFailed(t *testing.T) {
 	api := fixtures.NewWriteLab(6)
 	reading := make(chan struct{})
 	var once sync.Once
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var nw memnet.Network
+	base := nw.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 2 {
 			// A re-read by id: held until the caller gives up.
 			once.Do(func() { close(reading) })
@@ -35,12 +41,11 @@ func TestStopDuringAReread_LeavesTheTargetPendingNotFailed(t *testing.T) {
 		}
 		api.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
-	cfg, err := config.Parse(fixtures.WriteLabConfig(srv.URL, 30*time.Second))
+	cfg, err := config.Parse(fixtures.WriteLabConfig(base, 30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{DialContext: nw.DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,8 +85,8 @@ func TestStreamable_ExactlyTheRecordsThatReadBackUnchanged(t *testing.T) {
 		raw := jsonvalue.Marshal(r.Review)
 		var back map[string]any
 		_ = jsonvalue.Unmarshal(raw, &back)
-		a, _ := Canonical(r.Review)
-		b, _ := Canonical(back)
+		a, _ := jsonvalue.Canonical(r.Review)
+		b, _ := jsonvalue.Canonical(back)
 		if bytes.Equal(a, b) {
 			t.Errorf("%v reads back with the same encoding; the exclusion is not needed", r.Review)
 		}

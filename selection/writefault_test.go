@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"pgregory.net/rapid"
@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/memnet"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -44,13 +45,16 @@ const labReason = "account review 2026"
 
 func newLab(t labT, dir string, api *fixtures.WriteLab, timeout time.Duration) *lab {
 	t.Helper()
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	cfg, err := config.Parse(fixtures.WriteLabConfig(srv.URL, timeout))
+	var nw memnet.Network
+	base := nw.Serve(t, api)
+	// The writes that land later land before the test ends (in a synctest
+	// bubble, nothing may outlive it).
+	t.Cleanup(api.Quiesce)
+	cfg, err := config.Parse(fixtures.WriteLabConfig(base, timeout))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{})
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{DialContext: nw.DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +172,10 @@ func (l *lab) agree(opID string) {
 // re-read shows the first write applied. Every attempt is journaled.
 func TestLostAnswerThenInFlight409_IsNotSkipped(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testLostAnswerThenInFlight409IsNotSkipped)
+}
+
+func testLostAnswerThenInFlight409IsNotSkipped(t *testing.T) {
 	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabInFlight409, Delay: 900 * time.Millisecond}, 200*time.Millisecond)
 	op := l.commit(l.preview("archive_keyed", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
@@ -184,14 +192,16 @@ func TestSlowerThanTheTimeout_IsSettledByReReadingNotLeftUnknown(t *testing.T) {
 	t.Parallel()
 	for _, action := range []string{"archive_reread", "archive_if_match", "archive_version", "archive_keyed"} {
 		t.Run(action, func(t *testing.T) {
-			api := fixtures.NewWriteLab(4)
-			api.SetFault("acc-0002", fixtures.LabFault{Kind: fixtures.LabSlow, Delay: 700 * time.Millisecond})
-			l := newLab(t, t.TempDir(), api, 150*time.Millisecond)
-			op := l.commit(l.preview(action, nil, nil), false)
-			if op.Status != selection.OpCompleted || op.Counts[selection.TargetSucceeded] != 4 {
-				t.Fatalf("status %s, counts %v; want completed with 4 succeeded", op.Status, op.Counts)
-			}
-			l.agree(op.ID)
+			synctest.Test(t, func(t *testing.T) {
+				api := fixtures.NewWriteLab(4)
+				api.SetFault("acc-0002", fixtures.LabFault{Kind: fixtures.LabSlow, Delay: 700 * time.Millisecond})
+				l := newLab(t, t.TempDir(), api, 150*time.Millisecond)
+				op := l.commit(l.preview(action, nil, nil), false)
+				if op.Status != selection.OpCompleted || op.Counts[selection.TargetSucceeded] != 4 {
+					t.Fatalf("status %s, counts %v; want completed with 4 succeeded", op.Status, op.Counts)
+				}
+				l.agree(op.ID)
+			})
 		})
 	}
 }
@@ -202,14 +212,16 @@ func TestStaleVersionRefusal_IsSkippedOnlyWhenNothingWasSentBefore(t *testing.T)
 	t.Parallel()
 	for _, action := range []string{"archive_if_match", "archive_version"} {
 		t.Run(action, func(t *testing.T) {
-			api := fixtures.NewWriteLab(3)
-			api.SetFault("acc-0000", fixtures.LabFault{Kind: fixtures.LabStale})
-			l := newLab(t, t.TempDir(), api, time.Second)
-			op := l.commit(l.preview(action, nil, nil), false)
-			if tg := l.targets(op.ID)["acc-0000"]; tg.Outcome != selection.TargetSkipped || tg.Problem == nil || tg.Problem.StateChanged != "none" {
-				t.Fatalf("acc-0000: %s (%+v); want skipped, state_changed none", tg.Outcome, tg.Problem)
-			}
-			l.agree(op.ID)
+			synctest.Test(t, func(t *testing.T) {
+				api := fixtures.NewWriteLab(3)
+				api.SetFault("acc-0000", fixtures.LabFault{Kind: fixtures.LabStale})
+				l := newLab(t, t.TempDir(), api, time.Second)
+				op := l.commit(l.preview(action, nil, nil), false)
+				if tg := l.targets(op.ID)["acc-0000"]; tg.Outcome != selection.TargetSkipped || tg.Problem == nil || tg.Problem.StateChanged != "none" {
+					t.Fatalf("acc-0000: %s (%+v); want skipped, state_changed none", tg.Outcome, tg.Problem)
+				}
+				l.agree(op.ID)
+			})
 		})
 	}
 }
@@ -218,6 +230,10 @@ func TestStaleVersionRefusal_IsSkippedOnlyWhenNothingWasSentBefore(t *testing.T)
 // applied is unknown, then succeeded once a re-read shows the effect.
 func TestAppliedThen500_IsReconciledAsSucceeded(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testAppliedThen500IsReconciledAsSucceeded)
+}
+
+func testAppliedThen500IsReconciledAsSucceeded(t *testing.T) {
 	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabServerError}, time.Second)
 	op := l.commit(l.preview("archive_if_match", nil, nil), false)
 	if tg := l.targets(op.ID)["acc-0001"]; tg.Outcome != selection.TargetSucceeded || tg.Attempts != 1 {
@@ -232,6 +248,10 @@ func TestAppliedThen500_IsReconciledAsSucceeded(t *testing.T) {
 // operation.
 func TestRedirectedWrite_IsNotFollowedAndUnknownUntilReRead(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testRedirectedWriteIsNotFollowedAndUnknownUntilReRead)
+}
+
+func testRedirectedWriteIsNotFollowedAndUnknownUntilReRead(t *testing.T) {
 	api := fixtures.NewWriteLab(5)
 	api.SetFault("acc-0000", fixtures.LabFault{Kind: fixtures.LabRedirect})
 	l := newLab(t, t.TempDir(), api, time.Second)
@@ -251,6 +271,10 @@ func TestRedirectedWrite_IsNotFollowedAndUnknownUntilReRead(t *testing.T) {
 // record; "." and ".." are never sent (ambiguous at preview).
 func TestIdsThatNeedEscaping_AreEscapedOnceAndDotSegmentsRefused(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testIdsThatNeedEscapingAreEscapedOnceAndDotSegmentsRefused)
+}
+
+func testIdsThatNeedEscapingAreEscapedOnceAndDotSegmentsRefused(t *testing.T) {
 	odd := []string{"a b", "x/y", "50%", "zoë", "q?x=1#f"}
 	api := fixtures.NewWriteLab(2, append(append([]string(nil), odd...), ".", "..")...)
 	l := newLab(t, t.TempDir(), api, time.Second)
@@ -276,6 +300,10 @@ func TestIdsThatNeedEscaping_AreEscapedOnceAndDotSegmentsRefused(t *testing.T) {
 // without the version its condition needs blocks the selection.
 func TestIfMatchWithoutVersion_IsAmbiguousNeverSentUnconditionally(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testIfMatchWithoutVersionIsAmbiguousNeverSentUnconditionally)
+}
+
+func testIfMatchWithoutVersionIsAmbiguousNeverSentUnconditionally(t *testing.T) {
 	api := fixtures.NewWriteLab(4)
 	api.Change("acc-0002", map[string]any{"version": nil})
 	l := newLab(t, t.TempDir(), api, time.Second)
@@ -293,6 +321,10 @@ func TestIfMatchWithoutVersion_IsAmbiguousNeverSentUnconditionally(t *testing.T)
 // preview of ownerless accounts is skipped, never archived.
 func TestRereadRechecksTheSelector(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testRereadRechecksTheSelector)
+}
+
+func testRereadRechecksTheSelector(t *testing.T) {
 	api := fixtures.NewWriteLab(4)
 	l := newLab(t, t.TempDir(), api, time.Second)
 	sel := l.preview("archive_reread", nil, map[string]any{"status": "active", "owner": nil})
@@ -313,6 +345,10 @@ func TestRereadRechecksTheSelector(t *testing.T) {
 // and its pending targets are sent.
 func TestResume_RunsPendingAndReconcilesUnknownOnAStoppedOperation(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testResumeRunsPendingAndReconcilesUnknownOnAStoppedOperation)
+}
+
+func testResumeRunsPendingAndReconcilesUnknownOnAStoppedOperation(t *testing.T) {
 	api := fixtures.NewWriteLab(12)
 	api.SetFault("acc-0000", fixtures.LabFault{Kind: fixtures.LabRedirect})
 	l := newLab(t, t.TempDir(), api, time.Second)
@@ -331,6 +367,10 @@ func TestResume_RunsPendingAndReconcilesUnknownOnAStoppedOperation(t *testing.T)
 // TestAccepted202_IsNotSucceededUntilObserved: 202 means queued, not done.
 func TestAccepted202_IsNotSucceededUntilObserved(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testAccepted202IsNotSucceededUntilObserved)
+}
+
+func testAccepted202IsNotSucceededUntilObserved(t *testing.T) {
 	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabAccepted, Delay: 600 * time.Millisecond}, time.Second)
 	op := l.commit(l.preview("archive_reread", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
@@ -344,6 +384,10 @@ func TestAccepted202_IsNotSucceededUntilObserved(t *testing.T) {
 // a re-read that finds nothing shows the effect.
 func TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testDeleteWithLostAnswerIsSucceededWhenTheTargetIsGone)
+}
+
+func testDeleteWithLostAnswerIsSucceededWhenTheTargetIsGone(t *testing.T) {
 	_, l := oneFault(t, "acc-0002", fixtures.LabFault{Kind: fixtures.LabLostAnswer}, 200*time.Millisecond)
 	op := l.commit(l.preview("delete_if_match", nil, nil), false)
 	if tg := l.targets(op.ID)["acc-0002"]; tg.Outcome != selection.TargetSucceeded {
@@ -357,6 +401,10 @@ func TestDeleteWithLostAnswer_IsSucceededWhenTheTargetIsGone(t *testing.T) {
 // under its condition, and succeeds only when the change is there.
 func TestIgnoredWrite_ClaimsNothingItDoesNotShow(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testIgnoredWriteClaimsNothingItDoesNotShow)
+}
+
+func testIgnoredWriteClaimsNothingItDoesNotShow(t *testing.T) {
 	api, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabIgnored}, time.Second)
 	op := l.commit(l.preview("archive_if_match", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
@@ -374,6 +422,10 @@ func TestIgnoredWrite_ClaimsNothingItDoesNotShow(t *testing.T) {
 // sees it.
 func TestStoppedBeforeAResend_LeavesTheTargetUnknownNotPending(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testStoppedBeforeAResendLeavesTheTargetUnknownNotPending)
+}
+
+func testStoppedBeforeAResendLeavesTheTargetUnknownNotPending(t *testing.T) {
 	_, l := oneFault(t, "acc-0001", fixtures.LabFault{Kind: fixtures.LabAcceptedThen429, Delay: 3 * time.Second}, time.Second)
 	op := l.commit(l.preview("archive_keyed", nil, nil), false)
 	tg := l.targets(op.ID)["acc-0001"]
@@ -420,35 +472,37 @@ func TestWriteFaultSuite(t *testing.T) {
 			action := labActions[trial%len(labActions)]
 			t.Run(fmt.Sprintf("%s/%02d-%s", fault, trial, action), func(t *testing.T) {
 				t.Parallel()
-				var extra []string
-				if fault == "escaping" {
-					extra = []string{"a b", "x/y", "50%", "zoë"}
-				}
-				api := fixtures.NewWriteLab(8+rng.IntN(8), extra...)
-				kind := fault
-				for i := 0; i < 1+rng.IntN(3); i++ {
-					id := fmt.Sprintf("acc-%04d", rng.IntN(8))
-					if kind == "escaping" {
-						id, kind = extra[rng.IntN(len(extra))], fixtures.LabLostAnswer
+				synctest.Test(t, func(t *testing.T) {
+					var extra []string
+					if fault == "escaping" {
+						extra = []string{"a b", "x/y", "50%", "zoë"}
 					}
-					api.SetFault(id, fixtures.LabFault{Kind: kind, Delay: time.Duration(100+rng.IntN(900)) * time.Millisecond})
-				}
-				l := newLab(t, t.TempDir(), api, 150*time.Millisecond)
-				op := l.commit(l.preview(action, nil, nil), false)
-				// A 429 asking for an hour stops the operation, and the
-				// upstream's wait holds for a resume as well.
-				if op.Status != selection.OpCompleted && fault != fixtures.LabAcceptedThen429 {
-					op = l.commit(l.preview(action, nil, nil), true)
-				}
-				bad, dbl := l.contradictions(op.ID)
-				mu.Lock()
-				total++
-				contradictions += len(bad)
-				doubles += dbl
-				mu.Unlock()
-				if len(bad) > 0 || dbl > 0 {
-					t.Fatalf("%d contradiction(s), %d double apply(ies):\n%s", len(bad), dbl, strings.Join(bad, "\n"))
-				}
+					api := fixtures.NewWriteLab(8+rng.IntN(8), extra...)
+					kind := fault
+					for i := 0; i < 1+rng.IntN(3); i++ {
+						id := fmt.Sprintf("acc-%04d", rng.IntN(8))
+						if kind == "escaping" {
+							id, kind = extra[rng.IntN(len(extra))], fixtures.LabLostAnswer
+						}
+						api.SetFault(id, fixtures.LabFault{Kind: kind, Delay: time.Duration(100+rng.IntN(900)) * time.Millisecond})
+					}
+					l := newLab(t, t.TempDir(), api, 150*time.Millisecond)
+					op := l.commit(l.preview(action, nil, nil), false)
+					// A 429 asking for an hour stops the operation, and the
+					// upstream's wait holds for a resume as well.
+					if op.Status != selection.OpCompleted && fault != fixtures.LabAcceptedThen429 {
+						op = l.commit(l.preview(action, nil, nil), true)
+					}
+					bad, dbl := l.contradictions(op.ID)
+					mu.Lock()
+					total++
+					contradictions += len(bad)
+					doubles += dbl
+					mu.Unlock()
+					if len(bad) > 0 || dbl > 0 {
+						t.Fatalf("%d contradiction(s), %d double apply(ies):\n%s", len(bad), dbl, strings.Join(bad, "\n"))
+					}
+				})
 			})
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/airlock-mcp/airlock/config"
-	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // Action is an initialized action.
@@ -28,9 +27,6 @@ func newAction(name string, cfg config.ActionConfig, r *Resource) *Action {
 	sum := sha256.Sum256(append([]byte(name+"\x00"), b...))
 	return &Action{Name: name, Config: cfg, Resource: r, SpecDigest: "sha256:" + hex.EncodeToString(sum[:])}
 }
-
-// GetPath reads a dotted path from a decoded item.
-func GetPath(doc any, path string) (any, bool) { return jsonvalue.Get(doc, path) }
 
 // After returns the effect's rendered values (the To of each effect): the
 // after-value of a set, the element an add or a remove names. A target's

@@ -182,7 +182,7 @@ func loadOAuth2(o *config.OAuth2Config, opts Options, timeout time.Duration) (*t
 	cfg := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: tokenURL, Scopes: o.Scopes, EndpointParams: params, AuthStyle: style}
 	hc := &http.Client{
 		Timeout:   timeout,
-		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second},
+		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: opts.DialContext, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second},
 		// The client secret goes to the token endpoint only.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/time/rate"
 )
@@ -130,6 +131,9 @@ type reqInfo struct {
 	noRedirect bool
 	mu         sync.Mutex
 	attempts   int
+	// wait is how long to wait before the next attempt, as the retry
+	// policy decided when it allowed one.
+	wait time.Duration
 	// wrote is set once an attempt's request headers were written to a
 	// connection. Before that no request the upstream could act on has
 	// left airlock: a failure then (a connection never made, a context
@@ -192,7 +196,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 	}
 	hc := &http.Client{
 		Timeout:   timeout,
-		Transport: opts.wrapTransport(name, &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: c.tlsConfig()}),
+		Transport: opts.wrapTransport(name, &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: opts.DialContext, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: c.tlsConfig()}),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if info, ok := req.Context().Value(reqInfoKey).(*reqInfo); ok && info.noRedirect {
 				// A write never follows a redirect (it would re-send the
@@ -218,7 +222,12 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 		RetryWaitMax: orDefault(cfg.Backoff.Max, 2*time.Second),
 		RetryMax:     retries,
 		CheckRetry:   c.checkRetry,
-		Backoff:      c.backoff,
+		// retryablehttp would sleep between attempts on a wall-clock
+		// timer: its own wait is nothing, and the wait is taken on the
+		// client's clock in PrepareRetry, which has the request's
+		// context.
+		Backoff:      func(time.Duration, time.Duration, int, *http.Response) time.Duration { return 0 },
+		PrepareRetry: c.waitBeforeRetry,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		RequestLogHook: func(_ retryablehttp.Logger, r *http.Request, _ int) {
 			if info, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok {
@@ -545,7 +554,18 @@ func classify(ctx context.Context, err error) FailureKind {
 // checkRetry is airlock's retry policy: only idempotent requests are
 // retried; 429/503 only when the upstream's wait fits the caller's deadline
 // and airlock's own bound; other 5xx and connection failures with backoff.
+// When it allows a retry, it sets the wait before it (waitBeforeRetry).
 func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	retry, cerr := c.retryPolicy(ctx, resp, err)
+	if info, ok := ctx.Value(reqInfoKey).(*reqInfo); ok && retry {
+		info.mu.Lock()
+		info.wait = c.backoff(c.http.RetryWaitMin, c.http.RetryWaitMax, info.attempts-1, resp)
+		info.mu.Unlock()
+	}
+	return retry, cerr
+}
+
+func (c *Client) retryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
@@ -553,9 +573,9 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	if info == nil || !info.idempotent {
 		return false, nil
 	}
-	remaining := time.Duration(math.MaxInt64)
-	if dl, ok := ctx.Deadline(); ok {
-		remaining = time.Until(dl)
+	remaining, ok := clock.UntilDeadline(ctx)
+	if !ok {
+		remaining = time.Duration(math.MaxInt64)
 	}
 	if err != nil {
 		if errors.Is(err, errCrossHostRedirect) {
@@ -576,6 +596,8 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	return false, nil
 }
 
+// backoff is the wait before the attempt after attempt (from 0): what the
+// upstream asked for, else retryablehttp's exponential backoff.
 func (c *Client) backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil {
 		if d := RetryAfter(resp.Header, c.clock.Now()); d > 0 {
@@ -583,6 +605,24 @@ func (c *Client) backoff(minWait, maxWait time.Duration, attempt int, resp *http
 		}
 	}
 	return retryablehttp.DefaultBackoff(minWait, maxWait, attempt, nil)
+}
+
+// waitBeforeRetry waits, on the client's clock, the wait checkRetry set
+// before the next attempt; a caller that goes away ends the wait, and the
+// request, with its context's error.
+func (c *Client) waitBeforeRetry(req *http.Request) error {
+	info, ok := req.Context().Value(reqInfoKey).(*reqInfo)
+	if !ok {
+		return nil
+	}
+	info.mu.Lock()
+	wait := info.wait
+	info.mu.Unlock()
+	c.logger.Debug("waiting before the next attempt", "ms", wait.Milliseconds())
+	if !clock.Sleep(c.clock, wait, req.Context().Done()) {
+		return req.Context().Err()
+	}
+	return nil
 }
 
 // maxWait bounds a parsed wait so that huge values never overflow into a
@@ -625,10 +665,10 @@ func (c *Client) waitLimit(ctx context.Context) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
+	t := c.clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
 	case <-ctx.Done():
 		r.CancelAt(c.clock.Now())

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/internal/configtest"
+	"github.com/airlock-mcp/airlock/internal/memnet"
 )
 
 // testSecret is the credential the client tests configure. No test output,
@@ -69,6 +71,24 @@ func startRecorder(t *testing.T, rec *recorder) *httptest.Server {
 	ts := httptest.NewServer(rec)
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// bubble runs f in a testing/synctest bubble, where time moves only when
+// every goroutine waits: backoffs, Retry-After waits, timeouts and the
+// fake upstreams' delays take none of the wall clock. Its upstreams are
+// served in memory, on n (memClient).
+func bubble(t *testing.T, f func(t *testing.T, n *memnet.Network)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) { f(t, &memnet.Network{}) })
+}
+
+// memClient serves h on n and returns the client of it ("api", with
+// extra) and its base URL.
+func memClient(t *testing.T, n *memnet.Network, h http.Handler, extra string, opts Options) (*Client, string) {
+	t.Helper()
+	base := n.Serve(t, h)
+	opts.DialContext = n.DialContext
+	return newTestClient(t, base, extra, opts), base
 }
 
 // statusThen answers the listed statuses to the first requests (with the
@@ -204,13 +224,16 @@ func TestRetryPolicy_NeverRetriesNonIdempotentWriteOnConnectionFailure(t *testin
 }
 
 func TestRetryPolicy_RetriesIdempotentWriteWithItsKey(t *testing.T) {
+	bubble(t, testRetriesIdempotentWriteWithItsKey)
+}
+
+func testRetriesIdempotentWriteWithItsKey(t *testing.T, n *memnet.Network) {
 	rec := &recorder{respond: statusThen(nil, http.StatusServiceUnavailable)}
-	ts := startRecorder(t, rec)
-	c := newTestClient(t, ts.URL, "retries: 2", Options{})
+	c, base := memClient(t, n, rec, "retries: 2", Options{})
 
 	body := []byte(`{"status":"canceled"}`)
 	resp, err := c.Do(context.Background(), Request{
-		Method: http.MethodPost, URL: mustURL(t, ts.URL+"/items/1"), Body: body,
+		Method: http.MethodPost, URL: mustURL(t, base+"/items/1"), Body: body,
 		Header: http.Header{"Idempotency-Key": {"key-123"}}, Idempotent: true,
 	})
 	if err != nil {
@@ -250,33 +273,34 @@ func TestRetryPolicy_RetriesTransientReadFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rec := &recorder{respond: statusThen(nil, tc.statuses...)}
-			ts := startRecorder(t, rec)
-			c := newTestClient(t, ts.URL, "retries: 2", Options{})
+			bubble(t, func(t *testing.T, n *memnet.Network) {
+				rec := &recorder{respond: statusThen(nil, tc.statuses...)}
+				c, base := memClient(t, n, rec, "retries: 2", Options{})
 
-			resp, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, ts.URL+"/items"), Idempotent: true})
-			if tc.wantStatus == 200 {
-				if err != nil {
-					t.Fatalf("Do: %v", err)
+				resp, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, base+"/items"), Idempotent: true})
+				if tc.wantStatus == 200 {
+					if err != nil {
+						t.Fatalf("Do: %v", err)
+					}
+					if string(resp.Body) != `{"ok":true}` {
+						t.Errorf("body = %q, want the successful answer's", resp.Body)
+					}
+				} else {
+					he := asHTTPError(t, err)
+					if he.Kind != FailStatus || he.Status != tc.wantStatus || he.Attempts != tc.wantAttempts {
+						t.Errorf("error = kind %d status %d attempts %d, want FailStatus %d after %d", he.Kind, he.Status, he.Attempts, tc.wantStatus, tc.wantAttempts)
+					}
+					if !strings.Contains(string(he.Body), http.StatusText(tc.wantStatus)) {
+						t.Errorf("error body = %q, want the last answer's body kept for the problem", he.Body)
+					}
 				}
-				if string(resp.Body) != `{"ok":true}` {
-					t.Errorf("body = %q, want the successful answer's", resp.Body)
+				if resp == nil || resp.Status != tc.wantStatus || resp.Attempts != tc.wantAttempts {
+					t.Errorf("response = %+v, want status %d after %d attempts", resp, tc.wantStatus, tc.wantAttempts)
 				}
-			} else {
-				he := asHTTPError(t, err)
-				if he.Kind != FailStatus || he.Status != tc.wantStatus || he.Attempts != tc.wantAttempts {
-					t.Errorf("error = kind %d status %d attempts %d, want FailStatus %d after %d", he.Kind, he.Status, he.Attempts, tc.wantStatus, tc.wantAttempts)
+				if got := len(rec.requests()); got != tc.wantAttempts {
+					t.Errorf("upstream saw %d requests, want %d", got, tc.wantAttempts)
 				}
-				if !strings.Contains(string(he.Body), http.StatusText(tc.wantStatus)) {
-					t.Errorf("error body = %q, want the last answer's body kept for the problem", he.Body)
-				}
-			}
-			if resp == nil || resp.Status != tc.wantStatus || resp.Attempts != tc.wantAttempts {
-				t.Errorf("response = %+v, want status %d after %d attempts", resp, tc.wantStatus, tc.wantAttempts)
-			}
-			if got := len(rec.requests()); got != tc.wantAttempts {
-				t.Errorf("upstream saw %d requests, want %d", got, tc.wantAttempts)
-			}
+			})
 		})
 	}
 }
@@ -302,11 +326,14 @@ func TestRetryPolicy_NeverRetriesClientErrors(t *testing.T) {
 }
 
 func TestRetryAfter_ShortWaitIsHonouredThenRetried(t *testing.T) {
-	rec := &recorder{respond: statusThen(http.Header{"Retry-After": {"1"}}, http.StatusTooManyRequests)}
-	ts := startRecorder(t, rec)
-	c := newTestClient(t, ts.URL, "retries: 2", Options{})
+	bubble(t, testShortWaitIsHonouredThenRetried)
+}
 
-	resp, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, ts.URL+"/items"), Idempotent: true})
+func testShortWaitIsHonouredThenRetried(t *testing.T, n *memnet.Network) {
+	rec := &recorder{respond: statusThen(http.Header{"Retry-After": {"1"}}, http.StatusTooManyRequests)}
+	c, base := memClient(t, n, rec, "retries: 2", Options{})
+
+	resp, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, base+"/items"), Idempotent: true})
 	if err != nil {
 		t.Fatalf("Do: %v", err)
 	}
@@ -683,19 +710,21 @@ func TestConnectionRefused_IsReportedAsNotSent(t *testing.T) {
 }
 
 func TestTimeoutAfterSend_IsReportedAsSent(t *testing.T) {
+	bubble(t, testTimeoutAfterSendIsReportedAsSent)
+}
+
+func testTimeoutAfterSendIsReportedAsSent(t *testing.T, n *memnet.Network) {
 	release := make(chan struct{})
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c, base := memClient(t, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // lets the server notice the client hanging up
 		select {                           // never answers
 		case <-r.Context().Done():
 		case <-release:
 		}
-	}))
-	t.Cleanup(ts.Close)
+	}), "timeout: 50ms", Options{})
 	t.Cleanup(func() { close(release) }) // runs first: unblocks the handler before Close waits for it
-	c := newTestClient(t, ts.URL, "timeout: 50ms", Options{})
 
-	_, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: mustURL(t, ts.URL+"/items"), Body: []byte(`{}`)})
+	_, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: mustURL(t, base+"/items"), Body: []byte(`{}`)})
 	he := asHTTPError(t, err)
 	if he.Kind != FailTimeout {
 		t.Errorf("kind = %d, want FailTimeout", he.Kind)
@@ -742,6 +771,91 @@ func TestRateLimiter_FollowsTheInjectedClock(t *testing.T) {
 	if got := len(rec.requests()); got != 2 {
 		t.Errorf("upstream saw %d requests, want 2", got)
 	}
+}
+
+// TestRateLimiter_WaitsOnTheInjectedClock: a request over the client-side
+// rate limit waits for its token on the injected clock: an hour of the
+// (bubble's) wall clock does not release it, the injected clock's
+// thousand seconds do.
+func TestRateLimiter_WaitsOnTheInjectedClock(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memnet.Network) {
+		clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+		rec := &recorder{}
+		c, base := memClient(t, n, rec, "rate_limit: {per_second: 0.001, burst: 1}", Options{Clock: clock})
+		for range 2 {
+			go func() {
+				_, _ = c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, base+"/items"), Idempotent: true})
+			}()
+		}
+		if err := clock.BlockUntil(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := len(rec.requests()); got != 1 {
+			t.Fatalf("upstream saw %d requests before the injected clock moved, want 1", got)
+		}
+		clock.Advance(1000 * time.Second)
+		synctest.Wait()
+		if got := len(rec.requests()); got != 2 {
+			t.Fatalf("upstream saw %d requests once the injected clock passed the limit, want 2", got)
+		}
+	})
+}
+
+// TestRetry_WaitsBetweenAttemptsOnTheInjectedClock: the wait before a
+// retry (here the 3 s a 503 asked for) is taken on the client's clock,
+// not on retryablehttp's wall-clock timer.
+func TestRetry_WaitsBetweenAttemptsOnTheInjectedClock(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memnet.Network) {
+		clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+		rec := &recorder{respond: statusThen(http.Header{"Retry-After": {"3"}}, http.StatusServiceUnavailable)}
+		c, base := memClient(t, n, rec, "retries: 2", Options{Clock: clock})
+		done := make(chan *Response, 1)
+		go func() {
+			resp, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, base+"/items"), Idempotent: true})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- resp
+		}()
+		if err := clock.BlockUntil(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := len(rec.requests()); got != 1 {
+			t.Fatalf("upstream saw %d requests before the injected clock moved, want 1", got)
+		}
+		clock.Advance(3 * time.Second)
+		if resp := <-done; resp == nil || resp.Attempts != 2 {
+			t.Fatalf("response %+v, want the second attempt's", resp)
+		}
+	})
+}
+
+// TestRetry_ACallerThatGoesAwayEndsTheWait: a caller whose context ends
+// while the client waits before a retry gets FailCanceled at once, and
+// the retry is never sent.
+func TestRetry_ACallerThatGoesAwayEndsTheWait(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memnet.Network) {
+		rec := &recorder{respond: statusThen(http.Header{"Retry-After": {"3"}}, http.StatusServiceUnavailable)}
+		c, base := memClient(t, n, rec, "retries: 2", Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		go func() {
+			synctest.Wait() // the client waits out the Retry-After
+			cancel()
+		}()
+		start := time.Now()
+		_, err := c.Do(ctx, Request{Method: http.MethodGet, URL: mustURL(t, base+"/items"), Idempotent: true})
+		if he := asHTTPError(t, err); he.Kind != FailCanceled {
+			t.Fatalf("kind %d, want FailCanceled", he.Kind)
+		}
+		if time.Since(start) != 0 || len(rec.requests()) != 1 {
+			t.Fatalf("after %v, %d requests; want the wait ended at once, and no retry", time.Since(start), len(rec.requests()))
+		}
+	})
 }
 
 func TestHTTPError_NeverHoldsTheCredential(t *testing.T) {

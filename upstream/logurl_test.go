@@ -6,12 +6,13 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-mcp/airlock/internal/memnet"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the client's goroutines.
@@ -37,19 +38,21 @@ func (l *lockedBuffer) String() string {
 // client and by the retry library under it, at debug level and as the
 // error of a timed-out attempt, with its scheme, host and path only.
 func TestClientLogs_URLsWithoutTheirQueryAtEveryLevel(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	bubble(t, testClientLogsURLsWithoutTheirQuery)
+}
+
+func testClientLogsURLsWithoutTheirQuery(t *testing.T, n *memnet.Network) {
+	var logs lockedBuffer
+	c, base := memClient(t, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("slow") != "" {
 			time.Sleep(300 * time.Millisecond)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`[]`))
-	}))
-	t.Cleanup(srv.Close)
-	var logs lockedBuffer
-	c := newTestClient(t, srv.URL, "timeout: 100ms\nretries: 1", Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	}), "timeout: 100ms\nretries: 1", Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	cursor := url.QueryEscape(base64.StdEncoding.EncodeToString([]byte("api_key=k9Rz%2BQw%2F7x&page=2&mark=~~~???")))
 	for _, q := range []string{"cursor=" + cursor, "cursor=" + cursor + "&slow=1"} {
-		_, _ = c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, srv.URL+"/v1/items?"+q+"#frag"), Idempotent: true})
+		_, _ = c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, base+"/v1/items?"+q+"#frag"), Idempotent: true})
 	}
 	out := logs.String()
 	for _, bad := range []string{"/v1/items?", "cursor=", cursor[:12], "#frag"} {
@@ -57,7 +60,7 @@ func TestClientLogs_URLsWithoutTheirQueryAtEveryLevel(t *testing.T) {
 			t.Fatalf("the logs hold %q:\n%s", bad, out)
 		}
 	}
-	for _, want := range []string{`"level":"ERROR"`, `"msg":"retrying request"`, `"msg":"performing request"`, srv.URL + "/v1/items"} {
+	for _, want := range []string{`"level":"ERROR"`, `"msg":"retrying request"`, `"msg":"performing request"`, base + "/v1/items"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("the logs lack %s:\n%s", want, out)
 		}

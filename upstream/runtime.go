@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,6 +43,14 @@ type Runtime struct {
 }
 
 // Resource is a resource with every default resolved.
+//
+// Config is the resource as configured, with one exception (List.Items
+// holds the dialect's default when none was written); Pagination, Sources
+// and Limits are those parts of it resolved: defaults filled in, base URLs
+// expanded. Logic reads the resolved ones. Config keeps the written parts
+// because telling a written value from a default needs them (the tools'
+// default max_items is the configured default, else the cap, never the
+// built-in default), and the config package resolves the written form.
 type Resource struct {
 	Name        string
 	Description string
@@ -75,8 +84,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Getenv reads credentials from the environment; nil means os.Getenv.
 	Getenv func(string) string
-	// Clock drives the client-side rate limiter, cooldowns and Retry-After
-	// dates; nil means the wall clock.
+	// Clock drives the client-side rate limiter, cooldowns, Retry-After
+	// dates, the waits between retries and the OAuth token's renewal; nil
+	// means the wall clock. A test that gives a fake clock moves it for
+	// every such wait to end.
 	Clock Clock
 	// MaxRetryWait bounds how long one call sleeps through a Retry-After
 	// (DefaultMaxRetryWait when zero); a longer wait is reported instead.
@@ -96,6 +107,10 @@ type Options struct {
 	// ObserveScan, when set, is told after each scan run how many pages it
 	// read and items it scanned, and of which resource (for metrics).
 	ObserveScan func(resource string, pages, items int)
+	// DialContext, when set, makes every connection to an upstream, its
+	// token endpoint and its login (tests serve them in memory: package
+	// internal/memnet); nil means the network.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (o Options) wrapTransport(upstream string, next http.RoundTripper) http.RoundTripper {

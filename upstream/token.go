@@ -164,7 +164,7 @@ func (ts *tokenSource) fetch(ctx context.Context) (*oauth2.Token, error) {
 	start := ts.clock.Now()
 	tok, err := ts.cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, ts.hc))
 	if err != nil {
-		te := classifyTokenError(ctx, ts.host, err)
+		te := classifyTokenError(ctx, ts.host, err, ts.clock.Now())
 		wait := ts.remember(te, start)
 		ts.logger.Warn("token request failed", "token_host", ts.host, "kind", te.Kind.String(), "status", te.Status, "error_code", envelope.SafeName(te.ErrorCode),
 			"asks_again_in_s", int(wait.Seconds()))
@@ -201,9 +201,10 @@ func (ts *tokenSource) remember(te *TokenError, at time.Time) time.Duration {
 }
 
 // lifetime is how long the token is valid from when it was asked for:
-// expires_in as the server said it (the injected clock measures the rest),
-// else what is left of the expiry x/oauth2 set on the wall clock. Zero
-// when the server named none.
+// expires_in as the server said it (the injected clock measures the rest).
+// Zero when the server named none. x/oauth2 sets a token's Expiry (on the
+// wall clock) only from an expires_in it also keeps among the token's
+// fields, so Expiry says nothing more and is not read.
 func lifetime(tok *oauth2.Token) time.Duration {
 	if tok.ExpiresIn > 0 {
 		return time.Duration(tok.ExpiresIn) * time.Second
@@ -218,9 +219,6 @@ func lifetime(tok *oauth2.Token) time.Duration {
 	}
 	if secs > 0 {
 		return time.Duration(secs * float64(time.Second))
-	}
-	if !tok.Expiry.IsZero() {
-		return max(time.Until(tok.Expiry), time.Second)
 	}
 	return 0
 }
@@ -334,7 +332,9 @@ func isTokenError(err error) bool {
 var rfc6749Errors = map[string]bool{"invalid_request": true, "invalid_client": true, "invalid_grant": true, "unauthorized_client": true,
 	"unsupported_grant_type": true, "invalid_scope": true, "invalid_target": true, "server_error": true, "temporarily_unavailable": true, "access_denied": true}
 
-func classifyTokenError(ctx context.Context, host string, err error) *TokenError {
+// classifyTokenError classifies a failed token request; now (on the
+// client's clock) dates a Retry-After.
+func classifyTokenError(ctx context.Context, host string, err error, now time.Time) *TokenError {
 	te := &TokenError{Host: host}
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
@@ -348,7 +348,7 @@ func classifyTokenError(ctx context.Context, host string, err error) *TokenError
 			te.Kind = TokenClientRejected
 		case re.ErrorCode == "server_error" || re.ErrorCode == "temporarily_unavailable" || te.Status >= 500 || te.Status == http.StatusTooManyRequests:
 			te.Kind = TokenServerError
-			te.RetryAfter = RetryAfter(te.Header, time.Now())
+			te.RetryAfter = RetryAfter(te.Header, now)
 		case te.Status >= 400 && te.Status < 500, te.ErrorCode != "":
 			te.Kind = TokenRequestRejected
 		default:

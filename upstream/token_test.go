@@ -11,10 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
+	"github.com/airlock-mcp/airlock/internal/memnet"
 	"github.com/airlock-mcp/airlock/internal/oauthtest"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
@@ -29,6 +31,15 @@ func oauthClient(t *testing.T, te *oauthtest.TokenEndpoint, api http.Handler, ex
 	t.Cleanup(asrv.Close)
 	opts.Getenv = oauthtest.Getenv
 	return newTestClient(t, asrv.URL, extra+"\n"+oauthtest.Credential(tsrv.URL+"/token", more), opts), asrv
+}
+
+// memOAuthClient is oauthClient with the token endpoint and the API served
+// on n (for a test in a synctest bubble); it returns the API's base URL.
+func memOAuthClient(t *testing.T, n *memnet.Network, te *oauthtest.TokenEndpoint, api http.Handler, extra, more string, opts Options) (*Client, string) {
+	t.Helper()
+	tokens := n.Serve(t, te)
+	opts.Getenv = oauthtest.Getenv
+	return memClient(t, n, api, extra+"\n"+oauthtest.Credential(tokens+"/token", more), opts)
 }
 
 func get(t *testing.T, c *Client, base string) (*Response, error) {
@@ -66,10 +77,14 @@ func TestOAuth2_TokenIsCachedAndRenewedBeforeItExpires(t *testing.T) {
 }
 
 func TestOAuth2_ConcurrentRequestsShareOneRenewal(t *testing.T) {
+	bubble(t, testConcurrentRequestsShareOneRenewal)
+}
+
+func testConcurrentRequestsShareOneRenewal(t *testing.T, n *memnet.Network) {
 	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	te := &oauthtest.TokenEndpoint{Lifetime: 60 * time.Second, Gate: make(chan struct{})}
 	api := &oauthtest.API{}
-	c, base := oauthClient(t, te, api, "concurrency: 20", "", Options{Clock: clock})
+	c, base := memOAuthClient(t, n, te, api, "concurrency: 20", "", Options{Clock: clock})
 	round := func() {
 		var wg sync.WaitGroup
 		errs := make(chan error, 20)
@@ -77,15 +92,15 @@ func TestOAuth2_ConcurrentRequestsShareOneRenewal(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := get(t, c, base.URL)
+				_, err := get(t, c, base)
 				errs <- err
 			}()
 		}
 		// The token request is held until every caller is waiting for it.
-		for te.Requests.Load() == 0 {
-			time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if te.Requests.Load() == 0 {
+			t.Fatal("every caller waits, and no token request was made")
 		}
-		time.Sleep(20 * time.Millisecond)
 		close(te.Gate)
 		wg.Wait()
 		close(errs)
@@ -243,34 +258,33 @@ func TestOAuth2_TokenEndpointFailuresHaveTheirOwnProblems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			te := &oauthtest.TokenEndpoint{Answer: tc.answer}
-			api := &oauthtest.API{}
-			tsrv := httptest.NewServer(te)
-			t.Cleanup(tsrv.Close)
-			asrv := httptest.NewServer(api)
-			t.Cleanup(asrv.Close)
-			secret := oauthtest.ClientSecret
-			if tc.secret != "" {
-				secret = tc.secret
-			}
-			c := newTestClient(t, asrv.URL, "timeout: 150ms\n"+oauthtest.Credential(tsrv.URL+"/token", ""), Options{Getenv: func(string) string { return secret }})
-			_, err := get(t, c, asrv.URL)
-			p := ProblemFor(err, nil)
-			if p.Code != tc.code || p.Retryable != tc.retryable {
-				t.Fatalf("problem %s (retryable %v), want %s (%v): %v", p.Code, p.Retryable, tc.code, tc.retryable, err)
-			}
-			if api.Hits.Load() != 0 {
-				t.Fatal("a request reached the API without a token")
-			}
-			if !strings.Contains(p.Detail, "No request reached the API") {
-				t.Fatalf("detail %q", p.Detail)
-			}
-			if !strings.Contains(p.UpstreamMessage, tc.quote) {
-				t.Fatalf("upstream_message %q, want it to quote %q", p.UpstreamMessage, tc.quote)
-			}
-			if strings.Contains(err.Error(), oauthtest.ClientSecret) || strings.Contains(err.Error(), "<html>") {
-				t.Fatalf("the error's text carries the body: %q", err)
-			}
+			bubble(t, func(t *testing.T, n *memnet.Network) {
+				te := &oauthtest.TokenEndpoint{Answer: tc.answer}
+				api := &oauthtest.API{}
+				tokens := n.Serve(t, te)
+				secret := oauthtest.ClientSecret
+				if tc.secret != "" {
+					secret = tc.secret
+				}
+				c, base := memClient(t, n, api, "timeout: 150ms\n"+oauthtest.Credential(tokens+"/token", ""), Options{Getenv: func(string) string { return secret }})
+				_, err := get(t, c, base)
+				p := ProblemFor(err, nil)
+				if p.Code != tc.code || p.Retryable != tc.retryable {
+					t.Fatalf("problem %s (retryable %v), want %s (%v): %v", p.Code, p.Retryable, tc.code, tc.retryable, err)
+				}
+				if api.Hits.Load() != 0 {
+					t.Fatal("a request reached the API without a token")
+				}
+				if !strings.Contains(p.Detail, "No request reached the API") {
+					t.Fatalf("detail %q", p.Detail)
+				}
+				if !strings.Contains(p.UpstreamMessage, tc.quote) {
+					t.Fatalf("upstream_message %q, want it to quote %q", p.UpstreamMessage, tc.quote)
+				}
+				if strings.Contains(err.Error(), oauthtest.ClientSecret) || strings.Contains(err.Error(), "<html>") {
+					t.Fatalf("the error's text carries the body: %q", err)
+				}
+			})
 		})
 	}
 	t.Run("unreachable", func(t *testing.T) {
@@ -338,16 +352,28 @@ func TestOAuth2_EverySecretIsRedacted(t *testing.T) {
 }
 
 func TestOAuth2_ACanceledCallerDoesNotWaitForAnotherCallersTokenRequest(t *testing.T) {
+	bubble(t, testACanceledCallerDoesNotWait)
+}
+
+func testACanceledCallerDoesNotWait(t *testing.T, n *memnet.Network) {
 	te := &oauthtest.TokenEndpoint{Gate: make(chan struct{})}
-	defer close(te.Gate)
-	c, base := oauthClient(t, te, &oauthtest.API{}, "", "", Options{})
-	go func() { _, _ = get(t, c, base.URL) }()
-	for te.Requests.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	c, base := memOAuthClient(t, n, te, &oauthtest.API{}, "", "", Options{})
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		_, _ = get(t, c, base)
+	}()
+	defer func() {
+		close(te.Gate)
+		<-first
+	}()
+	synctest.Wait()
+	if te.Requests.Load() == 0 {
+		t.Fatal("no token request")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := c.Do(ctx, Request{Method: http.MethodGet, URL: mustURL(t, base.URL+"/items"), Idempotent: true})
+	_, err := c.Do(ctx, Request{Method: http.MethodGet, URL: mustURL(t, base+"/items"), Idempotent: true})
 	if he := asHTTPError(t, err); he.Kind != FailCanceled {
 		t.Fatalf("kind %d, want canceled", he.Kind)
 	}
@@ -422,18 +448,23 @@ func TestOAuth2_AFailedTokenRequestIsRememberedWithBackoff(t *testing.T) {
 // once for a token that the endpoint then refuses to issue share the one
 // request and its failure.
 func TestOAuth2_ConcurrentCallsShareOneFailedTokenRequest(t *testing.T) {
+	bubble(t, testConcurrentCallsShareOneFailedTokenRequest)
+}
+
+func testConcurrentCallsShareOneFailedTokenRequest(t *testing.T, n *memnet.Network) {
 	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	te := &oauthtest.TokenEndpoint{Answer: failingEndpoint(nil), Gate: make(chan struct{})}
-	c, base := oauthClient(t, te, &oauthtest.API{}, "concurrency: 5", "", Options{Clock: clock})
+	c, base := memOAuthClient(t, n, te, &oauthtest.API{}, "concurrency: 5", "", Options{Clock: clock})
 	errs := make(chan error, 5)
 	for range 5 {
 		go func() {
-			_, err := get(t, c, base.URL)
+			_, err := get(t, c, base)
 			errs <- err
 		}()
 	}
-	for te.Requests.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if te.Requests.Load() == 0 {
+		t.Fatal("every caller waits, and no token request was made")
 	}
 	close(te.Gate)
 	for range 5 {
@@ -450,14 +481,19 @@ func TestOAuth2_ConcurrentCallsShareOneFailedTokenRequest(t *testing.T) {
 // waiting at once on a token endpoint that never answers share one
 // request, so each waits for one timeout, not for N in a row.
 func TestOAuth2_ASlowTokenEndpointCostsEachCallerOneTimeout(t *testing.T) {
+	bubble(t, testASlowTokenEndpointCostsEachCallerOneTimeout)
+}
+
+func testASlowTokenEndpointCostsEachCallerOneTimeout(t *testing.T, nw *memnet.Network) {
 	clock := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	te := &oauthtest.TokenEndpoint{Answer: func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
 	const n = 6
-	c, base := oauthClient(t, te, &oauthtest.API{}, fmt.Sprintf("timeout: 100ms\nconcurrency: %d", n), "", Options{Clock: clock})
+	c, base := memOAuthClient(t, nw, te, &oauthtest.API{}, fmt.Sprintf("timeout: 100ms\nconcurrency: %d", n), "", Options{Clock: clock})
+	start := time.Now()
 	errs := make(chan error, n)
 	for range n {
 		go func() {
-			_, err := get(t, c, base.URL)
+			_, err := get(t, c, base)
 			errs <- err
 		}()
 	}
@@ -468,5 +504,8 @@ func TestOAuth2_ASlowTokenEndpointCostsEachCallerOneTimeout(t *testing.T) {
 	}
 	if got := te.Requests.Load(); got != 1 {
 		t.Fatalf("%d concurrent callers made %d token requests, each a timeout waited for in turn; want 1", n, got)
+	}
+	if took := time.Since(start); took != 100*time.Millisecond {
+		t.Fatalf("the callers waited %v in all, want one timeout (100ms)", took)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/review"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
@@ -297,7 +298,7 @@ func printManifest(ctx context.Context, deps *tools.Deps, sel *selection.Selecti
 	}
 	fmt.Fprintln(w)
 	for _, r := range recs {
-		b, _ := selection.Canonical(r.Review)
+		b, _ := jsonvalue.Canonical(r.Review)
 		var amounts []string
 		for _, name := range sortedNames(money) {
 			m := money[name]

@@ -6,7 +6,10 @@
 // here may ever change how the wall clock behaves.
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock tells the time and makes timers on it.
 type Clock interface {
@@ -87,4 +90,17 @@ func Sleep(c Clock, d time.Duration, done <-chan struct{}) bool {
 	case <-done:
 		return false
 	}
+}
+
+// UntilDeadline is how long ctx has left before its deadline; false when
+// it has none. A context's deadline is set on the wall clock (the context
+// package knows no other), so it is measured there, never on an injected
+// Clock, whose time may be anywhere; a testing/synctest bubble, which
+// fakes the time package, moves both together.
+func UntilDeadline(ctx context.Context) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return time.Until(dl), true
 }

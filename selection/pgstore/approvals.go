@@ -23,11 +23,12 @@ func (s *Postgres) PutApproval(ctx context.Context, a *selection.Approval) error
 }
 
 func (s *Postgres) Approvals(ctx context.Context, selectionID string) ([]*selection.Approval, error) {
-	rows, err := s.pool.Query(ctx, `SELECT doc, subject, client_id FROM approvals WHERE selection_id = $1 ORDER BY created_at, id`, selectionID)
+	rows, err := s.pool.Query(ctx, `SELECT `+stored.DocColumnNames+` FROM approvals WHERE selection_id = $1 ORDER BY created_at, id`, selectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read approvals: %w", err)
 	}
-	return docsWho(rows, setApprovalWho)
+	defer rows.Close()
+	return stored.ScanDocsWho(rows, stored.ApprovalWho)
 }
 
 // UseApproval spends an approval once across replicas: the row is locked

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
 // Audit appends events in the next group transaction (see group.go),
@@ -23,12 +24,13 @@ func (s *Postgres) AuditTrail(ctx context.Context, operationID string) ([]select
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT doc, subject, client_id FROM audit WHERE operation_id = $1 OR (operation_id = '' AND selection_id = $2) ORDER BY seq`,
+	rows, err := s.pool.Query(ctx, `SELECT `+stored.DocColumnNames+` FROM audit WHERE operation_id = $1 OR (operation_id = '' AND selection_id = $2) ORDER BY seq`,
 		operationID, op.SelectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
-	evs, err := docsWho(rows, setAuditWho)
+	defer rows.Close()
+	evs, err := stored.ScanDocsWho(rows, stored.AuditWho)
 	if err != nil {
 		return nil, err
 	}

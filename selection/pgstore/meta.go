@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
 func (s *Postgres) Meta(ctx context.Context, key string) ([]byte, error) {
@@ -80,23 +81,9 @@ func (s *Postgres) PutScan(ctx context.Context, sc selection.FrozenScan, b selec
 		if err != nil {
 			return err
 		}
-		var drop []string
-		count, total, full := 1, len(sc.Doc), false
-		for rows.Next() {
-			var id string
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
-				rows.Close()
-				return err
-			}
-			if full = full || count+1 > b.MaxScans || total+n > b.MaxBytes; full {
-				drop = append(drop, id)
-				continue
-			}
-			count, total = count+1, total+n
-		}
+		drop, err := stored.ScansToDrop(rows, len(sc.Doc), b)
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return err
 		}
 		if len(drop) > 0 {

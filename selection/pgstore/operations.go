@@ -12,35 +12,12 @@ import (
 	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
-const opCols = `doc, updated_at, lease_holder, lease_epoch, lease_expires, subject, client_id`
-
-func scanOp(row pgx.Row) (*selection.Operation, error) {
-	var doc, holder, subject, clientID string
-	var updated, epoch, expires int64
-	if err := row.Scan(&doc, &updated, &holder, &epoch, &expires, &subject, &clientID); err != nil {
-		return nil, err
-	}
-	var op selection.Operation
-	if err := stored.Doc(doc, &op); err != nil {
-		return nil, err
-	}
-	op.Principal = stored.Principal(subject, clientID)
-	if updated > 0 {
-		op.UpdatedAt = time.Unix(0, updated).UTC()
-	}
-	op.Lease = selection.Lease{OperationID: op.ID, Holder: holder, Epoch: epoch}
-	if expires > 0 {
-		op.Lease.Expires = time.Unix(0, expires).UTC()
-	}
-	return &op, nil
-}
-
 func (s *Postgres) CreateOperation(ctx context.Context, op *selection.Operation) (*selection.Operation, bool, error) {
 	subject, clientID := stored.PrincipalColumns(op.Principal)
 	ct, err := s.pool.Exec(ctx, `INSERT INTO operations (id, selection_id, action_digest, mode, status, doc, created_at, updated_at,
 		lease_holder, lease_epoch, lease_expires, subject, client_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING`,
 		op.ID, op.SelectionID, op.ActionDigest, op.Mode, op.Status, stored.Encode(op), op.CreatedAt.UnixNano(), op.UpdatedAt.UnixNano(),
-		op.Lease.Holder, op.Lease.Epoch, unixNano(op.Lease.Expires), subject, clientID)
+		op.Lease.Holder, op.Lease.Epoch, stored.UnixNano(op.Lease.Expires), subject, clientID)
 	if err != nil {
 		return nil, false, fmt.Errorf("create operation: %w", err)
 	}
@@ -51,7 +28,7 @@ func (s *Postgres) CreateOperation(ctx context.Context, op *selection.Operation)
 		return nil, false, fmt.Errorf("create operation: operation %q exists", op.ID)
 	}
 	// The insert waited for the conflicting one to commit: it is there.
-	existing, err := scanOp(s.pool.QueryRow(ctx, `SELECT `+opCols+` FROM operations WHERE selection_id = $1 AND action_digest = $2 AND mode = 'execute'`,
+	existing, err := stored.ScanOperation(s.pool.QueryRow(ctx, `SELECT `+stored.OperationColumnNames+` FROM operations WHERE selection_id = $1 AND action_digest = $2 AND mode = 'execute'`,
 		op.SelectionID, op.ActionDigest))
 	if err != nil {
 		return nil, false, fmt.Errorf("create operation: %w", err)
@@ -60,7 +37,7 @@ func (s *Postgres) CreateOperation(ctx context.Context, op *selection.Operation)
 }
 
 func (s *Postgres) Operation(ctx context.Context, id string) (*selection.Operation, error) {
-	op, err := scanOp(s.pool.QueryRow(ctx, `SELECT `+opCols+` FROM operations WHERE id = $1`, id))
+	op, err := stored.ScanOperation(s.pool.QueryRow(ctx, `SELECT `+stored.OperationColumnNames+` FROM operations WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, selection.ErrNotFound
 	}
@@ -71,20 +48,16 @@ func (s *Postgres) Operation(ctx context.Context, id string) (*selection.Operati
 }
 
 func (s *Postgres) OperationsOf(ctx context.Context, selectionID string) ([]*selection.Operation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+opCols+` FROM operations WHERE selection_id = $1 ORDER BY created_at, id`, selectionID)
+	rows, err := s.pool.Query(ctx, `SELECT `+stored.OperationColumnNames+` FROM operations WHERE selection_id = $1 ORDER BY created_at, id`, selectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
 	}
 	defer rows.Close()
-	var out []*selection.Operation
-	for rows.Next() {
-		op, err := scanOp(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read operations: %w", err)
-		}
-		out = append(out, op)
+	ops, err := stored.ScanOperations(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read operations: %w", err)
 	}
-	return out, rows.Err()
+	return ops, nil
 }
 
 // UpdateOperation is fenced by op.Lease's epoch. An operation that is no
@@ -173,30 +146,21 @@ func (s *Postgres) Targets(ctx context.Context, operationID string, q selection.
 	var rows pgx.Rows
 	var err error
 	if q.Outcome != "" {
-		rows, err = s.pool.Query(ctx, `SELECT id, outcome, version, before, restore, doc FROM targets
+		rows, err = s.pool.Query(ctx, `SELECT `+stored.TargetColumnNames+` FROM targets
 			WHERE operation_id = $1 AND id > $2 AND outcome = $3 ORDER BY id LIMIT $4`, operationID, q.After, q.Outcome, limit)
 	} else {
-		rows, err = s.pool.Query(ctx, `SELECT id, outcome, version, before, restore, doc FROM targets
+		rows, err = s.pool.Query(ctx, `SELECT `+stored.TargetColumnNames+` FROM targets
 			WHERE operation_id = $1 AND id > $2 ORDER BY id LIMIT $3`, operationID, q.After, limit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read targets: %w", err)
 	}
 	defer rows.Close()
-	var out []selection.Target
-	for rows.Next() {
-		var t selection.Target
-		var before, restore, doc string
-		if err := rows.Scan(&t.ID, &t.Outcome, &t.Version, &before, &restore, &doc); err != nil {
-			return nil, fmt.Errorf("read targets: %w", err)
-		}
-		t.OperationID = operationID
-		if err := stored.DecodeTarget(&t, before, restore, doc); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
+	ts, err := stored.ScanTargets(rows, operationID)
+	if err != nil {
+		return nil, fmt.Errorf("read targets: %w", err)
 	}
-	return out, rows.Err()
+	return ts, nil
 }
 
 func (s *Postgres) CountTargets(ctx context.Context, operationID string) (map[selection.Outcome]int, error) {
@@ -205,16 +169,11 @@ func (s *Postgres) CountTargets(ctx context.Context, operationID string) (map[se
 		return nil, fmt.Errorf("count targets: %w", err)
 	}
 	defer rows.Close()
-	out := map[selection.Outcome]int{}
-	for rows.Next() {
-		var k string
-		var n int
-		if err := rows.Scan(&k, &n); err != nil {
-			return nil, err
-		}
-		out[selection.Outcome(k)] = n
+	counts, err := stored.ScanCounts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("count targets: %w", err)
 	}
-	return out, rows.Err()
+	return counts, nil
 }
 
 // AcquireLease takes the lease in one conditional update (the

@@ -51,7 +51,7 @@ func (s *Postgres) FinishSelection(ctx context.Context, sel *selection.Selection
 }
 
 func (s *Postgres) Selection(ctx context.Context, id string) (*selection.Selection, error) {
-	sel, err := docWho(s.pool.QueryRow(ctx, `SELECT doc, subject, client_id FROM selections WHERE id = $1`, id), setSelectionWho)
+	sel, err := stored.ScanDocWho(s.pool.QueryRow(ctx, `SELECT `+stored.DocColumnNames+` FROM selections WHERE id = $1`, id), stored.SelectionWho)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, selection.ErrNotFound
 	}
@@ -60,8 +60,6 @@ func (s *Postgres) Selection(ctx context.Context, id string) (*selection.Selecti
 	}
 	return sel, nil
 }
-
-const recordCols = `id, disposition, rule, note, version, source, review, before, groups, restore`
 
 func (s *Postgres) Records(ctx context.Context, selectionID string, q selection.RecordQuery) ([]selection.Record, error) {
 	where := []string{"selection_id = $1", "id > $2"}
@@ -81,29 +79,16 @@ func (s *Postgres) Records(ctx context.Context, selectionID string, q selection.
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+recordCols+` FROM records WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT `+arg(limit), args...)
+	rows, err := s.pool.Query(ctx, `SELECT `+stored.RecordColumnNames+` FROM records WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT `+arg(limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("read records: %w", err)
 	}
 	defer rows.Close()
-	var out []selection.Record
-	for rows.Next() {
-		var r selection.Record
-		var rule int32
-		var review, before, groups, restore string
-		if err := rows.Scan(&r.ID, &r.Disposition, &rule, &r.Note, &r.Version, &r.Source, &review, &before, &groups, &restore); err != nil {
-			return nil, fmt.Errorf("read records: %w", err)
-		}
-		r.Rule = int(rule)
-		if err := stored.DecodeRecord(&r, review, before, groups, restore); err != nil {
-			return nil, fmt.Errorf("read records: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	recs, err := stored.ScanRecords(rows)
+	if err != nil {
 		return nil, fmt.Errorf("read records: %w", err)
 	}
-	return out, nil
+	return recs, nil
 }
 
 func (s *Postgres) EachRecord(ctx context.Context, selectionID string, fn func(selection.Record) error) error {
@@ -127,9 +112,10 @@ func (s *Postgres) EachRecord(ctx context.Context, selectionID string, fn func(s
 }
 
 func (s *Postgres) RecentSelections(ctx context.Context, limit int) ([]*selection.Selection, error) {
-	rows, err := s.pool.Query(ctx, `SELECT doc, subject, client_id FROM selections WHERE state = $1 ORDER BY created_at DESC, id LIMIT $2`, selection.StateReady, limit)
+	rows, err := s.pool.Query(ctx, `SELECT `+stored.DocColumnNames+` FROM selections WHERE state = $1 ORDER BY created_at DESC, id LIMIT $2`, selection.StateReady, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read selections: %w", err)
 	}
-	return docsWho(rows, setSelectionWho)
+	defer rows.Close()
+	return stored.ScanDocsWho(rows, stored.SelectionWho)
 }

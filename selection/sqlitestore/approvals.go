@@ -22,11 +22,12 @@ func (s *SQLite) PutApproval(ctx context.Context, a *selection.Approval) error {
 }
 
 func (s *SQLite) Approvals(ctx context.Context, selectionID string) ([]*selection.Approval, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT doc, subject, client_id FROM approvals WHERE selection_id = ? ORDER BY created_at, id`, selectionID)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+stored.DocColumnNames+` FROM approvals WHERE selection_id = ? ORDER BY created_at, id`, selectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read approvals: %w", err)
 	}
-	return scanRowsWho(rows, setApprovalWho)
+	defer rows.Close()
+	return stored.ScanDocsWho(rows, stored.ApprovalWho)
 }
 
 // UseApproval spends an approval once: for its first operation, and again

@@ -41,12 +41,13 @@ func (s *SQLite) AuditTrail(ctx context.Context, operationID string) ([]selectio
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT doc, subject, client_id FROM audit WHERE operation_id = ? OR (operation_id = '' AND selection_id = ?) ORDER BY seq`,
+	rows, err := s.r.QueryContext(ctx, `SELECT `+stored.DocColumnNames+` FROM audit WHERE operation_id = ? OR (operation_id = '' AND selection_id = ?) ORDER BY seq`,
 		operationID, op.SelectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
-	evs, err := scanRowsWho(rows, setAuditWho)
+	defer rows.Close()
+	evs, err := stored.ScanDocsWho(rows, stored.AuditWho)
 	if err != nil {
 		return nil, err
 	}

@@ -229,7 +229,8 @@ func isBusy(err error) bool {
 
 // retry runs fn until it succeeds, fails with something other than a busy
 // database, ctx is done or busyRetryFor has passed, backing off between
-// attempts.
+// attempts. It waits on the wall clock: what it waits for is another
+// process releasing the file's lock.
 func retry(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(busyRetryFor)
 	wait := 5 * time.Millisecond
@@ -276,48 +277,4 @@ func (s *SQLite) exec(ctx context.Context, query string, args ...any) (sql.Resul
 		return err
 	})
 	return res, err
-}
-
-// row is one result row: *sql.Row and *sql.Rows.
-type row interface{ Scan(...any) error }
-
-// scanDocsWho decodes a `SELECT doc, subject, client_id` row: the document,
-// with the principal its columns record.
-func scanDocsWho[T any](r row, set func(*T, selection.Principal)) (*T, error) {
-	var doc, subject, clientID string
-	if err := r.Scan(&doc, &subject, &clientID); err != nil {
-		return nil, err
-	}
-	v := new(T)
-	if err := stored.Doc(doc, v); err != nil {
-		return nil, err
-	}
-	set(v, stored.Principal(subject, clientID))
-	return v, nil
-}
-
-// scanRowsWho decodes every row of a `SELECT doc, subject, client_id`
-// query and closes the rows.
-func scanRowsWho[T any](rows *sql.Rows, set func(*T, selection.Principal)) ([]*T, error) {
-	defer rows.Close()
-	var out []*T
-	for rows.Next() {
-		v, err := scanDocsWho(rows, set)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-func setSelectionWho(s *selection.Selection, p selection.Principal) { s.Principal = p }
-func setApprovalWho(a *selection.Approval, p selection.Principal)   { a.Principal = p }
-func setAuditWho(e *selection.AuditEvent, p selection.Principal)    { e.Principal = p }
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }

@@ -11,31 +11,6 @@ import (
 	"github.com/airlock-mcp/airlock/selection/internal/stored"
 )
 
-const opCols = `doc, updated_at, lease_holder, lease_epoch, lease_expires, subject, client_id`
-
-// scanOp reads a row of opCols: the document, with the update time and
-// lease kept beside it.
-func scanOp(row interface{ Scan(...any) error }) (*selection.Operation, error) {
-	var doc, holder, subject, clientID string
-	var updated, epoch, expires int64
-	if err := row.Scan(&doc, &updated, &holder, &epoch, &expires, &subject, &clientID); err != nil {
-		return nil, err
-	}
-	var op selection.Operation
-	if err := stored.Doc(doc, &op); err != nil {
-		return nil, err
-	}
-	op.Principal = stored.Principal(subject, clientID)
-	if updated > 0 {
-		op.UpdatedAt = time.Unix(0, updated).UTC()
-	}
-	op.Lease = selection.Lease{OperationID: op.ID, Holder: holder, Epoch: epoch}
-	if expires > 0 {
-		op.Lease.Expires = time.Unix(0, expires).UTC()
-	}
-	return &op, nil
-}
-
 func (s *SQLite) CreateOperation(ctx context.Context, op *selection.Operation) (*selection.Operation, bool, error) {
 	var existing *selection.Operation
 	subject, clientID := stored.PrincipalColumns(op.Principal)
@@ -46,7 +21,7 @@ func (s *SQLite) CreateOperation(ctx context.Context, op *selection.Operation) (
 		res, err := tx.ExecContext(ctx, `INSERT INTO operations (id, selection_id, action_digest, mode, status, doc, created_at, updated_at,
 			lease_holder, lease_epoch, lease_expires, subject, client_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			op.ID, op.SelectionID, op.ActionDigest, op.Mode, op.Status, stored.Encode(op), op.CreatedAt.UnixNano(), op.UpdatedAt.UnixNano(),
-			op.Lease.Holder, op.Lease.Epoch, unixNano(op.Lease.Expires), subject, clientID)
+			op.Lease.Holder, op.Lease.Epoch, stored.UnixNano(op.Lease.Expires), subject, clientID)
 		if err != nil {
 			return err
 		}
@@ -56,7 +31,7 @@ func (s *SQLite) CreateOperation(ctx context.Context, op *selection.Operation) (
 		if op.Mode != selection.ModeExecute {
 			return fmt.Errorf("operation %q exists", op.ID)
 		}
-		existing, err = scanOp(tx.QueryRowContext(ctx, `SELECT `+opCols+` FROM operations WHERE selection_id = ? AND action_digest = ? AND mode = 'execute'`,
+		existing, err = stored.ScanOperation(tx.QueryRowContext(ctx, `SELECT `+stored.OperationColumnNames+` FROM operations WHERE selection_id = ? AND action_digest = ? AND mode = 'execute'`,
 			op.SelectionID, op.ActionDigest))
 		return err
 	})
@@ -70,7 +45,7 @@ func (s *SQLite) CreateOperation(ctx context.Context, op *selection.Operation) (
 }
 
 func (s *SQLite) Operation(ctx context.Context, id string) (*selection.Operation, error) {
-	op, err := scanOp(s.r.QueryRowContext(ctx, `SELECT `+opCols+` FROM operations WHERE id = ?`, id))
+	op, err := stored.ScanOperation(s.r.QueryRowContext(ctx, `SELECT `+stored.OperationColumnNames+` FROM operations WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, selection.ErrNotFound
 	}
@@ -81,20 +56,16 @@ func (s *SQLite) Operation(ctx context.Context, id string) (*selection.Operation
 }
 
 func (s *SQLite) OperationsOf(ctx context.Context, selectionID string) ([]*selection.Operation, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+opCols+` FROM operations WHERE selection_id = ? ORDER BY created_at, id`, selectionID)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+stored.OperationColumnNames+` FROM operations WHERE selection_id = ? ORDER BY created_at, id`, selectionID)
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
 	}
 	defer rows.Close()
-	var out []*selection.Operation
-	for rows.Next() {
-		op, err := scanOp(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read operations: %w", err)
-		}
-		out = append(out, op)
+	ops, err := stored.ScanOperations(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read operations: %w", err)
 	}
-	return out, rows.Err()
+	return ops, nil
 }
 
 // UpdateOperation is fenced by op.Lease's epoch. An operation that is no
@@ -202,25 +173,16 @@ func (s *SQLite) Targets(ctx context.Context, operationID string, q selection.Ta
 		limit = 100
 	}
 	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, outcome, version, before, restore, doc FROM targets WHERE `+where+` ORDER BY id LIMIT ?`, args...)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+stored.TargetColumnNames+` FROM targets WHERE `+where+` ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read targets: %w", err)
 	}
 	defer rows.Close()
-	var out []selection.Target
-	for rows.Next() {
-		var t selection.Target
-		var before, restore, doc string
-		if err := rows.Scan(&t.ID, &t.Outcome, &t.Version, &before, &restore, &doc); err != nil {
-			return nil, fmt.Errorf("read targets: %w", err)
-		}
-		t.OperationID = operationID
-		if err := stored.DecodeTarget(&t, before, restore, doc); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
+	ts, err := stored.ScanTargets(rows, operationID)
+	if err != nil {
+		return nil, fmt.Errorf("read targets: %w", err)
 	}
-	return out, rows.Err()
+	return ts, nil
 }
 
 func (s *SQLite) CountTargets(ctx context.Context, operationID string) (map[selection.Outcome]int, error) {
@@ -229,16 +191,11 @@ func (s *SQLite) CountTargets(ctx context.Context, operationID string) (map[sele
 		return nil, fmt.Errorf("count targets: %w", err)
 	}
 	defer rows.Close()
-	out := map[selection.Outcome]int{}
-	for rows.Next() {
-		var k string
-		var n int
-		if err := rows.Scan(&k, &n); err != nil {
-			return nil, err
-		}
-		out[selection.Outcome(k)] = n
+	counts, err := stored.ScanCounts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("count targets: %w", err)
 	}
-	return out, rows.Err()
+	return counts, nil
 }
 
 func (s *SQLite) AcquireLease(ctx context.Context, operationID, holder string, now time.Time, ttl time.Duration) (selection.Lease, error) {

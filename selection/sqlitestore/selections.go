@@ -86,7 +86,7 @@ func (s *SQLite) FinishSelection(ctx context.Context, sel *selection.Selection) 
 }
 
 func (s *SQLite) Selection(ctx context.Context, id string) (*selection.Selection, error) {
-	sel, err := scanDocsWho(s.r.QueryRowContext(ctx, `SELECT doc, subject, client_id FROM selections WHERE id = ?`, id), setSelectionWho)
+	sel, err := stored.ScanDocWho(s.r.QueryRowContext(ctx, `SELECT `+stored.DocColumnNames+` FROM selections WHERE id = ?`, id), stored.SelectionWho)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, selection.ErrNotFound
 	}
@@ -95,17 +95,6 @@ func (s *SQLite) Selection(ctx context.Context, id string) (*selection.Selection
 	}
 	return sel, nil
 }
-
-func scanRecord(rows *sql.Rows) (selection.Record, error) {
-	var r selection.Record
-	var review, before, groups, restore string
-	if err := rows.Scan(&r.ID, &r.Disposition, &r.Rule, &r.Note, &r.Version, &r.Source, &review, &before, &groups, &restore); err != nil {
-		return r, err
-	}
-	return r, stored.DecodeRecord(&r, review, before, groups, restore)
-}
-
-const recordCols = `id, disposition, rule, note, version, source, review, before, groups, restore`
 
 func (s *SQLite) Records(ctx context.Context, selectionID string, q selection.RecordQuery) ([]selection.Record, error) {
 	where := []string{"selection_id = ?", "id > ?"}
@@ -123,20 +112,16 @@ func (s *SQLite) Records(ctx context.Context, selectionID string, q selection.Re
 		limit = 100
 	}
 	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT `+recordCols+` FROM records WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`, args...)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+stored.RecordColumnNames+` FROM records WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read records: %w", err)
 	}
 	defer rows.Close()
-	var out []selection.Record
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read records: %w", err)
-		}
-		out = append(out, r)
+	recs, err := stored.ScanRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read records: %w", err)
 	}
-	return out, rows.Err()
+	return recs, nil
 }
 
 func (s *SQLite) EachRecord(ctx context.Context, selectionID string, fn func(selection.Record) error) error {
@@ -160,9 +145,10 @@ func (s *SQLite) EachRecord(ctx context.Context, selectionID string, fn func(sel
 }
 
 func (s *SQLite) RecentSelections(ctx context.Context, limit int) ([]*selection.Selection, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT doc, subject, client_id FROM selections WHERE state = ? ORDER BY created_at DESC, id LIMIT ?`, selection.StateReady, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+stored.DocColumnNames+` FROM selections WHERE state = ? ORDER BY created_at DESC, id LIMIT ?`, selection.StateReady, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read selections: %w", err)
 	}
-	return scanRowsWho(rows, setSelectionWho)
+	defer rows.Close()
+	return stored.ScanDocsWho(rows, stored.SelectionWho)
 }

@@ -135,6 +135,9 @@ func (q *Queue[T]) gatherMore(batch []T, last int, acks []chan error) ([]T, int,
 	if d <= 0 {
 		return batch, last, acks
 	}
+	// The wall clock, not an injected one: the wait is measured against
+	// the consumer's real I/O (a store's commit time), and a test's clock
+	// must neither stretch it nor leave a pipeline waiting for it to move.
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for len(batch) < q.opts.Merge {

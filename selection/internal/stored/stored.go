@@ -1,6 +1,7 @@
-// Package stored encodes the rows every store keeps the same way: the
-// JSON columns of records and the document of a target. Both stores use it
-// so that a record or a target reads back identically from either.
+// Package stored encodes and scans the rows every store keeps the same
+// way: the JSON columns of records, the document of a target, the columns
+// of an operation and of a document with its principal. Both stores use it
+// so that what one wrote reads back identically from either.
 package stored
 
 import (
