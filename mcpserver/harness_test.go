@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection"
@@ -151,7 +152,31 @@ func withFingerprint(f func() string) harnessOpt { return func(h *harnessCfg) { 
 
 func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitation = true } }
 
+// withClock runs the tools on c, and has the upstream read its time from c
+// (a token's expiry, the end of an upstream's Retry-After) while it waits
+// on the wall clock (see readsOnly).
 func withClock(c upstream.Clock) harnessOpt { return func(h *harnessCfg) { h.clock = c } }
+
+// readsOnly is a clock that tells c's time and waits in real time. The
+// upstream's waits inside one call (a retry's backoff of a few
+// milliseconds, a short Retry-After slept through) happen while the test
+// is blocked in that call, where nothing could advance a fake clock; what
+// the tests move by hand is the time between calls.
+type readsOnly struct {
+	upstream.Clock
+	clock.Real
+}
+
+func (r readsOnly) Now() time.Time { return r.Clock.Now() }
+func (r readsOnly) NewTimer(d time.Duration) clock.Timer {
+	return r.Real.NewTimer(d)
+}
+func (r readsOnly) NewTicker(d time.Duration) clock.Ticker {
+	return r.Real.NewTicker(d)
+}
+func (r readsOnly) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return r.Real.AfterFunc(d, f)
+}
 
 // newFakeClock is a clock the test moves by hand, starting at the wall
 // clock's now (the fixture and the store stamp what they keep with it).
@@ -225,7 +250,11 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if cfg.newMetrics != nil {
 		cfg.metrics = cfg.newMetrics(c)
 	}
-	upOpts := upstream.Options{Getenv: cfg.getenv, Clock: cfg.clock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	var upClock upstream.Clock
+	if cfg.clock != nil {
+		upClock = readsOnly{Clock: cfg.clock}
+	}
+	upOpts := upstream.Options{Getenv: cfg.getenv, Clock: upClock, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		WrapTransport: telemetry.WrapTransport(cfg.metrics, cfg.tracing)}
 	if cfg.metrics != nil {
 		upOpts.ObserveScan = cfg.metrics.ObserveScan

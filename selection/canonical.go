@@ -10,11 +10,6 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
-// Canonical is jsonvalue.Canonical, the encoding digests hash
-// (docs/digest.md). It is kept for the tools package, which still calls it
-// here; the rest of airlock calls jsonvalue.
-func Canonical(v any) ([]byte, error) { return jsonvalue.Canonical(v) }
-
 // Prefixes of the hashed streams; bumping one changes every digest.
 const (
 	selectionDomain = "airlock-selection/v1\n"

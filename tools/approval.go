@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/signing"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
@@ -89,16 +90,16 @@ func ApprovalSummary(sel *selection.Selection, need selection.Requirement, acks 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approve %s on %d %s in %s (%s)?\n", sel.Action.Type, sel.Summary.Members, sel.Resource, sel.Environment, sel.Upstream)
 	if len(sel.Action.Params) > 0 {
-		p, _ := selection.Canonical(sel.Action.Params)
+		p, _ := jsonvalue.Canonical(sel.Action.Params)
 		fmt.Fprintf(&b, "Parameters: %s\n", p)
 	}
 	for _, e := range sel.Summary.Effect {
 		var before []string
 		for _, g := range e.Before {
-			v, _ := selection.Canonical(g.Value)
+			v, _ := jsonvalue.Canonical(g.Value)
 			before = append(before, fmt.Sprintf("%s (%d)", v, g.Count))
 		}
-		after, _ := selection.Canonical(e.After)
+		after, _ := jsonvalue.Canonical(e.After)
 		fmt.Fprintf(&b, "Effect: %s %s -> %s\n", e.Field, strings.Join(before, ", "), after)
 	}
 	dims := make([]string, 0, len(sel.Summary.Groups))
@@ -113,7 +114,7 @@ func ApprovalSummary(sel *selection.Selection, need selection.Requirement, acks 
 				parts = append(parts, "…")
 				break
 			}
-			v, _ := selection.Canonical(g.Value)
+			v, _ := jsonvalue.Canonical(g.Value)
 			parts = append(parts, fmt.Sprintf("%s %d", v, g.Count))
 		}
 		fmt.Fprintf(&b, "By %s: %s\n", dim, strings.Join(parts, ", "))
@@ -123,7 +124,7 @@ func ApprovalSummary(sel *selection.Selection, need selection.Requirement, acks 
 			continue
 		}
 		if x.Field != "" {
-			v, _ := selection.Canonical(x.Value)
+			v, _ := jsonvalue.Canonical(x.Value)
 			fmt.Fprintf(&b, "Excluded %d: %s %s %s (%s)\n", x.Count, x.Field, x.Op, v, x.Reason)
 		} else {
 			fmt.Fprintf(&b, "Excluded %d: %s\n", x.Count, x.Reason)

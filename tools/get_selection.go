@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/selection"
 )
 
@@ -159,7 +160,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldUnknownField, slices.Sorted(maps.Keys(sel.Summary.Groups))))
 			continue
 		}
-		b, err := selection.Canonical(v)
+		b, err := jsonvalue.Canonical(v)
 		if err != nil {
 			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldType, nil))
 			continue

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -76,7 +76,7 @@ func (m *ProblemMemory) key(tool string, raw json.RawMessage) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	b, err := selection.Canonical(doc)
+	b, err := jsonvalue.Canonical(doc)
 	if err != nil {
 		return "", false
 	}
