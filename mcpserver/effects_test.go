@@ -60,6 +60,9 @@ const tagActions = `
       body: {tags: ["{{params.tag}}"]}
     params: {type: object, required: [tag], properties: {tag: {type: string}}}
     conditional: reread
+    # Its targets' outcomes contradict the effect and are re-read in
+    # rounds: 10–40 ms apart here, in test time.
+    reconcile: {backoff: 10ms, max_backoff: 40ms}
     effect:
       - {field: tags, op: add, to: "{{params.tag}}"}
 `

@@ -273,9 +273,23 @@ func median(xs []float64) float64 {
 // times each per iteration: startup-ratio is airlock's median over the
 // peer's; idle-rss-MB and peer-idle-rss-MB are the medians of the
 // resident sets.
+//
+// AIRLOCK_BENCH_PEER, when set, names another peer as a command line (its
+// words split on spaces), e.g. an OpenAPI-to-MCP server with the demo API's
+// document: "openapi-mcp cmd/airlock/testdata/demo-openapi.yaml" (a path
+// relative to the repository is taken from its root).
 func BenchmarkStartup(b *testing.B) {
 	bin := buildBinary(b, ".")
-	peer := buildBinary(b, "./testdata/peer")
+	peer, peerArgs := buildBinary(b, "./testdata/peer"), []string(nil)
+	if cmdline := strings.Fields(os.Getenv("AIRLOCK_BENCH_PEER")); len(cmdline) > 0 {
+		peer, peerArgs = cmdline[0], cmdline[1:]
+		for i, a := range peerArgs {
+			if _, err := os.Stat(filepath.Join("..", "..", a)); err == nil && !filepath.IsAbs(a) {
+				peerArgs[i] = filepath.Join("..", "..", a)
+			}
+		}
+		b.Logf("peer: %s %s", peer, strings.Join(peerArgs, " "))
+	}
 	config := filepath.Join(b.TempDir(), "airlock.yaml")
 	if err := os.WriteFile(config, fixtures.DemoConfig("http://127.0.0.1:9"), 0o600); err != nil {
 		b.Fatal(err)
@@ -291,7 +305,7 @@ func BenchmarkStartup(b *testing.B) {
 			ours = append(ours, float64(c.ready().Microseconds())/1000)
 			ourRSS = append(ourRSS, c.rssMB(settled))
 			c.stop()
-			p := startStdio(b, peer, nil)
+			p := startStdio(b, peer, nil, peerArgs...)
 			theirs = append(theirs, float64(p.ready().Microseconds())/1000)
 			theirRSS = append(theirRSS, p.rssMB(settled))
 			p.stop()
