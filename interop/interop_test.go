@@ -66,7 +66,7 @@ func TestOfficialTypeScriptSDK_ApprovesThroughElicitation(t *testing.T) {
 // unavailable skips the test (what it is) because a tool it needs is
 // missing, or fails it when env is 1: CI sets it, so that a missing tool
 // never passes for a test that ran.
-func unavailable(t *testing.T, env, what, reason string) {
+func unavailable(t testing.TB, env, what, reason string) {
 	t.Helper()
 	if os.Getenv(env) == "1" {
 		t.Fatalf("%s, and %s=1 requires the %s", reason, env, what)
@@ -80,7 +80,7 @@ func requireNode(t *testing.T) string {
 }
 
 // requireNodeFor is requireNode for the test named what.
-func requireNodeFor(t *testing.T, what string) string {
+func requireNodeFor(t testing.TB, what string) string {
 	t.Helper()
 	missing := func(reason string) { t.Helper(); unavailable(t, requireEnv, what, reason) }
 	node, err := exec.LookPath("node")
@@ -96,7 +96,7 @@ func requireNodeFor(t *testing.T, what string) string {
 
 // buildAirlock builds cmd/airlock from the module root (the parent of this
 // package's directory) into a temporary directory.
-func buildAirlock(t *testing.T) string {
+func buildAirlock(t testing.TB) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -118,7 +118,7 @@ func buildAirlock(t *testing.T) string {
 // that go test's result cache, which sees only what this process touches,
 // reruns the test when airlock's sources or the node scripts change; the binary and
 // node read them in other processes.
-func trackInputs(t *testing.T, root string) {
+func trackInputs(t testing.TB, root string) {
 	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
