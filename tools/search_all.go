@@ -136,10 +136,7 @@ type budget struct {
 // items as the response budget takes (the fewer fields asked for, the
 // fewer calls a listing takes).
 func defaultMaxItems(r *upstream.Resource) int {
-	if r.Config.Limits.MaxItems.Default > 0 {
-		return r.Limits.MaxItems.Default
-	}
-	return r.Limits.MaxItems.Cap
+	return r.DefaultMaxItems
 }
 
 // checkBudget validates the caller's budget against the resource's caps.

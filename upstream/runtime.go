@@ -55,11 +55,18 @@ type Resource struct {
 	Name        string
 	Description string
 	Upstream    *Client
-	Config      config.ResourceConfig
-	Pagination  config.PaginationConfig
-	Sources     []config.SourceConfig
-	Limits      config.LimitsConfig
-	dialect     dialect
+	// Config is the resource as declared, but for its pagination, limits
+	// and sources, which it holds resolved (defaults filled in), as the
+	// fields below do.
+	Config     config.ResourceConfig
+	Pagination config.PaginationConfig
+	Sources    []config.SourceConfig
+	Limits     config.LimitsConfig
+	// DefaultMaxItems is max_items when a call sets none: the declared
+	// default, else the cap, so that an answer holds as many items as the
+	// response budget takes.
+	DefaultMaxItems int
+	dialect         dialect
 	// Contract checks every item read.
 	Contract *Contract
 	// norms rewrite field values into their declared form on every item
@@ -188,6 +195,14 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		if len(r.Sources) == 0 {
 			r.Sources = []config.SourceConfig{{Name: name}}
 		}
+		r.DefaultMaxItems = r.Limits.MaxItems.Cap
+		if rc.Limits.MaxItems.Default > 0 {
+			r.DefaultMaxItems = r.Limits.MaxItems.Default
+		}
+		// Config holds the resolved forms too, so that no reader (a helper
+		// handed the whole ResourceConfig included) sees a declared value
+		// where the resolved one applies.
+		r.Config.Pagination, r.Config.Limits, r.Config.Sources = r.Pagination, r.Limits, r.Sources
 		for i, src := range r.Sources {
 			if src.BaseURL == "" {
 				continue
