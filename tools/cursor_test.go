@@ -57,11 +57,11 @@ func TestTokensIssuedByAnEarlierVersion_StillOpen(t *testing.T) {
 	if got, err := d.signState(ctx, state); err != nil || got != goldenState {
 		t.Errorf("state signed as %s (%v), want %s", got, err, goldenState)
 	}
-	st, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-1")
+	st, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-1", "")
 	if p != nil || st == nil || *st != state {
 		t.Fatalf("golden state opened as %+v, problem %+v", st, p)
 	}
-	if _, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-2"); p == nil || p.Code != envelope.ProblemElicitationReplayed {
+	if _, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-2", ""); p == nil || p.Code != envelope.ProblemElicitationReplayed {
 		t.Errorf("the golden state answered twice: problem %+v", p)
 	}
 }
