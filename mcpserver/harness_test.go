@@ -98,9 +98,9 @@ type harnessCfg struct {
 	// noElicitation connects a client that cannot show approval requests.
 	noElicitation bool
 	// apps connects a client that declares MCP Apps (it renders views).
-	apps bool
-	transport     string
-	protocol      string
+	apps      bool
+	transport string
+	protocol  string
 	// metrics and tracing, when set, observe the server and its upstream;
 	// newMetrics, when set, builds the metrics from the configuration.
 	metrics    *telemetry.Metrics
