@@ -110,3 +110,15 @@ func TestApprovalView_InARealHostInHeadlessChromium(t *testing.T) {
 	}
 	t.Logf("audit: %s", line)
 }
+
+// TestApprovalView_Refusals_OfficialTypeScriptSDK: decide_selection's
+// refusals, driven by the official TypeScript SDK client over streamable
+// HTTP (apps_refusals.mjs): not listed to nor callable by a client without
+// MCP Apps; a made-up or another selection's state, another digest and a
+// reused state refused with their codes.
+func TestApprovalView_Refusals_OfficialTypeScriptSDK(t *testing.T) {
+	node := requireNode(t)
+	bin := buildAirlock(t)
+	url := startHTTPServer(t, bin)
+	runScript(t, node, "apps_refusals.mjs", "http", url)
+}
