@@ -295,3 +295,55 @@ func TestApprovalView_ClientWithoutApps_CannotCallTheDecision(t *testing.T) {
 		t.Fatalf("commit with today's elicitation: %s", r.raw)
 	}
 }
+
+// TestApprovalView_FourEyesAndApprovers_AsForElicitation: the view's
+// decision meets the same policy as a form's. The principal who previewed
+// a four-eyes action gets a view without a state (it says why) and a commit
+// refused; an approver from the policy's group gets the view with a state
+// bound to them, and approves; the previewer cannot use that state.
+func TestApprovalView_FourEyesAndApprovers_AsForElicitation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withConfig(principalsConfig))
+	ctx := context.Background()
+	as := func(subject string, groups ...string) selection.Principal {
+		return selection.Principal{Subject: subject, ClientID: "agent", Groups: groups, Scopes: []string{tools.ScopeWrite}, OAuth: true}
+	}
+	decide := tools.DecideSelection(h.deps)
+	run := func(who selection.Principal, tool string, args map[string]any) (*envelope.Envelope, *tools.Call) {
+		t.Helper()
+		call := &tools.Call{RequestID: newRequestID(), Client: "mcp client host 1", Principal: who, Apps: true}
+		call.Raw, _ = json.Marshal(args)
+		run := decide.Run
+		if tool != tools.DecideSelectionName {
+			run = h.handler(tool)
+		}
+		env := run(ctx, call)
+		env.Finish()
+		recordProblems(env.Marshal())
+		return env, call
+	}
+	alice, bob := as("alice", "dev"), as("bob", "leads")
+	p, call := run(alice, "preview_selection", seedPreview(nil))
+	sel := dataOf(p)
+	if call.View == nil || call.View.State != "" || !strings.Contains(call.View.Why, "four eyes") {
+		t.Fatalf("alice's view of her own selection: %+v", call.View)
+	}
+	commit := map[string]any{"selection_id": sel["selection_id"], "expected_digest": sel["digest"], "action": pauseAction, "mode": "execute"}
+	if env, call := run(alice, "commit_bulk_action", commit); env.Problem == nil || env.Problem.Code != envelope.ProblemApprovalByRequester || call.View != nil {
+		t.Fatalf("alice commits: %+v", env.Problem)
+	}
+	env, call := run(bob, "commit_bulk_action", commit)
+	if env.Problem == nil || env.Problem.Code != envelope.ProblemApprovalRequired || call.View == nil || call.View.State == "" {
+		t.Fatalf("bob commits: %+v %+v", env.Problem, call.View)
+	}
+	args := map[string]any{"selection_id": sel["selection_id"], "digest": sel["digest"], "decision": tools.ViewApprove, "state": call.View.State, "acknowledge": true}
+	if env, _ := run(alice, tools.DecideSelectionName, args); env.Problem == nil || env.Problem.Code != envelope.ProblemElicitationForged {
+		t.Fatalf("alice uses bob's state: %+v", env.Problem)
+	}
+	if env, _ := run(bob, tools.DecideSelectionName, args); env.Problem != nil {
+		t.Fatalf("bob approves: %+v", env.Problem)
+	}
+	if env, _ := run(bob, "commit_bulk_action", commit); env.Problem != nil {
+		t.Fatalf("bob commits after approving: %+v", env.Problem)
+	}
+}
