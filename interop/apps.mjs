@@ -227,8 +227,12 @@ try {
   await view.locator('#records table tbody tr').first().waitFor();
   const wide = await phone.frame({ url: /about:srcdoc/ }).evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
   check(wide[0] <= wide[1], `the view scrolls sideways at 375 px: ${wide}`);
-  const box = await view.locator('#reject').boundingBox();
-  summary.reject.rejectTop = box && Math.round(box.y);
+  // The decision is on the phone's first screen, without scrolling.
+  for (const id of ['#decision h2', '#acknowledge', '#approve', '#reject']) {
+    const box = await view.locator(id).boundingBox();
+    check(box && box.y >= 0 && box.y + box.height <= 812 && box.x + box.width <= 375, `${id} is not on the first screen at 375x812: ${JSON.stringify(box)}`);
+  }
+  summary.reject.rejectBottom = Math.round(await view.locator('#reject').boundingBox().then((b) => b.y + b.height));
   await shoot(phone, 'approval-view-375');
 
   step = 'reject';
