@@ -48,6 +48,8 @@ type harness struct {
 	textDefaults func() map[string][]envelope.TextDefault
 	// noElicitation: the client does not declare elicitation.
 	noElicitation bool
+	// apps: the client declares MCP Apps.
+	apps bool
 	// tasksClient: the client declares the Tasks extension.
 	tasksClient bool
 	// transport and protocol are how the client connects: streamable
@@ -95,8 +97,10 @@ type harnessCfg struct {
 	clock  upstream.Clock
 	// noElicitation connects a client that cannot show approval requests.
 	noElicitation bool
-	transport     string
-	protocol      string
+	// apps connects a client that declares MCP Apps (it renders views).
+	apps      bool
+	transport string
+	protocol  string
 	// metrics and tracing, when set, observe the server and its upstream;
 	// newMetrics, when set, builds the metrics from the configuration.
 	metrics    *telemetry.Metrics
@@ -151,6 +155,10 @@ func withScanMemory(bytes int) harnessOpt { return func(h *harnessCfg) { h.scanM
 func withFingerprint(f func() string) harnessOpt { return func(h *harnessCfg) { h.fingerprint = f } }
 
 func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitation = true } }
+
+// withApps connects a client that declares MCP Apps: it renders the
+// approval view.
+func withApps() harnessOpt { return func(h *harnessCfg) { h.apps = true } }
 
 // withClock runs the tools on c, and has the upstream read its time from c
 // (a token's expiry, the end of an upstream's Retry-After) while it waits
@@ -318,7 +326,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		return deps
 	}
 	deps := build()
-	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, build: build, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation,
+	h := &harness{t: t, api: api, apiURL: apiSrv.URL, deps: deps, build: build, schemas: map[string]*envelope.Validator{}, noElicitation: cfg.noElicitation, apps: cfg.apps,
 		transport: cfg.transport, protocol: cfg.protocol, tasksClient: cfg.tasksClient, logs: &logs, dbPath: dbPath}
 	if cfg.metrics != nil {
 		h.observers = append(h.observers, cfg.metrics)
@@ -427,6 +435,9 @@ func (h *harness) connect() {
 	defer cancel()
 	init := mcp.InitializeRequest{}
 	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-test", Version: "1"}
+	if h.apps {
+		init.Params.Capabilities.Extensions = map[string]any{AppsExtension: map[string]any{"mimeTypes": []string{AppMIMEType}}}
+	}
 	if h.initialized, err = c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}

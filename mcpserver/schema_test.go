@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/tools"
 )
 
 // TestDataSchemas_RefuseUndeclaredMembers: real answers of every tool hold
@@ -74,7 +75,8 @@ func first(list any) map[string]any {
 // them: exact, and closed where the data is airlock's own.
 var dataSchemas = sync.OnceValue(func() map[string]*envelope.Validator {
 	out := map[string]*envelope.Validator{}
-	for _, s := range bareDeps().Specs() {
+	d := bareDeps()
+	for _, s := range append(d.Specs(), tools.DecideSelection(d)) {
 		b, err := json.Marshal(s.Data)
 		if err != nil {
 			panic(err)

@@ -74,17 +74,32 @@ func NewServer(d *tools.Deps, opts Options) (*Server, error) {
 		// which ones a caller sees may depend on who asks: private.
 		server.WithMethodCacheHints(mcp.MethodToolsList, ToolsListTTL.Milliseconds(), mcp.CacheScopePrivate),
 	}
+	specs, err := d.Enabled()
+	if err != nil {
+		return nil, err
+	}
+	// The extensions, advertised in server/discover and initialize.
+	extensions := map[string]any{}
 	if opts.Tasks != nil {
 		if d.Store == nil {
 			return nil, errors.New("tasks need a store")
 		}
-		// The extension, advertised in server/discover and initialize.
-		srvOpts = append(srvOpts, server.WithExtensions(map[string]any{TasksExtension: map[string]any{}}))
+		extensions[TasksExtension] = map[string]any{}
+	}
+	// Where a selection can be previewed, a client that renders MCP Apps
+	// is shown the approval view and may call decide_selection.
+	view := slices.ContainsFunc(specs, func(sp tools.Spec) bool { return sp.Name == "preview_selection" })
+	if view {
+		extensions[AppsExtension] = map[string]any{}
+		specs = append(specs, tools.DecideSelection(d))
+		srvOpts = append(srvOpts, server.WithResourceCapabilities(false, false), server.WithToolFilter(appsFilter))
+	}
+	if len(extensions) > 0 {
+		srvOpts = append(srvOpts, server.WithExtensions(extensions))
 	}
 	s := &Server{d: d, mcp: server.NewMCPServer("airlock", tools.Version, srvOpts...), specs: map[string]tools.Spec{}, observers: opts.Observers}
-	specs, err := d.Enabled()
-	if err != nil {
-		return nil, err
+	if view {
+		addApprovalView(s.mcp)
 	}
 	if err := s.register(s.mcp, specs); err != nil {
 		return nil, err
@@ -176,7 +191,8 @@ func (s *Server) handler(spec tools.Spec) server.ToolHandlerFunc {
 			}
 		}
 		call := &tools.Call{RequestID: newRequestID(), Client: clientInfo(ctx), Principal: httpserve.PrincipalFrom(ctx),
-			CanAsk: clientCanElicit(ctx), Answer: answerFromParams(req.Params.MultiRoundTripParams), Progress: progressSender(ctx, req)}
+			CanAsk: clientCanElicit(ctx), Answer: answerFromParams(req.Params.MultiRoundTripParams), Progress: progressSender(ctx, req),
+			Apps: clientRendersApps(ctx)}
 		raw, merr := rawArguments(req)
 		call.Raw = raw
 		log := s.d.Logger.With("tool", spec.Name, "request_id", call.RequestID)
@@ -234,7 +250,7 @@ func (s *Server) handler(spec tools.Spec) server.ToolHandlerFunc {
 		}
 		s.finish(spec, call, env, log)
 		end(outcome())
-		return redactedResult(env, red, spec.TextDefaults...), nil
+		return withViewMeta(redactedResult(env, red, spec.TextDefaults...), call.View, red), nil
 	}
 }
 

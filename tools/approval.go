@@ -29,6 +29,9 @@ type elicitState struct {
 	Expires      int64  `json:"e"`
 	// Subject is the principal asked: only its answer is taken.
 	Subject string `json:"p,omitempty"`
+	// For names who the state was issued to: "" for an elicitation form,
+	// stateForView for an approval view. Neither takes the other's.
+	For string `json:"f,omitempty"`
 }
 
 // ExpiresAt is when the state stops being accepted.
@@ -52,9 +55,10 @@ func (d *Deps) signState(ctx context.Context, st elicitState) (string, error) {
 }
 
 // openState verifies a returned state: signed by airlock, for this
-// selection and action, answered by the principal asked, not expired, not
-// answered before.
-func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selection, who selection.Principal, requestID string) (*elicitState, *envelope.Problem) {
+// selection and action, issued to this kind of asker (for: "" for an
+// elicitation form, stateForView for an approval view), answered by the
+// principal asked, not expired, not answered before.
+func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selection, who selection.Principal, requestID, issuedFor string) (*elicitState, *envelope.Problem) {
 	forged := func() *envelope.Problem {
 		p := envelope.NewProblem(envelope.ProblemElicitationForged, "")
 		p.StateChanged = envelope.StateNone
@@ -66,7 +70,7 @@ func (d *Deps) openState(ctx context.Context, raw string, sel *selection.Selecti
 	}
 	var st elicitState
 	if sealer.Open(raw, d.Clock.Now(), &st) != nil ||
-		st.Selection != sel.ID || st.Digest != sel.Digest || st.ActionDigest != sel.ActionDigest || st.Subject != who.Recorded().Subject {
+		st.Selection != sel.ID || st.Digest != sel.Digest || st.ActionDigest != sel.ActionDigest || st.Subject != who.Recorded().Subject || st.For != issuedFor {
 		return nil, forged()
 	}
 	// Kept an hour past the state's expiry (replicas' clocks differ), then
@@ -171,7 +175,7 @@ func (d *Deps) askApproval(ctx context.Context, call *Call, sel *selection.Selec
 // the same selection stands.
 func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Selection) (*selection.Approval, *envelope.Problem) {
 	ans := call.Answer
-	if _, p := d.openState(ctx, ans.State, sel, call.Principal, call.RequestID); p != nil {
+	if _, p := d.openState(ctx, ans.State, sel, call.Principal, call.RequestID, ""); p != nil {
 		return nil, p
 	}
 	acks := selection.Acknowledgements(sel)

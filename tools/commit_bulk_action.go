@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -148,6 +149,9 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 					// them would only record a refusal.
 					return envelope.ErrorEnvelope(ProblemOf(err))
 				}
+				if call.Apps {
+					return d.askInView(ctx, call, sel, need)
+				}
 				if call.Answer == nil {
 					ask, p2 := d.askApproval(ctx, call, sel, need)
 					if p2 != nil {
@@ -172,6 +176,25 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 		return envelope.ErrorEnvelope(ProblemOf(err))
 	}
 	return d.operationEnvelope(ctx, res.Operation, res.Replayed, selection.TargetQuery{Limit: 20}, false)
+}
+
+// askInView answers a commit that needs the user's approval, for a client
+// that renders the approval view: APPROVAL_REQUIRED, with the view's data
+// (the selection and the signed state) beside it. The person decides in
+// the view; the commit is called again.
+func (d *Deps) askInView(ctx context.Context, call *Call, sel *selection.Selection, need selection.Requirement) *envelope.Envelope {
+	v, p := d.viewFor(ctx, call, sel)
+	if p != nil {
+		return envelope.ErrorEnvelope(p)
+	}
+	if shown := d.selectionEnvelope(ctx, sel, nil, 20, nil); shown.Problem == nil {
+		v.Selection = shown.Data
+	}
+	call.View = v
+	p = envelope.NewProblem(envelope.ProblemApprovalRequired, "This commit needs approval ("+strings.Join(need.Reasons, "; ")+
+		"): the user approves or rejects it in the approval view shown with this result; then commit again.")
+	p.StateChanged = envelope.StateNone
+	return envelope.ErrorEnvelope(p)
 }
 
 func invalidWrite(errs []envelope.FieldError) *envelope.Envelope {

@@ -57,11 +57,39 @@ func TestTokensIssuedByAnEarlierVersion_StillOpen(t *testing.T) {
 	if got, err := d.signState(ctx, state); err != nil || got != goldenState {
 		t.Errorf("state signed as %s (%v), want %s", got, err, goldenState)
 	}
-	st, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-1")
+	st, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-1", "")
 	if p != nil || st == nil || *st != state {
 		t.Fatalf("golden state opened as %+v, problem %+v", st, p)
 	}
-	if _, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-2"); p == nil || p.Code != envelope.ProblemElicitationReplayed {
+	if _, p := d.openState(ctx, goldenState, sel, selection.Principal{Subject: "alice"}, "req-2", ""); p == nil || p.Code != envelope.ProblemElicitationReplayed {
 		t.Errorf("the golden state answered twice: problem %+v", p)
+	}
+}
+
+// TestApprovalStates_AFormsIsNotAViewsNorTheReverse: a state issued to an
+// elicitation form is refused by decide_selection's check and a view's by
+// the form's, before either is spent.
+func TestApprovalStates_AFormsIsNotAViewsNorTheReverse(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	d := &Deps{Secret: goldenSecret, Store: store, Clock: clocktest.New(time.Unix(1893455000, 0))}
+	sel := &selection.Selection{ID: "sel_0001", Digest: "sha256:aa", ActionDigest: "sha256:bb"}
+	alice := selection.Principal{Subject: "alice"}
+	for _, c := range []struct{ issued, opened string }{{"", stateForView}, {stateForView, ""}} {
+		raw, err := d.signState(ctx, elicitState{Selection: sel.ID, Digest: sel.Digest, ActionDigest: sel.ActionDigest, Nonce: "n-" + c.issued,
+			Expires: 1893456000, Subject: "alice", For: c.issued})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, p := d.openState(ctx, raw, sel, alice, "req-x", c.opened); p == nil || p.Code != envelope.ProblemElicitationForged {
+			t.Errorf("a state issued for %q opened for %q: problem %+v", c.issued, c.opened, p)
+		}
+		if _, p := d.openState(ctx, raw, sel, alice, "req-y", c.issued); p != nil {
+			t.Errorf("a state issued for %q, refused before, was spent: %+v", c.issued, p)
+		}
 	}
 }

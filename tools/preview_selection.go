@@ -285,7 +285,21 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	if a.PageSize != nil {
 		pageSize = *a.PageSize
 	}
-	return d.selectionEnvelope(ctx, res.Selection, a.Fields, pageSize, warnings)
+	return d.withView(ctx, call, res.Selection, d.selectionEnvelope(ctx, res.Selection, a.Fields, pageSize, warnings))
+}
+
+// withView sets the approval view's data beside a selection's envelope for
+// a client that renders the view.
+func (d *Deps) withView(ctx context.Context, call *Call, sel *selection.Selection, env *envelope.Envelope) *envelope.Envelope {
+	if !call.Apps || env.Problem != nil {
+		return env
+	}
+	v, p := d.viewFor(ctx, call, sel)
+	if p != nil {
+		return envelope.ErrorEnvelope(p)
+	}
+	call.View = v
+	return env
 }
 
 // compensate previews undoing an operation.
@@ -309,7 +323,7 @@ func (d *Deps) compensate(ctx context.Context, call *Call, a previewArgs, errs [
 	if a.PageSize != nil {
 		pageSize = *a.PageSize
 	}
-	return d.selectionEnvelope(ctx, res.Selection, nil, pageSize, nil)
+	return d.withView(ctx, call, res.Selection, d.selectionEnvelope(ctx, res.Selection, nil, pageSize, nil))
 }
 
 func checkRules(r *upstream.Resource, rules []config.RuleConfig) []envelope.FieldError {

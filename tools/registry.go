@@ -132,6 +132,12 @@ type Call struct {
 	// Task says the call runs for a task: a commit answers as soon as its
 	// operation exists, and the task follows it.
 	Task bool
+	// Apps says the client renders airlock's approval view (it declared
+	// MCP Apps): a selection's approval is asked there, not in a form.
+	Apps bool
+	// View, when the handler sets it, goes beside the answer for the
+	// client's approval view (the result's _meta), never into it.
+	View *AppView
 }
 
 // InputRequest asks the client's user for input through a form.
