@@ -120,6 +120,10 @@ type BulkConfig struct {
 	// default) or position (the i-th result answers the i-th target, as
 	// WordPress's batch responses do).
 	ResultMatch string `yaml:"result_match"`
+	// ResultItem is where a result holds its target's record as the write
+	// left it (WordPress's body): a record without the effect contradicts
+	// the result's status, and the target is unknown until re-read.
+	ResultItem string `yaml:"result_item"`
 }
 
 // Bulk result matching.

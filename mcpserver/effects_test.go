@@ -46,10 +46,30 @@ const tagActions = `
       results: responses
       result_match: position
       result_status: status
+      result_item: body
       applied: [200]
       not_found: [404]
     params: {type: object, required: [tag], properties: {tag: {type: string}}}
     conditional: reread
+    effect:
+      - {field: tags, op: add, to: "{{params.tag}}"}
+  tag_batch_alone:
+    resource: subscriptions
+    bulk:
+      method: POST
+      path: /v1/subscriptions/batch
+      body: {requests: "{{each}}"}
+      each: {method: PUT, path: "/v1/subscriptions/{{id}}/tags", body: {tags: ["{{params.tag}}"]}}
+      max_batch: 7
+      results: responses
+      result_match: position
+      result_status: status
+      result_item: body
+      applied: [200]
+      not_found: [404]
+    params: {type: object, required: [tag], properties: {tag: {type: string}}}
+    conditional: reread
+    reconcile: {backoff: 10ms, max_backoff: 40ms}
     effect:
       - {field: tags, op: add, to: "{{params.tag}}"}
   tag_alone:
@@ -159,6 +179,34 @@ func TestAddEffect_ALostElementIsNeverSucceeded(t *testing.T) {
 			lost++
 			if res["outcome"] == string(selection.TargetSucceeded) {
 				t.Fatalf("%s lost its tags %v and was journaled succeeded: %v", id, before[id], res)
+			}
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no target had other tags: the case proves nothing")
+	}
+}
+
+// TestBulkEach_ALostElementIsNeverSucceeded: a bulk endpoint that answers
+// 200 for each target with its record (result_item), after a body that
+// sent the new tag alone to an API that replaces the list: the records
+// show the tags the targets lost, so those targets are never journaled
+// succeeded on the status alone.
+func TestBulkEach_ALostElementIsNeverSucceeded(t *testing.T) {
+	t.Parallel()
+	h := tagHarness(t)
+	before := tagsOf(h)
+	action := map[string]any{"type": "tag_batch_alone", "params": map[string]any{"tag": "batched"}}
+	p := h.call("preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due", "region": "eu"}, "action": action})
+	op := h.commitAndWait(p)
+	lost := 0
+	for _, r := range op.data["results"].([]any) {
+		res := r.(map[string]any)
+		id := res["id"].(string)
+		if len(before[id]) > 0 && !(len(before[id]) == 1 && before[id][0] == "batched") {
+			lost++
+			if res["outcome"] == string(selection.TargetSucceeded) {
+				t.Fatalf("%s lost its tags %v in a batch and was journaled succeeded: %v", id, before[id], res)
 			}
 		}
 	}

@@ -79,7 +79,11 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			}
 			continue
 		}
-		results, err := write.ParseBulk(r.a, resp, idsOf(send))
+		byID := make(map[string]Target, len(intents))
+		for _, t := range intents {
+			byID[t.ID] = t
+		}
+		results, err := write.ParseBulk(r.a, resp, idsOf(send), func(id string) map[string]any { return r.afterFor(byID[id]) })
 		if err != nil {
 			for _, t := range intents {
 				t.Unobserved++
@@ -101,6 +105,12 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 func (r *run) bulkOutcome(t Target, res write.BulkOutcome, status int) {
 	// A refusal is final unless an earlier attempt may have applied
 	// (finish keeps the target unknown then).
+	unclear := func(detail, note string) {
+		t.Unobserved++
+		p := envelope.NewProblem(envelope.ProblemUpstreamBadResponse, detail)
+		p.StateChanged = envelope.StateUnknown
+		r.finish(t, TargetUnknown, status, p, note, nil)
+	}
 	refused := func(outcome Outcome, p *envelope.Problem, note string) {
 		if p != nil {
 			p.StateChanged = envelope.StateNone
@@ -120,11 +130,14 @@ func (r *run) bulkOutcome(t Target, res write.BulkOutcome, status int) {
 		if t.Unobserved == 0 {
 			r.applyStopRules(envelope.ProblemUpstreamRejected, status)
 		}
+	case write.BulkContradicted:
+		unclear("The bulk result reported success with the target unchanged; whether the write applied is observed by re-reading.",
+			"the result's status says applied, its record shows the target without the change: a re-read decides")
+	case write.BulkUnclear:
+		unclear("The bulk result's status is none the action declares and not a refusal; whether the write applied is observed by re-reading.",
+			"the result's status is neither applied, conflict, not found nor a refusal: a re-read decides")
 	default:
-		t.Unobserved++
-		p := envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The bulk response did not mention this target.")
-		p.StateChanged = envelope.StateUnknown
-		r.finish(t, TargetUnknown, status, p, "absent from the bulk response", nil)
+		unclear("The bulk response did not mention this target, or answered it twice.", "absent from the bulk response, or answered twice")
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -196,14 +197,22 @@ const (
 	BulkApplied BulkOutcome = iota + 1
 	BulkConflict
 	BulkNotFound
+	// BulkFailed is a refusal: a 4xx status the action does not list.
 	BulkFailed
+	// BulkUnclear is a status the action does not list that is not a
+	// refusal (a 5xx, a word): the target may have changed.
+	BulkUnclear
+	// BulkContradicted is an applied status beside a record (result_item)
+	// that shows the target without the effect.
+	BulkContradicted
 )
 
 // ParseBulk reads per-target outcomes from a bulk response; ids are the
 // targets in the order they were sent (results matched by position answer
-// them in that order, and must be as many). Targets missing from the
-// response are absent from the map (their outcome is unknown).
-func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[string]BulkOutcome, error) {
+// them in that order, and must be as many), afterOf each one's computed
+// after-value. Targets missing from the response are absent from the map
+// (their outcome is unknown), and so are targets two results answer.
+func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string, afterOf func(id string) map[string]any) (map[string]BulkOutcome, error) {
 	bc := a.Config.Bulk
 	// A bulk body may say "errors": true when some targets failed; the
 	// per-target results tell which.
@@ -223,6 +232,7 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[s
 		return nil, upstream.BadResponse("the bulk response holds %d results for %d targets", len(list), len(ids))
 	}
 	out := map[string]BulkOutcome{}
+	answered := map[string]int{}
 	for i, e := range list {
 		var id string
 		if byPosition {
@@ -235,15 +245,29 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[s
 		}
 		st, _ := jsonvalue.Get(e, bc.ResultStatus)
 		s := jsonvalue.String(st)
-		switch {
+		switch code, err := strconv.Atoi(s); {
 		case slices.Contains(bc.Applied, s):
 			out[id] = BulkApplied
+			if bc.ResultItem != "" {
+				if item, ok := jsonvalue.Get(e, bc.ResultItem); ok && itemContradictsEffect(a, item, afterOf(id)) {
+					out[id] = BulkContradicted
+				}
+			}
 		case slices.Contains(bc.Conflict, s):
 			out[id] = BulkConflict
 		case slices.Contains(bc.NotFound, s):
 			out[id] = BulkNotFound
-		default:
+		case err == nil && code >= 400 && code < 500:
 			out[id] = BulkFailed
+		default:
+			out[id] = BulkUnclear
+		}
+		answered[id]++
+	}
+	for id, n := range answered {
+		if n > 1 {
+			// Two results for one target: neither is believed.
+			delete(out, id)
 		}
 	}
 	return out, nil
@@ -321,9 +345,13 @@ func ContradictsEffect(a *upstream.Action, resp *upstream.Response, after map[st
 		path = a.Config.Response.Item
 	}
 	item, ok := jsonvalue.Get(doc, path)
-	if !ok {
-		return false
-	}
+	return ok && itemContradictsEffect(a, item, after)
+}
+
+// itemContradictsEffect reports whether a record shows an effect field
+// with a value other than the computed after-value; a record without the
+// field contradicts nothing.
+func itemContradictsEffect(a *upstream.Action, item any, after map[string]any) bool {
 	for _, e := range a.Config.Effect {
 		v, present := jsonvalue.Get(item, a.Resource.FieldPath(e.Field))
 		fd, _ := a.Resource.Field(e.Field)
