@@ -318,6 +318,12 @@ func newPage(p config.PaginationConfig, st pageState, items []any) (pg page, ful
 	return pg, full
 }
 
+// isEmptyObject reports whether doc is {}.
+func isEmptyObject(doc any) bool {
+	m, ok := doc.(map[string]any)
+	return ok && len(m) == 0
+}
+
 // fullPage reports whether a page of n items filled the page: the size
 // asked for, or the upstream's own smaller cap once a page showed it.
 func fullPage(p config.PaginationConfig, st pageState, n int) bool {
@@ -335,6 +341,9 @@ type cursorDialect struct {
 	// the id by default (Stripe), or a declared field made exclusive
 	// (etcd). Resource.dialectFor sets it.
 	key lastKey
+	// itemsPath is where the items are: an answer that omits both them
+	// and the flag (absent_means_zero) shows nothing of a list.
+	itemsPath string
 }
 
 func (d cursorDialect) query(p *listParams, st pageState) *url.URL {
@@ -366,6 +375,11 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 			return pg, nil
 		}
 		switch {
+		case omitted && len(items) == 0 && absentZero(d.p, doc, d.itemsPath) && isEmptyObject(doc):
+			// Neither the items nor the flag nor anything else (etcd's
+			// header): an answer that omits every member shows nothing of
+			// a list, and proves the end only as any absent signal does.
+			pg.absent(st, SignalEmptyPage)
 		case omitted && len(items) == 0:
 			pg.proven(SignalEmptyPage)
 		case omitted:

@@ -54,6 +54,7 @@ func (r *Resource) dialectFor(p config.PaginationConfig) dialect {
 	d := newDialect(p, r.FieldPath(r.Config.IDField))
 	if cd, ok := d.(cursorDialect); ok {
 		cd.key = lastKey{path: r.FieldPath(r.Config.IDField), exclusive: p.CursorExclusive}
+		cd.itemsPath = r.Config.List.Items
 		field := r.Config.IDField
 		if p.CursorField != "" {
 			field = p.CursorField

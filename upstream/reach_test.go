@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -244,5 +245,36 @@ func TestPageSizeNone_SendsNoPageSize(t *testing.T) {
 		if strings.Contains(q, "top") || strings.Contains(q, "none") {
 			t.Errorf("query %q sends a page size", q)
 		}
+	}
+}
+
+// TestAbsentMeansZero_AnAnswerOfNothingIsNoEmptyList: with the flag and
+// the items declared omitted when zero (proto3), an answer that omits
+// everything ({}) shows nothing of a list: the list is not proven empty.
+// An answer that carries its header and omits both is (etcd's empty range,
+// TestKeyRange_ReadsEveryKeyOnceAtOneRevision).
+func TestAbsentMeansZero_AnAnswerOfNothingIsNoEmptyList(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	rt := runtimeFor(t, []byte(`environment: test
+upstreams:
+  kv: {base_url: "`+srv.URL+`"}
+resources:
+  keys:
+    upstream: kv
+    list: {path: /v3/kv/range, method: POST, items: kvs, body: {key: YQ==}}
+    pagination: {dialect: cursor, has_more: more, cursor_param: key, absent_means_zero: [more, kvs]}
+    id_field: key
+    fields: {key: {type: string}}
+`))
+	sink, out, err := scanAll(t, rt.Resources["keys"], nil, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ScanComplete || len(sink.ids) != 0 {
+		t.Fatalf("an answer of {} read as a complete list of %d: %+v", len(sink.ids), out.Reasons)
 	}
 }
