@@ -93,11 +93,18 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	if err := r.decodeFields(m); err != nil {
 		return nil, "", false, err
 	}
-	if _, ok := jsonvalue.GetID(m, r.FieldPath(r.Config.IDField)); !ok {
+	got, ok := jsonvalue.GetID(m, r.FieldPath(r.Config.IDField))
+	if !ok {
 		// An envelope ({data: {...}}) read as the item: without its id it
 		// would look like a record that moved, and the target be skipped
 		// for a reason that is not true.
 		return nil, "", false, BadResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, config.DisplayPath(g.Item))
+	}
+	if config.PostGet(g) && got != id {
+		// A read by POST names its key in a body the configuration
+		// writes (a stray range_end makes it a range): the answer's key
+		// is the evidence, and another key is not this target.
+		return nil, "", false, BadResponse("the read by id answered %s %q for %q", r.Config.IDField, got, id)
 	}
 	if r.Config.VersionField != "" {
 		version, _ = jsonvalue.GetID(m, r.FieldPath(r.Config.VersionField))

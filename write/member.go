@@ -40,13 +40,18 @@ func MemberVerdict(a *upstream.Action, resp *upstream.Response) MemberOutcome {
 	if len(bytes.TrimSpace(resp.Body)) == 0 {
 		return MemberUnknown
 	}
-	doc, err := upstream.DecodeJSONBody(resp, false)
+	// An error object behind the 2xx is no answer about the write.
+	doc, err := upstream.DecodeJSONBody(resp, true)
 	if err != nil {
 		return MemberUnknown
 	}
 	v, ok := jsonvalue.Get(doc, o.Path)
 	if !ok {
-		if o.Absent == nil {
+		// An absence means the declared value (proto3 omits a false)
+		// only in an answer that is one: an object with other members
+		// (etcd's header). An empty object, null, a list or a word says
+		// nothing of the write.
+		if m, isObject := doc.(map[string]any); o.Absent == nil || !isObject || len(m) == 0 {
 			return MemberUnknown
 		}
 		v = config.NormalizeValue(o.Absent)

@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -15,9 +17,14 @@ import (
 // says in succeeded (omitted when false) whether its compare held.
 func etcdAction(t *testing.T) *upstream.Action {
 	t.Helper()
+	return etcdActionAt(t, "http://127.0.0.1:2379")
+}
+
+func etcdActionAt(t *testing.T, baseURL string) *upstream.Action {
+	t.Helper()
 	cfg, err := config.Parse([]byte(`environment: test
 upstreams:
-  etcd: {base_url: "http://127.0.0.1:2379"}
+  etcd: {base_url: "` + baseURL + `"}
 resources:
   keys:
     upstream: etcd
@@ -99,6 +106,12 @@ func TestOutcomeMember_DecidesAppliedConflictOrUnknown(t *testing.T) {
 		{`{"header":{"revision":"9"},"succeeded":"yes"}`, MemberUnknown},
 		{``, MemberUnknown},
 		{`not json`, MemberUnknown},
+		// An absence means false only in an answer that is one.
+		{`{}`, MemberUnknown},
+		{`null`, MemberUnknown},
+		{`[]`, MemberUnknown},
+		{`"ok"`, MemberUnknown},
+		{`{"error":"etcdserver: request timed out","code":14}`, MemberUnknown},
 	} {
 		resp := &upstream.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
 		if got := MemberVerdict(a, resp); got != tc.want {
@@ -126,5 +139,29 @@ func TestReadByPOST_NamesTheKeyEncodedAndAnAbsentItemIsNotFound(t *testing.T) {
 	m := r.ItemFromRead(map[string]any{"kvs": []any{map[string]any{"key": b64("accounts/1"), "value": b64("active"), "mod_revision": "3"}}})
 	if m == nil || m["key"] != "accounts/1" || m["value"] != "active" {
 		t.Errorf("item %v; want the key and value decoded", m)
+	}
+}
+
+// TestReadByPOST_AnotherKeyIsNotTheTarget: a read by POST whose answer
+// holds another key than the one asked for (a range the body made by
+// mistake) is refused, never taken for the target.
+func TestReadByPOST_AnotherKeyIsNotTheTarget(t *testing.T) {
+	answer := func(key string) string {
+		return `{"header":{"revision":"9"},"kvs":[{"key":"` + b64(key) + `","value":"` + b64("v") + `","mod_revision":"3"}],"count":"1"}`
+	}
+	var body atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body.Load().(string)))
+	}))
+	defer srv.Close()
+	r := etcdActionAt(t, srv.URL).Resource
+	body.Store(answer("asked"))
+	if _, _, found, err := r.Read(t.Context(), "asked", "req"); !found || err != nil {
+		t.Fatalf("the asked key: found %v, %v", found, err)
+	}
+	body.Store(answer("other"))
+	if m, _, found, err := r.Read(t.Context(), "asked", "req"); found || err == nil {
+		t.Fatalf("another key's answer read as the target: %v, found %v, err %v", m, found, err)
 	}
 }
