@@ -111,10 +111,20 @@ func loadSession(sc *config.SessionConfig, base *url.URL, opts Options, timeout 
 		s.secrets["secrets."+name] = v
 		secrets = append(secrets, v, url.QueryEscape(v))
 	}
+	// A login's ${VAR} values are sent as the login's fields (a password
+	// written there rather than under secrets): each is redacted as a
+	// secret, so that no answer or log that echoes it carries it out.
+	fromEnv := func(name string) string {
+		v := opts.Getenv(name)
+		if v != "" {
+			secrets = append(secrets, v, url.QueryEscape(v))
+		}
+		return v
+	}
 	for _, st := range append(append([]config.SessionStep(nil), sc.Steps...), csrfSteps(sc)...) {
 		for _, body := range []map[string]string{st.Form, st.JSON} {
 			for _, v := range body {
-				if _, err := config.ExpandEnv(v, opts.Getenv); err != nil {
+				if _, err := config.ExpandEnv(v, fromEnv); err != nil {
 					return nil, nil, fmt.Errorf("credential: session: step %q: %w", st.Name, err)
 				}
 			}

@@ -14,8 +14,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/configtest"
+	"github.com/airlock-mcp/airlock/redact"
 )
 
 // fakeLogin is MediaWiki's login and token dance: a login token bound to
@@ -257,4 +259,29 @@ func errorsAs(err error, he **HTTPError) bool {
 		*he = e
 	}
 	return ok
+}
+
+// TestSessionCredential_ALoginFieldFromTheEnvironmentIsRedacted: a value a
+// login step takes from ${VAR} (a password written in the form rather
+// than under secrets) is redacted wherever airlock would quote it, as the
+// declared secrets are.
+func TestSessionCredential_ALoginFieldFromTheEnvironmentIsRedacted(t *testing.T) {
+	const password = "env-password-9f8e7d6c5b4a"
+	y := strings.Replace(sessionCredential, `lgpassword: "{{secrets.password}}"`, `lgpassword: "${WIKI_FORM_PASSWORD}"`, 1)
+	cfg, err := config.Parse(configtest.Lines("environment: test", "upstreams:", "  wiki:", "    base_url: http://127.0.0.1:9", y,
+		"resources:", "  pages:", "    upstream: wiki", "    list: {path: /api.php, params: {action: query, list: allpages}, items: query.allpages}",
+		"    pagination: {dialect: continue_object, page_size_param: aplimit}", "    id_field: pageid", "    fields: {pageid: {type: integer}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	red := redact.New()
+	env := map[string]string{"WIKI_BOT_PASSWORD": "s3cret-bot-password-0123456789", "WIKI_BOT_USER": "Bot@airlock", "WIKI_FORM_PASSWORD": password}
+	if _, err := Initialize(t.Context(), cfg, Options{Getenv: func(k string) string { return env[k] }, Redactor: red}); err != nil {
+		t.Fatal(err)
+	}
+	for _, quoted := range []string{`{"error":"bad password ` + password + `"}`, "lgpassword=" + url.QueryEscape(password)} {
+		if got := red.String(quoted); strings.Contains(got, password) {
+			t.Errorf("%q is quoted as %q: the login's password is not redacted", quoted, got)
+		}
+	}
 }
