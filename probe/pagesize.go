@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -98,10 +98,8 @@ const maxBodyWords = 2048
 // a limit (max, maximum, limit, params), as "path: value". "" when the
 // body is not JSON or says nothing of the kind.
 func bodyWords(body []byte, param string) string {
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if dec.Decode(&doc) != nil {
+	doc, err := jsonvalue.Decode(body)
+	if err != nil {
 		return ""
 	}
 	var parts []string

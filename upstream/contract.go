@@ -45,6 +45,8 @@ func (v Violation) Describe() string {
 		return "field " + v.Field + " does not have its declared format"
 	case "null":
 		return "field " + v.Field + " is null"
+	case RuleDuplicateMember:
+		return "field " + v.Field + " is named twice in the record"
 	case "alias_conflict":
 		return "field " + v.Field + " and its alias disagree"
 	case "invariant":

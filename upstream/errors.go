@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // BodyKind classifies a 2xx response airlock could not accept.
@@ -180,10 +180,9 @@ const UndeclaredField = "upstream.undeclared_field"
 // becomes UndeclaredField, listed once. The upstream's messages never
 // travel. It also counts the distinct undeclared names.
 func fieldErrors(body []byte, mapField func(string) string) ([]envelope.FieldError, int) {
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if dec.Decode(&doc) != nil {
+	doc, err := jsonvalue.Decode(body)
+	if err != nil {
+		// Not one strict JSON document: no field is named.
 		return nil, 0
 	}
 	var fields []string
@@ -285,10 +284,8 @@ func UpstreamMessage(header http.Header, body []byte) string {
 	if len(body) == 0 {
 		return ""
 	}
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if dec.Decode(&doc) != nil {
+	doc, err := jsonvalue.Decode(body)
+	if err != nil {
 		ct := ""
 		if header != nil {
 			ct = strings.ToLower(header.Get("Content-Type"))

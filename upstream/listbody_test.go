@@ -11,32 +11,41 @@ import (
 
 // TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould: a page whose
 // items stay raw until read gives the same document and the same items,
-// in the same order, as decoding the body whole; a body it cannot read
-// that way is left to the whole decode, which says what is wrong.
+// in the same order, as decoding the body whole; a body without an array
+// where the items belong is returned for itemsOf to judge, and one that is
+// not one strict JSON document is a bad response.
 func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 	cases := []struct {
 		name, path, body string
 		lazy             bool
+		bad              bool
 	}{
-		{"items under a key", "data", `{"has_more":true,"data":[{"id":"a","n":1},{"id":"b","n":2.50}],"next":"x"}`, true},
+		{"items under a key", "data", `{"has_more":true,"data":[{"id":"a","n":1},{"id":"b","n":2.50}],"next":"x"}`, true, false},
 		{"nested path, spaces, escapes", "result.items",
-			"{ \"result\" : {\"total\": 3, \"items\" : [ {\"id\":\"a\\\"]}\"} ,\n {\"id\":\"b\",\"o\":{\"x\":[1,{}]}} , {\"id\":\"c\"} ] } }", true},
-		{"an escaped key", "data", `{"da\u0074a":[{"id":"a"}]}`, true},
-		{"the body is the array", "", `[{"id":"a"},{"id":"b"},{"id":"c"}]`, true},
-		{"one item", "data", `{"data":[{"id":"only"}]}`, true},
-		{"no items", "data", `{"data":[],"has_more":false}`, true},
-		{"items null", "data", `{"data":null}`, false},
-		{"items not an array", "data", `{"data":{"id":"a"}}`, false},
-		{"a key given twice", "data", `{"data":[{"id":"a"}],"data":[{"id":"b"}]}`, false},
-		{"the key missing", "data", `{"items":[{"id":"a"}]}`, false},
-		{"not JSON", "data", `{"data":[{"id":"a"}`, false},
-		{"data after the document", "data", `{"data":[]} {}`, false},
-		{"big numbers stay exact", "data", `{"data":[{"id":12345678901234567890,"x":1e400}]}`, true},
+			"{ \"result\" : {\"total\": 3, \"items\" : [ {\"id\":\"a\\\"]}\"} ,\n {\"id\":\"b\",\"o\":{\"x\":[1,{}]}} , {\"id\":\"c\"} ] } }", true, false},
+		{"an escaped key", "data", `{"da\u0074a":[{"id":"a"}]}`, true, false},
+		{"the body is the array", "", `[{"id":"a"},{"id":"b"},{"id":"c"}]`, true, false},
+		{"one item", "data", `{"data":[{"id":"only"}]}`, true, false},
+		{"no items", "data", `{"data":[],"has_more":false}`, true, false},
+		{"items null", "data", `{"data":null}`, false, false},
+		{"items not an array", "data", `{"data":{"id":"a"}}`, false, false},
+		{"a key given twice", "data", `{"data":[{"id":"a"}],"data":[{"id":"b"}]}`, false, true},
+		{"a signal given twice", "data", `{"next":"a","data":[{"id":"a"}],"next":"b"}`, false, true},
+		{"the key missing", "data", `{"items":[{"id":"a"}]}`, false, false},
+		{"not JSON", "data", `{"data":[{"id":"a"}`, false, true},
+		{"data after the document", "data", `{"data":[]} {}`, false, true},
+		{"big numbers stay exact", "data", `{"data":[{"id":12345678901234567890,"x":1e400}]}`, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := &Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
 			doc, items, ok, err := decodeListBody(resp, tc.path)
+			if tc.bad {
+				if !IsBadResponse(err) {
+					t.Fatalf("decodeListBody = %v; want a bad response", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +63,7 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 			var d itemDecoder
 			got := make([]any, len(items))
 			for i, it := range items {
-				if got[i], err = d.item(it); err != nil {
+				if got[i], _, err = d.item(it); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,13 +62,20 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	}
 	s.pages++
 	src.pages++
+	for _, m := range pg.doubts {
+		s.unreadableLocked(src.cfg.Name, m, src.pages)
+	}
 	s.readSignalsLocked(src, pg)
 	if pg.upstreamErrors != "" {
 		s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, "graphql_errors")
 		s.quoteStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, pg.upstreamErrors)
 	}
-	if pg.snapshot != "" && s.snapshot == "" {
+	if !st.Started && pg.snapshot != "" && s.snapshot == "" {
+		// The scan's snapshot is a first page's, never a later one's.
 		s.snapshot = pg.snapshot
+	}
+	if pg.noSnapshot {
+		s.snapshotMissingLocked(src.cfg.Name, src.pages)
 	}
 	if pg.snapshot != "" && st.Snapshot != "" && pg.snapshot != st.Snapshot {
 		// A continuation promises the first page's snapshot; another one
@@ -100,7 +109,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	fresh, rejected, matchedBefore := 0, 0, s.matched
 	var items itemDecoder
 	for _, raw := range pg.items {
-		v, err := items.item(raw)
+		v, dups, err := items.item(raw)
 		if err != nil {
 			return err
 		}
@@ -113,7 +122,12 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		}
 		id, ok := jsonvalue.GetID(doc, idPath)
 		if !ok {
-			s.violationLocked(r.Config.IDField, "required", "")
+			field, rule := r.Config.IDField, "required"
+			if twice := r.duplicated(dups); len(twice) > 0 {
+				// The id itself is named twice: the record has none.
+				field, rule = twice[0], RuleDuplicateMember
+			}
+			s.violationLocked(field, rule, "")
 			src.items++
 			s.scanned++
 			continue
@@ -131,6 +145,13 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		s.normalizeLocked(doc)
 		var broken []Violation
 		brokenFilter := false
+		for _, f := range r.duplicated(dups) {
+			// A member named twice is read by neither value: the record
+			// is ambiguous, and in scope or not as far as that member
+			// decides it.
+			broken = append(broken, Violation{Field: f, Rule: RuleDuplicateMember, Decision: true})
+			brokenFilter = brokenFilter || s.filterFields[f]
+		}
 		if r.Contract != nil {
 			vs, aliases := r.Contract.Check(doc, s.decision)
 			for _, a := range aliases {
@@ -138,6 +159,8 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 			}
 			for _, v := range vs {
 				switch {
+				case slices.ContainsFunc(broken, func(b Violation) bool { return b.Field == v.Field }):
+					// Named twice: said once, as such.
 				case v.Decision:
 					broken = append(broken, v)
 					brokenFilter = brokenFilter || s.filterFields[v.Field]
@@ -190,7 +213,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		}
 	}
 	if len(pg.items) > 0 {
-		if id, ok := jsonvalue.GetID(pg.items[len(pg.items)-1], idPath); ok {
+		if id, ok := jsonvalue.GetID(itemValue(pg.items[len(pg.items)-1]), idPath); ok {
 			src.lastID = id
 		}
 	}
@@ -309,13 +332,22 @@ func lastSegment(p string) string {
 }
 
 // stickyKey keys a sticky reason: one per code and source, and for
-// CONFLICTING_EVIDENCE one per signal too (each names another pair).
-func stickyKey(code envelope.ReasonCode, source, signal string) string {
+// CONFLICTING_EVIDENCE one per signal too (each names another pair), for
+// SIGNAL_UNREADABLE one per member (detail).
+func stickyKey(code envelope.ReasonCode, source, detail string) string {
 	key := string(code) + "/" + source
-	if code == envelope.ConflictingEvidence {
-		key += "/" + signal
+	if code == envelope.ConflictingEvidence || code == envelope.SignalUnreadable {
+		key += "/" + detail
 	}
 	return key
+}
+
+// stickyKeyOf is a saved reason's key.
+func stickyKeyOf(rs envelope.Reason) string {
+	if rs.Code == envelope.SignalUnreadable {
+		return stickyKey(rs.Code, rs.Source, rs.Member)
+	}
+	return stickyKey(rs.Code, rs.Source, rs.Signal)
 }
 
 func (s *Scan) addStickyLocked(code envelope.ReasonCode, source, signal string) {
@@ -326,6 +358,36 @@ func (s *Scan) addStickyLocked(code envelope.ReasonCode, source, signal string) 
 	s.stickySeen[key] = true
 	rs := envelope.NewReason(code)
 	rs.Source, rs.Signal = source, signal
+	s.sticky = append(s.sticky, rs)
+}
+
+// snapshotMissingLocked records, once per scan, a page that did not name
+// the snapshot the list declares where it must: the scan then claims no
+// snapshot (NO_SNAPSHOT naming the member and the page, consistency none).
+func (s *Scan) snapshotMissingLocked(source string, page int) {
+	if s.warnSeen[warnSnapshotMissing] {
+		return
+	}
+	s.warnSeen[warnSnapshotMissing] = true
+	w := envelope.NewWarning(envelope.WarnNoSnapshot, source)
+	w.Member, w.Page = s.r.Pagination.Snapshot.From, envelope.Ptr(page)
+	s.warnings = append(s.warnings, w)
+}
+
+// warnSnapshotMissing keys the NO_SNAPSHOT of a declared snapshot missing.
+const warnSnapshotMissing = string(envelope.WarnNoSnapshot) + "/missing"
+
+// unreadableLocked records a declared signal a page held in a form that
+// cannot be read (SIGNAL_UNREADABLE), once per source and member: the
+// first page it was unreadable on is named.
+func (s *Scan) unreadableLocked(source, member string, page int) {
+	key := stickyKey(envelope.SignalUnreadable, source, member)
+	if s.stickySeen[key] {
+		return
+	}
+	s.stickySeen[key] = true
+	rs := envelope.NewReason(envelope.SignalUnreadable)
+	rs.Source, rs.Member, rs.Page = source, member, envelope.Ptr(page)
 	s.sticky = append(s.sticky, rs)
 }
 
@@ -436,4 +498,39 @@ func canonicalKey(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// RuleDuplicateMember is the violation of a record that names a member
+// twice: neither value is read, and the record is ambiguous.
+const RuleDuplicateMember = "duplicate_member"
+
+// duplicated names the declared fields that members named twice (dotted
+// paths within an item) leave unreadable: a field at the path, inside
+// it, or holding it. A path no declared field reaches is named as it is.
+func (r *Resource) duplicated(dups []string) []string {
+	if len(dups) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(r.Config.Fields))
+	for _, f := range []string{r.Config.IDField, r.Config.VersionField} {
+		if f != "" && !slices.Contains(names, f) {
+			names = append(names, f)
+		}
+	}
+	var out []string
+	for _, d := range dups {
+		n := len(out)
+		for _, name := range names {
+			p := r.FieldPath(name)
+			if p == d || strings.HasPrefix(d, p+".") || strings.HasPrefix(p, d+".") {
+				if !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		}
+		if len(out) == n && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -265,10 +265,9 @@ func (s *session) step(ctx context.Context, st config.SessionStep, values map[st
 		return fail(TokenRequestRejected, resp.StatusCode, b, resp.Header, "")
 	}
 	var doc any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
 	if len(st.Capture) > 0 || st.Success != nil {
-		if err := dec.Decode(&doc); err != nil {
+		var err error
+		if doc, err = jsonvalue.Decode(b); err != nil {
 			return fail(TokenInvalidResponse, resp.StatusCode, nil, nil, fmt.Sprintf("the answer to login step %q is not JSON", st.Name))
 		}
 	}
@@ -376,10 +375,8 @@ func (s *session) ended(resp *Response) bool {
 	if e == nil || e.Path == "" || resp == nil {
 		return false
 	}
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(resp.Body))
-	dec.UseNumber()
-	if dec.Decode(&doc) != nil {
+	doc, err := jsonvalue.Decode(resp.Body)
+	if err != nil {
 		return false
 	}
 	v, ok := jsonvalue.Get(doc, e.Path)
