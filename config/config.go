@@ -215,6 +215,11 @@ type PaginationConfig struct {
 	// Snapshot is a value read from the first page and sent with every
 	// later one (etcd's revision).
 	Snapshot *SnapshotConfig `yaml:"snapshot"`
+	// Remaining is where a page says how many items follow it
+	// (Kubernetes' metadata.remainingItemCount, the continue dialect's
+	// default): a page that ends the list while it says more follow
+	// contradicts itself.
+	Remaining string `yaml:"remaining"`
 }
 
 // PITConfig is a point in time held across the pages of a search_after

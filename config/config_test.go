@@ -330,8 +330,6 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 			[]wantErr{{13, "resources.items.fields.created.layout", "layout must be rfc3339, unix, unix_ms or a Go time layout"}}},
 		{"null value that is not a scalar", with(add("      owner: {type: string, null_values: [[]]}")),
 			[]wantErr{{13, "resources.items.fields.owner.null_values.0", "must be a string, number or boolean"}}},
-		{"total_header on a dialect without totals", with(set(9, "    pagination: {dialect: cursor, has_more: has_more, total_header: X-Total-Count}")),
-			[]wantErr{{9, "resources.items.pagination.total_header", "only the link, offset, page, next_url, graphql and search_after dialects read a total"}}},
 		{"total and total_header both", with(set(9, "    pagination: {dialect: page, total: totalItems, total_header: X-Total-Count}")),
 			[]wantErr{{9, "resources.items.pagination.total_header", "set one of total"}}},
 		{"a field reading a sensitive field's value", with(add(

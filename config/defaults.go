@@ -101,6 +101,7 @@ func ResolvePagination(p PaginationConfig) PaginationConfig {
 		set(&p.ContinueParam, "continue")
 		set(&p.ContinuePath, "metadata.continue")
 		set(&p.ResourceVersion, "metadata.resourceVersion")
+		set(&p.Remaining, "metadata.remainingItemCount")
 		if p.Snapshot == nil {
 			// The continue token carries the snapshot; resourceVersion
 			// names it, and every page must name the same.

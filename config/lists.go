@@ -121,13 +121,6 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	if pg.Concurrency < 0 || pg.Concurrency > 32 {
 		l.add("must be between 1 and 32", at("pagination", "concurrency")...)
 	}
-	total := map[string]bool{DialectLink: true, DialectOffset: true, DialectPage: true, DialectNextURL: true, DialectGraphQL: true, DialectSearchAfter: true}
-	if pg.TotalHeader != "" && !total[pg.Dialect] {
-		l.add("only the link, offset, page, next_url, graphql and search_after dialects read a total", at("pagination", "total_header")...)
-	}
-	if pg.Total != "" && pg.Dialect != "" && !total[pg.Dialect] {
-		l.add("only the link, offset, page, next_url, graphql and search_after dialects read a total", at("pagination", "total")...)
-	}
 	if pg.TotalHeader != "" && pg.Total != "" {
 		l.add("set one of total (a body path, or none) or total_header", at("pagination", "total_header")...)
 	}

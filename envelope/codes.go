@@ -71,6 +71,9 @@ const (
 	// SearchMatchesUnverified: the scope holds an upstream search whose
 	// matches airlock cannot re-check.
 	SearchMatchesUnverified ReasonCode = "SEARCH_MATCHES_UNVERIFIED"
+	// SignalUnreadable: a page held a declared signal in a form that
+	// cannot be read.
+	SignalUnreadable ReasonCode = "SIGNAL_UNREADABLE"
 )
 
 // Warning codes.
@@ -219,12 +222,17 @@ var registry = []Code{
 		Recovery: "start a new scan; if the collection keeps changing, narrow the filter"},
 	{Code: string(ContractViolation), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "records broke the decision-field contract and were withheld",
-		Meaning:  "records whose decision fields broke the configured contract were withheld (field, rule, count, sample_id)",
+		Meaning:  "records whose decision fields broke the configured contract were withheld (field, rule, count, sample_id); rule duplicate_member is a record that names a member twice, read by neither value",
 		Recovery: "report the drift to the operator; do not act on the withheld part of the scope"},
 	{Code: string(EndNotProven), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "the upstream gave no proof that the list ended; records after the last page read may exist",
-		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, more_without_continuation, repeated_page, probe_failed, continuation_refused): the list may go on",
+		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, more_without_continuation, repeated_page, probe_failed, continuation_refused, batch_incomplete: a continuation object's list ended on an answer without its declared batch marker): the list may go on",
 		Recovery: "do not treat absence as proof; an operator should check the resource's pagination with airlock probe"},
+
+	{Code: string(SignalUnreadable), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
+		Message:  "a page held a declared signal in a form that cannot be read; what it would have said is unknown",
+		Meaning:  "a signal the configuration declares (the items, a cursor, a next URL, an end flag, a total, a count of pages, a remaining count, a snapshot, a point in time) was on a page in another form than it takes (a wrong type, an object where a string belongs, a value a header holds twice); member names it and page the source's page it was on: a signal that cannot be read is never taken for an absent one, and the list may go on or hold other records than counted",
+		Recovery: "do not treat absence or counts as proof; report the member to an operator, who can check the resource with airlock probe"},
 
 	{Code: string(SearchMatchesUnverified), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "the filter holds an upstream search whose matches airlock cannot re-check; what it did not return is not proven absent",

@@ -81,6 +81,11 @@ type Reason struct {
 	Filter string `json:"filter,omitempty"`
 	Sent   any    `json:"sent,omitempty"`
 	Seen   any    `json:"seen,omitempty"`
+	// Member and Page name a declared signal and the source's page it was
+	// on (SIGNAL_UNREADABLE; NO_SNAPSHOT when a declared snapshot was
+	// missing).
+	Member string `json:"member,omitempty"`
+	Page   *int   `json:"page,omitempty"`
 }
 
 // Warning is about trust, freshness or interpretation; it never makes an
@@ -96,6 +101,10 @@ type Warning struct {
 	// many records held them.
 	Values []string `json:"values,omitempty"`
 	Count  *int     `json:"count,omitempty"`
+	// Member and Page name a declared signal a page did not carry
+	// (NO_SNAPSHOT: the declared snapshot missing) and the page.
+	Member string `json:"member,omitempty"`
+	Page   *int   `json:"page,omitempty"`
 }
 
 // Continuation names the recovery route for an incomplete answer.

@@ -140,6 +140,32 @@ func reasonCases() []reasonCase {
 					t.Fatalf("want an upstream limit, got %+v", rs)
 				}
 			}},
+		{name: "signal unreadable, populated", code: envelope.SignalUnreadable, resource: res(fixtures.DialectCursorNext, ""),
+			setup: func(h *harness) {
+				h.api.SetCollection(fixtures.DatasetSubscriptions, small(100, everyThird))
+				h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{ObjectCursor: true})
+			},
+			args: pastDue(nil), cont: envelope.ContinueNone,
+			check: func(t *testing.T, r result) {
+				rs := r.reason(envelope.SignalUnreadable)
+				if rs.Member != "response_metadata.next_cursor" || rs.Page == nil || *rs.Page != 1 || r.data["total_relation"] != "gte" {
+					t.Fatalf("want the member and page 1 named and a lower bound; got %+v, %v", rs, r.data["total_relation"])
+				}
+				if src := r.env.Coverage.Sources[0]; src.End != envelope.EndUnproven || src.EndSignal != upstream.SignalUnreadable {
+					t.Fatalf("coverage must say the end is unproven: %+v", src)
+				}
+			}},
+		{name: "signal unreadable, empty first page", code: envelope.SignalUnreadable, resource: res(fixtures.DialectCursorNext, ""), empty: true,
+			setup: func(h *harness) {
+				h.api.SetCollection(fixtures.DatasetSubscriptions, small(100, everyThird))
+				h.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{ObjectCursor: true, EmptyFirstPage: true})
+			},
+			args: pastDue(nil), cont: envelope.ContinueNone,
+			check: func(t *testing.T, r result) {
+				if r.env.Coverage.TotalMatched != 0 || r.data["total_relation"] != "gte" {
+					t.Fatalf("an empty page beside an unreadable cursor must not count 0 as a total: %+v", r.env.Coverage)
+				}
+			}},
 		{name: "end not proven, populated", code: envelope.EndNotProven, resource: res(fixtures.DialectLink, ""),
 			setup: func(h *harness) {
 				h.api.SetCollection(fixtures.DatasetSubscriptions, small(100, everyThird))

@@ -404,10 +404,14 @@ func (p *prober) walk(ctx context.Context) {
 		return
 	}
 	var unproven, cut, short, changed, violated, conflict bool
-	var signal string
+	var signal, unreadable string
 	var limit int
 	for _, rs := range o.Reasons {
 		switch rs.Code {
+		case envelope.SignalUnreadable:
+			if unreadable == "" {
+				unreadable = fmt.Sprintf("%s on page %d", rs.Member, derefInt(rs.Page))
+			}
 		case envelope.EndNotProven:
 			unproven, signal = true, rs.Signal
 		case envelope.ResultLimitReached:
@@ -440,6 +444,11 @@ func (p *prober) walk(ctx context.Context) {
 		total, totalKnown = r.PageTotal(p.first, p.firstDoc)
 	}
 	switch {
+	case unreadable != "":
+		// Judged by the scan's own reader: a signal it cannot read is
+		// never taken for an absent one.
+		p.add("pagination.end", Wrong, what+", and the upstream's answer held a declared signal in a form that cannot be read ("+unreadable+")",
+			"point the declaration at a member of the form it takes (a cursor or a next URL is a string, a flag a boolean, a total an integer); a continuation that is an object is sent back whole only by the continue_object dialect")
 	case conflict:
 		p.add("pagination.end", Wrong, what+", and two of the upstream's signals contradict each other ("+signal+")", conflictHint(r, signal))
 	case unproven && o.Pages >= budget:
@@ -473,6 +482,9 @@ func (p *prober) walk(ctx context.Context) {
 		p.add("pagination.end", Unverifiable, what+" and did not reach the end within the probe's budget", "raise --max-requests or --page-size")
 	case changed:
 		p.add("pagination.end", Unverifiable, what+", and the list changed during the walk ("+signal+")", "probe again when the list is quiet")
+	case endSignal == "":
+		// No source reached an end the scan proved: nothing to call ok.
+		p.add("pagination.end", Unverifiable, what+", and no source's end was proven", "")
 	default:
 		p.walkEnd = true
 		p.add("pagination.end", OK, what+": the end was proven by "+endSignal, "")
@@ -540,4 +552,11 @@ func describeScanErr(err error) string {
 		return string(se.Problem.Code)
 	}
 	return err.Error()
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -34,7 +34,7 @@ func pagedAccounts(t *testing.T, n int) *httptest.Server {
 			return
 		}
 		q := r.URL.Query()
-		var sel []map[string]any
+		sel := []map[string]any{}
 		for _, a := range all {
 			if st, ok := q["status"]; ok && !hasString(st, a["status"].(string)) {
 				continue

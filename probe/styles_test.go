@@ -33,7 +33,7 @@ func styleRecord(i int) map[string]any {
 // and where the next page starts (-1: none).
 func window(from, size int) ([]map[string]any, int) {
 	size = max(size, 1)
-	var out []map[string]any
+	out := []map[string]any{}
 	for i := from; i < min(from+size, styleItems); i++ {
 		out = append(out, styleRecord(i))
 	}

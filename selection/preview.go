@@ -164,7 +164,11 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 	sum.ScanReasons = out.Reasons
 	sum.Warnings = out.Warnings
 	sum.Snapshot = out.Snapshot
-	sum.Consistency = r.Consistency()
+	sum.Consistency = out.Consistency
+	if sum.Consistency == "" {
+		// Named ids are read one by one, each on its own.
+		sum.Consistency = r.Consistency()
+	}
 	sum.Irreversible = append(append([]string(nil), a.Config.Irreversible...), req.Irreversible...)
 	sum.Coverage = &envelope.Coverage{Pages: out.Pages, ItemsScanned: out.ItemsScanned, TotalMatched: out.Matched,
 		TotalRelation: envelope.RelationEq, ElapsedMS: out.Elapsed.Milliseconds(), Sources: out.Sources}

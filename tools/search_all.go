@@ -335,6 +335,9 @@ func (d *Deps) deliver(r *upstream.Resource, fs *scancache.Scan, out upstream.Ou
 	if out.Snapshot != nil {
 		scope.Snapshot = out.Snapshot
 	}
+	if out.Consistency != "" {
+		scope.Consistency = out.Consistency
+	}
 	// Group counts come first (a counts-only call asked for nothing else);
 	// items take what is left of the response budget.
 	gb := r.Limits.ResponseBytes

@@ -3,7 +3,6 @@ package upstream
 import (
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -88,6 +87,14 @@ const (
 	// page was read: the source is partial, never complete.
 	SignalContinuationRefused = "continuation_refused"
 
+	// SignalUnreadable: the page holds a declared signal the end rests on
+	// (a cursor, a continue token, an end flag) in a form that cannot be
+	// read; SIGNAL_UNREADABLE names the member and the page.
+	SignalUnreadable = "signal_unreadable"
+	// SignalBatchIncomplete: a continuation object's list ended on an
+	// answer without the declared batch marker (batch_complete).
+	SignalBatchIncomplete = "batch_incomplete"
+
 	SignalNotSeen       = "next_signal_not_seen"
 	SignalMoreNoCursor  = "more_without_continuation"
 	SignalMoreOnEmpty   = "more_on_empty_page"
@@ -119,19 +126,25 @@ const (
 	// SignalPagesVsPage: records on a page past the upstream's page
 	// count.
 	SignalPagesVsPage = "total_pages_vs_page"
+	// SignalRemainingVsEnd: a page that ends the list says items remain
+	// after it (a declared remaining count above zero).
+	SignalRemainingVsEnd = "remaining_vs_end"
 )
 
 // conflictSignals are the end signals that name a contradiction rather
 // than a missing signal.
-var conflictSignals = map[string]bool{SignalFlagVsContinuation: true, SignalTotalVsPages: true, SignalPagesVsPage: true}
+var conflictSignals = map[string]bool{SignalFlagVsContinuation: true, SignalTotalVsPages: true, SignalPagesVsPage: true, SignalRemainingVsEnd: true}
 
 // page is one parsed response.
 type page struct {
 	items      []any
 	total      *int
 	totalPages *int
-	estimate   *int // continue: remainingItemCount (an estimate, per Kubernetes)
+	estimate   *int // a declared remaining count (an estimate, per Kubernetes)
 	snapshot   string
+	// noSnapshot: the page did not name the snapshot the list declares
+	// where it must (NO_SNAPSHOT).
+	noSnapshot bool
 	// boundary is the overlap item of an offset page (its first item, which
 	// must be the previous page's last item).
 	boundary    string
@@ -142,6 +155,20 @@ type page struct {
 	// upstreamErrors quotes errors the upstream reported beside the
 	// page's data (GraphQL): the page is read, the answer is partial.
 	upstreamErrors string
+	// doubts are the declared signals the page holds in a form that
+	// cannot be read (SIGNAL_UNREADABLE): the answer is partial, whatever
+	// the other signals say.
+	doubts []string
+}
+
+// doubt records a declared signal the page holds unreadable.
+func (pg *page) doubt(member string) {
+	for _, d := range pg.doubts {
+		if d == member {
+			return
+		}
+	}
+	pg.doubts = append(pg.doubts, member)
 }
 
 // proven, unknown and more set the page's end verdict. A dialect calls
@@ -212,20 +239,21 @@ func newDialect(p config.PaginationConfig, idPath string) dialect {
 }
 
 // endFlag reads the page's end flag: has_more (true: more follows) or
-// is_last (true: this is the last page). known is false when no flag is
-// declared or the page does not carry a boolean there.
-func endFlag(p config.PaginationConfig, doc any) (last, known bool) {
-	switch {
-	case p.IsLast != "":
-		v, _ := jsonvalue.Get(doc, p.IsLast)
-		b, ok := v.(bool)
-		return b, ok
-	case p.HasMore != "":
-		v, _ := jsonvalue.Get(doc, p.HasMore)
-		b, ok := v.(bool)
-		return !b, ok
+// is_last (true: this is the last page). st is the flag's state: a flag
+// the page holds unreadable is doubt on the page, and no flag.
+func endFlag(pg *page, p config.PaginationConfig, doc any) (last bool, st signalState) {
+	path := p.IsLast
+	if path == "" {
+		path = p.HasMore
 	}
-	return false, false
+	b, st := readFlag(doc, path)
+	if st == signalUnreadable {
+		pg.doubt(path)
+	}
+	if p.IsLast != "" {
+		return b, st
+	}
+	return !b, st
 }
 
 // flagSignal names how an end flag proved the end.
@@ -238,35 +266,51 @@ func flagSignal(p config.PaginationConfig) string {
 
 // readTotal reads the upstream's total from the configured header or body
 // path. Only a non-negative integer is a total: a negative (PocketBase's
-// skipTotal answers -1), null, missing or fractional one is unknown.
-func readTotal(p config.PaginationConfig, resp *Response, doc any) (int, bool) {
-	var v any
+// skipTotal answers -1) or null one is not counted, and a missing one
+// unknown; one of another form is unreadable, and bad names its member.
+func readTotal(p config.PaginationConfig, resp *Response, doc any) (n int, known bool, bad string) {
 	switch {
 	case p.TotalHeader != "":
 		if resp == nil {
-			return 0, false
+			return 0, false, ""
 		}
-		h := strings.TrimSpace(resp.Header.Get(p.TotalHeader))
-		n, err := strconv.Atoi(h)
-		return n, err == nil && n >= 0
+		n, counted, st := readHeaderCount(resp.Header, p.TotalHeader)
+		if st == signalUnreadable {
+			return 0, false, p.TotalHeader
+		}
+		return n, counted, ""
 	case p.Total != "" && p.Total != config.NoTotal:
-		x, ok := jsonvalue.Get(doc, p.Total)
-		if !ok {
-			return 0, false
+		n, counted, st := readCount(doc, p.Total)
+		switch st {
+		case signalUnreadable:
+			return 0, false, p.Total
+		case signalAbsent:
+			return 0, false, ""
 		}
 		if p.TotalRelation != "" {
 			// Elasticsearch's {"value": 10000, "relation": "gte"} is a
 			// bound, not a total.
-			if rel, _ := jsonvalue.Get(doc, p.TotalRelation); rel != "eq" {
-				return 0, false
+			rel, rst := readToken(doc, p.TotalRelation)
+			if rst == signalUnreadable {
+				return 0, false, p.TotalRelation
+			}
+			if rel != "eq" {
+				return 0, false, ""
 			}
 		}
-		v = x
-	default:
-		return 0, false
+		return n, counted, ""
 	}
-	n, ok := jsonvalue.Int(v)
-	return n, ok && n >= 0
+	return 0, false, ""
+}
+
+// total reads the page's total (see readTotal), recording an unreadable
+// one as doubt.
+func (pg *page) totalOf(p config.PaginationConfig, resp *Response, doc any) (int, bool) {
+	n, known, bad := readTotal(p, resp, doc)
+	if bad != "" {
+		pg.doubt(bad)
+	}
+	return n, known
 }
 
 // PageTotal reads a page's total as the resource's dialect does (a
@@ -274,19 +318,23 @@ func readTotal(p config.PaginationConfig, resp *Response, doc any) (int, bool) {
 func (r *Resource) PageTotal(resp *Response, doc any) (int, bool) {
 	if r.Pagination.Dialect == config.DialectGraphQL {
 		conn, _ := jsonvalue.Get(doc, "data."+r.Pagination.Connection)
-		return readTotal(r.Pagination, nil, conn)
+		n, known, _ := readTotal(r.Pagination, nil, conn)
+		return n, known
 	}
-	return readTotal(r.Pagination, resp, doc)
+	n, known, _ := readTotal(r.Pagination, resp, doc)
+	return n, known
 }
 
 // totalVerdict records the page's total and reports whether the items seen
-// so far reached it exactly on a page that was not full. Items beyond the
-// total make it untrusted. A total reached on a full page is not yet proof:
-// a total that lags the collection (a cached count) looks the same, so the
-// next page is read, and only an empty one ends the list. The same holds on
-// the first page (full is then true for any page with items): until a page
-// has shown the upstream's own page size, a short page may be one capped
-// below the size asked for.
+// so far reached it exactly on a page that was not full. Only the page's
+// own total proves an end: a page without one is never judged by another
+// page's. Items beyond the first page's total make it untrusted. A total
+// reached on a full page is not yet proof: a total that lags the
+// collection (a cached count) looks the same, so the next page is read,
+// and only an empty one ends the list. The same holds on the first page
+// (full is then true for any page with items): until a page has shown the
+// upstream's own page size, a short page may be one capped below the size
+// asked for.
 func totalVerdict(pg *page, total int, known bool, full bool) (reached bool) {
 	if known {
 		pg.total = &total
@@ -302,7 +350,7 @@ func totalVerdict(pg *page, total int, known bool, full bool) (reached bool) {
 		pg.next.TotalUntrusted = true
 		return false
 	}
-	return pg.next.Seen == *t && !full
+	return known && pg.next.Seen == total && !full
 }
 
 // newPage starts the verdict on a page of items read from the state st:
@@ -354,27 +402,38 @@ func (d cursorDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (page, error) {
+func (d cursorDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
-	last, flagged := endFlag(d.p, doc)
+	// A total (Stripe's total_count, etcd's count) proves no end here:
+	// the flag or the cursor does; it is compared with what was read.
+	total, known := pg.totalOf(d.p, resp, doc)
+	totalVerdict(&pg, total, known, true)
+	last, fst := endFlag(&pg, d.p, doc)
+	flagged := fst == signalRead
 	// A flag the upstream omits when false (proto3 JSON) reads as false;
 	// an absence then proves the end only as any absent signal does:
 	// once an earlier page carried the flag, or a probe showed it is sent.
-	omitted := !flagged && absentZero(d.p, doc, d.p.HasMore+d.p.IsLast)
+	omitted := fst == signalAbsent && absentZero(d.p, doc, d.p.HasMore+d.p.IsLast)
 	if omitted {
 		flagged, last = true, d.p.HasMore != ""
 	}
+	nc, nst := readToken(doc, d.p.NextCursor)
+	if nst == signalUnreadable {
+		pg.doubt(d.p.NextCursor)
+	}
 	if flagged && last {
-		if nc, _ := jsonvalue.Get(doc, d.p.NextCursor); d.p.NextCursor != "" && nc != nil && nc != "" {
+		if nc != "" {
 			// The flag says last, and the same page says how to go on:
 			// neither is believed.
 			pg.unknown(SignalFlagVsContinuation, false)
 			return pg, nil
 		}
 		switch {
+		case nst == signalUnreadable:
+			pg.unknown(SignalUnreadable, false)
 		case omitted && len(items) == 0 && absentZero(d.p, doc, d.itemsPath) && isEmptyObject(doc):
 			// Neither the items nor the flag nor anything else (etcd's
 			// header): an answer that omits every member shows nothing of
@@ -398,6 +457,10 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 			// More is promised, but there is no last id to continue from.
 			pg.unknown(SignalMoreOnEmpty, false)
 			return pg, nil
+		case len(items) == 0 && fst == signalUnreadable:
+			// No last id, and a flag that cannot be read.
+			pg.unknown(SignalUnreadable, false)
+			return pg, nil
 		case len(items) == 0:
 			pg.proven(SignalEmptyPage)
 			return pg, nil
@@ -406,7 +469,7 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 		if key.path == "" {
 			key.path = d.idPath
 		}
-		id, err := key.of(items[len(items)-1])
+		id, err := key.of(itemValue(items[len(items)-1]))
 		if err != nil {
 			return pg, err
 		}
@@ -416,18 +479,26 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 		}
 		return pg, nil
 	}
-	nc, present := jsonvalue.Get(doc, d.p.NextCursor)
-	s, _ := nc.(string)
 	switch {
-	case s != "":
-		pg.next.Cursor, pg.next.SignalSeen = s, true
+	case nc != "":
+		pg.next.Cursor, pg.next.SignalSeen = nc, true
+	case nst == signalUnreadable:
+		// The page says how to go on in a form airlock cannot read (an
+		// object where a cursor belongs: DynamoDB's LastEvaluatedKey):
+		// the list may go on, and an empty page proves nothing.
+		pg.unknown(SignalUnreadable, false)
 	case flagged:
 		// The flag says more follows, but there is nothing to continue
 		// with.
 		pg.unknown(SignalMoreNoCursor, false)
+	case fst == signalUnreadable:
+		// No cursor, and a flag that cannot be read: nothing says
+		// whether this is the end.
+		pg.unknown(SignalUnreadable, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
-	case present && (nc == nil || nc == ""):
+	case nst == signalRead:
+		// Present, and null or empty.
 		pg.proven(SignalNextCursorNone)
 	default:
 		pg.absent(st, SignalNextCursorNone)
@@ -436,12 +507,13 @@ func (d cursorDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 }
 
 func (d cursorDialect) more(_ *Response, doc any) bool {
-	if last, ok := endFlag(d.p, doc); ok && d.p.NextCursor == "" {
-		return !last
+	if d.p.NextCursor == "" {
+		var pg page
+		last, st := endFlag(&pg, d.p, doc)
+		return st == signalRead && !last
 	}
-	nc, _ := jsonvalue.Get(doc, d.p.NextCursor)
-	s, _ := nc.(string)
-	return s != ""
+	nc, st := readToken(doc, d.p.NextCursor)
+	return st == signalRead && nc != ""
 }
 
 func (cursorDialect) plan(pageState) []pageState { return nil }
@@ -458,7 +530,7 @@ func (d linkDialect) query(p *listParams, st pageState) *url.URL {
 
 func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg, full := newPage(d.p, st, items)
-	total, known := readTotal(d.p, resp, doc)
+	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	next := nextLink(resp.Header)
 	if next != "" {
@@ -585,7 +657,7 @@ func (d offsetDialect) parse(resp *Response, doc any, items []any, st pageState)
 			pg.hasBoundary = true
 			pg.boundary = ""
 		} else {
-			id, _ := jsonvalue.GetID(items[0], d.idPath)
+			id, _ := jsonvalue.GetID(itemValue(items[0]), d.idPath)
 			pg.boundary, pg.hasBoundary = id, true
 			pg.items = items[1:]
 		}
@@ -595,7 +667,7 @@ func (d offsetDialect) parse(resp *Response, doc any, items []any, st pageState)
 	full := fullPage(d.p, st, len(items))
 	pg.next.LastFull = len(items) >= d.p.PageSize
 	pg.next.MaxPage = max(st.MaxPage, len(items))
-	total, known := readTotal(d.p, resp, doc)
+	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	switch {
 	case len(pg.items) == 0:
@@ -648,14 +720,17 @@ func (d pageDialect) parse(resp *Response, doc any, items []any, st pageState) (
 	full := fullPage(d.p, st, len(items))
 	pg.next.LastFull = len(items) >= d.p.PageSize
 	pg.next.MaxPage = max(st.MaxPage, len(items))
-	total, known := readTotal(d.p, resp, doc)
+	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	if !reached && known && !st.Started && d.p.TotalExact && pg.next.Seen == total && len(items) < d.p.PageSize {
 		// The first page holds as many items as the declared exact total,
 		// and fewer than asked for: there is no page after it.
 		reached = true
 	}
-	pages, counted := readTotalPages(d.p, resp, doc)
+	pages, counted, bad := readTotalPages(d.p, resp, doc)
+	if bad != "" {
+		pg.doubt(bad)
+	}
 	if counted {
 		pg.totalPages = &pages
 		if pg.next.TotalPages == nil {
@@ -683,20 +758,27 @@ func (d pageDialect) parse(resp *Response, doc any, items []any, st pageState) (
 }
 
 // readTotalPages reads the page dialect's count of pages from the
-// configured header or body path: a non-negative integer, else unknown.
-func readTotalPages(p config.PaginationConfig, resp *Response, doc any) (int, bool) {
+// configured header or body path: a non-negative integer, else unknown;
+// bad names it when it is there in another form.
+func readTotalPages(p config.PaginationConfig, resp *Response, doc any) (n int, counted bool, bad string) {
 	switch {
 	case p.TotalPagesHeader != "":
 		if resp == nil {
-			return 0, false
+			return 0, false, ""
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get(p.TotalPagesHeader)))
-		return n, err == nil && n >= 0
+		n, counted, st := readHeaderCount(resp.Header, p.TotalPagesHeader)
+		if st == signalUnreadable {
+			return 0, false, p.TotalPagesHeader
+		}
+		return n, counted, ""
 	case p.TotalPages != "":
-		n, ok := intAt(doc, p.TotalPages)
-		return n, ok && n >= 0
+		n, counted, st := readCount(doc, p.TotalPages)
+		if st == signalUnreadable {
+			return 0, false, p.TotalPages
+		}
+		return n, counted, ""
 	}
-	return 0, false
+	return 0, false, ""
 }
 
 func (d pageDialect) more(*Response, any) bool { return false }
@@ -734,25 +816,26 @@ func (d continueDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d continueDialect) parse(_ *Response, doc any, items []any, st pageState) (page, error) {
+func (d continueDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
-	// The resourceVersion is read as the snapshot the list declares
-	// (Resource.afterParse).
-	if n, ok := intAt(doc, "metadata.remainingItemCount"); ok {
-		pg.estimate = &n
-	}
-	c, present := jsonvalue.Get(doc, d.p.ContinuePath)
-	s, _ := c.(string)
-	pg.next.Cursor = s
+	// The resourceVersion is read as the snapshot the list declares, and
+	// the remaining count as the list declares it (Resource.afterParse).
+	total, known := pg.totalOf(d.p, resp, doc)
+	totalVerdict(&pg, total, known, true)
+	c, cst := readToken(doc, d.p.ContinuePath)
+	pg.next.Cursor = c
 	switch {
-	case s != "":
+	case c != "":
 		pg.next.SignalSeen = true
+	case cst == signalUnreadable:
+		pg.doubt(d.p.ContinuePath)
+		pg.unknown(SignalUnreadable, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
-	case present:
+	case cst == signalRead:
 		pg.proven(SignalContinueNone)
 	default:
 		// Kubernetes omits an empty continue token: proof only once the
@@ -763,9 +846,8 @@ func (d continueDialect) parse(_ *Response, doc any, items []any, st pageState) 
 }
 
 func (d continueDialect) more(_ *Response, doc any) bool {
-	c, _ := jsonvalue.Get(doc, d.p.ContinuePath)
-	s, _ := c.(string)
-	return s != ""
+	c, st := readToken(doc, d.p.ContinuePath)
+	return st == signalRead && c != ""
 }
 
 func (continueDialect) plan(pageState) []pageState { return nil }

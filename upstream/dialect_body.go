@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"net/url"
-	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
@@ -29,18 +28,24 @@ func (d nextURLDialect) query(p *listParams, st pageState) *url.URL {
 
 func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg, full := newPage(d.p, st, items)
-	total, known := readTotal(d.p, resp, doc)
+	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
-	last, flagged := endFlag(d.p, doc)
-	raw, present := jsonvalue.Get(doc, d.p.Next)
-	next, _ := raw.(string)
-	next = strings.TrimSpace(next)
+	last, fst := endFlag(&pg, d.p, doc)
+	flagged := fst == signalRead
+	next, nst := readURL(doc, d.p.Next)
+	if nst == signalUnreadable {
+		pg.doubt(d.p.Next)
+	}
 	pg.next.NextURL = nil
 	if flagged && last {
 		if next != "" {
 			// The flag says last, and the same page names a next URL:
 			// neither is believed.
 			pg.unknown(SignalFlagVsContinuation, false)
+			return pg, nil
+		}
+		if nst == signalUnreadable {
+			pg.unknown(SignalUnreadable, false)
 			return pg, nil
 		}
 		pg.proven(SignalIsLast)
@@ -56,6 +61,10 @@ func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState
 	}
 	t := pg.next.Total
 	switch {
+	case nst == signalUnreadable, fst == signalUnreadable:
+		// The page says how to go on, or whether it is the last, in a
+		// form that cannot be read.
+		pg.unknown(SignalUnreadable, false)
 	case flagged:
 		// The flag says more follows, but there is no URL to follow.
 		pg.unknown(SignalMoreNoCursor, false)
@@ -63,11 +72,11 @@ func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState
 		pg.proven(SignalEmptyPage)
 	case reached:
 		pg.proven(SignalTotalReached)
-	case t != nil && !pg.next.TotalUntrusted && pg.next.Seen < *t:
+	case known && t != nil && !pg.next.TotalUntrusted && pg.next.Seen < *t:
 		// Fewer items than the upstream's own total, and no way on: the
 		// upstream stopped short (Scan.finishSource reports the cap).
 		pg.proven(SignalNextURLNone)
-	case present && (raw == nil || next == ""):
+	case nst == signalRead:
 		pg.proven(SignalNextURLNone)
 	default:
 		pg.absent(st, SignalNextURLNone)
@@ -76,9 +85,8 @@ func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState
 }
 
 func (d nextURLDialect) more(_ *Response, doc any) bool {
-	raw, _ := jsonvalue.Get(doc, d.p.Next)
-	s, _ := raw.(string)
-	return strings.TrimSpace(s) != ""
+	next, st := readURL(doc, d.p.Next)
+	return st == signalRead && next != ""
 }
 
 func (nextURLDialect) plan(pageState) []pageState { return nil }
@@ -105,17 +113,18 @@ func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageS
 	pg, full := newPage(d.p, st, items)
 	if pit := d.p.PIT; pit != nil {
 		if pit.Response != "" {
-			if id, _ := jsonvalue.Get(doc, pit.Response); id != nil {
-				if s, ok := id.(string); ok && s != "" {
-					pg.next.PIT = s
-				}
+			switch id, st := readToken(doc, pit.Response); {
+			case st == signalUnreadable:
+				pg.doubt(pit.Response)
+			case id != "":
+				pg.next.PIT = id
 			}
 		}
 		if !st.Started {
 			pg.snapshot = st.PIT
 		}
 	}
-	total, known := readTotal(d.p, resp, doc)
+	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	switch {
 	case len(items) == 0:
@@ -125,7 +134,7 @@ func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageS
 		pg.proven(SignalTotalReached)
 		return pg, nil
 	}
-	sv, ok := jsonvalue.Get(items[len(items)-1], d.p.SortValues)
+	sv, ok := jsonvalue.Get(itemValue(items[len(items)-1]), d.p.SortValues)
 	if !ok || sv == nil {
 		return pg, BadResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
 	}

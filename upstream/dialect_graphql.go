@@ -28,18 +28,25 @@ func (d graphqlDialect) query(p *listParams, st pageState) *url.URL {
 func (d graphqlDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg, full := newPage(d.p, st, items)
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
-	total, known := readTotal(d.p, nil, conn)
+	total, known := pg.totalOf(d.p, nil, conn)
 	reached := totalVerdict(&pg, total, known, full)
 	pg.upstreamErrors = GraphQLMessages(doc)
-	hn, _ := jsonvalue.Get(conn, d.p.HasMore)
-	hasNext, flagged := hn.(bool)
-	ec, _ := jsonvalue.Get(conn, d.p.NextCursor)
-	cursor, _ := ec.(string)
+	hasNext, fst := readFlag(conn, d.p.HasMore)
+	if fst == signalUnreadable {
+		pg.doubt("data." + d.p.Connection + "." + d.p.HasMore)
+	}
+	cursor, cst := readToken(conn, d.p.NextCursor)
+	if cst == signalUnreadable {
+		pg.doubt("data." + d.p.Connection + "." + d.p.NextCursor)
+	}
+	flagged := fst == signalRead
 	switch {
 	case flagged && !hasNext:
 		pg.proven(SignalHasNextFalse)
 	case flagged && cursor != "":
 		pg.next.Cursor, pg.next.SignalSeen = cursor, true
+	case flagged && cst == signalUnreadable, fst == signalUnreadable:
+		pg.unknown(SignalUnreadable, false)
 	case flagged:
 		pg.unknown(SignalMoreNoCursor, false)
 	case len(items) == 0:
@@ -55,8 +62,8 @@ func (d graphqlDialect) parse(resp *Response, doc any, items []any, st pageState
 
 func (d graphqlDialect) more(_ *Response, doc any) bool {
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
-	hn, _ := jsonvalue.Get(conn, d.p.HasMore)
-	return hn == true
+	hn, st := readFlag(conn, d.p.HasMore)
+	return st == signalRead && hn
 }
 
 func (graphqlDialect) plan(pageState) []pageState { return nil }

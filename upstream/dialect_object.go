@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -37,38 +38,38 @@ func (d objectDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d objectDialect) parse(_ *Response, doc any, items []any, st pageState) (page, error) {
+func (d objectDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
+	total, known := pg.totalOf(d.p, resp, doc)
+	totalVerdict(&pg, total, known, true)
 	pg.next.Cursor = ""
-	obj, present := jsonvalue.Get(doc, d.p.ContinuePath)
-	switch o := obj.(type) {
-	case map[string]any:
-		if len(o) > 0 {
-			for _, v := range o {
-				switch v.(type) {
-				case string, json.Number, bool:
-				default:
-					return pg, BadResponse("a member of the continuation object at %q is not a string, number or boolean", d.p.ContinuePath)
-				}
+	o, ost := readObject(doc, d.p.ContinuePath)
+	if len(o) > 0 {
+		for _, v := range o {
+			switch v.(type) {
+			case string, json.Number, bool:
+			default:
+				return pg, BadResponse("a member of the continuation object at %q is not a string, number or boolean", d.p.ContinuePath)
 			}
-			enc, err := jsonvalue.Canonical(o)
-			if err != nil {
-				return pg, BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
-			}
-			pg.next.Cursor, pg.next.SignalSeen = string(enc), true
-			return pg, nil
 		}
-	case nil:
-	default:
-		return pg, BadResponse("the continuation at %q is not an object", d.p.ContinuePath)
+		enc, err := jsonvalue.Canonical(o)
+		if err != nil {
+			return pg, BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
+		}
+		pg.next.Cursor, pg.next.SignalSeen = string(enc), true
+		return pg, nil
 	}
 	switch {
+	case ost == signalUnreadable:
+		// Not an object: how to go on cannot be read.
+		pg.doubt(d.p.ContinuePath)
+		pg.unknown(SignalUnreadable, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
-	case present:
+	case ost == signalRead:
 		// Present, and null or {}: the upstream says there is nothing to
 		// continue with.
 		pg.proven(SignalContinuationNone)
@@ -81,9 +82,8 @@ func (d objectDialect) parse(_ *Response, doc any, items []any, st pageState) (p
 }
 
 func (d objectDialect) more(_ *Response, doc any) bool {
-	o, _ := jsonvalue.Get(doc, d.p.ContinuePath)
-	m, ok := o.(map[string]any)
-	return ok && len(m) > 0
+	o, _ := readObject(doc, d.p.ContinuePath)
+	return len(o) > 0
 }
 
 func (objectDialect) plan(pageState) []pageState { return nil }
@@ -168,11 +168,20 @@ func (s *Scan) fetchBatch(ctx context.Context, src *sourceScan, st pageState) (p
 		if err := merged.add(pg.items, idPath); err != nil {
 			return pg, err
 		}
-		_, whole := jsonvalue.Get(pg.doc, s.r.Pagination.BatchComplete)
-		if whole || pg.next.Done || pg.next.Probe {
+		marker := present(pg.doc, s.r.Pagination.BatchComplete)
+		if marker == signalUnreadable {
+			pg.doubt(s.r.Pagination.BatchComplete)
+		}
+		if marker == signalRead || pg.next.Done || pg.next.Probe {
 			pg.items = merged.items
 			pg.next.Seen = st.Seen + len(merged.items)
 			pg.next.LastFull = len(merged.items) >= s.r.Pagination.PageSize
+			if marker != signalRead && !(pg.next.Done && pg.next.End == envelope.EndUnproven) {
+				// The list ends on an answer that does not say its batch
+				// is whole: the batch's items may be missing parts, and
+				// the list an answer.
+				pg.unknown(SignalBatchIncomplete, false)
+			}
 			return pg, nil
 		}
 		if n == maxBatchRequests {
@@ -201,9 +210,15 @@ func (b *batch) add(items []any, idPath string) error {
 	}
 	var dec itemDecoder
 	for _, raw := range items {
-		v, err := dec.item(raw)
+		v, dups, err := dec.item(raw)
 		if err != nil {
 			return err
+		}
+		if len(dups) > 0 {
+			// Ambiguous: left raw, for the scan to find its duplicates
+			// and withhold it, and never merged with another part.
+			b.items = append(b.items, raw)
+			continue
 		}
 		m, ok := v.(map[string]any)
 		id, hasID := jsonvalue.GetID(m, idPath)

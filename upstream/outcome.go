@@ -35,8 +35,11 @@ type Outcome struct {
 	Elapsed           time.Duration
 	Sources           []envelope.SourceCoverage
 	Snapshot          *string
-	UpstreamEstimate  *int
-	Groups            map[string][]Group
+	// Consistency is what the scan can claim of its pages' consistency:
+	// the dialect's, or none when the snapshot it declares was missing.
+	Consistency      string
+	UpstreamEstimate *int
+	Groups           map[string][]Group
 }
 
 // Outcome summarizes the scan so far.
@@ -55,6 +58,12 @@ func (s *Scan) Outcome() Outcome {
 		case srcDone:
 			cov.Status = envelope.SourceComplete
 			cov.End, cov.EndSignal = src.state.End, src.state.EndSignal
+			if src.state.End == envelope.EndUnproven && src.state.EndSignal == SignalUnreadable {
+				// The page's SIGNAL_UNREADABLE (a sticky reason) names the
+				// member and the page.
+				cov.Status, cov.Reason = envelope.SourcePartial, envelope.SignalUnreadable
+				break
+			}
 			if src.state.End == envelope.EndUnproven {
 				code := envelope.EndNotProven
 				if conflictSignals[src.state.EndSignal] {
@@ -182,11 +191,18 @@ func (s *Scan) Outcome() Outcome {
 		w.Count = envelope.Ptr(s.nullLikeCount)
 		o.Warnings = append(o.Warnings, w)
 	}
-	if s.pages > 1 && s.r.Consistency() != config.ConsistencySnapshot {
-		o.Warnings = append(o.Warnings, envelope.NewWarning(envelope.WarnNoSnapshot, s.r.Name))
-	}
-	if s.snapshot != "" {
-		o.Snapshot = envelope.Ptr(s.snapshot)
+	o.Consistency = s.r.Consistency()
+	if s.warnSeen[warnSnapshotMissing] {
+		// A page did not name the declared snapshot (NO_SNAPSHOT, with
+		// the member and the page, is among the warnings).
+		o.Consistency = config.ConsistencyNone
+	} else {
+		if s.pages > 1 && o.Consistency != config.ConsistencySnapshot {
+			o.Warnings = append(o.Warnings, envelope.NewWarning(envelope.WarnNoSnapshot, s.r.Name))
+		}
+		if s.snapshot != "" {
+			o.Snapshot = envelope.Ptr(s.snapshot)
+		}
 	}
 	if !o.ScanComplete && s.estimate != nil {
 		o.UpstreamEstimate = envelope.Ptr(*s.estimate)

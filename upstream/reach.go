@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -92,26 +93,61 @@ func (r *Resource) afterParse(resp *Response, doc any, st pageState, pg *page) {
 	// A next link built from the request's URL carries a query credential:
 	// the scan keeps (and may store) it without.
 	pg.next.NextURL = r.Upstream.WithoutCredential(pg.next.NextURL)
+	r.readSnapshot(doc, st, pg)
+	r.readRemaining(doc, pg)
+}
+
+// readSnapshot reads the snapshot the list declares (Kubernetes'
+// resourceVersion, etcd's header.revision). The scan's snapshot is the
+// first page's, never one a later page names: a first page without it
+// leaves the scan without one (NO_SNAPSHOT, consistency none). Where every
+// page must name it (no param sends it back), a later page without it is
+// NO_SNAPSHOT too, and one naming another is INCONSISTENT_SNAPSHOT (Scan
+// account).
+func (r *Resource) readSnapshot(doc any, st pageState, pg *page) {
 	sc := r.Pagination.Snapshot
 	if sc == nil {
 		return
 	}
-	v, ok := jsonvalue.Get(doc, sc.From)
-	if !ok || v == nil {
-		return
-	}
-	s := jsonvalue.String(v)
-	if s == "" {
-		return
-	}
-	if sc.Param != "" && st.Started {
+	v, vst := readToken(doc, sc.From)
+	switch {
+	case vst == signalUnreadable:
+		pg.doubt(sc.From)
+		pg.noSnapshot = true
+	case !st.Started && v != "":
+		pg.snapshot, pg.next.Snapshot = v, v
+	case !st.Started:
+		pg.noSnapshot = true
+	case sc.Param != "":
 		// A later page answers with the upstream's current value (etcd's
 		// header.revision), not the one it was asked to read at.
+	case v == "":
+		pg.noSnapshot = true
+	default:
+		pg.snapshot = v
+	}
+}
+
+// readRemaining reads how many items a page says follow it (Kubernetes'
+// remainingItemCount): an estimate of the list's size, and, beside an end,
+// a contradiction (remaining_vs_end).
+func (r *Resource) readRemaining(doc any, pg *page) {
+	path := r.Pagination.Remaining
+	if path == "" {
 		return
 	}
-	pg.snapshot = s
-	if pg.next.Snapshot == "" {
-		pg.next.Snapshot = s
+	n, counted, st := readCount(doc, path)
+	switch {
+	case st == signalUnreadable:
+		pg.doubt(path)
+	case counted:
+		pg.estimate = &n
+		ends := (pg.next.Done && pg.next.End == envelope.EndProven) || pg.next.Probe
+		if n > 0 && ends {
+			// The page ends the list, and says more follow: neither is
+			// believed.
+			pg.unknown(SignalRemainingVsEnd, false)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,17 +100,20 @@ func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pag
 func (r *Resource) decodeList(resp *Response, st pageState, o listOptions) (any, []any, error) {
 	if !o.probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
 		// A scan's page: its items are decoded one at a time as the scan
-		// reads them; the dialect reads the first and the last now.
-		doc, items, ok, err := decodeListBody(resp, r.Config.List.Items)
+		// reads them.
+		doc, items, found, err := decodeListBody(resp, r.Config.List.Items)
 		if err != nil {
 			return nil, nil, err
 		}
-		if ok {
-			if err := decodeEnds(items); err != nil {
-				return nil, nil, err
-			}
+		if found {
 			return doc, items, nil
 		}
+		// No array where the items belong: itemsOf says what is there.
+		items, err = r.itemsOf(doc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return doc, items, nil
 	}
 	doc, err := DecodeJSONBody(resp, true)
 	if err != nil {
@@ -138,8 +140,14 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)
 	items, isArr := raw.([]any)
 	if !ok || !isArr {
-		if (ok && raw == nil) || (!ok && r.Pagination.EmptyWithoutItems) || absentZero(r.Pagination, doc, r.Config.List.Items) {
+		if !ok && (r.Pagination.EmptyWithoutItems || absentZero(r.Pagination, doc, r.Config.List.Items)) {
+			// Absent, where the configuration says what absence means.
 			return []any{}, nil
+		}
+		if ok && raw == nil {
+			// null is not a list: read as an empty page, it would end
+			// the list beside a cursor that says it goes on.
+			return nil, BadResponse("the items at %q are null, not an array", r.Config.List.Items)
 		}
 		return nil, BadResponse("items are not an array at %q", r.Config.List.Items)
 	}
@@ -230,21 +238,17 @@ func sameContinuation(a, b pageState) bool {
 	return a.Cursor == b.Cursor && a.Offset == b.Offset && a.Page == b.Page && a.NextURL == nil && b.NextURL == nil
 }
 
-// DecodeJSONBody decodes a JSON response body, numbers as json.Number. A
-// content type other than JSON and, when checkError is set, a body that is
-// an error object behind a 2xx are refused with their own kinds.
+// DecodeJSONBody decodes a JSON response body once, strictly (numbers as
+// json.Number, a member named twice a bad response naming it). A content
+// type other than JSON and, when checkError is set, a body that is an
+// error object behind a 2xx are refused with their own kinds.
 func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 	if err := checkContentType(resp); err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(resp.Body))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, BadResponse("the body is not valid JSON")
-	}
-	if dec.More() {
-		return nil, BadResponse("the body has data after the JSON document")
+	doc, err := decodeBody(resp.Body)
+	if err != nil {
+		return nil, err
 	}
 	if checkError {
 		if err := errorInSuccessError(doc); err != nil {
@@ -297,8 +301,8 @@ func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, e
 	if rerr != nil {
 		return false
 	}
-	now, known := readTotal(s.r.Pagination, resp, doc)
-	pages, counted := readTotalPages(s.r.Pagination, resp, doc)
+	now, known, _ := readTotal(s.r.Pagination, resp, doc)
+	pages, counted, _ := readTotalPages(s.r.Pagination, resp, doc)
 	shrank := (known && st.Total != nil && now < *st.Total) || (counted && st.TotalPages != nil && pages < *st.TotalPages)
 	if shrank {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_changed")

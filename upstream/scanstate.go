@@ -346,13 +346,16 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte, sealer StateSealer) (
 		s.groups[k], s.groupVals[k] = g.Count, v
 	}
 	for _, rs := range st.Sticky {
-		s.stickySeen[stickyKey(rs.Code, rs.Source, rs.Signal)] = true
+		s.stickySeen[stickyKeyOf(rs)] = true
 	}
 	for _, c := range st.Conflicts {
 		s.conflicts[c.Filter] = &conflict{sent: c.Sent, seen: c.Seen, sample: c.Sample, count: c.Count}
 	}
 	for _, w := range st.Warnings {
 		s.warnSeen[string(w.Code)] = true
+		if w.Code == envelope.WarnNoSnapshot && w.Member != "" {
+			s.warnSeen[warnSnapshotMissing] = true
+		}
 	}
 	for _, v := range st.Violations {
 		s.violations[v.Field+"/"+v.Rule] = &violation{field: v.Field, rule: v.Rule, sample: v.Sample, count: v.Count}
