@@ -25,6 +25,9 @@ func TestCAP_ODataExpressionsAndServerDrivenPaging(t *testing.T) {
 	truth := c.Accounts(t)
 	t.Run("upstream_facts", func(t *testing.T) { checkCAPFacts(t, c, truth) })
 	al := startAirlock(t, "cap.yaml", c.URL, nil)
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "SAP CAP", config: "cap.yaml", base: c.URL, resource: "accounts", filter: map[string]any{"status": "archived"}})
+	})
 	status := func(vs ...any) func(upstreams.Record) bool { return valueIn("status", vs...) }
 	cases := []upstreamCase{
 		{name: "every_account", resource: "accounts", correct: true},

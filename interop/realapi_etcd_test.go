@@ -26,6 +26,9 @@ func TestEtcd_RangesAtOneRevisionAndConditionalWrites(t *testing.T) {
 	t.Run("upstream_facts", func(t *testing.T) { checkEtcdFacts(t, e) })
 	truth := e.Records(t, "")
 	al := startAirlock(t, "etcd.yaml", e.URL, nil)
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "etcd", config: "etcd.yaml", base: e.URL, resource: "keys", pageSize: 25})
+	})
 	value := func(vs ...any) func(upstreams.Record) bool { return valueIn("value", vs...) }
 	cases := []upstreamCase{
 		{name: "every_key", resource: "keys", correct: true},

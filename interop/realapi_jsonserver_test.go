@@ -18,6 +18,10 @@ func TestJSONServer_CompleteOnlyWithTheUpstreamsExactRecords(t *testing.T) {
 	js := upstreams.StartJSONServer(t)
 	truth := js.Accounts(t)
 	al := startAirlock(t, "json-server.yaml", js.URL, nil)
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "json-server", config: "json-server.yaml", base: js.URL, resource: "accounts",
+			filter: map[string]any{"status": "disabled"}, pageSize: 40})
+	})
 	t.Run("upstream_pages_with_links_only_when_asked_for_a_page", func(t *testing.T) {
 		checkJSONServerFacts(t, js, truth)
 	})

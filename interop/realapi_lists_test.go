@@ -100,6 +100,10 @@ func TestDRF_EveryListStyleCompleteOnlyWithTheServersRecords(t *testing.T) {
 	d := upstreams.StartDRF(t)
 	truth := d.Accounts(t)
 	al := startAirlock(t, "drf.yaml", d.URL, nil)
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "Django REST Framework", config: "drf.yaml", base: d.URL, resource: "accounts", filter: map[string]any{"status": "archived"}, pageSize: 40})
+		checkEvidence(t, evidenceCase{upstream: "Django REST Framework (cursor)", config: "drf.yaml", base: d.URL, resource: "accounts_cursor", filter: map[string]any{"status": "archived"}, pageSize: 40})
+	})
 	for _, resource := range []string{"accounts", "accounts_offset", "accounts_cursor"} {
 		for _, c := range listCases(resource, true) {
 			t.Run(resource+"/"+c.name, func(t *testing.T) { runCase(t, al, c, truth, "id", "status") })
@@ -135,6 +139,9 @@ func TestPostGraphile_ConnectionsCompleteOnlyWithTheServersRecords(t *testing.T)
 	pg := upstreams.StartPostGraphile(t)
 	truth := pg.Accounts(t)
 	al := startAirlock(t, "postgraphile.yaml", pg.URL, nil)
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "PostGraphile", config: "postgraphile.yaml", base: pg.URL, resource: "accounts", filter: map[string]any{"status": "archived"}, pageSize: 40})
+	})
 	for _, c := range listCases("accounts", true) {
 		t.Run(c.name, func(t *testing.T) { runCase(t, al, c, truth, "id", "status") })
 	}

@@ -17,6 +17,10 @@ func TestPocketBase_CompleteOnlyWithTheUpstreamsExactRecords(t *testing.T) {
 	pb := upstreams.StartPocketBase(t)
 	truth := pb.Accounts(t)
 	al := startAirlock(t, "pocketbase.yaml", pb.URL, map[string]string{"POCKETBASE_TOKEN": pb.Token})
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "PocketBase", config: "pocketbase.yaml", base: pb.URL, env: map[string]string{"POCKETBASE_TOKEN": pb.Token},
+			resource: "accounts", filter: map[string]any{"status": "archived"}, pageSize: 40})
+	})
 	t.Run("upstream_skips_its_total_and_caps_its_pages", func(t *testing.T) {
 		checkPocketBaseFacts(t, pb, truth)
 	})

@@ -21,6 +21,9 @@ func TestRegistry_CompleteOnlyWithTheCatalogsExactNames(t *testing.T) {
 		truth = append(truth, upstreams.Record{"id": name})
 	}
 	al := startAirlock(t, "registry.yaml", reg.URL, nil)
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "docker-registry", config: "registry.yaml", base: reg.URL, resource: "repositories", pageSize: 10})
+	})
 	t.Run("upstream_pages_with_relative_links_and_refuses_large_pages", func(t *testing.T) {
 		checkRegistryFacts(t, reg)
 	})
