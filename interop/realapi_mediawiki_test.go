@@ -32,7 +32,7 @@ func TestMediaWiki_ContinuationsSearchesAndLoggedInEdits(t *testing.T) {
 	al := startAirlock(t, "mediawiki.yaml", m.URL, env)
 	t.Run("evidence_mutation", func(t *testing.T) {
 		checkEvidence(t, evidenceCase{upstream: "MediaWiki", config: "mediawiki.yaml", base: m.URL, env: env, resource: "pages", pageSize: 40})
-		checkEvidence(t, evidenceCase{upstream: "MediaWiki (batches)", config: "mediawiki.yaml", base: m.URL, env: env, resource: "alpha_members", pageSize: 20})
+		checkEvidence(t, evidenceCase{upstream: "MediaWiki (batches)", config: "mediawiki.yaml", base: m.URL, env: env, resource: "alpha_members"})
 	})
 	truth := m.Pages(t)
 	t.Logf("MediaWiki %s: %d pages in namespaces 0, 2 and 4", m.Version, len(truth))

@@ -327,6 +327,12 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 			if rapid.Bool().Draw(rt, "capped") {
 				fl.MaxPageSize = rapid.IntRange(minPage, 25).Draw(rt, "max_page_size")
 			}
+			// Pages of one item are all whole: a list that leaves its signal
+			// off the last one, or empties it, cannot be told from one a
+			// signal was dropped from, and a page of one cannot be asked
+			// for again smaller.
+			wholeOnes := (pageSize == 1 || fl.MaxPageSize == 1) && map[string]bool{fixtures.DialectCursorNext: true, fixtures.DialectContinue: true,
+				fixtures.DialectContinueObject: true, fixtures.DialectKeyRange: true, fixtures.DialectLink: true, fixtures.DialectNextURL: true}[fl.Dialect]
 			var pagination []string
 			switch fl.Dialect {
 			case fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectLink, fixtures.DialectNextURL:
@@ -375,6 +381,7 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 				// explicit lie.
 				fl.NoNextSignal, honest = false, honestBefore && !fl.IgnorePage
 			}
+			honest = honest && !wholeOnes
 			if rapid.IntRange(0, 4).Draw(rt, "expire") == 0 {
 				fl.ExpireAfter, honest = rapid.IntRange(1, 4).Draw(rt, "expire_after"), false
 				if fl.Dialect == fixtures.DialectGraphQL {

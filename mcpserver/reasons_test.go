@@ -173,11 +173,13 @@ func reasonCases() []reasonCase {
 			},
 			args: pastDue(nil), cont: envelope.ContinueNone,
 			check: func(t *testing.T, r result) {
+				// A whole first page without a Link header, asked for again
+				// one item smaller, still without one.
 				rs := r.reason(envelope.EndNotProven)
-				if rs.Signal != upstream.SignalNotSeen || len(r.ids()) == 0 || r.data["total_relation"] != "gte" {
-					t.Fatalf("want items from the first page, a lower bound and signal %s; got %+v, %d items, %v", upstream.SignalNotSeen, rs, len(r.ids()), r.data["total_relation"])
+				if rs.Signal != upstream.SignalMissingOnFull || len(r.ids()) == 0 || r.data["total_relation"] != "gte" {
+					t.Fatalf("want items from the first page, a lower bound and signal %s; got %+v, %d items, %v", upstream.SignalMissingOnFull, rs, len(r.ids()), r.data["total_relation"])
 				}
-				if src := r.env.Coverage.Sources[0]; src.End != envelope.EndUnproven || src.EndSignal != upstream.SignalNotSeen {
+				if src := r.env.Coverage.Sources[0]; src.End != envelope.EndUnproven || src.EndSignal != upstream.SignalMissingOnFull {
 					t.Fatalf("coverage must say the end is unproven: %+v", src)
 				}
 			}},

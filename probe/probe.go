@@ -351,10 +351,9 @@ func (p *prober) walkPageSize(firstItems int) int {
 		return p.opts.PageSize
 	}
 	pg := p.r.Pagination
-	minSize := 1
-	if pg.Dialect == config.DialectOffset {
-		minSize = 2
-	}
+	// At least two: a walk at page size 1 has no short page, and a list
+	// that ends on a whole page without saying so must be asked for again.
+	minSize := 2
 	budget := max(p.left()/2, 3)
 	total := -1
 	if p.first != nil {
@@ -364,12 +363,19 @@ func (p *prober) walkPageSize(firstItems int) int {
 	}
 	switch {
 	case total >= 0:
-		size := (total + budget - 3) / max(budget-2, 1)
-		return min(pg.PageSize, max(size, minSize, 1))
+		size := min(pg.PageSize, max((total+budget-3)/max(budget-2, 1), minSize))
+		// A size the total is no multiple of ends the walk on a short
+		// page, which proves its end by itself.
+		for s := size; s <= min(pg.PageSize, size+8); s++ {
+			if total%s != 0 {
+				return s
+			}
+		}
+		return size
 	case firstItems < pg.PageSize:
-		return max(minSize, (firstItems+2)/3)
+		return min(pg.PageSize, max(minSize, (firstItems+2)/3))
 	}
-	return max(minSize, pg.PageSize/2)
+	return min(pg.PageSize, max(minSize, pg.PageSize/2))
 }
 
 // collector keeps the walk's items by id.

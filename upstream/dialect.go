@@ -50,6 +50,11 @@ type pageState struct {
 	// Probe is set when the end is unknown and one request can settle it
 	// (see Scan.probe).
 	Probe bool
+	// Recheck, with Probe, is the request of a whole page that came
+	// without the "more follows" signal: the probe asks for it again one
+	// item smaller (see Scan.recheck). RecheckItems is how many it held.
+	Recheck      *pageState
+	RecheckItems int
 }
 
 // End signals: how a source's end was proven, or why it was not.
@@ -66,6 +71,10 @@ const (
 	// SignalVerified suffixes an absence that proved the end because a
 	// probe showed the upstream sends the signal when more follows.
 	SignalVerified = "_verified"
+	// SignalRechecked suffixes an absence on a whole page that proved the
+	// end because the page asked for again one item smaller said more
+	// follows: the upstream sends the signal from that place.
+	SignalRechecked = "_rechecked"
 
 	// SignalIsLast: an end flag that says "last" (is_last) was true.
 	SignalIsLast = "is_last_true"
@@ -94,6 +103,11 @@ const (
 	// SignalBatchIncomplete: a continuation object's list ended on an
 	// answer without the declared batch marker (batch_complete).
 	SignalBatchIncomplete = "batch_incomplete"
+
+	// SignalMissingOnFull: a whole page without the "more follows" signal
+	// that earlier pages carried (or that the upstream sends): the signal
+	// may have been dropped, and the list may go on.
+	SignalMissingOnFull = "next_signal_missing"
 
 	SignalNotSeen       = "next_signal_not_seen"
 	SignalMoreNoCursor  = "more_without_continuation"
@@ -187,14 +201,59 @@ func (pg *page) unknown(signal string, probe bool) {
 	pg.next.Done, pg.next.End, pg.next.EndSignal, pg.next.Probe = true, envelope.EndUnproven, signal, false
 }
 
-// absent is the verdict on a page without the dialect's "more follows"
-// signal: proven when an earlier page carried it, else settled by a probe.
-func (pg *page) absent(st pageState, signal string) {
-	if st.SignalSeen {
+// absent is the verdict on a page of n items without the dialect's "more
+// follows" signal: on a short page, proven when an earlier page carried
+// it, else settled by a probe. A whole page without it proves nothing by
+// itself: a signal dropped from one page looks the same as a list that
+// ended on a full page. Its own request asked for again one item smaller
+// settles it (Scan.recheck), where the request can be made smaller: a
+// cursor's, or a next URL that names the page size; else the end is
+// unproven (next_signal_missing).
+func (pg *page) absent(p config.PaginationConfig, st pageState, signal string, n int) {
+	switch {
+	case !shortPage(p, st, n) && resizable(p, st):
+		pg.unknown(signal, true)
+		rc := st
+		rc.Recheck = nil
+		pg.next.Recheck, pg.next.RecheckItems = &rc, n
+	case !shortPage(p, st, n):
+		pg.unknown(SignalMissingOnFull, false)
+	case st.SignalSeen:
+		pg.proven(signal)
+	default:
+		pg.unknown(signal, true)
+	}
+}
+
+// none is the verdict on a page of n items whose continuation (a cursor, a
+// continue token, a next URL or link, a continuation object) is there and
+// says there is none: the end, on a short page. On a whole page it is
+// rechecked as an absent one is (absent): one answer whose continuation
+// was emptied looks the same as a list that ended on a full page.
+func (pg *page) none(p config.PaginationConfig, st pageState, signal string, n int) {
+	if shortPage(p, st, n) {
 		pg.proven(signal)
 		return
 	}
-	pg.unknown(signal, true)
+	st.SignalSeen = true
+	pg.absent(p, st, signal, n)
+}
+
+// resizable reports whether the request of the page st points at can be
+// sent with another page size: a cursor's or a first page's, or a next
+// URL that names the page size.
+func resizable(p config.PaginationConfig, st pageState) bool {
+	if st.NextURL == nil {
+		return true
+	}
+	return p.PageSizeParam != "" && st.NextURL.Query().Has(p.PageSizeParam)
+}
+
+// shortPage reports whether a page of n items holds fewer than were asked
+// for and fewer than the upstream has served on one page: a page the list
+// may end on without saying so.
+func shortPage(p config.PaginationConfig, st pageState, n int) bool {
+	return n < p.PageSize && (st.MaxPage == 0 || n < st.MaxPage)
 }
 
 // dialect builds page requests and parses page responses.
@@ -407,6 +466,7 @@ func (d cursorDialect) parse(resp *Response, doc any, items []any, st pageState)
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
 	// A total (Stripe's total_count, etcd's count) proves no end here:
 	// the flag or the cursor does; it is compared with what was read.
 	total, known := pg.totalOf(d.p, resp, doc)
@@ -438,11 +498,11 @@ func (d cursorDialect) parse(resp *Response, doc any, items []any, st pageState)
 			// Neither the items nor the flag nor anything else (etcd's
 			// header): an answer that omits every member shows nothing of
 			// a list, and proves the end only as any absent signal does.
-			pg.absent(st, SignalEmptyPage)
+			pg.absent(d.p, st, SignalEmptyPage, 0)
 		case omitted && len(items) == 0:
 			pg.proven(SignalEmptyPage)
 		case omitted:
-			pg.absent(st, SignalHasMoreAbsentFalse)
+			pg.absent(d.p, st, SignalHasMoreAbsentFalse, len(items))
 		default:
 			pg.proven(flagSignal(d.p))
 		}
@@ -499,9 +559,9 @@ func (d cursorDialect) parse(resp *Response, doc any, items []any, st pageState)
 		pg.proven(SignalEmptyPage)
 	case nst == signalRead:
 		// Present, and null or empty.
-		pg.proven(SignalNextCursorNone)
+		pg.none(d.p, st, SignalNextCursorNone, len(items))
 	default:
-		pg.absent(st, SignalNextCursorNone)
+		pg.absent(d.p, st, SignalNextCursorNone, len(items))
 	}
 	return pg, nil
 }
@@ -532,7 +592,7 @@ func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (
 	pg, full := newPage(d.p, st, items)
 	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
-	next := nextLink(resp.Header)
+	next, lst := readNextLink(resp.Header)
 	if next != "" {
 		u, err := url.Parse(next)
 		if err != nil {
@@ -542,38 +602,65 @@ func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (
 		return pg, nil
 	}
 	pg.next.NextURL = nil
-	t := pg.next.Total
 	switch {
+	case lst == signalUnreadable:
+		// A Link header that cannot be read says nothing of the end.
+		pg.doubt("Link")
+		pg.unknown(SignalUnreadable, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
 	case reached:
 		pg.proven(SignalTotalReached)
-	case t != nil && !pg.next.TotalUntrusted && pg.next.Seen < *t:
+	case known && !pg.next.TotalUntrusted && pg.next.Seen < total:
 		// Fewer items than the upstream's own total, and no way on: the
 		// upstream stopped short (Scan.finishSource reports the cap).
 		pg.proven(SignalNoNextLink)
+	case lst == signalRead:
+		// Links, and none of them next (json-server's and GitHub's last
+		// page names first, prev and last): the upstream says so.
+		pg.none(d.p, st, SignalNoNextLink, len(items))
 	default:
-		pg.absent(st, SignalNoNextLink)
+		pg.absent(d.p, st, SignalNoNextLink, len(items))
 	}
 	return pg, nil
 }
 
-func (linkDialect) more(resp *Response, _ any) bool { return nextLink(resp.Header) != "" }
+func (linkDialect) more(resp *Response, _ any) bool {
+	next, st := readNextLink(resp.Header)
+	return st == signalRead && next != ""
+}
 
 func (linkDialect) plan(pageState) []pageState { return nil }
 
-// nextLink returns the rel="next" target of an RFC 8288 Link header.
+// nextLink returns the rel="next" target of an RFC 8288 Link header, ""
+// when there is none or it cannot be read (see readNextLink).
 func nextLink(h http.Header) string {
+	next, _ := readNextLink(h)
+	return next
+}
+
+// readNextLink reads the rel="next" target of an RFC 8288 Link header, in
+// the three states of any signal: absent (no Link header), read (links,
+// with one next target or none: a last page's first, prev and last), or
+// unreadable (a value that holds no link, or two next targets that differ).
+func readNextLink(h http.Header) (string, signalState) {
+	var next string
+	st := signalAbsent
 	for _, v := range h.Values("Link") {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		links := 0
 		for _, part := range splitOutside(v, ',') {
 			part = strings.TrimSpace(part)
-			if !strings.HasPrefix(part, "<") {
+			if part == "" {
 				continue
 			}
 			end := strings.IndexByte(part, '>')
-			if end < 0 {
-				continue
+			if !strings.HasPrefix(part, "<") || end < 0 {
+				return "", signalUnreadable
 			}
+			links++
 			target := part[1:end]
 			for _, p := range splitOutside(part[end+1:], ';') {
 				k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
@@ -581,14 +668,23 @@ func nextLink(h http.Header) string {
 					continue
 				}
 				for _, rel := range strings.Fields(strings.Trim(strings.TrimSpace(val), `"`)) {
-					if strings.EqualFold(rel, "next") {
-						return target
+					if !strings.EqualFold(rel, "next") {
+						continue
 					}
+					if next != "" && next != target {
+						// Two ways on: neither is read.
+						return "", signalUnreadable
+					}
+					next = target
 				}
 			}
 		}
+		if links == 0 {
+			return "", signalUnreadable
+		}
+		st = signalRead
 	}
-	return ""
+	return next, st
 }
 
 // splitOutside splits v on sep where sep is neither inside <...> nor inside
@@ -821,6 +917,7 @@ func (d continueDialect) parse(resp *Response, doc any, items []any, st pageStat
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
 	// The resourceVersion is read as the snapshot the list declares, and
 	// the remaining count as the list declares it (Resource.afterParse).
 	total, known := pg.totalOf(d.p, resp, doc)
@@ -836,11 +933,11 @@ func (d continueDialect) parse(resp *Response, doc any, items []any, st pageStat
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
 	case cst == signalRead:
-		pg.proven(SignalContinueNone)
+		pg.none(d.p, st, SignalContinueNone, len(items))
 	default:
 		// Kubernetes omits an empty continue token: proof only once the
 		// token was seen on this scan or a probe showed it is sent.
-		pg.absent(st, SignalContinueNone)
+		pg.absent(d.p, st, SignalContinueNone, len(items))
 	}
 	return pg, nil
 }

@@ -77,9 +77,9 @@ func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState
 		// upstream stopped short (Scan.finishSource reports the cap).
 		pg.proven(SignalNextURLNone)
 	case nst == signalRead:
-		pg.proven(SignalNextURLNone)
+		pg.none(d.p, st, SignalNextURLNone, len(items))
 	default:
-		pg.absent(st, SignalNextURLNone)
+		pg.absent(d.p, st, SignalNextURLNone, len(items))
 	}
 	return pg, nil
 }

@@ -55,7 +55,7 @@ func (d graphqlDialect) parse(resp *Response, doc any, items []any, st pageState
 		pg.proven(SignalTotalReached)
 	default:
 		// The page carries no hasNextPage: the query does not select it.
-		pg.absent(st, SignalHasNextFalse)
+		pg.absent(d.p, st, SignalHasNextFalse, len(items))
 	}
 	return pg, nil
 }

@@ -43,6 +43,7 @@ func (d objectDialect) parse(resp *Response, doc any, items []any, st pageState)
 	pg.next.Started = true
 	pg.next.Seen += len(items)
 	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
 	total, known := pg.totalOf(d.p, resp, doc)
 	totalVerdict(&pg, total, known, true)
 	pg.next.Cursor = ""
@@ -72,11 +73,11 @@ func (d objectDialect) parse(resp *Response, doc any, items []any, st pageState)
 	case ost == signalRead:
 		// Present, and null or {}: the upstream says there is nothing to
 		// continue with.
-		pg.proven(SignalContinuationNone)
+		pg.none(d.p, st, SignalContinuationNone, len(items))
 	default:
 		// MediaWiki leaves continue out on the last page: proof only once
 		// the object was seen on this scan or a probe showed it is sent.
-		pg.absent(st, SignalContinuationNone)
+		pg.absent(d.p, st, SignalContinuationNone, len(items))
 	}
 	return pg, nil
 }

@@ -96,6 +96,11 @@ func addPrefix(srv *fixtures.Server, dataset string, n int) string {
 	return alias
 }
 
+// stringEnd are the fixture's dialects whose last page says it is the last
+// by a continuation that is missing or empty, not by a flag or a total.
+var stringEnd = map[string]bool{fixtures.DialectContinue: true, fixtures.DialectCursorNext: true, fixtures.DialectLink: true,
+	fixtures.DialectContinueObject: true, fixtures.DialectNextURL: true}
+
 func TestEveryDialect_ScansWholeCollection(t *testing.T) {
 	type variant struct {
 		pageSize, concurrency int
@@ -149,6 +154,17 @@ func TestEveryDialect_ScansWholeCollection(t *testing.T) {
 							t.Fatalf("scan: %v", err)
 						}
 						checkSameSet(t, sink.ids, want)
+						if stringEnd[dialect] && v.pageSize == 1 && v.records > 0 {
+							// A last page of one item is whole: a continuation
+							// missing or emptied there (Kubernetes leaves the
+							// token off its last chunk) looks the same as one
+							// dropped from a page, and a page of one cannot be
+							// asked for again one item smaller.
+							if src := endOf(t, out); out.ScanComplete || src.EndSignal != SignalMissingOnFull {
+								t.Errorf("outcome: complete=%v end %s/%s, want END_NOT_PROVEN %s", out.ScanComplete, src.End, src.EndSignal, SignalMissingOnFull)
+							}
+							return
+						}
 						if !out.ScanComplete || len(out.Reasons) > 0 {
 							t.Errorf("outcome: complete=%v reasons=%+v, want complete", out.ScanComplete, out.Reasons)
 						}

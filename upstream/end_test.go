@@ -65,7 +65,10 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 		{"next cursor omitted on the last page after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 25, 10, "", want{true, SignalNextCursorNone, ""}},
 		{"next cursor on a single short page, verified by a probe", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 5, 10, "", want{true, SignalNextCursorNone + SignalVerified, ""}},
 		{"link without next after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 25, 10, "", want{true, SignalNoNextLink, ""}},
-		{"link on a full last page after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 30, 10, "", want{true, SignalNoNextLink, ""}},
+		{"link on a full last page after links, naming others than next, rechecked", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 30, 10, "", want{true, SignalNoNextLink + SignalRechecked, ""}},
+		// A whole page without the signal earlier pages carried: asked for
+		// again one item smaller, the upstream says more follows.
+		{"link on a full last page after links, without a Link header, rechecked", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoLastLinks: true}, 30, 10, "", want{true, SignalNoNextLink + SignalRechecked, ""}},
 		{"link with X-Total-Count reached on a single page, verified", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 5, 10, "total_header: X-Total-Count", want{true, SignalNoNextLink + SignalVerified, ""}},
 		{"link with X-Total-Count reached after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, SignalTotalReached, ""}},
 		{"page whose first short page reaches a lagging total, the upstream capping pages", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 1, Total: "low"}, 2, 2, "", want{false, SignalEmptyPage, envelope.ConflictingEvidence}},
@@ -73,7 +76,8 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 		{"page total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectPage}, 25, 10, "", want{true, SignalTotalReached, ""}},
 		{"page total in a header", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, SignalTotalReached, ""}},
 		{"continue omitted after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 25, 10, "", want{true, SignalContinueNone, ""}},
-		{"continue on one exactly full page, verified", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 10, 10, "", want{true, SignalContinueNone + SignalVerified, ""}},
+		{"continue on one exactly full page, rechecked one item smaller", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 10, 10, "", want{true, SignalContinueNone + SignalRechecked, ""}},
+		{"continue on an exactly full last page, rechecked one item smaller", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 30, 10, "", want{true, SignalContinueNone + SignalRechecked, ""}},
 		{"empty list", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 0, 10, "", want{true, SignalEmptyPage, ""}},
 
 		// Totals that are not totals: page on to the dialect's own end.
@@ -93,10 +97,10 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 		{"page size capped, next cursor", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, MaxPageSize: 4}, 25, 10, "", want{true, SignalNextCursorNone, ""}},
 
 		// No "more follows" signal at all: a full page is not an end.
-		{"link without any Link header (json-server without _page)", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true, IgnorePage: true}, 25, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
+		{"link without any Link header (json-server without _page)", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true, IgnorePage: true}, 25, 10, "", want{false, SignalMissingOnFull, envelope.EndNotProven}},
 		{"link without Link on a short single page, unverifiable", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true}, 5, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
-		{"next cursor never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, NoNextSignal: true}, 25, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
-		{"continue never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue, NoNextSignal: true}, 25, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
+		{"next cursor never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, NoNextSignal: true}, 25, 10, "", want{false, SignalMissingOnFull, envelope.EndNotProven}},
+		{"continue never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue, NoNextSignal: true}, 25, 10, "", want{false, SignalMissingOnFull, envelope.EndNotProven}},
 
 		// The page position is ignored: every page repeats the first.
 		{"page parameter ignored, total unknown", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, IgnorePage: true, Total: "negative"}, 25, 10, "", want{false, SignalRepeatedPage, envelope.EndNotProven}},

@@ -144,6 +144,14 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 		if !r.Upstream.SameOrigin(base, u) {
 			return Request{}, BadResponse("the continuation points at another host; it was not followed")
 		}
+		if q := u.Query(); o.pageSize > 0 && r.Pagination.PageSizeParam != "" && q.Has(r.Pagination.PageSizeParam) {
+			// A next URL asked for at another size (a recheck): the size
+			// it names is replaced, nothing else.
+			q.Set(r.Pagination.PageSizeParam, strconv.Itoa(o.pageSize))
+			c := *u
+			c.RawQuery = q.Encode()
+			u = &c
+		}
 		req.URL = u
 		return req, nil
 	}

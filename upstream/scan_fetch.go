@@ -48,7 +48,7 @@ func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error)
 	}
 	s.r.afterParse(resp, doc, st, &pg)
 	pg.doc = doc
-	if !pg.next.Done && sameContinuation(st, pg.next) {
+	if !pg.next.Done && !pg.next.Probe && sameContinuation(st, pg.next) {
 		return pg, BadResponse("the upstream returned the same continuation twice")
 	}
 	if err := s.r.checkContinuation(pg.next); err != nil {
@@ -174,6 +174,12 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 // Otherwise the end stays unproven. It returns false when the source
 // stopped (budget, deadline, a failure).
 func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
+	s.mu.Lock()
+	rc := src.state.Recheck
+	s.mu.Unlock()
+	if rc != nil {
+		return s.recheck(ctx, src)
+	}
 	key := src.cfg.Name
 	if _, ok := s.r.endVerified.Load(key); ok {
 		s.settleProbe(src, true)
@@ -211,6 +217,76 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 		s.r.endVerified.Store(key, true)
 	}
 	s.settleProbe(src, more)
+	return true
+}
+
+// recheck settles a whole page that came without the "more follows"
+// signal: the list may have ended on a full page (Kubernetes omits the
+// last chunk's continue token), or the upstream dropped the signal from
+// one page. The page's own request is sent again one item smaller: the
+// upstream then holds one item back, and an answer of exactly that many
+// items that says more follows shows it sends the signal from that place
+// when more follows; the whole page without it proves the end
+// (…_rechecked). Anything else (the size ignored, no signal, a refusal)
+// proves nothing (next_signal_missing). Asking one item larger instead
+// would prove nothing on an upstream that caps its pages at the size the
+// page had. It returns false when the source stopped (budget, deadline, a
+// failure).
+func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
+	s.mu.Lock()
+	st := src.state
+	s.mu.Unlock()
+	unproven := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		p := &src.state
+		p.Probe, p.Recheck, p.Done, p.End, p.EndSignal = false, nil, true, envelope.EndUnproven, SignalMissingOnFull
+		return true
+	}
+	if st.RecheckItems < 2 {
+		// A page of one item cannot be asked for smaller, and asked for
+		// larger it proves nothing where the upstream caps its pages at
+		// one.
+		return unproven()
+	}
+	if ctx.Err() != nil {
+		s.stopForContext(ctx, src)
+		return false
+	}
+	if s.takePages(1) == 0 {
+		s.setStatus(src, srcCutPages)
+		return false
+	}
+	o := s.listOptions(false)
+	o.pageSize = st.RecheckItems - 1
+	resp, err := s.r.sendList(ctx, src.cfg, *st.Recheck, o)
+	var doc any
+	var items []any
+	if err == nil {
+		doc, items, err = s.r.decodeList(resp, *st.Recheck, o)
+	}
+	s.mu.Lock()
+	s.pages++
+	src.pages++
+	s.mu.Unlock()
+	var he *HTTPError
+	switch {
+	case err == nil:
+	case errors.As(err, &he) && (he.Kind != FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500), isTokenError(err):
+		s.fail(ctx, src, err) // transient: the next Run rechecks again
+		return false
+	default:
+		// Refused or garbled: nothing is proven.
+		return unproven()
+	}
+	if len(items) != st.RecheckItems-1 || !s.r.dialect.more(resp, doc) {
+		return unproven()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &src.state
+	p.Probe, p.Recheck, p.Done = false, nil, true
+	p.End, p.EndSignal = envelope.EndProven, p.EndSignal+SignalRechecked
 	return true
 }
 

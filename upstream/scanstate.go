@@ -166,6 +166,10 @@ type savedPage struct {
 	End            string `json:"end,omitempty"`
 	EndSignal      string `json:"end_signal,omitempty"`
 	Probe          bool   `json:"probe,omitempty"`
+	// Recheck is the request of a whole page to ask for again (see
+	// pageState), RecheckItems what it held.
+	Recheck      *savedPage `json:"recheck,omitempty"`
+	RecheckItems int        `json:"recheck_items,omitempty"`
 }
 
 // savePage stores a page state, its continuation sealed.
@@ -176,8 +180,15 @@ func savePage(st pageState, sealer StateSealer) (savedPage, error) {
 	}
 	ps := savedPage{Offset: st.Offset, Page: st.Page, Total: st.Total, Pages: st.TotalPages, Seen: st.Seen, TotalUntrusted: st.TotalUntrusted,
 		SignalSeen: st.SignalSeen, LastFull: st.LastFull, MaxPage: st.MaxPage, Started: st.Started, Done: st.Done, End: st.End,
-		EndSignal: st.EndSignal, Probe: st.Probe}
+		EndSignal: st.EndSignal, Probe: st.Probe, RecheckItems: st.RecheckItems}
 	var err error
+	if st.Recheck != nil {
+		rc, err := savePage(*st.Recheck, sealer)
+		if err != nil {
+			return ps, err
+		}
+		ps.Recheck = &rc
+	}
 	ps.Sealed, err = c.seal(sealer)
 	return ps, err
 }
@@ -191,7 +202,15 @@ func (ps savedPage) state(sealer StateSealer) (pageState, error) {
 	}
 	st := pageState{Cursor: c.Cursor, Offset: ps.Offset, Page: ps.Page, Snapshot: c.Snapshot, PIT: c.PIT, Total: ps.Total,
 		TotalPages: ps.Pages, LastID: c.LastID, Seen: ps.Seen, TotalUntrusted: ps.TotalUntrusted, SignalSeen: ps.SignalSeen,
-		LastFull: ps.LastFull, MaxPage: ps.MaxPage, Started: ps.Started, Done: ps.Done, End: ps.End, EndSignal: ps.EndSignal, Probe: ps.Probe}
+		LastFull: ps.LastFull, MaxPage: ps.MaxPage, Started: ps.Started, Done: ps.Done, End: ps.End, EndSignal: ps.EndSignal, Probe: ps.Probe,
+		RecheckItems: ps.RecheckItems}
+	if ps.Recheck != nil {
+		rc, err := ps.Recheck.state(sealer)
+		if err != nil {
+			return st, err
+		}
+		st.Recheck = &rc
+	}
 	if c.NextURL != "" {
 		u, err := url.Parse(c.NextURL)
 		if err != nil {

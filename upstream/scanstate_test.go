@@ -46,7 +46,7 @@ func (k xorSealer) Open(sealed, label string) ([]byte, error) {
 func TestScanState_SealsTheUpstreamsContinuations(t *testing.T) {
 	s := &scripted{fn: func(n int, r *http.Request, _ map[string]any) (int, any) {
 		if r.URL.Query().Get("cursor") == "" {
-			return 200, map[string]any{"results": []any{map[string]any{"id": "a"}}, "next": "/things?cursor=c2VjcmV0LWN1cnNvcg%3D%3D"}
+			return 200, map[string]any{"results": []any{map[string]any{"id": "a"}, map[string]any{"id": "a2"}}, "next": "/things?cursor=c2VjcmV0LWN1cnNvcg%3D%3D"}
 		}
 		return 200, map[string]any{"results": []any{map[string]any{"id": "b"}}, "next": nil}
 	}}
@@ -82,7 +82,7 @@ func TestScanState_SealsTheUpstreamsContinuations(t *testing.T) {
 	if err := resumed.Run(context.Background(), Budget{MaxPages: 10, PagesLimitSource: "caller", Deadline: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if !resumed.Outcome().ScanComplete || strings.Join(sink.ids, ",") != "a,b" || !strings.Contains(s.urls[len(s.urls)-1], "cursor=c2VjcmV0LWN1cnNvcg%3D%3D") {
+	if !resumed.Outcome().ScanComplete || strings.Join(sink.ids, ",") != "a,a2,b" || !strings.Contains(s.urls[len(s.urls)-1], "cursor=c2VjcmV0LWN1cnNvcg%3D%3D") {
 		t.Fatalf("ids %v, requests %v", sink.ids, s.urls)
 	}
 }
@@ -104,9 +104,13 @@ func TestSavedPage_KeepsEveryMemberOfThePageState(t *testing.T) {
 		case reflect.Bool:
 			f.SetBool(true)
 		case reflect.Pointer:
-			if f.Type() == reflect.TypeFor[*url.URL]() {
+			switch f.Type() {
+			case reflect.TypeFor[*url.URL]():
 				f.Set(reflect.ValueOf(&url.URL{Scheme: "https", Host: "api.example.com", Path: "/items", RawQuery: "page=2"}))
-			} else {
+			case reflect.TypeFor[*pageState]():
+				// The request to recheck: a state of its own.
+				f.Set(reflect.ValueOf(&pageState{Cursor: "recheck", Offset: 40, Started: true, Snapshot: "rv-9"}))
+			default:
 				n := i + 100
 				f.Set(reflect.ValueOf(&n))
 			}

@@ -338,3 +338,45 @@ func TestTotalInTheCursorDialect_IsComparedWithWhatWasRead(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalDroppedFromAFullPage_IsNeverTheEnd: a whole page without the
+// continue token the earlier pages carried is asked for again one item
+// smaller; an upstream that then answers the same page (the signal was
+// dropped, not the list ended) leaves the end unproven.
+func TestSignalDroppedFromAFullPage_IsNeverTheEnd(t *testing.T) {
+	s := &paged{param: "continue", pages: map[string]pagedPage{
+		"":   {body: `{"metadata":{"resourceVersion":"9","continue":"c2"},"items":` + records("a", "b") + `}`},
+		"c2": {body: `{"metadata":{"resourceVersion":"9"},"items":` + records("c", "d") + `}`},
+		"c3": {body: `{"metadata":{"resourceVersion":"9"},"items":` + records("e") + `}`},
+	}}
+	r := pagedResource(t, s, "dialect: continue, page_size: 2", "items", "")
+	_, out, err := scanAll(t, r, nil, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := endOf(t, out)
+	if out.ScanComplete || src.EndSignal != SignalMissingOnFull {
+		t.Fatalf("complete %v, end %s/%s; want END_NOT_PROVEN next_signal_missing", out.ScanComplete, src.End, src.EndSignal)
+	}
+	if n := len(s.asked); n != 3 {
+		t.Errorf("%d requests (%q), want the two pages and one recheck", n, s.asked)
+	}
+}
+
+// TestFullPageBehindANextLinkWithoutItsSize_IsNeverTheEnd: a whole page
+// without a Link header, reached by a next link that does not name the
+// page size, cannot be asked for again smaller: the end stays unproven.
+func TestFullPageBehindANextLinkWithoutItsSize_IsNeverTheEnd(t *testing.T) {
+	s := &paged{param: "page", pages: map[string]pagedPage{
+		"":  {body: records("a", "b"), header: http.Header{"Link": {`</items?page=2>; rel="next"`}}},
+		"2": {body: records("c", "d")},
+	}}
+	r := pagedResource(t, s, "dialect: link, page_size: 2", ".", "")
+	_, out, err := scanAll(t, r, nil, Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := endOf(t, out); out.ScanComplete || src.EndSignal != SignalMissingOnFull {
+		t.Fatalf("complete %v, end %s/%s; want END_NOT_PROVEN next_signal_missing", out.ScanComplete, src.End, src.EndSignal)
+	}
+}
