@@ -51,6 +51,10 @@ type UpstreamConfig struct {
 	// default: a space is %20) or form (a space is +, as HTML forms
 	// write it). A list may say otherwise (list.query_encoding).
 	QueryEncoding string `yaml:"query_encoding"`
+	// MaxRetryAfter bounds the wait airlock takes from the upstream (a
+	// Retry-After, a rate limit reset): a longer one is read as this
+	// (upstream.DefaultMaxRetryAfter when zero).
+	MaxRetryAfter time.Duration `yaml:"max_retry_after"`
 }
 
 // Query encodings (upstreams.NAME.query_encoding, list.query_encoding).

@@ -88,6 +88,7 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 	if u.RateLimit.PerSecond < 0 || u.RateLimit.Burst < 0 {
 		l.add("must not be negative", at("rate_limit")...)
 	}
+	validateWaits(l, u, at)
 	if u.Concurrency < 0 || u.Concurrency > 64 {
 		l.add("must be between 1 and 64", at("concurrency")...)
 	}
@@ -95,6 +96,20 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 		if strings.EqualFold(h, "authorization") || strings.EqualFold(h, "cookie") {
 			l.add("credentials belong in credential, not in headers", at("headers")...)
 		}
+	}
+}
+
+// The range of max_retry_after: no shorter than the wait airlock names
+// itself for a failure that names none (10 s), no longer than a day.
+const (
+	minMaxRetryAfter = 10 * time.Second
+	maxMaxRetryAfter = 24 * time.Hour
+)
+
+// validateWaits checks the bound on the upstream's waits.
+func validateWaits(l *errList, u *UpstreamConfig, at func(string) []string) {
+	if d := u.MaxRetryAfter; d != 0 && (d < minMaxRetryAfter || d > maxMaxRetryAfter || d%time.Second != 0) {
+		l.add("must be whole seconds between 10s and 24h", at("max_retry_after")...)
 	}
 }
 

@@ -120,6 +120,9 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	st := he.Status
 	var p *envelope.Problem
 	switch {
+	case he.RateLimited():
+		// Retryable after the wait airlock keeps.
+		p = envelope.NewProblem(envelope.ProblemUpstreamRateLimited, "")
 	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
 		errs, undeclared := fieldErrors(he.Body, mapField)
 		detail := fmt.Sprintf("The upstream answered %d: it rejected values airlock sent.", st)
@@ -136,8 +139,6 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		p = envelope.NewProblem(envelope.ProblemUpstreamNotFound, "")
 	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
 		p = envelope.NewProblem(envelope.ProblemUpstreamConflict, fmt.Sprintf("The upstream answered %d: the target changed since it was read.", st))
-	case st == http.StatusTooManyRequests:
-		p = envelope.NewProblem(envelope.ProblemUpstreamRateLimited, "")
 	case st == http.StatusServiceUnavailable:
 		p = envelope.NewProblem(envelope.ProblemUpstreamUnavailable, "")
 	case st >= 500:
@@ -146,7 +147,7 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, fmt.Sprintf("The upstream answered %d, a status airlock does not expect here.", st))
 	}
 	if he.RetryAfter > 0 {
-		p.SetRetryAfter(int((he.RetryAfter + 999_999_999) / 1_000_000_000))
+		p.SetRetryAfter(WaitSeconds(he.RetryAfter))
 	}
 	if !he.Local {
 		p.UpstreamMessage = UpstreamMessage(he.Header, he.Body)
