@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -106,10 +107,26 @@ const (
 	maxMaxRetryAfter = 24 * time.Hour
 )
 
-// validateWaits checks the bound on the upstream's waits.
+// validateWaits checks the bound on the upstream's waits and its throttling
+// declarations.
 func validateWaits(l *errList, u *UpstreamConfig, at func(string) []string) {
 	if d := u.MaxRetryAfter; d != 0 && (d < minMaxRetryAfter || d > maxMaxRetryAfter || d%time.Second != 0) {
 		l.add("must be whole seconds between 10s and 24h", at("max_retry_after")...)
+	}
+	for i, t := range u.Throttling {
+		p := append(at("throttling"), strconv.Itoa(i))
+		switch {
+		case t.Status == http.StatusTooManyRequests:
+			l.add("429 is always a rate limit; declare other statuses", append(p, "status")...)
+		case t.Status < 400 || t.Status > 599:
+			l.add("required: an error status (400 to 599)", append(p, "status")...)
+		}
+		switch {
+		case t.Member != "" && t.Match == "":
+			l.add("required with member: the text the member's value ends with", append(p, "match")...)
+		case t.Member == "" && t.Match != "":
+			l.add("match needs member: the body member whose value it matches", append(p, "match")...)
+		}
 	}
 }
 

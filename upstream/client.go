@@ -52,8 +52,10 @@ type Client struct {
 	queryEncoding string
 
 	// maxRetryAfter bounds every wait taken from the upstream
-	// (max_retry_after).
+	// (max_retry_after); throttling declares which error answers besides
+	// 429 are rate limits.
 	maxRetryAfter time.Duration
+	throttling    []config.ThrottlingConfig
 
 	coolMu    sync.Mutex
 	coolUntil time.Time
@@ -98,6 +100,9 @@ type HTTPError struct {
 	// Local is true when airlock answered without calling the upstream
 	// (it is cooling down after a rate limit).
 	Local bool
+	// Throttled is true when the answer is a rate limit that is not a
+	// 429: one of the upstream's throttling declarations matched it.
+	Throttled bool
 	// StaleToken is set on a 401 to a request sent with an OAuth access
 	// token: the token was dropped and the next request gets a new one.
 	// Renewed says the request was repeated with a token obtained just
@@ -123,9 +128,10 @@ func (e *HTTPError) Error() string {
 }
 
 // RateLimited reports whether the failure is the upstream rate-limiting
-// airlock (a 429), or airlock refraining from calling it after one.
+// airlock (a 429, or an answer its throttling declarations match), or
+// airlock refraining from calling it after one.
 func (e *HTTPError) RateLimited() bool {
-	return e.Kind == FailStatus && e.Status == http.StatusTooManyRequests
+	return e.Kind == FailStatus && (e.Status == http.StatusTooManyRequests || e.Throttled)
 }
 
 type ctxKey int
@@ -165,7 +171,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 	c := &Client{
 		Name: name, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
-		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
+		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg),
 	}
 	if c.reqIDHeader == "" {
 		c.reqIDHeader = DefaultRequestIDHeader
@@ -499,8 +505,9 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		he := &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
 			RetryAfter: c.retryAfter(resp.Header), Attempts: attempts, Sent: true}
-		if he.RateLimited() {
+		if c.throttled(he.Status, b) {
 			// What the agent is told to wait is what airlock keeps.
+			he.Throttled = he.Status != http.StatusTooManyRequests
 			he.RetryAfter = c.coolDown(he.RetryAfter)
 		}
 		return out, he
@@ -597,7 +604,11 @@ func (c *Client) retryPolicy(ctx context.Context, resp *http.Response, err error
 		}
 		return remaining > c.http.RetryWaitMax, nil
 	}
-	switch resp.StatusCode {
+	status := resp.StatusCode
+	if c.declaresThrottling(status) && c.throttled(status, c.peekBody(resp)) {
+		status = http.StatusTooManyRequests
+	}
+	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		wait := c.retryAfter(resp.Header)
 		if wait == 0 {

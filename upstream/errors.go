@@ -121,7 +121,8 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	var p *envelope.Problem
 	switch {
 	case he.RateLimited():
-		// Retryable after the wait airlock keeps.
+		// A 429, or an answer the upstream declares a rate limit (a 400
+		// naming its throttling): retryable after the wait airlock keeps.
 		p = envelope.NewProblem(envelope.ProblemUpstreamRateLimited, "")
 	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
 		errs, undeclared := fieldErrors(he.Body, mapField)

@@ -1,11 +1,17 @@
 package upstream
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // DefaultMaxRetryAfter is the longest wait airlock takes from an upstream
@@ -24,14 +30,14 @@ const defaultRateLimitWait = 5 * time.Second
 // wait at all.
 const maxWait = time.Duration(math.MaxInt64)
 
-// ParseRetryAfter reads one Retry-After value (RFC 9110, section 10.2.3):
+// parseRetryAfter reads one Retry-After value (RFC 9110, section 10.2.3):
 // delta-seconds of any length, or an HTTP-date in any of the three forms
 // RFC 9110 section 5.6.7 admits (IMF-fixdate, RFC 850, asctime), dated
 // against now. ok is false when the value is neither (empty, negative,
 // fractional, a word): no signal. Seconds too many to hold are a very
 // long wait (maxWait), never no signal; a date in the past is a wait of
 // zero.
-func ParseRetryAfter(v string, now time.Time) (wait time.Duration, ok bool) {
+func parseRetryAfter(v string, now time.Time) (wait time.Duration, ok bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false
@@ -61,7 +67,7 @@ func allDigits(s string) bool {
 }
 
 // RetryAfter reads how long the upstream asked to wait: Retry-After (see
-// ParseRetryAfter), else GitHub-style x-ratelimit-reset (epoch seconds)
+// parseRetryAfter), else GitHub-style x-ratelimit-reset (epoch seconds)
 // when x-ratelimit-remaining is 0. It returns zero when there is no such
 // signal, and otherwise a whole number of seconds, at least one (rounded
 // up), unbounded: a client bounds it by its upstream's max_retry_after.
@@ -69,7 +75,7 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	if h == nil {
 		return 0
 	}
-	if d, ok := ParseRetryAfter(h.Get("Retry-After"), now); ok {
+	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
 		return wholeSeconds(d)
 	}
 	if h.Get("X-RateLimit-Remaining") == "0" {
@@ -115,4 +121,64 @@ func WaitSeconds(d time.Duration) int {
 // none.
 func (c *Client) retryAfter(h http.Header) time.Duration {
 	return min(RetryAfter(h, c.clock.Now()), c.maxRetryAfter)
+}
+
+// throttled reports whether an error answer is a rate limit: a 429, or an
+// answer one of the upstream's throttling declarations matches (its status,
+// and the body member's value ending with the declared text).
+func (c *Client) throttled(status int, body []byte) bool {
+	if status == http.StatusTooManyRequests {
+		return true
+	}
+	var doc any
+	decoded := false
+	for _, t := range c.throttling {
+		if t.Status != status {
+			continue
+		}
+		if t.Member == "" {
+			return true
+		}
+		if !decoded {
+			decoded = true
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.UseNumber()
+			if dec.Decode(&doc) != nil {
+				return false
+			}
+		}
+		if v, ok := jsonvalue.Get(doc, t.Member); ok {
+			if s, ok := v.(string); ok && strings.HasSuffix(s, t.Match) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// declaresThrottling reports whether some throttling declaration names
+// status (a 429 needs none).
+func (c *Client) declaresThrottling(status int) bool {
+	for _, t := range c.throttling {
+		if t.Status == status {
+			return true
+		}
+	}
+	return false
+}
+
+// peekBody reads an answer's body, up to the size bound, for the retry
+// policy, and puts it back for the caller to read again.
+func (c *Client) peekBody(resp *http.Response) []byte {
+	b, _ := readBody(resp, c.maxBody)
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+	return b
+}
+
+// throttlingRules copies an upstream's throttling declarations.
+func throttlingRules(cfg *config.UpstreamConfig) []config.ThrottlingConfig {
+	return append([]config.ThrottlingConfig(nil), cfg.Throttling...)
 }

@@ -45,9 +45,9 @@ func TestParseRetryAfter_ReadsSecondsOfAnyLengthAndEveryDateForm(t *testing.T) {
 		{"Sun, 30 Nov 2026 12:01:30", 0, false},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			got, ok := ParseRetryAfter(tc.value, now)
+			got, ok := parseRetryAfter(tc.value, now)
 			if got != tc.want || ok != tc.ok {
-				t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tc.value, got, ok, tc.want, tc.ok)
+				t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.value, got, ok, tc.want, tc.ok)
 			}
 		})
 	}
@@ -160,6 +160,140 @@ func TestRateLimit_TheWaitToldIsTheWaitKept(t *testing.T) {
 				t.Fatalf("after the told wait: %v, %d requests; want the upstream's answer", err, len(rec.requests()))
 			}
 		})
+	}
+}
+
+// TestUnavailable_AnAbsurdWaitIsToldCapped: a 503 asking for 31 years is
+// reported (not slept, not retried) with max_retry_after as its wait: the
+// wait the memory of failed calls then keeps for the identical call.
+func TestUnavailable_AnAbsurdWaitIsToldCapped(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{respond: statusThen(http.Header{"Retry-After": {"999999999"}}, http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusServiceUnavailable)}
+	ts := startRecorder(t, rec)
+	c := newTestClient(t, ts.URL, "retries: 2\nmax_retry_after: 10m", Options{})
+	_, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, ts.URL+"/items"), Idempotent: true})
+	p := ProblemFor(err, nil)
+	if p.Code != envelope.ProblemUpstreamUnavailable || p.RetryAfterSeconds == nil || *p.RetryAfterSeconds != 600 || len(rec.requests()) != 1 {
+		t.Fatalf("problem %s told %q after %d request(s); want UPSTREAM_UNAVAILABLE telling 600 s after one", p.Code, p.NextAction, len(rec.requests()))
+	}
+}
+
+// dynamoDBThrottling is DynamoDB's throttle declared: its 400 whose
+// __type names ProvisionedThroughputExceededException.
+const dynamoDBThrottling = "throttling:\n  - {status: 400, member: __type, match: ProvisionedThroughputExceededException}"
+
+// dynamoDBThrottle answers as DynamoDB does when a table's provisioned
+// throughput is exceeded (no Retry-After), until recovered is set.
+func dynamoDBThrottle(recovered *atomic.Bool, errType string) func(int, http.ResponseWriter, *http.Request) {
+	return func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		if recovered != nil && recovered.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"Items":[],"Count":0,"ScannedCount":0}`)
+			return
+		}
+		w.Header().Set("X-Amzn-RequestId", "8M3QG5N0VJ7EXAMPLE")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}`, errType)
+	}
+}
+
+// TestDeclaredThrottling_DynamoDBThrottleIsARateLimitWithAWait: a 400 the
+// upstream declares throttling (DynamoDB's
+// ProvisionedThroughputExceededException) is a rate limit like a 429:
+// UPSTREAM_RATE_LIMITED, retryable, with the wait airlock keeps; the same
+// call after that wait reaches the upstream. Undeclared, or with another
+// __type, the 400 stays a refusal.
+func TestDeclaredThrottling_DynamoDBThrottleIsARateLimitWithAWait(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra, errType string
+		throttled            bool
+	}{
+		{"declared", dynamoDBThrottling, "ProvisionedThroughputExceededException", true},
+		{"declared, another error type", dynamoDBThrottling, "ValidationException", false},
+		{"not declared", "", "ProvisionedThroughputExceededException", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+			var recovered atomic.Bool
+			rec := &recorder{respond: dynamoDBThrottle(&recovered, tc.errType)}
+			ts := startRecorder(t, rec)
+			c := newTestClient(t, ts.URL, "retries: 0\n"+tc.extra, Options{Clock: clock})
+			call := func() error {
+				_, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: mustURL(t, ts.URL+"/"), Body: []byte(`{"TableName":"accounts"}`), Idempotent: true})
+				return err
+			}
+			he := asHTTPError(t, call())
+			p := ProblemFor(he, nil)
+			if !tc.throttled {
+				if p.Code != envelope.ProblemUpstreamRejected || p.Retryable || c.CoolingDown() != 0 {
+					t.Fatalf("problem %s (retryable %v), cooling down %v; want the 400 to stay a refusal", p.Code, p.Retryable, c.CoolingDown())
+				}
+				return
+			}
+			if !he.RateLimited() || p.Code != envelope.ProblemUpstreamRateLimited || !p.Retryable || p.RetryAfterSeconds == nil {
+				t.Fatalf("problem %+v; want UPSTREAM_RATE_LIMITED, retryable, with a wait", p)
+			}
+			told := time.Duration(*p.RetryAfterSeconds) * time.Second
+			if kept := c.CoolingDown(); kept != told || told != defaultRateLimitWait {
+				t.Fatalf("airlock keeps %v, tells %v; want both %v (no Retry-After)", kept, told, defaultRateLimitWait)
+			}
+			if !strings.Contains(p.UpstreamMessage, "provisioned throughput") {
+				t.Fatalf("upstream_message %q, want DynamoDB's words quoted", p.UpstreamMessage)
+			}
+			recovered.Store(true)
+			if he := asHTTPError(t, call()); !he.Local || len(rec.requests()) != 1 {
+				t.Fatalf("within the wait: local %v, %d requests; want a local answer", he.Local, len(rec.requests()))
+			}
+			clock.Advance(told)
+			if err := call(); err != nil || len(rec.requests()) != 2 {
+				t.Fatalf("after the wait: %v, %d requests; want the upstream's answer", err, len(rec.requests()))
+			}
+		})
+	}
+}
+
+// TestDeclaredThrottling_IsRetriedWithinTheCallLikeA429: a read throttled
+// once is retried after a backoff and answers; a write is never retried.
+func TestDeclaredThrottling_IsRetriedWithinTheCallLikeA429(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	rec.respond = func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 || r.Method == http.MethodPut {
+			dynamoDBThrottle(nil, "ProvisionedThroughputExceededException")(n, w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"Items":[],"Count":0}`)
+	}
+	ts := startRecorder(t, rec)
+	c := newTestClient(t, ts.URL, "retries: 2\n"+dynamoDBThrottling, Options{})
+	resp, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: mustURL(t, ts.URL+"/"), Body: []byte(`{}`), Idempotent: true})
+	if err != nil || resp.Status != http.StatusOK || resp.Attempts != 2 {
+		t.Fatalf("read: %v, %+v; want 200 after 2 attempts", err, resp)
+	}
+	_, err = c.Do(context.Background(), Request{Method: http.MethodPut, URL: mustURL(t, ts.URL+"/"), Body: []byte(`{}`)})
+	if he := asHTTPError(t, err); !he.RateLimited() || he.Attempts != 1 || len(rec.requests()) != 3 {
+		t.Fatalf("write: rate limited %v after %d attempt(s), %d requests in all; want one attempt", he.RateLimited(), he.Attempts, len(rec.requests()))
+	}
+}
+
+// TestDeclaredThrottling_ABodyOverTheLimitIsNotReadPastIt: the throttle's
+// body is read within max_body_bytes; one over it is refused as too large,
+// not decoded to find the member.
+func TestDeclaredThrottling_ABodyOverTheLimitIsNotReadPastIt(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{respond: func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":%q}`, strings.Repeat("x", 5000))
+	}}
+	ts := startRecorder(t, rec)
+	c := newTestClient(t, ts.URL, "retries: 2\nmax_body_bytes: 1000\n"+dynamoDBThrottling, Options{})
+	_, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: mustURL(t, ts.URL+"/"), Body: []byte(`{}`), Idempotent: true})
+	if he := asHTTPError(t, err); he.Kind != FailTooLarge || len(rec.requests()) != 1 || c.CoolingDown() != 0 {
+		t.Fatalf("kind %d after %d request(s), cooling down %v; want FailTooLarge after one", he.Kind, len(rec.requests()), c.CoolingDown())
 	}
 }
 
