@@ -51,6 +51,14 @@ type UpstreamConfig struct {
 	// default: a space is %20) or form (a space is +, as HTML forms
 	// write it). A list may say otherwise (list.query_encoding).
 	QueryEncoding string `yaml:"query_encoding"`
+	// MaxRetryAfter bounds the wait airlock takes from the upstream (a
+	// Retry-After, a rate limit reset): a longer one is read as this
+	// (upstream.DefaultMaxRetryAfter when zero).
+	MaxRetryAfter time.Duration `yaml:"max_retry_after"`
+	// Throttling declares the error answers besides 429 that say the
+	// upstream is rate-limiting (DynamoDB's 400 with
+	// ProvisionedThroughputExceededException).
+	Throttling []ThrottlingConfig `yaml:"throttling"`
 }
 
 // Query encodings (upstreams.NAME.query_encoding, list.query_encoding).
@@ -85,6 +93,16 @@ type CredentialConfig struct {
 type BackoffConfig struct {
 	Min time.Duration `yaml:"min"`
 	Max time.Duration `yaml:"max"`
+}
+
+// ThrottlingConfig declares one kind of error answer that is a rate limit:
+// its status and, when Member is set, the body member (a dotted path)
+// whose string value ends with Match. Without Member, every answer of the
+// status is one.
+type ThrottlingConfig struct {
+	Status int    `yaml:"status"`
+	Member string `yaml:"member"`
+	Match  string `yaml:"match"`
 }
 
 // RateLimitConfig is the client-side rate limit (token bucket).

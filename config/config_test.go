@@ -40,6 +40,11 @@ func TestParseConfig_AcceptsValidConfigurations(t *testing.T) {
 			"    max_body_bytes: 1048576",
 			"    request_id_header: X-Correlation-Id",
 			"    headers: {X-Tenant: acme, Accept-Language: en}",
+			"    max_retry_after: 15m",
+			"    throttling:",
+			"      - {status: 400, member: __type, match: ProvisionedThroughputExceededException}",
+			"      - {status: 403, member: 0.errorCode, match: REQUEST_LIMIT_EXCEEDED}",
+			"      - {status: 420}",
 			"resources:",
 			"  things:",
 			"    upstream: api",
@@ -310,6 +315,26 @@ func TestParseConfig_ReportsSemanticErrorsWithLines(t *testing.T) {
 			[]wantErr{{9, "resources.items.pagination.page_size", "between 1 and 10000"}}},
 		{"retries out of range", with(upstreamKey("    retries: 11")),
 			[]wantErr{{5, "upstreams.api.retries", "between 0 and 10"}}},
+		{"max_retry_after longer than a day", with(upstreamKey("    max_retry_after: 48h")),
+			[]wantErr{{5, "upstreams.api.max_retry_after", "whole seconds between 10s and 24h"}}},
+		{"max_retry_after shorter than airlock's own wait", with(upstreamKey("    max_retry_after: 5s")),
+			[]wantErr{{5, "upstreams.api.max_retry_after", "whole seconds between 10s and 24h"}}},
+		{"max_retry_after not whole seconds", with(upstreamKey("    max_retry_after: 90500ms")),
+			[]wantErr{{5, "upstreams.api.max_retry_after", "whole seconds between 10s and 24h"}}},
+		{"throttling declarations that cannot match", with(func(l []string) []string {
+			return append(l[:4:4], append([]string{
+				"    throttling:",       // 5
+				"      - {status: 429}", // 6
+				"      - {member: __type, match: ThrottlingException}", // 7
+				"      - {status: 400, member: __type}",                // 8
+				"      - {status: 403, match: REQUEST_LIMIT_EXCEEDED}", // 9
+			}, l[4:]...)...)
+		}), []wantErr{
+			{6, "upstreams.api.throttling.0.status", "429 is always a rate limit"},
+			{7, "upstreams.api.throttling.1.status", "an error status (400 to 599)"},
+			{8, "upstreams.api.throttling.2.match", "required with member"},
+			{9, "upstreams.api.throttling.3.match", "match needs member"},
+		}},
 		{"malformed environment reference in base_url", with(set(4, "    base_url: http://${API HOST}/v1")),
 			[]wantErr{{4, "upstreams.api.base_url", "is not an environment variable name"}}},
 		{"unterminated environment reference", with(set(4, "    base_url: http://${API_HOST/v1")),

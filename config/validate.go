@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -88,12 +89,43 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 	if u.RateLimit.PerSecond < 0 || u.RateLimit.Burst < 0 {
 		l.add("must not be negative", at("rate_limit")...)
 	}
+	validateWaits(l, u, at)
 	if u.Concurrency < 0 || u.Concurrency > 64 {
 		l.add("must be between 1 and 64", at("concurrency")...)
 	}
 	for h := range u.Headers {
 		if strings.EqualFold(h, "authorization") || strings.EqualFold(h, "cookie") {
 			l.add("credentials belong in credential, not in headers", at("headers")...)
+		}
+	}
+}
+
+// The range of max_retry_after: no shorter than the wait airlock names
+// itself for a failure that names none (10 s), no longer than a day.
+const (
+	minMaxRetryAfter = 10 * time.Second
+	maxMaxRetryAfter = 24 * time.Hour
+)
+
+// validateWaits checks the bound on the upstream's waits and its throttling
+// declarations.
+func validateWaits(l *errList, u *UpstreamConfig, at func(string) []string) {
+	if d := u.MaxRetryAfter; d != 0 && (d < minMaxRetryAfter || d > maxMaxRetryAfter || d%time.Second != 0) {
+		l.add("must be whole seconds between 10s and 24h", at("max_retry_after")...)
+	}
+	for i, t := range u.Throttling {
+		p := append(at("throttling"), strconv.Itoa(i))
+		switch {
+		case t.Status == http.StatusTooManyRequests:
+			l.add("429 is always a rate limit; declare other statuses", append(p, "status")...)
+		case t.Status < 400 || t.Status > 599:
+			l.add("required: an error status (400 to 599)", append(p, "status")...)
+		}
+		switch {
+		case t.Member != "" && t.Match == "":
+			l.add("required with member: the text the member's value ends with", append(p, "match")...)
+		case t.Member == "" && t.Match != "":
+			l.add("match needs member: the body member whose value it matches", append(p, "match")...)
 		}
 	}
 }

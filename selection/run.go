@@ -715,9 +715,10 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 		refused(TargetSkipped, st, p, "not found")
 	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
 		refused(TargetSkipped, st, p, "precondition changed: the upstream refused the conditional write")
-	case st == http.StatusTooManyRequests:
-		// A 429 is a refusal before processing: the target goes back to
-		// pending and the run pauses for the upstream's wait.
+	case he.RateLimited():
+		// A 429 (or a throttle the upstream declares) is a refusal before
+		// processing: the target goes back to pending and the run pauses
+		// for the wait airlock keeps.
 		r.finish(t, TargetPending, st, nil, "rate limited before processing; it will be sent again", nil)
 		r.rateLimited(he.RetryAfter)
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:

@@ -153,7 +153,7 @@ func (m *ProblemMemory) Recall(s Spec, raw json.RawMessage, requestID string) *e
 	if dec.Decode(&env) != nil {
 		return nil
 	}
-	left := int((e.until.Sub(now) + time.Second - 1) / time.Second)
+	left := upstream.WaitSeconds(e.until.Sub(now))
 	ago := int(now.Sub(e.at).Seconds())
 	if p := env.Problem; p != nil {
 		p.Detail = fmt.Sprintf("%s airlock answered from memory: an identical call failed %d s ago (request %s); this one did not reach the upstream.",
@@ -186,7 +186,7 @@ func coolingDown(c *upstream.Client, write bool) *envelope.Envelope {
 	}
 	p := envelope.NewProblem(envelope.ProblemUpstreamRateLimited,
 		"The upstream rate-limited airlock; airlock answered from its own state and did not call it.")
-	p.SetRetryAfter(int((wait + time.Second - 1) / time.Second))
+	p.SetRetryAfter(upstream.WaitSeconds(wait))
 	if write {
 		p.StateChanged = envelope.StateNone
 	}

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +51,12 @@ type Client struct {
 	// queryEncoding is the upstream's query_encoding ("" is rfc3986).
 	queryEncoding string
 
+	// maxRetryAfter bounds every wait taken from the upstream
+	// (max_retry_after); throttling declares which error answers besides
+	// 429 are rate limits.
+	maxRetryAfter time.Duration
+	throttling    []config.ThrottlingConfig
+
 	coolMu    sync.Mutex
 	coolUntil time.Time
 }
@@ -87,7 +92,7 @@ type HTTPError struct {
 	Status     int
 	Header     http.Header
 	Body       []byte
-	RetryAfter time.Duration // zero when the upstream gave none
+	RetryAfter time.Duration // bounded by max_retry_after (zero: none named); for a rate limit, the wait airlock keeps
 	Attempts   int
 	// Sent is true when the request may have reached the upstream (it
 	// matters for writes: a timeout after sending is an unknown outcome).
@@ -95,6 +100,9 @@ type HTTPError struct {
 	// Local is true when airlock answered without calling the upstream
 	// (it is cooling down after a rate limit).
 	Local bool
+	// Throttled is true when the answer is a rate limit that is not a
+	// 429: one of the upstream's throttling declarations matched it.
+	Throttled bool
 	// StaleToken is set on a 401 to a request sent with an OAuth access
 	// token: the token was dropped and the next request gets a new one.
 	// Renewed says the request was repeated with a token obtained just
@@ -117,6 +125,13 @@ func (e *HTTPError) Error() string {
 	default:
 		return "request canceled"
 	}
+}
+
+// RateLimited reports whether the failure is the upstream rate-limiting
+// airlock (a 429, or an answer its throttling declarations match), or
+// airlock refraining from calling it after one.
+func (e *HTTPError) RateLimited() bool {
+	return e.Kind == FailStatus && (e.Status == http.StatusTooManyRequests || e.Throttled)
 }
 
 type ctxKey int
@@ -156,7 +171,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 	c := &Client{
 		Name: name, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
-		queryEncoding: cfg.QueryEncoding,
+		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg),
 	}
 	if c.reqIDHeader == "" {
 		c.reqIDHeader = DefaultRequestIDHeader
@@ -489,9 +504,11 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		he := &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
-			RetryAfter: RetryAfter(resp.Header, c.clock.Now()), Attempts: attempts, Sent: true}
-		if he.Status == http.StatusTooManyRequests {
-			c.coolDown(he.RetryAfter)
+			RetryAfter: c.retryAfter(resp.Header), Attempts: attempts, Sent: true}
+		if c.throttled(he.Status, b) {
+			// What the agent is told to wait is what airlock keeps.
+			he.Throttled = he.Status != http.StatusTooManyRequests
+			he.RetryAfter = c.coolDown(he.RetryAfter)
 		}
 		return out, he
 	}
@@ -513,17 +530,21 @@ func readBody(resp *http.Response, limit int64) ([]byte, error) {
 }
 
 // coolDown stops calls to this upstream for the wait it asked for (5 s
-// when it named none): until then Do answers locally.
-func (c *Client) coolDown(wait time.Duration) {
+// when it named none, never more than max_retry_after): until then Do
+// answers locally. It returns the wait it keeps from now (a longer one
+// set before stands).
+func (c *Client) coolDown(wait time.Duration) time.Duration {
 	if wait <= 0 {
-		wait = 5 * time.Second
+		wait = defaultRateLimitWait
 	}
-	until := c.clock.Now().Add(wait)
+	now := c.clock.Now()
+	until := now.Add(min(wait, c.maxRetryAfter))
 	c.coolMu.Lock()
+	defer c.coolMu.Unlock()
 	if until.After(c.coolUntil) {
 		c.coolUntil = until
 	}
-	c.coolMu.Unlock()
+	return c.coolUntil.Sub(now)
 }
 
 // CoolingDown returns how long airlock still refrains from calling this
@@ -583,9 +604,13 @@ func (c *Client) retryPolicy(ctx context.Context, resp *http.Response, err error
 		}
 		return remaining > c.http.RetryWaitMax, nil
 	}
-	switch resp.StatusCode {
+	status := resp.StatusCode
+	if c.declaresThrottling(status) && c.throttled(status, c.peekBody(resp)) {
+		status = http.StatusTooManyRequests
+	}
+	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		wait := RetryAfter(resp.Header, c.clock.Now())
+		wait := c.retryAfter(resp.Header)
 		if wait == 0 {
 			wait = c.http.RetryWaitMax
 		}
@@ -597,10 +622,10 @@ func (c *Client) retryPolicy(ctx context.Context, resp *http.Response, err error
 }
 
 // backoff is the wait before the attempt after attempt (from 0): what the
-// upstream asked for, else retryablehttp's exponential backoff.
+// upstream asked for (bounded), else retryablehttp's exponential backoff.
 func (c *Client) backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil {
-		if d := RetryAfter(resp.Header, c.clock.Now()); d > 0 {
+		if d := c.retryAfter(resp.Header); d > 0 {
 			return d
 		}
 	}
@@ -623,37 +648,6 @@ func (c *Client) waitBeforeRetry(req *http.Request) error {
 		return req.Context().Err()
 	}
 	return nil
-}
-
-// maxWait bounds a parsed wait so that huge values never overflow into a
-// short one.
-const maxWait = time.Duration(math.MaxInt64)
-
-// RetryAfter reads how long the upstream asked to wait: Retry-After as
-// seconds or an HTTP date, or GitHub-style x-ratelimit-reset (epoch seconds)
-// when x-ratelimit-remaining is 0. It returns zero when there is no such
-// signal, and at least one second when there is one.
-func RetryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
-			if s > int64(maxWait/time.Second) {
-				return maxWait
-			}
-			return max(time.Duration(s)*time.Second, time.Second)
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return max(t.Sub(now).Round(time.Second), time.Second)
-		}
-	}
-	if h.Get("X-RateLimit-Remaining") == "0" {
-		if s, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil && s < int64(maxWait/time.Second) {
-			return max(time.Unix(s, 0).Sub(now).Round(time.Second), time.Second)
-		}
-	}
-	return 0
 }
 
 // waitLimit waits for the client-side rate limit (a token bucket) on the

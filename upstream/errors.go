@@ -120,6 +120,10 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	st := he.Status
 	var p *envelope.Problem
 	switch {
+	case he.RateLimited():
+		// A 429, or an answer the upstream declares a rate limit (a 400
+		// naming its throttling): retryable after the wait airlock keeps.
+		p = envelope.NewProblem(envelope.ProblemUpstreamRateLimited, "")
 	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
 		errs, undeclared := fieldErrors(he.Body, mapField)
 		detail := fmt.Sprintf("The upstream answered %d: it rejected values airlock sent.", st)
@@ -136,8 +140,6 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		p = envelope.NewProblem(envelope.ProblemUpstreamNotFound, "")
 	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
 		p = envelope.NewProblem(envelope.ProblemUpstreamConflict, fmt.Sprintf("The upstream answered %d: the target changed since it was read.", st))
-	case st == http.StatusTooManyRequests:
-		p = envelope.NewProblem(envelope.ProblemUpstreamRateLimited, "")
 	case st == http.StatusServiceUnavailable:
 		p = envelope.NewProblem(envelope.ProblemUpstreamUnavailable, "")
 	case st >= 500:
@@ -146,7 +148,7 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, fmt.Sprintf("The upstream answered %d, a status airlock does not expect here.", st))
 	}
 	if he.RetryAfter > 0 {
-		p.SetRetryAfter(int((he.RetryAfter + 999_999_999) / 1_000_000_000))
+		p.SetRetryAfter(WaitSeconds(he.RetryAfter))
 	}
 	if !he.Local {
 		p.UpstreamMessage = UpstreamMessage(he.Header, he.Body)

@@ -201,7 +201,7 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 	var he *HTTPError
 	switch {
 	case err == nil:
-	case errors.As(err, &he) && (he.Kind != FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500), isTokenError(err):
+	case errors.As(err, &he) && (he.Kind != FailStatus || he.RateLimited() || he.Status >= 500), isTokenError(err):
 		s.fail(ctx, src, err) // transient: the next Run probes again
 		return false
 	default:
@@ -432,7 +432,7 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 			s.mu.Unlock()
 		case FailStatus:
 			switch st := he.Status; {
-			case st == http.StatusTooManyRequests:
+			case he.RateLimited():
 				s.mu.Lock()
 				src.status, src.retryAfter = srcRateLimited, max(he.RetryAfter, time.Second)
 				s.mu.Unlock()

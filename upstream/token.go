@@ -190,13 +190,16 @@ func (ts *tokenSource) fetch(ctx context.Context) (*oauth2.Token, error) {
 	return tok, nil
 }
 
-// remember keeps a failure for its backoff and returns the backoff.
+// remember keeps a failure for its backoff and returns the backoff. The
+// failure's RetryAfter becomes the wait left before the endpoint is asked
+// again: what its problem tells.
 func (ts *tokenSource) remember(te *TokenError, at time.Time) time.Duration {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.failures++
 	wait := tokenBackoff(ts.failures, te.RetryAfter)
 	ts.failed, ts.failedAt, ts.retryAt = te, at, at.Add(wait)
+	te.RetryAfter = max(ts.retryAt.Sub(ts.clock.Now()), 0)
 	return wait
 }
 
@@ -271,7 +274,7 @@ type TokenError struct {
 	ErrorCode  string
 	Header     http.Header
 	Body       []byte
-	RetryAfter time.Duration
+	RetryAfter time.Duration // once remembered, the wait kept before asking again (what the problem tells)
 	// Detail is built from fixed text: why a 2xx was not a token.
 	Detail string
 	// RememberedAt and RememberedUntil are set when the failure was
@@ -348,7 +351,7 @@ func classifyTokenError(ctx context.Context, host string, err error, now time.Ti
 			te.Kind = TokenClientRejected
 		case re.ErrorCode == "server_error" || re.ErrorCode == "temporarily_unavailable" || te.Status >= 500 || te.Status == http.StatusTooManyRequests:
 			te.Kind = TokenServerError
-			te.RetryAfter = RetryAfter(te.Header, now)
+			te.RetryAfter = min(RetryAfter(te.Header, now), tokenRetryAfterMax)
 		case te.Status >= 400 && te.Status < 500, te.ErrorCode != "":
 			te.Kind = TokenRequestRejected
 		default:
@@ -393,9 +396,6 @@ func tokenProblem(te *TokenError) *envelope.Problem {
 		p = envelope.NewProblem(envelope.ProblemTokenRequestRejected, fmt.Sprintf("The authorization server at %s refused the token request%s: the scopes, audience or resource airlock's configuration asks for are not granted to this client. No request reached the API.", host, code))
 	case TokenServerError:
 		p = envelope.NewProblem(envelope.ProblemTokenEndpointFailed, fmt.Sprintf("The authorization server at %s failed to issue a token (status %d%s). No request reached the API.", host, te.Status, code))
-		if te.RetryAfter > 0 {
-			p.SetRetryAfter(int((te.RetryAfter + time.Second - 1) / time.Second))
-		}
 	case TokenTimeout:
 		p = envelope.NewProblem(envelope.ProblemTokenEndpointTimeout, fmt.Sprintf("The authorization server at %s did not answer the token request in time. No request reached the API.", host))
 	case TokenUnreachable:
@@ -410,6 +410,9 @@ func tokenProblem(te *TokenError) *envelope.Problem {
 	p.StateChanged = ""
 	if len(te.Body) > 0 {
 		p.UpstreamMessage = UpstreamMessage(te.Header, te.Body)
+	}
+	if p.Retryable && te.RetryAfter > 0 {
+		p.SetRetryAfter(WaitSeconds(te.RetryAfter))
 	}
 	if !te.RememberedUntil.IsZero() {
 		ago := max(int(te.now.Sub(te.RememberedAt)/time.Second), 0)
