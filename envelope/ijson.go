@@ -94,3 +94,15 @@ func mayHoldUnsafeNumber(b []byte) bool {
 func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
+
+// NumberAsStringMessage is the message of a field error that refuses a
+// number a client may have rounded before sending it.
+const NumberAsStringMessage = "this number is beyond what a double holds exactly (an integer beyond ±(2^53−1)), so it may have been rounded on its way; send it as a string of its digits"
+
+// NumberAsStringError refuses, at field, a number that is not
+// interoperable: a JavaScript client holds 9007199254740993 as
+// 9007199254740992 and would send that, another record's id. airlock
+// hands such numbers out as strings and takes them back as strings.
+func NumberAsStringError(field string) FieldError {
+	return FieldError{Field: SafeName(field), Code: FieldType, Message: NumberAsStringMessage, Example: "9007199254740993"}
+}
