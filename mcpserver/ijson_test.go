@@ -52,19 +52,27 @@ func (h *harness) copies(tool string, r result) map[string]map[string]any {
 // read as itself.
 func noRoundedNumbers(t *testing.T, what string, v any) {
 	t.Helper()
-	switch x := v.(type) {
-	case json.Number:
-		if !jsonvalue.Interoperable(string(x)) {
-			t.Errorf("%s holds the number %s, which a JavaScript client reads as another", what, x)
+	var rounded []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case json.Number:
+			if !jsonvalue.Interoperable(string(x)) {
+				rounded = append(rounded, string(x))
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
 		}
-	case []any:
-		for _, e := range x {
-			noRoundedNumbers(t, what, e)
-		}
-	case map[string]any:
-		for _, e := range x {
-			noRoundedNumbers(t, what, e)
-		}
+	}
+	walk(v)
+	if len(rounded) > 0 {
+		t.Errorf("%s holds %d numbers a JavaScript client reads as others, such as %s", what, len(rounded), rounded[0])
 	}
 }
 
