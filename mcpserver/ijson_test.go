@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -200,6 +201,17 @@ func TestIDsBeyondADouble_TravelAsStringsInEveryAnswerAndSelectExactlyTheirRecor
 		}
 		if !slices.Equal(ids, picked) {
 			t.Errorf("get_operation's %s content journals %q, want %q", name, ids, picked)
+		}
+	}
+}
+
+func TestDescribeResources_SaysHowNumbersBeyondADoubleTravel(t *testing.T) {
+	h, _ := newSnowflakes(t)
+	d := h.call("describe_resources", map[string]any{})
+	note, _ := d.data["numbers"].(string)
+	for _, words := range []string{"2^53", "string", "send it back"} {
+		if !strings.Contains(note, words) {
+			t.Errorf("describe_resources' numbers note %q does not say %q", note, words)
 		}
 	}
 }
