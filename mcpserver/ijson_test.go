@@ -51,7 +51,7 @@ func (h *harness) copies(tool string, r result) map[string]map[string]any {
 
 // noRoundedNumbers fails when a copy holds a number a double would not
 // read as itself.
-func noRoundedNumbers(t *testing.T, what string, v any) {
+func noRoundedNumbers(t testing.TB, what string, v any) {
 	t.Helper()
 	var rounded []string
 	var walk func(v any)
