@@ -2,7 +2,9 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -64,9 +66,10 @@ func ValueEqual(got, want any, fd *FieldConfig) bool {
 		g, ok := got.(bool)
 		return ok && g == w
 	case json.Number, float64:
-		gf, ok1 := jsonvalue.Float(got)
-		wf, ok2 := jsonvalue.Float(w)
-		return ok1 && ok2 && gf == wf
+		// Exactly: 9007199254740993 is not 9007199254740992, which a
+		// double holds for both.
+		same, _ := jsonvalue.SameNumber(got, w)
+		return same
 	}
 	return false
 }
@@ -113,6 +116,13 @@ func ConvertScalar(v any, typ string) (any, bool) {
 		}
 		if typ == "integer" {
 			n, err := strconv.ParseInt(text, 10, 64)
+			if errors.Is(err, strconv.ErrRange) {
+				// An id beyond int64 (an unsigned snowflake) is still
+				// an integer: its digits, exactly.
+				if b, ok := new(big.Int).SetString(text, 10); ok {
+					return json.Number(b.String()), true
+				}
+			}
 			if err != nil {
 				return nil, false
 			}

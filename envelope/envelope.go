@@ -240,14 +240,18 @@ func ErrorEnvelope(p *Problem) *Envelope {
 	return e
 }
 
-// Marshal serializes the envelope; it cannot fail for envelopes built from
-// this package's types, so a failure is reported as a bug by panicking.
+// Marshal serializes the envelope as it leaves airlock: I-JSON (see
+// IJSON), so that every number in it (an upstream's id in items, a
+// manifest, a journal, a problem) reads the same in every client. Every
+// tool result is made of these bytes, its structured content as its text.
+// It cannot fail for envelopes built from this package's types, so a
+// failure is reported as a bug by panicking.
 func (e *Envelope) Marshal() []byte {
 	b, err := json.Marshal(e)
 	if err != nil {
 		panic("envelope: marshal: " + err.Error())
 	}
-	return b
+	return IJSON(b)
 }
 
 // Ptr returns a pointer to v; a helper for the optional numeric members.

@@ -205,8 +205,9 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// Marshal serializes the problem.
+// Marshal serializes the problem as it leaves airlock: I-JSON (see
+// IJSON), as Envelope.Marshal.
 func (p *Problem) Marshal() []byte {
 	b, _ := json.Marshal(p)
-	return b
+	return IJSON(b)
 }

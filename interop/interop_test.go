@@ -1,8 +1,9 @@
 // Package interop checks airlock against the official TypeScript MCP SDK
 // client (client.mjs), over stdio and streamable HTTP: the SDK must accept
 // every tool's outputSchema and annotations and validate every result against
-// them; and (elicit.mjs) that a commit needing the user's approval asks for
-// it through MCP elicitation. The MCP Inspector's CLI (inspector_test.go) must
+// them; (elicit.mjs) that a commit needing the user's approval asks for
+// it through MCP elicitation; and (bigids.mjs) that an agent writes to
+// exactly the records whose ids beyond 2^53 it was shown. The MCP Inspector's CLI (inspector_test.go) must
 // list the tools and run a complete search_all over stdio, streamable HTTP
 // and SSE, and be refused protocol 2026-07-28 on SSE cleanly at connect.
 // It holds tests only and must never be imported.

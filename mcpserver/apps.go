@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/httpserve"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/tools"
@@ -117,8 +118,10 @@ func withViewMeta(res *mcp.CallToolResult, v *tools.AppView, red *redact.Redacto
 	if err != nil {
 		return res
 	}
+	// I-JSON, as the result itself: the view's manifest holds upstream
+	// values, which a float64 here, or the view's JavaScript, would round.
 	var clean map[string]any
-	if json.Unmarshal(red.Bytes(b), &clean) != nil {
+	if json.Unmarshal(envelope.IJSON(red.Bytes(b)), &clean) != nil {
 		return res
 	}
 	res.Meta = mcp.NewMetaFromMap(map[string]any{ViewMetaKey: clean})

@@ -580,6 +580,13 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, len(whole), maxResultBytes)
 	}
 	recordProblems(raw)
+	// Whatever the tool, no number in its answer reads as another in a
+	// client that holds numbers as doubles (I-JSON).
+	if exact, err := envelope.DecodeJSON(raw); err != nil {
+		h.t.Fatalf("%s: structured content: %v", tool, err)
+	} else {
+		noRoundedNumbers(h.t, tool+"'s structured content", exact)
+	}
 	// The advertised schema is compact; every result also holds to the
 	// envelope's full schema.
 	if err := fullEnvelope.Validate(raw); err != nil {

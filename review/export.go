@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/selection"
 )
@@ -110,6 +111,9 @@ func exportJSON(ctx context.Context, st selection.Store, sel *selection.Selectio
 	})
 	// Stream the members into the object: a million members never sit in
 	// memory at once.
+	// I-JSON, as the tools' answers: an id beyond 2^53 is a string, which
+	// a JavaScript or spreadsheet reader cannot round into another id.
+	head = envelope.IJSON(head)
 	if _, err := fmt.Fprintf(w, "%s,\"members\":[", head[:len(head)-1]); err != nil {
 		return err
 	}
@@ -119,6 +123,7 @@ func exportJSON(ctx context.Context, st selection.Store, sel *selection.Selectio
 		if err != nil {
 			return err
 		}
+		b = envelope.IJSON(b)
 		if !first {
 			if _, err := io.WriteString(w, ","); err != nil {
 				return err

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -107,8 +108,10 @@ func (f *Sink) Add(it *upstream.Item) error {
 }
 
 // WireCost is what an item costs in a tool result: once in the structured
-// content and once, escaped, in the text copy.
+// content and once, escaped, in the text copy, as it leaves airlock (a
+// number beyond 2^53 as a string: envelope.IJSON).
 func WireCost(item json.RawMessage) int {
+	item = envelope.IJSON(item)
 	text, err := json.Marshal(string(item))
 	if err != nil {
 		return 3 * len(item)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -54,6 +55,13 @@ func decodeArgs(name string, schema map[string]any, raw json.RawMessage, dst any
 	}
 	var errs []envelope.FieldError
 	seen := map[string]bool{}
+	for _, fe := range roundedNumbers(doc) {
+		// Said before the schema's own type error at the same field
+		// (an id must be a string), which it replaces.
+		seen[fe.Field+"/"+string(fe.Code)] = true
+		bad[topLevel(fe.Field)] = true
+		errs = append(errs, fe)
+	}
 	for _, vio := range v.Violations(doc) {
 		for _, fe := range violationErrors("", vio, schema) {
 			key := fe.Field + "/" + string(fe.Code)
@@ -87,6 +95,45 @@ func decodeArgs(name string, schema map[string]any, raw json.RawMessage, dst any
 		}
 	}
 	return errs, bad
+}
+
+// valueArgs are the arguments whose values airlock compares with an
+// upstream's or writes to it: ids, filters, exclusions, groups and an
+// action's parameters.
+var valueArgs = []string{"ids", "filter", "exclude", "group", "action"}
+
+// roundedNumbers refuses every number in a value argument that a double
+// does not hold exactly (jsonvalue.Interoperable): a client that reads
+// JSON numbers as doubles may have rounded it already (9007199254740993
+// arrives as 9007199254740992, another record's id), and nothing in it
+// tells. airlock hands such numbers out as strings (envelope.IJSON) and
+// takes them back as strings, which are matched exactly.
+func roundedNumbers(doc any) []envelope.FieldError {
+	args, _ := doc.(map[string]any)
+	var errs []envelope.FieldError
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case json.Number:
+			if !jsonvalue.Interoperable(string(x)) {
+				errs = append(errs, envelope.NumberAsStringError(path))
+			}
+		case []any:
+			for i, e := range x {
+				walk(path+"["+strconv.Itoa(i)+"]", e)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(joinPath(path, k), x[k])
+			}
+		}
+	}
+	for _, name := range valueArgs {
+		if v, ok := args[name]; ok {
+			walk(name, v)
+		}
+	}
+	return errs
 }
 
 // integral reads a JSON number that is a whole number but that

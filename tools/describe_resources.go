@@ -27,7 +27,13 @@ var describeInput = generate[describeArgs]()
 type describeData struct {
 	Environment string         `json:"environment"`
 	Resources   []resourceInfo `json:"resources"`
+	// Numbers says how numbers travel (envelope.IJSON): the same for
+	// every resource and every answer.
+	Numbers string `json:"numbers"`
 }
+
+// numbersNote is describeData.Numbers.
+const numbersNote = "An integer beyond ±(2^53−1), or a number a double cannot hold exactly, arrives as a string of its digits; send it back as that string (ids, filters, exclusions, groups, params): as a number it is refused."
 
 // resourceInfo is one resource: its fields, filters, pagination, limits,
 // credential and actions.
@@ -206,7 +212,7 @@ func (d *Deps) describe(_ context.Context, call *Call) *envelope.Envelope {
 		info.Actions = describeActions(d.Runtime, r)
 		out = append(out, info)
 	}
-	return &envelope.Envelope{Data: &describeData{Environment: d.Runtime.Environment, Resources: out}}
+	return &envelope.Envelope{Data: &describeData{Environment: d.Runtime.Environment, Resources: out, Numbers: numbersNote}}
 }
 
 func describeResource(r *upstream.Resource) resourceInfo {

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/selection"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 type getSelectionArgs struct {
@@ -160,7 +162,7 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldUnknownField, slices.Sorted(maps.Keys(sel.Summary.Groups))))
 			continue
 		}
-		b, err := jsonvalue.Canonical(v)
+		b, err := jsonvalue.Canonical(groupValue(sel.Summary.Groups[k], v))
 		if err != nil {
 			errs = append(errs, envelope.NewFieldError("group."+k, envelope.FieldType, nil))
 			continue
@@ -206,4 +208,28 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 		env.IncompleteReasons = append(env.IncompleteReasons, rs)
 	}
 	return env
+}
+
+// groupValue is the group a caller names with v: v itself, or, for a
+// string, the number airlock handed out as that string because a double
+// would round it (envelope.IJSON), when the groups hold that number and
+// not the string itself.
+func groupValue(groups []upstream.Group, v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	var number any
+	for _, g := range groups {
+		if g.Value == s {
+			return v
+		}
+		if n, isNum := g.Value.(json.Number); isNum && string(n) == s && !jsonvalue.Interoperable(s) {
+			number = n
+		}
+	}
+	if number == nil {
+		return v
+	}
+	return number
 }

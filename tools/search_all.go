@@ -70,6 +70,9 @@ func (searchData) schema(s *jsonschema.Schema) {
 	prop(s, "items", "[]").Type = "object"
 	prop(s, "total_matched").Minimum = jsonschema.Ptr(0.0)
 	enum(prop(s, "total_relation"), envelope.RelationEq, envelope.RelationGte)
+	// The upstream's number, beyond 2^53−1 a string (envelope.IJSON).
+	est := prop(s, "upstream_total_estimate")
+	est.Types, est.Type = []string{"integer", "string"}, ""
 }
 
 // SearchAll is the search_all tool: it scans the whole requested scope,
