@@ -55,18 +55,33 @@ func (l *LiteralConfig) Splitter(s string) string {
 
 // Literal writes a value's text as the API reads it as itself: escaped
 // when it starts with an operator. ok is false, with why, when it cannot
-// be written so: it holds a split string, is empty (an operator without an
-// operand), or starts with an operator and no escape is declared.
+// be written so (Uncarried, or a leading operator without an escape).
 func (l *LiteralConfig) Literal(s string) (text, why string, ok bool) {
+	if why := l.Uncarried(s); why != "" {
+		return "", why, false
+	}
+	return l.Escaped(s)
+}
+
+// Uncarried says why no text carries a value, whatever is written before
+// it ("" when one does): it holds a split string, or is empty (an operator
+// without its operand).
+func (l *LiteralConfig) Uncarried(s string) string {
 	if l == nil {
-		return s, "", true
+		return ""
 	}
 	if sp := l.Splitter(s); sp != "" {
-		return "", fmt.Sprintf("the value holds %q, at which the API splits a value", sp), false
+		return fmt.Sprintf("the value holds %q, at which the API splits a value", sp)
 	}
 	if s == "" {
-		return "", "the API reads an empty value as an operator without its operand", false
+		return "the API reads an empty value as an operator without its operand"
 	}
+	return ""
+}
+
+// Escaped writes a text that starts with an operator after the escape;
+// without an escape, ok is false and why names the operator.
+func (l *LiteralConfig) Escaped(s string) (text, why string, ok bool) {
 	op := l.Leading(s)
 	switch {
 	case op == "":
