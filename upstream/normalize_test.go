@@ -50,8 +50,11 @@ func TestNullValues_ThroughAnArrayIndexReadNullInItemsAsInFilters(t *testing.T) 
 		}
 		var normalized []string
 		for _, w := range out.Warnings {
-			if w.Code == envelope.WarnValueNormalized {
+			switch w.Code {
+			case envelope.WarnValueNormalized:
 				normalized = w.Fields
+			case envelope.WarnFieldDrift:
+				t.Errorf("filter %v: FIELD_DRIFT on %v: the items are as declared", filter, w.Fields)
 			}
 		}
 		if !slices.Equal(normalized, []string{"team"}) {
