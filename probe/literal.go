@@ -64,21 +64,26 @@ func (p *prober) literalCheckable(fc *config.FilterConfig, field string) bool {
 // says so, or kept back), and compares the answer with airlock's own
 // check: an API that reads a prefix as an operator (Redmine's cf_2=^beta
 // is "starts with beta") answers records the value does not hold, or
-// leaves out those it does. One check names every prefix whose answer
-// changed meaning.
+// leaves out those it does. A character misread at the start is sent once
+// more inside the value (beta|beta): an API that misreads it there too
+// splits values at it. One check names every character whose answer
+// changed meaning, and the literal that declares them.
 func (p *prober) literalCheck(ctx context.Context, at, name string, fc *config.FilterConfig, value string) {
 	var misread, escaped, kept, unsettled []string
 	var evidence string
+	ask := func(v string) filterAnswer {
+		// Two pages: a value read as itself selects few records (the
+		// second page proves the end of a first that was not full), and
+		// a first page of records the value does not hold is proof enough.
+		return p.askFilter(ctx, map[string]any{name: v}, 2)
+	}
 	for _, c := range literalProbes(fc) {
 		probe := c + value
 		if p.left() <= 0 {
 			unsettled = append(unsettled, c)
 			continue
 		}
-		// Two pages: a value read as itself selects few records (the
-		// second page proves the end of a first that was not full), and
-		// a first page of records the value does not hold is proof enough.
-		a := p.askFilter(ctx, map[string]any{name: probe}, 2)
+		a := ask(probe)
 		switch {
 		case !a.sent:
 			kept = append(kept, c)
@@ -87,7 +92,7 @@ func (p *prober) literalCheck(ctx context.Context, at, name string, fc *config.F
 			if evidence == "" {
 				evidence = a.evidence
 			}
-			if _, _, ok := fc.Literal.Escaped(probe); ok && fc.Literal.Leading(probe) != "" {
+			if fc.Literal.Leading(probe) != "" && fc.Literal.Escape != "" {
 				escaped = append(escaped, c)
 			}
 		case a.status == OK:
@@ -97,6 +102,16 @@ func (p *prober) literalCheck(ctx context.Context, at, name string, fc *config.F
 			unsettled = append(unsettled, c)
 		}
 	}
+	var operators, split []string
+	for _, c := range misread {
+		if p.left() > 0 {
+			if a := ask(value + c + value); a.sent && a.status == Wrong && !a.refused {
+				split = append(split, c)
+				continue
+			}
+		}
+		operators = append(operators, c)
+	}
 	quoted := func(cs []string) string {
 		q := make([]string, len(cs))
 		for i, c := range cs {
@@ -104,13 +119,51 @@ func (p *prober) literalCheck(ctx context.Context, at, name string, fc *config.F
 		}
 		return strings.Join(q, ", ")
 	}
+	// The literal that keeps every misread value from the API: the
+	// declared one with what the probe found added, without an escape
+	// that did not hold.
+	declare := func() string {
+		var ops, sp []string
+		esc := ""
+		if l := fc.Literal; l != nil {
+			ops, sp, esc = slices.Clone(l.Operators), slices.Clone(l.Split), l.Escape
+		}
+		for _, c := range operators {
+			if !slices.Contains(ops, c) {
+				ops = append(ops, c)
+			}
+		}
+		for _, c := range split {
+			if !slices.Contains(sp, c) {
+				sp = append(sp, c)
+			}
+		}
+		var parts []string
+		if len(ops) > 0 {
+			parts = append(parts, "operators: ["+quoted(ops)+"]")
+		}
+		if len(sp) > 0 {
+			parts = append(parts, "split: ["+quoted(sp)+"]")
+		}
+		if esc != "" && len(escaped) == 0 {
+			parts = append(parts, fmt.Sprintf("escape: %q", esc))
+		}
+		return "literal: {" + strings.Join(parts, ", ") + "}"
+	}
+	var reads []string
+	if len(operators) > 0 {
+		reads = append(reads, fmt.Sprintf("reads a value starting with %s as an operator", quoted(operators)))
+	}
+	if len(split) > 0 {
+		reads = append(reads, fmt.Sprintf("splits a value at %s wherever it is", quoted(split)))
+	}
 	switch {
 	case len(escaped) > 0:
 		p.add(at, Wrong, fmt.Sprintf("values starting with %s were sent escaped by %q, and the API still read them otherwise: %s", quoted(escaped), fc.Literal.Escape, evidence),
-			"the escape does not make the API read the rest as it is: declare the one it reads, or remove literal.escape (such values are then applied by airlock alone)")
+			"the escape does not make the API read the rest as it is: declare "+declare()+" (such values are then applied by airlock alone), or the escape the API reads")
 	case len(misread) > 0:
-		p.add(at, Wrong, fmt.Sprintf("the API reads a value starting with %s as something else than the value: %s", quoted(misread), evidence),
-			fmt.Sprintf("declare literal: {operators: [%s], escape: …} with the prefix the API reads as \"equals\" (Redmine: =), or without an escape so that such values are applied by airlock alone; a character the API splits values at goes in literal.split", quoted(misread)))
+		p.add(at, Wrong, fmt.Sprintf("the API %s: %s", strings.Join(reads, ", and "), evidence),
+			"declare "+declare()+": such values are then applied by airlock alone; add the prefix the API reads as \"equals\" as escape (Redmine: =) to send them escaped")
 	case len(unsettled) > 0:
 		p.add(at, Unverifiable, fmt.Sprintf("values starting with %s could not be judged (the request budget, a refusal, or more than two pages)", quoted(unsettled)), "raise --max-requests")
 	default:

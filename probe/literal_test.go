@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,5 +152,50 @@ func TestProbe_NamesAParameterWhoseAnswerChangesMeaning(t *testing.T) {
 	exact := probeIssues(t, operatorAPI(t, false).URL, `      team: {param: team}`)
 	if c := checkOf(exact, "filters.team.literal"); c.Status != OK {
 		t.Errorf("on an API that reads values as themselves, filters.team.literal = %+v; want ok", c)
+	}
+}
+
+// TestFix_DeclaresTheOperatorsAnAPIWasShownToMisread: probe --fix writes
+// the literal the probe proved (the leading operators, and | as a string
+// the API splits at), after which no value the API would misread is sent
+// and the probe passes; a comparison the API does not read as declared is
+// left to airlock, its operator declaration with it.
+func TestFix_DeclaresTheOperatorsAnAPIWasShownToMisread(t *testing.T) {
+	srv := operatorAPI(t, true)
+	file := []byte(`environment: test
+upstreams: {api: {base_url: "` + srv.URL + `"}}
+resources:
+  issues:
+    upstream: api
+    list: {path: /issues.json, items: issues}
+    pagination: {dialect: offset, page_size: 20, total: total_count}
+    id_field: id
+    fields: {id: {type: integer}, team: {type: string}, updated: {type: timestamp}}
+    filters:
+      team: {param: team}
+      since: {field: updated, op: gte, param: updated, param_compares: true}
+`)
+	res, err := Fix(t.Context(), file, FixOptions{MaxRequests: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.YAML)
+	if err != nil {
+		t.Fatalf("the fixed file does not parse: %v\n%s", err, res.YAML)
+	}
+	team := cfg.Resources["issues"].Filters["team"]
+	if team.Param != "team" || team.Literal == nil || team.Literal.Escape != "" ||
+		!slices.Contains(team.Literal.Operators, "^") || !slices.Contains(team.Literal.Operators, "!") || !slices.Equal(team.Literal.Split, []string{"|"}) {
+		t.Errorf("team after --fix = %+v (literal %+v); want param kept, ^ and ! among operators, | split, no escape\n%s", team, team.Literal, res.YAML)
+	}
+	if since := cfg.Resources["issues"].Filters["since"]; since.Param != "" || since.ParamCompares {
+		t.Errorf("since after --fix = %+v; want it left to airlock", since)
+	}
+	for _, rep := range res.Reports {
+		for _, c := range rep.Checks {
+			if c.Status == Wrong {
+				t.Errorf("after --fix, %s is wrong: %s", c.Check, c.Evidence)
+			}
+		}
 	}
 }
