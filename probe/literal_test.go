@@ -40,7 +40,7 @@ func operatorAPI(t *testing.T, operators bool) *httptest.Server {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		var sel []map[string]any
+		sel := []map[string]any{} // [] when none: null is no list
 		for _, it := range all {
 			ok := true
 			if expr, set := q["team"]; set {

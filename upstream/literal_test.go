@@ -56,7 +56,7 @@ func newFakeRedmine(n int) *fakeRedmine {
 func (f *fakeRedmine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f.queries = append(f.queries, r.URL.RawQuery)
-	var matched []map[string]any
+	matched := []map[string]any{} // [] when none: null is no list
 	for _, is := range f.issues {
 		team := is["custom_fields"].([]any)[1].(map[string]any)["value"]
 		ts, _ := team.(string)
