@@ -69,7 +69,7 @@ func (p *prober) literalCheckable(fc *config.FilterConfig, field string) bool {
 // splits values at it. One check names every character whose answer
 // changed meaning, and the literal that declares them.
 func (p *prober) literalCheck(ctx context.Context, at, name string, fc *config.FilterConfig, value string) {
-	var misread, escaped, kept, unsettled []string
+	var misread, escaped, kept, unsettled, refused []string
 	var evidence string
 	ask := func(v string) filterAnswer {
 		// Two pages: a value read as itself selects few records (the
@@ -96,21 +96,35 @@ func (p *prober) literalCheck(ctx context.Context, at, name string, fc *config.F
 				escaped = append(escaped, c)
 			}
 		case a.status == OK:
+		case a.refused:
+			// An error, never a wrong answer; inside the value it may
+			// still be misread (Redmine refuses |beta, a blank first
+			// value, and splits beta|beta).
+			refused = append(refused, c)
 		default:
-			// Refused (an error, never a wrong answer), or not settled
-			// within two pages or the budget.
+			// Not settled within two pages or the budget.
 			unsettled = append(unsettled, c)
 		}
 	}
 	var operators, split []string
-	for _, c := range misread {
+	for _, c := range append(slices.Clone(misread), refused...) {
 		if p.left() > 0 {
 			if a := ask(value + c + value); a.sent && a.status == Wrong && !a.refused {
 				split = append(split, c)
+				if !slices.Contains(misread, c) {
+					misread = append(misread, c)
+					if evidence == "" {
+						evidence = a.evidence
+					}
+				}
 				continue
 			}
 		}
-		operators = append(operators, c)
+		if slices.Contains(misread, c) {
+			operators = append(operators, c)
+		} else {
+			unsettled = append(unsettled, c)
+		}
 	}
 	quoted := func(cs []string) string {
 		q := make([]string, len(cs))

@@ -18,7 +18,8 @@ import (
 // value as Redmine reads it when operators is set (a leading =, !, ^, ~, $
 // or * is an operator, >= and <= compare, the rest is split at |; without
 // one, "=" and a bare instant is "at that instant"), and as the exact value
-// otherwise. It lists with offset, limit and total_count.
+// otherwise; as Redmine, it refuses a team whose first value is blank
+// (|beta). It lists with offset, limit and total_count.
 func operatorAPI(t *testing.T, operators bool) *httptest.Server {
 	t.Helper()
 	teams := []string{"beta", "beta", "ops", "^beta", "core", "a|b"}
@@ -40,6 +41,14 @@ func operatorAPI(t *testing.T, operators bool) *httptest.Server {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		if expr, set := q["team"]; set && operators {
+			// Redmine refuses a filter whose first value is blank (|beta).
+			if op, vs := read(expr[0]); op != "*" && vs[0] == "" {
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				_, _ = w.Write([]byte(`{"errors": ["team cannot be blank"]}`))
+				return
+			}
+		}
 		sel := []map[string]any{} // [] when none: null is no list
 		for _, it := range all {
 			ok := true
