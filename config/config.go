@@ -342,6 +342,17 @@ type FilterConfig struct {
 	// (list.expression): the value is sent there, quoted by the
 	// language's rules, instead of as a parameter of its own.
 	Expression string `yaml:"expression"`
+	// Literal says how the API reads a value's text beyond the value
+	// (operators at its start, strings it splits at): see LiteralConfig.
+	Literal *LiteralConfig `yaml:"literal"`
+	// Operator is the text a comparison's value is sent after, for an API
+	// that reads the comparison from the value (Redmine's
+	// updated_on=>=2026-01-01T00:00:00Z).
+	Operator string `yaml:"operator"`
+	// ParamCompares says the parameter itself makes the comparison
+	// (django-filter's updated__gte, an updated_after): the value is sent
+	// as it is. A comparison sent as param declares one of the two.
+	ParamCompares bool `yaml:"param_compares"`
 }
 
 // FieldOf is the field the filter named name compares: Field, else the

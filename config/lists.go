@@ -174,6 +174,8 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 		default:
 			l.add("op must be eq, contains, or a comparison: gt, gte, lt, lte", p("op")...)
 		}
+		validateComparisonForm(l, f, p)
+		validateLiteral(l, f, p)
 		switch f.Multi {
 		case "":
 			if f.MultiParam != "" {

@@ -21,7 +21,8 @@ func validateSearchFilter(l *errList, f *FilterConfig, p func(k ...string) []str
 		key string
 		set bool
 	}{{"field", f.Field != ""}, {"op", f.Op != ""}, {"multi", f.Multi != ""}, {"multi_param", f.MultiParam != ""},
-		{"separator", f.Separator != ""}, {"null_param", f.NullParam != ""}, {"is_null", f.Null != nil}} {
+		{"separator", f.Separator != ""}, {"null_param", f.NullParam != ""}, {"is_null", f.Null != nil},
+		{"literal", f.Literal != nil}, {"operator", f.Operator != ""}, {"param_compares", f.ParamCompares}} {
 		if k.set {
 			l.add("a search matches what the upstream judges, not a field's value: "+k.key+" does not apply", p(k.key)...)
 		}

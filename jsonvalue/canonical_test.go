@@ -63,6 +63,22 @@ func TestGetAndSet_WalkDottedPaths(t *testing.T) {
 	if _, ok := doc["missing"]; ok {
 		t.Error("Set created a missing step")
 	}
+	// Through an array by an element's index, as Get reads it (Redmine's
+	// custom_fields.1.value), and into a key that holds dots.
+	doc["custom_fields"] = []any{map[string]any{"value": "eu"}, map[string]any{"value": ""}}
+	doc["@odata.count"] = 3
+	Set(doc, "custom_fields.1.value", nil)
+	Set(doc, "custom_fields.2.value", "x") // out of range: nothing
+	Set(doc, "@odata.count", 4)
+	if v, ok := Get(doc, "custom_fields.1.value"); !ok || v != nil {
+		t.Errorf("custom_fields.1.value = %v, %v after Set; want null", v, ok)
+	}
+	if v, _ := Get(doc, "custom_fields.0.value"); v != "eu" || len(doc["custom_fields"].([]any)) != 2 {
+		t.Errorf("Set changed another element or the array's length: %v", doc["custom_fields"])
+	}
+	if v, _ := Get(doc, "@odata.count"); v != 4 {
+		t.Errorf("@odata.count = %v after Set; want 4", v)
+	}
 	Put(doc, "p.q.r", 1)
 	if v, _ := Get(doc, "p.q.r"); v != 1 {
 		t.Errorf("p.q.r = %v after Put", v)

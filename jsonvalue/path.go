@@ -52,19 +52,45 @@ func walk(cur any, parts []string) (any, bool) {
 	return cur, true
 }
 
-// Set sets the value at a dotted path, creating nothing: when a step is
-// missing or not an object, doc is left as it was.
+// Set sets the value where Get finds one: through objects, arrays by an
+// element's index (custom_fields.1.value) and keys that hold dots, as Get
+// walks them. It creates nothing but a last key of an object that is
+// there: when an earlier step is missing, out of range, or neither an
+// object nor an array, doc is left as it was.
 func Set(doc map[string]any, path string, v any) {
-	parts := strings.Split(path, ".")
-	cur := doc
-	for _, p := range parts[:len(parts)-1] {
-		next, ok := cur[p].(map[string]any)
-		if !ok {
+	set(doc, strings.Split(path, "."), v)
+}
+
+func set(cur any, parts []string, v any) {
+	switch c := cur.(type) {
+	case []any:
+		i, err := strconv.Atoi(parts[0])
+		if err != nil || i < 0 || i >= len(c) || strconv.Itoa(i) != parts[0] {
 			return
 		}
-		cur = next
+		if len(parts) == 1 {
+			c[i] = v
+			return
+		}
+		set(c[i], parts[1:], v)
+	case map[string]any:
+		for n := 1; n <= len(parts); n++ {
+			k := strings.Join(parts[:n], ".")
+			next, ok := c[k]
+			switch {
+			case !ok:
+				continue
+			case n == len(parts):
+				c[k] = v
+			default:
+				set(next, parts[n:], v)
+			}
+			return
+		}
+		if len(parts) == 1 {
+			c[parts[0]] = v
+		}
 	}
-	cur[parts[len(parts)-1]] = v
 }
 
 // Put sets the value at a dotted path, creating the objects on the way

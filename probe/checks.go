@@ -351,6 +351,13 @@ func (p *prober) filterChecks(ctx context.Context) {
 		if fc.Null != nil {
 			p.compareFilter(ctx, at+".is_null", fc.Null.Param, map[string]any{name: nil})
 		}
+		if p.literalCheckable(fc, field) {
+			if s, ok := literalValue(fc, plain); ok {
+				p.literalCheck(ctx, at+".literal", name, fc, s)
+			} else {
+				p.add(at+".literal", Unverifiable, "no item holds a value of "+field+" free of the characters an API may read as operators, to send behind each", "")
+			}
+		}
 	}
 }
 
@@ -404,37 +411,64 @@ func (p *prober) commonValues(field string, contains bool) []any {
 }
 
 func (p *prober) compareFilter(ctx context.Context, check, param string, filter map[string]any) {
+	a := p.askFilter(ctx, filter, max(p.left()/2, 1))
+	hint := a.hint
+	if a.status == Wrong && a.hidden > 0 {
+		name := strings.Split(check, ".")[1]
+		switch fc := p.r.Config.Filters[name]; {
+		case strings.HasSuffix(check, ".multi") && fc.Multi == "comma":
+			hint = "the upstream does not read a comma list (an exact-match API takes a,b as one value): use multi: repeat, or leave multi unset"
+		case strings.HasSuffix(check, ".separator"):
+			hint = "the upstream splits this parameter's value at its commas (as django-filter's __in does): declare multi: comma, so that a value holding a comma is applied by airlock alone, and send one value in an exact parameter (param) with lists in multi_param"
+		case config.Comparison(fc.Op) && fc.ParamCompares:
+			hint = fmt.Sprintf("the upstream does not compare as %s: declare the operator text it reads before the value (Redmine: operator: \">=\"), or remove param (airlock then compares alone)", fc.Op)
+		}
+	}
+	p.add(check, a.status, a.evidence, hint)
+}
+
+// filterAnswer is the judgment of one filter sent as the configuration
+// sends it: what the upstream returned against what airlock's own check
+// selects.
+type filterAnswer struct {
+	status, evidence, hint string
+	// sent is false when the value is applied by airlock alone.
+	sent bool
+	// hidden and rejected count the records the upstream left out and
+	// those it returned that airlock's check rejects; refused says it
+	// refused the request.
+	hidden, rejected int
+	refused          bool
+}
+
+// askFilter sends a filter as the configuration would, reading at most
+// maxPages pages, and judges the answer.
+func (p *prober) askFilter(ctx context.Context, filter map[string]any, maxPages int) filterAnswer {
 	r := p.r
 	what, why := r.SentFilter(filter)
 	if what == "" {
 		if why != "" {
-			p.add(check, OK, "not sent upstream ("+why+"): airlock applies it alone", "")
-			return
+			return filterAnswer{status: OK, evidence: "not sent upstream (" + why + "): airlock applies it alone"}
 		}
-		p.add(check, OK, "this form is not sent upstream: airlock applies it alone", "")
-		return
+		return filterAnswer{status: OK, evidence: "this form is not sent upstream: airlock applies it alone"}
 	}
 	if p.left() <= 0 {
-		p.add(check, Unverifiable, "?"+what+": the probe's request budget is spent", "raise --max-requests")
-		return
+		return filterAnswer{sent: true, status: Unverifiable, evidence: "?" + what + ": the probe's request budget is spent", hint: "raise --max-requests"}
 	}
-	maxPages := max(p.left()/2, 1)
 	w, err := r.WalkRaw(ctx, upstream.RawWalkSpec{Filter: filter, RequestID: p.opts.RequestID, MaxPages: maxPages, Send: p.do, Keep: p.keep, EndSeen: p.walkEnd})
 	switch {
 	case errors.Is(err, errBudget):
 		// A check the budget cut short is not settled either way.
-		p.add(check, Unverifiable, fmt.Sprintf("?%s: the probe's request budget ran out after %d pages", what, w.Pages), "raise --max-requests")
-		return
+		return filterAnswer{sent: true, status: Unverifiable, evidence: fmt.Sprintf("?%s: the probe's request budget ran out after %d pages", what, w.Pages), hint: "raise --max-requests"}
 	case err != nil && w.Pages > 0:
 		// The filtered list's first page was answered: a later page
 		// refused is the pagination's doing (a page past the last one),
 		// not the filter's.
-		p.add(check, Unverifiable, fmt.Sprintf("?%s: the first page was answered, then a later page was refused (%s): the filter cannot be judged on part of its answer", what, describeErr(err)),
-			"see pagination.end: declare total_pages (or total_pages_header) when the upstream refuses a page past its last")
-		return
+		return filterAnswer{sent: true, status: Unverifiable,
+			evidence: fmt.Sprintf("?%s: the first page was answered, then a later page was refused (%s): the filter cannot be judged on part of its answer", what, describeErr(err)),
+			hint:     "see pagination.end: declare total_pages (or total_pages_header) when the upstream refuses a page past its last"}
 	case err != nil:
-		p.add(check, Wrong, "?"+what+": "+describeErr(err), "the upstream refuses this parameter: remove param, or fix its name or form")
-		return
+		return filterAnswer{sent: true, refused: true, status: Wrong, evidence: "?" + what + ": " + describeErr(err), hint: "the upstream refuses this parameter: remove param, or fix its name or form"}
 	}
 	var notMatching []string
 	for _, id := range slices.Sorted(maps.Keys(w.Docs)) {
@@ -444,12 +478,12 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 	}
 	if p.truth == nil || !w.Complete {
 		if len(notMatching) > 0 {
-			p.add(check, Wrong, fmt.Sprintf("?%s: the upstream returned %d items airlock's own check rejects (e.g. %s)", what, len(notMatching), notMatching[0]),
-				"the upstream ignores or reads this parameter otherwise: every answer with this filter is partial (CONFLICTING_EVIDENCE); fix or remove param")
-			return
+			return filterAnswer{sent: true, rejected: len(notMatching), status: Wrong,
+				evidence: fmt.Sprintf("?%s: the upstream returned %d items airlock's own check rejects (e.g. %s)", what, len(notMatching), notMatching[0]),
+				hint:     "the upstream ignores or reads this parameter otherwise: every answer with this filter is partial (CONFLICTING_EVIDENCE); fix or remove param"}
 		}
-		p.add(check, Unverifiable, fmt.Sprintf("?%s: %d items, each matching; without the whole list the probe cannot tell whether any were left out", what, len(w.Docs)), "")
-		return
+		return filterAnswer{sent: true, status: Unverifiable,
+			evidence: fmt.Sprintf("?%s: %d items, each matching; without the whole list the probe cannot tell whether any were left out", what, len(w.Docs))}
 	}
 	var want []string
 	for _, id := range slices.Sorted(maps.Keys(p.truth)) {
@@ -465,21 +499,15 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 	}
 	switch {
 	case len(hidden) > 0:
-		hint := "the upstream reads this parameter otherwise than airlock: it would hide records from every filtered answer; remove param (airlock then filters alone)"
-		if strings.HasSuffix(check, ".multi") && r.Config.Filters[strings.Split(check, ".")[1]].Multi == "comma" {
-			hint = "the upstream does not read a comma list (an exact-match API takes a,b as one value): use multi: repeat, or leave multi unset"
-		}
-		if strings.HasSuffix(check, ".separator") {
-			hint = "the upstream splits this parameter's value at its commas (as django-filter's __in does): declare multi: comma, so that a value holding a comma is applied by airlock alone, and send one value in an exact parameter (param) with lists in multi_param"
-		}
-		p.add(check, Wrong, fmt.Sprintf("?%s: the upstream returned %d items, airlock's own check of the whole list finds %d; %d are left out (e.g. %s)",
-			what, len(w.Docs), len(want), len(hidden), hidden[0]), hint)
+		return filterAnswer{sent: true, hidden: len(hidden), rejected: len(notMatching), status: Wrong,
+			evidence: fmt.Sprintf("?%s: the upstream returned %d items, airlock's own check of the whole list finds %d; %d are left out (e.g. %s)", what, len(w.Docs), len(want), len(hidden), hidden[0]),
+			hint:     "the upstream reads this parameter otherwise than airlock: it would hide records from every filtered answer; remove param (airlock then filters alone)"}
 	case len(notMatching) > 0:
-		p.add(check, Wrong, fmt.Sprintf("?%s: the upstream returned %d items, %d of which airlock's own check rejects (e.g. %s)", what, len(w.Docs), len(notMatching), notMatching[0]),
-			"the upstream ignores or widens this parameter: every answer with this filter is partial (CONFLICTING_EVIDENCE); fix or remove param")
-	default:
-		p.add(check, OK, fmt.Sprintf("?%s: the upstream returned the same %d items airlock's own check finds in the whole list", what, len(want)), "")
+		return filterAnswer{sent: true, rejected: len(notMatching), status: Wrong,
+			evidence: fmt.Sprintf("?%s: the upstream returned %d items, %d of which airlock's own check rejects (e.g. %s)", what, len(w.Docs), len(notMatching), notMatching[0]),
+			hint:     "the upstream ignores or widens this parameter: every answer with this filter is partial (CONFLICTING_EVIDENCE); fix or remove param"}
 	}
+	return filterAnswer{sent: true, status: OK, evidence: fmt.Sprintf("?%s: the upstream returned the same %d items airlock's own check finds in the whole list", what, len(want))}
 }
 
 // writeChecks: conditional writes need a version on every item and, for

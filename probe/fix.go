@@ -644,10 +644,18 @@ func (f *fixer) applyReport(name string, res *yaml.Node, rep *Report, out *FixRe
 				deleteKey(fd, "null_param")
 			case "is_null":
 				deleteKey(fd, "is_null")
+			case "literal":
+				// The characters the API was shown to misread: values
+				// holding them are then applied by airlock alone.
+				lit := hintLiteral(c.Hint)
+				if lit == nil {
+					continue
+				}
+				setNode(fd, "literal", lit)
 			default:
 				// The API does not read the parameter as airlock does:
 				// airlock applies the filter alone.
-				for _, k := range []string{"param", "multi", "multi_param", "null_param", "is_null", "separator"} {
+				for _, k := range []string{"param", "multi", "multi_param", "null_param", "is_null", "separator", "literal", "operator", "param_compares"} {
 					deleteKey(fd, k)
 				}
 			}
@@ -779,6 +787,40 @@ func keyNode(n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// hintLiteral reads the flow mapping a literal check's hint declares
+// ("declare literal: {operators: [...], split: [...]}"); nil when there is
+// none.
+func hintLiteral(hint string) *yaml.Node {
+	const lead = "declare literal: "
+	i := strings.Index(hint, lead)
+	if i < 0 {
+		return nil
+	}
+	rest := hint[i+len(lead):]
+	depth, quoted, end := 0, false, -1
+	for j := 0; j < len(rest) && end < 0; j++ {
+		switch c := rest[j]; {
+		case quoted && c == '\\':
+			j++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == '{':
+			depth++
+		case !quoted && c == '}':
+			depth--
+			if depth == 0 {
+				end = j + 1
+			}
+		}
+	}
+	n := &yaml.Node{}
+	if end < 0 || yaml.Unmarshal([]byte(rest[:end]), n) != nil || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	n.Content[0].Style = yaml.FlowStyle
+	return n.Content[0]
 }
 
 // setNode sets key to v in a mapping, in place when the key is there

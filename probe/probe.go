@@ -532,9 +532,12 @@ func conflictHint(r *upstream.Resource, signal string) string {
 // reserve is the part of the budget kept for the checks after the walk.
 func (p *prober) reserve() int {
 	n := 0
-	for _, fc := range p.r.Config.Filters {
+	for name, fc := range p.r.Config.Filters {
 		if fc != nil && fc.Param != "" {
 			n += 3
+		}
+		if fc != nil && p.literalCheckable(fc, fc.FieldOf(name)) {
+			n += 2 * len(literalProbes(fc))
 		}
 	}
 	return min(n+len(p.opts.Actions)+1, p.left()/2)

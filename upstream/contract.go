@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -201,7 +202,7 @@ func fieldsSchema(fields map[string]*config.FieldConfig) map[string]any {
 			child, ok := props[p].(map[string]any)
 			if !ok {
 				child = map[string]any{"type": "object", "properties": map[string]any{}}
-				props[p] = child
+				setStep(node, p, child)
 			}
 			if _, ok := child["properties"].(map[string]any); !ok {
 				// An object field declared whole (metadata) beside a field
@@ -241,12 +242,16 @@ func fieldsSchema(fields map[string]*config.FieldConfig) map[string]any {
 		}
 		if prev, ok := node["properties"].(map[string]any)[leaf].(map[string]any); ok && prev["properties"] != nil {
 			// Fields inside this one were declared first: keep them.
-			s["properties"], s["required"] = prev["properties"], prev["required"]
-			if s["required"] == nil {
-				delete(s, "required")
+			for _, k := range []string{"properties", "required", "prefixItems", "minItems"} {
+				if v, ok := prev[k]; ok {
+					s[k] = v
+				}
+			}
+			if prev["prefixItems"] != nil {
+				allowArray(s)
 			}
 		}
-		node["properties"].(map[string]any)[leaf] = s
+		setStep(node, leaf, s)
 		if f.Required || f.Permission {
 			addRequired(node, leaf)
 		}
@@ -254,7 +259,45 @@ func fieldsSchema(fields map[string]*config.FieldConfig) map[string]any {
 	return root
 }
 
+// setStep places a step's schema in its parent's: as a member of an
+// object, and, for a step that is an element's index (custom_fields.1),
+// also as that element of an array, since a field's path is read through
+// either (jsonvalue.Get). A required index asks for that many elements.
+func setStep(node map[string]any, step string, s map[string]any) {
+	node["properties"].(map[string]any)[step] = s
+	i, err := strconv.Atoi(step)
+	if err != nil || i < 0 || strconv.Itoa(i) != step {
+		return
+	}
+	allowArray(node)
+	items, _ := node["prefixItems"].([]any)
+	for len(items) <= i {
+		items = append(items, map[string]any{})
+	}
+	items[i] = s
+	node["prefixItems"] = items
+}
+
+// allowArray adds array to a schema's types.
+func allowArray(node map[string]any) {
+	switch t := node["type"].(type) {
+	case string:
+		if t != "array" {
+			node["type"] = []any{t, "array"}
+		}
+	case []any:
+		if !slices.Contains(t, any("array")) {
+			node["type"] = append(t, "array")
+		}
+	}
+}
+
 func addRequired(node map[string]any, name string) {
+	if i, err := strconv.Atoi(name); err == nil && i >= 0 && strconv.Itoa(i) == name && node["prefixItems"] != nil {
+		if n, _ := node["minItems"].(int); n < i+1 {
+			node["minItems"] = i + 1
+		}
+	}
 	req, _ := node["required"].([]any)
 	for _, r := range req {
 		if r == name {
@@ -343,7 +386,8 @@ func (c *Contract) schemaViolations(doc map[string]any, isDecision func(string) 
 }
 
 // fastSchema is the subset of JSON Schema that fieldsSchema generates:
-// type, enum (of strings and null), format, properties and required. It
+// type, enum (of strings and null), format, properties, required,
+// prefixItems and minItems. It
 // answers one question, whether a document is certainly valid, with the
 // validator's own rules: its answer is "valid" only when the validator
 // would report nothing; every other case (a violation, a value or keyword
@@ -355,6 +399,10 @@ type fastSchema struct {
 	format   func(any) bool
 	props    map[string]*fastSchema
 	required []string
+	// items and minItems check an array through which a field's path
+	// leads by an element's index.
+	items    []*fastSchema
+	minItems int
 }
 
 // compileFastSchema reads a generated schema document as the validator's
@@ -437,6 +485,25 @@ func fastNode(v any) (*fastSchema, bool) {
 				}
 				fs.props[name] = child
 			}
+		case "prefixItems":
+			items, ok := x.([]any)
+			if !ok {
+				return nil, false
+			}
+			for _, sub := range items {
+				child, ok := fastNode(sub)
+				if !ok {
+					return nil, false
+				}
+				fs.items = append(fs.items, child)
+			}
+		case "minItems":
+			n, ok := x.(json.Number)
+			i, err := n.Int64()
+			if !ok || err != nil || i < 0 {
+				return nil, false
+			}
+			fs.minItems = int(i)
 		case "required":
 			names, ok := x.([]any)
 			if !ok {
@@ -498,6 +565,17 @@ func (fs *fastSchema) valid(v any) bool {
 	}
 	if fs.format != nil && !fs.format(v) {
 		return false
+	}
+	if arr, isArr := v.([]any); isArr {
+		if len(arr) < fs.minItems {
+			return false
+		}
+		for i, sub := range fs.items {
+			if i < len(arr) && !sub.valid(arr[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	obj, isObj := v.(map[string]any)
 	if !isObj {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -46,6 +47,9 @@ func fastTestFields() map[string]*config.FieldConfig {
 		"region":       {Type: "string", Path: "geo.where.region", Nullable: true},
 		"renamed":      {Type: "string", Aliases: []config.AliasConfig{{Name: "old_name", Until: "2030-01-01"}}},
 		"nested_alias": {Type: "integer", Path: "deep.value", Aliases: []config.AliasConfig{{Name: "legacy_value", Until: "2030-01-01"}}},
+		// Through an array by an element's index (Redmine's custom fields).
+		"cf_region": {Type: "string", Path: "custom_fields.0.value", Nullable: true, Decision: true},
+		"cf_team":   {Type: "string", Path: "custom_fields.1.value", Nullable: true, Required: true},
 	}
 }
 
@@ -143,6 +147,21 @@ func randomDoc(rng *rand.Rand, fields map[string]*config.FieldConfig, mostlyVali
 				jsonvalue.Put(doc, a.Name, randomFieldValue(rng, f))
 			}
 		}
+	}
+	if cf, ok := doc["custom_fields"].(map[string]any); ok && rng.IntN(4) > 0 {
+		// Mostly as an array (Redmine's), sometimes one element short.
+		arr := []any{}
+		for i := range 2 {
+			e, ok := cf[strconv.Itoa(i)]
+			if !ok {
+				e = map[string]any{}
+			}
+			arr = append(arr, e)
+		}
+		if rng.IntN(12) == 0 {
+			arr = arr[:1]
+		}
+		doc["custom_fields"] = arr
 	}
 	if rng.IntN(20) == 0 {
 		doc["billing"] = randomFieldValue(rng, nil)

@@ -263,6 +263,9 @@ func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) fil
 				return filterForm{why: why}
 			}
 		}
+		if _, why, ok := r.listWire(fc, v); !ok {
+			return filterForm{why: why}
+		}
 		return filterForm{sent: true}
 	default:
 		if fc.Param == "" {
@@ -274,8 +277,34 @@ func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) fil
 				return filterForm{why: why}
 			}
 		}
+		if _, why, ok := wireValue(config.ListKind(&r.Config), fc, v); !ok {
+			return filterForm{why: why}
+		}
 		return filterForm{sent: true}
 	}
+}
+
+// listWire is a list's values as placed in the request: one text joined
+// by the separator for a comma list, else each value as wireValue writes
+// it; ok is false, with why, when a value cannot be carried so.
+func (r *Resource) listWire(fc *config.FilterConfig, v []any) ([]any, string, bool) {
+	if fc.Multi == "comma" {
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = jsonvalue.String(e)
+		}
+		text, why, ok := joinedText(fc, parts)
+		return []any{text}, why, ok
+	}
+	out := make([]any, len(v))
+	for i, e := range v {
+		w, why, ok := wireValue(config.ListKind(&r.Config), fc, e)
+		if !ok {
+			return nil, why, false
+		}
+		out[i] = w
+	}
+	return out, "", true
 }
 
 // splits says why a comma list cannot carry a value intact ("" when it
@@ -319,22 +348,20 @@ func (r *Resource) placeFilter(p *listParams, name string, fc *config.FilterConf
 		if param == "" {
 			param = fc.Param
 		}
+		w, _, _ := r.listWire(fc, v)
 		switch fc.Multi {
 		case "repeat":
-			for _, e := range v {
+			for _, e := range w {
 				p.add(param, jsonvalue.String(e))
 			}
 		case "comma":
-			parts := make([]string, len(v))
-			for i, e := range v {
-				parts[i] = jsonvalue.String(e)
-			}
-			p.set(param, strings.Join(parts, separatorOf(fc)))
+			p.set(param, w[0])
 		case "array":
-			p.set(param, v)
+			p.set(param, w)
 		}
 	default:
-		p.set(fc.Param, v)
+		w, _, _ := wireValue(p.kind, fc, v)
+		p.set(fc.Param, w)
 	}
 }
 

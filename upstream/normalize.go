@@ -36,7 +36,10 @@ func fieldNorms(r *Resource) []fieldNorm {
 	return out
 }
 
-// apply rewrites the field in doc and reports whether it changed.
+// apply rewrites the field in doc, wherever its path leads (through an
+// array by an element's index: custom_fields.1.value), and reports
+// whether it changed: a rewrite the item does not show afterwards is
+// never reported as done.
 func (n fieldNorm) apply(doc map[string]any) bool {
 	v, ok := jsonvalue.Get(doc, n.path)
 	if !ok || v == nil {
@@ -44,14 +47,12 @@ func (n fieldNorm) apply(doc map[string]any) bool {
 	}
 	for _, nv := range n.nulls {
 		if jsonvalue.SameScalar(v, nv) {
-			jsonvalue.Set(doc, n.path, nil)
-			return true
+			return n.rewrite(doc, nil)
 		}
 	}
 	if n.layout != "" {
 		if ts, ok := config.NormalizeTimestamp(v, n.layout); ok {
-			jsonvalue.Set(doc, n.path, ts)
-			return true
+			return n.rewrite(doc, ts)
 		}
 	}
 	str, isStr := v.(string)
@@ -68,6 +69,13 @@ func (n fieldNorm) apply(doc map[string]any) bool {
 	if out == str {
 		return false
 	}
-	jsonvalue.Set(doc, n.path, out)
-	return true
+	return n.rewrite(doc, out)
+}
+
+// rewrite sets the field's value and reports whether the item now holds
+// it.
+func (n fieldNorm) rewrite(doc map[string]any, v any) bool {
+	jsonvalue.Set(doc, n.path, v)
+	got, ok := jsonvalue.Get(doc, n.path)
+	return ok && (got == nil && v == nil || jsonvalue.SameScalar(got, v))
 }

@@ -1,7 +1,7 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
 // PocketBase, Debian's docker-registry, Django REST Framework, PostGraphile
-// over PostgreSQL, Debian's WordPress over MariaDB, Debian's etcd and SAP
-// CAP (@sap/cds over better-sqlite3), each HTTP API
+// over PostgreSQL, Debian's WordPress and Redmine over MariaDB, Debian's
+// etcd and SAP CAP (@sap/cds over better-sqlite3), each HTTP API
 // optionally behind a credential) and an OpenID provider (oidc-provider,
 // for the outbound credential and the authorization suites), seeds them
 // deterministically, and reads their ground truth directly over HTTP, or
@@ -16,7 +16,8 @@
 // the PocketBase module download, /usr/bin/docker-registry, Debian's
 // python3-django, python3-djangorestframework and python3-django-filters,
 // PostgreSQL, php with mysqli, mbstring and xml, Debian's wordpress, the
-// mysql client, MariaDB, etcd) skips the test, unless AIRLOCK_REQUIRE_INTEROP=1
+// mysql client, MariaDB, etcd, Debian's redmine, redmine-mysql and thin)
+// skips the test, unless AIRLOCK_REQUIRE_INTEROP=1
 // turns the skip into a failure.
 package upstreams
 
@@ -59,7 +60,7 @@ const maxBody = 64 << 20
 func Enabled(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnableEnv) != "1" {
-		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress, MediaWiki, etcd, SAP CAP): set %s=1 to run it", EnableEnv)
+		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress, MediaWiki, etcd, SAP CAP, Redmine): set %s=1 to run it", EnableEnv)
 	}
 }
 
