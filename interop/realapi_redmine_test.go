@@ -25,6 +25,10 @@ func TestRedmine_ValuesAreCarriedIntactAndCountedExactly(t *testing.T) {
 	rm := upstreams.StartRedmine(t)
 	env := map[string]string{"REDMINE_API_KEY": rm.APIKey}
 	al := startAirlock(t, "redmine.yaml", rm.URL, env)
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "Redmine", config: "redmine.yaml", base: rm.URL, env: env, resource: "issues",
+			filter: map[string]any{"team": "^beta"}, pageSize: 25})
+	})
 	truth := rm.Issues(t)
 	if len(truth) != upstreams.DefaultRedmineIssues {
 		t.Fatalf("MariaDB holds %d issues; seeded %d", len(truth), upstreams.DefaultRedmineIssues)

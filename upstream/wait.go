@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -141,9 +140,9 @@ func (c *Client) throttled(status int, body []byte) bool {
 		}
 		if !decoded {
 			decoded = true
-			dec := json.NewDecoder(bytes.NewReader(body))
-			dec.UseNumber()
-			if dec.Decode(&doc) != nil {
+			var err error
+			if doc, err = jsonvalue.Decode(body); err != nil {
+				// Not one strict JSON document: the member is not read.
 				return false
 			}
 		}
