@@ -226,7 +226,7 @@ var registry = []Code{
 		Recovery: "report the drift to the operator; do not act on the withheld part of the scope"},
 	{Code: string(EndNotProven), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "the upstream gave no proof that the list ended; records after the last page read may exist",
-		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, more_on_empty_page, more_without_continuation, repeated_page, probe_failed, continuation_refused, batch_incomplete: a continuation object's list ended on an answer without its declared batch marker): the list may go on",
+		Meaning:  "a source's last page carried no end signal the scan could verify (signal: next_signal_not_seen, next_signal_missing: a whole page without its continuation that a recheck one item smaller did not settle, more_on_empty_page, more_without_continuation, repeated_page, probe_failed, continuation_refused, batch_incomplete: a continuation object's list ended on an answer without its declared batch marker): the list may go on",
 		Recovery: "do not treat absence as proof; an operator should check the resource's pagination with airlock probe"},
 
 	{Code: string(SignalUnreadable), Kind: KindReason, Continuation: ContinueNone, Retryable: false,

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -28,7 +29,7 @@ func TestWordPress_CompleteOnlyWithTheSitesExactPosts(t *testing.T) {
 	al := startAirlock(t, "wordpress.yaml", w.URL, env)
 	t.Run("evidence_mutation", func(t *testing.T) {
 		checkEvidence(t, evidenceCase{upstream: "WordPress", config: "wordpress.yaml", base: w.URL, env: env, resource: "posts",
-			filter: map[string]any{"categories": w.Categories[2]}, pageSize: 25})
+			filter: map[string]any{"categories": json.Number(strconv.Itoa(w.Categories[2]))}, pageSize: 25})
 	})
 	truth := w.Posts(t) // every seeded post is in one of the statuses status=any lists
 
