@@ -948,11 +948,3 @@ func (d continueDialect) more(_ *Response, doc any) bool {
 }
 
 func (continueDialect) plan(pageState) []pageState { return nil }
-
-func intAt(doc any, path string) (int, bool) {
-	v, ok := jsonvalue.Get(doc, path)
-	if !ok {
-		return 0, false
-	}
-	return jsonvalue.Int(v)
-}
