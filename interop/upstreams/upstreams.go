@@ -1,12 +1,13 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
 // PocketBase, Debian's docker-registry, Django REST Framework, PostGraphile
 // over PostgreSQL, Debian's WordPress over MariaDB, Debian's etcd, SAP CAP
-// (@sap/cds over better-sqlite3) and PouchDB Server (express-pouchdb over
-// an in-memory pouchdb), each HTTP API optionally behind a credential) and
-// an OpenID provider (oidc-provider, for the outbound credential and the
-// authorization suites), seeds them deterministically, and reads their
-// ground truth directly over HTTP, or from their SQLite file or PostgreSQL
-// or MariaDB database.
+// (@sap/cds over better-sqlite3), PouchDB Server (express-pouchdb over an
+// in-memory pouchdb) and dynalite (DynamoDB's API, in memory), each HTTP
+// API optionally behind a credential) and an OpenID provider
+// (oidc-provider, for the outbound credential and the authorization
+// suites), seeds them deterministically, and reads their ground truth
+// directly over HTTP, or from their SQLite file or PostgreSQL or MariaDB
+// database.
 //
 // It must never import anything of airlock's: its truth is what the
 // upstream itself holds, read by code that shares nothing with the code under
@@ -60,7 +61,7 @@ const maxBody = 64 << 20
 func Enabled(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnableEnv) != "1" {
-		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress, MediaWiki, etcd, SAP CAP, PouchDB Server): set %s=1 to run it", EnableEnv)
+		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress, MediaWiki, etcd, SAP CAP, PouchDB Server, dynalite): set %s=1 to run it", EnableEnv)
 	}
 }
 
