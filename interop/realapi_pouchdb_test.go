@@ -16,7 +16,8 @@ import (
 // pouchdb 7.3.1, interop/pouchdb/server.mjs) that a configuration for
 // CouchDB's API will rely on, pinned by calling the server directly, so
 // that a change of PouchDB fails here first. Where PouchDB differs from
-// CouchDB (no Mango bookmarks, no default _find limit, $ne null refused),
+// CouchDB (no Mango bookmarks, no default _find limit, $ne null refused,
+// a deleted document read as missing),
 // the test says so. Every JSON body ends in a newline, as CouchDB's do.
 
 // The seeded counts, measured once and pinned: a change of the seed or of
@@ -37,7 +38,7 @@ func TestPouchDBFacts_PagesMangoConflictsAndWholeDocumentWrites(t *testing.T) {
 	t.Run("all_docs_pages_by_limit_and_skip", func(t *testing.T) { checkPouchAllDocs(t, p, truth) })
 	t.Run("find_has_no_bookmark_and_pages_by_skip", func(t *testing.T) { checkPouchFindPaging(t, p, truth) })
 	t.Run("mango_null_is_not_missing", func(t *testing.T) { checkPouchMangoNull(t, p, truth) })
-	t.Run("stale_rev_put_is_a_conflict", func(t *testing.T) { checkPouchConflict(t, p) })
+	t.Run("stale_rev_put_is_a_conflict_and_deleted_reads_as_missing", func(t *testing.T) { checkPouchConflict(t, p) })
 	t.Run("put_replaces_the_whole_document", func(t *testing.T) { checkPouchPutReplaces(t, p) })
 	t.Run("bulk_docs_answers_a_bare_array_per_document", func(t *testing.T) { checkPouchBulkDocs(t, p) })
 }
@@ -278,9 +279,18 @@ func checkPouchConflict(t *testing.T, p *upstreams.PouchDB) {
 	if after := p.Doc(t, id); after["_rev"] != rev || after["status"] != "archived" {
 		t.Errorf("after the refused writes: %v; want the other writer's %s", after, rev)
 	}
+	// Never there and deleted read the same (CouchDB's reason for a deleted
+	// document is "deleted"; PouchDB's is "missing").
 	r := p.Send(t, http.MethodGet, "/"+upstreams.PouchDBDatabase+"/acct-99999", nil, nil)
 	if r.Status != http.StatusNotFound || string(r.Body) != `{"error":"not_found","reason":"missing"}`+"\n" || p.Doc(t, "acct-99999") != nil {
-		t.Errorf("GET of a missing document: status %d %s; want 404 not_found missing", r.Status, r.Body)
+		t.Errorf("GET of a document never written: status %d %s; want 404 not_found missing", r.Status, r.Body)
+	}
+	if rev := p.Delete(t, id); !strings.HasPrefix(rev, "3-") {
+		t.Errorf("the deletion's _rev %q; want 3-…", rev)
+	}
+	r = p.Send(t, http.MethodGet, "/"+upstreams.PouchDBDatabase+"/"+id, nil, nil)
+	if r.Status != http.StatusNotFound || string(r.Body) != `{"error":"not_found","reason":"missing"}`+"\n" || p.Doc(t, id) != nil {
+		t.Errorf("GET of a deleted document: status %d %s; want 404 not_found missing", r.Status, r.Body)
 	}
 }
 

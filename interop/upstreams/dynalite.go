@@ -206,9 +206,16 @@ func (d *Dynalite) Put(t testing.TB, item DynamoItem) {
 	d.must(t, "PutItem", map[string]any{"TableName": DynaliteTable, "Item": item}, nil)
 }
 
-// Call sends one operation with the harness's headers (DynamoContentType,
-// DynamoAuthorization, DynamoAmzDate) and returns whatever dynalite
-// answers.
+// Delete deletes an item (DeleteItem, unconditional), as another writer
+// would.
+func (d *Dynalite) Delete(t testing.TB, pk string) {
+	t.Helper()
+	d.must(t, "DeleteItem", map[string]any{"TableName": DynaliteTable, "Key": map[string]any{"pk": map[string]any{"S": pk}}}, nil)
+}
+
+// Call sends one operation, its body encoded as JSON, with the harness's
+// headers (DynamoContentType, DynamoAuthorization, DynamoAmzDate) and
+// returns whatever dynalite answers.
 func (d *Dynalite) Call(t testing.TB, op string, body any) Response {
 	t.Helper()
 	r, err := d.do(t, op, body)

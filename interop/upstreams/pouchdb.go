@@ -184,6 +184,30 @@ func (p *PouchDB) Update(t testing.TB, id string, fields map[string]any) string 
 	return p.Put(t, doc)
 }
 
+// Delete deletes the document at its current revision, as another writer
+// would; it returns the deletion's _rev. Reading it afterwards answers
+// 404 with reason "missing", as for a document never written.
+func (p *PouchDB) Delete(t testing.TB, id string) string {
+	t.Helper()
+	doc := p.Doc(t, id)
+	if doc == nil {
+		t.Fatalf("pouchdb: delete %q: no such document", id)
+	}
+	rev, _ := doc["_rev"].(string)
+	_, b, err := call(t.Context(), http.MethodDelete, p.docURL(id)+"?rev="+url.QueryEscape(rev), nil, nil, http.StatusOK)
+	if err != nil {
+		t.Fatalf("pouchdb: delete %q: %v", id, err)
+	}
+	var ok struct {
+		OK  bool   `json:"ok"`
+		Rev string `json:"rev"`
+	}
+	if err := json.Unmarshal(b, &ok); err != nil || !ok.OK || ok.Rev == "" {
+		t.Fatalf("pouchdb: delete %q answered %q", id, truncate(b, 200))
+	}
+	return ok.Rev
+}
+
 // PouchBulkResult is one element of _bulk_docs' answer: ok, id and rev
 // for a written document, id, error and reason for a refused one.
 type PouchBulkResult struct {
