@@ -1,11 +1,13 @@
 // Package upstreams starts real third-party HTTP APIs for tests (json-server,
 // PocketBase, Debian's docker-registry, Django REST Framework, PostGraphile
 // over PostgreSQL, Debian's WordPress and Redmine over MariaDB, Debian's
-// etcd and SAP CAP (@sap/cds over better-sqlite3), each HTTP API
-// optionally behind a credential) and an OpenID provider (oidc-provider,
-// for the outbound credential and the authorization suites), seeds them
-// deterministically, and reads their ground truth directly over HTTP, or
-// from their SQLite file or PostgreSQL or MariaDB database.
+// etcd, SAP CAP (@sap/cds over better-sqlite3), PouchDB Server
+// (express-pouchdb over an in-memory pouchdb) and dynalite (DynamoDB's API,
+// in memory), each HTTP API optionally behind a credential) and an OpenID
+// provider (oidc-provider, for the outbound credential and the
+// authorization suites), seeds them deterministically, and reads their
+// ground truth directly over HTTP, or from their SQLite file or PostgreSQL
+// or MariaDB database.
 //
 // It must never import anything of airlock's: its truth is what the
 // upstream itself holds, read by code that shares nothing with the code under
@@ -60,7 +62,7 @@ const maxBody = 64 << 20
 func Enabled(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnableEnv) != "1" {
-		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress, MediaWiki, etcd, SAP CAP, Redmine): set %s=1 to run it", EnableEnv)
+		t.Skipf("skipping the real-upstream suite (json-server, PocketBase, docker-registry, Django REST Framework, PostGraphile, WordPress, MediaWiki, etcd, SAP CAP, Redmine, PouchDB Server, dynalite): set %s=1 to run it", EnableEnv)
 	}
 }
 
@@ -91,9 +93,14 @@ func interopDir(t testing.TB) string {
 type Record map[string]any
 
 // ID is the record's "id" as a string: a string as it is, a number in
-// decimal ("" when absent or neither).
+// decimal ("" when absent or neither). A record without "id" answers its
+// "_id" (CouchDB's documents).
 func (r Record) ID() string {
-	switch id := r["id"].(type) {
+	key := "id"
+	if _, ok := r[key]; !ok {
+		key = "_id"
+	}
+	switch id := r[key].(type) {
 	case string:
 		return id
 	case float64:
