@@ -13,10 +13,12 @@ import (
 	"testing"
 )
 
-// executableFormat says which platform an executable is for, from its own
-// headers: "linux/arm64", or "" when it is none of airlock's platforms.
-func executableFormat(b []byte) string {
-	if f, err := elf.NewFile(bytes.NewReader(b)); err == nil {
+// executableFormat says which platform the executable at path is for, from
+// its own headers: "linux/arm64", or "" when it is none of airlock's
+// platforms.
+func executableFormat(path string) string {
+	if f, err := elf.Open(path); err == nil {
+		defer f.Close()
 		switch f.Machine {
 		case elf.EM_X86_64:
 			return "linux/amd64"
@@ -24,7 +26,8 @@ func executableFormat(b []byte) string {
 			return "linux/arm64"
 		}
 	}
-	if f, err := macho.NewFile(bytes.NewReader(b)); err == nil {
+	if f, err := macho.Open(path); err == nil {
+		defer f.Close()
 		switch f.Cpu {
 		case macho.CpuAmd64:
 			return "darwin/amd64"
@@ -32,7 +35,8 @@ func executableFormat(b []byte) string {
 			return "darwin/arm64"
 		}
 	}
-	if f, err := pe.NewFile(bytes.NewReader(b)); err == nil {
+	if f, err := pe.Open(path); err == nil {
+		defer f.Close()
 		switch f.Machine {
 		case pe.IMAGE_FILE_MACHINE_AMD64:
 			return "windows/amd64"
@@ -79,7 +83,7 @@ func (img ociImage) blob(t testing.TB, digest string) []byte {
 func readImage(t testing.TB, file string) ociImage {
 	t.Helper()
 	img := ociImage{files: map[string]entry{}, manifests: map[string]string{}}
-	for name, e := range readArchive(t, file) {
+	for name, e := range readArchive(t, file, true) {
 		img.files[strings.TrimPrefix(name, "./")] = e
 	}
 	var index struct {
@@ -185,9 +189,9 @@ func TestRelease_TheImageRunsTheReleaseBinaryAsNonRootWithCACertificates(t *test
 		if err := os.WriteFile(layer, img.blob(t, manifest.Layers[0].Digest), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		files := readArchive(t, layer)
+		files := readArchive(t, layer, false)
 		bin, certs, state := files["airlock"], files["etc/ssl/certs/ca-certificates.crt"], files["var/lib/airlock/"]
-		if sha256Bytes(bin.data) != sha256Bytes(binaryOf(t, r, p)) || bin.mode.Perm() != 0o755 {
+		if bin.sum != sha256File(t, binaryOf(t, r, p)) || bin.mode.Perm() != 0o755 {
 			t.Errorf("%s: the image's /airlock (mode %v) is not the archive's binary", p, bin.mode)
 		}
 		if !bytes.Contains(certs.data, []byte("-----BEGIN CERTIFICATE-----")) {

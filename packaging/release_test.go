@@ -5,7 +5,6 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"debug/buildinfo"
@@ -64,8 +63,10 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if builtDir != "" {
-		os.RemoveAll(builtDir)
+	for _, dir := range []string{builtDir, unpacked.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -99,6 +100,11 @@ func requireRelease(t testing.TB) *release {
 			shared.built = builtDir != ""
 		}
 	})
+	for _, tool := range []string{"tar", "gzip", "unzip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			unavailable(t, "%s, which the tests read archives with, is not on PATH", tool)
+		}
+	}
 	if sharedErr != nil {
 		if strings.HasPrefix(sharedErr.Error(), "missing: ") {
 			unavailable(t, "%v", sharedErr)
@@ -110,7 +116,7 @@ func requireRelease(t testing.TB) *release {
 
 // releasePrerequisites says what scripts/release needs and is missing.
 func releasePrerequisites() error {
-	for _, tool := range []string{"git", "jq", "zip", "gzip", "sha256sum", "node"} {
+	for _, tool := range []string{"git", "jq", "zip", "unzip", "gzip", "sha256sum", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("missing: %s, which scripts/release needs", tool)
 		}
@@ -190,18 +196,38 @@ func sha256Bytes(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// entry is one file of an archive.
+// entry is one file of an archive: its header, its SHA-256 and, when it
+// is small (or all were asked for), its content.
 type entry struct {
 	mode     os.FileMode
 	uid, gid int
 	modTime  time.Time
+	sum      string
 	data     []byte
 }
 
-// readArchive reads a .tar.gz or .zip.
-func readArchive(t testing.TB, path string) map[string]entry {
+// smallFile is the largest file readArchive keeps unless asked to keep all.
+const smallFile = 1 << 20
+
+// readArchive reads a .tar, .tar.gz, .zip or .mcpb; keepAll keeps every
+// file's content, not only the small ones. Compressed content is inflated
+// by gzip and unzip: Go's inflater, under the race detector, takes a minute
+// for a release.
+func readArchive(t testing.TB, path string, keepAll bool) map[string]entry {
 	t.Helper()
 	out := map[string]entry{}
+	read := func(r io.Reader, size int64) (string, []byte) {
+		h := sha256.New()
+		var buf bytes.Buffer
+		w := io.Writer(h)
+		if keepAll || size <= smallFile {
+			w = io.MultiWriter(h, &buf)
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return hex.EncodeToString(h.Sum(nil)), buf.Bytes()
+	}
 	if strings.HasSuffix(path, ".zip") || strings.HasSuffix(path, ".mcpb") {
 		z, err := zip.OpenReader(path)
 		if err != nil {
@@ -209,31 +235,32 @@ func readArchive(t testing.TB, path string) map[string]entry {
 		}
 		defer z.Close()
 		for _, f := range z.File {
-			rc, err := f.Open()
-			if err != nil {
-				t.Fatal(err)
+			var sum string
+			var data []byte
+			if keepAll || f.UncompressedSize64 <= smallFile {
+				rc, err := f.Open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum, data = read(rc, int64(f.UncompressedSize64))
+				rc.Close()
+			} else {
+				sum, _ = read(inflated(t, "unzip", "-p", path, f.Name), 0)
 			}
-			data, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil {
-				t.Fatalf("%s: %s: %v", path, f.Name, err)
-			}
-			out[f.Name] = entry{mode: f.Mode(), modTime: f.Modified, data: data}
+			out[f.Name] = entry{mode: f.Mode(), modTime: f.Modified, sum: sum, data: data}
 		}
 		return out
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
+	var r io.Reader
 	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
+		r = inflated(t, "gzip", "-dc", path)
+	} else {
+		f, err := os.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = gz
+		defer f.Close()
+		r = f
 	}
 	tr := tar.NewReader(r)
 	for {
@@ -244,45 +271,86 @@ func readArchive(t testing.TB, path string) map[string]entry {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name] = entry{mode: h.FileInfo().Mode(), uid: h.Uid, gid: h.Gid, modTime: h.ModTime, data: data}
+		sum, data := read(tr, h.Size)
+		out[h.Name] = entry{mode: h.FileInfo().Mode(), uid: h.Uid, gid: h.Gid, modTime: h.ModTime, sum: sum, data: data}
 	}
 	return out
 }
 
-// binaryOf returns the airlock binary in a platform's archive.
-func binaryOf(t testing.TB, r *release, platform string) []byte {
+// inflated is what a command (gzip -dc, unzip -p) writes, whole.
+func inflated(t testing.TB, name string, args ...string) io.Reader {
 	t.Helper()
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return bytes.NewReader(out)
+}
+
+// unpacked holds the binaries binaryOf unpacked, by platform, in a
+// directory TestMain removes.
+var unpacked struct {
+	sync.Mutex
+	dir   string
+	paths map[string]string
+}
+
+// binaryOf unpacks the airlock binary of a platform's archive, once per
+// test process, and returns its path.
+func binaryOf(t testing.TB, r *release, platform string) string {
+	t.Helper()
+	unpacked.Lock()
+	defer unpacked.Unlock()
+	if p, ok := unpacked.paths[platform]; ok {
+		return p
+	}
+	if unpacked.dir == "" {
+		dir, err := os.MkdirTemp("", "airlock-binaries-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		unpacked.dir, unpacked.paths = dir, map[string]string{}
+	}
 	exe := "airlock"
 	if strings.HasPrefix(platform, "windows/") {
 		exe = "airlock.exe"
 	}
-	e, ok := readArchive(t, r.path(r.archive(platform)))[r.name(platform)+"/"+exe]
-	if !ok {
-		t.Fatalf("%s holds no %s", r.archive(platform), exe)
+	member := r.name(platform) + "/" + exe
+	archive := r.path(r.archive(platform))
+	var in io.Reader
+	if strings.HasSuffix(archive, ".zip") {
+		in = inflated(t, "unzip", "-p", archive, member)
+	} else {
+		in = inflated(t, "tar", "-xzOf", archive, member)
 	}
-	return e.data
+	dest := filepath.Join(unpacked.dir, strings.ReplaceAll(platform, "/", "_"), exe)
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.OpenFile(dest, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	unpacked.paths[platform] = dest
+	return dest
 }
 
-// hostBinary unpacks the archive of this machine's platform and returns the
-// binary's path.
+// hostBinary is the binary of this machine's platform.
 func hostBinary(t testing.TB, r *release) string {
 	t.Helper()
 	if !slices.Contains(r.platforms, hostPlatform) {
 		unavailable(t, "the release has no binary for this machine (%s)", hostPlatform)
 	}
-	exe := "airlock"
-	if runtime.GOOS == "windows" {
-		exe = "airlock.exe"
-	}
-	path := filepath.Join(t.TempDir(), exe)
-	if err := os.WriteFile(path, binaryOf(t, r, hostPlatform), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return binaryOf(t, r, hostPlatform)
 }
 
 // versionInfo is what airlock version --json prints.
@@ -375,7 +443,7 @@ func TestRelease_ArchivesHoldAStaticBinaryForTheirPlatformAndAreDatedAtTheCommit
 	v := runVersion(t, hostBinary(t, r))
 	dated := commitTime(t, v.Commit)
 	for _, p := range r.platforms {
-		files := readArchive(t, r.path(r.archive(p)))
+		files := readArchive(t, r.path(r.archive(p)), false)
 		exe := "airlock"
 		if strings.HasPrefix(p, "windows/") {
 			exe = "airlock.exe"
@@ -404,10 +472,14 @@ func TestRelease_ArchivesHoldAStaticBinaryForTheirPlatformAndAreDatedAtTheCommit
 		if !strings.HasPrefix(p, "windows/") && bin.mode.Perm() != 0o755 {
 			t.Errorf("%s: %s has mode %v, want 0755", r.archive(p), exe, bin.mode)
 		}
-		if got := executableFormat(bin.data); got != p {
+		path := binaryOf(t, r, p)
+		if sha256File(t, path) != bin.sum {
+			t.Fatalf("%s: the binary unpacked is not the one listed", r.archive(p))
+		}
+		if got := executableFormat(path); got != p {
 			t.Errorf("%s holds a binary for %q", r.archive(p), got)
 		}
-		bi, err := buildinfo.Read(bytes.NewReader(bin.data))
+		bi, err := buildinfo.ReadFile(path)
 		if err != nil {
 			t.Fatalf("%s: %v", r.archive(p), err)
 		}
@@ -467,7 +539,7 @@ func TestRelease_SBOMsListTheModulesEachBinaryLinks(t *testing.T) {
 			!strings.Contains(c.PURL, "goos="+goos) || !strings.Contains(c.PURL, "goarch="+goarch) {
 			t.Errorf("%s: the SBOM is %s %s of %+v", p, bom.BOMFormat, bom.SpecVersion, c)
 		}
-		bi, err := buildinfo.Read(bytes.NewReader(binaryOf(t, r, p)))
+		bi, err := buildinfo.ReadFile(binaryOf(t, r, p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -538,7 +610,7 @@ func TestRelease_BundlesCarryTheirPlatformsBinaryAndPassTheOfficialCLI(t *testin
 	nodeOS := map[string]string{"linux": "linux", "darwin": "darwin", "windows": "win32"}
 	for _, p := range r.platforms {
 		bundle := r.path(r.name(p) + ".mcpb")
-		files := readArchive(t, bundle)
+		files := readArchive(t, bundle, false)
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "manifest.json"), files["manifest.json"].data, 0o644); err != nil {
 			t.Fatal(err)
@@ -566,7 +638,7 @@ func TestRelease_BundlesCarryTheirPlatformsBinaryAndPassTheOfficialCLI(t *testin
 			t.Errorf("%s: the host starts %s, the entry point is %s", p, m.Server.MCPConfig.Command, m.Server.EntryPoint)
 		case goos != "windows" && bin.mode.Perm()&0o111 == 0:
 			t.Errorf("%s: %s is not executable (%v)", p, m.Server.EntryPoint, bin.mode)
-		case sha256Bytes(bin.data) != sha256Bytes(binaryOf(t, r, p)):
+		case bin.sum != sha256File(t, binaryOf(t, r, p)):
 			t.Errorf("%s: the bundle's binary is not the archive's", p)
 		}
 		for _, args := range [][]string{{"validate", filepath.Join(dir, "manifest.json")}, {"info", bundle}} {
