@@ -151,6 +151,13 @@ func (f *flags) help(w io.Writer) {
 	}
 }
 
+// isSet reports whether the command line gave the flag name, even as "".
+func isSet(f *flags, name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 func isBool(fl *flag.Flag) bool {
 	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()

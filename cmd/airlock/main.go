@@ -206,6 +206,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs := newFlags("serve", "serve (--config FILE | --demo) [--http ADDR [--review]] [flags]", serveAbout)
 	configPath := fs.String("config", "", "the configuration `FILE` (YAML)")
 	demoMode := fs.Bool("demo", false, "serve the built-in demo API")
+	configOrDemo := fs.String("config-or-demo", "", "the configuration `FILE`, or the built-in demo API when FILE is empty: for a host that passes a setting left blank as an empty value (an MCP Bundle)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on `ADDR` (host:port) instead of stdio")
 	storePath := fs.String("store", "", "the `STORE`: a SQLite file or a postgres:// URL (default $AIRLOCK_STORE, else a SQLite file under the user's state directory)")
 	withReview := fs.Bool("review", false, "with --http: also serve the operator's review page at /review/")
@@ -233,6 +234,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	grace, err := shutdownGrace(*graceFlag)
 	if err != nil {
 		return err
+	}
+	if isSet(fs, "config-or-demo") {
+		if *demoMode || *configPath != "" {
+			return usagef("use --config-or-demo alone, without --config or --demo")
+		}
+		*configPath, *demoMode = *configOrDemo, *configOrDemo == ""
 	}
 	switch {
 	case *maxBody <= 0 || *maxStreams <= 0 || *scanMemory <= 0:

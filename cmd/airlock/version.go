@@ -21,16 +21,36 @@ type buildInfo struct {
 	Commit     string `json:"commit,omitempty"`
 	CommitTime string `json:"commit_time,omitempty"`
 	Modified   bool   `json:"modified"`
-	Go         string `json:"go"`
-	Platform   string `json:"platform"`
+	// Release is true when scripts/release stamped the commit and its time
+	// at link time.
+	Release  bool   `json:"release,omitempty"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
 }
+
+// releaseCommit and releaseDate are set at link time by scripts/release
+// (-X main.releaseCommit=… -X main.releaseDate=…). A release is built from
+// an export of its commit, which carries no version control information for
+// the go command to record, so that the binary depends on nothing but the
+// commit; the date is the commit's, so that two builds are identical.
+var releaseCommit, releaseDate string
 
 // readBuildInfo reads the version of airlock (what MCP clients are told),
 // and from the binary's build information the commit (when the go command
 // stamped it: a build in a git clone), the Go version and the platform.
 func readBuildInfo() buildInfo {
 	info, _ := debug.ReadBuildInfo()
-	return fromBuildInfo(info)
+	return fromBuildInfo(info).stamped(releaseCommit, releaseDate)
+}
+
+// stamped is bi with the commit and date a release build was linked with;
+// without them (any other build), bi as it is.
+func (bi buildInfo) stamped(commit, date string) buildInfo {
+	if commit == "" {
+		return bi
+	}
+	bi.Commit, bi.CommitTime, bi.Modified, bi.Release = commit, date, false, true
+	return bi
 }
 
 func fromBuildInfo(info *debug.BuildInfo) buildInfo {
@@ -94,7 +114,8 @@ func (bi buildInfo) String() string {
 		}
 		fmt.Fprintf(&b, "commit:  %s\n", c)
 	}
-	if bi.Module != "" {
+	// A release's module version is "(devel)": it names the commit instead.
+	if bi.Module != "" && !(bi.Release && bi.Module == "(devel)") {
 		fmt.Fprintf(&b, "module:  %s\n", bi.Module)
 	}
 	fmt.Fprintf(&b, "go:      %s %s\n", bi.Go, bi.Platform)
