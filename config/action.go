@@ -38,6 +38,12 @@ type ActionConfig struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Reconcile is how a write whose outcome was not observed is settled.
 	Reconcile ReconcileConfig `yaml:"reconcile"`
+	// Verify is what proves a write: answer (the default: an answer that
+	// is the target's own record, showing the effect; anything else is
+	// settled by a re-read) or reread (every target is re-read after its
+	// write, for an API whose answers only echo the request). Unset, the
+	// upstream's verify applies.
+	Verify string `yaml:"verify"`
 	// Principals, when set, restricts who may preview and commit the
 	// action to OAuth principals holding one of its groups or scopes.
 	Principals *PrincipalsConfig `yaml:"principals" json:",omitempty"`
@@ -253,6 +259,12 @@ type GetConfig struct {
 	Body   any    `yaml:"body"`
 	Absent string `yaml:"absent"`
 }
+
+// Write verification (verify).
+const (
+	VerifyAnswer = "answer"
+	VerifyReread = "reread"
+)
 
 // Conditional write modes.
 const (

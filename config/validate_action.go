@@ -37,6 +37,15 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		validateBulk(l, a.Bulk, at)
 	}
 	validateConditional(l, a, r, at)
+	switch a.Verify {
+	case "", VerifyAnswer:
+	case VerifyReread:
+		if r != nil && r.Get == nil {
+			l.add("reread needs the resource's get endpoint", at("verify")...)
+		}
+	default:
+		l.add("use answer or reread", at("verify")...)
+	}
 	validateEffect(l, a, r, at)
 	if a.Params != nil {
 		b, _ := json.Marshal(normalizeYAMLValue(a.Params))

@@ -79,11 +79,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			}
 			continue
 		}
-		byID := make(map[string]Target, len(intents))
-		for _, t := range intents {
-			byID[t.ID] = t
-		}
-		results, err := write.ParseBulk(r.a, resp, idsOf(send), func(id string) map[string]any { return r.afterFor(byID[id]) })
+		results, err := write.ParseBulk(r.a, resp, idsOf(send))
 		if err != nil {
 			for _, t := range intents {
 				t.Unobserved++
@@ -102,7 +98,8 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 }
 
 // bulkOutcome journals one target's result in a bulk response.
-func (r *run) bulkOutcome(t Target, res write.BulkOutcome, status int) {
+func (r *run) bulkOutcome(t Target, result write.BulkResult, status int) {
+	res := result.Outcome
 	// A refusal is final unless an earlier attempt may have applied
 	// (finish keeps the target unknown then).
 	unclear := func(detail, note string) {
@@ -119,6 +116,13 @@ func (r *run) bulkOutcome(t Target, res write.BulkOutcome, status int) {
 	}
 	switch res {
 	case write.BulkApplied:
+		// A status proves nothing by itself: the result's record of the
+		// target (result_item) does, or a re-read.
+		if j := write.JudgeResult(r.a, result.Item, r.judged(t)); j.Verdict != write.Proven {
+			t.Unobserved++
+			r.finish(t, TargetUnknown, status, j.Problem, j.Note, nil)
+			return
+		}
 		r.finish(t, TargetSucceeded, status, nil, "", r.afterFor(t))
 		r.applyStopRules("", status)
 	case write.BulkConflict:
@@ -130,9 +134,6 @@ func (r *run) bulkOutcome(t Target, res write.BulkOutcome, status int) {
 		if t.Unobserved == 0 {
 			r.applyStopRules(envelope.ProblemUpstreamRejected, status)
 		}
-	case write.BulkContradicted:
-		unclear("The bulk result reported success with the target unchanged; whether the write applied is observed by re-reading.",
-			"the result's status says applied, its record shows the target without the change: a re-read decides")
 	case write.BulkUnclear:
 		unclear("The bulk result's status is none the action declares and not a refusal; whether the write applied is observed by re-reading.",
 			"the result's status is neither applied, conflict, not found nor a refusal: a re-read decides")

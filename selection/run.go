@@ -414,12 +414,12 @@ func (r *run) prepare(ctx context.Context, t Target, reqID string) (version stri
 	if t.Unobserved > 0 {
 		// An earlier attempt may have applied: the re-read decides before
 		// any check can call the target moved.
-		switch r.stateOf(doc, found, t) {
+		switch state, _ := r.stateOf(doc, found, t); state {
 		case stateApplied:
 			t.Version = ver
 			r.finish(t, TargetSucceeded, t.HTTPStatus, nil, "reconciled: a re-read shows an earlier attempt applied", r.afterFor(t))
 			return "", false
-		case stateMoved, stateGone:
+		case stateMoved, stateGone, stateOther:
 			p := envelope.NewProblem(envelope.ProblemUpstreamConflict, "")
 			p.StateChanged = envelope.StateUnknown
 			r.finish(t, TargetUnknown, 0, p, "the target changed since an earlier attempt whose outcome was not observed; not sent again", nil)
@@ -648,18 +648,10 @@ func (r *run) classify(t Target, resp *upstream.Response, err error) {
 			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
 			return
 		}
-		if write.ContradictsEffect(r.a, resp, r.afterFor(t)) {
-			// A success that shows the target without the change claims
-			// what it does not show: a re-read decides.
-			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream answered success with the target unchanged; whether the write applied is observed by re-reading."),
-				"answered 2xx, but the answer shows the target without the change: a re-read decides")
-			return
-		}
-		if resp.Status == http.StatusAccepted {
-			// Accepted for processing is not done: it may still fail, or
-			// land later. A re-read decides.
-			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamTimeout, "The upstream accepted the write for later processing; its outcome was not observed yet."),
-				"accepted (202) for later processing: whether it applied is observed by re-reading")
+		// Only the target's own record, showing the change and nothing
+		// else moved, proves it; anything else is settled by a re-read.
+		if j := write.JudgeAnswer(r.a, resp, r.judged(t)); j.Verdict != write.Proven {
+			unobserved(resp.Status, j.Problem, j.Note)
 			return
 		}
 		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.afterFor(t))
@@ -812,6 +804,11 @@ func (r *run) notify() {
 	total := r.op.Total
 	r.mu.Unlock()
 	r.progress(done, total)
+}
+
+// judged is what the judge knows of a target.
+func (r *run) judged(t Target) write.Target {
+	return write.Target{ID: t.ID, Before: t.Before, After: r.afterFor(t), Frame: t.Frame}
 }
 
 // afterFor is a target's whole after-values: computed from its

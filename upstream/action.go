@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"net/http"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -60,6 +61,23 @@ func (a *Action) AfterFor(params, before, restore map[string]any) (map[string]an
 		out[e.Field] = e.After(before[e.Field], v, fd)
 	}
 	return out, nil
+}
+
+// VerifyByReread reports whether the action's answers are not evidence of
+// its writes (verify: reread, on the action or its upstream): every
+// target is re-read after its write.
+func (a *Action) VerifyByReread() bool {
+	v := a.Config.Verify
+	if v == "" && a.Resource != nil && a.Resource.Upstream != nil {
+		v = a.Resource.Upstream.Verify
+	}
+	return v == config.VerifyReread
+}
+
+// Deletes reports whether the action deletes its targets: its effect is
+// their absence, which only a re-read shows.
+func (a *Action) Deletes() bool {
+	return a.Config.Request != nil && a.Config.Request.Method == http.MethodDelete
 }
 
 // PerTarget reports whether any effect's after-value depends on the

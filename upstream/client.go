@@ -34,7 +34,9 @@ const DefaultMaxRetryWait = 5 * time.Second
 // Client talks to one upstream: credential, retries, rate limit, bounded
 // concurrency and size-limited bodies. It is safe for concurrent use.
 type Client struct {
-	Name         string
+	Name string
+	// Verify is the upstream's default of its actions' verify.
+	Verify       string
 	base         *url.URL
 	http         *retryablehttp.Client
 	cred         *credential
@@ -169,7 +171,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 		return nil, fmt.Errorf("base_url: %w", err)
 	}
 	c := &Client{
-		Name: name, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
+		Name: name, Verify: cfg.Verify, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
 		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg),
 	}
