@@ -225,20 +225,20 @@ type selectionView struct {
 	// selection carries it: the writes are checked, not conditioned.
 	NotConditional string
 	Effects        []effectView
-	Acks         []string
-	Groups       []groupView
-	Columns      []string
-	Rows         []rowView
-	After, Next  string
-	Approvals    []*selection.Approval
-	Operations   []*selection.Operation
-	CSRF         string
-	Params       string
-	Decided      string
-	Previewed    string
-	Expires      string
-	ExpiresIn    string
-	Expired      bool
+	Acks           []string
+	Groups         []groupView
+	Columns        []string
+	Rows           []rowView
+	After, Next    string
+	Approvals      []*selection.Approval
+	Operations     []*selection.Operation
+	CSRF           string
+	Params         string
+	Decided        string
+	Previewed      string
+	Expires        string
+	ExpiresIn      string
+	Expired        bool
 }
 
 func (rv *page) selection(w http.ResponseWriter, r *http.Request) {

@@ -262,7 +262,7 @@ type Target struct {
 	// was created.
 	Frame     map[string]string `json:"frame,omitempty"`
 	RequestID string            `json:"request_id,omitempty"`
-	Attempts    int               `json:"attempts"`
+	Attempts  int               `json:"attempts"`
 	// Unobserved counts the attempts that may have reached the upstream
 	// without an observed outcome: while it is above zero, no refusal of a
 	// later attempt proves that nothing changed.

@@ -1,10 +1,10 @@
 package upstream
 
 import (
-	"net/http"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"sort"
 
 	"github.com/airlock-mcp/airlock/config"
