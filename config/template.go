@@ -24,16 +24,50 @@ type TemplateVars struct {
 	Before       map[string]any
 	After        map[string]any
 	Restore      map[string]any
-	OperationID  string
+	// Record is the target's whole record as the upstream holds it (read
+	// right before the write) with the effect applied, in the API's own
+	// shape and encoding, its version member included: {{after}}, for an
+	// API that replaces a whole record on PUT (CouchDB).
+	Record      map[string]any
+	OperationID string
 	Targets      []map[string]any
 	// Each is a bulk body's per-target objects (bulk.each rendered per
 	// target).
 	Each []any
 }
 
+// WholeRecord reports whether a template sends the target's whole record
+// ({{after}}): the write then needs the record read right before it.
+func WholeRecord(t any) bool {
+	switch x := t.(type) {
+	case string:
+		for _, m := range tmplRef.FindAllStringSubmatch(x, -1) {
+			if m[1] == "after" {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if WholeRecord(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if WholeRecord(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 var tmplRef = regexp.MustCompile(`\{\{\s*([a-z_]+(?:\.[A-Za-z0-9_]+)*)\s*\}\}`)
 
 func (v TemplateVars) lookup(ref string) (any, bool) {
+	if ref == "after" {
+		return v.Record, v.Record != nil
+	}
 	parts := strings.SplitN(ref, ".", 2)
 	switch parts[0] {
 	case "id":

@@ -37,6 +37,12 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		validateBulk(l, a.Bulk, at)
 	}
 	validateConditional(l, a, r, at)
+	if rq := a.Request; rq != nil && (WholeRecord(rq.Body) || WholeRecord(rq.Variables)) && r != nil && r.Get == nil {
+		l.add("{{after}} sends the whole record as read right before the write: it needs the resource's get endpoint", at("request", "body")...)
+	}
+	if b := a.Bulk; b != nil && (WholeRecord(b.Body) || WholeRecord(b.Each)) {
+		l.add("{{after}} (the whole record) is sent only by a per-target request, which reads it right before its write", at("bulk")...)
+	}
 	switch a.Verify {
 	case "", VerifyAnswer:
 	case VerifyReread:

@@ -24,7 +24,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 		reqID := uuid.NewString()
 		var send []Target
 		for _, t := range chunk {
-			version, ok := r.prepare(ctx, t, reqID)
+			version, _, ok := r.prepare(ctx, t, reqID)
 			if !ok {
 				continue
 			}

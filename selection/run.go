@@ -366,7 +366,7 @@ func (r *run) dryRun() bool { return r.op.Mode == ModeDryRun }
 // explicit selections re-verify every member, and the reread mode enforces
 // the precondition that way.
 func (r *run) needsReread() bool {
-	return (r.sel.Kind == KindExplicit || r.a.Config.Conditional == config.CondReread || r.dryRun()) && r.a.Resource.Config.Get != nil
+	return (r.sel.Kind == KindExplicit || r.a.Config.Conditional == config.CondReread || r.a.WholeRecord() || r.dryRun()) && r.a.Resource.Config.Get != nil
 }
 
 // safeRetry says whether a write may be sent again after an outcome that
@@ -383,33 +383,34 @@ func (r *run) safeRetry() bool {
 
 // prepare makes a target ready to be written: it re-reads it when the
 // action needs it and checks it is still what was previewed. It returns
-// the version to write with; when the target must not be written it
-// journals its outcome and returns ok false.
-func (r *run) prepare(ctx context.Context, t Target, reqID string) (version string, ok bool) {
+// the version to write with, and the record as the upstream sent it when
+// it was re-read; when the target must not be written it journals its
+// outcome and returns ok false.
+func (r *run) prepare(ctx context.Context, t Target, reqID string) (version string, raw map[string]any, ok bool) {
 	version = t.Version
 	if !r.needsReread() {
-		return version, true
+		return version, nil, true
 	}
-	doc, ver, found, p := r.reread(ctx, t, reqID)
+	doc, raw, ver, found, p := r.rereadRaw(ctx, t, reqID)
 	if p != nil {
 		if upstream.IsTokenProblem(p.Code) {
 			r.noToken(t, p, "not re-read and not sent: no access token could be obtained")
-			return "", false
+			return "", nil, false
 		}
 		if ctx.Err() != nil {
 			// Stopping, not a failure: nothing was sent (finish keeps a
 			// target an earlier attempt may have reached unknown).
 			r.finish(t, TargetPending, 0, nil, "not re-read and not sent: airlock was stopping", nil)
-			return "", false
+			return "", nil, false
 		}
 		if t.Unobserved > 0 {
 			p.StateChanged = envelope.StateUnknown
 			r.finish(t, TargetUnknown, 0, p, "the re-read before sending again failed; an earlier attempt may have applied", nil)
-			return "", false
+			return "", nil, false
 		}
 		r.finish(t, TargetFailed, 0, p, "the re-read before the write failed", nil)
 		r.applyStopRules(p.Code, 0)
-		return "", false
+		return "", nil, false
 	}
 	if t.Unobserved > 0 {
 		// An earlier attempt may have applied: the re-read decides before
@@ -418,12 +419,12 @@ func (r *run) prepare(ctx context.Context, t Target, reqID string) (version stri
 		case stateApplied:
 			t.Version = ver
 			r.finish(t, TargetSucceeded, t.HTTPStatus, nil, "reconciled: a re-read shows an earlier attempt applied", r.afterFor(t))
-			return "", false
+			return "", nil, false
 		case stateMoved, stateGone, stateOther:
 			p := envelope.NewProblem(envelope.ProblemUpstreamConflict, "")
 			p.StateChanged = envelope.StateUnknown
 			r.finish(t, TargetUnknown, 0, p, "the target changed since an earlier attempt whose outcome was not observed; not sent again", nil)
-			return "", false
+			return "", nil, false
 		}
 	}
 	if skip := r.stillSelected(doc, found, t, ver); skip != "" {
@@ -432,24 +433,31 @@ func (r *run) prepare(ctx context.Context, t Target, reqID string) (version stri
 			out = TargetWouldSkip
 		}
 		r.finish(t, out, 0, nil, skip, nil)
-		return "", false
+		return "", nil, false
 	}
 	if ver != "" {
 		version = ver
 	}
-	return version, true
+	return version, raw, true
 }
 
 // reread reads a target through the resource's get endpoint, auditing the
 // call.
 func (r *run) reread(ctx context.Context, t Target, reqID string) (doc map[string]any, version string, found bool, p *envelope.Problem) {
+	doc, _, version, found, p = r.rereadRaw(ctx, t, reqID)
+	return doc, version, found, p
+}
+
+// rereadRaw is reread that also returns the record as the upstream sent
+// it.
+func (r *run) rereadRaw(ctx context.Context, t Target, reqID string) (doc, raw map[string]any, version string, found bool, p *envelope.Problem) {
 	start := time.Now()
-	doc, ver, found, err := r.a.Resource.Read(ctx, t.ID, reqID)
+	doc, raw, ver, found, err := r.a.Resource.ReadRaw(ctx, t.ID, reqID)
 	r.call(http.MethodGet, r.a.Resource.Config.Get.Path, t.ID, statusOf(err, found), time.Since(start), reqID)
 	if err != nil {
-		return nil, "", false, readProblem(err)
+		return nil, nil, "", false, readProblem(err)
 	}
-	return doc, ver, found, nil
+	return doc, raw, ver, found, nil
 }
 
 // stillSelected checks a re-read target against everything its selection
@@ -532,7 +540,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		// A stopping process starts no write: the target stays pending.
 		return false
 	}
-	version, ok := r.prepare(ctx, t, reqID)
+	version, raw, ok := r.prepare(ctx, t, reqID)
 	if !ok {
 		return true
 	}
@@ -545,6 +553,11 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		return true
 	}
 	vars := config.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
+	if raw != nil && r.a.WholeRecord() {
+		// The record as the upstream holds it, the effect applied: a
+		// write that replaces it keeps every other field.
+		vars.Record = r.a.RecordAfter(raw, vars.After)
+	}
 	req, err := write.Request(r.a, vars, reqID)
 	if errors.Is(err, write.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
 		r.unwritable(t, err)

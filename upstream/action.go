@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // Action is an initialized action.
@@ -78,6 +79,35 @@ func (a *Action) VerifyByReread() bool {
 // their absence, which only a re-read shows.
 func (a *Action) Deletes() bool {
 	return a.Config.Request != nil && a.Config.Request.Method == http.MethodDelete
+}
+
+// WholeRecord reports whether the action's request sends the target's
+// whole record ({{after}}): each write then reads it right before.
+func (a *Action) WholeRecord() bool {
+	rq := a.Config.Request
+	if rq == nil {
+		return false
+	}
+	if config.WholeRecord(rq.Body) || config.WholeRecord(rq.Variables) || config.WholeRecord(rq.Path) {
+		return true
+	}
+	for _, h := range rq.Headers {
+		if config.WholeRecord(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// RecordAfter is a record as the upstream sent it (raw, before decoding)
+// with the effect's after-values set at their fields' paths, in the API's
+// encoding: the whole record a replacing write sends.
+func (a *Action) RecordAfter(raw, after map[string]any) map[string]any {
+	out := copyDoc(raw)
+	for _, e := range a.Config.Effect {
+		jsonvalue.Put(out, a.Resource.FieldPath(e.Field), a.Resource.Encode(e.Field, after[e.Field]))
+	}
+	return out
 }
 
 // PerTarget reports whether any effect's after-value depends on the
