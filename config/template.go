@@ -30,7 +30,7 @@ type TemplateVars struct {
 	// API that replaces a whole record on PUT (CouchDB).
 	Record      map[string]any
 	OperationID string
-	Targets      []map[string]any
+	Targets     []map[string]any
 	// Each is a bulk body's per-target objects (bulk.each rendered per
 	// target).
 	Each []any
