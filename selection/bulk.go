@@ -91,55 +91,17 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			return batch
 		}
 		for _, t := range intents {
-			r.bulkOutcome(t, results[t.ID], resp.Status)
+			res, answered := results[t.ID]
+			r.bulkOutcome(t, res, answered, resp.Status)
 		}
 	}
 	return batch
 }
 
-// bulkOutcome journals one target's result in a bulk response.
-func (r *run) bulkOutcome(t Target, result write.BulkResult, status int) {
-	res := result.Outcome
-	// A refusal is final unless an earlier attempt may have applied
-	// (finish keeps the target unknown then).
-	unclear := func(detail, note string) {
-		t.Unobserved++
-		p := envelope.NewProblem(envelope.ProblemUpstreamBadResponse, detail)
-		p.StateChanged = envelope.StateUnknown
-		r.finish(t, TargetUnknown, status, p, note, nil)
-	}
-	refused := func(outcome Outcome, p *envelope.Problem, note string) {
-		if p != nil {
-			p.StateChanged = envelope.StateNone
-		}
-		r.finish(t, outcome, status, p, note, nil)
-	}
-	switch res {
-	case write.BulkApplied:
-		// A status proves nothing by itself: the result's record of the
-		// target (result_item) does, or a re-read.
-		if j := write.JudgeResult(r.a, result.Item, r.judged(t)); j.Verdict != write.Proven {
-			t.Unobserved++
-			r.finish(t, TargetUnknown, status, j.Problem, j.Note, nil)
-			return
-		}
-		r.finish(t, TargetSucceeded, status, nil, "", r.afterFor(t))
-		r.applyStopRules("", status)
-	case write.BulkConflict:
-		refused(TargetSkipped, nil, "precondition changed: the upstream refused this target")
-	case write.BulkNotFound:
-		refused(TargetSkipped, nil, "not found")
-	case write.BulkFailed:
-		refused(TargetFailed, envelope.NewProblem(envelope.ProblemUpstreamRejected, "The bulk endpoint reported a failure for this target."), "")
-		if t.Unobserved == 0 {
-			r.applyStopRules(envelope.ProblemUpstreamRejected, status)
-		}
-	case write.BulkUnclear:
-		unclear("The bulk result's status is none the action declares and not a refusal; whether the write applied is observed by re-reading.",
-			"the result's status is neither applied, conflict, not found nor a refusal: a re-read decides")
-	default:
-		unclear("The bulk response did not mention this target, or answered it twice.", "absent from the bulk response, or answered twice")
-	}
+// bulkOutcome journals what the judge finds of one target's result in a
+// bulk response (answered false: the response holds none for it).
+func (r *run) bulkOutcome(t Target, result write.BulkResult, answered bool, status int) {
+	r.record(t, write.JudgeBulk(r.a, result, answered, status, r.judged(t)))
 }
 
 func idsOf(ts []Target) []string {

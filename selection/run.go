@@ -595,150 +595,46 @@ func (r *run) one(ctx context.Context, t Target) bool {
 	return true
 }
 
-// classify turns a write's result into the target's outcome. Every failure
-// carries the problem of its failure mode, with state_changed saying
-// whether the write may have applied. Once an attempt may have reached the
-// upstream without an observed outcome, a later attempt's refusal proves
-// nothing about it: the target stays unknown until a re-read decides.
+// classify journals what the judge finds of a write's result (see
+// write.Judge, the one place that decides an outcome) and does what the
+// finding asks of the run: the stop rules, a stop, a pause.
 func (r *run) classify(t Target, resp *upstream.Response, err error) {
-	landed := t.Unobserved > 0
-	// unobserved journals an attempt that may have applied.
-	unobserved := func(status int, p *envelope.Problem, note string) {
+	r.record(t, write.Judge(r.a, resp, err, r.judged(t)))
+}
+
+// record journals a finding. Once an attempt may have reached the upstream
+// without an observed outcome, a later attempt's refusal proves nothing
+// about it: finish keeps the target unknown until a re-read decides.
+func (r *run) record(t Target, f write.Finding) {
+	final := t.Unobserved == 0
+	switch f.Outcome {
+	case write.Succeeded:
+		r.finish(t, TargetSucceeded, f.Status, nil, f.Note, r.afterFor(t))
+	case write.Failed:
+		r.finish(t, TargetFailed, f.Status, f.Problem, f.Note, nil)
+	case write.Skipped:
+		r.finish(t, TargetSkipped, f.Status, f.Problem, f.Note, nil)
+	case write.Unknown:
 		t.Unobserved++
-		p.StateChanged = envelope.StateUnknown
-		r.finish(t, TargetUnknown, status, p, note, nil)
-	}
-	// refused journals a refusal and says whether it is final: it is not
-	// when an earlier attempt may have applied (finish keeps the target
-	// unknown then).
-	refused := func(outcome Outcome, status int, p *envelope.Problem, note string) bool {
-		p.StateChanged = envelope.StateNone
-		r.finish(t, outcome, status, p, note, nil)
-		return !landed
-	}
-	if err == nil {
-		switch verdict, msg := write.GraphQLVerdict(r.a, resp); verdict {
-		case write.GraphQLRefused:
-			// Errors before execution (no data at all), or the API's own
-			// user errors: nothing was applied.
-			p := envelope.NewProblem(envelope.ProblemUpstreamRejected, "The upstream refused the GraphQL mutation.")
-			p.UpstreamMessage = msg
-			if refused(TargetFailed, resp.Status, p, "the GraphQL mutation was refused") {
-				r.applyStopRules(p.Code, http.StatusBadRequest)
-			}
-			return
-		case write.GraphQLUnknown:
-			// Errors during execution: the mutation may have applied.
-			p := envelope.NewProblem(envelope.ProblemUpstreamGraphQL, "The GraphQL mutation answered with errors during execution; whether it applied is observed by re-reading.")
-			p.UpstreamMessage = msg
-			unobserved(resp.Status, p, "the GraphQL mutation reported errors while executing: whether it applied is unknown until re-read")
-			return
-		}
-		switch write.MemberVerdict(r.a, resp) {
-		case write.MemberConflict:
-			// The API says its condition failed (etcd's txn: succeeded
-			// false): refused like a 409 or 412, nothing applied.
-			p := envelope.NewProblem(envelope.ProblemUpstreamConflict, "The upstream answered that the write's condition failed: the target changed since it was read.")
-			refused(TargetSkipped, resp.Status, p, "precondition changed: the upstream's answer says its condition failed")
-			return
-		case write.MemberUnknown:
-			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream's answer does not say whether the write applied, as the action declares it must; a re-read decides."),
-				"answered 2xx without the declared outcome member's applied or conflict value: whether it applied is unknown until re-read")
-			return
-		}
-		if berr := write.CheckBody(resp); berr != nil {
-			// A 2xx whose body is an error or unreadable is never a
-			// success: whether it applied is unknown until re-read.
-			unobserved(resp.Status, upstream.ProblemFor(berr, nil), "the upstream answered 2xx with a body that is not a success; whether it applied is unknown")
-			return
-		}
-		if vs := write.CheckContract(r.a, resp); len(vs) > 0 {
-			// The answer does not look like what was approved: the write
-			// may have done something else. Stop at the first such answer.
-			what := vs[0].Describe()
-			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamContract, "The upstream's answer broke the action's response contract: "+what+"."),
-				"the answer broke the response contract: "+what)
-			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
-			return
-		}
-		// Only the target's own record, showing the change and nothing
-		// else moved, proves it; anything else is settled by a re-read.
-		if j := write.JudgeAnswer(r.a, resp, r.judged(t)); j.Verdict != write.Proven {
-			unobserved(resp.Status, j.Problem, j.Note)
-			return
-		}
-		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.afterFor(t))
-		r.applyStopRules("", resp.Status)
-		return
-	}
-	p := upstream.ProblemFor(err, r.a.FieldName)
-	if upstream.IsTokenProblem(p.Code) {
-		r.noToken(t, p, "not sent: no access token could be obtained")
-		return
-	}
-	var he *upstream.HTTPError
-	if !errors.As(err, &he) {
-		unobserved(0, p, "the write failed in an unexpected way; its outcome was not observed")
-		return
-	}
-	switch he.Kind {
-	case upstream.FailCanceled:
-		if !he.Sent {
-			r.finish(t, TargetPending, 0, nil, "not sent: airlock was stopping", nil)
-			return
-		}
-		unobserved(he.Status, p, "sent, but airlock stopped before the answer was observed")
-		return
-	case upstream.FailTimeout, upstream.FailTooLarge:
-		if he.Sent || he.Kind == upstream.FailTooLarge {
-			unobserved(he.Status, p, "sent, but no answer was observed before the timeout")
-			return
-		}
-		// Timed out while the connection was still being made: nothing
-		// was written, as when the connection is refused.
-		if refused(TargetFailed, 0, p, "not sent: the connection could not be made in time") {
-			r.applyStopRules(p.Code, 0)
-		}
-		return
-	case upstream.FailConnection:
-		if he.Sent {
-			unobserved(0, p, "the connection broke after sending")
-			return
-		}
-		if refused(TargetFailed, 0, p, "not sent: the connection could not be made") {
-			r.applyStopRules(p.Code, 0)
-		}
-		return
-	}
-	st := he.Status
-	switch {
-	case st >= 300 && st < 400:
-		unobserved(st, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream redirected the write; airlock does not follow redirects with writes."),
-			"redirected: the redirect was not followed; whether the upstream did anything is unknown until re-read")
-		r.stop(fmt.Sprintf("the upstream answered a write with a redirect (%d): the operation stopped", st))
-	case st == http.StatusNotFound:
-		refused(TargetSkipped, st, p, "not found")
-	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
-		refused(TargetSkipped, st, p, "precondition changed: the upstream refused the conditional write")
-	case he.RateLimited():
-		// A 429 (or a throttle the upstream declares) is a refusal before
-		// processing: the target goes back to pending and the run pauses
-		// for the wait airlock keeps.
-		r.finish(t, TargetPending, st, nil, "rate limited before processing; it will be sent again", nil)
-		r.rateLimited(he.RetryAfter)
-	case st == http.StatusUnauthorized || st == http.StatusForbidden:
-		refused(TargetFailed, st, p, "")
-		r.applyStopRules(p.Code, st)
-	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
-		if refused(TargetFailed, st, p, "") {
-			r.applyStopRules(p.Code, st)
-		}
-	case st >= 500:
-		unobserved(st, p, "the upstream failed while handling the write")
-		r.applyStopRules("", st)
+		r.finish(t, TargetUnknown, f.Status, f.Problem, f.Note, nil)
 	default:
-		unobserved(st, p, fmt.Sprintf("unexpected status %d", st))
-		r.stop(fmt.Sprintf("unexpected status %d from the upstream: the operation stopped", st))
+		r.finish(t, TargetPending, f.Status, f.Problem, f.Note, nil)
+	}
+	switch {
+	case f.NoToken:
+		r.stop("no access token could be obtained (" + string(f.Problem.Code) + "): the operation stopped before sending more; resume it once the authorization server issues tokens again")
+	case f.RateLimited:
+		r.rateLimited(f.Wait)
+	}
+	if f.Rules && (final || !f.OnlyIfFinal) {
+		var code envelope.ProblemCode
+		if f.Problem != nil {
+			code = f.Problem.Code
+		}
+		r.applyStopRules(code, f.Status)
+	}
+	if f.Stop != "" {
+		r.stop(f.Stop)
 	}
 }
 

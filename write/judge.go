@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
@@ -283,4 +285,205 @@ func answerRecord(a *upstream.Action, resp *upstream.Response) map[string]any {
 		return nil
 	}
 	return rec
+}
+
+// Outcome is the judge's finding on one attempt at one target.
+type Outcome int
+
+// Outcomes of an attempt.
+const (
+	// Succeeded: the answer is the target's own record showing the
+	// effect and nothing else changed.
+	Succeeded Outcome = iota + 1
+	// Failed: refused; nothing applied.
+	Failed
+	// Skipped: refused because the target changed (a failed condition)
+	// or is not found; nothing applied.
+	Skipped
+	// Unknown: the write may have applied; a re-read decides.
+	Unknown
+	// Pending: not processed (rate limited before processing, not sent):
+	// to be sent again.
+	Pending
+)
+
+// Finding is the judge's verdict on one attempt, with its evidence and
+// what the run must do besides journaling it.
+type Finding struct {
+	Outcome Outcome
+	Status  int
+	// Problem is the failure's, with state_changed set (nil for a
+	// success or a target put back to pending).
+	Problem *envelope.Problem
+	Note    string
+	// Rules: the attempt counts for the stop rules, under Problem's code;
+	// with OnlyIfFinal, only when no earlier attempt may have applied (a
+	// refusal is final only then: the journal keeps the target unknown
+	// otherwise).
+	Rules       bool
+	OnlyIfFinal bool
+	// Stop, when set, stops the run for this reason.
+	Stop string
+	// RateLimited: the run pauses for Wait before sending more.
+	RateLimited bool
+	Wait        time.Duration
+	// NoToken: no access token could be had; the run stops.
+	NoToken bool
+}
+
+// Judge is the one place that decides a write attempt's outcome: the
+// answer (resp, or the failure err) of the request sent for target t.
+// Only the target's own record proves a success; anything that may have
+// applied without showing it is unknown, for a re-read to settle.
+func Judge(a *upstream.Action, resp *upstream.Response, err error, t Target) Finding {
+	if err == nil {
+		return judgeAnswered(a, resp, t)
+	}
+	return judgeFailed(a, err)
+}
+
+func unobserved(status int, p *envelope.Problem, note string) Finding {
+	p.StateChanged = envelope.StateUnknown
+	return Finding{Outcome: Unknown, Status: status, Problem: p, Note: note}
+}
+
+func refused(outcome Outcome, status int, p *envelope.Problem, note string, rules bool) Finding {
+	p.StateChanged = envelope.StateNone
+	return Finding{Outcome: outcome, Status: status, Problem: p, Note: note, Rules: rules, OnlyIfFinal: true}
+}
+
+func judgeAnswered(a *upstream.Action, resp *upstream.Response, t Target) Finding {
+	switch verdict, msg := GraphQLVerdict(a, resp); verdict {
+	case GraphQLRefused:
+		// Errors before execution (no data at all), or the API's own user
+		// errors: nothing was applied.
+		p := envelope.NewProblem(envelope.ProblemUpstreamRejected, "The upstream refused the GraphQL mutation.")
+		p.UpstreamMessage = msg
+		return refused(Failed, resp.Status, p, "the GraphQL mutation was refused", true)
+	case GraphQLUnknown:
+		// Errors during execution: the mutation may have applied.
+		p := envelope.NewProblem(envelope.ProblemUpstreamGraphQL, "The GraphQL mutation answered with errors during execution; whether it applied is observed by re-reading.")
+		p.UpstreamMessage = msg
+		return unobserved(resp.Status, p, "the GraphQL mutation reported errors while executing: whether it applied is unknown until re-read")
+	}
+	switch MemberVerdict(a, resp) {
+	case MemberConflict:
+		// The API says its condition failed (etcd's txn: succeeded false):
+		// refused like a 409 or 412, nothing applied.
+		p := envelope.NewProblem(envelope.ProblemUpstreamConflict, "The upstream answered that the write's condition failed: the target changed since it was read.")
+		return refused(Skipped, resp.Status, p, "precondition changed: the upstream's answer says its condition failed", false)
+	case MemberUnknown:
+		return unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream's answer does not say whether the write applied, as the action declares it must; a re-read decides."),
+			"answered 2xx without the declared outcome member's applied or conflict value: whether it applied is unknown until re-read")
+	}
+	if berr := CheckBody(resp); berr != nil {
+		// A 2xx whose body is an error or unreadable is never a success.
+		return unobserved(resp.Status, upstream.ProblemFor(berr, nil), "the upstream answered 2xx with a body that is not a success; whether it applied is unknown")
+	}
+	if vs := CheckContract(a, resp); len(vs) > 0 {
+		// The answer does not look like what was approved: the write may
+		// have done something else. The run stops at the first.
+		what := vs[0].Describe()
+		f := unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamContract, "The upstream's answer broke the action's response contract: "+what+"."),
+			"the answer broke the response contract: "+what)
+		f.Stop = what + " in the upstream's answer: " + a.Name + " stopped"
+		return f
+	}
+	// Only the target's own record, showing the change and nothing else
+	// moved, proves it; anything else is settled by a re-read.
+	if j := JudgeAnswer(a, resp, t); j.Verdict != Proven {
+		return unobserved(resp.Status, j.Problem, j.Note)
+	}
+	return Finding{Outcome: Succeeded, Status: resp.Status, Rules: true}
+}
+
+func judgeFailed(a *upstream.Action, err error) Finding {
+	p := upstream.ProblemFor(err, a.FieldName)
+	if upstream.IsTokenProblem(p.Code) {
+		p.StateChanged = envelope.StateNone
+		return Finding{Outcome: Pending, Problem: p, Note: "not sent: no access token could be obtained", NoToken: true}
+	}
+	var he *upstream.HTTPError
+	if !errors.As(err, &he) {
+		return unobserved(0, p, "the write failed in an unexpected way; its outcome was not observed")
+	}
+	switch he.Kind {
+	case upstream.FailCanceled:
+		if !he.Sent {
+			return Finding{Outcome: Pending, Note: "not sent: airlock was stopping"}
+		}
+		return unobserved(he.Status, p, "sent, but airlock stopped before the answer was observed")
+	case upstream.FailTimeout, upstream.FailTooLarge:
+		if he.Sent || he.Kind == upstream.FailTooLarge {
+			return unobserved(he.Status, p, "sent, but no answer was observed before the timeout")
+		}
+		// Timed out while the connection was still being made: nothing
+		// was written, as when the connection is refused.
+		return refused(Failed, 0, p, "not sent: the connection could not be made in time", true)
+	case upstream.FailConnection:
+		if he.Sent {
+			return unobserved(0, p, "the connection broke after sending")
+		}
+		return refused(Failed, 0, p, "not sent: the connection could not be made", true)
+	}
+	st := he.Status
+	switch {
+	case st >= 300 && st < 400:
+		f := unobserved(st, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream redirected the write; airlock does not follow redirects with writes."),
+			"redirected: the redirect was not followed; whether the upstream did anything is unknown until re-read")
+		f.Stop = fmt.Sprintf("the upstream answered a write with a redirect (%d): the operation stopped", st)
+		return f
+	case st == http.StatusNotFound:
+		return refused(Skipped, st, p, "not found", false)
+	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
+		return refused(Skipped, st, p, "precondition changed: the upstream refused the conditional write", false)
+	case he.RateLimited():
+		// A 429 (or a throttle the upstream declares) is a refusal before
+		// processing: the target goes back to pending and the run pauses
+		// for the wait airlock keeps.
+		return Finding{Outcome: Pending, Status: st, Note: "rate limited before processing; it will be sent again", RateLimited: true, Wait: he.RetryAfter}
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		// The credential was refused: the stop rules end the run at once,
+		// whatever an earlier attempt did.
+		f := refused(Failed, st, p, "", true)
+		f.OnlyIfFinal = false
+		return f
+	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
+		return refused(Failed, st, p, "", true)
+	case st >= 500:
+		f := unobserved(st, p, "the upstream failed while handling the write")
+		f.Rules = true
+		return f
+	}
+	f := unobserved(st, p, fmt.Sprintf("unexpected status %d", st))
+	f.Stop = fmt.Sprintf("unexpected status %d from the upstream: the operation stopped", st)
+	return f
+}
+
+// JudgeBulk is Judge for one target's result in a bulk response (answered
+// false: the response holds none for it, or two). A status proves nothing
+// by itself: the result's record of the target (result_item) does, or a
+// re-read.
+func JudgeBulk(a *upstream.Action, res BulkResult, answered bool, status int, t Target) Finding {
+	unclear := func(detail, note string) Finding {
+		return unobserved(status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, detail), note)
+	}
+	if !answered {
+		return unclear("The bulk response did not mention this target, or answered it twice.", "absent from the bulk response, or answered twice")
+	}
+	switch res.Outcome {
+	case BulkApplied:
+		if j := JudgeResult(a, res.Item, t); j.Verdict != Proven {
+			return unobserved(status, j.Problem, j.Note)
+		}
+		return Finding{Outcome: Succeeded, Status: status, Rules: true}
+	case BulkConflict:
+		return Finding{Outcome: Skipped, Status: status, Note: "precondition changed: the upstream refused this target", OnlyIfFinal: true}
+	case BulkNotFound:
+		return Finding{Outcome: Skipped, Status: status, Note: "not found", OnlyIfFinal: true}
+	case BulkFailed:
+		return refused(Failed, status, envelope.NewProblem(envelope.ProblemUpstreamRejected, "The bulk endpoint reported a failure for this target."), "", true)
+	}
+	return unclear("The bulk result's status is none the action declares and not a refusal; whether the write applied is observed by re-reading.",
+		"the result's status is neither applied, conflict, not found nor a refusal: a re-read decides")
 }
