@@ -126,6 +126,16 @@ type BulkConfig struct {
 	ResultItem string `yaml:"result_item"`
 }
 
+// ResultsPath is where a bulk answer holds its results, as jsonvalue.Get
+// reads it: "" for the answer itself (results: ., as CouchDB's _bulk_docs
+// answers a bare list).
+func (b *BulkConfig) ResultsPath() string {
+	if b.Results == "." {
+		return ""
+	}
+	return b.Results
+}
+
 // Bulk result matching.
 const (
 	ResultByID       = "id"
