@@ -77,10 +77,13 @@ type ApprovalConfig struct {
 
 // WriteRequestConfig is the per-target request. Path, headers and body are
 // templates: {{id}}, {{version}}, {{params.NAME}}, {{before.FIELD}},
-// {{after.FIELD}}, {{operation_id}}. In the path, values are escaped.
+// {{after.FIELD}}, {{operation_id}} (see templateNames). In the path,
+// values are escaped.
 type WriteRequestConfig struct {
-	Method  string            `yaml:"method"`
-	Path    string            `yaml:"path"`
+	Method string `yaml:"method"`
+	Path   string `yaml:"path"`
+	// Headers are sent with each target's request, each replacing the
+	// upstream's header of the same name.
 	Headers map[string]string `yaml:"headers"`
 	Body    any               `yaml:"body"`
 	// GraphQL is a mutation document, sent by POST to Path with
