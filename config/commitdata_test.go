@@ -47,14 +47,16 @@ func commitDataLines() []string {
 	)
 }
 
-// TestCheck_RefusesTemplatesNamingDataTheCommitDoesNotHave: check renders
-// every template with the data a commit has where it is rendered, so a
-// template the commit could not build (a field before does not hold, an
-// optional param, a version the resource has none of, restore in an action
-// nothing compensates, per-target values in a bulk body) is refused with
-// its line and what the commit has, not accepted to stop a commit with
-// INTERNAL_ERROR and nothing sent.
-func TestCheck_RefusesTemplatesNamingDataTheCommitDoesNotHave(t *testing.T) {
+// TestCheck_RendersTemplatesWithTheDataTheCommitHas: check renders every
+// template with the data a commit has where it is rendered, so a template
+// the commit could not build (a field before does not hold, an optional
+// param, a version the resource has none of, restore in an action nothing
+// compensates, per-target values in a bulk body) is refused with its line
+// and what the commit has, not accepted to stop a commit with
+// INTERNAL_ERROR and nothing sent. The same actions, each template naming
+// what its place has (restore once an action names this one as its
+// compensation), pass.
+func TestCheck_RendersTemplatesWithTheDataTheCommitHas(t *testing.T) {
 	checkErrors(t, parseErrors(t, configtest.Lines(commitDataLines()...)), []wantErr{
 		{22, "actions.archive.request.body.name", "{{before.name}}: before holds only the fields the effect changes: status"},
 		{22, "actions.archive.request.body.note", "{{params.note}}: params holds only the properties the action's params require: reason (an optional one may be absent at commit: note)"},
@@ -65,19 +67,14 @@ func TestCheck_RefusesTemplatesNamingDataTheCommitDoesNotHave(t *testing.T) {
 		{42, "actions.restore_status.request.body.status", "{{restore.status}}: restore holds what a compensated operation journaled, and no action names this one as its compensation"},
 		{44, "actions.restore_status.effect.0.to", "{{restore.status}}: restore holds what a compensated operation journaled"},
 	})
-}
 
-// TestCheck_AcceptsTemplatesOfTheDataTheCommitHas: the same actions, each
-// template naming what its place has (restore once an action names this
-// one as its compensation, a bare list as a bulk answer), pass check.
-func TestCheck_AcceptsTemplatesOfTheDataTheCommitHas(t *testing.T) {
 	lines := commitDataLines()
 	lines[21] = "      body: {name: \"{{params.reason}}\", status: \"{{after.status}}\", was: \"{{before.status}}\", op: \"{{operation_id}}\"}"
+	lines[22] = "    params: {type: object, required: [reason], properties: {reason: {type: string}}}"
 	lines[25] = "    compensation: restore_status"
 	lines[31] = "      body: {targets: \"{{targets}}\", status: \"{{after.status}}\", op: \"{{operation_id}}\"}"
 	lines[38] = "    effect: [{field: status, to: archived}]"
 	lines[41] = "    request: {method: PATCH, path: \"/items/{{id}}?op={{operation_id}}\", body: {status: \"{{restore.status}}\", was: \"{{before.status}}\"}}"
-	lines[22] = "    params: {type: object, required: [reason], properties: {reason: {type: string}}}"
 	if _, err := Parse(configtest.Lines(lines...)); err != nil {
 		t.Fatalf("templates of the commit's own data are refused:\n%v", err)
 	}
