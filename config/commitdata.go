@@ -90,21 +90,9 @@ var templateNames = []struct {
 		return false, ""
 	}},
 	{"params", func(v *TemplateVars, d templateDecl) (bool, string) {
-		// A commit has the params the caller sent, checked against the
-		// schema: only a required property is sure to be there.
-		schema := asMap(normalizeYAMLValue(d.a.Params))
-		props := asMap(schema["properties"])
-		required := asList(schema["required"])
-		var names, optional []string
-		v.Params = map[string]any{}
-		for _, name := range slices.Sorted(maps.Keys(props)) {
-			if !slices.Contains(required, any(name)) {
-				optional = append(optional, name)
-				continue
-			}
-			v.Params[name] = placeholder(&FieldConfig{Type: jsonString(asMap(props[name])["type"])})
-			names = append(names, name)
-		}
+		var optional []string
+		v.Params, optional = requiredParams(d.a)
+		names := slices.Sorted(maps.Keys(v.Params))
 		says := "params holds only the properties the action's params require: " + strings.Join(names, ", ")
 		if len(names) == 0 {
 			says = "params holds only the properties the action's params require, and they require none"
@@ -129,8 +117,15 @@ var templateNames = []struct {
 		case placeTarget:
 			v.After = fieldPlaceholders(d.r, effectFields(d.a))
 		case placeBulk:
-			// Rendered once per batch: an add's or a remove's after is
-			// the element it names; bulk.each has each target's list.
+			// Rendered once per batch from the params alone: an add's or
+			// a remove's after is the element it names, and an effect
+			// that reads restore has none; bulk.each has each target's.
+			params, _ := requiredParams(d.a)
+			for _, e := range d.a.Effect {
+				if _, err := (TemplateVars{Params: params}).Render(normalizeYAMLValue(e.To)); err != nil {
+					return false, "a bulk body's after is the effect's to rendered from params alone, and this effect's reads more; bulk.each renders each target's after"
+				}
+			}
 			v.After = effectPlaceholders(d.r, d.a.Effect)
 		default:
 			return false, ""
@@ -171,6 +166,24 @@ var templateNames = []struct {
 		}
 		return false, ""
 	}},
+}
+
+// requiredParams holds a placeholder for each property the action's params
+// require: a commit has the params the caller sent, checked against the
+// schema, so only those are sure to be there. optional lists the others.
+func requiredParams(a *ActionConfig) (params map[string]any, optional []string) {
+	schema := asMap(normalizeYAMLValue(a.Params))
+	props := asMap(schema["properties"])
+	required := asList(schema["required"])
+	params = map[string]any{}
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		if !slices.Contains(required, any(name)) {
+			optional = append(optional, name)
+			continue
+		}
+		params[name] = placeholder(&FieldConfig{Type: jsonString(asMap(props[name])["type"])})
+	}
+	return params, optional
 }
 
 // fillTargets is targets and ids: a bulk request's list of its targets.

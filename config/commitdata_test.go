@@ -180,3 +180,46 @@ func TestCheck_ActionHeadersAreOnesSentAsWritten(t *testing.T) {
 		t.Fatalf("an action's own X-Amz-Target is refused: %v", err)
 	}
 }
+
+// TestCheck_ABulkBodysAfterIsTheEffectFromParamsAlone: a batch's after is
+// each effect's to rendered once from the params; a compensation whose
+// effect reads restore has no such value, so a bulk body naming
+// {{after.status}} would stop the undo with nothing sent. check refuses
+// it; bulk.each, rendered per target with its restore, may name it.
+func TestCheck_ABulkBodysAfterIsTheEffectFromParamsAlone(t *testing.T) {
+	lines := append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...)
+	lines = append(lines,
+		"      status: {type: string}",       // 13
+		"    get: {path: \"/items/{{id}}\"}", // 14
+		"actions:",                           // 15
+		"  archive:",                         // 16
+		"    resource: items",                // 17
+		"    request: {method: PATCH, path: \"/items/{{id}}\", body: {status: archived}}", // 18
+		"    conditional: reread",                     // 19
+		"    effect: [{field: status, to: archived}]", // 20
+		"    compensation: unarchive",                 // 21
+		"  unarchive:",                                // 22
+		"    resource: items",                         // 23
+		"    bulk:",                                   // 24
+		"      method: POST",                          // 25
+		"      path: /items/bulk",                     // 26
+		"      body: {ids: \"{{ids}}\", status: \"{{after.status}}\"}", // 27
+		"      max_batch: 10",       // 28
+		"      results: .",          // 29
+		"      result_id: id",       // 30
+		"      result_status: ok",   // 31
+		"      applied: [\"true\"]", // 32
+		"    conditional: reread",   // 33
+		"    effect: [{field: status, to: \"{{restore.status}}\"}]", // 34
+	)
+	checkErrors(t, parseErrors(t, configtest.Lines(lines...)), []wantErr{
+		{27, "actions.unarchive.bulk.body.status", "{{after.status}}: a bulk body's after is the effect's to rendered from params alone"},
+	})
+	fixed := append(append([]string(nil), lines[:26]...),
+		"      body: {docs: \"{{each}}\"}",
+		"      each: {id: \"{{id}}\", status: \"{{after.status}}\"}")
+	fixed = append(fixed, lines[27:]...)
+	if _, err := Parse(configtest.Lines(fixed...)); err != nil {
+		t.Fatalf("bulk.each naming each target's after is refused: %v", err)
+	}
+}
