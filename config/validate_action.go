@@ -123,7 +123,9 @@ func validateRequestHeaders(l *errList, a *ActionConfig, at func(k ...string) []
 			l.add(fmt.Sprintf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~)", h), where...)
 		case strings.EqualFold(h, "authorization") || strings.EqualFold(h, "cookie"):
 			l.add("credentials belong in the upstream's credential, not in headers", where...)
-		case strings.EqualFold(h, "if-match") && a.Conditional == CondIfMatch:
+		case strings.EqualFold(h, "if-match") && a.Conditional == CondIfMatch && strings.TrimSpace(rq.Headers[h]) != "{{version}}":
+			// "{{version}}" only says what if_match sends (airlock init
+			// writes it so); anything else would be replaced.
 			l.add("conditional: if_match sends the target's version as If-Match itself", where...)
 		case a.IdempotencyHeader != "" && strings.EqualFold(h, a.IdempotencyHeader):
 			l.add(fmt.Sprintf("idempotency_header sends each target's key as %s itself", a.IdempotencyHeader), where...)
