@@ -83,10 +83,13 @@ type ApprovalConfig struct {
 
 // WriteRequestConfig is the per-target request. Path, headers and body are
 // templates: {{id}}, {{version}}, {{params.NAME}}, {{before.FIELD}},
-// {{after.FIELD}}, {{operation_id}}. In the path, values are escaped.
+// {{after.FIELD}}, {{operation_id}} (see templateNames). In the path,
+// values are escaped.
 type WriteRequestConfig struct {
-	Method  string            `yaml:"method"`
-	Path    string            `yaml:"path"`
+	Method string `yaml:"method"`
+	Path   string `yaml:"path"`
+	// Headers are sent with each target's request, each replacing the
+	// upstream's header of the same name.
 	Headers map[string]string `yaml:"headers"`
 	Body    any               `yaml:"body"`
 	// GraphQL is a mutation document, sent by POST to Path with
@@ -130,6 +133,16 @@ type BulkConfig struct {
 	// left it (WordPress's body): a record without the effect contradicts
 	// the result's status, and the target is unknown until re-read.
 	ResultItem string `yaml:"result_item"`
+}
+
+// ResultsPath is where a bulk answer holds its results, as jsonvalue.Get
+// reads it: "" for the answer itself (results: ., as CouchDB's _bulk_docs
+// answers a bare list).
+func (b *BulkConfig) ResultsPath() string {
+	if b.Results == "." {
+		return ""
+	}
+	return b.Results
 }
 
 // Bulk result matching.

@@ -9,7 +9,10 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
-// TemplateVars are the values a write template may use.
+// TemplateVars are the values a write template may use. A name whose
+// value is absent or empty has none: a template naming it is not rendered
+// (check renders every template with the data a commit fills in at its
+// place; see commitVars).
 type TemplateVars struct {
 	ID string
 	// IDValue is the id in its declared type (a number for an integer id
@@ -71,18 +74,24 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 	parts := strings.SplitN(ref, ".", 2)
 	switch parts[0] {
 	case "id":
+		// An empty id is none: nothing names the target.
 		if v.IDValue != nil {
 			return v.IDValue, true
 		}
-		return v.ID, true
+		return v.ID, v.ID != ""
 	case "version":
 		if v.VersionValue != nil {
 			return v.VersionValue, true
 		}
 		return v.Version, v.Version != ""
 	case "operation_id":
-		return v.OperationID, true
+		return v.OperationID, v.OperationID != ""
 	case "targets":
+		// Only a bulk request has targets: elsewhere the list is absent,
+		// never empty.
+		if v.Targets == nil {
+			return nil, false
+		}
 		out := make([]any, len(v.Targets))
 		for i, t := range v.Targets {
 			out[i] = t
@@ -94,6 +103,9 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 		}
 		return v.Each, true
 	case "ids":
+		if v.Targets == nil {
+			return nil, false
+		}
 		out := make([]any, len(v.Targets))
 		for i, t := range v.Targets {
 			out[i] = t["id"]

@@ -332,9 +332,11 @@ func (c *Client) SameOrigin(base, u *url.URL) bool {
 
 // Request is one outbound request.
 type Request struct {
-	Method    string
-	URL       *url.URL
-	Body      []byte
+	Method string
+	URL    *url.URL
+	Body   []byte
+	// Header is the request's own headers: each replaces the upstream's
+	// configured header of the same name, never goes beside it.
 	Header    http.Header
 	RequestID string
 	// Idempotent allows retries inside the client. Reads are idempotent;
@@ -443,7 +445,11 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 	for k, v := range c.headers {
 		req.Header.Set(k, v)
 	}
+	// A request's own header replaces the upstream's of the same name
+	// (an action's X-Amz-Target names its operation): sent beside it, an
+	// API reads either, or refuses both.
 	for k, vs := range r.Header {
+		req.Header.Del(k)
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}

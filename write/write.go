@@ -225,7 +225,7 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[s
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := jsonvalue.Get(doc, bc.Results)
+	raw, _ := jsonvalue.Get(doc, bc.ResultsPath())
 	list, ok := raw.([]any)
 	if !ok {
 		return nil, upstream.BadResponse("bulk results are not an array at %q", bc.Results)
