@@ -116,6 +116,11 @@ var templateNames = []struct {
 		switch d.place {
 		case placeTarget:
 			v.After = fieldPlaceholders(d.r, effectFields(d.a))
+			if d.r.Get != nil && d.a.Bulk == nil {
+				// {{after}} alone: the whole record, read right before
+				// the write, with the effect applied.
+				v.Record = fieldPlaceholders(d.r, slices.Sorted(maps.Keys(d.r.Fields)))
+			}
 		case placeBulk:
 			// Rendered once per batch from the params alone: an add's or
 			// a remove's after is the element it names, and an effect

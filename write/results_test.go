@@ -64,14 +64,14 @@ func TestParseBulk_ResultsDotReadsABareListAnswer(t *testing.T) {
 		`{"ok":true,"id":"a-02","rev":"3-825cb35de44c433bfb2df415563a19de"},` +
 		`{"id":"a-03","error":"conflict","reason":"Document update conflict."}]`
 	resp := upstream.RecordedResponse(http.StatusCreated, map[string]string{"Content-Type": "application/json"}, []byte(body))
-	got, err := ParseBulk(a, resp, []string{"a-01", "a-02", "a-03"}, noAfter)
+	got, err := ParseBulk(a, resp, []string{"a-01", "a-02", "a-03"})
 	if err != nil {
 		t.Fatalf("CouchDB's bare-list answer is unreadable: %v", err)
 	}
-	if got["a-01"] != BulkApplied || got["a-02"] != BulkApplied {
-		t.Errorf("a-01 and a-02 answered ok: true, read as %d and %d", got["a-01"], got["a-02"])
+	if got["a-01"].Outcome != BulkApplied || got["a-02"].Outcome != BulkApplied {
+		t.Errorf("a-01 and a-02 answered ok: true, read as %d and %d", got["a-01"].Outcome, got["a-02"].Outcome)
 	}
-	if got["a-03"] == BulkApplied {
+	if got["a-03"].Outcome == BulkApplied {
 		t.Error("a-03 answered a conflict and was read as applied")
 	}
 }
