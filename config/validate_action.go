@@ -329,6 +329,11 @@ func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfi
 					bad = fmt.Sprintf("the resource declares no field %q", rest)
 				}
 			case "after", "restore":
+				if ref == "after" {
+					// The whole record, effect applied: where it may be
+					// sent is checked with the action's get and bulk.
+					break
+				}
 				if !effect[rest] {
 					bad = fmt.Sprintf("%q is not a field of the action's effect", rest)
 				}
