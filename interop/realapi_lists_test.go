@@ -363,7 +363,7 @@ func commitAndWait(t *testing.T, w *airlock, sel map[string]any) string {
 		settled = settled && (outcome == "succeeded" || n == float64(0))
 	}
 	if data["status"] != "completed" || !settled {
-		t.Fatalf("operation %s: status %v, counts %v; want completed, every target succeeded", op, data["status"], counts)
+		t.Fatalf("operation %s: status %v, counts %v; want completed, every target succeeded: %s", op, data["status"], counts, unsettled(journalOf(t, w, op)))
 	}
 	return op
 }
