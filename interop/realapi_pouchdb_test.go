@@ -359,6 +359,19 @@ func TestPouchDB_WholeDocumentWritesAreJournaledAsTheDatabaseHoldsThem(t *testin
 	w := withStore(t, startAirlock(t, "pouchdb.yaml", px.URL, nil))
 	t.Run("archive_keeps_every_member_skips_conflicts_and_is_compensated", func(t *testing.T) { checkPouchArchive(t, p, px, w) })
 	t.Run("a_put_of_the_status_alone_is_never_succeeded", func(t *testing.T) { checkPouchNaiveArchive(t, p, px, w) })
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		pool := upstreams.IDs(p.Docs(t), func(d upstreams.Record) bool { return d["status"] == "active" && d["team"] == "payments" })
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "PouchDB Server 4.2", config: "pouchdb.yaml", base: p.URL, action: "archive", pool: pool,
+			target: pathTarget(`^/accounts/([^/_][^/]*)$`),
+			applied: func(t *testing.T, ids []string) map[string]bool {
+				docs := pouchByID(t, p)
+				out := map[string]bool{}
+				for _, id := range ids {
+					out[id] = docs[id]["status"] == "archived"
+				}
+				return out
+			}})
+	})
 }
 
 // pouchByID is the database's documents by _id.
