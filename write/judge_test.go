@@ -50,7 +50,7 @@ actions:
 // effect without any version is not the whole record: a re-read decides.
 func TestJudgeAnswer_AVersionedRecordWithoutItsVersionProvesNothing(t *testing.T) {
 	a := couchAction(t)
-	target := Target{ID: "acct-1", Before: map[string]any{"status": "active"}, After: map[string]any{"status": "archived"},
+	target := Target{ID: "acct-1", Version: "1-a", Before: map[string]any{"status": "active"}, After: map[string]any{"status": "archived"},
 		Frame: FrameOf(a, map[string]any{"_id": "acct-1", "_rev": "1-a", "status": "active", "name": "ada"})}
 	answer := func(body string) *upstream.Response {
 		return upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body))
@@ -60,5 +60,21 @@ func TestJudgeAnswer_AVersionedRecordWithoutItsVersionProvesNothing(t *testing.T
 	}
 	if j := JudgeAnswer(a, answer(`{"_id": "acct-1", "status": "archived", "name": "ada"}`), target); j.Verdict != Unproven || j.Problem == nil {
 		t.Fatalf("the target's record without its _rev: %v (%s); want unproven, for a re-read to decide", j.Verdict, j.Note)
+	}
+}
+
+// TestJudgeAnswer_AnEchoOfAWholeRecordRequestProvesNothing: a request that
+// sends the whole record ({{after}}) carries the target's id, the effect,
+// every other field and the version it was sent at; an answer that only
+// echoes it back looks like the record in every field but the version,
+// which a write moves. It is no proof: a re-read decides.
+func TestJudgeAnswer_AnEchoOfAWholeRecordRequestProvesNothing(t *testing.T) {
+	a := couchAction(t)
+	target := Target{ID: "acct-1", Version: "1-a", Before: map[string]any{"status": "active"}, After: map[string]any{"status": "archived"},
+		Frame: FrameOf(a, map[string]any{"_id": "acct-1", "_rev": "1-a", "status": "active", "name": "ada"})}
+	echo := upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"},
+		[]byte(`{"_id": "acct-1", "_rev": "1-a", "status": "archived", "name": "ada"}`))
+	if j := JudgeAnswer(a, echo, target); j.Verdict != Unproven || j.Problem == nil {
+		t.Fatalf("an echo of the whole-record request: %v (%s); want unproven, for a re-read to decide", j.Verdict, j.Note)
 	}
 }
