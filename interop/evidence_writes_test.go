@@ -277,37 +277,37 @@ func runWriteMutation(t *testing.T, c writeEvidenceCase, w *airlock, px *writePr
 		mu      sync.Mutex
 		mutated = map[string]int{}
 	)
-	answerFor := func(req proxied) (*writeAnswerCtx, bool) {
+	answerFor := func(req proxied) (*writeAnswerCtx, string, bool) {
 		id, write := c.target(req)
 		if !write || !slices.Contains(ids, id) {
-			return nil, false
+			return nil, "", false
 		}
 		wc := base
 		wc.id, wc.other = res.Encode(res.Config.IDField, res.TypedID(id)), res.Encode(res.Config.IDField, res.TypedID(other))
 		wc.request = req.Body
-		return &wc, true
+		return &wc, id, true
 	}
 	px.set(func(req proxied) (int, []byte, bool) {
-		wc, ok := answerFor(req)
+		wc, id, ok := answerFor(req)
 		if !ok || m.forward {
 			return 0, nil, false
 		}
 		status, body, applies := m.answer(wc, 0, nil)
 		if applies {
 			mu.Lock()
-			mutated[fmt.Sprint(wc.id)]++
+			mutated[id]++
 			mu.Unlock()
 		}
 		return status, body, applies
 	}, func(req proxied, status int, body []byte) (int, []byte) {
-		wc, ok := answerFor(req)
+		wc, id, ok := answerFor(req)
 		if !ok {
 			return status, body
 		}
 		s, b, applies := m.answer(wc, status, body)
 		if applies && m.name != "none" {
 			mu.Lock()
-			mutated[fmt.Sprint(wc.id)]++
+			mutated[id]++
 			mu.Unlock()
 		}
 		return s, b
@@ -326,8 +326,8 @@ func runWriteMutation(t *testing.T, c writeEvidenceCase, w *airlock, px *writePr
 	j := journalOf(t, w, op)
 	store := c.applied(t, ids)
 	mu.Lock()
+	defer mu.Unlock()
 	row.applies = len(mutated) > 0 || m.name == "none"
-	mu.Unlock()
 	if s, _ := opData["stop_reason"].(string); s != "" {
 		row.stopped = s
 	}
@@ -349,6 +349,14 @@ func runWriteMutation(t *testing.T, c writeEvidenceCase, w *airlock, px *writePr
 	for _, id := range ids {
 		e := j[id]
 		row.outcomes[e.Outcome]++
+		// The rows say something only if the unchanged answers prove the
+		// writes, and the writes held back never reach the store.
+		if m.name == "none" && e.Outcome != "succeeded" {
+			row.violations = append(row.violations, fmt.Sprintf("%s, its answer unchanged, is %s (%s %q): the case cannot tell a mutation's effect", id, e.Outcome, e.code(), e.Note))
+		}
+		if !m.forward && store[id] {
+			row.violations = append(row.violations, fmt.Sprintf("%s: the store shows the effect of a write the proxy held back", id))
+		}
 		if e.code() != "" && e.Outcome != "succeeded" {
 			row.codes[e.code()]++
 		}
@@ -360,7 +368,7 @@ func runWriteMutation(t *testing.T, c writeEvidenceCase, w *airlock, px *writePr
 			}
 			if readAfter[id] {
 				row.reread++
-			} else if m.name != "none" {
+			} else if mutated[id] > 0 {
 				row.violations = append(row.violations, fmt.Sprintf("%s journaled succeeded on a mutated answer, never re-read after its write", id))
 			}
 		case e.Outcome == "pending" && !written:

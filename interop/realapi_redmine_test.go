@@ -228,6 +228,22 @@ func TestRedmine_WritesAreSettledByRereadingTheIssue(t *testing.T) {
 	t.Run("another_writer_between_the_check_and_the_write", func(t *testing.T) {
 		checkRedmineLostUpdate(t, rm, px, w, feature, inProgress)
 	})
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		pool := upstreams.IDs(rm.Issues(t), func(r upstreams.Record) bool {
+			return r["project"] != float64(rm.Projects[0]) && r["project"] != float64(rm.Projects[1]) && r["status"] != float64(inProgress)
+		})
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "Redmine 5.0", config: "redmine.yaml", base: rm.URL, env: map[string]string{"REDMINE_API_KEY": rm.APIKey},
+			action: "set_status", params: map[string]any{"status": inProgress}, pool: pool, target: pathTarget(`^/issues/(\d+)\.json$`),
+			applied: func(t *testing.T, ids []string) map[string]bool {
+				out := map[string]bool{}
+				for id, r := range redmineByID(t, rm) {
+					if slices.Contains(ids, id) {
+						out[id] = r["status"] == float64(inProgress)
+					}
+				}
+				return out
+			}})
+	})
 }
 
 // redmineByID is MariaDB's issues by id.
