@@ -140,7 +140,38 @@ func TestMediaWiki_ContinuationsSearchesAndLoggedInEdits(t *testing.T) {
 	t.Run("an_edit_logs_in_skips_a_page_changed_after_the_preview_and_is_undone", func(t *testing.T) {
 		checkMediaWikiEdit(t, m, env)
 	})
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		const text = "Written through the mutating proxy."
+		var pool []string
+		for _, r := range m.SQL(t, `SELECT page_id AS id FROM page WHERE page_namespace = 0 AND page_id NOT IN
+			(SELECT cl_from FROM categorylinks WHERE cl_to = 'Editable') ORDER BY page_id LIMIT 40`) {
+			pool = append(pool, fmt.Sprint(r["id"]))
+		}
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "MediaWiki 1.39", config: "mediawiki.yaml", base: m.URL, env: env, action: "set_text",
+			params: map[string]any{"text": text}, pool: pool, target: mediaWikiTarget,
+			applied: func(t *testing.T, ids []string) map[string]bool {
+				out := map[string]bool{}
+				for _, r := range m.SQL(t, `SELECT p.page_id AS id, t.old_text AS text FROM page p JOIN slots s ON s.slot_revision_id = p.page_latest
+					JOIN content ct ON ct.content_id = s.slot_content_id JOIN text t ON t.old_id = CAST(substr(ct.content_address, 4) AS INTEGER)
+					WHERE p.page_id IN (`+strings.Join(ids, ",")+`)`) {
+					out[fmt.Sprint(r["id"])] = r["text"] == text
+				}
+				return out
+			}})
+	})
 	t.Logf("the MediaWiki suite took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// mediaWikiTarget reads the page an api.php request names: an edit writes
+// its pageid, a query by pageids reads it.
+func mediaWikiTarget(r proxied) (string, bool) {
+	switch {
+	case r.Query.Get("action") == "edit":
+		return r.Query.Get("pageid"), true
+	case r.Query.Get("action") == "query" && r.Query.Get("pageids") != "":
+		return r.Query.Get("pageids"), false
+	}
+	return "", false
 }
 
 // mwSearch asks MediaWiki's search directly (anonymously) for every page
