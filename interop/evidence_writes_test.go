@@ -191,6 +191,7 @@ type writeRow struct {
 	targets    int
 	outcomes   map[string]int
 	reread     int // succeeded targets the proxy saw re-read after their write
+	writes     int // the writes of the targets the proxy saw (re-sends included)
 	codes      map[string]int
 	violations []string
 	stopped    string
@@ -340,6 +341,7 @@ func runWriteMutation(t *testing.T, c writeEvidenceCase, w *airlock, px *writePr
 			continue
 		}
 		if write {
+			row.writes++
 			lastWrite[id] = r.Seq
 			readAfter[id] = false
 		} else if _, wrote := lastWrite[id]; wrote {
@@ -387,7 +389,7 @@ func runWriteMutation(t *testing.T, c writeEvidenceCase, w *airlock, px *writePr
 // String is the row's cells after the upstream and action.
 func (r writeRow) String() string {
 	if !r.applies {
-		return fmt.Sprintf("%s | n/a: the answers hold nothing it changes | | | | |", r.mutation)
+		return fmt.Sprintf("%s | n/a: the answers hold nothing it changes | | | | | |", r.mutation)
 	}
 	var codes []string
 	for code, n := range r.codes {
@@ -403,8 +405,8 @@ func (r writeRow) String() string {
 	if r.stopped != "" {
 		other = append(other, "operation stopped")
 	}
-	return fmt.Sprintf("%s | %d | %d (%d re-read) | %d | %s | %s | %d",
-		r.mutation, r.targets, r.outcomes["succeeded"], r.reread, r.outcomes["unknown"], strings.Join(other, ", "), strings.Join(codes, ", "), len(r.violations))
+	return fmt.Sprintf("%s | %d | %d writes | %d (%d re-read) | %d | %s | %s | %d",
+		r.mutation, r.targets, r.writes, r.outcomes["succeeded"], r.reread, r.outcomes["unknown"], strings.Join(other, ", "), strings.Join(codes, ", "), len(r.violations))
 }
 
 // pathTarget reads the target from a request's path: re's first group is
