@@ -255,11 +255,11 @@ func redmineByID(t *testing.T, rm *upstreams.Redmine) map[string]upstreams.Recor
 	return out
 }
 
-// redminePreview previews set_status (or the action named) on the issues
-// of a tracker in the first project that are not in status yet, checks
-// the preview holds exactly MariaDB's and warns NOT_CONDITIONAL, and
-// returns the targets and the preview's data.
-func redminePreview(t *testing.T, rm *upstreams.Redmine, w *airlock, before map[string]upstreams.Record, tracker, project, status int) ([]string, map[string]any) {
+// redminePreview previews set_status on the issues of a tracker in a
+// project that are not in status yet, checks the preview holds exactly
+// MariaDB's and warns NOT_CONDITIONAL, and returns the targets and the
+// preview's data.
+func redminePreview(t *testing.T, w *airlock, before map[string]upstreams.Record, tracker, project, status int) ([]string, map[string]any) {
 	t.Helper()
 	var targets []string
 	for id, r := range before {
@@ -321,7 +321,7 @@ func redminePath(id string) string { return "/issues/" + id + ".json" }
 
 func checkRedmineRefused(t *testing.T, rm *upstreams.Redmine, px *writeProxy, w *airlock, tracker, status int) {
 	before := redmineByID(t, rm)
-	targets, data := redminePreview(t, rm, w, before, tracker, rm.Projects[0], status)
+	targets, data := redminePreview(t, w, before, tracker, rm.Projects[0], status)
 	px.set(nil, nil)
 	op, _ := commitOp(t, w, data)
 	puts, rereads := rereadsAfterWrite(px.requests(), redminePath, targets)
@@ -355,7 +355,7 @@ var redmineKept = []string{"project", "tracker", "priority", "subject", "team", 
 
 func checkRedmineAllowed(t *testing.T, rm *upstreams.Redmine, px *writeProxy, w *airlock, tracker, status int) {
 	before := redmineByID(t, rm)
-	targets, data := redminePreview(t, rm, w, before, tracker, rm.Projects[0], status)
+	targets, data := redminePreview(t, w, before, tracker, rm.Projects[0], status)
 	px.set(nil, nil)
 	op, res := commitOp(t, w, data)
 	_, rereads := rereadsAfterWrite(px.requests(), redminePath, targets)
@@ -424,7 +424,7 @@ func redmineOtherWriter(rm *upstreams.Redmine, id string, issue map[string]any) 
 
 func checkRedmineLostUpdate(t *testing.T, rm *upstreams.Redmine, px *writeProxy, w *airlock, tracker, status int) {
 	before := redmineByID(t, rm)
-	targets, data := redminePreview(t, rm, w, before, tracker, rm.Projects[1], status)
+	targets, data := redminePreview(t, w, before, tracker, rm.Projects[1], status)
 	// Right after Redmine answered airlock's check of same (the re-read
 	// before its write), the other writer sets its status; of other, its
 	// priority, a field set_status does not change.
