@@ -717,7 +717,7 @@ func (r *run) notify() {
 
 // judged is what the judge knows of a target.
 func (r *run) judged(t Target) write.Target {
-	return write.Target{ID: t.ID, Before: t.Before, After: r.afterFor(t), Frame: t.Frame}
+	return write.Target{ID: t.ID, Version: t.Version, Before: t.Before, After: r.afterFor(t), Frame: t.Frame}
 }
 
 // afterFor is a target's whole after-values: computed from its

@@ -97,10 +97,13 @@ func (f Frame) changed(a *upstream.Action, doc map[string]any) []string {
 // preview read (the effect's before-values and the frame) and the
 // after-values the effect computes.
 type Target struct {
-	ID     string
-	Before map[string]any
-	After  map[string]any
-	Frame  Frame
+	ID string
+	// Version is the target's version the write was sent at (the
+	// preview's, or a re-read's right before it); "" when it has none.
+	Version string
+	Before  map[string]any
+	After   map[string]any
+	Frame   Frame
 }
 
 // State is what a record of the target shows.
@@ -241,6 +244,9 @@ func JudgeResult(a *upstream.Action, item any, t Target) Judgment {
 func judgeRecord(a *upstream.Action, rec map[string]any, t Target) Judgment {
 	switch ex := Examine(a, rec, t); ex.State {
 	case StateApplied:
+		if j, ok := unversioned(a, rec, t); ok {
+			return j
+		}
 		return Judgment{Verdict: Proven}
 	case StateOther:
 		return unproven("the answer is not the target's record (another id, or none): a re-read decides",
@@ -253,6 +259,27 @@ func judgeRecord(a *upstream.Action, rec map[string]any, t Target) Judgment {
 	}
 	return unproven("answered 2xx, but the answer shows the target without the change: a re-read decides",
 		"The upstream answered success with the target unchanged; whether the write applied is observed by re-reading the target.")
+}
+
+// unversioned says why an answer that shows the effect is still no proof
+// for a resource with a version: a record after a write holds the version
+// the write gave it. One without a version is not the whole record; one at
+// the version the write was sent at is the record before the write, or the
+// request echoed back (a whole-record request holds that version too).
+func unversioned(a *upstream.Action, rec map[string]any, t Target) (Judgment, bool) {
+	vf := a.Resource.Config.VersionField
+	if vf == "" || t.Version == "" {
+		return Judgment{}, false
+	}
+	switch v, ok := jsonvalue.GetID(rec, a.Resource.FieldPath(vf)); {
+	case !ok:
+		return unproven("the answer shows the change without a version ("+vf+"): not the whole record; a re-read decides",
+			"The upstream's answer shows the change without the record's version; whether the write applied is observed by re-reading the target."), true
+	case v == t.Version:
+		return unproven("the answer shows the change at the version the write was sent at ("+vf+"): the record before the write, or the request echoed; a re-read decides",
+			"The upstream's answer shows the change at the version the write was sent at, as an echo of the request would; whether the write applied is observed by re-reading the target."), true
+	}
+	return Judgment{}, false
 }
 
 func unproven(note, detail string) Judgment {
