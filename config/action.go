@@ -38,6 +38,12 @@ type ActionConfig struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Reconcile is how a write whose outcome was not observed is settled.
 	Reconcile ReconcileConfig `yaml:"reconcile"`
+	// Verify is what proves a write: answer (the default: an answer that
+	// is the target's own record, showing the effect; anything else is
+	// settled by a re-read) or reread (every target is re-read after its
+	// write, for an API whose answers only echo the request). Unset, the
+	// upstream's verify applies.
+	Verify string `yaml:"verify"`
 	// Principals, when set, restricts who may preview and commit the
 	// action to OAuth principals holding one of its groups or scopes.
 	Principals *PrincipalsConfig `yaml:"principals" json:",omitempty"`
@@ -77,10 +83,13 @@ type ApprovalConfig struct {
 
 // WriteRequestConfig is the per-target request. Path, headers and body are
 // templates: {{id}}, {{version}}, {{params.NAME}}, {{before.FIELD}},
-// {{after.FIELD}}, {{operation_id}}. In the path, values are escaped.
+// {{after.FIELD}}, {{operation_id}} (see templateNames). In the path,
+// values are escaped.
 type WriteRequestConfig struct {
-	Method  string            `yaml:"method"`
-	Path    string            `yaml:"path"`
+	Method string `yaml:"method"`
+	Path   string `yaml:"path"`
+	// Headers are sent with each target's request, each replacing the
+	// upstream's header of the same name.
 	Headers map[string]string `yaml:"headers"`
 	Body    any               `yaml:"body"`
 	// GraphQL is a mutation document, sent by POST to Path with
@@ -124,6 +133,16 @@ type BulkConfig struct {
 	// left it (WordPress's body): a record without the effect contradicts
 	// the result's status, and the target is unknown until re-read.
 	ResultItem string `yaml:"result_item"`
+}
+
+// ResultsPath is where a bulk answer holds its results, as jsonvalue.Get
+// reads it: "" for the answer itself (results: ., as CouchDB's _bulk_docs
+// answers a bare list).
+func (b *BulkConfig) ResultsPath() string {
+	if b.Results == "." {
+		return ""
+	}
+	return b.Results
 }
 
 // Bulk result matching.
@@ -253,6 +272,12 @@ type GetConfig struct {
 	Body   any    `yaml:"body"`
 	Absent string `yaml:"absent"`
 }
+
+// Write verification (verify).
+const (
+	VerifyAnswer = "answer"
+	VerifyReread = "reread"
+)
 
 // Conditional write modes.
 const (

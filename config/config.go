@@ -47,6 +47,8 @@ type UpstreamConfig struct {
 	MaxBodyBytes    int64             `yaml:"max_body_bytes"`
 	RequestIDHeader string            `yaml:"request_id_header"`
 	Headers         map[string]string `yaml:"headers"`
+	// Verify is the default of its actions' verify (answer or reread).
+	Verify string `yaml:"verify"`
 	// QueryEncoding is how query strings are written: rfc3986 (the
 	// default: a space is %20) or form (a space is +, as HTML forms
 	// write it). A list may say otherwise (list.query_encoding).
@@ -309,6 +311,10 @@ type FieldConfig struct {
 	// keys and values): it is read decoded everywhere (filters, review,
 	// digests) and written back encoded.
 	Decode string `yaml:"decode"`
+	// Volatile marks a field the upstream changes on every write
+	// (Redmine's updated_on, CouchDB's _rev): a write that changes it is
+	// not said to have changed more than its effect.
+	Volatile bool `yaml:"volatile"`
 }
 
 // FilterConfig declares a filter. Param, when set, is sent upstream; airlock

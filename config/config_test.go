@@ -568,18 +568,18 @@ func TestParseConfig_ActionTemplatesNameOnlyWhatHasAValue(t *testing.T) {
 		"      path: \"/items/{{id}}/{{ids}}\"",         // 20
 		"      headers: {X-Auth: \"{{secret.token}}\"}", // 21
 		"      body: {owner: \"{{params.owner}}\", note: \"{{params.nosuch}}\", was: \"{{before.colour}}\", x: \"{{nope}}\"}", // 22
-		"    params: {type: object, properties: {owner: {type: string}}}",                                                     // 23
+		"    params: {type: object, required: [owner], properties: {owner: {type: string}}}",                                  // 23
 		"    conditional: if_match",                              // 24
 		"    effect: [{field: owner, to: \"{{params.owner}}\"}]", // 25
 		"    max_attempts: 20",                                   // 26
 		"    reconcile: {rereads: -1}",                           // 27
 	)
 	checkErrors(t, parseErrors(t, configtest.Lines(lines...)), []wantErr{
-		{20, "actions.assign.request.path", "{{ids}}: {{ids}} is only for bulk templates"},
+		{20, "actions.assign.request.path", "{{ids}}: {{targets}} and {{ids}} are a bulk body's list of targets"},
 		{21, "actions.assign.request.headers.X-Auth", "{{secret.token}}: templates cannot read secrets"},
-		{22, "actions.assign.request.body", `{{params.nosuch}}: the action's params declare no property "nosuch"`},
-		{22, "actions.assign.request.body", `{{before.colour}}: the resource declares no field "colour"`},
-		{22, "actions.assign.request.body", "{{nope}}: unknown template reference"},
+		{22, "actions.assign.request.body.note", "{{params.nosuch}}: params holds only the properties the action's params require: owner"},
+		{22, "actions.assign.request.body.was", "{{before.colour}}: before holds only the fields the effect changes: owner"},
+		{22, "actions.assign.request.body.x", "{{nope}}: unknown template reference"},
 		{24, "actions.assign.conditional", `version_field "etag" is not among its declared fields`},
 		{26, "actions.assign.max_attempts", "between 1 and 10"},
 		{27, "actions.assign.reconcile", "rereads is between 1 and 50"},

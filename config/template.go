@@ -9,7 +9,10 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
-// TemplateVars are the values a write template may use.
+// TemplateVars are the values a write template may use. A name whose
+// value is absent or empty has none: a template naming it is not rendered
+// (check renders every template with the data a commit fills in at its
+// place; see commitVars).
 type TemplateVars struct {
 	ID string
 	// IDValue is the id in its declared type (a number for an integer id
@@ -24,31 +27,71 @@ type TemplateVars struct {
 	Before       map[string]any
 	After        map[string]any
 	Restore      map[string]any
-	OperationID  string
-	Targets      []map[string]any
+	// Record is the target's whole record as the upstream holds it (read
+	// right before the write) with the effect applied, in the API's own
+	// shape and encoding, its version member included: {{after}}, for an
+	// API that replaces a whole record on PUT (CouchDB).
+	Record      map[string]any
+	OperationID string
+	Targets     []map[string]any
 	// Each is a bulk body's per-target objects (bulk.each rendered per
 	// target).
 	Each []any
 }
 
+// WholeRecord reports whether a template sends the target's whole record
+// ({{after}}): the write then needs the record read right before it.
+func WholeRecord(t any) bool {
+	switch x := t.(type) {
+	case string:
+		for _, m := range tmplRef.FindAllStringSubmatch(x, -1) {
+			if m[1] == "after" {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if WholeRecord(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if WholeRecord(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 var tmplRef = regexp.MustCompile(`\{\{\s*([a-z_]+(?:\.[A-Za-z0-9_]+)*)\s*\}\}`)
 
 func (v TemplateVars) lookup(ref string) (any, bool) {
+	if ref == "after" {
+		return v.Record, v.Record != nil
+	}
 	parts := strings.SplitN(ref, ".", 2)
 	switch parts[0] {
 	case "id":
+		// An empty id is none: nothing names the target.
 		if v.IDValue != nil {
 			return v.IDValue, true
 		}
-		return v.ID, true
+		return v.ID, v.ID != ""
 	case "version":
 		if v.VersionValue != nil {
 			return v.VersionValue, true
 		}
 		return v.Version, v.Version != ""
 	case "operation_id":
-		return v.OperationID, true
+		return v.OperationID, v.OperationID != ""
 	case "targets":
+		// Only a bulk request has targets: elsewhere the list is absent,
+		// never empty.
+		if v.Targets == nil {
+			return nil, false
+		}
 		out := make([]any, len(v.Targets))
 		for i, t := range v.Targets {
 			out[i] = t
@@ -60,6 +103,9 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 		}
 		return v.Each, true
 	case "ids":
+		if v.Targets == nil {
+			return nil, false
+		}
 		out := make([]any, len(v.Targets))
 		for i, t := range v.Targets {
 			out[i] = t["id"]

@@ -76,6 +76,9 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 	} else if bu.User != nil {
 		l.add("must not carry credentials; use credential.env or credential.file", at("base_url")...)
 	}
+	if u.Verify != "" && u.Verify != VerifyAnswer && u.Verify != VerifyReread {
+		l.add("use answer or reread", at("verify")...)
+	}
 	if c := u.Credential; c != nil {
 		validateCredential(l, c, at("credential"))
 	}

@@ -32,11 +32,27 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 	}
 	if a.Request != nil {
 		validateWriteRequest(l, a.Request, at)
+		validateRequestHeaders(l, a, at)
 	}
 	if a.Bulk != nil {
 		validateBulk(l, a.Bulk, at)
 	}
 	validateConditional(l, a, r, at)
+	if rq := a.Request; rq != nil && (WholeRecord(rq.Body) || WholeRecord(rq.Variables)) && r != nil && r.Get == nil {
+		l.add("{{after}} sends the whole record as read right before the write: it needs the resource's get endpoint", at("request", "body")...)
+	}
+	if b := a.Bulk; b != nil && (WholeRecord(b.Body) || WholeRecord(b.Each)) {
+		l.add("{{after}} (the whole record) is sent only by a per-target request, which reads it right before its write", at("bulk")...)
+	}
+	switch a.Verify {
+	case "", VerifyAnswer:
+	case VerifyReread:
+		if r != nil && r.Get == nil {
+			l.add("reread needs the resource's get endpoint", at("verify")...)
+		}
+	default:
+		l.add("use answer or reread", at("verify")...)
+	}
 	validateEffect(l, a, r, at)
 	if a.Params != nil {
 		b, _ := json.Marshal(normalizeYAMLValue(a.Params))
@@ -51,7 +67,7 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		l.add("rereads is between 1 and 50, backoff and max_backoff positive", at("reconcile")...)
 	}
 	if r != nil {
-		c.validateTemplates(l, a, r, at)
+		c.validateTemplates(l, name, a, r, at)
 	}
 	if a.MaxTargets < 0 || a.Concurrency < 0 || a.Concurrency > 64 {
 		l.add("max_targets and concurrency must be positive (concurrency at most 64)", at()...)
@@ -108,6 +124,47 @@ func validateWriteRequest(l *errList, rq *WriteRequestConfig, at func(k ...strin
 	validateEncoding(l, rq, at)
 }
 
+// validateRequestHeaders checks an action's own headers: each replaces
+// the upstream's header of the same name, so each must be one airlock
+// sends as written; a credential, or a header airlock sets itself for
+// this action (its condition, its idempotency key, a form's content
+// type), would be dropped or would replace airlock's own.
+func validateRequestHeaders(l *errList, a *ActionConfig, at func(k ...string) []string) {
+	rq := a.Request
+	for _, h := range slices.Sorted(maps.Keys(rq.Headers)) {
+		where := at("request", "headers", h)
+		switch {
+		case !headerName(h):
+			l.add(fmt.Sprintf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~)", h), where...)
+		case strings.EqualFold(h, "authorization") || strings.EqualFold(h, "cookie"):
+			l.add("credentials belong in the upstream's credential, not in headers", where...)
+		case strings.EqualFold(h, "if-match") && a.Conditional == CondIfMatch && strings.TrimSpace(rq.Headers[h]) != "{{version}}":
+			// "{{version}}" only says what if_match sends (airlock init
+			// writes it so); anything else would be replaced.
+			l.add("conditional: if_match sends the target's version as If-Match itself", where...)
+		case a.IdempotencyHeader != "" && strings.EqualFold(h, a.IdempotencyHeader):
+			l.add(fmt.Sprintf("idempotency_header sends each target's key as %s itself", a.IdempotencyHeader), where...)
+		case strings.EqualFold(h, "content-type") && rq.Encoding == EncodingForm:
+			l.add("encoding: form sends its own Content-Type", where...)
+		}
+	}
+}
+
+// headerName reports whether h is an HTTP header name (an RFC 9110
+// token).
+func headerName(h string) bool {
+	if h == "" {
+		return false
+	}
+	for _, r := range h {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // validateBulk checks the bulk request and what reads each target's
 // outcome from its answer.
 func validateBulk(l *errList, b *BulkConfig, at func(k ...string) []string) {
@@ -123,11 +180,11 @@ func validateBulk(l *errList, b *BulkConfig, at func(k ...string) []string) {
 	switch b.ResultMatch {
 	case "", ResultByID:
 		if b.Results == "" || b.ResultID == "" || b.ResultStatus == "" || len(b.Applied) == 0 {
-			l.add("results, result_id, result_status and applied are required to read per-target outcomes", at("bulk")...)
+			l.add("results, result_id, result_status and applied are required to read per-target outcomes (results: . when the answer is the list itself)", at("bulk")...)
 		}
 	case ResultByPosition:
 		if b.Results == "" || b.ResultStatus == "" || len(b.Applied) == 0 {
-			l.add("results, result_status and applied are required to read per-target outcomes", at("bulk")...)
+			l.add("results, result_status and applied are required to read per-target outcomes (results: . when the answer is the list itself)", at("bulk")...)
 		}
 		if b.ResultID != "" {
 			l.add("result_id names a result's target; results matched by position name none", at("bulk", "result_id")...)
@@ -135,9 +192,36 @@ func validateBulk(l *errList, b *BulkConfig, at func(k ...string) []string) {
 	default:
 		l.add("use id (each result names its target at result_id) or position (the i-th result answers the i-th target)", at("bulk", "result_match")...)
 	}
+	for _, p := range []struct{ key, path string }{{"results", b.Results}, {"result_id", b.ResultID}, {"result_status", b.ResultStatus}, {"result_item", b.ResultItem}} {
+		if msg := answerPathProblem(p.path, p.key == "results"); msg != "" {
+			l.add(msg, at("bulk", p.key)...)
+		}
+	}
 	if b.Each != nil && !strings.Contains(fmt.Sprint(b.Body), "{{each}}") {
 		l.add("each is rendered per target for the body's {{each}}; the body does not use it", at("bulk", "each")...)
 	}
+}
+
+// answerPathProblem says what is wrong with a path into a bulk answer, as
+// ParseBulk reads it: a dotted path of members and list indexes
+// (responses, data.results, body.status), or, where whole, . for the
+// answer itself (CouchDB's _bulk_docs answers a bare list). "" when it is
+// one, or absent.
+func answerPathProblem(p string, whole bool) string {
+	switch {
+	case p == "" || whole && p == ".":
+		return ""
+	case p == ".":
+		return "names a member of each result; . (the result itself) is not read here"
+	case strings.HasPrefix(p, "$") || strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("%q is not read: write a dotted path (data.results), not JSONPath or a JSON Pointer", p)
+	case slices.Contains(strings.Split(p, "."), ""):
+		if whole {
+			return fmt.Sprintf("%q has an empty step: write a dotted path (data.results), or . for the answer itself", p)
+		}
+		return fmt.Sprintf("%q has an empty step: write a dotted path (body.status)", p)
+	}
+	return ""
 }
 
 // validateConditional checks how the precondition is enforced at write
@@ -273,76 +357,44 @@ func writeMethod(m string) bool {
 	return false
 }
 
-// validateTemplates checks every {{reference}} of the action's request or
-// bulk templates, so that a reference that can have no value fails check,
-// not a commit half-way.
-func (c *Config) validateTemplates(l *errList, a *ActionConfig, r *ResourceConfig, at func(k ...string) []string) {
-	params := map[string]bool{}
-	if props, ok := asMap(normalizeYAMLValue(a.Params))["properties"].(map[string]any); ok {
-		for k := range props {
-			params[k] = true
+// validateTemplates renders every template of the action as a commit
+// would, with data of the shape the commit has at each place (see
+// commitVars), so that a template that could not be built fails check
+// with its line, not a commit half-way.
+func (c *Config) validateTemplates(l *errList, name string, a *ActionConfig, r *ResourceConfig, at func(k ...string) []string) {
+	d := templateDecl{a: a, r: r}
+	for _, other := range slices.Sorted(maps.Keys(c.Actions)) {
+		o := c.Actions[other]
+		if o == nil || o.Compensation != name {
+			continue
 		}
-	}
-	effect := map[string]bool{}
-	for _, e := range a.Effect {
-		effect[e.Field] = true
-	}
-	check := func(t any, bulk bool, where ...string) {
-		for _, ref := range templateRefs(t) {
-			root, rest, _ := strings.Cut(ref, ".")
-			var bad string
-			switch root {
-			case "id", "version":
-				if bulk {
-					bad = "a bulk template names each target through {{targets}} or {{ids}}"
-				}
-			case "targets", "ids":
-				if !bulk {
-					bad = "{{" + root + "}} is only for bulk templates"
-				}
-			case "each":
-				if !bulk || a.Bulk == nil || a.Bulk.Each == nil {
-					bad = "{{each}} is the list bulk.each renders per target: set bulk.each"
-				}
-			case "operation_id":
-			case "params":
-				if !params[rest] {
-					bad = fmt.Sprintf("the action's params declare no property %q", rest)
-				}
-			case "before":
-				if r.Fields[rest] == nil {
-					bad = fmt.Sprintf("the resource declares no field %q", rest)
-				}
-			case "after", "restore":
-				if !effect[rest] {
-					bad = fmt.Sprintf("%q is not a field of the action's effect", rest)
-				}
-			case "secret", "secrets", "credential", "env":
-				bad = "templates cannot read secrets or the environment; the credential is sent by the upstream's credential block"
-			default:
-				bad = "unknown template reference"
-			}
-			if bad != "" {
-				l.add(fmt.Sprintf("{{%s}}: %s", ref, bad), at(where...)...)
-			}
+		if !d.compensates {
+			d.compensates, d.restore = true, effectFields(o)
+			continue
 		}
+		d.restore = slices.DeleteFunc(d.restore, func(f string) bool { return !slices.Contains(effectFields(o), f) })
 	}
+	target, bulk, effect := d, d, d
+	target.place, bulk.place, effect.place = placeTarget, placeBulk, placeEffect
 	if rc := a.Request; rc != nil {
 		checkPathQuery(l, rc.Path, at("request", "path"))
-		check(rc.Path, false, "request", "path")
-		check(rc.Body, false, "request", "body")
-		check(normalizeYAMLValue(rc.Variables), false, "request", "variables")
+		checkTemplate(l, target, rc.Path, at("request", "path"), renderPath)
+		checkTemplate(l, target, normalizeYAMLValue(rc.Body), at("request", "body"), renderValue)
+		checkTemplate(l, target, normalizeYAMLValue(rc.Variables), at("request", "variables"), renderValue)
 		for _, h := range slices.Sorted(maps.Keys(rc.Headers)) {
-			check(rc.Headers[h], false, "request", "headers", h)
+			checkTemplate(l, target, rc.Headers[h], at("request", "headers", h), renderValue)
 		}
 	}
 	if b := a.Bulk; b != nil {
 		checkPathQuery(l, b.Path, at("bulk", "path"))
-		check(b.Path, true, "bulk", "path")
-		check(b.Body, true, "bulk", "body")
+		checkTemplate(l, bulk, b.Path, at("bulk", "path"), renderPath)
+		checkTemplate(l, bulk, normalizeYAMLValue(b.Body), at("bulk", "body"), renderValue)
 		// Each is rendered per target: it names the target as a
 		// per-target request does.
-		check(b.Each, false, "bulk", "each")
+		checkTemplate(l, target, normalizeYAMLValue(b.Each), at("bulk", "each"), renderValue)
+	}
+	for i, e := range a.Effect {
+		checkTemplate(l, effect, normalizeYAMLValue(e.To), at("effect", strconv.Itoa(i), "to"), renderValue)
 	}
 }
 

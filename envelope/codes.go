@@ -90,6 +90,9 @@ const (
 	WarnDeclarationContradicted WarningCode = "DECLARATION_CONTRADICTED"
 	WarnAnsweredFromMemory      WarningCode = "ANSWERED_FROM_MEMORY"
 	WarnNullLikeValues          WarningCode = "NULL_LIKE_VALUES"
+	// WarnNotConditional: the action's writes are checked by a re-read,
+	// not made conditional by the upstream.
+	WarnNotConditional WarningCode = "NOT_CONDITIONAL"
 )
 
 // Problem codes.
@@ -122,6 +125,9 @@ const (
 	ProblemUpstreamContentType    ProblemCode = "UPSTREAM_CONTENT_TYPE_CHANGED"
 	ProblemUpstreamContract       ProblemCode = "UPSTREAM_CONTRACT_VIOLATION"
 	ProblemUpstreamGraphQL        ProblemCode = "UPSTREAM_GRAPHQL_ERRORS"
+	// ProblemWriteUnconfirmed: a write's answer is not the target's own
+	// record showing the change; a re-read decides.
+	ProblemWriteUnconfirmed ProblemCode = "UPSTREAM_WRITE_UNCONFIRMED"
 
 	ProblemApprovalRequired      ProblemCode = "APPROVAL_REQUIRED"
 	ProblemApprovalRejected      ProblemCode = "APPROVAL_REJECTED"
@@ -300,6 +306,10 @@ var registry = []Code{
 		Message:  "airlock answered an identical call from memory: the upstream asked to wait and was not called again",
 		Meaning:  "the answer is the one given at revision to an identical call; the upstream is not called again until continuation.retry_after_seconds have passed",
 		Recovery: "wait retry_after_seconds before calling again; the cursor, when given, continues the same scan"},
+	{Code: string(WarnNotConditional), Kind: KindWarning,
+		Message:  "the action's writes are not conditional: a re-read checks each target just before its write, and a change another writer makes in between is overwritten",
+		Meaning:  "the upstream offers no condition the action can send (If-Match, a version, a compare): the precondition is checked by re-reading each target right before its write, which leaves a window in which another writer's change is lost",
+		Recovery: "approve only if no one else changes these records meanwhile; an operator can make the write conditional where the API offers a version (conditional: if_match or version)"},
 	{Code: string(WarnNullLikeValues), Kind: KindWarning,
 		Message:  "a filter asked for null, and the field holds values that may mean 'no value' where the configuration does not declare them (null_values)",
 		Meaning:  "the scan read records whose filtered field holds an empty string or a word such as none, null or - (values, count): airlock matched only real nulls, so those records are not in the answer",
@@ -379,6 +389,10 @@ var registry = []Code{
 		Meaning:    "the upstream's GraphQL answer carried errors and no data for the list (the configured query or its variables were refused); upstream_message quotes the errors",
 		Recovery:   "stop; an operator must fix the resource's query (airlock probe shows the errors)",
 		NextAction: "Do not retry. Stop and report the request_id to an operator: the upstream refused the configured query."},
+	{Code: string(ProblemWriteUnconfirmed), Kind: KindProblem, Status: 502, Title: "Write not confirmed by the target's record", Retryable: false,
+		Meaning:    "a write's answer is not the target's own record showing the change (an empty body, 204, {}, a bare status, another record, an echo the action declares is no evidence with verify: reread, a record with fields outside the effect changed): the target is unknown until a re-read shows the change applied and nothing else moved",
+		Recovery:   "read the operation with get_operation: airlock re-reads such targets itself; an unknown one may have applied, so never treat it as done or as untouched",
+		NextAction: "Do not commit again. Read the operation with get_operation: airlock re-reads the target to settle its outcome."},
 	{Code: string(ProblemUpstreamContentType), Kind: KindProblem, Status: 502, Title: "Upstream content type changed", Retryable: false,
 		Meaning:    "the upstream answered with a content type other than JSON (often a login, proxy or maintenance page)",
 		Recovery:   "stop; an operator must check the upstream",

@@ -76,6 +76,11 @@ func TestCAP_ODataExpressionsAndServerDrivenPaging(t *testing.T) {
 	})
 	t.Run("continued_scan_claims_no_snapshot", func(t *testing.T) { checkCAPContinued(t, c, al) })
 	t.Run("if_match_conflict_and_compensation", func(t *testing.T) { checkCAPWrites(t, c) })
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		pool := upstreams.IDs(c.Accounts(t), func(r upstreams.Record) bool { return r["status"] == "disabled" && r["owner"] == "team-2" })
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "SAP CAP 10.1", config: "cap.yaml", base: c.URL, action: "archive", pool: pool,
+			target: pathTarget(`^/odata/v4/crm/Accounts\((\d+)\)$`), applied: archivedIn(func() []upstreams.Record { return c.Accounts(t) })})
+	})
 	t.Logf("CAP suite: %.1fs", time.Since(started).Seconds())
 }
 

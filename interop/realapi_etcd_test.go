@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -57,6 +58,25 @@ func TestEtcd_RangesAtOneRevisionAndConditionalWrites(t *testing.T) {
 	t.Run("continued_scan_reads_one_revision", func(t *testing.T) { checkEtcdSnapshot(t, e, al) })
 	t.Run("compacted_revision_restarts", func(t *testing.T) { checkEtcdCompacted(t, e, al) })
 	t.Run("txn_conflict_and_compensation", func(t *testing.T) { checkEtcdWrites(t, e) })
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		var pool []string
+		for _, kv := range e.KVs(t, "") {
+			if kv.Value == "disabled" {
+				pool = append(pool, kv.Key)
+			}
+		}
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "etcd 3.4", config: "etcd.yaml", base: e.URL, action: "set_value",
+			params: map[string]any{"value": "retired"}, pool: pool, target: etcdTarget,
+			applied: func(t *testing.T, ids []string) map[string]bool {
+				out := map[string]bool{}
+				for _, kv := range e.KVs(t, "") {
+					if slices.Contains(ids, kv.Key) {
+						out[kv.Key] = kv.Value == "retired"
+					}
+				}
+				return out
+			}})
+	})
 	t.Logf("etcd suite: %.1fs", time.Since(started).Seconds())
 }
 
@@ -247,6 +267,33 @@ func checkEtcdWrites(t *testing.T, e *upstreams.Etcd) {
 		}
 	}
 	t.Logf("set_value on %d keys: %d succeeded, %s skipped by its failed compare; compensated", len(targets), len(targets)-1, moved)
+}
+
+// etcdTarget reads the key a request names: a txn writes the key its
+// compare names, a range without range_end reads one key (a list has one).
+func etcdTarget(r proxied) (string, bool) {
+	var b struct {
+		Key      string `json:"key"`
+		RangeEnd string `json:"range_end"`
+		Compare  []struct {
+			Key string `json:"key"`
+		} `json:"compare"`
+	}
+	if !jsonBody(r, &b) {
+		return "", false
+	}
+	key, write := b.Key, false
+	switch {
+	case r.Path == "/v3/kv/txn" && len(b.Compare) > 0:
+		key, write = b.Compare[0].Key, true
+	case r.Path != "/v3/kv/range" || b.RangeEnd != "":
+		return "", false
+	}
+	k, err := base64.StdEncoding.DecodeString(key)
+	if err != nil {
+		return "", false
+	}
+	return string(k), write
 }
 
 // commitCounts commits a selection and waits for its operation to end; it

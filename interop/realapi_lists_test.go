@@ -9,8 +9,11 @@ package interop
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +130,52 @@ func TestDRF_EveryListStyleCompleteOnlyWithTheServersRecords(t *testing.T) {
 		w := withStore(t, startAirlock(t, "drf.yaml", d.URL, nil))
 		commitAndCompensate(t, w, "support", func() []upstreams.Record { return d.Accounts(t) })
 	})
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "Django REST Framework 3.14", config: "drf.yaml", base: d.URL, action: "archive",
+			pool: activeOf(d.Accounts(t), "payments"), target: pathTarget(`^/api/page/accounts/(\d+)/$`), applied: archivedIn(func() []upstreams.Record { return d.Accounts(t) })})
+	})
+}
+
+// activeOf is the ids of a team's active accounts, sorted.
+func activeOf(accounts []upstreams.Record, team string) []string {
+	var out []string
+	for _, r := range accounts {
+		if r["status"] == "active" && r["team"] == team {
+			out = append(out, r.ID())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// archivedIn reads which accounts the store holds archived.
+func archivedIn(accounts func() []upstreams.Record) func(*testing.T, []string) map[string]bool {
+	return func(_ *testing.T, ids []string) map[string]bool {
+		out := map[string]bool{}
+		for _, r := range accounts() {
+			if slices.Contains(ids, r.ID()) {
+				out[r.ID()] = r["status"] == "archived"
+			}
+		}
+		return out
+	}
+}
+
+// graphqlTarget reads the target of a GraphQL request by its id variable:
+// a mutation writes it, a query reads it (a list names no id).
+func graphqlTarget(r proxied) (string, bool) {
+	var b struct {
+		Query     string         `json:"query"`
+		Variables map[string]any `json:"variables"`
+	}
+	if r.Method != http.MethodPost || !jsonBody(r, &b) {
+		return "", false
+	}
+	id, ok := b.Variables["id"]
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprint(id), strings.HasPrefix(strings.TrimSpace(b.Query), "mutation")
 }
 
 // TestPostGraphile_ConnectionsCompleteOnlyWithTheServersRecords runs
@@ -218,6 +267,11 @@ func TestPostGraphile_ConnectionsCompleteOnlyWithTheServersRecords(t *testing.T)
 		pg.SetFaults(upstreams.GraphQLFaults{})
 		w := withStore(t, startAirlock(t, "postgraphile.yaml", pg.URL, nil))
 		commitAndCompensate(t, w, "support", func() []upstreams.Record { return pg.Accounts(t) })
+	})
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		pg.SetFaults(upstreams.GraphQLFaults{})
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "PostGraphile 4.14", config: "postgraphile.yaml", base: pg.URL, action: "archive",
+			pool: activeOf(pg.Accounts(t), "payments"), target: graphqlTarget, applied: archivedIn(func() []upstreams.Record { return pg.Accounts(t) })})
 	})
 }
 
@@ -363,7 +417,7 @@ func commitAndWait(t *testing.T, w *airlock, sel map[string]any) string {
 		settled = settled && (outcome == "succeeded" || n == float64(0))
 	}
 	if data["status"] != "completed" || !settled {
-		t.Fatalf("operation %s: status %v, counts %v; want completed, every target succeeded", op, data["status"], counts)
+		t.Fatalf("operation %s: status %v, counts %v; want completed, every target succeeded: %s", op, data["status"], counts, unsettled(journalOf(t, w, op)))
 	}
 	return op
 }

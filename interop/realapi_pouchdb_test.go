@@ -1,12 +1,15 @@
 package interop
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/interop/upstreams"
@@ -337,5 +340,262 @@ func checkPouchBulkDocs(t *testing.T, p *upstreams.PouchDB) {
 	res := p.BulkDocs(t, []upstreams.Record{{"_id": "acct-new-1", "status": "x"}})
 	if res[0].Error != "conflict" || res[0].ID != "acct-new-1" {
 		t.Errorf("BulkDocs of an existing id without _rev: %+v; want a conflict", res[0])
+	}
+}
+
+// TestPouchDB_WholeDocumentWritesAreJournaledAsTheDatabaseHoldsThem runs
+// airlock's writes against PouchDB Server (testdata/pouchdb.yaml) and holds
+// the journal to the database's own documents. CouchDB replaces the whole
+// document on PUT: archive sends the document as read right before the
+// write ({{after}}, its _rev included) and every other member survives; a
+// document another writer changed after the preview, or between airlock's
+// read and its PUT (a 409 on the stale _rev), is skipped and keeps the other
+// writer's change; the compensation puts every status back. A naive PUT of
+// the status alone destroys the rest of each document, and no such target
+// is ever journaled succeeded.
+func TestPouchDB_WholeDocumentWritesAreJournaledAsTheDatabaseHoldsThem(t *testing.T) {
+	p := upstreams.StartPouchDB(t)
+	px := startWriteProxy(t, p.URL)
+	w := withStore(t, startAirlock(t, "pouchdb.yaml", px.URL, nil))
+	t.Run("archive_keeps_every_member_skips_conflicts_and_is_compensated", func(t *testing.T) { checkPouchArchive(t, p, px, w) })
+	t.Run("a_put_of_the_status_alone_is_never_succeeded", func(t *testing.T) { checkPouchNaiveArchive(t, p, px, w) })
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		pool := upstreams.IDs(p.Docs(t), func(d upstreams.Record) bool { return d["status"] == "active" && d["team"] == "payments" })
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "PouchDB Server 4.2", config: "pouchdb.yaml", base: p.URL, action: "archive", pool: pool,
+			target: pathTarget(`^/accounts/([^/_][^/]*)$`),
+			applied: func(t *testing.T, ids []string) map[string]bool {
+				docs := pouchByID(t, p)
+				out := map[string]bool{}
+				for _, id := range ids {
+					out[id] = docs[id]["status"] == "archived"
+				}
+				return out
+			}})
+	})
+}
+
+// pouchByID is the database's documents by _id.
+func pouchByID(t *testing.T, p *upstreams.PouchDB) map[string]upstreams.Record {
+	out := map[string]upstreams.Record{}
+	for _, d := range p.Docs(t) {
+		out[d.ID()] = d
+	}
+	return out
+}
+
+// pouchMembers is a document without _rev and the members named.
+func pouchMembers(d upstreams.Record, without ...string) upstreams.Record {
+	out := upstreams.Record{}
+	for k, v := range d {
+		if k != "_rev" && !slices.Contains(without, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// pouchOtherWriter changes a document at its current _rev as another
+// writer would, from inside the proxy (where a test cannot stop).
+func pouchOtherWriter(p *upstreams.PouchDB, id string, fields map[string]any) error {
+	resp, err := http.Get(p.DBURL + "/" + id)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	err = json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	maps.Copy(doc, fields)
+	b, _ := json.Marshal(doc)
+	req, _ := http.NewRequest(http.MethodPut, p.DBURL+"/"+id, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("the other writer's PUT of %s: status %d", id, resp.StatusCode)
+	}
+	return nil
+}
+
+func checkPouchArchive(t *testing.T, p *upstreams.PouchDB, px *writeProxy, w *airlock) {
+	before := pouchByID(t, p)
+	var targets []string
+	for id, d := range before {
+		if d["status"] == "past_due" {
+			targets = append(targets, id)
+		}
+	}
+	slices.Sort(targets)
+	if len(targets) != pouchPastDue {
+		t.Fatalf("%d past_due documents; seeded %d", len(targets), pouchPastDue)
+	}
+	prev := w.tool(t, "preview_selection", map[string]any{"resource": "accounts", "filter": map[string]any{"status": "past_due"},
+		"action": map[string]any{"type": "archive"}, "deadline_ms": deadlineMS})
+	data := prev["data"].(map[string]any)
+	if data["committable"] != true || data["counts"].(map[string]any)["members"] != float64(len(targets)) {
+		t.Fatalf("preview: committable %v, counts %v; want %d members", data["committable"], data["counts"], len(targets))
+	}
+	for _, wn := range prev["warnings"].([]any) {
+		if wn.(map[string]any)["code"] == "NOT_CONDITIONAL" {
+			t.Errorf("the preview warns NOT_CONDITIONAL: CouchDB's _rev is a condition the database enforces")
+		}
+	}
+
+	// One document changes after the preview; another between airlock's
+	// read of it right before its write and the PUT, which then carries a
+	// stale _rev.
+	early, late := targets[10], targets[20]
+	p.Update(t, early, map[string]any{"name": "renamed by another writer"})
+	var (
+		mu      sync.Mutex
+		hookErr error
+		hooked  int
+	)
+	px.set(nil, func(req proxied, status int, body []byte) (int, []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Method == http.MethodGet && req.Path == "/accounts/"+late && hooked == 0 {
+			hooked++
+			hookErr = pouchOtherWriter(p, late, map[string]any{"team": "moved by another writer"})
+		}
+		return status, body
+	})
+	op, res := commitOp(t, w, data)
+	px.set(nil, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if hookErr != nil || hooked != 1 {
+		t.Fatalf("the other writer acted %d times: %v", hooked, hookErr)
+	}
+	j := journalOf(t, w, op)
+	counts := outcomeCounts(j)
+	t.Logf("archive of %d past_due documents: %v (%s)", len(targets), counts, unsettled(j))
+	if res["status"] != "completed" || counts["succeeded"] != len(targets)-2 || counts["skipped"] != 2 || len(j) != len(targets) {
+		t.Errorf("operation %s: status %v, counts %v; want %d succeeded and 2 skipped", op, res["status"], counts, len(targets)-2)
+	}
+	if e := j[early]; e.Outcome != "skipped" || !strings.Contains(e.Note, "version changed") {
+		t.Errorf("%s, changed after the preview: %s %q; want skipped, its version changed", early, e.Outcome, e.Note)
+	}
+	if l := j[late]; l.Outcome != "skipped" || l.HTTPStatus != http.StatusConflict || l.code() != "UPSTREAM_CONFLICT" {
+		t.Errorf("%s, changed between airlock's read and its PUT: %s %d %s %q; want skipped by CouchDB's 409 conflict", late, l.Outcome, l.HTTPStatus, l.code(), l.Note)
+	}
+
+	after := pouchByID(t, p)
+	var kept, wrong int
+	for id, b := range before {
+		a := after[id]
+		switch {
+		case id == early || id == late:
+			if a["status"] != "past_due" || a["_rev"] == b["_rev"] || !strings.HasPrefix(fmt.Sprint(a["_rev"]), "2-") {
+				t.Errorf("%s: %v; want the other writer's revision 2, still past_due", id, a)
+			}
+		case j[id].Outcome == "succeeded":
+			if a["status"] != "archived" || a["_rev"] == b["_rev"] || !reflect.DeepEqual(pouchMembers(a, "status"), pouchMembers(b, "status")) {
+				wrong++
+				t.Errorf("%s journaled succeeded: the database holds %v; it held %v: want archived at a new _rev, every other member as it was", id, a, b)
+			} else {
+				kept++
+			}
+		default:
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("%s, not a target, changed: %v; it was %v", id, a, b)
+			}
+		}
+	}
+	t.Logf("journal vs database: %d succeeded, each archived at a new _rev with every other member intact: %d; otherwise: %d", counts["succeeded"], kept, wrong)
+
+	comp := w.tool(t, "preview_selection", map[string]any{"compensate": op, "deadline_ms": deadlineMS})
+	cdata := comp["data"].(map[string]any)
+	if cdata["counts"].(map[string]any)["members"] != float64(len(targets)-2) {
+		t.Fatalf("compensation preview: counts %v; want the %d documents archived", cdata["counts"], len(targets)-2)
+	}
+	cop, cres := commitOp(t, w, cdata)
+	cj := journalOf(t, w, cop)
+	if cc := outcomeCounts(cj); cres["status"] != "completed" || cc["succeeded"] != len(targets)-2 {
+		t.Errorf("compensation %s: status %v, counts %v; want %d succeeded (%s)", cop, cres["status"], cc, len(targets)-2, unsettled(cj))
+	}
+	restored := 0
+	for id, a := range pouchByID(t, p) {
+		b := before[id]
+		if id == early || id == late || cj[id].Outcome != "succeeded" {
+			continue
+		}
+		if !reflect.DeepEqual(pouchMembers(a), pouchMembers(b)) || !strings.HasPrefix(fmt.Sprint(a["_rev"]), "3-") {
+			t.Errorf("%s after the compensation: %v; it held %v", id, a, b)
+		} else {
+			restored++
+		}
+	}
+	t.Logf("compensation restored %d of %d documents, every member as before the archive", restored, len(targets)-2)
+}
+
+// pouchFrameFields are the declared fields outside archive's effect
+// (testdata/pouchdb.yaml), which a write must leave as they were.
+var pouchFrameFields = []string{"balance", "name", "owner", "tags", "team", "version"}
+
+func checkPouchNaiveArchive(t *testing.T, p *upstreams.PouchDB, px *writeProxy, w *airlock) {
+	px.set(nil, nil)
+	before := pouchByID(t, p)
+	filter := map[string]any{"status": "disabled", "team": "support"}
+	var targets []string
+	for id, d := range before {
+		if d["status"] == "disabled" && d["team"] == "support" {
+			targets = append(targets, id)
+		}
+	}
+	if len(targets) < 20 {
+		t.Fatalf("%d disabled documents of team support; the case needs 20 or more", len(targets))
+	}
+	prev := w.tool(t, "preview_selection", map[string]any{"resource": "accounts", "filter": filter,
+		"action": map[string]any{"type": "archive_naive"}, "deadline_ms": deadlineMS})
+	data := prev["data"].(map[string]any)
+	if data["committable"] != true || data["counts"].(map[string]any)["members"] != float64(len(targets)) {
+		t.Fatalf("preview: committable %v, counts %v; want %d members", data["committable"], data["counts"], len(targets))
+	}
+	op, _ := commitOp(t, w, data)
+	j := journalOf(t, w, op)
+	after := pouchByID(t, p)
+	var damaged, damagedSucceeded, named int
+	for _, id := range targets {
+		b, a, e := before[id], after[id], j[id]
+		var lost []string
+		for _, f := range pouchFrameFields {
+			if _, had := b[f]; had {
+				if _, has := a[f]; !has {
+					lost = append(lost, f)
+				}
+			}
+		}
+		if a["status"] != "archived" {
+			t.Errorf("%s: status %v in the database; the naive PUT was applied to every target", id, a["status"])
+		}
+		if len(lost) == 0 {
+			continue
+		}
+		damaged++
+		if e.Outcome == "succeeded" {
+			damagedSucceeded++
+			t.Errorf("%s lost %v and is journaled succeeded", id, lost)
+			continue
+		}
+		_, list, _ := strings.Cut(e.Note, "changed (")
+		list, _, _ = strings.Cut(list, ")")
+		names := strings.Split(list, ", ")
+		slices.Sort(names)
+		if e.Outcome != "unknown" || e.code() != "UPSTREAM_WRITE_UNCONFIRMED" || !slices.Equal(names, lost) {
+			t.Errorf("%s lost %v: journaled %s %s %q; want unknown, UPSTREAM_WRITE_UNCONFIRMED, the note naming exactly the fields lost", id, lost, e.Outcome, e.code(), e.Note)
+		} else {
+			named++
+		}
+	}
+	t.Logf("archive_naive on %d documents: journal %v; the database shows %d documents that lost members, %d of them journaled succeeded, %d unknown with a note naming exactly the members lost",
+		len(targets), outcomeCounts(j), damaged, damagedSucceeded, named)
+	if damaged != len(targets) {
+		t.Errorf("%d of %d documents lost members: the case expects CouchDB to replace each whole document", damaged, len(targets))
 	}
 }

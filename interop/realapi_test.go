@@ -43,6 +43,13 @@ type airlock struct {
 // the credentials the configuration names.
 func startAirlock(t testing.TB, config, baseURL string, env map[string]string) *airlock {
 	t.Helper()
+	return startAirlockWith(t, config, baseURL, env, nil)
+}
+
+// startAirlockWith is startAirlock with the parsed configuration changed
+// by edit (when not nil) before airlock starts.
+func startAirlockWith(t testing.TB, config, baseURL string, env map[string]string, edit func(*configpkg.Config)) *airlock {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", config))
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +57,9 @@ func startAirlock(t testing.TB, config, baseURL string, env map[string]string) *
 	cfg, err := configpkg.Parse([]byte(strings.ReplaceAll(string(b), "{{BASE_URL}}", baseURL)))
 	if err != nil {
 		t.Fatalf("testdata/%s: %v", config, err)
+	}
+	if edit != nil {
+		edit(cfg)
 	}
 	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {

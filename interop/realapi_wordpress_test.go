@@ -111,6 +111,22 @@ func TestWordPress_CompleteOnlyWithTheSitesExactPosts(t *testing.T) {
 	t.Run("total_shrinking_during_a_scan_is_inconsistent_not_rejected", func(t *testing.T) {
 		checkWordPressShrinkingTotal(t, w, al)
 	})
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		w.SetFaults(upstreams.WordPressFaults{})
+		tag := w.Tags[10]
+		pool := upstreams.IDs(w.Posts(t), func(r upstreams.Record) bool { return !wpHas("tags", tag)(r) })
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "WordPress 6.1", config: "wordpress.yaml", base: w.URL, env: env, action: "add_tag",
+			params: map[string]any{"tag": tag}, pool: pool[:40], target: pathTarget(`^/wp-json/wp/v2/posts/(\d+)$`),
+			applied: func(t *testing.T, ids []string) map[string]bool {
+				out := map[string]bool{}
+				for _, p := range w.Posts(t) {
+					if slices.Contains(ids, p.ID()) {
+						out[p.ID()] = wpHas("tags", tag)(p)
+					}
+				}
+				return out
+			}})
+	})
 }
 
 // wpHas keeps the posts whose term list (categories or tags) holds the

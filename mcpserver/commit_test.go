@@ -786,3 +786,31 @@ func TestBulkEndpoint_BatchesOfAtMostMaxBatch(t *testing.T) {
 		t.Fatalf("the changed target: %v", outcomes(op)[changed])
 	}
 }
+
+// TestReReadBeforeTheWrite_IsACheckNotACondition: an action that can only
+// re-read its targets before writing (no version, no If-Match) is previewed
+// with NOT_CONDITIONAL, which the approval text shows; one the upstream
+// conditions (a version) is not.
+func TestReReadBeforeTheWrite_IsACheckNotACondition(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	p := h.call("preview_selection", map[string]any{"resource": "service_accounts", "filter": map[string]any{"owner": nil},
+		"action": map[string]any{"type": "assign_owner", "params": map[string]any{"owner": "team-identity"}}})
+	var w *envelope.Warning
+	for i := range p.env.Warnings {
+		if p.env.Warnings[i].Code == envelope.WarnNotConditional {
+			w = &p.env.Warnings[i]
+		}
+	}
+	if w == nil || w.Source != "assign_owner" || !strings.Contains(w.Message, "overwritten") {
+		t.Fatalf("warnings %+v; want NOT_CONDITIONAL for assign_owner", p.env.Warnings)
+	}
+	got := h.call("get_selection", map[string]any{"selection_id": p.data["selection_id"]})
+	if !got.env.HasWarning(envelope.WarnNotConditional) {
+		t.Fatalf("get_selection warnings %+v; want NOT_CONDITIONAL kept with the selection", got.env.Warnings)
+	}
+	v := h.call("preview_selection", seedPreview(nil)) // pause_collection: conditional: version
+	if v.env.HasWarning(envelope.WarnNotConditional) {
+		t.Fatalf("a versioned write was called not conditional: %+v", v.env.Warnings)
+	}
+}

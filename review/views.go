@@ -221,21 +221,24 @@ type selectionView struct {
 	Decidable    bool
 	Destructive  bool
 	Irreversible []string
-	Effects      []effectView
-	Acks         []string
-	Groups       []groupView
-	Columns      []string
-	Rows         []rowView
-	After, Next  string
-	Approvals    []*selection.Approval
-	Operations   []*selection.Operation
-	CSRF         string
-	Params       string
-	Decided      string
-	Previewed    string
-	Expires      string
-	ExpiresIn    string
-	Expired      bool
+	// NotConditional is the fixed text of NOT_CONDITIONAL when the
+	// selection carries it: the writes are checked, not conditioned.
+	NotConditional string
+	Effects        []effectView
+	Acks           []string
+	Groups         []groupView
+	Columns        []string
+	Rows           []rowView
+	After, Next    string
+	Approvals      []*selection.Approval
+	Operations     []*selection.Operation
+	CSRF           string
+	Params         string
+	Decided        string
+	Previewed      string
+	Expires        string
+	ExpiresIn      string
+	Expired        bool
 }
 
 func (rv *page) selection(w http.ResponseWriter, r *http.Request) {
@@ -260,6 +263,11 @@ func (rv *page) selection(w http.ResponseWriter, r *http.Request) {
 		Acks: selection.Acknowledgements(sel), CSRF: token, Params: jsonOf(sel.Action.Params), Decided: r.URL.Query().Get("decided"),
 		Irreversible: sel.Summary.Irreversible, After: after,
 		Previewed: stamp(sel.CreatedAt), Expires: stamp(sel.ExpiresAt), ExpiresIn: relative(now, sel.ExpiresAt), Expired: !now.Before(sel.ExpiresAt)}
+	for _, w := range sel.Summary.Warnings {
+		if w.Code == envelope.WarnNotConditional {
+			v.NotConditional = w.Message
+		}
+	}
 	v.Decidable = v.Standing.State == StateAwaiting
 	v.Destructive = slices.Contains(v.Need.Reasons, "the action is destructive")
 	if rv.d.Runtime != nil {

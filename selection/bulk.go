@@ -24,7 +24,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 		reqID := uuid.NewString()
 		var send []Target
 		for _, t := range chunk {
-			version, ok := r.prepare(ctx, t, reqID)
+			version, _, ok := r.prepare(ctx, t, reqID)
 			if !ok {
 				continue
 			}
@@ -79,11 +79,7 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			}
 			continue
 		}
-		byID := make(map[string]Target, len(intents))
-		for _, t := range intents {
-			byID[t.ID] = t
-		}
-		results, err := write.ParseBulk(r.a, resp, idsOf(send), func(id string) map[string]any { return r.afterFor(byID[id]) })
+		results, err := write.ParseBulk(r.a, resp, idsOf(send))
 		if err != nil {
 			for _, t := range intents {
 				t.Unobserved++
@@ -95,50 +91,17 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 			return batch
 		}
 		for _, t := range intents {
-			r.bulkOutcome(t, results[t.ID], resp.Status)
+			res, answered := results[t.ID]
+			r.bulkOutcome(t, res, answered, resp.Status)
 		}
 	}
 	return batch
 }
 
-// bulkOutcome journals one target's result in a bulk response.
-func (r *run) bulkOutcome(t Target, res write.BulkOutcome, status int) {
-	// A refusal is final unless an earlier attempt may have applied
-	// (finish keeps the target unknown then).
-	unclear := func(detail, note string) {
-		t.Unobserved++
-		p := envelope.NewProblem(envelope.ProblemUpstreamBadResponse, detail)
-		p.StateChanged = envelope.StateUnknown
-		r.finish(t, TargetUnknown, status, p, note, nil)
-	}
-	refused := func(outcome Outcome, p *envelope.Problem, note string) {
-		if p != nil {
-			p.StateChanged = envelope.StateNone
-		}
-		r.finish(t, outcome, status, p, note, nil)
-	}
-	switch res {
-	case write.BulkApplied:
-		r.finish(t, TargetSucceeded, status, nil, "", r.afterFor(t))
-		r.applyStopRules("", status)
-	case write.BulkConflict:
-		refused(TargetSkipped, nil, "precondition changed: the upstream refused this target")
-	case write.BulkNotFound:
-		refused(TargetSkipped, nil, "not found")
-	case write.BulkFailed:
-		refused(TargetFailed, envelope.NewProblem(envelope.ProblemUpstreamRejected, "The bulk endpoint reported a failure for this target."), "")
-		if t.Unobserved == 0 {
-			r.applyStopRules(envelope.ProblemUpstreamRejected, status)
-		}
-	case write.BulkContradicted:
-		unclear("The bulk result reported success with the target unchanged; whether the write applied is observed by re-reading.",
-			"the result's status says applied, its record shows the target without the change: a re-read decides")
-	case write.BulkUnclear:
-		unclear("The bulk result's status is none the action declares and not a refusal; whether the write applied is observed by re-reading.",
-			"the result's status is neither applied, conflict, not found nor a refusal: a re-read decides")
-	default:
-		unclear("The bulk response did not mention this target, or answered it twice.", "absent from the bulk response, or answered twice")
-	}
+// bulkOutcome journals what the judge finds of one target's result in a
+// bulk response (answered false: the response holds none for it).
+func (r *run) bulkOutcome(t Target, result write.BulkResult, answered bool, status int) {
+	r.record(t, write.JudgeBulk(r.a, result, answered, status, r.judged(t)))
 }
 
 func idsOf(ts []Target) []string {

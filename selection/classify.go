@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/write"
 )
 
 // classifier turns scanned items into records and streams them to the
@@ -197,6 +198,8 @@ func (c *classifier) classify(id, version, source string, doc map[string]any, br
 		return rec
 	}
 	rec.Disposition = Member
+	// What the write must leave as it was: evidence for judging it.
+	rec.Frame = write.FrameOf(c.req.Action, doc)
 	return rec
 }
 

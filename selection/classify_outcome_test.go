@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/write"
 )
 
 // journalOnly is the store a classifier table test needs: it keeps the
@@ -46,8 +47,15 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 		changed string // problem.state_changed ("" without a problem)
 		stops   bool
 	}{
-		{"200", ok(200, `{"id":"a"}`), nil, false, TargetSucceeded, "", false},
-		{"204 empty", ok(204, ``), nil, false, TargetSucceeded, "", false},
+		// Only the target's own record, showing the change and every other
+		// declared field as the preview read it, proves a write.
+		{"200 with the target's record", ok(200, `{"id":"t","status":"archived","name":"Ada"}`), nil, false, TargetSucceeded, "", false},
+		{"200 with another record", ok(200, `{"id":"u","status":"archived","name":"Ada"}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
+		{"200 with the target unchanged", ok(200, `{"id":"t","status":"active","name":"Ada"}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
+		{"200 with another field changed", ok(200, `{"id":"t","status":"archived"}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
+		{"200 {}", ok(200, `{}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
+		{"200 with a bare id", ok(200, `{"id":"t"}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
+		{"204 empty", ok(204, ``), nil, false, TargetUnknown, envelope.StateUnknown, false},
 		{"202 accepted", ok(202, `{"queued":true}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
 		{"2xx with an error body", ok(200, `{"error":{"message":"queue full"}}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
 		{"timeout after sending", nil, &upstream.HTTPError{Kind: upstream.FailTimeout, Sent: true}, false, TargetUnknown, envelope.StateUnknown, false},
@@ -72,12 +80,16 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &journalOnly{}
-			a := &upstream.Action{Name: "a", Config: config.ActionConfig{Stop: config.StopConfig{FailureRatio: 0.5, MinAttempts: 20}}}
+			res := &upstream.Resource{Name: "r", Config: config.ResourceConfig{IDField: "id", Fields: map[string]*config.FieldConfig{
+				"id": {Type: "string"}, "status": {Type: "string"}, "name": {Type: "string"}}}}
+			a := &upstream.Action{Name: "a", Resource: res, Config: config.ActionConfig{Stop: config.StopConfig{FailureRatio: 0.5, MinAttempts: 20},
+				Effect: []config.EffectConfig{{Field: "status", To: "archived"}}}}
 			e := &Engine{Clock: upstream.WallClock, MaxRateLimitPause: time.Minute}
-			r := &run{e: e, op: &Operation{ID: "op"}, a: a, done: make(chan struct{})}
+			r := &run{e: e, op: &Operation{ID: "op"}, a: a, done: make(chan struct{}), after: map[string]any{"status": "archived"}}
 			r.fence = newFence(Lease{OperationID: "op", Epoch: 1, Expires: time.Now().Add(time.Hour)}, e.Clock, time.Hour)
 			r.j = newJournal(st, r.fence, e.Clock, func([]AuditEvent) {})
-			target := Target{ID: "t", Attempts: 1}
+			target := Target{ID: "t", Attempts: 1, Before: map[string]any{"status": "active"}}
+			target.Frame = write.FrameOf(a, map[string]any{"id": "t", "status": "active", "name": "Ada"})
 			if tc.landed {
 				target.Attempts, target.Unobserved = 2, 1
 			}

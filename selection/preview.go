@@ -163,6 +163,11 @@ func (p *Previewer) Preview(ctx context.Context, req PreviewRequest) (*PreviewRe
 	sum.Exclusions = exclusionList(req.Exclude, c.excl)
 	sum.ScanReasons = out.Reasons
 	sum.Warnings = out.Warnings
+	if a.Config.Conditional == config.CondReread {
+		// A re-read before the write is a check, not a condition: the
+		// person approving is told of the window it leaves.
+		sum.Warnings = append(sum.Warnings, envelope.NewWarning(envelope.WarnNotConditional, a.Name))
+	}
 	sum.Snapshot = out.Snapshot
 	sum.Consistency = out.Consistency
 	if sum.Consistency == "" {

@@ -3,8 +3,8 @@ package selection
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,7 +13,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/clock"
-	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/write"
 )
 
 // What a re-read shows of a target a write may have reached.
@@ -22,6 +22,7 @@ const (
 	stateUntouched = "untouched" // the fields still hold their before-values and the precondition holds
 	stateMoved     = "moved"     // something else changed it
 	stateGone      = "gone"      // not found
+	stateOther     = "other"     // the read answered another record
 )
 
 // reconcile settles unknown targets by re-reading them: rounds of re-reads,
@@ -142,7 +143,8 @@ func (r *run) settle(ctx context.Context, t Target, last bool) (decided, resend 
 		}
 		return false, false
 	}
-	switch r.stateOf(doc, found, t) {
+	state, changed := r.stateOf(doc, found, t)
+	switch state {
 	case stateApplied:
 		t.Version = ver
 		r.finish(t, TargetSucceeded, t.HTTPStatus, t.Problem, "reconciled: the outcome was not observed; a re-read shows the change applied", r.afterFor(t))
@@ -162,9 +164,18 @@ func (r *run) settle(ctx context.Context, t Target, last bool) (decided, resend 
 			r.j.outcome(t)
 		}
 		return false, false
+	case stateOther:
+		if last {
+			t.Note = "the read by id answered another record than the target; whether this write applied was not observed"
+			r.j.outcome(t)
+		}
+		return false, false
 	default:
 		if last {
 			t.Note = "the target changed in another way since the preview; whether this write applied was not observed"
+			if len(changed) > 0 {
+				t.Note = "the target shows fields the action does not change changed (" + strings.Join(changed, ", ") + "): this write, or another, did more than the effect"
+			}
 			r.j.outcome(t)
 		}
 		return false, false
@@ -195,36 +206,30 @@ func reconcileSpan(cfg config.ReconcileConfig) time.Duration {
 	return total
 }
 
-// stateOf compares a re-read target with the action's effect.
-func (r *run) stateOf(doc map[string]any, found bool, t Target) string {
+// stateOf compares a re-read target with the action's effect, through the
+// judge: applied only when the target's record shows the change and every
+// other declared field as the preview read it. changed names the fields
+// outside the effect that moved.
+func (r *run) stateOf(doc map[string]any, found bool, t Target) (state string, changed []string) {
 	if !found {
-		if rc := r.a.Config.Request; rc != nil && rc.Method == http.MethodDelete {
-			return stateApplied // a delete's effect is the target's absence
+		if r.a.Deletes() {
+			return stateApplied, nil // a delete's effect is the target's absence
 		}
-		return stateGone
+		return stateGone, nil
 	}
-	applied, untouched := true, true
-	after := r.afterFor(t)
-	for _, e := range r.a.Config.Effect {
-		v, _ := jsonvalue.Get(doc, r.a.Resource.FieldPath(e.Field))
-		fd, _ := r.a.Resource.Field(e.Field)
-		if !e.Applied(v, after[e.Field], fd) {
-			applied = false
+	switch ex := write.Examine(r.a, doc, r.judged(t)); ex.State {
+	case write.StateApplied:
+		return stateApplied, nil
+	case write.StateUntouched:
+		for _, rule := range r.a.Config.Precondition {
+			if match, ok := r.a.Resource.EvalRule(doc, rule); !ok || !match {
+				return stateMoved, nil
+			}
 		}
-		if describe(v) != describe(t.Before[e.Field]) {
-			untouched = false
-		}
+		return stateUntouched, nil
+	case write.StateOther:
+		return stateOther, nil
+	default:
+		return stateMoved, ex.Changed
 	}
-	if applied {
-		return stateApplied
-	}
-	if !untouched {
-		return stateMoved
-	}
-	for _, rule := range r.a.Config.Precondition {
-		if match, ok := r.a.Resource.EvalRule(doc, rule); !ok || !match {
-			return stateMoved
-		}
-	}
-	return stateUntouched
 }

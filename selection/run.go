@@ -366,7 +366,7 @@ func (r *run) dryRun() bool { return r.op.Mode == ModeDryRun }
 // explicit selections re-verify every member, and the reread mode enforces
 // the precondition that way.
 func (r *run) needsReread() bool {
-	return (r.sel.Kind == KindExplicit || r.a.Config.Conditional == config.CondReread || r.dryRun()) && r.a.Resource.Config.Get != nil
+	return (r.sel.Kind == KindExplicit || r.a.Config.Conditional == config.CondReread || r.a.WholeRecord() || r.dryRun()) && r.a.Resource.Config.Get != nil
 }
 
 // safeRetry says whether a write may be sent again after an outcome that
@@ -383,47 +383,48 @@ func (r *run) safeRetry() bool {
 
 // prepare makes a target ready to be written: it re-reads it when the
 // action needs it and checks it is still what was previewed. It returns
-// the version to write with; when the target must not be written it
-// journals its outcome and returns ok false.
-func (r *run) prepare(ctx context.Context, t Target, reqID string) (version string, ok bool) {
+// the version to write with, and the record as the upstream sent it when
+// it was re-read; when the target must not be written it journals its
+// outcome and returns ok false.
+func (r *run) prepare(ctx context.Context, t Target, reqID string) (version string, raw map[string]any, ok bool) {
 	version = t.Version
 	if !r.needsReread() {
-		return version, true
+		return version, nil, true
 	}
-	doc, ver, found, p := r.reread(ctx, t, reqID)
+	doc, raw, ver, found, p := r.rereadRaw(ctx, t, reqID)
 	if p != nil {
 		if upstream.IsTokenProblem(p.Code) {
 			r.noToken(t, p, "not re-read and not sent: no access token could be obtained")
-			return "", false
+			return "", nil, false
 		}
 		if ctx.Err() != nil {
 			// Stopping, not a failure: nothing was sent (finish keeps a
 			// target an earlier attempt may have reached unknown).
 			r.finish(t, TargetPending, 0, nil, "not re-read and not sent: airlock was stopping", nil)
-			return "", false
+			return "", nil, false
 		}
 		if t.Unobserved > 0 {
 			p.StateChanged = envelope.StateUnknown
 			r.finish(t, TargetUnknown, 0, p, "the re-read before sending again failed; an earlier attempt may have applied", nil)
-			return "", false
+			return "", nil, false
 		}
 		r.finish(t, TargetFailed, 0, p, "the re-read before the write failed", nil)
 		r.applyStopRules(p.Code, 0)
-		return "", false
+		return "", nil, false
 	}
 	if t.Unobserved > 0 {
 		// An earlier attempt may have applied: the re-read decides before
 		// any check can call the target moved.
-		switch r.stateOf(doc, found, t) {
+		switch state, _ := r.stateOf(doc, found, t); state {
 		case stateApplied:
 			t.Version = ver
 			r.finish(t, TargetSucceeded, t.HTTPStatus, nil, "reconciled: a re-read shows an earlier attempt applied", r.afterFor(t))
-			return "", false
-		case stateMoved, stateGone:
+			return "", nil, false
+		case stateMoved, stateGone, stateOther:
 			p := envelope.NewProblem(envelope.ProblemUpstreamConflict, "")
 			p.StateChanged = envelope.StateUnknown
 			r.finish(t, TargetUnknown, 0, p, "the target changed since an earlier attempt whose outcome was not observed; not sent again", nil)
-			return "", false
+			return "", nil, false
 		}
 	}
 	if skip := r.stillSelected(doc, found, t, ver); skip != "" {
@@ -432,24 +433,31 @@ func (r *run) prepare(ctx context.Context, t Target, reqID string) (version stri
 			out = TargetWouldSkip
 		}
 		r.finish(t, out, 0, nil, skip, nil)
-		return "", false
+		return "", nil, false
 	}
 	if ver != "" {
 		version = ver
 	}
-	return version, true
+	return version, raw, true
 }
 
 // reread reads a target through the resource's get endpoint, auditing the
 // call.
 func (r *run) reread(ctx context.Context, t Target, reqID string) (doc map[string]any, version string, found bool, p *envelope.Problem) {
+	doc, _, version, found, p = r.rereadRaw(ctx, t, reqID)
+	return doc, version, found, p
+}
+
+// rereadRaw is reread that also returns the record as the upstream sent
+// it.
+func (r *run) rereadRaw(ctx context.Context, t Target, reqID string) (doc, raw map[string]any, version string, found bool, p *envelope.Problem) {
 	start := time.Now()
-	doc, ver, found, err := r.a.Resource.Read(ctx, t.ID, reqID)
+	doc, raw, ver, found, err := r.a.Resource.ReadRaw(ctx, t.ID, reqID)
 	r.call(http.MethodGet, r.a.Resource.Config.Get.Path, t.ID, statusOf(err, found), time.Since(start), reqID)
 	if err != nil {
-		return nil, "", false, readProblem(err)
+		return nil, nil, "", false, readProblem(err)
 	}
-	return doc, ver, found, nil
+	return doc, raw, ver, found, nil
 }
 
 // stillSelected checks a re-read target against everything its selection
@@ -532,7 +540,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		// A stopping process starts no write: the target stays pending.
 		return false
 	}
-	version, ok := r.prepare(ctx, t, reqID)
+	version, raw, ok := r.prepare(ctx, t, reqID)
 	if !ok {
 		return true
 	}
@@ -545,6 +553,11 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		return true
 	}
 	vars := config.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
+	if raw != nil && r.a.WholeRecord() {
+		// The record as the upstream holds it, the effect applied: a
+		// write that replaces it keeps every other field.
+		vars.Record = r.a.RecordAfter(raw, vars.After)
+	}
 	req, err := write.Request(r.a, vars, reqID)
 	if errors.Is(err, write.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
 		r.unwritable(t, err)
@@ -582,158 +595,46 @@ func (r *run) one(ctx context.Context, t Target) bool {
 	return true
 }
 
-// classify turns a write's result into the target's outcome. Every failure
-// carries the problem of its failure mode, with state_changed saying
-// whether the write may have applied. Once an attempt may have reached the
-// upstream without an observed outcome, a later attempt's refusal proves
-// nothing about it: the target stays unknown until a re-read decides.
+// classify journals what the judge finds of a write's result (see
+// write.Judge, the one place that decides an outcome) and does what the
+// finding asks of the run: the stop rules, a stop, a pause.
 func (r *run) classify(t Target, resp *upstream.Response, err error) {
-	landed := t.Unobserved > 0
-	// unobserved journals an attempt that may have applied.
-	unobserved := func(status int, p *envelope.Problem, note string) {
+	r.record(t, write.Judge(r.a, resp, err, r.judged(t)))
+}
+
+// record journals a finding. Once an attempt may have reached the upstream
+// without an observed outcome, a later attempt's refusal proves nothing
+// about it: finish keeps the target unknown until a re-read decides.
+func (r *run) record(t Target, f write.Finding) {
+	final := t.Unobserved == 0
+	switch f.Outcome {
+	case write.Succeeded:
+		r.finish(t, TargetSucceeded, f.Status, nil, f.Note, r.afterFor(t))
+	case write.Failed:
+		r.finish(t, TargetFailed, f.Status, f.Problem, f.Note, nil)
+	case write.Skipped:
+		r.finish(t, TargetSkipped, f.Status, f.Problem, f.Note, nil)
+	case write.Unknown:
 		t.Unobserved++
-		p.StateChanged = envelope.StateUnknown
-		r.finish(t, TargetUnknown, status, p, note, nil)
-	}
-	// refused journals a refusal and says whether it is final: it is not
-	// when an earlier attempt may have applied (finish keeps the target
-	// unknown then).
-	refused := func(outcome Outcome, status int, p *envelope.Problem, note string) bool {
-		p.StateChanged = envelope.StateNone
-		r.finish(t, outcome, status, p, note, nil)
-		return !landed
-	}
-	if err == nil {
-		switch verdict, msg := write.GraphQLVerdict(r.a, resp); verdict {
-		case write.GraphQLRefused:
-			// Errors before execution (no data at all), or the API's own
-			// user errors: nothing was applied.
-			p := envelope.NewProblem(envelope.ProblemUpstreamRejected, "The upstream refused the GraphQL mutation.")
-			p.UpstreamMessage = msg
-			if refused(TargetFailed, resp.Status, p, "the GraphQL mutation was refused") {
-				r.applyStopRules(p.Code, http.StatusBadRequest)
-			}
-			return
-		case write.GraphQLUnknown:
-			// Errors during execution: the mutation may have applied.
-			p := envelope.NewProblem(envelope.ProblemUpstreamGraphQL, "The GraphQL mutation answered with errors during execution; whether it applied is observed by re-reading.")
-			p.UpstreamMessage = msg
-			unobserved(resp.Status, p, "the GraphQL mutation reported errors while executing: whether it applied is unknown until re-read")
-			return
-		}
-		switch write.MemberVerdict(r.a, resp) {
-		case write.MemberConflict:
-			// The API says its condition failed (etcd's txn: succeeded
-			// false): refused like a 409 or 412, nothing applied.
-			p := envelope.NewProblem(envelope.ProblemUpstreamConflict, "The upstream answered that the write's condition failed: the target changed since it was read.")
-			refused(TargetSkipped, resp.Status, p, "precondition changed: the upstream's answer says its condition failed")
-			return
-		case write.MemberUnknown:
-			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream's answer does not say whether the write applied, as the action declares it must; a re-read decides."),
-				"answered 2xx without the declared outcome member's applied or conflict value: whether it applied is unknown until re-read")
-			return
-		}
-		if berr := write.CheckBody(resp); berr != nil {
-			// A 2xx whose body is an error or unreadable is never a
-			// success: whether it applied is unknown until re-read.
-			unobserved(resp.Status, upstream.ProblemFor(berr, nil), "the upstream answered 2xx with a body that is not a success; whether it applied is unknown")
-			return
-		}
-		if vs := write.CheckContract(r.a, resp); len(vs) > 0 {
-			// The answer does not look like what was approved: the write
-			// may have done something else. Stop at the first such answer.
-			what := vs[0].Describe()
-			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamContract, "The upstream's answer broke the action's response contract: "+what+"."),
-				"the answer broke the response contract: "+what)
-			r.stop(what + " in the upstream's answer: " + r.a.Name + " stopped")
-			return
-		}
-		if write.ContradictsEffect(r.a, resp, r.afterFor(t)) {
-			// A success that shows the target without the change claims
-			// what it does not show: a re-read decides.
-			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream answered success with the target unchanged; whether the write applied is observed by re-reading."),
-				"answered 2xx, but the answer shows the target without the change: a re-read decides")
-			return
-		}
-		if resp.Status == http.StatusAccepted {
-			// Accepted for processing is not done: it may still fail, or
-			// land later. A re-read decides.
-			unobserved(resp.Status, envelope.NewProblem(envelope.ProblemUpstreamTimeout, "The upstream accepted the write for later processing; its outcome was not observed yet."),
-				"accepted (202) for later processing: whether it applied is observed by re-reading")
-			return
-		}
-		r.finish(t, TargetSucceeded, resp.Status, nil, "", r.afterFor(t))
-		r.applyStopRules("", resp.Status)
-		return
-	}
-	p := upstream.ProblemFor(err, r.a.FieldName)
-	if upstream.IsTokenProblem(p.Code) {
-		r.noToken(t, p, "not sent: no access token could be obtained")
-		return
-	}
-	var he *upstream.HTTPError
-	if !errors.As(err, &he) {
-		unobserved(0, p, "the write failed in an unexpected way; its outcome was not observed")
-		return
-	}
-	switch he.Kind {
-	case upstream.FailCanceled:
-		if !he.Sent {
-			r.finish(t, TargetPending, 0, nil, "not sent: airlock was stopping", nil)
-			return
-		}
-		unobserved(he.Status, p, "sent, but airlock stopped before the answer was observed")
-		return
-	case upstream.FailTimeout, upstream.FailTooLarge:
-		if he.Sent || he.Kind == upstream.FailTooLarge {
-			unobserved(he.Status, p, "sent, but no answer was observed before the timeout")
-			return
-		}
-		// Timed out while the connection was still being made: nothing
-		// was written, as when the connection is refused.
-		if refused(TargetFailed, 0, p, "not sent: the connection could not be made in time") {
-			r.applyStopRules(p.Code, 0)
-		}
-		return
-	case upstream.FailConnection:
-		if he.Sent {
-			unobserved(0, p, "the connection broke after sending")
-			return
-		}
-		if refused(TargetFailed, 0, p, "not sent: the connection could not be made") {
-			r.applyStopRules(p.Code, 0)
-		}
-		return
-	}
-	st := he.Status
-	switch {
-	case st >= 300 && st < 400:
-		unobserved(st, envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream redirected the write; airlock does not follow redirects with writes."),
-			"redirected: the redirect was not followed; whether the upstream did anything is unknown until re-read")
-		r.stop(fmt.Sprintf("the upstream answered a write with a redirect (%d): the operation stopped", st))
-	case st == http.StatusNotFound:
-		refused(TargetSkipped, st, p, "not found")
-	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
-		refused(TargetSkipped, st, p, "precondition changed: the upstream refused the conditional write")
-	case he.RateLimited():
-		// A 429 (or a throttle the upstream declares) is a refusal before
-		// processing: the target goes back to pending and the run pauses
-		// for the wait airlock keeps.
-		r.finish(t, TargetPending, st, nil, "rate limited before processing; it will be sent again", nil)
-		r.rateLimited(he.RetryAfter)
-	case st == http.StatusUnauthorized || st == http.StatusForbidden:
-		refused(TargetFailed, st, p, "")
-		r.applyStopRules(p.Code, st)
-	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
-		if refused(TargetFailed, st, p, "") {
-			r.applyStopRules(p.Code, st)
-		}
-	case st >= 500:
-		unobserved(st, p, "the upstream failed while handling the write")
-		r.applyStopRules("", st)
+		r.finish(t, TargetUnknown, f.Status, f.Problem, f.Note, nil)
 	default:
-		unobserved(st, p, fmt.Sprintf("unexpected status %d", st))
-		r.stop(fmt.Sprintf("unexpected status %d from the upstream: the operation stopped", st))
+		r.finish(t, TargetPending, f.Status, f.Problem, f.Note, nil)
+	}
+	switch {
+	case f.NoToken:
+		r.stop("no access token could be obtained (" + string(f.Problem.Code) + "): the operation stopped before sending more; resume it once the authorization server issues tokens again")
+	case f.RateLimited:
+		r.rateLimited(f.Wait)
+	}
+	if f.Rules && (final || !f.OnlyIfFinal) {
+		var code envelope.ProblemCode
+		if f.Problem != nil {
+			code = f.Problem.Code
+		}
+		r.applyStopRules(code, f.Status)
+	}
+	if f.Stop != "" {
+		r.stop(f.Stop)
 	}
 }
 
@@ -812,6 +713,11 @@ func (r *run) notify() {
 	total := r.op.Total
 	r.mu.Unlock()
 	r.progress(done, total)
+}
+
+// judged is what the judge knows of a target.
+func (r *run) judged(t Target) write.Target {
+	return write.Target{ID: t.ID, Version: t.Version, Before: t.Before, After: r.afterFor(t), Frame: t.Frame}
 }
 
 // afterFor is a target's whole after-values: computed from its

@@ -95,6 +95,10 @@ type Record struct {
 	// Restore holds, for a compensation, the values each field goes back
 	// to (the compensated operation's journaled before-values).
 	Restore map[string]any `json:"restore,omitempty"`
+	// Frame is the member's declared fields outside the effect, as
+	// digests of the values the preview read (write.Frame): evidence for
+	// judging its write, not part of what is approved (not digested).
+	Frame map[string]string `json:"frame,omitempty"`
 }
 
 func (r Record) canonicalValue() map[string]any {
@@ -254,8 +258,11 @@ type Target struct {
 	Before      map[string]any    `json:"before"`
 	After       map[string]any    `json:"after,omitempty"`
 	Restore     map[string]any    `json:"restore,omitempty"`
-	RequestID   string            `json:"request_id,omitempty"`
-	Attempts    int               `json:"attempts"`
+	// Frame is the member's (Record.Frame), copied when the operation
+	// was created.
+	Frame     map[string]string `json:"frame,omitempty"`
+	RequestID string            `json:"request_id,omitempty"`
+	Attempts  int               `json:"attempts"`
 	// Unobserved counts the attempts that may have reached the upstream
 	// without an observed outcome: while it is above zero, no refusal of a
 	// later attempt proves that nothing changed.

@@ -106,6 +106,11 @@ func ApprovalSummary(sel *selection.Selection, need selection.Requirement, acks 
 		after, _ := jsonvalue.Canonical(e.After)
 		fmt.Fprintf(&b, "Effect: %s %s -> %s\n", e.Field, strings.Join(before, ", "), after)
 	}
+	for _, w := range sel.Summary.Warnings {
+		if w.Code == envelope.WarnNotConditional {
+			fmt.Fprintf(&b, "Not conditional: %s\n", w.Message)
+		}
+	}
 	dims := make([]string, 0, len(sel.Summary.Groups))
 	for k := range sel.Summary.Groups {
 		dims = append(dims, k)

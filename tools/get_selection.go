@@ -197,6 +197,13 @@ func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope 
 			Counts: recordCounts{Members: sel.Summary.Members, Excluded: sel.Summary.Excluded, Ambiguous: sel.Summary.Ambiguous},
 		},
 	}
+	for _, w := range sel.Summary.Warnings {
+		if w.Code == envelope.WarnNotConditional {
+			// What a person deciding from the manifest must know of how
+			// its writes are made.
+			env.Warnings = append(env.Warnings, w)
+		}
+	}
 	if next != "" {
 		env.IncompleteReasons = []envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}
 		env.Continuation = envelope.Continuation{Kind: envelope.ContinueNextCursor, Cursor: next}

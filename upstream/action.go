@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"sort"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // Action is an initialized action.
@@ -60,6 +62,52 @@ func (a *Action) AfterFor(params, before, restore map[string]any) (map[string]an
 		out[e.Field] = e.After(before[e.Field], v, fd)
 	}
 	return out, nil
+}
+
+// VerifyByReread reports whether the action's answers are not evidence of
+// its writes (verify: reread, on the action or its upstream): every
+// target is re-read after its write.
+func (a *Action) VerifyByReread() bool {
+	v := a.Config.Verify
+	if v == "" && a.Resource != nil && a.Resource.Upstream != nil {
+		v = a.Resource.Upstream.Verify
+	}
+	return v == config.VerifyReread
+}
+
+// Deletes reports whether the action deletes its targets: its effect is
+// their absence, which only a re-read shows.
+func (a *Action) Deletes() bool {
+	return a.Config.Request != nil && a.Config.Request.Method == http.MethodDelete
+}
+
+// WholeRecord reports whether the action's request sends the target's
+// whole record ({{after}}): each write then reads it right before.
+func (a *Action) WholeRecord() bool {
+	rq := a.Config.Request
+	if rq == nil {
+		return false
+	}
+	if config.WholeRecord(rq.Body) || config.WholeRecord(rq.Variables) || config.WholeRecord(rq.Path) {
+		return true
+	}
+	for _, h := range rq.Headers {
+		if config.WholeRecord(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// RecordAfter is a record as the upstream sent it (raw, before decoding)
+// with the effect's after-values set at their fields' paths, in the API's
+// encoding: the whole record a replacing write sends.
+func (a *Action) RecordAfter(raw, after map[string]any) map[string]any {
+	out := copyDoc(raw)
+	for _, e := range a.Config.Effect {
+		jsonvalue.Put(out, a.Resource.FieldPath(e.Field), a.Resource.Encode(e.Field, after[e.Field]))
+	}
+	return out
 }
 
 // PerTarget reports whether any effect's after-value depends on the

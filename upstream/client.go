@@ -34,7 +34,9 @@ const DefaultMaxRetryWait = 5 * time.Second
 // Client talks to one upstream: credential, retries, rate limit, bounded
 // concurrency and size-limited bodies. It is safe for concurrent use.
 type Client struct {
-	Name         string
+	Name string
+	// Verify is the upstream's default of its actions' verify.
+	Verify       string
 	base         *url.URL
 	http         *retryablehttp.Client
 	cred         *credential
@@ -169,7 +171,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 		return nil, fmt.Errorf("base_url: %w", err)
 	}
 	c := &Client{
-		Name: name, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
+		Name: name, Verify: cfg.Verify, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
 		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg),
 	}
@@ -330,9 +332,11 @@ func (c *Client) SameOrigin(base, u *url.URL) bool {
 
 // Request is one outbound request.
 type Request struct {
-	Method    string
-	URL       *url.URL
-	Body      []byte
+	Method string
+	URL    *url.URL
+	Body   []byte
+	// Header is the request's own headers: each replaces the upstream's
+	// configured header of the same name, never goes beside it.
 	Header    http.Header
 	RequestID string
 	// Idempotent allows retries inside the client. Reads are idempotent;
@@ -441,7 +445,11 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 	for k, v := range c.headers {
 		req.Header.Set(k, v)
 	}
+	// A request's own header replaces the upstream's of the same name
+	// (an action's X-Amz-Target names its operation): sent beside it, an
+	// API reads either, or refuses both.
 	for k, vs := range r.Header {
+		req.Header.Del(k)
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}

@@ -276,11 +276,8 @@ func (a *Action) FieldName(name string) string {
 
 // UpstreamMessage extracts what an upstream's error body says in its own
 // words, quoted for upstream_message (see envelope.QuoteUpstream); "" when
-// the body holds no message airlock can find. It reads the common shapes:
-// {"error": "…"}, {"error": {"message": "…"}}, OAuth's error_description,
-// {"message"}, RFC 9457's detail and title, {"errors": [{"message"}]}
-// (GraphQL, GitHub), Jira's errorMessages, Django REST Framework's
-// {"field": ["…"]}, and a plain-text body. An HTML page is no message.
+// the body holds no message airlock can find. It reads the shapes MessageOf
+// reads, and a plain-text body. An HTML page is no message.
 func UpstreamMessage(header http.Header, body []byte) string {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -300,15 +297,30 @@ func UpstreamMessage(header http.Header, body []byte) string {
 	return envelope.QuoteUpstream(MessageOf(doc))
 }
 
-// MessageOf finds the message in a decoded error body.
+// MessageOf finds the message in a decoded error body, in the shapes real
+// APIs send:
+//   - RFC 9457's detail, else its title;
+//   - an error's name beside its explanation, as "name: explanation":
+//     CouchDB's {"error": "conflict", "reason": "Document update
+//     conflict."}, OAuth's error and error_description, AWS's __type
+//     ("com.amazon.coral.service#UnknownOperationException", named by
+//     the part after #) with message or Message; a name alone when it
+//     has no explanation (Slack's {"ok": false, "error": "…"});
+//   - a nested error object (Google's error.message, MediaWiki's
+//     error.info, Elasticsearch's error.reason);
+//   - what failed, after the summary: GitHub's errors[].message beside
+//     its message, GraphQL's errors[].message, Jira's errorMessages and
+//     its errors map, Rails' {"errors": {"name": ["can't be blank"]}},
+//     GitLab's {"message": {"title": ["…"]}}, Redmine's {"errors":
+//     ["Subject cannot be blank"]};
+//   - Django REST Framework's {"field": ["message", …]}.
+//
+// Lists are read to their third element and fields to their third:
+// envelope.QuoteUpstream bounds the rest.
 func MessageOf(doc any) string {
-	str := func(v any) string {
-		s, _ := v.(string)
-		return strings.TrimSpace(s)
-	}
 	switch d := doc.(type) {
 	case string:
-		return d
+		return strings.TrimSpace(d)
 	case []any:
 		var parts []string
 		for _, e := range d[:min(len(d), 3)] {
@@ -323,30 +335,101 @@ func MessageOf(doc any) string {
 				return s
 			}
 		}
-		// info: MediaWiki's {"error": {"code", "info"}}.
-		for _, k := range []string{"error_description", "message", "detail", "error", "title", "msg", "description", "info"} {
+		s := ownWords(d)
+		// What failed: a field map says it field by field (Rails, Jira's
+		// errors, GitLab's message), a list item by item.
+		var details []string
+		for _, k := range []string{"errorMessages", "non_field_errors", "errors", "message"} {
+			t := MessageOf(d[k])
+			if m, ok := d[k].(map[string]any); ok {
+				if f := fieldMessages(m, true); f != "" {
+					t = f
+				}
+			}
+			if t != "" && !strings.Contains(s, t) && !slices.Contains(details, t) {
+				details = append(details, t)
+			}
+		}
+		switch detail := strings.Join(details, "; "); {
+		case s == "":
+			s = detail
+		case detail != "":
+			s += ": " + detail
+		}
+		if s != "" {
+			return s
+		}
+		return fieldMessages(d, false)
+	}
+	return ""
+}
+
+// ownWords is what an error object says of itself: its explanation, named
+// by the error it explains when the object names one ("name:
+// explanation"), else a summary.
+func ownWords(d map[string]any) string {
+	str := func(v any) string {
+		s, _ := v.(string)
+		return strings.TrimSpace(s)
+	}
+	first := func(keys ...string) string {
+		for _, k := range keys {
 			if s := str(d[k]); s != "" {
 				return s
 			}
 		}
-		for _, k := range []string{"errors", "errorMessages", "non_field_errors"} {
-			if s := MessageOf(d[k]); s != "" {
-				return s
-			}
+		return ""
+	}
+	// message before reason: Kubernetes' reason is a name (NotFound)
+	// beside its message; CouchDB's and Elasticsearch's is the
+	// explanation.
+	words := first("error_description", "message", "Message", "detail", "reason")
+	name := str(d["error"])
+	if t := str(d["__type"]); name == "" && t != "" {
+		// AWS: "aws.protocol#Name:http://internal…" is named Name.
+		t, _, _ = strings.Cut(t, ":")
+		if _, after, ok := strings.Cut(t, "#"); ok {
+			t = after
 		}
-		// Django REST Framework: {"field": ["message", …]}.
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(d)) {
-			if list, ok := d[k].([]any); ok && len(list) > 0 {
-				if s := str(list[0]); s != "" {
-					parts = append(parts, k+": "+s)
+		name = t
+	}
+	switch {
+	case name != "" && words != "" && name != words:
+		return name + ": " + words
+	case words != "":
+		return words
+	case name != "":
+		return name
+	}
+	// info: MediaWiki's {"error": {"code", "info"}}.
+	return first("title", "msg", "description", "info")
+}
+
+// fieldMessages reads a map of fields to their messages, "field: message,
+// message; …" in the fields' order: each field's list of messages (Django
+// REST Framework, Rails), or, where bare, its one message (Jira's errors).
+func fieldMessages(m map[string]any, bare bool) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		var msgs []string
+		switch v := m[k].(type) {
+		case []any:
+			for _, e := range v[:min(len(v), 3)] {
+				if s, ok := e.(string); ok && strings.TrimSpace(s) != "" {
+					msgs = append(msgs, strings.TrimSpace(s))
 				}
 			}
-			if len(parts) == 3 {
-				break
+		case string:
+			if bare && strings.TrimSpace(v) != "" {
+				msgs = append(msgs, strings.TrimSpace(v))
 			}
 		}
-		return strings.Join(parts, "; ")
+		if len(msgs) > 0 {
+			parts = append(parts, k+": "+strings.Join(msgs, ", "))
+		}
+		if len(parts) == 3 {
+			break
+		}
 	}
-	return ""
+	return strings.Join(parts, "; ")
 }

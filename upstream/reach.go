@@ -246,6 +246,19 @@ func (r *Resource) DecodeItem(doc map[string]any) (map[string]any, error) {
 	return c, nil
 }
 
+// AsRead is a record as a read by id gives it: a copy, the fields the API
+// encodes decoded and every declared normalization applied, so that it
+// compares with what reads show.
+func (r *Resource) AsRead(doc map[string]any) (map[string]any, error) {
+	c := copyDoc(doc)
+	if err := r.decodeFields(c); err != nil {
+		return nil, err
+	}
+	s := &Scan{r: r, normalized: map[string]bool{}}
+	s.normalizeLocked(c)
+	return c, nil
+}
+
 // ItemFromRead is the item a read by id answered (at get.item; for a read
 // by POST, a list of at most one), decoded; nil when the answer holds
 // none.

@@ -53,58 +53,72 @@ func (r *Resource) TypedID(id string) any {
 // on 404 (and, for a GraphQL get, on a null item without errors). Errors
 // are *HTTPError or bad-response errors.
 func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[string]any, version string, found bool, err error) {
+	doc, _, version, found, err = r.ReadRaw(ctx, id, requestID)
+	return doc, version, found, err
+}
+
+// ReadRaw is Read that also returns the item as the upstream sent it:
+// before the fields it encodes are decoded and before any normalization,
+// the shape a write that replaces the whole record sends back.
+func (r *Resource) ReadRaw(ctx context.Context, id, requestID string) (doc, raw map[string]any, version string, found bool, err error) {
+	doc, raw, version, found, err = r.read(ctx, id, requestID)
+	return
+}
+
+func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map[string]any, version string, found bool, err error) {
 	g := r.Config.Get
 	req, err := r.ReadRequest(id, requestID)
 	if err != nil {
-		return nil, "", false, err
+		return nil, nil, "", false, err
 	}
 	resp, err := r.Upstream.Do(ctx, req)
 	if err != nil {
 		if he, ok := err.(*HTTPError); ok && he.Kind == FailStatus && he.Status == http.StatusNotFound {
-			return nil, "", false, nil
+			return nil, nil, "", false, nil
 		}
-		return nil, "", false, err
+		return nil, nil, "", false, err
 	}
 	body, err := DecodeJSONBody(resp, true)
 	if err != nil {
-		return nil, "", false, err
+		return nil, nil, "", false, err
 	}
 	item, _ := jsonvalue.Get(body, g.Item)
 	if config.PostGet(g) {
 		m, found, err := r.postReadItem(body)
 		if !found || err != nil {
-			return nil, "", false, err
+			return nil, nil, "", false, err
 		}
 		item = m
 	}
 	if g.GraphQL != "" && item == nil {
 		if msgs := GraphQLMessages(body); msgs != "" {
-			return nil, "", false, &BodyError{Kind: BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no item", Message: msgs}
+			return nil, nil, "", false, &BodyError{Kind: BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no item", Message: msgs}
 		}
-		return nil, "", false, nil
+		return nil, nil, "", false, nil
 	}
 	m, ok := item.(map[string]any)
 	if !ok {
-		return nil, "", false, BadResponse("the item is not a JSON object")
+		return nil, nil, "", false, BadResponse("the item is not a JSON object")
 	}
 	if missingItem(g, m) {
-		return nil, "", false, nil
+		return nil, nil, "", false, nil
 	}
+	raw = copyDoc(m)
 	if err := r.decodeFields(m); err != nil {
-		return nil, "", false, err
+		return nil, nil, "", false, err
 	}
 	got, ok := jsonvalue.GetID(m, r.FieldPath(r.Config.IDField))
 	if !ok {
 		// An envelope ({data: {...}}) read as the item: without its id it
 		// would look like a record that moved, and the target be skipped
 		// for a reason that is not true.
-		return nil, "", false, BadResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, config.DisplayPath(g.Item))
+		return nil, nil, "", false, BadResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, config.DisplayPath(g.Item))
 	}
 	if config.PostGet(g) && got != id {
 		// A read by POST names its key in a body the configuration
 		// writes (a stray range_end makes it a range): the answer's key
 		// is the evidence, and another key is not this target.
-		return nil, "", false, BadResponse("the read by id answered %s %q for %q", r.Config.IDField, got, id)
+		return nil, nil, "", false, BadResponse("the read by id answered %s %q for %q", r.Config.IDField, got, id)
 	}
 	if r.Config.VersionField != "" {
 		version, _ = jsonvalue.GetID(m, r.FieldPath(r.Config.VersionField))
@@ -114,7 +128,7 @@ func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[stri
 	}
 	s := &Scan{r: r, normalized: map[string]bool{}}
 	s.normalizeLocked(m)
-	return m, version, true, nil
+	return m, raw, version, true, nil
 }
 
 // CheckPathID refuses an id that cannot be written into a URL path as one

@@ -16,24 +16,22 @@ func TestParseBulk_ByPositionNeedsOneResultPerTarget(t *testing.T) {
 	resp := func(body string) *upstream.Response {
 		return upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body))
 	}
-	got, err := ParseBulk(a, resp(`{"responses":[{"status":200},{"status":404},{"status":500}]}`), []string{"a", "b", "c"}, noAfter)
-	if err != nil || got["a"] != BulkApplied || got["b"] != BulkNotFound || got["c"] != BulkUnclear {
+	got, err := ParseBulk(a, resp(`{"responses":[{"status":200},{"status":404},{"status":500}]}`), []string{"a", "b", "c"})
+	if err != nil || got["a"].Outcome != BulkApplied || got["b"].Outcome != BulkNotFound || got["c"].Outcome != BulkUnclear {
 		t.Fatalf("by position: %v %v", got, err)
 	}
 	for _, body := range []string{`{"responses":[{"status":200},{"status":200}]}`, `{"responses":[{"status":200},{"status":200},{"status":200},{"status":200}]}`} {
-		if got, err := ParseBulk(a, resp(body), []string{"a", "b", "c"}, noAfter); err == nil {
+		if got, err := ParseBulk(a, resp(body), []string{"a", "b", "c"}); err == nil {
 			t.Fatalf("%s answered %v for three targets", body, got)
 		}
 	}
 }
 
-func noAfter(string) map[string]any { return nil }
-
 // TestParseBulk_AStatusProvesOnlyWhatItSays: a 4xx the action does not
 // list is a refusal; a 5xx or a word it does not list may have applied
 // (unclear); two results for one target answer it not at all; and an
-// applied status beside a record without the effect (result_item) is
-// contradicted, never applied.
+// applied status carries the result's record (result_item) for the judge,
+// which alone can prove it.
 func TestParseBulk_AStatusProvesOnlyWhatItSays(t *testing.T) {
 	res := &upstream.Resource{Config: config.ResourceConfig{Fields: map[string]*config.FieldConfig{"tags": {Type: "array"}}}}
 	a := &upstream.Action{Resource: res, Config: config.ActionConfig{
@@ -46,21 +44,22 @@ func TestParseBulk_AStatusProvesOnlyWhatItSays(t *testing.T) {
 		{"id":"c","status":"maybe"},
 		{"id":"d","status":200},{"id":"d","status":409},
 		{"id":"e","status":200,"body":{"tags":["y","x"]}},
-		{"id":"f","status":"ok","body":{"tags":["x"]}},
-		{"id":"g","status":200,"body":{"title":"no tags shown"}}]}`
-	after := map[string]map[string]any{"e": {"tags": []any{"x", "y"}}, "f": {"tags": []any{"y", "x"}}, "g": {"tags": []any{"x"}}}
+		{"id":"f","status":"ok"}]}`
 	got, err := ParseBulk(a, upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body)),
-		[]string{"a", "b", "c", "d", "e", "f", "g"}, func(id string) map[string]any { return after[id] })
+		[]string{"a", "b", "c", "d", "e", "f"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]BulkOutcome{"a": BulkFailed, "b": BulkUnclear, "c": BulkUnclear, "e": BulkApplied, "f": BulkContradicted, "g": BulkApplied}
+	want := map[string]BulkOutcome{"a": BulkFailed, "b": BulkUnclear, "c": BulkUnclear, "e": BulkApplied, "f": BulkApplied}
 	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("%s: got outcome %d, want %d", id, got[id], w)
+		if got[id].Outcome != w {
+			t.Errorf("%s: got outcome %d, want %d", id, got[id].Outcome, w)
 		}
 	}
-	if o, ok := got["d"]; ok {
-		t.Errorf("d was answered twice (200 and 409) and read as %d", o)
+	if r, ok := got["d"]; ok {
+		t.Errorf("d was answered twice (200 and 409) and read as %d", r.Outcome)
+	}
+	if got["e"].Item == nil || got["f"].Item != nil {
+		t.Errorf("items: e %v, f %v; want e's record and none for f", got["e"].Item, got["f"].Item)
 	}
 }

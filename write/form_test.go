@@ -37,7 +37,7 @@ func TestFormEncodedWrite_SendsItsFieldsEncodedOnceAndItsQueryApart(t *testing.T
 		"      path: \"/api.php?action=edit&format=json&pageid={{id}}\"",
 		"      encoding: form",
 		"      body: {text: \"{{params.text}}\", summary: \"airlock {{operation_id}}\", baserevid: \"{{version}}\", bot: true}",
-		"    params: {type: object, properties: {text: {type: string}}}",
+		"    params: {type: object, required: [text], properties: {text: {type: string}}}",
 		"    conditional: reread",
 		"    effect: [{field: text, to: \"{{params.text}}\"}]",
 	)

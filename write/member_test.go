@@ -48,6 +48,7 @@ actions:
         success: [{request_put: {key: "{{id}}", value: "{{after.value}}"}}]
       outcome: {path: succeeded, applied: [true], conflict: [false], absent: false}
     idempotency_header: Idempotency-Key
+    params: {type: object, required: [value], properties: {value: {type: string}}}
     conditional: version
     effect: [{field: value, to: "{{params.value}}"}]
 `))

@@ -202,17 +202,22 @@ const (
 	// BulkUnclear is a status the action does not list that is not a
 	// refusal (a 5xx, a word): the target may have changed.
 	BulkUnclear
-	// BulkContradicted is an applied status beside a record (result_item)
-	// that shows the target without the effect.
-	BulkContradicted
 )
 
-// ParseBulk reads per-target outcomes from a bulk response; ids are the
+// BulkResult is one target's result in a bulk response: what its status
+// says, and the record it holds (result_item; nil when none), which alone
+// can prove an applied status (JudgeResult).
+type BulkResult struct {
+	Outcome BulkOutcome
+	Item    any
+}
+
+// ParseBulk reads per-target results from a bulk response; ids are the
 // targets in the order they were sent (results matched by position answer
-// them in that order, and must be as many), afterOf each one's computed
-// after-value. Targets missing from the response are absent from the map
-// (their outcome is unknown), and so are targets two results answer.
-func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string, afterOf func(id string) map[string]any) (map[string]BulkOutcome, error) {
+// them in that order, and must be as many). Targets missing from the
+// response are absent from the map (their outcome is unknown), and so are
+// targets two results answer.
+func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[string]BulkResult, error) {
 	bc := a.Config.Bulk
 	// A bulk body may say "errors": true when some targets failed; the
 	// per-target results tell which.
@@ -220,7 +225,7 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string, afterO
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := jsonvalue.Get(doc, bc.Results)
+	raw, _ := jsonvalue.Get(doc, bc.ResultsPath())
 	list, ok := raw.([]any)
 	if !ok {
 		return nil, upstream.BadResponse("bulk results are not an array at %q", bc.Results)
@@ -231,7 +236,7 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string, afterO
 		// to answer a given target.
 		return nil, upstream.BadResponse("the bulk response holds %d results for %d targets", len(list), len(ids))
 	}
-	out := map[string]BulkOutcome{}
+	out := map[string]BulkResult{}
 	answered := map[string]int{}
 	for i, e := range list {
 		var id string
@@ -245,23 +250,23 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string, afterO
 		}
 		st, _ := jsonvalue.Get(e, bc.ResultStatus)
 		s := jsonvalue.String(st)
+		var res BulkResult
 		switch code, err := strconv.Atoi(s); {
 		case slices.Contains(bc.Applied, s):
-			out[id] = BulkApplied
+			res.Outcome = BulkApplied
 			if bc.ResultItem != "" {
-				if item, ok := jsonvalue.Get(e, bc.ResultItem); ok && itemContradictsEffect(a, item, afterOf(id)) {
-					out[id] = BulkContradicted
-				}
+				res.Item, _ = jsonvalue.Get(e, bc.ResultItem)
 			}
 		case slices.Contains(bc.Conflict, s):
-			out[id] = BulkConflict
+			res.Outcome = BulkConflict
 		case slices.Contains(bc.NotFound, s):
-			out[id] = BulkNotFound
+			res.Outcome = BulkNotFound
 		case err == nil && code >= 400 && code < 500:
-			out[id] = BulkFailed
+			res.Outcome = BulkFailed
 		default:
-			out[id] = BulkUnclear
+			res.Outcome = BulkUnclear
 		}
+		out[id] = res
 		answered[id]++
 	}
 	for id, n := range answered {
@@ -325,39 +330,4 @@ func CheckBody(resp *upstream.Response) error {
 	}
 	_, err := upstream.DecodeJSONBody(resp, true)
 	return err
-}
-
-// ContradictsEffect reports whether a 2xx write answer shows the target
-// without the action's effect: the answer is the item (at response.item,
-// else the body) and holds an effect field with another value. Such an
-// answer claims success while showing none; only a re-read can tell. An
-// answer that shows no effect field contradicts nothing.
-func ContradictsEffect(a *upstream.Action, resp *upstream.Response, after map[string]any) bool {
-	if len(bytes.TrimSpace(resp.Body)) == 0 {
-		return false
-	}
-	doc, err := upstream.DecodeJSONBody(resp, false)
-	if err != nil {
-		return false
-	}
-	path := ""
-	if a.Config.Response != nil {
-		path = a.Config.Response.Item
-	}
-	item, ok := jsonvalue.Get(doc, path)
-	return ok && itemContradictsEffect(a, item, after)
-}
-
-// itemContradictsEffect reports whether a record shows an effect field
-// with a value other than the computed after-value; a record without the
-// field contradicts nothing.
-func itemContradictsEffect(a *upstream.Action, item any, after map[string]any) bool {
-	for _, e := range a.Config.Effect {
-		v, present := jsonvalue.Get(item, a.Resource.FieldPath(e.Field))
-		fd, _ := a.Resource.Field(e.Field)
-		if present && !e.Applied(v, after[e.Field], fd) {
-			return true
-		}
-	}
-	return false
 }

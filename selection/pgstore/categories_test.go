@@ -28,7 +28,8 @@ func TestPostgresMetaRows_MoveToTheirTables(t *testing.T) {
 	// Back to the schema before the tables, with what it kept in meta.
 	for _, q := range []string{
 		`DROP TABLE approved_categories`, `DROP TABLE used_nonces`,
-		`DELETE FROM schema_migrations WHERE version = 3`,
+		`DELETE FROM schema_migrations WHERE version >= 3`,
+		`ALTER TABLE records DROP COLUMN frame`, `ALTER TABLE targets DROP COLUMN frame`,
 		`INSERT INTO meta (key, value) VALUES ('seen/pause_collection/region', convert_to('["\"eu\"","\"us\""]', 'UTF8'))`,
 		`INSERT INTO meta (key, value) VALUES ('seen/pause_collection/plan', convert_to('["null","{\"tier\":1}"]', 'UTF8'))`,
 		`INSERT INTO meta (key, value) VALUES ('seen/cancel/region', convert_to('not json', 'UTF8'))`,
@@ -41,7 +42,7 @@ func TestPostgresMetaRows_MoveToTheirTables(t *testing.T) {
 		}
 	}
 	s := open(t, u)
-	if v := pgstore.SchemaVersion(); v != 3 {
+	if v := pgstore.SchemaVersion(); v < 3 {
 		t.Fatalf("schema version %d; this test rolls back migration 3", v)
 	}
 	storetest.MetaRowsMoved(t, s)

@@ -91,8 +91,8 @@ func (s *Postgres) fenceError(ctx context.Context, opID string) error {
 func (s *Postgres) InitTargets(ctx context.Context, operationID, selectionID string) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO targets (operation_id, id, outcome, version, before, restore, doc)
-			SELECT $1, id, 'pending', version, before, restore, '{}' FROM records WHERE selection_id = $2 AND disposition = 'member'
+		if _, err := tx.Exec(ctx, `INSERT INTO targets (operation_id, id, outcome, version, before, restore, doc, frame)
+			SELECT $1, id, 'pending', version, before, restore, '{}', frame FROM records WHERE selection_id = $2 AND disposition = 'member'
 			ON CONFLICT DO NOTHING`, operationID, selectionID); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ func (s *Postgres) CreateSelection(ctx context.Context, sel *selection.Selection
 	return nil
 }
 
-var recordColumnNames = []string{"selection_id", "id", "disposition", "rule", "note", "version", "source", "review", "before", "groups", "restore"}
+var recordColumnNames = []string{"selection_id", "id", "disposition", "rule", "note", "version", "source", "review", "before", "groups", "restore", "frame"}
 
 // PutRecords copies the records in (COPY: one statement, all or nothing).
 func (s *Postgres) PutRecords(ctx context.Context, selectionID string, recs []selection.Record) error {
@@ -30,7 +30,7 @@ func (s *Postgres) PutRecords(ctx context.Context, selectionID string, recs []se
 	for i := range recs {
 		r := &recs[i]
 		review, before, groups, restore := stored.RecordColumns(r)
-		rows[i] = []any{selectionID, r.ID, r.Disposition, int32(r.Rule), r.Note, r.Version, r.Source, review, before, groups, restore}
+		rows[i] = []any{selectionID, r.ID, r.Disposition, int32(r.Rule), r.Note, r.Version, r.Source, review, before, groups, restore, stored.FrameColumn(r.Frame)}
 	}
 	if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{"records"}, recordColumnNames, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("put records: %w", err)

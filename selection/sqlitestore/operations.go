@@ -99,8 +99,8 @@ func (s *SQLite) fenceError(ctx context.Context, opID string) error {
 func (s *SQLite) InitTargets(ctx context.Context, operationID, selectionID string) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO targets (operation_id, id, outcome, version, before, restore, doc)
-			SELECT ?, id, 'pending', version, before, restore, '{}' FROM records WHERE selection_id = ? AND disposition = 'member'
+		if _, err := tx.ExecContext(ctx, `INSERT INTO targets (operation_id, id, outcome, version, before, restore, doc, frame)
+			SELECT ?, id, 'pending', version, before, restore, '{}', frame FROM records WHERE selection_id = ? AND disposition = 'member'
 			ON CONFLICT DO NOTHING`, operationID, selectionID); err != nil {
 			return err
 		}

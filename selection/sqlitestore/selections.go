@@ -26,17 +26,17 @@ func (s *SQLite) CreateSelection(ctx context.Context, sel *selection.Selection) 
 const recordsPerInsert = 100
 
 // recordColumns is the number of values bound per record.
-const recordColumns = 11
+const recordColumns = 12
 
 // insertRecordsSQL is an INSERT of n records.
 func insertRecordsSQL(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO records (selection_id, id, disposition, rule, note, version, source, review, before, groups, restore) VALUES `)
+	b.WriteString(`INSERT INTO records (selection_id, id, disposition, rule, note, version, source, review, before, groups, restore, frame) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	}
 	return b.String()
 }
@@ -47,7 +47,7 @@ func (s *SQLite) PutRecords(ctx context.Context, selectionID string, recs []sele
 	for i := range recs {
 		r := &recs[i]
 		review, before, groups, restore := stored.RecordColumns(r)
-		args = append(args, selectionID, r.ID, r.Disposition, r.Rule, r.Note, r.Version, r.Source, review, before, groups, restore)
+		args = append(args, selectionID, r.ID, r.Disposition, r.Rule, r.Note, r.Version, r.Source, review, before, groups, restore, stored.FrameColumn(r.Frame))
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		full := tx.StmtContext(ctx, s.recordsStmt)

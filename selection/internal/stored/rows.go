@@ -22,8 +22,8 @@ type Rows interface {
 const (
 	OperationColumnNames = `doc, updated_at, lease_holder, lease_epoch, lease_expires, subject, client_id`
 	DocColumnNames       = `doc, subject, client_id`
-	TargetColumnNames    = `id, outcome, version, before, restore, doc`
-	RecordColumnNames    = `id, disposition, rule, note, version, source, review, before, groups, restore`
+	TargetColumnNames    = `id, outcome, version, before, restore, doc, frame`
+	RecordColumnNames    = `id, disposition, rule, note, version, source, review, before, groups, restore, frame`
 )
 
 // ScanOperation reads a row of OperationColumnNames: the document, with
@@ -106,14 +106,19 @@ func ScanTargets(rows Rows, operationID string) ([]selection.Target, error) {
 	var out []selection.Target
 	for rows.Next() {
 		var t selection.Target
-		var before, restore, doc string
-		if err := rows.Scan(&t.ID, &t.Outcome, &t.Version, &before, &restore, &doc); err != nil {
+		var before, restore, doc, frame string
+		if err := rows.Scan(&t.ID, &t.Outcome, &t.Version, &before, &restore, &doc, &frame); err != nil {
 			return nil, err
 		}
 		t.OperationID = operationID
 		if err := DecodeTarget(&t, before, restore, doc); err != nil {
 			return nil, err
 		}
+		f, err := decodeFrame(frame)
+		if err != nil {
+			return nil, err
+		}
+		t.Frame = f
 		out = append(out, t)
 	}
 	return out, rows.Err()
@@ -125,12 +130,16 @@ func ScanRecords(rows Rows) ([]selection.Record, error) {
 	for rows.Next() {
 		var r selection.Record
 		var rule int64
-		var review, before, groups, restore string
-		if err := rows.Scan(&r.ID, &r.Disposition, &rule, &r.Note, &r.Version, &r.Source, &review, &before, &groups, &restore); err != nil {
+		var review, before, groups, restore, frame string
+		if err := rows.Scan(&r.ID, &r.Disposition, &rule, &r.Note, &r.Version, &r.Source, &review, &before, &groups, &restore, &frame); err != nil {
 			return nil, err
 		}
 		r.Rule = int(rule)
 		if err := DecodeRecord(&r, review, before, groups, restore); err != nil {
+			return nil, err
+		}
+		var err error
+		if r.Frame, err = decodeFrame(frame); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

@@ -40,6 +40,26 @@ func DecodeRecord(r *selection.Record, review, before, groups, restore string) e
 	return nil
 }
 
+// FrameColumn is a record's or target's frame column, never null.
+func FrameColumn(f map[string]string) string {
+	if f == nil {
+		return "{}"
+	}
+	return jsonvalue.Marshal(f)
+}
+
+// decodeFrame reads a frame column; an empty object is no frame.
+func decodeFrame(s string) (map[string]string, error) {
+	var f map[string]string
+	if err := json.Unmarshal([]byte(s), &f); err != nil {
+		return nil, fmt.Errorf("decode frame: %w", err)
+	}
+	if len(f) == 0 {
+		return nil, nil
+	}
+	return f, nil
+}
+
 func nonNil(m map[string]any) map[string]any {
 	if m == nil {
 		return map[string]any{}
