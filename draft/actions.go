@@ -44,6 +44,9 @@ func itemActions(t *openapi3.T, listPath string, r *resourceDraft) []*actionDraf
 	return out
 }
 
+// templateName is a name a template's step can hold.
+var templateName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
 func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string, op *openapi3.Operation) *actionDraft {
 	a := &actionDraft{resource: r.name, method: method, path: path, approval: "client"}
 	switch {
@@ -82,6 +85,14 @@ func action(r *resourceDraft, item *openapi3.PathItem, method, path, verb string
 		if versionBodyNames[snake(name)] && r.versionFld != "" && !config.IsTodo(r.versionFld) {
 			versionProp = name
 			a.body = append(a.body, [2]string{name, quote("{{version}}")})
+			continue
+		}
+		if !templateName.MatchString(name) {
+			// {{params.NAME}} takes letters, digits and _: a property the
+			// template language cannot name (OData's @odata.type) is left
+			// for a person to write, never drafted as a template that
+			// renders as text.
+			a.notes = append(a.notes, fmt.Sprintf("body property %q cannot be named in a template ({{params.NAME}} takes letters, digits and _): it is not drafted", name))
 			continue
 		}
 		props[name] = paramSchema(ps, name, &a.notes)
