@@ -33,6 +33,9 @@ type Config struct {
 
 	root    *yaml.Node
 	baseDir string
+	// keyLines holds the line of every struct key the document sets (see
+	// decodeConfig).
+	keyLines map[string]int
 }
 
 // UpstreamConfig describes one HTTP API.
@@ -432,23 +435,6 @@ type Limit struct {
 	Cap     int `yaml:"cap"`
 }
 
-// Dialect names.
-const (
-	DialectCursor   = "cursor"
-	DialectLink     = "link"
-	DialectOffset   = "offset"
-	DialectPage     = "page"
-	DialectContinue = "continue"
-	// DialectNextURL follows a next page's URL read from the body.
-	DialectNextURL = "next_url"
-	// DialectGraphQL pages a GraphQL connection (pageInfo, nodes/edges).
-	DialectGraphQL = "graphql"
-	// DialectSearchAfter continues after the last item's sort values
-	// (Elasticsearch/OpenSearch search_after), optionally in a point in
-	// time.
-	DialectSearchAfter = "search_after"
-)
-
 // Consistency levels.
 const (
 	ConsistencySnapshot = "snapshot"
@@ -550,6 +536,14 @@ func Parse(b []byte) (*Config, error) {
 		return nil, errs
 	}
 	return &cfg, nil
+}
+
+// keyLine reports the line of the key at the dotted path when the document
+// sets it (with any value, null included; through an alias or a merge
+// too), and whether it does.
+func (c *Config) keyLine(path ...string) (int, bool) {
+	line, ok := c.keyLines[strings.Join(path, ".")]
+	return line, ok
 }
 
 // line finds the line of a dotted path in the YAML tree (0 when unknown).

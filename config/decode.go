@@ -48,6 +48,10 @@ type decoder struct {
 	// value holds (see spend).
 	steps int
 	sizes map[*yaml.Node]int
+	// keyLines are the line of every struct key the document sets, by its
+	// dotted path, null values included: what a key the value's zero
+	// would hide (first_page: 0, total_exact: false) still says.
+	keyLines map[string]int
 }
 
 type reportedValue struct {
@@ -56,9 +60,11 @@ type reportedValue struct {
 }
 
 // decodeConfig decodes the document root into cfg and returns every
-// unknown key, then every value that does not fit its type.
+// unknown key, then every value that does not fit its type. It records in
+// cfg the line of every key set (see Config.keyLine).
 func decodeConfig(root *yaml.Node, cfg *Config) Errors {
-	d := &decoder{reported: map[reportedValue]bool{}, expanding: map[*yaml.Node]bool{}, sizes: map[*yaml.Node]int{}}
+	d := &decoder{reported: map[reportedValue]bool{}, expanding: map[*yaml.Node]bool{}, sizes: map[*yaml.Node]int{}, keyLines: map[string]int{}}
+	cfg.keyLines = d.keyLines
 	doc := root
 	if doc.Kind == yaml.DocumentNode {
 		if len(doc.Content) == 0 {
@@ -255,6 +261,9 @@ func (d *decoder) structMapping(n *yaml.Node, out reflect.Value, path []string, 
 			continue
 		}
 		done[name] = k.Line
+		if p := joinPath(at(path, name)); d.keyLines[p] == 0 {
+			d.keyLines[p] = k.Line
+		}
 		d.value(v, out.FieldByIndex(f.index), at(path, name), written)
 	}
 	if merge != nil {

@@ -31,24 +31,17 @@ func NormalizeInvariants(invs []InvariantConfig) []InvariantConfig {
 }
 
 // DefaultItemsPath is where a dialect's answers hold their items when
-// list.items is not set.
+// list.items is not set (its kind's Items; "items" for no dialect).
 func DefaultItemsPath(dialect string) string {
-	switch dialect {
-	case DialectCursor:
-		return "data"
-	case DialectLink:
-		return ""
-	case DialectNextURL:
-		return "results"
-	case DialectSearchAfter:
-		return "hits.hits"
-	default:
-		return "items"
+	if k, ok := DialectKindOf(dialect); ok {
+		return k.Items
 	}
+	return "items"
 }
 
-// ResolvePagination fills in the dialect's defaults: parameter names,
-// response paths, page size and consistency.
+// ResolvePagination fills in the defaults: the page size, the
+// concurrency and a snapshot's consistency here, then the dialect's own
+// (parameter names, response paths, consistency: see its kind).
 func ResolvePagination(p PaginationConfig) PaginationConfig {
 	if p.PageSize == 0 {
 		p.PageSize = DefaultPageSize
@@ -56,85 +49,13 @@ func ResolvePagination(p PaginationConfig) PaginationConfig {
 	if p.Concurrency == 0 {
 		p.Concurrency = 1
 	}
-	set := func(dst *string, v string) {
-		if *dst == "" {
-			*dst = v
-		}
-	}
 	if s := p.Snapshot; s != nil && s.Param != "" {
 		// The first page's value sent with every later page reads the
 		// whole list at one point in time.
-		set(&p.Consistency, ConsistencySnapshot)
+		setDefault(&p.Consistency, ConsistencySnapshot)
 	}
-	switch p.Dialect {
-	case DialectCursor:
-		set(&p.PageSizeParam, "limit")
-		if p.NextCursor == "" {
-			set(&p.CursorParam, "starting_after")
-		} else {
-			set(&p.CursorParam, "cursor")
-		}
-		set(&p.Consistency, ConsistencyKeyset)
-	case DialectLink:
-		set(&p.PageSizeParam, "per_page")
-		set(&p.Consistency, ConsistencyNone)
-	case DialectOffset:
-		set(&p.PageSizeParam, "limit")
-		set(&p.OffsetParam, "offset")
-		if p.TotalHeader == "" {
-			set(&p.Total, "total")
-		}
-		set(&p.Consistency, ConsistencyNone)
-	case DialectPage:
-		set(&p.PageSizeParam, "per_page")
-		set(&p.PageParam, "page")
-		if p.TotalHeader == "" {
-			set(&p.Total, "total")
-		}
-		if p.FirstPage == nil {
-			one := 1
-			p.FirstPage = &one
-		}
-		set(&p.Consistency, ConsistencyNone)
-	case DialectContinue:
-		set(&p.PageSizeParam, "limit")
-		set(&p.ContinueParam, "continue")
-		set(&p.ContinuePath, "metadata.continue")
-		set(&p.ResourceVersion, "metadata.resourceVersion")
-		set(&p.Remaining, "metadata.remainingItemCount")
-		if p.Snapshot == nil {
-			// The continue token carries the snapshot; resourceVersion
-			// names it, and every page must name the same.
-			p.Snapshot = &SnapshotConfig{From: p.ResourceVersion}
-		}
-		set(&p.Consistency, ConsistencySnapshot)
-	case DialectNextURL:
-		set(&p.PageSizeParam, "page_size")
-		set(&p.Next, "next")
-		set(&p.Consistency, ConsistencyNone)
-	case DialectGraphQL:
-		set(&p.PageSizeParam, "first")
-		set(&p.CursorParam, "after")
-		set(&p.HasMore, "pageInfo.hasNextPage")
-		set(&p.NextCursor, "pageInfo.endCursor")
-		set(&p.Total, "totalCount")
-		set(&p.Consistency, ConsistencyKeyset)
-	case DialectContinueObject:
-		resolveContinueObject(&p)
-	case DialectSearchAfter:
-		set(&p.PageSizeParam, "size")
-		set(&p.SearchAfter, "search_after")
-		set(&p.SortValues, "sort")
-		if p.TotalHeader == "" {
-			set(&p.Total, "hits.total.value")
-			if p.Total == "hits.total.value" {
-				set(&p.TotalRelation, "hits.total.relation")
-			}
-		}
-		if p.PIT != nil {
-			set(&p.Consistency, ConsistencySnapshot)
-		}
-		set(&p.Consistency, ConsistencyKeyset)
+	if k, ok := DialectKindOf(p.Dialect); ok {
+		k.resolve(&p)
 	}
 	if p.Total == NoTotal {
 		p.Total, p.TotalRelation = "", ""

@@ -22,8 +22,8 @@ const (
 
 // ListKind is where a resource's list request carries its parameters.
 func ListKind(r *ResourceConfig) string {
-	switch {
-	case r.Pagination.Dialect == DialectGraphQL:
+	switch k, _ := DialectKindOf(r.Pagination.Dialect); {
+	case k.GraphQL:
 		return ListVariables
 	case strings.EqualFold(r.List.Method, http.MethodPost):
 		return ListBody
@@ -36,18 +36,13 @@ func readsTotal(p PaginationConfig) bool {
 	return p.TotalHeader != "" || (p.Total != "" && p.Total != NoTotal)
 }
 
-var dialectNames = "cursor, link, offset, page, continue, next_url, graphql, search_after, continue_object"
-
-// validateList checks the list request and its pagination dialect.
+// validateList checks the list request and the pagination keys every
+// dialect reads; Config.validateDialect checks the dialect's own.
 func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 	pg := r.Pagination
 	kind := ListKind(r)
 	switch strings.ToUpper(r.List.Method) {
-	case "", http.MethodGet:
-	case http.MethodPost:
-		if pg.Dialect == DialectContinue || pg.Dialect == DialectLink {
-			l.add("the "+pg.Dialect+" dialect reads with GET", at("list", "method")...)
-		}
+	case "", http.MethodGet, http.MethodPost:
 	default:
 		l.add("must be GET or POST", at("list", "method")...)
 	}
@@ -57,78 +52,30 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 	validQueryEncoding(l, r.List.QueryEncoding, at("list", "query_encoding"))
 	validateExpression(l, r, at)
 	validateReach(l, r, at)
-	if r.List.GraphQL != "" && pg.Dialect != DialectGraphQL {
+	if k, _ := DialectKindOf(pg.Dialect); r.List.GraphQL != "" && !k.GraphQL {
 		l.add("a GraphQL query needs pagination.dialect: graphql", at("list", "graphql")...)
-	}
-	switch pg.Dialect {
-	case DialectCursor:
-		if pg.HasMore == "" && pg.NextCursor == "" {
-			l.add("the cursor dialect needs has_more (cursor = last id) or next_cursor (a response path)", at("pagination")...)
-		}
-	case DialectGraphQL:
-		if pg.PageSizeParam == NoPageSize {
-			l.add("a GraphQL connection takes its page size as a variable", at("pagination", "page_size_param")...)
-		}
-		if r.List.GraphQL == "" {
-			l.add("required: the query document, with its page size and cursor variables", at("list", "graphql")...)
-		}
-		if pg.Connection == "" {
-			l.add("required: the path of the connection under data (allAccounts, repository.issues)", at("pagination", "connection")...)
-		}
-		rp := ResolvePagination(pg)
-		for _, v := range []string{rp.PageSizeParam, rp.CursorParam} {
-			if r.List.GraphQL != "" && !strings.Contains(r.List.GraphQL, "$"+v) {
-				l.add(fmt.Sprintf("the query uses no $%s variable: airlock sets it on every page", v), at("list", "graphql")...)
-			}
-		}
-	case DialectSearchAfter:
-		if kind != ListBody {
-			l.add("the search_after dialect posts its body: set list.method: POST", at("list", "method")...)
-		}
-		if p := pg.PIT; p != nil && (p.Open == "" || !strings.HasPrefix(p.Open, "/") || p.ID == "" || p.Param == "") {
-			l.add("open (an absolute path), id and param are required", at("pagination", "pit")...)
-		}
-	case DialectLink, DialectOffset, DialectPage, DialectContinue, DialectNextURL, DialectContinueObject:
-	case "":
-		l.add("required: one of "+dialectNames, at("pagination", "dialect")...)
-	default:
-		l.add("unknown dialect; use one of "+dialectNames, at("pagination", "dialect")...)
-	}
-	if pg.PIT != nil && pg.Dialect != DialectSearchAfter {
-		l.add("only the search_after dialect holds a point in time", at("pagination", "pit")...)
-	}
-	if pg.HasMore != "" && pg.IsLast != "" {
-		l.add("set one end flag: has_more (true: more follows) or is_last (true: the last page)", at("pagination", "is_last")...)
-	}
-	if pg.IsLast != "" && pg.Dialect != DialectCursor && pg.Dialect != DialectNextURL {
-		l.add("only the cursor and next_url dialects read an end flag", at("pagination", "is_last")...)
 	}
 	switch pg.Consistency {
 	case "", ConsistencySnapshot, ConsistencyKeyset, ConsistencyNone:
 	default:
 		l.add("use one of snapshot, keyset, none", at("pagination", "consistency")...)
 	}
-	snapshot := pg.Dialect == DialectContinue || (pg.Dialect == DialectSearchAfter && pg.PIT != nil) || (pg.Snapshot != nil && pg.Snapshot.Param != "")
+	// A snapshot is what the dialect's defaults make it: the continue
+	// token's, a point in time, or a value sent with every page.
+	undeclared := pg
+	undeclared.Consistency = ""
+	snapshot := ResolvePagination(undeclared).Consistency == ConsistencySnapshot
 	if pg.Consistency == ConsistencySnapshot && pg.Dialect != "" && !snapshot {
 		l.add("only the continue dialect, search_after with a point in time, or a snapshot sent with every page (pagination.snapshot.param) carries a snapshot; declare keyset or none", at("pagination", "consistency")...)
 	}
 	if pg.PageSize < 0 || pg.PageSize > 10000 {
 		l.add("must be between 1 and 10000", at("pagination", "page_size")...)
 	}
-	if pg.Dialect == DialectOffset && pg.PageSize == 1 {
-		l.add("the offset dialect overlaps pages by one item to detect shifts, so it needs a page size of at least 2", at("pagination", "page_size")...)
-	}
 	if pg.Concurrency < 0 || pg.Concurrency > 32 {
 		l.add("must be between 1 and 32", at("pagination", "concurrency")...)
 	}
 	if pg.TotalHeader != "" && pg.Total != "" {
 		l.add("set one of total (a body path, or none) or total_header", at("pagination", "total_header")...)
-	}
-	if (pg.TotalPages != "" || pg.TotalPagesHeader != "") && pg.Dialect != "" && pg.Dialect != DialectPage {
-		l.add("only the page dialect counts pages", at("pagination", "total_pages")...)
-	}
-	if pg.TotalPages != "" && pg.TotalPagesHeader != "" {
-		l.add("set one of total_pages (a body path) or total_pages_header", at("pagination", "total_pages_header")...)
 	}
 	if pg.TotalRelation != "" && (pg.Total == "" || pg.Total == NoTotal) {
 		l.add("total_relation qualifies a total read from the body: set total too", at("pagination", "total_relation")...)

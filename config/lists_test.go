@@ -44,7 +44,7 @@ func TestParseConfig_ListStylesAreCheckedWithLines(t *testing.T) {
 		{"both end flags", with("{path: /items}", "{dialect: cursor, next_cursor: next, has_more: more, is_last: last}"),
 			[]wantErr{{9, "resources.items.pagination.is_last", "set one end flag"}}},
 		{"an end flag on a dialect without one", with("{path: /items}", "{dialect: offset, is_last: last}"),
-			[]wantErr{{9, "resources.items.pagination.is_last", "only the cursor and next_url dialects read an end flag"}}},
+			[]wantErr{{9, "resources.items.pagination.is_last", "the offset dialect does not read is_last; cursor and next_url read it"}}},
 		{"an expiry pattern that does not compile", with("{path: /items}", "{dialect: next_url, expiry: {match: \"(\"}}"),
 			[]wantErr{{9, "resources.items.pagination.expiry.match", "not a regular expression"}}},
 		{"an expiry status that is no status", with("{path: /items}", "{dialect: next_url, expiry: {status: [42]}}"),

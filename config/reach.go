@@ -55,23 +55,6 @@ const DecodeBase64 = "base64"
 // validateReach checks the forms above on a resource.
 func validateReach(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 	pg := r.Pagination
-	if pg.CursorField != "" {
-		if pg.Dialect != DialectCursor || pg.NextCursor != "" {
-			l.add("cursor_field names the last item's field the cursor is read from: the cursor dialect with has_more, not next_cursor", at("pagination", "cursor_field")...)
-		}
-		if _, ok := r.Fields[pg.CursorField]; !ok {
-			l.add(fmt.Sprintf("field %q is not declared", pg.CursorField), at("pagination", "cursor_field")...)
-		}
-	}
-	switch pg.CursorExclusive {
-	case "":
-	case CursorNulSuffix:
-		if pg.Dialect != DialectCursor || pg.NextCursor != "" {
-			l.add("cursor_exclusive makes the last item's key exclusive: the cursor dialect with has_more, not next_cursor", at("pagination", "cursor_exclusive")...)
-		}
-	default:
-		l.add("use nul_suffix (the next key is the last one and a NUL byte, as etcd's inclusive range key needs)", at("pagination", "cursor_exclusive")...)
-	}
 	for i, p := range pg.AbsentMeansZero {
 		rp := ResolvePagination(pg)
 		if p == "" || (p != rp.HasMore && p != rp.IsLast && p != r.List.Items) {
@@ -82,10 +65,7 @@ func validateReach(l *errList, r *ResourceConfig, at func(k ...string) []string)
 		if s.From == "" {
 			l.add("required: the path, in the first page's answer, of the snapshot's value (header.revision)", at("pagination", "snapshot", "from")...)
 		}
-		if pg.Dialect == DialectSearchAfter && pg.PIT != nil {
-			l.add("a search_after list holds its point in time (pit) as its snapshot", at("pagination", "snapshot")...)
-		}
-		if s.Param != "" && pg.Dialect != DialectCursor && pg.Dialect != DialectSearchAfter && pg.Dialect != DialectGraphQL && pg.Dialect != DialectContinue {
+		if k, ok := DialectKindOf(pg.Dialect); s.Param != "" && ok && !k.SendsSnapshot {
 			l.add("a snapshot is sent with a continuation airlock builds (cursor, continue, graphql, search_after): a next link or a numbered page carries its own", at("pagination", "snapshot", "param")...)
 		}
 	}

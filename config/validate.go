@@ -151,7 +151,7 @@ func (c *Config) validateResource(l *errList, name string, r *ResourceConfig) {
 		l.add("required: the field holding each item's stable id", at("id_field")...)
 	}
 	validateList(l, r, at)
-	validateContinueObject(l, r, at)
+	c.validateDialect(l, r, at)
 	validateFields(l, r, at)
 	validateDefaults(l, r, at)
 	validateSources(l, r, at)

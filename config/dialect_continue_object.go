@@ -27,39 +27,25 @@ type ContinuationObjectConfig struct {
 	EmptyWithoutItems bool `yaml:"empty_without_items"`
 }
 
-// resolveContinueObject fills in the continue_object dialect's defaults.
-func resolveContinueObject(p *PaginationConfig) {
-	if p.PageSizeParam == "" {
-		p.PageSizeParam = "limit"
-	}
-	if p.ContinuePath == "" {
-		p.ContinuePath = "continue"
-	}
-	if p.Consistency == "" {
-		p.Consistency = ConsistencyKeyset
-	}
+// continueObjectKeys are the keys the continue_object dialect reads
+// beyond sharedKeys: the object's path, and ContinuationObjectConfig's.
+// The object's own members are sent back, so it reads no cursor,
+// continue token or end flag.
+type continueObjectKeys struct {
+	ContinuePath             string `yaml:"continue_path"`
+	ContinuationObjectConfig `yaml:",inline"`
 }
 
-// validateContinueObject checks what only the continue_object dialect
-// reads, and the keys of other dialects it does not.
-func validateContinueObject(l *errList, r *ResourceConfig, at func(k ...string) []string) {
-	pg := r.Pagination
-	if pg.Dialect != DialectContinueObject {
-		if pg.BatchComplete != "" {
-			l.add("only the continue_object dialect merges batches", at("pagination", "batch_complete")...)
-		}
-		if pg.EmptyWithoutItems {
-			l.add("only the continue_object dialect reads an answer without items as empty", at("pagination", "empty_without_items")...)
-		}
-		return
-	}
-	for key, v := range map[string]string{"cursor_param": pg.CursorParam, "next_cursor": pg.NextCursor, "has_more": pg.HasMore,
-		"continue_param": pg.ContinueParam, "resource_version": pg.ResourceVersion} {
-		if v != "" {
-			l.add("the continue_object dialect sends the object's own members back: "+key+" does not apply", at("pagination", key)...)
-		}
-	}
-	if r.List.ScalarItemField != "" && pg.BatchComplete != "" {
+// resolveContinueObject fills in the continue_object dialect's defaults.
+func resolveContinueObject(p *PaginationConfig) {
+	setDefault(&p.PageSizeParam, "limit")
+	setDefault(&p.ContinuePath, "continue")
+	setDefault(&p.Consistency, ConsistencyKeyset)
+}
+
+// checkContinueObject: a batch is merged by id, so its items are objects.
+func checkContinueObject(l *errList, r *ResourceConfig, at func(k ...string) []string) {
+	if r.List.ScalarItemField != "" && r.Pagination.BatchComplete != "" {
 		l.add("a batch merges items by id: they must be objects", at("pagination", "batch_complete")...)
 	}
 }
