@@ -17,6 +17,9 @@ import (
 // hasNextPage true without an endCursor proves nothing.
 type graphqlDialect struct{ p config.PaginationConfig }
 
+// newGraphQLDialect builds the graphql dialect.
+func newGraphQLDialect(p config.PaginationConfig, _ string) dialect { return graphqlDialect{p} }
+
 func (d graphqlDialect) query(p *listParams, st pageState) *url.URL {
 	p.set(d.p.PageSizeParam, d.p.PageSize)
 	if st.Cursor != "" {

@@ -564,3 +564,22 @@ func TestMalformedResponse_EndsScanWithBadResponse(t *testing.T) {
 		})
 	}
 }
+
+// TestDialects_EveryKindHasItsRuntime: config's table of dialects and the
+// constructors here name the same dialects, so that a dialect configured
+// is never one without a runtime.
+func TestDialects_EveryKindHasItsRuntime(t *testing.T) {
+	kinds := map[string]bool{}
+	for _, k := range config.DialectKinds() {
+		kinds[k.Name] = true
+		p := config.ResolvePagination(config.PaginationConfig{Dialect: k.Name})
+		if newDialect(p, "id") == nil {
+			t.Errorf("dialect %s has no runtime", k.Name)
+		}
+	}
+	for name := range dialects {
+		if !kinds[name] {
+			t.Errorf("runtime %s has no kind in config's table", name)
+		}
+	}
+}

@@ -361,8 +361,8 @@ func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, e
 		return true
 	}
 	var he *HTTPError
-	d := s.r.Pagination.Dialect
-	if !st.Started || (d != config.DialectPage && d != config.DialectOffset) || !errors.As(err, &he) || he.Kind != FailStatus ||
+	k, _ := config.DialectKindOf(s.r.Pagination.Dialect)
+	if !st.Started || !k.Positional || !errors.As(err, &he) || he.Kind != FailStatus ||
 		(he.Status != http.StatusBadRequest && he.Status != http.StatusNotFound && he.Status != http.StatusUnprocessableEntity && he.Status != http.StatusRequestedRangeNotSatisfiable) {
 		return false
 	}

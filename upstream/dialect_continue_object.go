@@ -24,6 +24,9 @@ const SignalContinuationNone = "continuation_empty"
 // is, and the same object twice is the same continuation twice.
 type objectDialect struct{ p config.PaginationConfig }
 
+// newObjectDialect builds the continue_object dialect.
+func newObjectDialect(p config.PaginationConfig, _ string) dialect { return objectDialect{p} }
+
 func (d objectDialect) query(p *listParams, st pageState) *url.URL {
 	p.set(d.p.PageSizeParam, d.p.PageSize)
 	for k, v := range continuationMembers(st.Cursor) {

@@ -4,7 +4,6 @@ import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
-	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // nextURLDialect follows the next page's URL read from the body: Django
@@ -17,6 +16,9 @@ import (
 // only once an earlier page carried one, or a probe showed the upstream
 // sends one.
 type nextURLDialect struct{ p config.PaginationConfig }
+
+// newNextURLDialect builds the next_url dialect.
+func newNextURLDialect(p config.PaginationConfig, _ string) dialect { return nextURLDialect{p} }
 
 func (d nextURLDialect) query(p *listParams, st pageState) *url.URL {
 	if st.NextURL != nil {
@@ -90,64 +92,3 @@ func (d nextURLDialect) more(_ *Response, doc any) bool {
 }
 
 func (nextURLDialect) plan(pageState) []pageState { return nil }
-
-// searchAfterDialect continues after the last item's sort values
-// (Elasticsearch and OpenSearch search_after), in a point in time when one
-// is configured (whose id the scan opens first and carries from answer to
-// answer). The end is proven by an empty page or by the items reaching an
-// exact total on a page that was not full; a short page is read past.
-type searchAfterDialect struct{ p config.PaginationConfig }
-
-func (d searchAfterDialect) query(p *listParams, st pageState) *url.URL {
-	p.set(d.p.PageSizeParam, d.p.PageSize)
-	if st.Cursor != "" {
-		p.set(d.p.SearchAfter, searchAfterValue(st.Cursor))
-	}
-	if st.PIT != "" && d.p.PIT != nil {
-		p.set(d.p.PIT.Param, st.PIT)
-	}
-	return nil
-}
-
-func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
-	pg, full := newPage(d.p, st, items)
-	if pit := d.p.PIT; pit != nil {
-		if pit.Response != "" {
-			switch id, st := readToken(doc, pit.Response); {
-			case st == signalUnreadable:
-				pg.doubt(pit.Response)
-			case id != "":
-				pg.next.PIT = id
-			}
-		}
-		if !st.Started {
-			pg.snapshot = st.PIT
-		}
-	}
-	total, known := pg.totalOf(d.p, resp, doc)
-	reached := totalVerdict(&pg, total, known, full)
-	switch {
-	case len(items) == 0:
-		pg.proven(SignalEmptyPage)
-		return pg, nil
-	case reached:
-		pg.proven(SignalTotalReached)
-		return pg, nil
-	}
-	sv, ok := jsonvalue.Get(itemValue(items[len(items)-1]), d.p.SortValues)
-	if !ok || sv == nil {
-		return pg, BadResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
-	}
-	b, err := jsonvalue.Canonical(sv)
-	if err != nil {
-		return pg, BadResponse("the last item's sort values cannot be encoded")
-	}
-	pg.next.Cursor, pg.next.SignalSeen = string(b), true
-	return pg, nil
-}
-
-// more: a search_after list has no "more follows" signal; its ends are
-// proven without one, so it never asks for a probe.
-func (searchAfterDialect) more(*Response, any) bool { return false }
-
-func (searchAfterDialect) plan(pageState) []pageState { return nil }

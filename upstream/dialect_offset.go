@@ -1,0 +1,82 @@
+package upstream
+
+import (
+	"net/url"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
+)
+
+// offsetDialect reads offset/limit pages. Every page after the first starts
+// one item early: that overlap item must be the previous page's last item,
+// which detects a shift (an insert or delete before the read position)
+// between any two pages. The end is proven by an empty page or by the
+// items reaching the upstream's exact total; a short page is not an end
+// (the upstream may cap the page size below the one asked for).
+type offsetDialect struct {
+	p      config.PaginationConfig
+	idPath string
+}
+
+// newOffsetDialect builds the offset dialect.
+func newOffsetDialect(p config.PaginationConfig, idPath string) dialect {
+	return offsetDialect{p, idPath}
+}
+
+func (d offsetDialect) stride() int { return max(d.p.PageSize-1, 1) }
+
+func (d offsetDialect) query(p *listParams, st pageState) *url.URL {
+	off := st.Offset
+	if off > 0 {
+		off--
+	}
+	p.set(d.p.OffsetParam, off)
+	p.set(d.p.PageSizeParam, d.p.PageSize)
+	return nil
+}
+
+func (d offsetDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+	pg := page{items: items, next: st}
+	pg.next.Started = true
+	if st.Offset > 0 {
+		if len(items) == 0 {
+			// The overlap item is gone: the collection shrank under us.
+			pg.hasBoundary = true
+			pg.boundary = ""
+		} else {
+			id, _ := jsonvalue.GetID(itemValue(items[0]), d.idPath)
+			pg.boundary, pg.hasBoundary = id, true
+			pg.items = items[1:]
+		}
+	}
+	pg.next.Offset = st.Offset + len(pg.items)
+	pg.next.Seen = pg.next.Offset
+	full := fullPage(d.p, st, len(items))
+	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
+	total, known := pg.totalOf(d.p, resp, doc)
+	reached := totalVerdict(&pg, total, known, full)
+	switch {
+	case len(pg.items) == 0:
+		pg.proven(SignalEmptyPage)
+	case reached:
+		pg.proven(SignalTotalReached)
+	}
+	return pg, nil
+}
+
+func (d offsetDialect) more(*Response, any) bool { return false }
+
+func (d offsetDialect) plan(st pageState) []pageState {
+	if st.Total == nil || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {
+		return nil
+	}
+	var out []pageState
+	for off := st.Offset; off < *st.Total; off += d.stride() {
+		s := st
+		s.Offset = off
+		s.Seen = off
+		out = append(out, s)
+	}
+	return out
+}

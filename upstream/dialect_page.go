@@ -1,0 +1,122 @@
+package upstream
+
+import (
+	"net/url"
+
+	"github.com/airlock-mcp/airlock/config"
+)
+
+// pageDialect reads numbered pages. As with offsets, only an empty page or
+// the upstream's exact total proves the end.
+type pageDialect struct{ p config.PaginationConfig }
+
+// newPageDialect builds the page dialect.
+func newPageDialect(p config.PaginationConfig, _ string) dialect { return pageDialect{p} }
+
+func (d pageDialect) query(p *listParams, st pageState) *url.URL {
+	n := st.Page
+	if !st.Started {
+		n = *d.p.FirstPage
+	}
+	p.set(d.p.PageParam, n)
+	p.set(d.p.PageSizeParam, d.p.PageSize)
+	return nil
+}
+
+func (d pageDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+	pg := page{items: items, next: st}
+	if !st.Started {
+		pg.next.Page = *d.p.FirstPage
+	}
+	read := pg.next.Page - *d.p.FirstPage + 1 // the page read, counted from 1
+	pg.next.Started = true
+	pg.next.Page++
+	pg.next.Seen += len(items)
+	full := fullPage(d.p, st, len(items))
+	pg.next.LastFull = len(items) >= d.p.PageSize
+	pg.next.MaxPage = max(st.MaxPage, len(items))
+	total, known := pg.totalOf(d.p, resp, doc)
+	reached := totalVerdict(&pg, total, known, full)
+	if !reached && known && !st.Started && d.p.TotalExact && pg.next.Seen == total && len(items) < d.p.PageSize {
+		// The first page holds as many items as the declared exact total,
+		// and fewer than asked for: there is no page after it.
+		reached = true
+	}
+	pages, counted, bad := readTotalPages(d.p, resp, doc)
+	if bad != "" {
+		pg.doubt(bad)
+	}
+	if counted {
+		pg.totalPages = &pages
+		if pg.next.TotalPages == nil {
+			pg.next.TotalPages = &pages
+		}
+	}
+	t := pg.next.Total
+	switch {
+	case counted && len(items) > 0 && read > pages:
+		// Records on a page the upstream's own page count says does
+		// not exist.
+		pg.unknown(SignalPagesVsPage, false)
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+	case reached:
+		pg.proven(SignalTotalReached)
+	case counted && read == pages && t != nil && !pg.next.TotalUntrusted && pg.next.Seen < *t:
+		// The upstream's last page by its own count, and fewer records
+		// than its own total.
+		pg.unknown(SignalTotalVsPages, false)
+	case counted && read == pages && !pg.next.TotalUntrusted:
+		pg.proven(SignalTotalPages)
+	}
+	return pg, nil
+}
+
+// readTotalPages reads the page dialect's count of pages from the
+// configured header or body path: a non-negative integer, else unknown;
+// bad names it when it is there in another form.
+func readTotalPages(p config.PaginationConfig, resp *Response, doc any) (n int, counted bool, bad string) {
+	switch {
+	case p.TotalPagesHeader != "":
+		if resp == nil {
+			return 0, false, ""
+		}
+		n, counted, st := readHeaderCount(resp.Header, p.TotalPagesHeader)
+		if st == signalUnreadable {
+			return 0, false, p.TotalPagesHeader
+		}
+		return n, counted, ""
+	case p.TotalPages != "":
+		n, counted, st := readCount(doc, p.TotalPages)
+		if st == signalUnreadable {
+			return 0, false, p.TotalPages
+		}
+		return n, counted, ""
+	}
+	return 0, false, ""
+}
+
+func (d pageDialect) more(*Response, any) bool { return false }
+
+func (d pageDialect) plan(st pageState) []pageState {
+	if (st.Total == nil && st.TotalPages == nil) || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {
+		return nil
+	}
+	var out []pageState
+	for n := st.Page; d.plannedPage(st, n); n++ {
+		s := st
+		s.Page = n
+		s.Seen = (n - *d.p.FirstPage) * d.p.PageSize
+		out = append(out, s)
+	}
+	return out
+}
+
+// plannedPage reports whether page n exists by the upstream's own count of
+// pages, or else by its total.
+func (d pageDialect) plannedPage(st pageState, n int) bool {
+	if st.TotalPages != nil {
+		return n-*d.p.FirstPage < *st.TotalPages
+	}
+	return (n-*d.p.FirstPage)*d.p.PageSize < *st.Total
+}
