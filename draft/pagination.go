@@ -284,11 +284,18 @@ func (d *docPagination) total() {
 	default:
 		d.set("total", quote(t.path))
 	}
-	if tp := bodyAt(d.body, totalPagesPaths, isNumberSchema); tp.path != "" && d.dialect() == config.DialectPage {
+	if tp := bodyAt(d.body, totalPagesPaths, isNumberSchema); tp.path != "" && d.reads("total_pages") {
 		d.set("total_pages", quote(tp.path))
-	} else if d.headers["x-total-pages"] && d.dialect() == config.DialectPage {
+	} else if d.headers["x-total-pages"] && d.reads("total_pages_header") {
 		d.set("total_pages_header", "X-Total-Pages")
 	}
+}
+
+// reads reports whether the dialect drafted so far reads the pagination
+// key: a key it does not read would be refused.
+func (d *docPagination) reads(key string) bool {
+	k, ok := config.DialectKindOf(d.dialect())
+	return ok && k.Reads(key)
 }
 
 func (d *docPagination) dialect() string {

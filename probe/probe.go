@@ -222,9 +222,11 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	p.totalCheck(resp, doc)
 	p.rateLimitCheck(resp)
 	p.snapshotCheck(doc)
-	if msgs := upstream.GraphQLMessages(doc); msgs != "" && r.Pagination.Dialect == config.DialectGraphQL {
-		p.add("list.graphql", Wrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
-			"an answer with errors is never complete: fix the query, or the fields it selects")
+	if k, _ := config.DialectKindOf(r.Pagination.Dialect); k.GraphQL {
+		if msgs := upstream.GraphQLMessages(doc); msgs != "" {
+			p.add("list.graphql", Wrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
+				"an answer with errors is never complete: fix the query, or the fields it selects")
+		}
 	}
 	if e := r.Pagination.Expiry; e != nil {
 		p.add("pagination.expiry", Unverifiable, "an expired continuation cannot be produced on demand: the declared expiry answer is taken as written", "")
@@ -288,7 +290,7 @@ func (p *prober) totalCheck(resp *upstream.Response, doc any) {
 	case pg.Total != "" && pg.Dialect != config.DialectCursor && pg.Dialect != config.DialectContinue:
 		at := doc
 		where = "body path " + pg.Total
-		if pg.Dialect == config.DialectGraphQL {
+		if k, _ := config.DialectKindOf(pg.Dialect); k.GraphQL {
 			at, _ = jsonvalue.Get(doc, "data."+pg.Connection)
 			where = "the connection's " + pg.Total
 		}
