@@ -50,6 +50,10 @@ type UpstreamConfig struct {
 	MaxBodyBytes    int64             `yaml:"max_body_bytes"`
 	RequestIDHeader string            `yaml:"request_id_header"`
 	Headers         map[string]string `yaml:"headers"`
+	// JSONMediaTypes are the media types, besides application/json and
+	// any +json, whose answers are JSON (AWS's application/x-amz-json-1.0):
+	// any other stays a changed content type.
+	JSONMediaTypes []string `yaml:"json_media_types"`
 	// Verify is the default of its actions' verify (answer or reread).
 	Verify string `yaml:"verify"`
 	// QueryEncoding is how query strings are written: rfc3986 (the
@@ -91,6 +95,9 @@ type CredentialConfig struct {
 	// Session is a login whose answer authorizes the next requests (see
 	// SessionConfig).
 	Session *SessionConfig `yaml:"session"`
+	// SigV4 signs every request with AWS Signature Version 4 (see
+	// SigV4Config).
+	SigV4 *SigV4Config `yaml:"aws_sigv4"`
 }
 
 // BackoffConfig bounds the wait between retries when the upstream gives no

@@ -117,6 +117,8 @@ func (c *CredentialConfig) Form() string {
 	switch {
 	case c.Session != nil:
 		return FormSession
+	case c.SigV4 != nil:
+		return FormSigV4
 	case c.OAuth2 != nil:
 		return FormOAuth2
 	case c.Basic != nil:
@@ -143,16 +145,19 @@ func validateCredential(l *errList, c *CredentialConfig, p []string) {
 	at := func(k ...string) []string { return append(append([]string(nil), p...), k...) }
 	staticSet := c.Env != "" || c.File != "" || c.Header != "" || c.Scheme != nil || c.Query != ""
 	forms := 0
-	for _, set := range []bool{staticSet, c.Basic != nil, c.OAuth2 != nil, c.Session != nil} {
+	for _, set := range []bool{staticSet, c.Basic != nil, c.OAuth2 != nil, c.Session != nil, c.SigV4 != nil} {
 		if set {
 			forms++
 		}
 	}
 	switch {
 	case forms == 0 && c.ClientCertificate == nil:
-		l.add("set one form: env or file (a static secret), basic, oauth2, session or client_certificate", p...)
+		l.add("set one form: env or file (a static secret), basic, oauth2, session, aws_sigv4 or client_certificate", p...)
 	case forms > 1:
-		l.add("one form per credential: a static secret (env or file), basic, oauth2 or session; only client_certificate goes with another", p...)
+		l.add("one form per credential: a static secret (env or file), basic, oauth2, session or aws_sigv4; only client_certificate goes with another", p...)
+	}
+	if c.SigV4 != nil {
+		validateSigV4(l, c.SigV4, at("aws_sigv4"))
 	}
 	if c.Session != nil {
 		validateSession(l, c.Session, at("session"))
@@ -290,6 +295,9 @@ func credentialSources(c *CredentialConfig) []namedSource {
 			out = append(out, namedSource{"session secret " + name, se.Secrets[name]})
 		}
 	}
+	if s := c.SigV4; s != nil {
+		out = append(out, sigV4Sources(s)...)
+	}
 	return out
 }
 
@@ -360,6 +368,8 @@ func credentialSummary(c *CredentialConfig, getenv func(string) string) string {
 		return fmt.Sprintf("credential in query parameter %s, %s", c.Query, strings.Join(parts, ", "))
 	case FormOAuth2:
 		return fmt.Sprintf("OAuth 2.0 client credentials from %s for client %s, %s", c.OAuth2.TokenURL, c.OAuth2.ClientID, strings.Join(parts, ", "))
+	case FormSigV4:
+		return fmt.Sprintf("AWS Signature Version 4 for %s in %s, %s", c.SigV4.Service, c.SigV4.Region, strings.Join(parts, ", "))
 	}
 	return fmt.Sprintf("%s credential, %s", form, strings.Join(parts, ", "))
 }

@@ -20,6 +20,8 @@ func TestParseConfig_EveryCredentialFormIsAccepted(t *testing.T) {
 		"client cert alone":      "    credential:\n      client_certificate: {cert: c.pem, key: k.pem}",
 		"client cert and oauth2": "    credential:\n      client_certificate: {cert: c.pem, key: k.pem, ca: ca.pem}\n      oauth2: {token_url: \"https://a.example/t\", client_id: x, client_secret: {env: CS}}",
 		"client cert and a key":  "    credential:\n      env: TOKEN\n      client_certificate: {cert: c.pem, key: k.pem}",
+		"aws sigv4":              "    credential:\n      aws_sigv4: {access_key_id: {env: AWS_ACCESS_KEY_ID}, secret_access_key: {file: /run/secrets/aws}, region: eu-west-1, service: dynamodb}",
+		"aws sigv4 session":      "    credential:\n      aws_sigv4: {access_key_id: {env: K}, secret_access_key: {env: S}, session_token: {env: T}, region: us-east-1, service: es}",
 	} {
 		if _, err := Parse(configtest.WithCredential(cred)); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -53,6 +55,14 @@ func TestParseConfig_CredentialProblemsAreNamedAllAtOnce(t *testing.T) {
 		{"oauth2 secret with an unknown key", "    credential:\n      oauth2: {token_url: \"https://a.example/t\", client_id: x, client_secret: {value: abc}}", []string{
 			`upstreams.api.credential.oauth2.client_secret: unknown key "value"`}},
 		{"client cert without key", "    credential:\n      client_certificate: {cert: c.pem}", []string{"upstreams.api.credential.client_certificate.key: required"}},
+		{"aws sigv4 everything wrong", "    credential:\n      aws_sigv4:\n        secret_access_key: wJalrXUtnFEMI-inline\n        session_token: {env: T, file: /t}\n        region: US East 1", []string{
+			"upstreams.api.credential.aws_sigv4.access_key_id: required",
+			"line 7: upstreams.api.credential.aws_sigv4.secret_access_key: a secret is never written in the configuration",
+			"line 8: upstreams.api.credential.aws_sigv4.session_token: set exactly one of env or file",
+			"line 9: upstreams.api.credential.aws_sigv4.region: must be a region name",
+			"upstreams.api.credential.aws_sigv4.service: required"}},
+		{"aws sigv4 beside a key", "    credential:\n      env: TOKEN\n      aws_sigv4: {access_key_id: {env: K}, secret_access_key: {env: S}, region: us-east-1, service: dynamodb}", []string{
+			"upstreams.api.credential: one form per credential"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(configtest.WithCredential(tc.cred))
@@ -64,7 +74,7 @@ func TestParseConfig_CredentialProblemsAreNamedAllAtOnce(t *testing.T) {
 					t.Errorf("missing %q in:\n%v", w, err)
 				}
 			}
-			if strings.Contains(err.Error(), "s3cr3t-inline") {
+			if strings.Contains(err.Error(), "s3cr3t-inline") || strings.Contains(err.Error(), "wJalrXUtnFEMI") {
 				t.Errorf("the error repeats the inline secret: %v", err)
 			}
 		})

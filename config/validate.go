@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -101,6 +102,18 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 			l.add("credentials belong in credential, not in headers", at("headers")...)
 		}
 	}
+	for i, mt := range u.JSONMediaTypes {
+		if !jsonMediaType(mt) {
+			l.add("must be a media type such as application/x-amz-json-1.0, without parameters", append(at("json_media_types"), strconv.Itoa(i))...)
+		}
+	}
+}
+
+// jsonMediaType says whether v is a bare media type (type/subtype, in
+// lower case, with no parameters).
+func jsonMediaType(v string) bool {
+	mt, params, err := mime.ParseMediaType(v)
+	return err == nil && len(params) == 0 && mt == v && strings.Count(mt, "/") == 1 && !strings.HasSuffix(mt, "/") && !strings.HasPrefix(mt, "/")
 }
 
 // The range of max_retry_after: no shorter than the wait airlock names

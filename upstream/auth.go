@@ -33,6 +33,8 @@ type credential struct {
 	// session: a login whose cookies or captured token authorize, with
 	// the CSRF token of writes (see session.go).
 	session *session
+	// sigv4: AWS Signature Version 4, each attempt signed.
+	sigv4 *sigV4
 	// tls: a client certificate (and the authorities trusted), for mTLS.
 	tls *tls.Config
 	// secrets are every form of the credential's secrets to redact.
@@ -128,6 +130,14 @@ func loadCredential(cr *config.CredentialConfig, opts Options, timeout time.Dura
 		for _, st := range cr.Session.Steps {
 			mix(st.Method, st.Path)
 		}
+	case config.FormSigV4:
+		sg, secrets, err := loadSigV4(cr.SigV4, opts)
+		if err != nil {
+			return nil, err
+		}
+		c.sigv4 = sg
+		c.secrets = secrets
+		mix(sg.creds.AccessKeyID, sg.creds.SecretAccessKey, sg.creds.SessionToken, sg.region, sg.service)
 	case config.FormOAuth2:
 		ts, secrets, err := loadOAuth2(cr.OAuth2, opts, timeout)
 		if err != nil {
@@ -261,6 +271,15 @@ func (c *credential) apply(ctx context.Context, req *http.Request) (string, erro
 		}
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 		return tok.AccessToken, nil
+	case c.sigv4 != nil:
+		var hash []byte
+		if info, ok := ctx.Value(reqInfoKey).(*reqInfo); ok {
+			hash = info.payloadHash
+		}
+		if hash == nil {
+			hash = payloadHash(nil)
+		}
+		return "", c.sigv4.sign(req, hash)
 	case c.query != "":
 		// The rest of the query is kept as it was written (a next link
 		// is the upstream's own encoding).

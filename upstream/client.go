@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/airlock-mcp/airlock/redact"
 	"io"
 	"log/slog"
 	"math"
@@ -58,6 +59,11 @@ type Client struct {
 	// 429 are rate limits.
 	maxRetryAfter time.Duration
 	throttling    []config.ThrottlingConfig
+	// jsonTypes are the media types besides JSON's own that the upstream
+	// answers JSON in (json_media_types).
+	jsonTypes []string
+	// redactor knows every credential the runtime loaded.
+	redactor *redact.Redactor
 
 	coolMu    sync.Mutex
 	coolUntil time.Time
@@ -74,6 +80,9 @@ type Response struct {
 	// was followed): the base a relative reference in it resolves
 	// against (RFC 3986, section 5.1.3). It may carry a query credential.
 	URL *url.URL
+	// jsonTypes are the media types besides JSON's own the upstream
+	// declared its answers JSON in (config json_media_types).
+	jsonTypes []string
 }
 
 // FailureKind classifies a failed exchange.
@@ -156,6 +165,9 @@ type reqInfo struct {
 	// left airlock: a failure then (a connection never made, a context
 	// cancelled while waiting for one) is known-unsent.
 	wrote bool
+	// payloadHash is the SHA-256 of the request's body, which a SigV4
+	// signature covers (nil for another credential).
+	payloadHash []byte
 }
 
 // sent says whether any attempt may have reached the upstream.
@@ -173,7 +185,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 	c := &Client{
 		Name: name, Verify: cfg.Verify, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
-		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg),
+		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg), jsonTypes: cfg.JSONMediaTypes, redactor: opts.Redactor,
 	}
 	if c.reqIDHeader == "" {
 		c.reqIDHeader = DefaultRequestIDHeader
@@ -427,6 +439,9 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 	defer func() { <-c.sem }()
 
 	info := &reqInfo{idempotent: r.Idempotent, noRedirect: r.NoRedirect}
+	if c.cred != nil && c.cred.sigv4 != nil {
+		info.payloadHash = payloadHash(r.Body)
+	}
 	ctx = context.WithValue(ctx, reqInfoKey, info)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() {
 		info.mu.Lock()
@@ -506,11 +521,17 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 		return nil, &HTTPError{Kind: FailTooLarge, Status: resp.StatusCode, Header: resp.Header, Attempts: attempts, Sent: true}
 	}
 	c.logger.Debug("upstream request", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "attempts", attempts, "ms", dur.Milliseconds())
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur, URL: r.URL}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur, URL: r.URL, jsonTypes: c.jsonTypes}
 	if resp.Request != nil && resp.Request.URL != nil {
 		out.URL = resp.Request.URL
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// An error answer is quoted (upstream_message) cut to a few
+		// hundred characters: a credential it echoes is removed first,
+		// while it is whole, or a long token cut in two would leave its
+		// first part in the quote.
+		b = c.redactor.Bytes(b)
+		out.Body = b
 		he := &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
 			RetryAfter: c.retryAfter(resp.Header), Attempts: attempts, Sent: true}
 		if c.throttled(he.Status, b) {
@@ -654,6 +675,11 @@ func (c *Client) waitBeforeRetry(req *http.Request) error {
 	c.logger.Debug("waiting before the next attempt", "ms", wait.Milliseconds())
 	if !clock.Sleep(c.clock, wait, req.Context().Done()) {
 		return req.Context().Err()
+	}
+	if c.cred != nil && c.cred.sigv4 != nil {
+		// Signed again at this attempt's time: a signature is valid for
+		// minutes, and the wait may have been longer.
+		return c.cred.sigv4.sign(req, info.payloadHash)
 	}
 	return nil
 }

@@ -17,6 +17,9 @@ type CredentialInfo struct {
 	Scopes   []string `json:"scopes,omitempty"`
 	Resource string   `json:"resource,omitempty"`
 	Audience string   `json:"audience,omitempty"`
+	// Region and Service are what an AWS Signature Version 4 signs for.
+	Region  string `json:"region,omitempty"`
+	Service string `json:"service,omitempty"`
 	// ClientCertificate is the client certificate's file, for mTLS.
 	ClientCertificate string `json:"client_certificate,omitempty"`
 }
@@ -39,6 +42,9 @@ func (c *Client) Credential() *CredentialInfo {
 		info.Query = cr.Query
 	case config.FormBasic:
 		info.Header = "Authorization"
+	case config.FormSigV4:
+		info.Header = "Authorization"
+		info.Region, info.Service = cr.SigV4.Region, cr.SigV4.Service
 	case config.FormOAuth2:
 		info.Header = "Authorization"
 		info.TokenURL = c.tokenURL

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -334,11 +335,12 @@ func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 	return doc, nil
 }
 
-// checkContentType refuses a body whose declared content type is not JSON.
+// checkContentType refuses a body whose declared content type is not JSON:
+// application/json, any +json, or a type the upstream declared JSON.
 func checkContentType(resp *Response) error {
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json") || slices.Contains(resp.jsonTypes, mt)) {
 			if err != nil {
 				mt = "unparseable"
 			}
