@@ -22,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-mcp/airlock/config"
 )
 
 // allPlatforms are the platforms a release is built for.
@@ -395,11 +397,11 @@ func commitTime(t testing.TB, commit string) time.Time {
 
 // TestRelease_EveryPlatformHasItsArchiveSBOMAndBundle_AllInSHA256SUMS: one
 // command wrote, for every platform, an archive, an SBOM and a bundle, and
-// server.json (and the image, with a linux platform); SHA256SUMS lists
+// server.json, airlock.schema.json (and the image, with a linux platform); SHA256SUMS lists
 // every file and nothing else, with its true hash.
 func TestRelease_EveryPlatformHasItsArchiveSBOMAndBundle_AllInSHA256SUMS(t *testing.T) {
 	r := requireRelease(t)
-	want := []string{"server.json"}
+	want := []string{"server.json", "airlock.schema.json"}
 	for _, p := range r.platforms {
 		want = append(want, r.archive(p), r.name(p)+".sbom.cdx.json", r.name(p)+".mcpb")
 		if strings.HasPrefix(p, "linux/") && !slices.Contains(want, "airlock_"+r.version+"_oci.tar") {
@@ -759,5 +761,22 @@ func TestRelease_ServerJSONDescribesTheReleaseAndTheRegistryAcceptsIt(t *testing
 	out, err := exec.Command(filepath.Join("..", "scripts", "validate-server-json"), r.path("server.json"), broken).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), r.path("server.json")+": valid") || !strings.Contains(string(out), broken+": invalid") {
 		t.Errorf("the registry's validator: %v\n%s", err, out)
+	}
+}
+
+// TestRelease_ShipsTheConfigurationSchemaDraftsName: the release carries
+// the schema a draft's first line names (config.SchemaURL, the latest
+// release's asset), as this source generates it.
+func TestRelease_ShipsTheConfigurationSchemaDraftsName(t *testing.T) {
+	r := requireRelease(t)
+	b, err := os.ReadFile(r.path("airlock.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, config.SchemaJSON()) {
+		t.Error("the release's airlock.schema.json is not the schema of this source's configuration")
+	}
+	if !strings.HasSuffix(config.SchemaURL, "/releases/latest/download/airlock.schema.json") {
+		t.Errorf("drafts name %s, which is not the latest release's asset", config.SchemaURL)
 	}
 }

@@ -10,6 +10,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -101,8 +103,47 @@ func NewMetrics(cfg *config.Config) *Metrics {
 			m.resources[name] = true
 		}
 	}
+	m.zero()
 	return m
 }
+
+// zero makes every series whose labels are known at start-up exist at
+// zero: a dashboard or an alert on a fresh replica sees 0, not no data
+// (which rate() and absent() read otherwise). The labels are the fixed
+// sets and the configuration's names; "other" appears when it happens.
+func (m *Metrics) zero() {
+	for tool := range m.tools {
+		for status := range callStatuses {
+			m.toolCalls.WithLabelValues(tool, status)
+		}
+		m.toolSeconds.WithLabelValues(tool)
+		m.answers.WithLabelValues(tool, "true")
+		m.answers.WithLabelValues(tool, "false")
+	}
+	for up := range m.upstreams {
+		for _, status := range statusLabels {
+			m.upstreamRequests.WithLabelValues(up, status, "false")
+			m.upstreamRequests.WithLabelValues(up, status, "true")
+		}
+		m.upstreamSeconds.WithLabelValues(up)
+	}
+	for r := range m.resources {
+		m.scanPages.WithLabelValues(r)
+		m.scanItems.WithLabelValues(r)
+	}
+	for o := range outcomeLabels {
+		m.targetOutcomes.WithLabelValues(o)
+	}
+	for c := range channels {
+		for d := range decisions {
+			m.approvalWaits.WithLabelValues(c, d)
+		}
+	}
+}
+
+// callStatuses are the values a tool call's status label takes.
+var callStatuses = map[string]bool{string(envelope.StatusComplete): true, string(envelope.StatusPartial): true,
+	string(envelope.StatusError): true, tools.StatusInputRequired: true, tools.StatusTask: true}
 
 // Handler serves the metrics in Prometheus' text format.
 func (m *Metrics) Handler() http.Handler {
@@ -133,7 +174,7 @@ func bounded(known map[string]bool, v string) string {
 func (m *Metrics) StartCall(ctx context.Context, tool string) (context.Context, func(tools.Outcome)) {
 	return ctx, func(o tools.Outcome) {
 		name := bounded(m.tools, tool)
-		m.toolCalls.WithLabelValues(name, o.Status).Inc()
+		m.toolCalls.WithLabelValues(name, bounded(callStatuses, o.Status)).Inc()
 		m.toolSeconds.WithLabelValues(name).Observe(o.Duration.Seconds())
 		if o.Complete != nil {
 			m.answers.WithLabelValues(name, strconv.FormatBool(*o.Complete)).Inc()
@@ -141,11 +182,23 @@ func (m *Metrics) StartCall(ctx context.Context, tool string) (context.Context, 
 	}
 }
 
+// statusCodes are the statuses an upstream commonly answers: each is a
+// label value of its own, the others are counted by class.
+var statusCodes = []int{200, 201, 202, 204, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 409, 410, 412, 413, 415, 422, 429, 500, 501, 502, 503, 504}
+
+// statusLabels are every value statusLabel returns.
+var statusLabels = func() []string {
+	out := []string{"error", "other", "1xx", "2xx", "3xx", "4xx", "5xx"}
+	for _, c := range statusCodes {
+		out = append(out, strconv.Itoa(c))
+	}
+	return out
+}()
+
 // statusLabel is an HTTP status as a label: the code for the statuses an
 // upstream commonly answers, its class for the others.
 func statusLabel(code int) string {
-	switch code {
-	case 200, 201, 202, 204, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 409, 410, 412, 413, 415, 422, 429, 500, 501, 502, 503, 504:
+	if slices.Contains(statusCodes, code) {
 		return strconv.Itoa(code)
 	}
 	if code >= 100 && code < 600 {

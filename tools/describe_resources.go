@@ -175,11 +175,10 @@ type principalsInfo struct {
 	Scopes []string `json:"scopes,omitempty"`
 }
 
-// DescribeResources is the describe_resources tool: what airlock can read,
-
 // describeTraits are the tool's traits, in the catalog.
 var describeTraits = Traits{Name: "describe_resources", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
 
+// DescribeResources is the describe_resources tool: what airlock can read,
 // how completely, and within which limits.
 func DescribeResources(d *Deps) Spec {
 	return Spec{
@@ -257,7 +256,7 @@ func describeResource(r *upstream.Resource) resourceInfo {
 		Sources:    sources,
 		Visibility: r.Visibility(),
 		Limits: limitsInfo{
-			MaxItems:      limitInfo{Default: defaultMaxItems(r), Cap: l.MaxItems.Cap},
+			MaxItems:      limitInfo{Default: r.DefaultMaxItems, Cap: l.MaxItems.Cap},
 			MaxPages:      limitInfo{Default: l.MaxPages.Default, Cap: l.MaxPages.Cap},
 			DeadlineMS:    limitInfo{Default: l.DeadlineMS.Default, Cap: l.DeadlineMS.Cap},
 			ResponseBytes: l.ResponseBytes,

@@ -75,13 +75,12 @@ func (searchData) schema(s *jsonschema.Schema) {
 	est.Types, est.Type = []string{"integer", "string"}, ""
 }
 
-// SearchAll is the search_all tool: it scans the whole requested scope,
-// paginating internally within a budget, and says exactly how much of the
-
 // searchTraits are the tool's traits, in the catalog.
 var searchTraits = Traits{Name: "search_all", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeRead,
 	Tasks: TaskWhenLong}
 
+// SearchAll is the search_all tool: it scans the whole requested scope,
+// paginating internally within a budget, and says exactly how much of the
 // scope the answer covers.
 func SearchAll(d *Deps) Spec {
 	return Spec{
@@ -134,18 +133,10 @@ type budget struct {
 	deadline    time.Duration
 }
 
-// defaultMaxItems is max_items when the caller sets none: the
-// configuration's default, else the cap, so that an answer holds as many
-// items as the response budget takes (the fewer fields asked for, the
-// fewer calls a listing takes).
-func defaultMaxItems(r *upstream.Resource) int {
-	return r.DefaultMaxItems
-}
-
 // checkBudget validates the caller's budget against the resource's caps.
 func checkBudget(r *upstream.Resource, maxItems, maxPages, deadlineMS *int, bad map[string]bool) (budget, []envelope.FieldError) {
 	l := r.Limits
-	b := budget{maxItems: defaultMaxItems(r), itemsSource: envelope.LimitAirlock, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
+	b := budget{maxItems: r.DefaultMaxItems, itemsSource: envelope.LimitAirlock, maxPages: l.MaxPages.Default, pagesSource: envelope.LimitAirlock,
 		deadline: time.Duration(l.DeadlineMS.Default) * time.Millisecond}
 	var errs []envelope.FieldError
 	if maxItems != nil && !bad["max_items"] {

@@ -16,7 +16,7 @@ import (
 )
 
 // commands is every command of airlock.
-var commands = []string{"serve", "demo", "init", "probe", "check", "contract", "approve", "review", "audit", "version"}
+var commands = []string{"serve", "demo", "init", "probe", "check", "schema", "contract", "approve", "review", "audit", "version"}
 
 // TestExitCodes_WrongCommandLinesAreTwoFailuresOneDoneZero: a command line
 // airlock cannot run exits 2 and says why and where the help is, before

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/draft"
 )
 
@@ -65,6 +66,9 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stderr, "  %s\n", w)
 		}
 	}
+	// The first line names the schema for editors (yaml-language-server
+	// reads it): a person finishing the draft sees a wrong key at once.
+	d.YAML = append([]byte(config.SchemaComment+"\n"), d.YAML...)
 	if *outPath == "" {
 		if _, err := stdout.Write(d.YAML); err != nil {
 			return err

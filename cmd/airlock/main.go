@@ -54,6 +54,7 @@ Describing an API
   init       draft a configuration from an OpenAPI document or a live sample
   probe      check every assumption of a configuration against the live API
   check      validate a configuration
+  schema     print the configuration's JSON Schema, for editors
   contract   check recorded answers (and, with --live, the API) against the decision-field contracts
 
 Deciding, outside the agent's channel
@@ -107,6 +108,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = demo(ctx, rest, stdout, stderr)
 	case "contract":
 		err = contract(ctx, rest, stdout, stderr)
+	case "schema":
+		err = schemaCmd(rest, stdout)
 	case "init":
 		err = initCmd(ctx, rest, stdout, stderr)
 	case "probe":

@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/httpserve"
 )
 
 // TestServe_ServesProbesAndMetrics: serve --http answers the probes on its
@@ -120,5 +126,54 @@ func TestServe_RefusesPublicMetricsAddressWithoutToken(t *testing.T) {
 	code := run([]string{"serve", "--demo", "--http", "127.0.0.1:0", "--metrics", "0.0.0.0:0"}, nil, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "AIRLOCK_METRICS_TOKEN") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestServe_FreshMetricsListEveryFamily: before any call, the metrics
+// listener of a server built for the demo configuration exposes every
+// airlock family, at zero, for the demo's resources and every tool, so
+// that a dashboard on a fresh replica reads 0, not no data.
+func TestServe_FreshMetricsListEveryFamily(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	cfg, err := config.Parse(fixtures.DemoConfig("http://127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := newOperability(t.Context(), slog.New(slog.DiscardHandler), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpserve.MetricsHandler(ops.metrics.Handler(), httpserve.Options{}))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, body)
+	}
+	for _, family := range []string{"airlock_tool_calls_total", "airlock_tool_call_duration_seconds", "airlock_answers_total",
+		"airlock_upstream_requests_total", "airlock_upstream_request_duration_seconds", "airlock_scan_pages_total", "airlock_scan_items_total",
+		"airlock_target_outcomes_total", "airlock_journal_write_duration_seconds", "airlock_journal_write_errors_total",
+		"airlock_lease_takeovers_total", "airlock_approval_wait_seconds"} {
+		if !strings.Contains(body, "\n"+family) {
+			t.Errorf("a fresh /metrics lacks %s", family)
+		}
+	}
+	if families := strings.Count(body, "# TYPE airlock_"); families != 12 {
+		t.Errorf("a fresh /metrics has %d airlock families, this test knows 12: add the new one above", families)
+	}
+	want := []string{`airlock_tool_calls_total{status="complete",tool="describe_resources"} 0`, `airlock_upstream_requests_total{retry="false",status="200",upstream="demo"} 0`}
+	for name := range cfg.Resources {
+		want = append(want, `airlock_scan_pages_total{resource="`+name+`"} 0`)
+	}
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("a fresh /metrics lacks %s", w)
+		}
 	}
 }
