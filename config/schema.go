@@ -19,13 +19,17 @@ const SchemaURL = "https://github.com/airlock-mcp/airlock/releases/latest/downlo
 // others) where the schema is.
 const SchemaComment = "# yaml-language-server: $schema=" + SchemaURL
 
-// paginationKinds, when set, names each pagination dialect and the
-// pagination keys it reads (dialect itself need not be listed): the
-// schema then allows under a resource's pagination only the keys of the
-// dialect it names. Nil, every pagination key is allowed with every
-// dialect, as the schema cannot know which ones a dialect reads. The
-// dialect table sets it.
-var paginationKinds func() map[string][]string
+// paginationKinds names each pagination dialect and the pagination keys
+// it reads, from the dialect table: the schema allows under a resource's
+// pagination only the keys of the dialect it names, as airlock check does.
+// (A variable so that a test can give it another table.)
+var paginationKinds = func() map[string][]string {
+	out := map[string][]string{}
+	for _, k := range DialectKinds() {
+		out[k.Name] = k.Keys()
+	}
+	return out
+}
 
 // durationPattern is what time.ParseDuration reads: "0", or numbers each
 // with a unit, after an optional sign. yaml decodes a duration only from

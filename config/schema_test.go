@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -328,6 +329,43 @@ func TestSchema_PaginationKindsRestrictEachDialectToItsKeys(t *testing.T) {
 		if err := s.Validate(asJSON(t, []byte(doc))); (err == nil) != ok {
 			t.Errorf("%s: valid %v, want %v (%v)", doc, err == nil, ok, err)
 		}
+	}
+}
+
+// TestSchema_RefusesEveryKeyTheDialectDoesNotRead: for every dialect, its
+// minimal configuration is valid to both, and every pagination key it
+// does not read is refused by both airlock check and the schema; a key it
+// reads is allowed by the schema.
+func TestSchema_RefusesEveryKeyTheDialectDoesNotRead(t *testing.T) {
+	s := compileSchema(t, "")
+	refused := 0
+	for _, k := range DialectKinds() {
+		if err := s.Validate(asJSON(t, withPaginationKey(k.Name, "", ""))); err != nil {
+			t.Errorf("%s: the minimal configuration is invalid to the schema: %v", k.Name, err)
+		}
+		for _, key := range slices.Sorted(maps.Keys(keyValues)) {
+			if strings.Contains(dialectMinimal[k.Name][1], key+":") {
+				continue
+			}
+			doc := withPaginationKey(k.Name, key, keyValues[key])
+			schemaErr := s.Validate(asJSON(t, doc))
+			if k.Reads(key) {
+				if schemaErr != nil {
+					t.Errorf("%s reads %s, the schema refuses it: %v", k.Name, key, schemaErr)
+				}
+				continue
+			}
+			if _, err := Parse(doc); err == nil || !strings.Contains(err.Error(), "does not read "+key) {
+				t.Errorf("%s.%s: airlock check says %v", k.Name, key, err)
+			}
+			if schemaErr == nil {
+				t.Errorf("%s.%s: airlock check refuses it, the schema allows it", k.Name, key)
+			}
+			refused++
+		}
+	}
+	if refused < 100 {
+		t.Errorf("only %d keys refused: the table or the test values shrank", refused)
 	}
 }
 
