@@ -237,3 +237,18 @@ func TestClaimedCount_OnePageListIsVerified(t *testing.T) {
 		t.Fatalf("complete %v, total %v (%v), claim %v; want 15 eq, no claim", env.Complete, data["total_matched"], data["total_relation"], claimOf(data))
 	}
 }
+
+// TestClaimedCount_DeclaredExactTotalIsProven: where the total is declared
+// exact, a counts-only query is answered from the first page as a proven
+// count already; asking for the claim gives that same answer.
+func TestClaimedCount_DeclaredExactTotalIsProven(t *testing.T) {
+	t.Parallel()
+	fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, Records: declRecords(500)}}
+	ts := httptest.NewServer(fl)
+	t.Cleanup(ts.Close)
+	d := newDirect(t, fixtures.FaultListConfig(ts.URL, fl.Dialect, 20, "total_exact: true", ""))
+	env, data := d.call("search_all", claimArgs(map[string]any{"status": "active"}, nil))
+	if !env.Complete || data["total_matched"] != float64(500) || data["total_relation"] != envelope.RelationEq || claimOf(data) != nil || fl.Requests() != 1 {
+		t.Fatalf("complete %v, total %v (%v), claim %v after %d requests; want 500 eq from one request", env.Complete, data["total_matched"], data["total_relation"], claimOf(data), fl.Requests())
+	}
+}
