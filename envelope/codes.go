@@ -74,6 +74,10 @@ const (
 	// SignalUnreadable: a page held a declared signal in a form that
 	// cannot be read.
 	SignalUnreadable ReasonCode = "SIGNAL_UNREADABLE"
+	// UpstreamClaimUnverified: the count is the upstream's own total,
+	// read on a first page and asked for (search_all's count: claimed);
+	// airlock has not counted the records.
+	UpstreamClaimUnverified ReasonCode = "UPSTREAM_CLAIM_UNVERIFIED"
 )
 
 // Warning codes.
@@ -93,6 +97,9 @@ const (
 	// WarnNotConditional: the action's writes are checked by a re-read,
 	// not made conditional by the upstream.
 	WarnNotConditional WarningCode = "NOT_CONDITIONAL"
+	// WarnClaimUnavailable: the upstream's claim was asked for and cannot
+	// be given; the count was verified instead.
+	WarnClaimUnavailable WarningCode = "CLAIM_UNAVAILABLE"
 )
 
 // Problem codes.
@@ -245,6 +252,11 @@ var registry = []Code{
 		Meaning:  "a filter of the scope is a search the upstream judges alone (scope.search names it: MediaWiki's srsearch, GitHub's q, Lucene): the items returned are the upstream's claim, and a record it did not return, or an empty answer, proves nothing about absence",
 		Recovery: "treat the items as the upstream's matches, never as all there are; to prove a record absent, filter on fields airlock checks (a filter without search) or read the record by id"},
 
+	{Code: string(UpstreamClaimUnverified), Kind: KindReason, Continuation: ContinueNextCursor, Retryable: true,
+		Message:  "data.total_matched is the upstream's own total for the query as sent, read on its first page; airlock has not counted the records",
+		Meaning:  "search_all was asked for the upstream's claim (count: claimed) and answered it from the first page: data.total_relation is claimed, data.upstream_claim names the total's member and estimates the scan that would verify it, and coverage counts only what was read; an upstream's total can lag, cap or miscount",
+		Recovery: "use the number as the upstream's word, never as proof; to verify it, call search_all again with the same arguments and continuation.cursor, which counts every record and says whether the claim held (data.upstream_claim.status)"},
+
 	{Code: string(ConflictingEvidence), Kind: KindReason, Continuation: ContinueNone, Retryable: false,
 		Message:  "two signals from the upstream contradict each other; neither was believed",
 		Meaning:  "the upstream's answers disagree with each other or with the configuration (signal names both sides: filter_not_applied_as_sent, with filter, sent, seen, count and sample_id, when the upstream returned records for a filter that airlock's own check rejects; end_flag_vs_continuation, an end flag that says last beside a continuation; total_vs_items, more records than the upstream's own total; total_vs_total_pages, the last page by the upstream's page count short of its total; total_pages_vs_page, records on a page past that count, or none before it): the part of the scope the contradiction touches is unknown",
@@ -310,6 +322,10 @@ var registry = []Code{
 		Message:  "the action's writes are not conditional: a re-read checks each target just before its write, and a change another writer makes in between is overwritten",
 		Meaning:  "the upstream offers no condition the action can send (If-Match, a version, a compare): the precondition is checked by re-reading each target right before its write, which leaves a window in which another writer's change is lost",
 		Recovery: "approve only if no one else changes these records meanwhile; an operator can make the write conditional where the API offers a version (conditional: if_match or version)"},
+	{Code: string(WarnClaimUnavailable), Kind: KindWarning,
+		Message:  "the upstream's claim was asked for and cannot be given; airlock counted the records instead",
+		Meaning:  "count: claimed was asked, and the upstream's total cannot stand for the query as asked (signal: filter_applied_by_airlock, fields naming filters airlock applies alone, which the upstream's total does not count; group_by, fields naming them, which a total cannot split; no_declared_total, the configuration declares no total; total_absent or total_unreadable, member and page naming the first page's total, missing, or in a form that cannot be read or beyond 2^53−1; total_vs_items, a first page holding more records than its own total; first_page_unread, a source whose first page was not read): the answer is the verified count, within the budget, as without count",
+		Recovery: "none needed: read total_matched with total_relation as in any answer; a count from one request needs every filter sent upstream and a total on the first page"},
 	{Code: string(WarnNullLikeValues), Kind: KindWarning,
 		Message:  "a filter asked for null, and the field holds values that may mean 'no value' where the configuration does not declare them (null_values)",
 		Meaning:  "the scan read records whose filtered field holds an empty string or a word such as none, null or - (values, count): airlock matched only real nulls, so those records are not in the answer",

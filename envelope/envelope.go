@@ -105,6 +105,9 @@ type Warning struct {
 	// (NO_SNAPSHOT: the declared snapshot missing) and the page.
 	Member string `json:"member,omitempty"`
 	Page   *int   `json:"page,omitempty"`
+	// Signal says why (CLAIM_UNAVAILABLE: what kept the claim from being
+	// given).
+	Signal string `json:"signal,omitempty"`
 }
 
 // Continuation names the recovery route for an incomplete answer.
@@ -179,10 +182,12 @@ const (
 	EndUnproven = "unproven"
 )
 
-// Total relations.
+// Total relations. RelationClaimed is a data total only: the upstream's
+// word, not a count (coverage counts what was read, eq or gte).
 const (
-	RelationEq  = "eq"
-	RelationGte = "gte"
+	RelationEq      = "eq"
+	RelationGte     = "gte"
+	RelationClaimed = "claimed"
 )
 
 // Finish sets Status and Complete from the reasons: no reason means complete.

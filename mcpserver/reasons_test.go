@@ -115,6 +115,17 @@ func reasonCases() []reasonCase {
 					t.Fatalf("want the caller's limit 10, got %+v and %d items", rs, len(r.ids()))
 				}
 			}},
+		{name: "upstream's claim, populated", code: envelope.UpstreamClaimUnverified, resource: res(fixtures.DialectOffset, ""),
+			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(300, everyThird)) },
+			args:  pastDue(map[string]any{"count": "claimed", "max_items": 5}), cont: envelope.ContinueNextCursor,
+			check: func(t *testing.T, r result) {
+				if r.totalMatched() != 100 || r.data["total_relation"] != "claimed" || r.env.Coverage.Pages != 1 {
+					t.Fatalf("want the claim of 100 from one page, got %v (%v) after %d pages", r.totalMatched(), r.data["total_relation"], r.env.Coverage.Pages)
+				}
+			}},
+		{name: "upstream's claim, counts only", code: envelope.UpstreamClaimUnverified, resource: res(fixtures.DialectOffset, ""), empty: true,
+			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(300, everyThird)) },
+			args:  pastDue(map[string]any{"count": "claimed", "max_items": 0}), cont: envelope.ContinueNextCursor},
 		{name: "upstream cap, populated", code: envelope.ResultLimitReached, resource: res(fixtures.DialectCursor, "result_cap: 100"),
 			setup: func(h *harness) {
 				h.api.SetCollection(fixtures.DatasetSubscriptions, small(300, everyThird))

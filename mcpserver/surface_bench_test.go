@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -179,4 +180,61 @@ func BenchmarkExactCount(b *testing.B) {
 		requests = len(h.api.Requests())
 	}
 	b.ReportMetric(float64(requests), "upstream-requests")
+}
+
+// BenchmarkClaimedCount compares, in the same run, a counts-only
+// search_all over 100,000 records (a filter sent upstream, the offset
+// dialect with a declared total that is not declared exact, pages of 100,
+// one page at a time as by default) answered with count: claimed (the
+// upstream's total from the first page) and verified (every matching
+// record counted, as without count). ratio is verified wall time over
+// claimed; verify-after-claim-ratio is the claim followed by its cursor
+// over the verified call alone (what asking first costs an agent who then
+// verifies).
+func BenchmarkClaimedCount(b *testing.B) {
+	r := fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectOffset, PageSize: 100}
+	h := newHarness(b, withConfig(func(u string) []byte { return fixtures.Config(u, r) }))
+	h.api.SetCollection(fixtures.DatasetSubscriptions, benchRecords(100000))
+	args := func(count string) map[string]any {
+		return map[string]any{"resource": "subs", "max_items": 0, "filter": map[string]any{"status": "past_due"}, "count": count}
+	}
+	// One call first, so that connecting and compiling schemas is no
+	// iteration's share.
+	h.call("search_all", args("claimed"))
+	var claimed, verified, following time.Duration
+	var claimRequests, verifyRequests, total int
+	for b.Loop() {
+		h.api.ResetLog()
+		start := time.Now()
+		claim := h.call("search_all", args("claimed"))
+		claimed += time.Since(start)
+		if claim.env.Complete || claim.data["total_relation"] != "claimed" {
+			b.Fatalf("not a claim: %s", claim.raw)
+		}
+		claimRequests = len(h.api.Requests())
+
+		h.api.ResetLog()
+		start = time.Now()
+		full := h.call("search_all", args("verified"))
+		verified += time.Since(start)
+		if !full.env.Complete || full.totalMatched() != claim.totalMatched() {
+			b.Fatalf("the verified count %d differs from the claim %d: %s", full.totalMatched(), claim.totalMatched(), full.raw)
+		}
+		verifyRequests, total = len(h.api.Requests()), full.totalMatched()
+
+		next := args("claimed")
+		next["cursor"] = claim.env.Continuation.Cursor
+		start = time.Now()
+		if res := h.call("search_all", next); !res.env.Complete || res.totalMatched() != total {
+			b.Fatalf("the claim's cursor did not verify it: %s", res.raw)
+		}
+		following += time.Since(start)
+	}
+	b.ReportMetric(float64(verified)/float64(claimed), "ratio")
+	b.ReportMetric(float64(claimed+following)/float64(verified), "verify-after-claim-ratio")
+	b.ReportMetric(benchMS(claimed)/float64(b.N), "claimed-ms")
+	b.ReportMetric(benchMS(verified)/float64(b.N), "verified-ms")
+	b.ReportMetric(float64(claimRequests), "claimed-requests")
+	b.ReportMetric(float64(verifyRequests), "verified-requests")
+	b.ReportMetric(float64(total), "matching")
 }

@@ -43,6 +43,10 @@ type cursorPayload struct {
 	// caller who gives only the cursor (as preview_selection hands it
 	// out) continues that same query.
 	Q *manifestQuery `json:"q,omitempty"`
+	// Claim is the upstream's claim a search_all cursor verifies (count:
+	// claimed), carried so that the answers continuing it set the count
+	// beside it.
+	Claim *upstreamClaim `json:"c,omitempty"`
 }
 
 // manifestQuery is what a manifest page was asked for: a disposition,

@@ -30,6 +30,7 @@ type searchArgs struct {
 	MaxPages   *int           `json:"max_pages,omitempty" jsonschema:"Most upstream pages read."`
 	DeadlineMS *int           `json:"deadline_ms,omitempty" jsonschema:"Time budget (at most 120000)."`
 	Cursor     string         `json:"cursor,omitempty" jsonschema:"continuation.cursor of the same query."`
+	Count      string         `json:"count,omitempty" jsonschema:"verified (default): count every match; claimed: the upstream's own total from one page, labeled, its cursor verifies."`
 }
 
 func (searchArgs) schema(s *jsonschema.Schema) {
@@ -39,6 +40,7 @@ func (searchArgs) schema(s *jsonschema.Schema) {
 	p["fields"].Examples = []any{[]any{"id", "name"}}
 	p["group_by"].MaxItems, p["group_by"].Examples = jsonschema.Ptr(5), []any{[]any{"status"}}
 	p["cursor"].MinLength, p["cursor"].Examples = jsonschema.Ptr(1), []any{"<continuation.cursor>"}
+	enum(p["count"], countVerified, countClaimed)
 	setBudget(s)
 }
 
@@ -57,6 +59,10 @@ type searchData struct {
 	Delivered     delivered                   `json:"delivered"`
 	// UpstreamTotalEstimate is the total the upstream claims, unproven.
 	UpstreamTotalEstimate *int `json:"upstream_total_estimate,omitempty"`
+	// UpstreamClaim is the upstream's total asked for with count: claimed,
+	// in the answer that gives it (TotalMatched is then the claim, and
+	// TotalRelation claimed) and in every answer continuing its cursor.
+	UpstreamClaim *upstreamClaim `json:"upstream_claim,omitempty"`
 }
 
 // delivered places a page of items within the frozen result.
@@ -69,7 +75,7 @@ type delivered struct {
 func (searchData) schema(s *jsonschema.Schema) {
 	prop(s, "items", "[]").Type = "object"
 	prop(s, "total_matched").Minimum = jsonschema.Ptr(0.0)
-	enum(prop(s, "total_relation"), envelope.RelationEq, envelope.RelationGte)
+	enum(prop(s, "total_relation"), envelope.RelationEq, envelope.RelationGte, envelope.RelationClaimed)
 	// The upstream's number, beyond 2^53−1 a string (envelope.IJSON).
 	est := prop(s, "upstream_total_estimate")
 	est.Types, est.Type = []string{"integer", "string"}, ""
@@ -211,6 +217,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	fp := fingerprint(r.Name, filter, fields, a.GroupBy, b.maxItems > 0)
 
 	var fs *scancache.Scan
+	var claim *upstreamClaim
 	offset := 0
 	expired := false
 	if a.Cursor != "" && !bad["cursor"] {
@@ -226,7 +233,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 			if fs, ok = d.Scans.Get(ctx, p.Scan, p.Rev); !ok {
 				expired = true
 			}
-			offset = p.Offset
+			offset, claim = p.Offset, p.Claim
 		}
 	}
 	if len(errs) > 0 {
@@ -269,18 +276,57 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 		}
 		fs = scancache.NewScan(uuid.NewString(), fp, r.NewScan(spec), sink)
 	}
+	// A cursor continues (and verifies) whatever count says: the claim,
+	// if one was given, travels in it.
+	askClaim := a.Count == countClaimed && a.Cursor == ""
+	if askClaim {
+		if w := claimRefused(r, filter, a.GroupBy); w != nil {
+			warnings, askClaim = append(warnings, *w), false
+		}
+	}
 	out := fs.Scan.Outcome()
 	if offset == 0 || out.Resumable {
 		d.Scans.Ran(fs)
-		err := fs.Scan.Run(ctx, upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline})
+		bud := upstream.Budget{MaxPages: b.maxPages, PagesLimitSource: b.pagesSource, Deadline: b.deadline, FirstPages: askClaim}
+		err := fs.Scan.Run(ctx, bud)
+		out = fs.Scan.Outcome()
+		if err == nil && askClaim {
+			claim, warnings, err = d.claimOrVerify(ctx, r, fs, bud, &out, warnings)
+		}
 		stopProgress()
 		if err != nil {
 			return d.scanProblem(ctx, err)
 		}
-		out = fs.Scan.Outcome()
 	}
 	stopProgress()
-	return d.deliver(r, fs, out, offset, b, scope, warnings)
+	return d.deliver(r, fs, out, offset, b, scope, warnings, claim)
+}
+
+// claimOrVerify follows a run that read the first pages for the
+// upstream's claim: the claim when it stands; else CLAIM_UNAVAILABLE says
+// why, and the scan goes on counting within what is left of the budget,
+// as without count. A run that settled the count itself gives no claim.
+func (d *Deps) claimOrVerify(ctx context.Context, r *upstream.Resource, fs *scancache.Scan, bud upstream.Budget, out *upstream.Outcome,
+	warnings []envelope.Warning) (*upstreamClaim, []envelope.Warning, error) {
+	c, whyNot, source := fs.Scan.Claim()
+	if whyNot == "" {
+		if claimGiven(*out) {
+			return newClaim(c), warnings, nil
+		}
+		return nil, warnings, nil
+	}
+	warnings = append(warnings, claimMissing(r, whyNot, source))
+	// A source stopped for its claim waits while another had none: it
+	// is counted now.
+	left := bud.MaxPages - out.Pages
+	if out.Continuation != envelope.ContinueNextCursor || left <= 0 {
+		return nil, warnings, nil
+	}
+	bud.MaxPages, bud.FirstPages = left, false
+	bud.Deadline = max(bud.Deadline-out.Elapsed, time.Millisecond)
+	err := fs.Scan.Run(ctx, bud)
+	*out = fs.Scan.Outcome()
+	return nil, warnings, err
 }
 
 // effectiveFilter applies the resource's default filter to keys the caller
@@ -324,7 +370,8 @@ func orNone[S ~[]E, E any](s S) S {
 	return s
 }
 
-func (d *Deps) deliver(r *upstream.Resource, fs *scancache.Scan, out upstream.Outcome, offset int, b budget, scope *envelope.Scope, warnings []envelope.Warning) *envelope.Envelope {
+func (d *Deps) deliver(r *upstream.Resource, fs *scancache.Scan, out upstream.Outcome, offset int, b budget, scope *envelope.Scope, warnings []envelope.Warning,
+	claim *upstreamClaim) *envelope.Envelope {
 	env := &envelope.Envelope{Scope: scope}
 	if out.Snapshot != nil {
 		scope.Snapshot = out.Snapshot
@@ -387,7 +434,7 @@ func (d *Deps) deliver(r *upstream.Resource, fs *scancache.Scan, out upstream.Ou
 	}
 	switch cont.Kind {
 	case envelope.ContinueNextCursor, envelope.ContinueRetryAfter:
-		cont.Cursor = d.scanCursor(fs, next)
+		cont.Cursor = d.scanCursor(fs, next, claim)
 	}
 	if cont.Kind == envelope.ContinueNextCursor {
 		reasons = append([]envelope.Reason{envelope.NewReason(envelope.MorePagesAvailable)}, reasons...)
@@ -412,6 +459,16 @@ func (d *Deps) deliver(r *upstream.Resource, fs *scancache.Scan, out upstream.Ou
 	if out.UpstreamEstimate != nil {
 		data.UpstreamTotalEstimate = envelope.Ptr(*out.UpstreamEstimate)
 		warnings = append(warnings, envelope.NewWarning(envelope.WarnEstimatedTotal, r.Name))
+	}
+	if claim != nil {
+		c := *claim
+		c.Status = claimStatus(&c, out)
+		data.UpstreamClaim = &c
+		if claimGiven(out) {
+			// The answer that gives the claim: the number asked for is
+			// the upstream's, and says so; coverage keeps what was read.
+			data.TotalMatched, data.TotalRelation = c.Total, envelope.RelationClaimed
+		}
 	}
 	env.Warnings = warnings
 	env.Data = data
@@ -442,10 +499,10 @@ func (d *Deps) scanProblem(ctx context.Context, err error) *envelope.Envelope {
 
 // scanCursor returns the continuation cursor of fs at delivery offset off:
 // the cache keeps fs (and the store too, when shared) for it.
-func (d *Deps) scanCursor(fs *scancache.Scan, off int) string {
+func (d *Deps) scanCursor(fs *scancache.Scan, off int, claim *upstreamClaim) string {
 	rev, err := d.Scans.Keep(fs)
 	if err != nil {
 		d.Logger.Warn("a frozen scan could not be saved to the store: its cursor continues only on this process", "scan", fs.ID, "err", err)
 	}
-	return d.Cursors.encode(cursorPayload{Scan: fs.ID, Offset: off, Fingerprint: fs.Fingerprint, Rev: rev})
+	return d.Cursors.encode(cursorPayload{Scan: fs.ID, Offset: off, Fingerprint: fs.Fingerprint, Rev: rev, Claim: claim})
 }

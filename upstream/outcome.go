@@ -50,6 +50,9 @@ func (s *Scan) Outcome() Outcome {
 	var restart, retry, cursor, narrow bool
 	var cutPages, cutDeadline bool
 	retryAfter := 0
+	// A run that stopped after the first pages to read the upstream's
+	// claim: what is unverified is the claim, not a budget's cut.
+	claim := s.claimCutLocked()
 	for _, src := range s.srcs {
 		cov := envelope.SourceCoverage{Name: src.cfg.Name, Pages: src.pages, ItemsScanned: src.items}
 		switch src.status {
@@ -90,6 +93,9 @@ func (s *Scan) Outcome() Outcome {
 			}
 		case srcCutPages:
 			cov.Status, cov.Reason = envelope.SourcePartial, envelope.ResultLimitReached
+			if claim {
+				cov.Reason = envelope.UpstreamClaimUnverified
+			}
 			cutPages, cursor = true, true
 		case srcCutDeadline, srcPending:
 			cov.Status, cov.Reason = envelope.SourcePartial, envelope.TimeBudgetExceeded
@@ -122,7 +128,12 @@ func (s *Scan) Outcome() Outcome {
 		}
 		o.Sources = append(o.Sources, cov)
 	}
-	if cutPages {
+	switch {
+	case cutPages && claim:
+		rs := envelope.NewReason(envelope.UpstreamClaimUnverified)
+		rs.Member = s.r.TotalMember()
+		o.Reasons = append(o.Reasons, rs)
+	case cutPages:
 		rs := envelope.NewReason(envelope.ResultLimitReached)
 		rs.Limit, rs.LimitSource = envelope.Ptr(s.budget.MaxPages), s.budget.PagesLimitSource
 		o.Reasons = append(o.Reasons, rs)

@@ -69,6 +69,10 @@ type Budget struct {
 	MaxPages         int
 	PagesLimitSource string
 	Deadline         time.Duration
+	// FirstPages stops every source after its first page: a run that reads
+	// the upstream's claim (see Scan.Claim) and no more. A later Run
+	// without it goes on from there.
+	FirstPages bool
 }
 
 // ScanError ends a whole call with a problem: the scan cannot go on in a way
@@ -99,7 +103,13 @@ const (
 type sourceScan struct {
 	// fromTotal is set when the source's count is the upstream's declared
 	// exact total (a counts-only scan), not the items read.
-	fromTotal  bool
+	fromTotal bool
+	// first is the source's first page's total as a claim, or why it
+	// cannot be one (see Scan.Claim); claimStop says a run with
+	// Budget.FirstPages stopped the source there. Neither outlives the
+	// process: a claim is given in the call that read it.
+	first      firstTotal
+	claimStop  bool
 	cfg        config.SourceConfig
 	base       *url.URL
 	state      pageState
@@ -382,6 +392,9 @@ func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
 		s.mu.Unlock()
 		if st.Done {
 			s.finishSource(src)
+			return
+		}
+		if st.Started && s.stopForClaim(src) {
 			return
 		}
 		if st.Probe {

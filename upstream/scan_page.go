@@ -92,6 +92,9 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	if pg.totalPages != nil && st.TotalPages != nil && *pg.totalPages != *st.TotalPages {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_pages_changed")
 	}
+	if !st.Started {
+		src.first = firstTotalOf(r, pg)
+	}
 	if pg.hasBoundary && r.decodedID(pg.boundary) != src.lastID {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "page_boundary_shifted")
 	}
