@@ -1,6 +1,9 @@
 package config
 
-import "regexp"
+import (
+	"fmt"
+	"regexp"
+)
 
 // FormSigV4 is AWS Signature Version 4: every request signed with an
 // access key, for AWS's JSON APIs and those that speak them.
@@ -18,6 +21,19 @@ type SigV4Config struct {
 	SessionToken    *SecretSource `yaml:"session_token"`
 	Region          string        `yaml:"region"`
 	Service         string        `yaml:"service"`
+}
+
+var sigV4Kind = CredentialKind{
+	Name:   FormSigV4,
+	keys:   []string{"aws_sigv4"},
+	chosen: func(c *CredentialConfig) bool { return c.SigV4 != nil },
+	check: func(l *errList, c *CredentialConfig, p []string) {
+		validateSigV4(l, c.SigV4, append(append([]string(nil), p...), "aws_sigv4"))
+	},
+	sources: func(c *CredentialConfig) []namedSource { return sigV4Sources(c.SigV4) },
+	summary: func(c *CredentialConfig, parts []string) string {
+		return fmt.Sprintf("AWS Signature Version 4 for %s in %s, %s", c.SigV4.Service, c.SigV4.Region, joinParts(parts))
+	},
 }
 
 // awsName is a region or a service name as AWS writes them.

@@ -42,7 +42,7 @@ func TestParseConfig_CredentialProblemsAreNamedAllAtOnce(t *testing.T) {
 		{"empty", "    credential: {}", []string{"upstreams.api.credential: set one form"}},
 		{"two forms", "    credential:\n      env: TOKEN\n      basic: {user: {env: U}, password: {env: P}}", []string{"upstreams.api.credential: one form per credential"}},
 		{"query with a header", "    credential: {env: KEY, query: \"api key\", header: X-Key}", []string{
-			"upstreams.api.credential.query: must be a query parameter name", "upstreams.api.credential.query: query sends the secret as a query parameter"}},
+			"upstreams.api.credential.query: must be a query parameter name", "upstreams.api.credential.header: the query form does not read header; static reads it"}},
 		{"basic halves", "    credential:\n      basic:\n        user: {env: U, file: /u}\n        password: {}", []string{
 			"line 7: upstreams.api.credential.basic.user: set exactly one of env or file", "line 8: upstreams.api.credential.basic.password: set exactly one of env or file"}},
 		{"oauth2 everything wrong", "    credential:\n      oauth2:\n        token_url: http://login.example.com/token\n        client_secret: s3cr3t-inline-value\n        scopes: [\"two words\"]\n        resource: relative/path\n        auth_method: private_key_jwt", []string{

@@ -110,6 +110,22 @@ func RenderSession(t string, values map[string]string) (string, error) {
 // validateSession checks a session credential: its secrets, each step
 // (names, methods, paths, bodies, what every reference names), the
 // header, the CSRF step and where its token goes, and the expiry.
+var sessionKind = CredentialKind{
+	Name:   FormSession,
+	keys:   []string{"session"},
+	chosen: func(c *CredentialConfig) bool { return c.Session != nil },
+	check: func(l *errList, c *CredentialConfig, p []string) {
+		validateSession(l, c.Session, append(append([]string(nil), p...), "session"))
+	},
+	sources: func(c *CredentialConfig) []namedSource {
+		var out []namedSource
+		for _, name := range slices.Sorted(maps.Keys(c.Session.Secrets)) {
+			out = append(out, namedSource{"session secret " + name, c.Session.Secrets[name]})
+		}
+		return out
+	},
+}
+
 func validateSession(l *errList, s *SessionConfig, p []string) {
 	at := func(k ...string) []string { return append(append([]string(nil), p...), k...) }
 	for _, name := range slices.Sorted(maps.Keys(s.Secrets)) {

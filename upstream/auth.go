@@ -5,20 +5,15 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 )
 
 // credential is an upstream's loaded credential: what Do adds to every
@@ -65,6 +60,23 @@ func readSecret(src config.SecretSource, what string, getenv func(string) string
 	return v, nil
 }
 
+// loadForm reads one credential form's secrets into c (what Do sends and
+// what to redact) and returns the material its fingerprint mixes.
+type loadForm func(c *credential, cr *config.CredentialConfig, opts Options, timeout time.Duration) (material []string, err error)
+
+// credentialLoaders is every credential form's loader, keyed by the form
+// config's table of credential kinds names (a test holds the two to the
+// same forms). client_certificate, which goes with any form, is loaded
+// by loadCredential itself.
+var credentialLoaders = map[string]loadForm{
+	config.FormStatic:  loadStatic,
+	config.FormQuery:   loadQuery,
+	config.FormBasic:   loadBasic,
+	config.FormSession: loadSessionSecrets,
+	config.FormOAuth2:  loadOAuth2Form,
+	config.FormSigV4:   loadSigV4Form,
+}
+
 // loadCredential reads every secret a credential names and builds what
 // Do needs: failing at start-up, not at the first call.
 func loadCredential(cr *config.CredentialConfig, opts Options, timeout time.Duration) (*credential, error) {
@@ -77,75 +89,12 @@ func loadCredential(cr *config.CredentialConfig, opts Options, timeout time.Dura
 		}
 	}
 	mix(cr.Form())
-	switch cr.Form() {
-	case config.FormStatic:
-		secret, err := readSecret(config.SecretSource{Env: cr.Env, File: cr.File}, "credential", opts.Getenv)
+	if load := credentialLoaders[cr.Form()]; load != nil {
+		material, err := load(c, cr, opts, timeout)
 		if err != nil {
 			return nil, err
 		}
-		c.header = cr.Header
-		if c.header == "" {
-			c.header = "Authorization"
-		}
-		scheme := "Bearer"
-		if cr.Scheme != nil {
-			scheme = *cr.Scheme
-		}
-		c.value = strings.TrimSpace(scheme + " " + secret)
-		c.secrets = append(credentialSecrets(c.value), secret)
-		mix(c.header, c.value)
-	case config.FormQuery:
-		secret, err := readSecret(config.SecretSource{Env: cr.Env, File: cr.File}, "credential", opts.Getenv)
-		if err != nil {
-			return nil, err
-		}
-		c.query, c.key = cr.Query, secret
-		c.secrets = []string{secret}
-		mix(c.query, c.key)
-	case config.FormBasic:
-		user, err := readSecret(cr.Basic.User, "credential: basic user", opts.Getenv)
-		if err != nil {
-			return nil, err
-		}
-		pass, err := readSecret(cr.Basic.Password, "credential: basic password", opts.Getenv)
-		if err != nil {
-			return nil, err
-		}
-		c.header = "Authorization"
-		c.value = "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
-		// The pair, the password and the base64 forms; never the user
-		// alone, which may be an ordinary word.
-		c.secrets = credentialSecrets(c.value)
-		mix(user, pass)
-	case config.FormSession:
-		// The session itself is built by newClient, which has the
-		// transport it shares; its material is fingerprinted here.
-		for _, name := range slices.Sorted(maps.Keys(cr.Session.Secrets)) {
-			v, err := readSecret(cr.Session.Secrets[name], "credential: session: secrets: "+name, opts.Getenv)
-			if err != nil {
-				return nil, err
-			}
-			mix(name, v)
-		}
-		for _, st := range cr.Session.Steps {
-			mix(st.Method, st.Path)
-		}
-	case config.FormSigV4:
-		sg, secrets, err := loadSigV4(cr.SigV4, opts)
-		if err != nil {
-			return nil, err
-		}
-		c.sigv4 = sg
-		c.secrets = secrets
-		mix(sg.creds.AccessKeyID, sg.creds.SecretAccessKey, sg.creds.SessionToken, sg.region, sg.service)
-	case config.FormOAuth2:
-		ts, secrets, err := loadOAuth2(cr.OAuth2, opts, timeout)
-		if err != nil {
-			return nil, err
-		}
-		c.tokens = ts
-		c.secrets = secrets
-		mix(ts.cfg.TokenURL, ts.cfg.ClientID, ts.cfg.ClientSecret, strings.Join(ts.cfg.Scopes, " "), ts.cfg.EndpointParams.Encode(), fmt.Sprint(ts.cfg.AuthStyle))
+		mix(material...)
 	}
 	if cc := cr.ClientCertificate; cc != nil {
 		cfg, material, err := loadClientCert(cc)
@@ -157,59 +106,6 @@ func loadCredential(cr *config.CredentialConfig, opts Options, timeout time.Dura
 	}
 	c.print = h.Sum(nil)
 	return c, nil
-}
-
-// loadOAuth2 builds the token source of an OAuth 2.0 client: the client
-// secret read, the token endpoint's own HTTP client (the upstream's
-// timeout, the proxy from the environment), the parameters of the grant.
-func loadOAuth2(o *config.OAuth2Config, opts Options, timeout time.Duration) (*tokenSource, []string, error) {
-	tokenURL, err := config.ExpandEnv(o.TokenURL, opts.Getenv)
-	if err == nil {
-		err = config.CheckTokenURL(tokenURL)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("credential: oauth2: token_url: %w", err)
-	}
-	clientID, err := config.ExpandEnv(o.ClientID, opts.Getenv)
-	if err != nil {
-		return nil, nil, fmt.Errorf("credential: oauth2: client_id: %w", err)
-	}
-	secret, err := readSecret(o.ClientSecret, "credential: oauth2: client_secret", opts.Getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	params := url.Values{}
-	if o.Audience != "" {
-		params.Set("audience", o.Audience)
-	}
-	if o.Resource != "" {
-		params.Set("resource", o.Resource)
-	}
-	style := oauth2.AuthStyleInHeader
-	if o.AuthMethod == config.AuthClientSecretPost {
-		style = oauth2.AuthStyleInParams
-	}
-	cfg := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: tokenURL, Scopes: o.Scopes, EndpointParams: params, AuthStyle: style}
-	hc := &http.Client{
-		Timeout:   timeout,
-		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: opts.DialContext, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second},
-		// The client secret goes to the token endpoint only.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	// The secret as sent: raw in a form body, URL-encoded, and in the
-	// Basic header client_secret_basic builds (id and secret URL-encoded).
-	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(clientID)+":"+url.QueryEscape(secret)))
-	secrets := append([]string{secret, url.QueryEscape(secret)}, credentialSecrets(basic)...)
-	red := opts.Redactor
-	ts := newTokenSource(cfg, hc, opts.Clock, opts.Logger, func(tok *oauth2.Token) {
-		// Learned before the token is used, so that nothing it reaches
-		// can carry it out.
-		red.Add(tok.AccessToken, "Bearer "+tok.AccessToken, tok.RefreshToken)
-		if id, ok := tok.Extra("id_token").(string); ok {
-			red.Add(id)
-		}
-	})
-	return ts, secrets, nil
 }
 
 // loadClientCert reads a client certificate and its key (and the trusted

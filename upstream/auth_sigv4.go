@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/aws/smithy-go/aws-http-auth/credentials"
@@ -20,6 +21,17 @@ type sigV4 struct {
 	creds           credentials.Credentials
 	region, service string
 	clock           Clock
+}
+
+// loadSigV4Form reads an AWS Signature Version 4 credential.
+func loadSigV4Form(c *credential, cr *config.CredentialConfig, opts Options, _ time.Duration) ([]string, error) {
+	sg, secrets, err := loadSigV4(cr.SigV4, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.sigv4 = sg
+	c.secrets = secrets
+	return []string{sg.creds.AccessKeyID, sg.creds.SecretAccessKey, sg.creds.SessionToken, sg.region, sg.service}, nil
 }
 
 // loadSigV4 reads the access key, its secret and the session token.

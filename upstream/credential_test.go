@@ -297,3 +297,20 @@ func TestCredentialInfo_NamesTheFormAndTheSourceNeverTheSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentialLoaders_OneForEveryFormConfigNames: upstream loads exactly
+// the credential forms config's table of kinds names.
+func TestCredentialLoaders_OneForEveryFormConfigNames(t *testing.T) {
+	names := map[string]bool{}
+	for _, k := range config.CredentialKinds() {
+		names[k.Name] = true
+		if credentialLoaders[k.Name] == nil {
+			t.Errorf("config names the form %s, upstream has no loader for it", k.Name)
+		}
+	}
+	for name := range credentialLoaders {
+		if !names[name] {
+			t.Errorf("upstream loads a form %s that config does not name", name)
+		}
+	}
+}

@@ -98,6 +98,24 @@ func (j *sessionJar) reset() {
 	j.mu.Unlock()
 }
 
+// loadSessionSecrets reads a session's secrets at start-up: the session
+// itself is built by newClient, which has the transport it shares, and
+// its material is fingerprinted here.
+func loadSessionSecrets(_ *credential, cr *config.CredentialConfig, opts Options, _ time.Duration) ([]string, error) {
+	var material []string
+	for _, name := range slices.Sorted(maps.Keys(cr.Session.Secrets)) {
+		v, err := readSecret(cr.Session.Secrets[name], "credential: session: secrets: "+name, opts.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		material = append(material, name, v)
+	}
+	for _, st := range cr.Session.Steps {
+		material = append(material, st.Method, st.Path)
+	}
+	return material, nil
+}
+
 // loadSession reads the session's secrets and builds its client, which
 // shares the upstream's transport and cookie jar and follows no redirect.
 func loadSession(sc *config.SessionConfig, base *url.URL, opts Options, timeout time.Duration, transport http.RoundTripper, maxBody int64) (*session, []string, error) {
