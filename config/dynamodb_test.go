@@ -74,3 +74,23 @@ func TestDynamoDBConfig_RefusesWhatItCannotSendAsDeclared(t *testing.T) {
 		}
 	}
 }
+
+// TestDocs_TheDynamoDBExampleIsAConfigurationCheckAccepts: the DynamoDB
+// section's example is followed as written: with an environment, check
+// accepts it.
+func TestDocs_TheDynamoDBExampleIsAConfigurationCheckAccepts(t *testing.T) {
+	doc := readDoc(t, "../docs/config.md")
+	start := strings.Index(doc, "\n## DynamoDB\n")
+	if start < 0 {
+		t.Fatal("docs/config.md has no DynamoDB section")
+	}
+	sec := doc[start:]
+	from := strings.Index(sec, "```yaml\n")
+	to := strings.Index(sec[from+8:], "```")
+	if from < 0 || to < 0 {
+		t.Fatal("the DynamoDB section holds no YAML example")
+	}
+	if _, err := Parse([]byte("environment: docs\n" + sec[from+8:from+8+to])); err != nil {
+		t.Errorf("the documented DynamoDB configuration: %v", err)
+	}
+}
