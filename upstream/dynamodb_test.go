@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -310,3 +311,81 @@ func mapValues(m map[string]any) []any {
 type itemSink struct{ items []*Item }
 
 func (s *itemSink) Add(it *Item) error { s.items = append(s.items, it); return nil }
+
+// TestDynamoDBScanState_SealsTheWholeObjectAndResumesFromIt: a scan saved
+// after one page keeps LastEvaluatedKey only sealed, and resumed (as
+// another process would) sends it back whole, typed, as
+// ExclusiveStartKey.
+func TestDynamoDBScanState_SealsTheWholeObjectAndResumesFromIt(t *testing.T) {
+	f := &fakeDynamo{}
+	for i := range 5 {
+		f.items = append(f.items, typedItem(t, fmt.Sprintf(`{"pk":{"S":"secret-key-%02d"},"status":{"S":"active"}}`, i)))
+	}
+	r := dynamoResource(t, f, 2)
+	sink := &collect{}
+	scan := r.NewScan(ScanSpec{Sink: sink, RequestID: "t"})
+	if err := scan.Run(context.Background(), Budget{MaxPages: 1, PagesLimitSource: "caller", Deadline: 60e9}); err != nil {
+		t.Fatal(err)
+	}
+	state, err := scan.State(xorSealer(0x5a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last id is kept in clear, as for every dialect; the object is
+	// not.
+	if strings.Contains(string(state), `"pk"`) || strings.Contains(string(state), `{\"S\"`) {
+		t.Fatalf("the state shows the continuation object: %s", state)
+	}
+	resumed, err := r.ResumeScan(ScanSpec{Sink: sink, RequestID: "t"}, state, xorSealer(0x5a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.Run(context.Background(), Budget{MaxPages: 10, PagesLimitSource: "caller", Deadline: 60e9}); err != nil {
+		t.Fatal(err)
+	}
+	if !resumed.Outcome().ScanComplete || len(sink.ids) != 5 {
+		t.Fatalf("resumed: complete %v, ids %v", resumed.Outcome().ScanComplete, sink.ids)
+	}
+	if k, _ := jsonvalue.Canonical(f.bodies[1]["ExclusiveStartKey"]); string(k) != `{"pk":{"S":"secret-key-01"}}` {
+		t.Errorf("the resumed scan sent ExclusiveStartKey %s; want the saved object whole", k)
+	}
+}
+
+// TestDeclaredConflict_IsAnUpstreamConflict: a 400 whose __type the
+// upstream's conflicts declare (DynamoDB's ConditionalCheckFailedException)
+// is UPSTREAM_CONFLICT; another 400 stays a rejection.
+func TestDeclaredConflict_IsAnUpstreamConflict(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		if r.URL.Path == "/cond" {
+			fmt.Fprint(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed"}`)
+			return
+		}
+		fmt.Fprint(w, `{"__type":"com.amazon.coral.validate#ValidationException","message":"bad"}`)
+	}))
+	t.Cleanup(ts.Close)
+	rt := runtimeFor(t, []byte(fmt.Sprintf(`environment: test
+upstreams:
+  ddb:
+    base_url: %q
+    retries: 0
+    json_media_types: [application/x-amz-json-1.0]
+    conflicts: [{status: 400, member: __type, match: ConditionalCheckFailedException}]
+resources:
+  a:
+    upstream: ddb
+    list: {path: /, items: Items}
+    pagination: {dialect: cursor, has_more: more}
+    id_field: id
+    fields: {id: {type: string}}
+`, ts.URL)))
+	c := rt.Resources["a"].Upstream
+	for path, want := range map[string]envelope.ProblemCode{"/cond": envelope.ProblemUpstreamConflict, "/other": envelope.ProblemUpstreamRejected} {
+		u, _ := url.Parse(ts.URL + path)
+		_, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: u, Body: []byte(`{}`)})
+		if p := ProblemFor(err, nil); p.Code != want {
+			t.Errorf("%s: %v -> %s; want %s", path, err, p.Code, want)
+		}
+	}
+}
