@@ -271,6 +271,9 @@ type GetConfig struct {
 	Method string `yaml:"method"`
 	Body   any    `yaml:"body"`
 	Absent string `yaml:"absent"`
+	// Headers are sent with the read, each replacing the upstream's
+	// header of the same name (list.headers).
+	Headers map[string]string `yaml:"headers"`
 }
 
 // Write verification (verify).

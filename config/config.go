@@ -68,6 +68,11 @@ type UpstreamConfig struct {
 	// upstream is rate-limiting (DynamoDB's 400 with
 	// ProvisionedThroughputExceededException).
 	Throttling []ThrottlingConfig `yaml:"throttling"`
+	// Conflicts declares the error answers besides 409 and 412 that say
+	// a conditional write's condition failed (DynamoDB's 400 with
+	// ConditionalCheckFailedException), in the same form: the target
+	// changed since it was read, and nothing was applied.
+	Conflicts []ThrottlingConfig `yaml:"conflicts"`
 }
 
 // Query encodings (upstreams.NAME.query_encoding, list.query_encoding).
@@ -147,6 +152,11 @@ type ResourceConfig struct {
 	SelectionTTL  time.Duration            `yaml:"selection_ttl"`
 	Invariants    []InvariantConfig        `yaml:"invariants"`
 	Contract      *ContractConfig          `yaml:"contract"`
+	// ItemEncoding is how the API writes its items' values: dynamodb
+	// wraps each attribute in a typed AttributeValue ({"S": "x"},
+	// {"N": "20"}, {"NULL": true}, …). Every read sees the plain value
+	// (a number exact, NULL as null), and writes carry it back typed.
+	ItemEncoding string `yaml:"item_encoding"`
 }
 
 // ListConfig is the list endpoint.
@@ -173,6 +183,11 @@ type ListConfig struct {
 	// expression name, as one expression in the API's language (OData's
 	// $filter). See ExpressionConfig.
 	Expression *ExpressionConfig `yaml:"expression"`
+	// Headers are sent with every page's request, each replacing the
+	// upstream's header of the same name (DynamoDB names its operation
+	// in X-Amz-Target: Scan for the list, GetItem for get, UpdateItem for
+	// an action).
+	Headers map[string]string `yaml:"headers"`
 }
 
 // PaginationConfig selects a dialect and names its parameters and response
@@ -321,6 +336,10 @@ type FieldConfig struct {
 	// keys and values): it is read decoded everywhere (filters, review,
 	// digests) and written back encoded.
 	Decode string `yaml:"decode"`
+	// Set is the DynamoDB set type an array field is written back as
+	// (SS, NS or BS; item_encoding: dynamodb): a list is written as L
+	// otherwise, which would change the attribute's type.
+	Set string `yaml:"set"`
 	// Volatile marks a field the upstream changes on every write
 	// (Redmine's updated_on, CouchDB's _rev): a write that changes it is
 	// not said to have changed more than its effect.

@@ -1,5 +1,7 @@
 package config
 
+import "strings"
+
 // DialectContinueObject continues a list with a whole object the answer
 // carries, every member of which goes back into the next request
 // (MediaWiki's continue: {apcontinue: "…", continue: "-||"}, and with a
@@ -32,7 +34,12 @@ type ContinuationObjectConfig struct {
 // The object's own members are sent back, so it reads no cursor,
 // continue token or end flag.
 type continueObjectKeys struct {
-	ContinuePath             string `yaml:"continue_path"`
+	ContinuePath string `yaml:"continue_path"`
+	// ContinueParam, when set, sends the object back whole as the value
+	// of this body member of a POST list (DynamoDB's LastEvaluatedKey as
+	// ExclusiveStartKey), its members any JSON at any depth; unset, each
+	// member goes back as a parameter of its own (MediaWiki).
+	ContinueParam            string `yaml:"continue_param"`
 	ContinuationObjectConfig `yaml:",inline"`
 }
 
@@ -47,5 +54,19 @@ func resolveContinueObject(p *PaginationConfig) {
 func checkContinueObject(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 	if r.List.ScalarItemField != "" && r.Pagination.BatchComplete != "" {
 		l.add("a batch merges items by id: they must be objects", at("pagination", "batch_complete")...)
+	}
+	if p := r.Pagination.ContinueParam; p != "" {
+		size := r.Pagination.PageSizeParam
+		if size == "" {
+			size = "limit"
+		}
+		switch {
+		case !strings.EqualFold(r.List.Method, "POST"):
+			l.add("a whole continuation object is sent in a POST list's body: set list.method: POST", at("pagination", "continue_param")...)
+		case p == size || (r.List.Expression != nil && p == r.List.Expression.Param):
+			l.add("the member carries the continuation alone: not the page size or the filter expression too", at("pagination", "continue_param")...)
+		case r.Pagination.BatchComplete != "":
+			l.add("a batch follows MediaWiki's continuation, whose members go back one by one: leave out continue_param", at("pagination", "continue_param")...)
+		}
 	}
 }

@@ -56,13 +56,29 @@ type ExpressionConfig struct {
 	// Suffix is written after them all (JQL's ORDER BY).
 	Base   string `yaml:"base"`
 	Suffix string `yaml:"suffix"`
+	// Names and Values, for a POST list, are the body members that bind
+	// the expression's names and values (DynamoDB's
+	// ExpressionAttributeNames and ExpressionAttributeValues): {{field}}
+	// is then a name placeholder (#f0) and {{value}} a value placeholder
+	// (:f0v0) bound to the typed value, so that no name or value is ever
+	// written into the expression's text, and Quote and Escape are not
+	// used. {{null_type}} (in is_null) is bound to the type name NULL.
+	Names  string `yaml:"names"`
+	Values string `yaml:"values"`
 }
+
+// Bound reports whether the expression binds its names and values
+// (Names and Values) rather than writing literals.
+func (x *ExpressionConfig) Bound() bool { return x != nil && x.Values != "" }
 
 // Expression languages built in.
 const (
 	LanguageOData  = "odata"
 	LanguageJQL    = "jql"
 	LanguageLucene = "lucene"
+	// LanguageDynamoDB is DynamoDB's FilterExpression, every name and
+	// value bound (ExpressionAttributeNames, ExpressionAttributeValues).
+	LanguageDynamoDB = "dynamodb"
 )
 
 // builtinLanguages are the rules of each built-in language.
@@ -84,6 +100,12 @@ var builtinLanguages = map[string]ExpressionConfig{
 	LanguageLucene: {Eq: "{{field}}:{{value}}", In: "{{field}}:({{values}})", Contains: "{{field}}:{{value}}",
 		Gt: "{{field}}:{{{value}} TO *}", Gte: "{{field}}:[{{value}} TO *]", Lt: "{{field}}:{* TO {{value}}}", Lte: "{{field}}:[* TO {{value}}]",
 		ListSeparator: " OR ", Join: " AND ", Quote: `"`, Escape: map[string]string{`"`: `\"`, `\`: `\\`}},
+	// DynamoDB: null is an absent attribute or one of type NULL, as
+	// airlock's null is. Comparisons are left to airlock: DynamoDB
+	// orders strings by their bytes, which is not a timestamp's order.
+	LanguageDynamoDB: {Eq: "{{field}} = {{value}}", In: "{{field}} IN ({{values}})",
+		Null: "attribute_not_exists({{field}}) OR attribute_type({{field}}, {{null_type}})", Contains: "contains({{field}}, {{value}})",
+		ListSeparator: ", ", Join: " AND ", Names: "ExpressionAttributeNames", Values: "ExpressionAttributeValues"},
 }
 
 // ResolveExpression fills an expression's unset rules from its language.
@@ -109,6 +131,8 @@ func ResolveExpression(e *ExpressionConfig) *ExpressionConfig {
 	set(&out.ListSeparator, b.ListSeparator)
 	set(&out.Join, b.Join)
 	set(&out.Quote, b.Quote)
+	set(&out.Names, b.Names)
+	set(&out.Values, b.Values)
 	if out.Escape == nil {
 		out.Escape = b.Escape
 	}
@@ -156,7 +180,7 @@ func validateExpression(l *errList, r *ResourceConfig, at func(k ...string) []st
 	}
 	if e.Language != "" {
 		if _, ok := builtinLanguages[e.Language]; !ok {
-			l.add("unknown language; use odata, jql or lucene, or leave it out and declare the templates and quoting", p("language")...)
+			l.add("unknown language; use odata, jql, lucene or dynamodb, or leave it out and declare the templates and quoting", p("language")...)
 			return
 		}
 	}
@@ -180,6 +204,10 @@ func validateExpression(l *errList, r *ResourceConfig, at func(k ...string) []st
 	}
 	if x.Join == "" {
 		l.add("required: what joins two clauses (\" and \")", p("join")...)
+	}
+	if x.Bound() || x.Names != "" {
+		validateBound(l, r, x, p)
+		return
 	}
 	if utf8.RuneCountInString(x.Quote) != 1 {
 		l.add("required: the one character that delimits a string literal", p("quote")...)
@@ -244,5 +272,23 @@ func validateComparison(l *errList, r *ResourceConfig, f *FilterConfig, field st
 	}
 	if f.Multi != "" || f.MultiParam != "" || f.NullParam != "" || f.Null != nil {
 		l.add("a comparison takes one value: leave out multi, multi_param, null_param and is_null", p("op")...)
+	}
+}
+
+// validateBound checks an expression that binds its names and values:
+// both members are named, in a POST list's body, and no template writes
+// a value itself.
+func validateBound(l *errList, r *ResourceConfig, x *ExpressionConfig, p func(k ...string) []string) {
+	if x.Names == "" || x.Values == "" {
+		l.add("a bound expression names both members: names (ExpressionAttributeNames) and values (ExpressionAttributeValues)", p()...)
+	}
+	if !strings.EqualFold(r.List.Method, "POST") {
+		l.add("bound names and values are sent in a POST list's body: set list.method: POST", p("values")...)
+	}
+	if x.Names == x.Values || x.Names == x.Param || x.Values == x.Param {
+		l.add("the expression, its names and its values are three members", p("values")...)
+	}
+	if x.Quote != "" || len(x.Escape) > 0 || len(x.Bare) > 0 {
+		l.add("a bound expression writes no literal: leave out quote, escape and bare", p()...)
 	}
 }

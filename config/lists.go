@@ -50,6 +50,10 @@ func validateList(l *errList, r *ResourceConfig, at func(k ...string) []string) 
 		l.add("a body is sent only by a POST list (list.method: POST)", at("list", "body")...)
 	}
 	validQueryEncoding(l, r.List.QueryEncoding, at("list", "query_encoding"))
+	validateReadHeaders(l, r.List.Headers, func(h string) []string { return at("list", "headers", h) })
+	if r.Get != nil {
+		validateReadHeaders(l, r.Get.Headers, func(h string) []string { return at("get", "headers", h) })
+	}
 	validateExpression(l, r, at)
 	validateReach(l, r, at)
 	if k, _ := DialectKindOf(pg.Dialect); r.List.GraphQL != "" && !k.GraphQL {
@@ -202,4 +206,32 @@ func validQueryEncoding(l *errList, v string, path []string) {
 	default:
 		l.add("use rfc3986 (a space is %20, the default) or form (a space is +)", path...)
 	}
+}
+
+// validateReadHeaders checks a list's or a read's own headers: each
+// replaces the upstream's of the same name and is sent as written, so it
+// is a header name and never a credential (those belong in the
+// upstream's credential, which redacts them).
+func validateReadHeaders(l *errList, hs map[string]string, at func(h string) []string) {
+	for _, h := range slices.Sorted(maps.Keys(hs)) {
+		switch {
+		case !headerName(h):
+			l.add(fmt.Sprintf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~)", h), at(h)...)
+		case credentialHeader(h):
+			l.add("credentials belong in the upstream's credential, not in headers", at(h)...)
+		case strings.ContainsAny(hs[h], "\r\n\x00"):
+			l.add("a header value is one line", at(h)...)
+		}
+	}
+}
+
+// credentialHeader reports whether a header carries a credential: one
+// airlock's credential forms set (or SigV4 signs with), which a header
+// written in the configuration must never replace or carry in clear.
+func credentialHeader(h string) bool {
+	switch strings.ToLower(h) {
+	case "authorization", "cookie", "proxy-authorization", "x-amz-security-token", "x-amz-date", "x-amz-content-sha256", "x-api-key":
+		return true
+	}
+	return false
 }

@@ -52,6 +52,9 @@ const (
 // Field decodings (fields.NAME.decode).
 const DecodeBase64 = "base64"
 
+// Item encodings (item_encoding).
+const EncodingDynamoDB = "dynamodb"
+
 // validateReach checks the forms above on a resource.
 func validateReach(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 	pg := r.Pagination
@@ -69,7 +72,26 @@ func validateReach(l *errList, r *ResourceConfig, at func(k ...string) []string)
 			l.add("a snapshot is sent with a continuation airlock builds (cursor, continue, graphql, search_after): a next link or a numbered page carries its own", at("pagination", "snapshot", "param")...)
 		}
 	}
+	switch r.ItemEncoding {
+	case "", EncodingDynamoDB:
+	default:
+		l.add("use dynamodb (each attribute a typed AttributeValue), or leave it out", at("item_encoding")...)
+	}
 	for name, f := range r.Fields {
+		if f != nil && f.Set != "" {
+			switch {
+			case r.ItemEncoding != EncodingDynamoDB:
+				l.add("a set type is DynamoDB's: item_encoding: dynamodb", at("fields", name, "set")...)
+			case f.Set != "SS" && f.Set != "NS" && f.Set != "BS":
+				l.add("use SS, NS or BS", at("fields", name, "set")...)
+			case f.Type != "array":
+				l.add("a set is written from a list: type array", at("fields", name, "set")...)
+			}
+		}
+		if f != nil && f.Decode != "" && r.ItemEncoding != "" {
+			l.add("the item encoding decodes every field: leave out decode", at("fields", name, "decode")...)
+			continue
+		}
 		if f == nil || f.Decode == "" {
 			continue
 		}

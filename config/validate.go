@@ -137,12 +137,37 @@ func validateWaits(l *errList, u *UpstreamConfig, at func(string) []string) {
 		case t.Status < 400 || t.Status > 599:
 			l.add("required: an error status (400 to 599)", append(p, "status")...)
 		}
+		validateMatch(l, t, p)
+	}
+	for i, t := range u.Conflicts {
+		p := append(at("conflicts"), strconv.Itoa(i))
 		switch {
-		case t.Member != "" && t.Match == "":
-			l.add("required with member: the text the member's value ends with", append(p, "match")...)
-		case t.Member == "" && t.Match != "":
-			l.add("match needs member: the body member whose value it matches", append(p, "match")...)
+		case t.Status == http.StatusConflict || t.Status == http.StatusPreconditionFailed:
+			l.add("409 and 412 are always conflicts; declare other statuses", append(p, "status")...)
+		case t.Status < 400 || t.Status > 499:
+			l.add("required: a refusal's status (400 to 499)", append(p, "status")...)
 		}
+		if t.Member == "" {
+			// A whole status (every 400) would read a malformed write as
+			// a changed target.
+			l.add("required: the body member that names the conflict (__type)", append(p, "member")...)
+		}
+		validateMatch(l, t, p)
+		for _, th := range u.Throttling {
+			if th.Status == t.Status && th.Member == t.Member && th.Match == t.Match {
+				l.add("declared a rate limit too", append(p, "match")...)
+			}
+		}
+	}
+}
+
+// validateMatch checks a declared error answer's member and match.
+func validateMatch(l *errList, t ThrottlingConfig, p []string) {
+	switch {
+	case t.Member != "" && t.Match == "":
+		l.add("required with member: the text the member's value ends with", append(p, "match")...)
+	case t.Member == "" && t.Match != "":
+		l.add("match needs member: the body member whose value it matches", append(p, "match")...)
 	}
 }
 

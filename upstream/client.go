@@ -59,6 +59,9 @@ type Client struct {
 	// 429 are rate limits.
 	maxRetryAfter time.Duration
 	throttling    []config.ThrottlingConfig
+	// conflicts declares the error answers besides 409 and 412 that say
+	// a conditional write's condition failed.
+	conflicts []config.ThrottlingConfig
 	// jsonTypes are the media types besides JSON's own that the upstream
 	// answers JSON in (json_media_types).
 	jsonTypes []string
@@ -114,6 +117,11 @@ type HTTPError struct {
 	// Throttled is true when the answer is a rate limit that is not a
 	// 429: one of the upstream's throttling declarations matched it.
 	Throttled bool
+	// Conflict is true when the answer is a 409, a 412, or one the
+	// upstream's conflicts declarations match (DynamoDB's 400
+	// ConditionalCheckFailedException): a conditional write's condition
+	// failed.
+	Conflict bool
 	// StaleToken is set on a 401 to a request sent with an OAuth access
 	// token: the token was dropped and the next request gets a new one.
 	// Renewed says the request was repeated with a token obtained just
@@ -185,7 +193,7 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 	c := &Client{
 		Name: name, Verify: cfg.Verify, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
-		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg), jsonTypes: cfg.JSONMediaTypes, redactor: opts.Redactor,
+		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg), conflicts: append([]config.ThrottlingConfig(nil), cfg.Conflicts...), jsonTypes: cfg.JSONMediaTypes, redactor: opts.Redactor,
 	}
 	if c.reqIDHeader == "" {
 		c.reqIDHeader = DefaultRequestIDHeader
@@ -539,6 +547,7 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 			he.Throttled = he.Status != http.StatusTooManyRequests
 			he.RetryAfter = c.coolDown(he.RetryAfter)
 		}
+		he.Conflict = he.Status == http.StatusConflict || he.Status == http.StatusPreconditionFailed || answerMatches(c.conflicts, he.Status, b)
 		return out, he
 	}
 	return out, nil

@@ -29,6 +29,13 @@ func newObjectDialect(p config.PaginationConfig, _ string) dialect { return obje
 
 func (d objectDialect) query(p *listParams, st pageState) *url.URL {
 	p.set(d.p.PageSizeParam, d.p.PageSize)
+	if d.p.ContinueParam != "" {
+		// Sent back whole, as it was read (DynamoDB's ExclusiveStartKey).
+		if o := continuationMembers(st.Cursor); o != nil {
+			p.set(d.p.ContinueParam, o)
+		}
+		return nil
+	}
 	for k, v := range continuationMembers(st.Cursor) {
 		// Each member under its own name: at the top of a body, never
 		// split at a dot.
@@ -51,6 +58,20 @@ func (d objectDialect) parse(resp *Response, doc any, items []any, st pageState)
 	totalVerdict(&pg, total, known, true)
 	pg.next.Cursor = ""
 	o, ost := readObject(doc, d.p.ContinuePath)
+	if d.p.ContinueParam != "" && ost == signalRead && len(o) == 0 {
+		// Sent whole, the object is the continuation itself: null or {}
+		// in its place says neither "go on from here" nor "the end"
+		// (DynamoDB leaves LastEvaluatedKey out on the last page).
+		ost = signalUnreadable
+	}
+	if len(o) > 0 && d.p.ContinueParam != "" {
+		enc, err := jsonvalue.Canonical(o)
+		if err != nil {
+			return pg, BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
+		}
+		pg.next.Cursor, pg.next.SignalSeen = string(enc), true
+		return pg, nil
+	}
 	if len(o) > 0 {
 		for _, v := range o {
 			switch v.(type) {
@@ -113,7 +134,8 @@ func continuationMembers(enc string) map[string]any {
 // object may only add to what was asked, so that it can neither widen
 // the scope nor point the request at another action.
 func (r *Resource) checkContinuation(next pageState) error {
-	if r.Pagination.Dialect != config.DialectContinueObject || next.Cursor == "" {
+	if r.Pagination.Dialect != config.DialectContinueObject || next.Cursor == "" || r.Pagination.ContinueParam != "" {
+		// Sent whole in one member, the object names no parameter.
 		return nil
 	}
 	own := map[string]string{}

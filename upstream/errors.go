@@ -124,6 +124,9 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		// A 429, or an answer the upstream declares a rate limit (a 400
 		// naming its throttling): retryable after the wait airlock keeps.
 		p = envelope.NewProblem(envelope.ProblemUpstreamRateLimited, "")
+	case he.Conflict && st != http.StatusConflict && st != http.StatusPreconditionFailed:
+		// An answer the upstream declares a failed condition (conflicts).
+		p = envelope.NewProblem(envelope.ProblemUpstreamConflict, fmt.Sprintf("The upstream answered %d, declared a conflict: the target changed since it was read.", st))
 	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
 		errs, undeclared := fieldErrors(he.Body, mapField)
 		detail := fmt.Sprintf("The upstream answered %d: it rejected values airlock sent.", st)

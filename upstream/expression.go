@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
 // expressionClause renders one filter's value as a clause of the list's
@@ -19,6 +20,9 @@ func (r *Resource) expressionClause(fc *config.FilterConfig, fd *config.FieldCon
 	x := r.expression
 	if x == nil {
 		return "", "the list declares no expression"
+	}
+	if x.Bound() {
+		return "", "a bound expression is built by boundClause"
 	}
 	field := fc.Expression
 	contains := fc.Op == "contains"
@@ -155,4 +159,106 @@ func joinExpression(x *config.ExpressionConfig, clauses []string) string {
 		out = strings.Join(wrapped, x.Join)
 	}
 	return out + x.Suffix
+}
+
+// bindings are the names and values a bound expression's clauses refer
+// to (DynamoDB's ExpressionAttributeNames and ExpressionAttributeValues).
+type bindings struct {
+	names  map[string]any
+	values map[string]any
+}
+
+// maxBoundValues is the most values one clause binds: DynamoDB's IN takes
+// at most 100 operands.
+const maxBoundValues = 100
+
+// boundClause renders one filter's value as a clause of a bound
+// expression: the attribute's name is bound as #fN and each value as
+// :fNvM, N the filter's place among the resource's filters (so that the
+// clauses of several filters never share a placeholder). The name and the
+// values travel only in the bindings, each value typed as the items'
+// encoding writes it: nothing the caller or the configuration gives is
+// written into the expression's text.
+func (r *Resource) boundClause(name string, fc *config.FilterConfig, fd *config.FieldConfig, v any) (string, bindings, string) {
+	x := r.expression
+	n := slices.Index(slices.Sorted(maps.Keys(r.Config.Filters)), name)
+	contains := fc.Op == "contains"
+	b := bindings{names: map[string]any{}, values: map[string]any{}}
+	field := "#f" + strconv.Itoa(n)
+	b.names[field] = fc.Expression
+	bind := func(val any) string {
+		ph := ":f" + strconv.Itoa(n) + "v" + strconv.Itoa(len(b.values))
+		if contains && fd != nil {
+			b.values[ph] = toAttributeValue(val, &config.FieldConfig{Type: fd.Elements})
+		} else {
+			b.values[ph] = toAttributeValue(val, fd)
+		}
+		return ph
+	}
+	render := func(tpl string, pairs ...string) string {
+		return strings.NewReplacer(append([]string{"{{field}}", field}, pairs...)...).Replace(tpl)
+	}
+	scalar := func(val any) bool {
+		switch val.(type) {
+		case string, json.Number, bool, float64:
+			return true
+		}
+		return false
+	}
+	switch val := v.(type) {
+	case nil:
+		if contains || config.Comparison(fc.Op) || x.Null == "" {
+			return "", b, "the expression language has no form for null: only airlock can match it"
+		}
+		tpl := x.Null
+		if strings.Contains(tpl, "{{null_type}}") {
+			ph := ":f" + strconv.Itoa(n) + "t"
+			b.values[ph] = map[string]any{"S": "NULL"}
+			tpl = strings.ReplaceAll(tpl, "{{null_type}}", ph)
+		}
+		return render(tpl), b, ""
+	case []any:
+		if contains || config.Comparison(fc.Op) || x.In == "" {
+			return "", b, "the expression language has no form for a list of values here"
+		}
+		if len(val) > maxBoundValues {
+			return "", b, "more values than one expression binds: only airlock can match them"
+		}
+		phs := make([]string, len(val))
+		for i, e := range val {
+			if e == nil || config.IsNull(e, fd) {
+				return "", b, "null among the values: only airlock can match it"
+			}
+			if !scalar(e) {
+				return "", b, "a value of this type has no form in the expression language"
+			}
+			phs[i] = bind(e)
+		}
+		return render(x.In, "{{values}}", strings.Join(phs, x.ListSeparator)), b, ""
+	default:
+		tpl := x.Template(fc.Op)
+		if tpl == "" {
+			return "", b, "the expression language has no form for this operator: only airlock applies it"
+		}
+		if !scalar(val) {
+			return "", b, "a value of this type has no form in the expression language"
+		}
+		return render(tpl, "{{value}}", bind(val)), b, ""
+	}
+}
+
+// placeBindings puts a bound expression's names and values into the
+// list's body, beside those list.body declares for its base.
+func placeBindings(p *listParams, x *config.ExpressionConfig, all bindings) {
+	for path, add := range map[string]map[string]any{x.Names: all.names, x.Values: all.values} {
+		if len(add) == 0 {
+			continue
+		}
+		have, _ := jsonvalue.Get(p.body, path)
+		m, _ := have.(map[string]any)
+		out := make(map[string]any, len(m)+len(add))
+		maps.Copy(out, m)
+		maps.Copy(out, add)
+		jsonvalue.Put(p.body, path, out)
+	}
 }

@@ -138,7 +138,7 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 		pg.PageSize = o.pageSize
 		d = r.dialectFor(pg)
 	}
-	req := Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true}
+	req := Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true, Header: ownHeaders(r.Config.List.Headers)}
 	if next := d.query(p, st); next != nil {
 		u := base.ResolveReference(next)
 		if !r.Upstream.SameOrigin(base, u) {
@@ -184,6 +184,8 @@ type filterForm struct {
 	// clause is the value's clause in the list's filter expression, for
 	// a filter sent there.
 	clause string
+	// bound is what a bound expression's clause refers to.
+	bound bindings
 }
 
 // sendFilters sends the upstream-side filters, each only in a form the
@@ -200,6 +202,7 @@ type filterForm struct {
 func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]filterForm {
 	forms := map[string]filterForm{}
 	var clauses []string
+	all := bindings{names: map[string]any{}, values: map[string]any{}}
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc := r.Config.Filters[name]
 		form := r.filterForm(name, fc, filter[name])
@@ -207,6 +210,8 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 		switch {
 		case form.sent && fc.Expression != "":
 			clauses = append(clauses, form.clause)
+			maps.Copy(all.names, form.bound.names)
+			maps.Copy(all.values, form.bound.values)
 		case form.sent:
 			r.placeFilter(p, name, fc, filter[name])
 		}
@@ -214,6 +219,9 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 	if x := r.expression; x != nil {
 		if e := joinExpression(x, clauses); e != "" {
 			p.set(x.Param, e)
+		}
+		if x.Bound() {
+			placeBindings(p, x, all)
 		}
 	}
 	return forms
@@ -243,6 +251,10 @@ func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) fil
 	fd, _ := r.Field(fc.FieldOf(name))
 	if fd != nil && fd.Normalize != "" {
 		return filterForm{why: "the field is normalized: airlock compares normalized values, the API may not"}
+	}
+	if fc.Expression != "" && r.expression.Bound() {
+		clause, b, why := r.boundClause(name, fc, fd, r.filterValue(name, fc, raw))
+		return filterForm{sent: why == "", why: why, clause: clause, bound: b}
 	}
 	if fc.Expression != "" {
 		clause, why := r.expressionClause(fc, fd, r.filterValue(name, fc, raw))
@@ -433,5 +445,19 @@ func paramNames(fc *config.FilterConfig) []string {
 		out = append(out, p)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// ownHeaders is a list's or a read's own headers (list.headers,
+// get.headers), each replacing the upstream's of the same name; nil when
+// there are none.
+func ownHeaders(hs map[string]string) http.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := http.Header{}
+	for k, v := range hs {
+		out.Set(k, v)
+	}
 	return out
 }

@@ -176,6 +176,9 @@ func fieldDecoders(r *Resource) []fieldDecoder {
 // A value that is not base64, or not UTF-8 text once decoded, is refused:
 // read raw, it would be compared, shown and digested as what it is not.
 func (r *Resource) decodeFields(doc map[string]any) error {
+	if r.Config.ItemEncoding == config.EncodingDynamoDB {
+		return fromAttributeValues(doc)
+	}
 	for _, d := range r.decoders {
 		v, ok := jsonvalue.Get(doc, d.path)
 		if !ok || v == nil {
@@ -200,6 +203,9 @@ func (r *Resource) decodeFields(doc map[string]any) error {
 // Decoded reports whether the API encodes a field's value (decode:
 // base64): airlock reads it decoded and writes it back encoded.
 func (r *Resource) Decoded(field string) bool {
+	if r.Config.ItemEncoding != "" {
+		return true
+	}
 	fd, ok := r.Field(field)
 	return ok && fd.Decode != ""
 }
@@ -209,6 +215,10 @@ func (r *Resource) Decoded(field string) bool {
 func (r *Resource) Encode(field string, v any) any {
 	if !r.Decoded(field) {
 		return v
+	}
+	if r.Config.ItemEncoding == config.EncodingDynamoDB {
+		fd, _ := r.Field(field)
+		return toAttributeValue(v, fd)
 	}
 	s, ok := v.(string)
 	if !ok {
@@ -236,7 +246,7 @@ func (r *Resource) decodedID(raw string) string {
 // DecodeItem is a copy of an item as the upstream sent it, with the
 // fields the API encodes decoded (as every read of airlock's sees it).
 func (r *Resource) DecodeItem(doc map[string]any) (map[string]any, error) {
-	if len(r.decoders) == 0 {
+	if len(r.decoders) == 0 && r.Config.ItemEncoding == "" {
 		return doc, nil
 	}
 	c := copyDoc(doc)

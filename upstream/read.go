@@ -14,6 +14,15 @@ import (
 // ReadRequest builds the request that reads one item by id: a GET of
 // get.path, or a POST of get.graphql with the id as $id.
 func (r *Resource) ReadRequest(id, requestID string) (Request, error) {
+	req, err := r.readRequest(id, requestID)
+	if err == nil && r.Config.Get != nil {
+		req.Header = ownHeaders(r.Config.Get.Headers)
+	}
+	return req, err
+}
+
+// readRequest is ReadRequest without get.headers.
+func (r *Resource) readRequest(id, requestID string) (Request, error) {
 	g := r.Config.Get
 	if g == nil {
 		return Request{}, fmt.Errorf("resource %q has no get endpoint", r.Name)

@@ -17,8 +17,11 @@ func (r *Resource) postReadRequest(id, requestID string) (Request, error) {
 	}
 	vars := config.TemplateVars{ID: id, IDValue: r.TypedID(id)}
 	if r.Decoded(r.Config.IDField) {
-		enc := r.Encode(r.Config.IDField, id)
-		vars.ID, vars.IDValue = enc.(string), enc
+		enc := r.Encode(r.Config.IDField, vars.IDValue)
+		vars.IDValue = enc
+		if s, ok := enc.(string); ok {
+			vars.ID = s
+		}
 	}
 	body, err := vars.Render(config.NormalizeValue(g.Body))
 	if err != nil {

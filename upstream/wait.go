@@ -129,9 +129,17 @@ func (c *Client) throttled(status int, body []byte) bool {
 	if status == http.StatusTooManyRequests {
 		return true
 	}
+	return answerMatches(c.throttling, status, body)
+}
+
+// answerMatches reports whether one of the declared error answers
+// (throttling, conflicts) matches an answer: its status, and the body
+// member's value ending with the declared text. A body that is not one
+// strict JSON document matches no declaration that names a member.
+func answerMatches(rules []config.ThrottlingConfig, status int, body []byte) bool {
 	var doc any
 	decoded := false
-	for _, t := range c.throttling {
+	for _, t := range rules {
 		if t.Status != status {
 			continue
 		}

@@ -462,7 +462,7 @@ func judgeFailed(a *upstream.Action, err error) Finding {
 		return f
 	case st == http.StatusNotFound:
 		return refused(Skipped, st, p, "not found", false)
-	case st == http.StatusConflict || st == http.StatusPreconditionFailed:
+	case st == http.StatusConflict || st == http.StatusPreconditionFailed || he.Conflict:
 		return refused(Skipped, st, p, "precondition changed: the upstream refused the conditional write", false)
 	case he.RateLimited():
 		// A 429 (or a throttle the upstream declares) is a refusal before

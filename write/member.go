@@ -83,7 +83,22 @@ func among(v any, list []any) bool {
 func encodeDecoded(r *upstream.Resource, vars config.TemplateVars) config.TemplateVars {
 	if r.Decoded(r.Config.IDField) {
 		enc := r.Encode(r.Config.IDField, vars.ID)
-		vars.ID, vars.IDValue = fmt.Sprint(enc), enc
+		if r.Config.ItemEncoding != "" {
+			// A typed encoding wraps the id in its type ({"S": "…"}): a
+			// template that is exactly {{id}} takes the wrapped value, a
+			// path or a text the plain one.
+			enc = r.Encode(r.Config.IDField, r.TypedID(vars.ID))
+		} else {
+			vars.ID = fmt.Sprint(enc)
+		}
+		vars.IDValue = enc
+	}
+	if r.Config.ItemEncoding != "" && r.Config.VersionField != "" && vars.Version != "" {
+		v := vars.VersionValue
+		if v == nil {
+			v = vars.Version
+		}
+		vars.VersionValue = r.Encode(r.Config.VersionField, v)
 	}
 	encode := func(m map[string]any) map[string]any {
 		if m == nil {
