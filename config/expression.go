@@ -63,6 +63,10 @@ const (
 	LanguageOData  = "odata"
 	LanguageJQL    = "jql"
 	LanguageLucene = "lucene"
+	// LanguageMango is CouchDB's Mango selector: JSON, not text, so it
+	// has no templates or quoting; see validateMango and the upstream's
+	// mango builder.
+	LanguageMango = "mango"
 )
 
 // builtinLanguages are the rules of each built-in language.
@@ -154,9 +158,13 @@ func validateExpression(l *errList, r *ResourceConfig, at func(k ...string) []st
 	if _, ok := r.List.Params[e.Param]; ok && e.Param != "" {
 		l.add("list.params sets the expression's parameter too: write that part as expression.base", p("param")...)
 	}
+	if e.Language == LanguageMango {
+		validateMango(l, r, e, uses, p)
+		return
+	}
 	if e.Language != "" {
 		if _, ok := builtinLanguages[e.Language]; !ok {
-			l.add("unknown language; use odata, jql or lucene, or leave it out and declare the templates and quoting", p("language")...)
+			l.add("unknown language; use odata, jql, lucene or mango, or leave it out and declare the templates and quoting", p("language")...)
 			return
 		}
 	}
