@@ -236,7 +236,7 @@ func (d *docPagination) pageSize() {
 		return
 	}
 	d.used[size] = true
-	d.set("page_size_param", quote(size))
+	d.set("page_size_param", sizeParamValue(size))
 	n := 100
 	if ps := resolve(d.q[size].Schema); ps != nil && ps.Max != nil && int(*ps.Max) < n && *ps.Max >= 1 {
 		n = int(*ps.Max)
@@ -380,7 +380,7 @@ func paginate(r *resourceDraft, q map[string]*openapi3.Parameter, headers map[st
 		}
 		if q["$top"] != nil {
 			d.used["$top"] = true
-			d.set("page_size_param", quote("$top"))
+			d.set("page_size_param", sizeParamValue("$top"))
 			d.set("page_size", "100")
 		}
 		if q["$count"] != nil && schemaAt(body, "@odata.count") != nil {

@@ -80,8 +80,10 @@ func TestDraftFromOpenAPI_APaginationParameterIsReadByItsSchemaAndWords(t *testi
         - {name: $count, in: query, schema: {type: boolean}}`,
 			`                  "@odata.count": {type: integer}
                   "@odata.nextLink": {type: string}`,
-			[]string{"dialect: next_url", `next: "@odata.nextLink"`, `page_size_param: "$top"`, `total: "@odata.count"`, `params: {"$count": "true"}`},
-			[]string{"offset_param"}},
+			// $top caps the whole result in OData V4 and is a page size in
+			// Graph: a TODO, never a fact.
+			[]string{"dialect: next_url", `next: "@odata.nextLink"`, `page_size_param: "TODO($top or none: in OData V4 $top caps the whole result`, `total: "@odata.count"`, `params: {"$count": "true"}`},
+			[]string{"offset_param", `page_size_param: "$top"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := FromOpenAPI([]byte(listDoc(tc.params, tc.members)), Options{Environment: "test"})
@@ -238,16 +240,13 @@ components:
 		t.Fatal(err)
 	}
 	y := string(d.YAML)
-	for _, want := range []string{`pagination: {dialect: next_url, next: "@odata.nextLink", page_size_param: "$top"`, `id_field: user_name`,
+	for _, want := range []string{`pagination: {dialect: next_url, next: "@odata.nextLink", page_size_param: "TODO($top or none`, `id_field: user_name`,
 		`get: {path: "/People('{{id}}')"`, `version_field: odata_etag`, `path: "/People('{{id}}')"`, "conditional: if_match", `headers: {If-Match: "{{version}}"}`} {
 		if !strings.Contains(y, want) {
 			t.Errorf("the draft lacks %q:\n%s", want, y)
 		}
 	}
-	if len(d.TODOs) > 0 {
-		t.Errorf("TODOs %q", d.TODOs)
-	}
-	if _, err := config.Parse(d.YAML); err != nil {
-		t.Errorf("the draft does not parse: %v\n%s", err, y)
+	if len(d.TODOs) != 1 || !strings.Contains(d.TODOs[0], "$top or none") {
+		t.Errorf("TODOs %q; want the one of $top", d.TODOs)
 	}
 }

@@ -430,7 +430,7 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 		if sizeParam == "" {
 			return
 		}
-		set("page_size_param", quote(sizeParam))
+		set("page_size_param", sizeParamValue(sizeParam))
 		set("page_size", "100")
 	}
 	defer keepParams(r, q, paging)
@@ -483,25 +483,34 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 	case str("metadata.continue") || (body != nil && has("metadata") && str("metadata.resourceVersion")):
 		set("dialect", "continue")
 		size()
-	case body != nil && firstKey(body, []string{"page", "_page"}) != "" && firstKey(body, totalPaths) != "":
+	case body != nil && firstKey(body, []string{"page", "_page"}) != "" && firstKey(body, sampleTotalPaths) != "":
 		set("dialect", "page")
 		set("page_param", quote(firstKey(body, []string{"page", "_page"})))
 		if sp := firstKey(body, pageSizeParams); sp != "" {
 			sizeParam = sp
 		}
 		size()
-		set("total", quote(firstKey(body, totalPaths)))
+		set("total", quote(firstKey(body, sampleTotalPaths)))
 		if q.Has("skipTotal") {
 			r.pageNote = append(r.pageNote, "the sample sent skipTotal: it is left out, since the total then reads -1")
 		}
-	case body != nil && firstKey(body, []string{"offset", "skip", "start"}) != "" && firstKey(body, totalPaths) != "":
+	case body != nil && firstKey(body, []string{"offset", "skip", "start"}) != "" && firstKey(body, sampleTotalPaths) != "":
+		// The answer echoes its position beside a total (CouchDB's
+		// _all_docs: offset and total_rows). The member's name is the
+		// answer's, not the parameter's (CouchDB reads skip): only the
+		// sample's own query names the parameter.
+		echo := firstKey(body, []string{"offset", "skip", "start"})
 		set("dialect", "offset")
-		set("offset_param", quote(firstKey(body, []string{"offset", "skip", "start"})))
+		if op := firstQuery(q, offsetParams); op != "" {
+			set("offset_param", quote(op))
+		} else {
+			set("offset_param", quote(todo("the query parameter that sets the answer's "+echo+"; the sample does not send one; probe --fix tries offset, skip, start")))
+		}
 		if sizeParam == "" {
 			sizeParam = "limit"
 		}
 		size()
-		set("total", quote(firstKey(body, totalPaths)))
+		set("total", quote(firstKey(body, sampleTotalPaths)))
 	default:
 		if path, param := cursorFromNextURL(first.doc); path != "" {
 			paging[param] = true
@@ -612,6 +621,10 @@ func firstQuery(q url.Values, names []string) string {
 var nextURLPaths = []string{"next", "@odata.nextLink", "nextRecordsUrl", "next_page_uri", "next_page_url", "nextPageUrl", "next_url",
 	"links.next", "_links.next.href", "paging.next", "pagination.next_url", "meta.next"}
 
+// sampleTotalPaths are where an answer holds its total: the OpenAPI
+// corpus's names and CouchDB's total_rows.
+var sampleTotalPaths = append(slices.Clone(totalPaths), "total_rows", "totalRows", "total_results", "totalResults")
+
 // nextURLPath is the path at which the body holds the next page's URL (a
 // URL on the sample's host, absolute or from its root), or null on a page
 // that also names a previous one; "" when it holds none.
@@ -639,7 +652,10 @@ func nextURLPath(doc any, sample *url.URL) string {
 func nextURLOf(doc any, np string, sample *url.URL) *url.URL {
 	v, _ := jsonvalue.Get(doc, np)
 	s, ok := v.(string)
-	if !ok || !(strings.Contains(s, "://") || strings.HasPrefix(s, "/")) {
+	// A URL: absolute, from the host's root, or relative to the sample's
+	// path with a query (OData's "Accounts?$skiptoken=100", RFC 3986). A
+	// bare word is a token, not a URL.
+	if !ok || !(strings.Contains(s, "://") || strings.HasPrefix(s, "/") || strings.Contains(s, "?")) {
 		return nil
 	}
 	nu, err := sample.Parse(s)

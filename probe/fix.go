@@ -74,6 +74,39 @@ const (
 // sent back in, tried in this order when nothing says which.
 var cursorParamGuesses = []string{"cursor", "page_token", "pageToken", "next_cursor", "starting_after", "after", "next_page_token", "nextPageToken", "page", "offset", "start_cursor", "continuation_token", "token", "marker", "next"}
 
+// offsetParamGuesses are the query parameters an offset is usually sent
+// in (CouchDB's skip beside an answer that echoes it as offset).
+var offsetParamGuesses = []string{"offset", "skip", "start", "_start", "$skip", "from"}
+
+// paramGuesses are the values tried for a pagination key left a TODO
+// because only the live API can settle it: the usual names of a cursor or
+// offset parameter, and for a page size parameter APIs read differently
+// ($top) the parameter itself, then none (the server sizes its pages).
+var paramGuesses = map[string][]string{
+	"cursor_param":    cursorParamGuesses,
+	"offset_param":    offsetParamGuesses,
+	"page_size_param": append(draft.AmbiguousSizeParams(), config.NoPageSize),
+}
+
+// guessable is the one TODO key of an inferred pagination whose values
+// can be tried, and those values; -1 when there is none (or more TODOs).
+func guessable(kvs [][2]string) (int, []string) {
+	at := -1
+	for i, kv := range kvs {
+		if !config.IsTodo(kv[1]) {
+			continue
+		}
+		if at >= 0 || paramGuesses[kv[0]] == nil {
+			return -1, nil
+		}
+		at = i
+	}
+	if at < 0 {
+		return -1, nil
+	}
+	return at, paramGuesses[kvs[at][0]]
+}
+
 // Fix resolves a configuration file against the live API (see the
 // comment above). It fails only when the file cannot be read or the API
 // cannot be reached at all (the upstream's base URL or credential is
@@ -304,8 +337,8 @@ func (f *fixer) candidates(res *yaml.Node, inf *draft.Inferred, doc any) []candi
 	}
 	if inf != nil {
 		kvs := mergeDeclared(inf.Pagination, declared)
-		if i := indexOf(kvs, "cursor_param"); i >= 0 && config.IsTodo(kvs[i][1]) {
-			for _, guess := range cursorParamGuesses {
+		if i, guesses := guessable(kvs); i >= 0 {
+			for _, guess := range guesses {
 				c := slices.Clone(kvs)
 				c[i][1] = quoteYAML(guess)
 				add(c, inf.Params)
@@ -337,10 +370,10 @@ func fillTodos(pg *yaml.Node, doc any) [][][2]string {
 	switch base[h][0] {
 	case "next_cursor":
 		values = tokenPaths(doc)
-	case "cursor_param":
-		values = cursorParamGuesses
 	case "total":
 		values = []string{"none"}
+	default:
+		values = paramGuesses[base[h][0]]
 	}
 	var out [][][2]string
 	for _, v := range values {

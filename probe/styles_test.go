@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,6 +173,45 @@ var listStyles = []listStyle{
 				writeJSON(w, 200, body)
 			}
 		}},
+	// CouchDB's _all_docs: the answer echoes its position as offset, but
+	// the parameter is skip (offset is ignored), and total_rows counts
+	// every row.
+	{name: "offset and total_rows (CouchDB _all_docs)", sample: "/db/_all_docs?include_docs=true&limit=5",
+		handler: func(string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				q := r.URL.Query()
+				skip := atoi(q.Get("skip"), 0)
+				items, _ := window(skip, atoi(q.Get("limit"), 1000))
+				rows := []any{}
+				for _, it := range items {
+					rows = append(rows, map[string]any{"id": it["id"], "key": it["id"], "value": map[string]any{"rev": "1-a"}, "doc": it})
+				}
+				writeJSON(w, 200, map[string]any{"total_rows": styleItems, "offset": skip, "rows": rows})
+			}
+		}, fixes: []string{"pagination"}},
+	// SAP CAP (OData V4): $top caps the whole result, the server pages by
+	// a relative @odata.nextLink, and @odata.count is the total.
+	{name: "OData $top caps the result (SAP CAP)", sample: "/odata/v4/crm/Accounts?$top=5&$count=true",
+		handler: func(string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				q := r.URL.Query()
+				top := atoi(q.Get("$top"), styleItems)
+				from := atoi(q.Get("$skiptoken"), 0)
+				items, _ := window(from, min(4, top-from))
+				body := map[string]any{"@odata.context": "$metadata#Accounts", "value": items}
+				if q.Get("$count") == "true" {
+					body["@odata.count"] = styleItems
+				}
+				if next := from + len(items); next < min(top, styleItems) {
+					nq := url.Values{"$count": {q.Get("$count")}, "$skiptoken": {strconv.Itoa(next)}}
+					if q.Has("$top") {
+						nq.Set("$top", q.Get("$top"))
+					}
+					body["@odata.nextLink"] = "Accounts?" + nq.Encode()
+				}
+				writeJSON(w, 200, body)
+			}
+		}, fixes: []string{"pagination"}},
 	{name: "GraphQL connection", sample: "/graphql",
 		handler: func(string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
