@@ -31,6 +31,10 @@ type SampleOptions struct {
 	Getenv func(string) string
 	// Client sends the requests; nil means a client with a 10s timeout.
 	Client *http.Client
+	// Body, when set, is a JSON object: the sample is a POST with it (a
+	// CouchDB _find, a search), and the draft's list posts it, without
+	// its paging members.
+	Body []byte
 }
 
 // maxSampleBody bounds each sampled body.
@@ -40,12 +44,14 @@ type sampled struct {
 	url    *url.URL
 	header http.Header
 	doc    any
+	// body is the JSON object the sample was posted with (nil: a GET).
+	body map[string]any
 }
 
 // FromSample drafts a configuration from a live list endpoint: it reads
 // the page at rawURL (and the next one, when the answer links to it) and
 // infers the items path, fields and dialect from the bodies and headers.
-// Only GET requests are sent.
+// Only GET requests are sent, or the one POST opts.Body asks for.
 func FromSample(ctx context.Context, rawURL string, opts SampleOptions) (*Draft, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") {
@@ -100,36 +106,43 @@ func fetch(ctx context.Context, u *url.URL, opts SampleOptions) (sampled, error)
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	method, body, reqBody, err := sampleRequestBody(opts.Body)
+	if err != nil {
+		return sampled{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return sampled{}, fmt.Errorf("build the sample request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if err := setCredential(req, opts); err != nil {
 		return sampled{}, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return sampled{}, fmt.Errorf("GET %s: %w", redacted(u), err)
+		return sampled{}, fmt.Errorf("%s %s: %w", method, redacted(u), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSampleBody+1))
 	if err != nil {
-		return sampled{}, fmt.Errorf("GET %s: read the body: %w", redacted(u), err)
+		return sampled{}, fmt.Errorf("%s %s: read the body: %w", method, redacted(u), err)
 	}
 	if len(b) > maxSampleBody {
-		return sampled{}, fmt.Errorf("GET %s: the body is larger than %d bytes", redacted(u), maxSampleBody)
+		return sampled{}, fmt.Errorf("%s %s: the body is larger than %d bytes", method, redacted(u), maxSampleBody)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return sampled{}, fmt.Errorf("GET %s: the upstream answered %d", redacted(u), resp.StatusCode)
+		return sampled{}, fmt.Errorf("%s %s: the upstream answered %d", method, redacted(u), resp.StatusCode)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return sampled{}, fmt.Errorf("GET %s: the body is not JSON", redacted(u))
+		return sampled{}, fmt.Errorf("%s %s: the body is not JSON", method, redacted(u))
 	}
-	return sampled{url: u, header: resp.Header, doc: doc}, nil
+	return sampled{url: u, header: resp.Header, doc: doc, body: reqBody}, nil
 }
 
 // setCredential sends the credential the options name, when they name one.
@@ -410,6 +423,10 @@ func guessSampleLayout(s string) string {
 // except those that page it, which the dialect sends.
 func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 	first := pages[0]
+	if first.body != nil {
+		samplePostPagination(r, first)
+		return
+	}
 	q := u.Query()
 	set := func(k, v string) { r.pagination = append(r.pagination, [2]string{k, v}) }
 	sizeParam := firstQuery(q, pageSizeParams)

@@ -2,6 +2,7 @@ package draft
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -203,5 +204,55 @@ func TestDraftFromSample_WritesAsFactOnlyWhatTheSampleShows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDraftFromSample_APostSampleDraftsAPostList: a sample posted with its
+// body (CouchDB's _find) drafts a POST list whose body is the sample's
+// less what pages it: a Mango answer's bookmark drafts the bookmark
+// dialect, and PouchDB's answer, which has none, beside a body paged by
+// skip drafts the offset dialect without a total. Both drafts parse.
+func TestDraftFromSample_APostSampleDraftsAPostList(t *testing.T) {
+	doc := `{"_id": "a", "_rev": "1-x", "status": "past_due", "owner": null}`
+	for _, tc := range []struct {
+		name, body, answer string
+		want               []string
+	}{
+		{"couchdb_bookmark", `{"selector": {"status": "past_due"}, "limit": 2}`, `{"docs": [` + doc + `], "bookmark": "g1AAAAA", "warning": "no index"}`,
+			[]string{"method: POST", `body: {"selector":{"status":"past_due"}}`, "items: docs", "pagination: {dialect: bookmark, page_size_param: limit, page_size: 100}"}},
+		{"pouchdb_skip", `{"selector": {"status": "past_due"}, "limit": 2, "skip": 0}`, `{"docs": [` + doc + `]}`,
+			[]string{"method: POST", `body: {"selector":{"status":"past_due"}}`, "pagination: {dialect: offset, offset_param: skip, page_size_param: limit, page_size: 100, total: none}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []byte
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
+					http.Error(w, `{"error":"method_not_allowed"}`, http.StatusMethodNotAllowed)
+					return
+				}
+				got, _ = io.ReadAll(r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tc.answer))
+			}))
+			defer srv.Close()
+			d, err := FromSample(t.Context(), srv.URL+"/accounts/_find", SampleOptions{Options: Options{Environment: "test"}, Body: []byte(tc.body)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.body {
+				t.Errorf("the sample was posted with %s; want %s", got, tc.body)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(string(d.YAML), want) {
+					t.Errorf("the draft lacks %q:\n%s", want, d.YAML)
+				}
+			}
+			if _, err := config.Parse(d.YAML); err != nil {
+				t.Errorf("the draft does not parse: %v\n%s", err, d.YAML)
+			}
+		})
+	}
+	if _, err := FromSample(t.Context(), "http://127.0.0.1:1/x", SampleOptions{Body: []byte(`[1]`)}); err == nil || !strings.Contains(err.Error(), "one JSON object") {
+		t.Errorf("a body that is not an object: %v", err)
 	}
 }
