@@ -138,6 +138,7 @@ func CheckAssumptions(ctx context.Context, r *upstream.Resource, opts Options) *
 		p.walk(ctx)
 		p.fieldChecks()
 		p.filterChecks(ctx)
+		p.visibilityCheck(ctx)
 		p.writeChecks(ctx)
 	}
 	p.report.Elapsed = time.Since(start)
