@@ -2,9 +2,14 @@ package interop
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/draft"
 	"github.com/airlock-mcp/airlock/interop/upstreams"
+	"github.com/airlock-mcp/airlock/probe"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // TestCouchDB_AllDocsAndMangoCountWhatTheDatabaseHolds reads PouchDB
@@ -77,6 +82,68 @@ func TestCouchDB_AllDocsAndMangoCountWhatTheDatabaseHolds(t *testing.T) {
 		want := len(upstreams.IDs(truth, nullOwner))
 		if !ans.Complete || ans.Coverage == nil || ans.Coverage.ItemsScanned > want+ans.Coverage.Pages {
 			t.Errorf("null owner: %s, %+v scanned; want complete, at most %d scanned (the database's own selection)", ans, ans.Coverage, want+ans.Coverage.Pages)
+		}
+	})
+	t.Run("init_sample_and_probe_fix_reach_all_docs_end", func(t *testing.T) {
+		// init --sample on _all_docs drafts offset with total_rows and
+		// leaves the parameter a TODO (the answer's offset does not name
+		// it); probe --fix finds skip on the live server.
+		d, err := draft.FromSample(t.Context(), p.URL+"/accounts/_all_docs?include_docs=true&limit=10", draft.SampleOptions{Options: draft.Options{Environment: "interop"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(d.YAML), "total: total_rows") || len(d.TODOs) != 1 {
+			t.Fatalf("the draft: TODOs %q\n%s", d.TODOs, d.YAML)
+		}
+		res, err := probe.Fix(t.Context(), d.YAML, probe.FixOptions{MaxRequests: 60})
+		if err != nil || len(res.Left) > 0 || !strings.Contains(string(res.YAML), "offset_param: skip") {
+			t.Fatalf("probe --fix: %v, left %q\n%s", err, res.Left, res.YAML)
+		}
+		cfg, err := config.Parse(res.YAML)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := probe.CheckAssumptions(t.Context(), rt.Resources[rt.ResourceNames()[0]], probe.Options{MaxRequests: 60})
+		for _, c := range rep.Checks {
+			if c.Check == "pagination.end" || c.Status == probe.Wrong {
+				t.Logf("probe of the fixed file: %s %s: %s", c.Check, c.Status, c.Evidence)
+			}
+		}
+		if rep.Wrong() > 0 {
+			t.Errorf("probe of the fixed file finds %d wrong", rep.Wrong())
+		}
+	})
+	t.Run("init_sample_of_a_find_post_reaches_its_end", func(t *testing.T) {
+		// A POST sample of _find with its body drafts a POST list; on
+		// PouchDB (no bookmark) the body's skip drafts the offset dialect,
+		// which probe walks to a proven end.
+		d, err := draft.FromSample(t.Context(), p.URL+"/accounts/_find", draft.SampleOptions{Options: draft.Options{Environment: "interop"},
+			Body: []byte(`{"selector": {"status": "past_due"}, "limit": 10, "skip": 0}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Parse(d.YAML)
+		if err != nil || !strings.Contains(string(d.YAML), "dialect: offset, offset_param: skip") {
+			t.Fatalf("the draft: %v\n%s", err, d.YAML)
+		}
+		rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := probe.CheckAssumptions(t.Context(), rt.Resources[rt.ResourceNames()[0]], probe.Options{MaxRequests: 60})
+		end := ""
+		for _, c := range rep.Checks {
+			if c.Check == "pagination.end" {
+				end = c.Status
+				t.Logf("probe of the drafted _find: %s %s: %s", c.Check, c.Status, c.Evidence)
+			}
+		}
+		if end != probe.OK {
+			t.Errorf("pagination.end %q; want ok: %+v", end, rep.Checks)
 		}
 	})
 	t.Run("bookmark_on_pouchdb_is_never_complete", func(t *testing.T) {
