@@ -373,3 +373,68 @@ paths:
 		t.Errorf("probe of the fixed file: %+v", rep.Checks)
 	}
 }
+
+// TestProbeFix_SettlesTopFromTheLiveAPI: an OData document that declares
+// $top drafts it as a TODO ($top caps the whole result in OData V4, and
+// is a page size in Graph); on a service that reads it as a cap (SAP
+// CAP), probe --fix finds that $top stops short of @odata.count and
+// writes page_size_param: none, and the fixed file reads every record.
+func TestProbeFix_SettlesTopFromTheLiveAPI(t *testing.T) {
+	var cap listStyle
+	for _, st := range listStyles {
+		if strings.Contains(st.name, "SAP CAP") {
+			cap = st
+		}
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.Handle("/odata/v4/crm/Accounts", cap.handler(srv.URL))
+	doc := `openapi: 3.0.3
+info: {title: CRM, version: "1"}
+paths:
+  /odata/v4/crm/Accounts:
+    get:
+      parameters:
+        - {name: $top, in: query, description: "Show only the first n items", schema: {type: integer, minimum: 0}}
+        - {name: $skip, in: query, description: "Skip the first n items", schema: {type: integer, minimum: 0}}
+        - {name: $count, in: query, description: "Include count of items", schema: {type: boolean}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  "@odata.count": {type: integer}
+                  "@odata.nextLink": {type: string}
+                  value: {type: array, items: {type: object, properties: {id: {type: string}, name: {type: string}}}}
+`
+	d, err := draft.FromOpenAPI([]byte(doc), draft.Options{Environment: "test", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.TODOs) != 1 || !strings.Contains(d.TODOs[0], "$top or none") {
+		t.Fatalf("the draft's TODOs: %q\n%s", d.TODOs, d.YAML)
+	}
+	res, err := Fix(t.Context(), d.YAML, FixOptions{MaxRequests: 60})
+	if err != nil || len(res.Left) > 0 {
+		t.Fatalf("probe --fix: %v, left %q\n%s", err, res.Left, res.YAML)
+	}
+	if !strings.Contains(string(res.YAML), "page_size_param: none") {
+		t.Errorf("the fixed file does not say page_size_param: none:\n%s", res.YAML)
+	}
+	cfg, err := config.Parse(res.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := CheckAssumptions(t.Context(), rt.Resources[rt.ResourceNames()[0]], Options{})
+	if rep.Wrong() > 0 || checkNamed(rep, "pagination.end").Status != OK {
+		t.Errorf("probe of the fixed file: %+v\n%s", rep.Checks, res.YAML)
+	}
+}
