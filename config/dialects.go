@@ -71,6 +71,8 @@ var dialectKinds = [...]DialectKind{
 		keys: reflect.TypeFor[searchAfterKeys](), resolve: resolveSearchAfter, check: checkSearchAfter},
 	{Name: DialectContinueObject, Items: "items",
 		keys: reflect.TypeFor[continueObjectKeys](), resolve: resolveContinueObject, check: checkContinueObject},
+	{Name: DialectBookmark, Items: "docs", Method: "POST",
+		keys: reflect.TypeFor[bookmarkKeys](), resolve: resolveBookmark},
 }
 
 // sharedKeys are the pagination keys every dialect reads: how the list is

@@ -21,6 +21,7 @@ var dialectMinimal = map[string][2]string{
 	DialectGraphQL:        {`{path: /graphql, graphql: "query($first: Int, $after: String) { things(first: $first, after: $after) { nodes { id } } }"}`, "{dialect: graphql, connection: things}"},
 	DialectSearchAfter:    {"{path: /_search, method: POST}", "{dialect: search_after}"},
 	DialectContinueObject: {"{path: /api.php}", "{dialect: continue_object}"},
+	DialectBookmark:       {"{path: /db/_find, method: POST}", "{dialect: bookmark}"},
 }
 
 // keyValues is a value of the right type for every pagination key a

@@ -79,6 +79,10 @@ const (
 	// LanguageDynamoDB is DynamoDB's FilterExpression, every name and
 	// value bound (ExpressionAttributeNames, ExpressionAttributeValues).
 	LanguageDynamoDB = "dynamodb"
+	// LanguageMango is CouchDB's Mango selector: JSON, not text, so it
+	// has no templates or quoting; see validateMango and the upstream's
+	// mango builder.
+	LanguageMango = "mango"
 )
 
 // builtinLanguages are the rules of each built-in language.
@@ -178,9 +182,13 @@ func validateExpression(l *errList, r *ResourceConfig, at func(k ...string) []st
 	if _, ok := r.List.Params[e.Param]; ok && e.Param != "" {
 		l.add("list.params sets the expression's parameter too: write that part as expression.base", p("param")...)
 	}
+	if e.Language == LanguageMango {
+		validateMango(l, r, e, uses, p)
+		return
+	}
 	if e.Language != "" {
 		if _, ok := builtinLanguages[e.Language]; !ok {
-			l.add("unknown language; use odata, jql, lucene or dynamodb, or leave it out and declare the templates and quoting", p("language")...)
+			l.add("unknown language; use odata, jql, lucene, dynamodb or mango, or leave it out and declare the templates and quoting", p("language")...)
 			return
 		}
 	}

@@ -65,6 +65,12 @@ func TestParseConfig_ListStylesAreCheckedWithLines(t *testing.T) {
 			[]wantErr{{14, "resources.items.filters.id.is_null.value", "a query cannot carry null"}}},
 		{"two null forms", with("{path: /items}", "{dialect: link}", filter("{param: id, null_param: none, is_null: {param: id__isnull, value: 1}}")...),
 			[]wantErr{{14, "resources.items.filters.id.is_null", "set one of is_null"}}},
+		{"bookmark read with GET", with("{path: /db/_find}", "{dialect: bookmark}"),
+			[]wantErr{{8, "resources.items.list.method", "set list.method: POST"}}},
+		{"a Mango selector on a GET list", with("{path: /db/_all_docs, expression: {param: selector, language: mango}}", "{dialect: offset}", filter("{expression: _id}")...),
+			[]wantErr{{8, "resources.items.list.expression.language", "a Mango selector is sent in a POST body"}}},
+		{"a Mango selector with a text template", with("{path: /db/_find, method: POST, expression: {param: selector, language: mango, eq: \"{{field}} = {{value}}\"}}", "{dialect: bookmark}", filter("{expression: _id}")...),
+			[]wantErr{{8, "resources.items.list.expression.eq", "a Mango selector is JSON built by airlock: it reads no eq"}}},
 		{"a null key", with("{path: /items}", "{dialect: link}", filter("{param: id, null: {param: id__isnull, value: 1}}")...),
 			[]wantErr{{14, "resources.items.filters.id.null", `the key "null" is read as null, which is no key`}}},
 	} {
@@ -78,6 +84,7 @@ func TestParseConfig_ListStylesAreCheckedWithLines(t *testing.T) {
 		"graph":   with("{path: /v1.0/users, items: value}", `{dialect: next_url, next: "@odata.nextLink", total: "@odata.count", page_size_param: "$top"}`),
 		"jira":    with("{path: /rest/api/3/search/jql, method: POST, items: issues, body: {jql: \"project = X\"}}", "{dialect: cursor, next_cursor: nextPageToken, cursor_param: nextPageToken, is_last: isLast, page_size_param: maxResults}"),
 		"graphql": with(gql, "{dialect: graphql, connection: things, total: none}"),
+		"couchdb": with("{path: /db/_find, method: POST, body: {selector: {type: account}}, expression: {param: selector, language: mango}}", "{dialect: bookmark}", filter("{expression: _id}")...),
 		"es":      with("{path: /_search, method: POST, items: hits.hits, body: {sort: [{created: asc}]}}", "{dialect: search_after, pit: {open: \"/items/_pit?keep_alive=1m\", id: id, param: pit.id, response: pit_id}, expiry: {status: [404], match: search_context_missing_exception}}"),
 	} {
 		if _, err := Parse(y); err != nil {

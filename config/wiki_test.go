@@ -32,7 +32,7 @@ func TestParseConfig_PathQueriesAreCheckedWithLines(t *testing.T) {
 		{"empty_without_items on another dialect", wikiLines("{path: /items}", "{dialect: link, empty_without_items: true}"),
 			[]wantErr{{9, "resources.items.pagination.empty_without_items", "the link dialect does not read empty_without_items; continue_object reads it"}}},
 		{"a cursor parameter on the continuation object", wikiLines("{path: /api.php}", "{dialect: continue_object, cursor_param: apcontinue}"),
-			[]wantErr{{9, "resources.items.pagination.cursor_param", "the continue_object dialect does not read cursor_param; cursor and graphql read it"}}},
+			[]wantErr{{9, "resources.items.pagination.cursor_param", "the continue_object dialect does not read cursor_param; cursor, graphql and bookmark read it"}}},
 		{"a snapshot the object does not carry", wikiLines("{path: /api.php}", "{dialect: continue_object, consistency: snapshot}"),
 			[]wantErr{{9, "resources.items.pagination.consistency", "only the continue dialect"}}},
 		{"an unknown key beside it", wikiLines("{path: /api.php}", "{dialect: continue_object, batch_completed: batchcomplete}"),

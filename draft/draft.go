@@ -89,6 +89,8 @@ type resourceDraft struct {
 	description string
 	path        string
 	params      [][2]string
+	method      string // POST for a list asked by POST ("" is GET)
+	body        string // a POST list's body, as a JSON (YAML flow) object
 	graphql     string // the list's query document (dialect graphql)
 	items       string
 	scalarField string
@@ -297,6 +299,10 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 			parts = append(parts, quote(p[0])+": "+quote(p[1]))
 		}
 		w.kv(3, "params", "{"+strings.Join(parts, ", ")+"}", "always sent")
+	}
+	if r.method != "" {
+		w.kv(3, "method", r.method, "")
+		w.kv(3, "body", r.body, "the sample's body, less what pages it")
 	}
 	if r.graphql != "" {
 		w.kv(3, "graphql", quote(r.graphql), "")

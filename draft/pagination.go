@@ -236,7 +236,7 @@ func (d *docPagination) pageSize() {
 		return
 	}
 	d.used[size] = true
-	d.set("page_size_param", quote(size))
+	d.set("page_size_param", sizeParamValue(size))
 	n := 100
 	if ps := resolve(d.q[size].Schema); ps != nil && ps.Max != nil && int(*ps.Max) < n && *ps.Max >= 1 {
 		n = int(*ps.Max)
@@ -355,6 +355,9 @@ func paginate(r *resourceDraft, q map[string]*openapi3.Parameter, headers map[st
 	}
 	cursor := d.paramWith(roleCursor)
 	nextURL := bodyAt(body, nextURLPathsDoc, func(s *openapi3.Schema) bool { return isStringSchema(s) })
+	if nextURL.path == "" {
+		nextURL = findNextURL(body)
+	}
 	urlSure := nextURL.path != "" && urlLike(nextURL.path, nextURL.schema)
 	nextCursor := bodyAt(body, nextCursorPathsDoc, func(s *openapi3.Schema) bool { return isStringSchema(s) })
 	if nextCursor.path != "" && urlLike(nextCursor.path, nextCursor.schema) {
@@ -380,7 +383,7 @@ func paginate(r *resourceDraft, q map[string]*openapi3.Parameter, headers map[st
 		}
 		if q["$top"] != nil {
 			d.used["$top"] = true
-			d.set("page_size_param", quote("$top"))
+			d.set("page_size_param", sizeParamValue("$top"))
 			d.set("page_size", "100")
 		}
 		if q["$count"] != nil && schemaAt(body, "@odata.count") != nil {
@@ -413,6 +416,16 @@ func paginate(r *resourceDraft, q map[string]*openapi3.Parameter, headers map[st
 		}
 		d.note("the answer's " + nextCursor.path + " is sent back as " + cursor + " (" + d.evid[cursor] + ")")
 		d.pageSize()
+	case cursor != "" && nextCursor.path == "" && !urlSure && linkRelWords.MatchString(paramText(q[cursor])):
+		// The document says the parameter's value comes from the Link
+		// header's next relation: the link leads on, carrying it.
+		d.used[cursor] = true
+		d.set("dialect", "link")
+		d.note("follows Link: rel=\"next\" on the same host: " + d.evid[cursor] + ", and the document says it is taken from the Link header")
+		d.pageSize()
+		if headers["x-total-count"] {
+			d.set("total_header", "X-Total-Count")
+		}
 	case cursor != "" && nextCursor.path == "" && !urlSure && d.roles[cursor] == roleCursor && tokenWords.MatchString(paramText(q[cursor])):
 		// The document says the parameter takes a token the API returns,
 		// and not where the answer holds it.

@@ -71,6 +71,24 @@ func TestDraftFromOpenAPI_APaginationParameterIsReadByItsSchemaAndWords(t *testi
 		{"a page without a total says total: none, never a TODO",
 			limit + `        - {name: page, in: query, schema: {type: integer}}`, "",
 			[]string{"dialect: page", "total: none"}, []string{"TODO("}},
+		// Twilio's v2 APIs: the next page's URL under meta, a token
+		// parameter beside it.
+		{"a next URL at a path no list names (Twilio's meta.next_page_url)",
+			`        - {name: PageSize, in: query, description: "How many resources to return in each list page.", schema: {type: integer, maximum: 1000}}
+        - {name: PageToken, in: query, description: "The page token. This is provided by the API.", schema: {type: string}}`,
+			`                  meta:
+                    type: object
+                    properties:
+                      page: {type: integer}
+                      next_page_url: {type: string, format: uri, nullable: true}
+                      previous_page_url: {type: string, format: uri, nullable: true}`,
+			[]string{"dialect: next_url", "next: meta.next_page_url", "page_size_param: PageSize"},
+			[]string{"dialect: cursor", "TODO("}},
+		// Okta: the cursor is read from the Link header's next relation.
+		{"a parameter taken from the next link relation (Okta's after)",
+			limit + `        - {name: after, in: query, description: "The cursor to use for pagination. It is an opaque string that specifies your current location in the list and is obtained from the Link response header. See Pagination.", schema: {type: string}}`, "",
+			[]string{"dialect: link", "page_size_param: limit"},
+			[]string{"dialect: cursor", "cursor_param: after"}},
 		{"a next URL in the answer",
 			limit, `                  next_page_uri: {type: string, nullable: true}`,
 			[]string{"dialect: next_url", "next: next_page_uri", "page_size_param: limit"}, nil},
@@ -80,8 +98,10 @@ func TestDraftFromOpenAPI_APaginationParameterIsReadByItsSchemaAndWords(t *testi
         - {name: $count, in: query, schema: {type: boolean}}`,
 			`                  "@odata.count": {type: integer}
                   "@odata.nextLink": {type: string}`,
-			[]string{"dialect: next_url", `next: "@odata.nextLink"`, `page_size_param: "$top"`, `total: "@odata.count"`, `params: {"$count": "true"}`},
-			[]string{"offset_param"}},
+			// $top caps the whole result in OData V4 and is a page size in
+			// Graph: a TODO, never a fact.
+			[]string{"dialect: next_url", `next: "@odata.nextLink"`, `page_size_param: "TODO($top or none: in OData V4 $top caps the whole result`, `total: "@odata.count"`, `params: {"$count": "true"}`},
+			[]string{"offset_param", `page_size_param: "$top"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := FromOpenAPI([]byte(listDoc(tc.params, tc.members)), Options{Environment: "test"})
@@ -238,16 +258,13 @@ components:
 		t.Fatal(err)
 	}
 	y := string(d.YAML)
-	for _, want := range []string{`pagination: {dialect: next_url, next: "@odata.nextLink", page_size_param: "$top"`, `id_field: user_name`,
+	for _, want := range []string{`pagination: {dialect: next_url, next: "@odata.nextLink", page_size_param: "TODO($top or none`, `id_field: user_name`,
 		`get: {path: "/People('{{id}}')"`, `version_field: odata_etag`, `path: "/People('{{id}}')"`, "conditional: if_match", `headers: {If-Match: "{{version}}"}`} {
 		if !strings.Contains(y, want) {
 			t.Errorf("the draft lacks %q:\n%s", want, y)
 		}
 	}
-	if len(d.TODOs) > 0 {
-		t.Errorf("TODOs %q", d.TODOs)
-	}
-	if _, err := config.Parse(d.YAML); err != nil {
-		t.Errorf("the draft does not parse: %v\n%s", err, y)
+	if len(d.TODOs) != 1 || !strings.Contains(d.TODOs[0], "$top or none") {
+		t.Errorf("TODOs %q; want the one of $top", d.TODOs)
 	}
 }

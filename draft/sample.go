@@ -31,6 +31,10 @@ type SampleOptions struct {
 	Getenv func(string) string
 	// Client sends the requests; nil means a client with a 10s timeout.
 	Client *http.Client
+	// Body, when set, is a JSON object: the sample is a POST with it (a
+	// CouchDB _find, a search), and the draft's list posts it, without
+	// its paging members.
+	Body []byte
 }
 
 // maxSampleBody bounds each sampled body.
@@ -40,12 +44,14 @@ type sampled struct {
 	url    *url.URL
 	header http.Header
 	doc    any
+	// body is the JSON object the sample was posted with (nil: a GET).
+	body map[string]any
 }
 
 // FromSample drafts a configuration from a live list endpoint: it reads
 // the page at rawURL (and the next one, when the answer links to it) and
 // infers the items path, fields and dialect from the bodies and headers.
-// Only GET requests are sent.
+// Only GET requests are sent, or the one POST opts.Body asks for.
 func FromSample(ctx context.Context, rawURL string, opts SampleOptions) (*Draft, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") {
@@ -100,36 +106,43 @@ func fetch(ctx context.Context, u *url.URL, opts SampleOptions) (sampled, error)
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	method, body, reqBody, err := sampleRequestBody(opts.Body)
+	if err != nil {
+		return sampled{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return sampled{}, fmt.Errorf("build the sample request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if err := setCredential(req, opts); err != nil {
 		return sampled{}, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return sampled{}, fmt.Errorf("GET %s: %w", redacted(u), err)
+		return sampled{}, fmt.Errorf("%s %s: %w", method, redacted(u), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSampleBody+1))
 	if err != nil {
-		return sampled{}, fmt.Errorf("GET %s: read the body: %w", redacted(u), err)
+		return sampled{}, fmt.Errorf("%s %s: read the body: %w", method, redacted(u), err)
 	}
 	if len(b) > maxSampleBody {
-		return sampled{}, fmt.Errorf("GET %s: the body is larger than %d bytes", redacted(u), maxSampleBody)
+		return sampled{}, fmt.Errorf("%s %s: the body is larger than %d bytes", method, redacted(u), maxSampleBody)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return sampled{}, fmt.Errorf("GET %s: the upstream answered %d", redacted(u), resp.StatusCode)
+		return sampled{}, fmt.Errorf("%s %s: the upstream answered %d", method, redacted(u), resp.StatusCode)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return sampled{}, fmt.Errorf("GET %s: the body is not JSON", redacted(u))
+		return sampled{}, fmt.Errorf("%s %s: the body is not JSON", method, redacted(u))
 	}
-	return sampled{url: u, header: resp.Header, doc: doc}, nil
+	return sampled{url: u, header: resp.Header, doc: doc, body: reqBody}, nil
 }
 
 // setCredential sends the credential the options name, when they name one.
@@ -410,6 +423,10 @@ func guessSampleLayout(s string) string {
 // except those that page it, which the dialect sends.
 func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 	first := pages[0]
+	if first.body != nil {
+		samplePostPagination(r, first)
+		return
+	}
 	q := u.Query()
 	set := func(k, v string) { r.pagination = append(r.pagination, [2]string{k, v}) }
 	sizeParam := firstQuery(q, pageSizeParams)
@@ -430,7 +447,7 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 		if sizeParam == "" {
 			return
 		}
-		set("page_size_param", quote(sizeParam))
+		set("page_size_param", sizeParamValue(sizeParam))
 		set("page_size", "100")
 	}
 	defer keepParams(r, q, paging)
@@ -483,25 +500,34 @@ func samplePagination(r *resourceDraft, u *url.URL, pages []sampled) {
 	case str("metadata.continue") || (body != nil && has("metadata") && str("metadata.resourceVersion")):
 		set("dialect", "continue")
 		size()
-	case body != nil && firstKey(body, []string{"page", "_page"}) != "" && firstKey(body, totalPaths) != "":
+	case body != nil && firstKey(body, []string{"page", "_page"}) != "" && firstKey(body, sampleTotalPaths) != "":
 		set("dialect", "page")
 		set("page_param", quote(firstKey(body, []string{"page", "_page"})))
 		if sp := firstKey(body, pageSizeParams); sp != "" {
 			sizeParam = sp
 		}
 		size()
-		set("total", quote(firstKey(body, totalPaths)))
+		set("total", quote(firstKey(body, sampleTotalPaths)))
 		if q.Has("skipTotal") {
 			r.pageNote = append(r.pageNote, "the sample sent skipTotal: it is left out, since the total then reads -1")
 		}
-	case body != nil && firstKey(body, []string{"offset", "skip", "start"}) != "" && firstKey(body, totalPaths) != "":
+	case body != nil && firstKey(body, []string{"offset", "skip", "start"}) != "" && firstKey(body, sampleTotalPaths) != "":
+		// The answer echoes its position beside a total (CouchDB's
+		// _all_docs: offset and total_rows). The member's name is the
+		// answer's, not the parameter's (CouchDB reads skip): only the
+		// sample's own query names the parameter.
+		echo := firstKey(body, []string{"offset", "skip", "start"})
 		set("dialect", "offset")
-		set("offset_param", quote(firstKey(body, []string{"offset", "skip", "start"})))
+		if op := firstQuery(q, offsetParams); op != "" {
+			set("offset_param", quote(op))
+		} else {
+			set("offset_param", quote(todo("the query parameter that sets the answer's "+echo+"; the sample does not send one; probe --fix tries offset, skip, start")))
+		}
 		if sizeParam == "" {
 			sizeParam = "limit"
 		}
 		size()
-		set("total", quote(firstKey(body, totalPaths)))
+		set("total", quote(firstKey(body, sampleTotalPaths)))
 	default:
 		if path, param := cursorFromNextURL(first.doc); path != "" {
 			paging[param] = true
@@ -612,6 +638,10 @@ func firstQuery(q url.Values, names []string) string {
 var nextURLPaths = []string{"next", "@odata.nextLink", "nextRecordsUrl", "next_page_uri", "next_page_url", "nextPageUrl", "next_url",
 	"links.next", "_links.next.href", "paging.next", "pagination.next_url", "meta.next"}
 
+// sampleTotalPaths are where an answer holds its total: the OpenAPI
+// corpus's names and CouchDB's total_rows.
+var sampleTotalPaths = append(slices.Clone(totalPaths), "total_rows", "totalRows", "total_results", "totalResults")
+
 // nextURLPath is the path at which the body holds the next page's URL (a
 // URL on the sample's host, absolute or from its root), or null on a page
 // that also names a previous one; "" when it holds none.
@@ -639,7 +669,10 @@ func nextURLPath(doc any, sample *url.URL) string {
 func nextURLOf(doc any, np string, sample *url.URL) *url.URL {
 	v, _ := jsonvalue.Get(doc, np)
 	s, ok := v.(string)
-	if !ok || !(strings.Contains(s, "://") || strings.HasPrefix(s, "/")) {
+	// A URL: absolute, from the host's root, or relative to the sample's
+	// path with a query (OData's "Accounts?$skiptoken=100", RFC 3986). A
+	// bare word is a token, not a URL.
+	if !ok || !(strings.Contains(s, "://") || strings.HasPrefix(s, "/") || strings.Contains(s, "?")) {
 		return nil
 	}
 	nu, err := sample.Parse(s)

@@ -332,6 +332,11 @@ func (p *prober) filterChecks(ctx context.Context) {
 			// The value is written as one literal of the language: a
 			// value holding a comma is as good as any.
 			p.compareFilter(ctx, at+".expression", x.Param, map[string]any{name: values[0]})
+			if fd, ok := r.Field(field); ok && fd.Nullable {
+				// Airlock's null is absent or null: an expression language
+				// may read it as present and null only (Mango's bare null).
+				p.compareFilter(ctx, at+".expression_null", x.Param, map[string]any{name: nil})
+			}
 		}
 		if fc.Param != "" && len(split) > 0 {
 			// The data holds a value with a comma: an API that splits the
@@ -418,6 +423,8 @@ func (p *prober) compareFilter(ctx context.Context, check, param string, filter 
 		switch fc := p.r.Config.Filters[name]; {
 		case strings.HasSuffix(check, ".multi") && fc.Multi == "comma":
 			hint = "the upstream does not read a comma list (an exact-match API takes a,b as one value): use multi: repeat, or leave multi unset"
+		case strings.HasSuffix(check, ".expression_null"):
+			hint = "the expression's null selects fewer records than airlock's null, which is absent or null (Mango's bare null, and OData's eq null on some services, is present and null only): declare an is_null template that selects both, or remove expression from this filter (airlock then filters alone)"
 		case strings.HasSuffix(check, ".separator"):
 			hint = "the upstream splits this parameter's value at its commas (as django-filter's __in does): declare multi: comma, so that a value holding a comma is applied by airlock alone, and send one value in an exact parameter (param) with lists in multi_param"
 		case config.Comparison(fc.Op) && fc.ParamCompares:

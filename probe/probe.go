@@ -138,6 +138,7 @@ func CheckAssumptions(ctx context.Context, r *upstream.Resource, opts Options) *
 		p.walk(ctx)
 		p.fieldChecks()
 		p.filterChecks(ctx)
+		p.visibilityCheck(ctx)
 		p.writeChecks(ctx)
 	}
 	p.report.Elapsed = time.Since(start)
@@ -353,6 +354,12 @@ func (p *prober) walkPageSize(firstItems int) int {
 		return p.opts.PageSize
 	}
 	pg := p.r.Pagination
+	if pg.PageSizeParam == "" {
+		// page_size_param: none. The server alone sizes the pages: a smaller size asked of the
+		// walk is never sent, and would make the server's whole pages
+		// look larger than asked for.
+		return pg.PageSize
+	}
 	// At least two: a walk at page size 1 has no short page, and a list
 	// that ends on a whole page without saying so must be asked for again.
 	minSize := 2

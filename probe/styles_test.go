@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,6 +173,45 @@ var listStyles = []listStyle{
 				writeJSON(w, 200, body)
 			}
 		}},
+	// CouchDB's _all_docs: the answer echoes its position as offset, but
+	// the parameter is skip (offset is ignored), and total_rows counts
+	// every row.
+	{name: "offset and total_rows (CouchDB _all_docs)", sample: "/db/_all_docs?include_docs=true&limit=5",
+		handler: func(string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				q := r.URL.Query()
+				skip := atoi(q.Get("skip"), 0)
+				items, _ := window(skip, atoi(q.Get("limit"), 1000))
+				rows := []any{}
+				for _, it := range items {
+					rows = append(rows, map[string]any{"id": it["id"], "key": it["id"], "value": map[string]any{"rev": "1-a"}, "doc": it})
+				}
+				writeJSON(w, 200, map[string]any{"total_rows": styleItems, "offset": skip, "rows": rows})
+			}
+		}, fixes: []string{"pagination"}},
+	// SAP CAP (OData V4): $top caps the whole result, the server pages by
+	// a relative @odata.nextLink, and @odata.count is the total.
+	{name: "OData $top caps the result (SAP CAP)", sample: "/odata/v4/crm/Accounts?$top=5&$count=true",
+		handler: func(string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				q := r.URL.Query()
+				top := atoi(q.Get("$top"), styleItems)
+				from := atoi(q.Get("$skiptoken"), 0)
+				items, _ := window(from, min(4, top-from))
+				body := map[string]any{"@odata.context": "$metadata#Accounts", "value": items}
+				if q.Get("$count") == "true" {
+					body["@odata.count"] = styleItems
+				}
+				if next := from + len(items); next < min(top, styleItems) {
+					nq := url.Values{"$count": {q.Get("$count")}, "$skiptoken": {strconv.Itoa(next)}}
+					if q.Has("$top") {
+						nq.Set("$top", q.Get("$top"))
+					}
+					body["@odata.nextLink"] = "Accounts?" + nq.Encode()
+				}
+				writeJSON(w, 200, body)
+			}
+		}, fixes: []string{"pagination"}},
 	{name: "GraphQL connection", sample: "/graphql",
 		handler: func(string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
@@ -331,5 +371,70 @@ paths:
 	}
 	if rep := CheckAssumptions(t.Context(), rt.Resources["accounts"], Options{}); rep.Wrong() > 0 {
 		t.Errorf("probe of the fixed file: %+v", rep.Checks)
+	}
+}
+
+// TestProbeFix_SettlesTopFromTheLiveAPI: an OData document that declares
+// $top drafts it as a TODO ($top caps the whole result in OData V4, and
+// is a page size in Graph); on a service that reads it as a cap (SAP
+// CAP), probe --fix finds that $top stops short of @odata.count and
+// writes page_size_param: none, and the fixed file reads every record.
+func TestProbeFix_SettlesTopFromTheLiveAPI(t *testing.T) {
+	var cap listStyle
+	for _, st := range listStyles {
+		if strings.Contains(st.name, "SAP CAP") {
+			cap = st
+		}
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.Handle("/odata/v4/crm/Accounts", cap.handler(srv.URL))
+	doc := `openapi: 3.0.3
+info: {title: CRM, version: "1"}
+paths:
+  /odata/v4/crm/Accounts:
+    get:
+      parameters:
+        - {name: $top, in: query, description: "Show only the first n items", schema: {type: integer, minimum: 0}}
+        - {name: $skip, in: query, description: "Skip the first n items", schema: {type: integer, minimum: 0}}
+        - {name: $count, in: query, description: "Include count of items", schema: {type: boolean}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  "@odata.count": {type: integer}
+                  "@odata.nextLink": {type: string}
+                  value: {type: array, items: {type: object, properties: {id: {type: string}, name: {type: string}}}}
+`
+	d, err := draft.FromOpenAPI([]byte(doc), draft.Options{Environment: "test", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.TODOs) != 1 || !strings.Contains(d.TODOs[0], "$top or none") {
+		t.Fatalf("the draft's TODOs: %q\n%s", d.TODOs, d.YAML)
+	}
+	res, err := Fix(t.Context(), d.YAML, FixOptions{MaxRequests: 60})
+	if err != nil || len(res.Left) > 0 {
+		t.Fatalf("probe --fix: %v, left %q\n%s", err, res.Left, res.YAML)
+	}
+	if !strings.Contains(string(res.YAML), "page_size_param: none") {
+		t.Errorf("the fixed file does not say page_size_param: none:\n%s", res.YAML)
+	}
+	cfg, err := config.Parse(res.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := CheckAssumptions(t.Context(), rt.Resources[rt.ResourceNames()[0]], Options{})
+	if rep.Wrong() > 0 || checkNamed(rep, "pagination.end").Status != OK {
+		t.Errorf("probe of the fixed file: %+v\n%s", rep.Checks, res.YAML)
 	}
 }

@@ -287,6 +287,7 @@ var dialects = map[string]func(p config.PaginationConfig, idPath string) dialect
 	config.DialectGraphQL:        newGraphQLDialect,
 	config.DialectSearchAfter:    newSearchAfterDialect,
 	config.DialectContinueObject: newObjectDialect,
+	config.DialectBookmark:       newBookmarkDialect,
 }
 
 // newDialect builds the dialect p names, nil for a name no kind has.

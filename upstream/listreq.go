@@ -186,6 +186,9 @@ type filterForm struct {
 	clause string
 	// bound is what a bound expression's clause refers to.
 	bound bindings
+	// mango is the value's clause in a Mango selector (an expression in
+	// the mango language).
+	mango map[string]any
 }
 
 // sendFilters sends the upstream-side filters, each only in a form the
@@ -203,11 +206,14 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 	forms := map[string]filterForm{}
 	var clauses []string
 	all := bindings{names: map[string]any{}, values: map[string]any{}}
+	var mango []map[string]any
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc := r.Config.Filters[name]
 		form := r.filterForm(name, fc, filter[name])
 		forms[name] = form
 		switch {
+		case form.sent && form.mango != nil:
+			mango = append(mango, form.mango)
 		case form.sent && fc.Expression != "":
 			clauses = append(clauses, form.clause)
 			maps.Copy(all.names, form.bound.names)
@@ -216,7 +222,12 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 			r.placeFilter(p, name, fc, filter[name])
 		}
 	}
-	if x := r.expression; x != nil {
+	if x := r.expression; x != nil && x.Language == config.LanguageMango {
+		if len(mango) > 0 {
+			base, _ := jsonvalue.Get(p.body, x.Param)
+			p.set(x.Param, mangoSelector(base, mango))
+		}
+	} else if x != nil {
 		if e := joinExpression(x, clauses); e != "" {
 			p.set(x.Param, e)
 		}
@@ -251,6 +262,10 @@ func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) fil
 	fd, _ := r.Field(fc.FieldOf(name))
 	if fd != nil && fd.Normalize != "" {
 		return filterForm{why: "the field is normalized: airlock compares normalized values, the API may not"}
+	}
+	if fc.Expression != "" && r.expression != nil && r.expression.Language == config.LanguageMango {
+		clause, why := r.mangoClause(fc, fd, r.filterValue(name, fc, raw))
+		return filterForm{sent: why == "", why: why, mango: clause}
 	}
 	if fc.Expression != "" && r.expression.Bound() {
 		clause, b, why := r.boundClause(name, fc, fd, r.filterValue(name, fc, raw))

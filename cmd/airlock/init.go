@@ -16,7 +16,8 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"Draft a commented configuration from an OpenAPI 3.0 or 3.1 document (or a\nSwagger 2.0 one, converted), or from a live sample of a list endpoint. A\ndocument's flaws are warnings: the draft keeps what can be read. What it cannot\ndecide is written TODO(...), and every command refuses the file until each is\nresolved; then probe checks it.")
 	spec := fs.String("openapi", "", "an OpenAPI 3.0 or 3.1 (or Swagger 2.0) document, `SPEC` (YAML or JSON); external $refs to files resolve next to it")
 	remoteRefs := fs.Bool("remote-refs", false, "with --openapi: fetch external $refs to http(s) URLs (without it, such a document is refused)")
-	sample := fs.String("sample", "", "the `URL` of a live list endpoint to sample (GET only)")
+	sample := fs.String("sample", "", "the `URL` of a live list endpoint to sample (GET, or POST with --sample-body)")
+	sampleBody := fs.String("sample-body", "", "with --sample: a JSON object, `JSON`; the sample is a POST with this body (CouchDB's _find), and so is the drafted list")
 	baseURL := fs.String("base-url", "", "the API's base `URL` (default: the document's first server, or the sample's origin)")
 	env := fs.String("environment", "", "the environment's `NAME` (default: a TODO)")
 	outPath := fs.String("output", "", "write the draft to `FILE` (default: standard output); an existing file is not overwritten")
@@ -33,6 +34,9 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if (*spec == "") == (*sample == "") {
 		return usagef("needs exactly one of --openapi SPEC or --sample URL")
 	}
+	if *sampleBody != "" && *sample == "" {
+		return usagef("--sample-body goes with --sample URL")
+	}
 	opts := draft.Options{BaseURL: *baseURL, Resources: resources, Tags: tags, Environment: *env}
 	var d *draft.Draft
 	var err error
@@ -46,6 +50,9 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		d, err = draft.FromOpenAPI(b, opts)
 	default:
 		so := draft.SampleOptions{Options: opts, CredentialEnv: *credEnv, CredentialHeader: *credHeader, Getenv: osGetenv}
+		if *sampleBody != "" {
+			so.Body = []byte(*sampleBody)
+		}
 		fs.Visit(func(f *flag.Flag) {
 			if f.Name == "credential-scheme" {
 				so.CredentialScheme = credScheme
