@@ -85,7 +85,7 @@ func NewServer(d *tools.Deps, opts Options) (*Server, error) {
 	}
 	// Where a selection can be previewed, a client that renders MCP Apps
 	// is shown the approval view and may call decide_selection.
-	view := slices.ContainsFunc(specs, func(sp tools.Spec) bool { return sp.Name == "preview_selection" })
+	view := slices.ContainsFunc(specs, func(sp tools.Spec) bool { return sp.Name == tools.PreviewSelectionName })
 	if view {
 		extensions[AppsExtension] = map[string]any{}
 		specs = append(specs, tools.DecideSelection(d))

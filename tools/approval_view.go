@@ -20,9 +20,6 @@ import (
 // decision lands through Engine.Decide, as an elicitation answer does:
 // the policy, four eyes and the approvers are the same.
 
-// DecideSelectionName is the app-only tool the approval view calls.
-const DecideSelectionName = "decide_selection"
-
 // The decisions decide_selection takes.
 const (
 	ViewApprove = "approve"

@@ -73,7 +73,7 @@ func (operationData) schema(s *jsonschema.Schema) {
 }
 
 // commitTraits are the tool's traits, in the catalog.
-var commitTraits = Traits{Name: "commit_bulk_action", Hints: Hints{ReadOnly: No, Destructive: Yes, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeWrite,
+var commitTraits = Traits{Name: CommitBulkActionName, Hints: Hints{ReadOnly: No, Destructive: Yes, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeWrite,
 	WritePath: true, Writes: true, Tasks: AlwaysTask}
 
 // CommitBulkAction is the commit_bulk_action tool.
@@ -97,7 +97,7 @@ func CommitBulkAction(d *Deps) Spec {
 
 func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	var a commitArgs
-	errs, bad := decodeArgs("commit_bulk_action", commitInput, call.Raw, &a)
+	errs, bad := decodeArgs(CommitBulkActionName, commitInput, call.Raw, &a)
 	if bad["selection_id"] {
 		return invalidWrite(errs)
 	}
