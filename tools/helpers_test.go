@@ -15,3 +15,15 @@ func bareDeps() *Deps {
 	}
 	return d
 }
+
+// firstDuplicate is the first id ids holds twice ("" when none).
+func firstDuplicate(ids []string) string {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			return id
+		}
+		seen[id] = true
+	}
+	return ""
+}
