@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/clock"
+	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection"
@@ -584,3 +585,7 @@ func problemCode(r result) envelope.ProblemCode {
 	}
 	return r.env.Problem.Code
 }
+
+// newFakeClock is a clock the test moves by hand, starting at the wall
+// clock's now (the fixture and the store stamp what they keep with it).
+func newFakeClock() *clocktest.Fake { return clocktest.New(time.Now()) }
