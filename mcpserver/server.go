@@ -13,6 +13,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,7 +46,14 @@ type Options struct {
 	// Tasks, when set, serves long calls as tasks to clients that ask for
 	// them (see TaskOptions); it needs the deps' store.
 	Tasks *TaskOptions
+	// Version is the version the server reports to clients (its
+	// serverInfo); DevelVersion when empty. The program that serves
+	// airlock knows it (cmd/airlock), not the library.
+	Version string
 }
+
+// DevelVersion is the version a server reports when it is given none.
+const DevelVersion = "(devel)"
 
 // Server is airlock's MCP server: the tools of one Deps, registered on an
 // mcp-go server, and the services that stand beside it (tasks).
@@ -55,6 +63,7 @@ type Server struct {
 	specs     map[string]tools.Spec
 	observers []Observer
 	tasks     *tasks
+	version   string
 }
 
 // ToolsListTTL is the freshness hint of tools/list for clients of protocol
@@ -94,7 +103,8 @@ func NewServer(d *tools.Deps, opts Options) (*Server, error) {
 	if len(extensions) > 0 {
 		srvOpts = append(srvOpts, server.WithExtensions(extensions))
 	}
-	s := &Server{d: d, mcp: server.NewMCPServer("airlock", tools.Version, srvOpts...), specs: map[string]tools.Spec{}, observers: opts.Observers}
+	version := cmp.Or(opts.Version, DevelVersion)
+	s := &Server{d: d, mcp: server.NewMCPServer("airlock", version, srvOpts...), specs: map[string]tools.Spec{}, observers: opts.Observers, version: version}
 	if view {
 		addApprovalView(s.mcp)
 	}

@@ -127,14 +127,14 @@ func (t *tasks) call(ctx context.Context, msg *jsonrpc.Message, spec tools.Spec,
 		return jsonRPCResult(msg.ID, t.wire(v, "task"))
 	}
 	obs.answered(env)
-	return jsonRPCResult(msg.ID, completeResult(t.s.render(spec, env, nil)))
+	return jsonRPCResult(msg.ID, completeResult(t.s.render(spec, env, nil), t.s.version))
 }
 
 // completeResult is a tool result as the MCP server answers a request of
-// protocol 2026-07-28: a complete result that names airlock.
-func completeResult(res *mcp.CallToolResult) *mcp.CallToolResult {
+// protocol 2026-07-28: a complete result that names airlock at version.
+func completeResult(res *mcp.CallToolResult, version string) *mcp.CallToolResult {
 	res.ResultType = mcp.ResultTypeComplete
-	res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: "airlock", Version: tools.Version})
+	res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: "airlock", Version: version})
 	return res
 }
 

@@ -86,7 +86,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeStore(0, nil)
-	mcpSrv, err := mcpserver.NewServer(deps, mcpserver.Options{})
+	mcpSrv, err := mcpserver.NewServer(deps, mcpserver.Options{Version: version})
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("start client: %w", err)
 	}
 	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-demo", Version: tools.Version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-demo", Version: version}
 	res, err := c.Initialize(ctx, init)
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
