@@ -589,3 +589,5 @@ func problemCode(r result) envelope.ProblemCode {
 // newFakeClock is a clock the test moves by hand, starting at the wall
 // clock's now (the fixture and the store stamp what they keep with it).
 func newFakeClock() *clocktest.Fake { return clocktest.New(time.Now()) }
+
+var archive = map[string]any{"type": "archive"}
