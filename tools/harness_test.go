@@ -591,3 +591,11 @@ func problemCode(r result) envelope.ProblemCode {
 func newFakeClock() *clocktest.Fake { return clocktest.New(time.Now()) }
 
 var archive = map[string]any{"type": "archive"}
+
+func fieldsOf(p *envelope.Problem) map[string]envelope.FieldCode {
+	out := map[string]envelope.FieldCode{}
+	for _, e := range p.Errors {
+		out[e.Field] = e.Code
+	}
+	return out
+}
