@@ -48,8 +48,6 @@ type harness struct {
 	logs *syncBuffer
 	// dbPath is the store's SQLite file.
 	dbPath string
-	// noElicitation: the client cannot show approval requests.
-	noElicitation bool
 	// build makes another airlock process on the same store, its
 	// configuration changed by with.
 	build func(with ...func(*Config)) *Deps
@@ -58,13 +56,10 @@ type harness struct {
 type harnessOpt func(*harnessCfg)
 
 type harnessCfg struct {
-	config        func(baseURL string) []byte
-	getenv        func(string) string
-	clock         upstream.Clock
-	noElicitation bool
-	tools         Options
-	fingerprint   func() string
-	scanMemory    int
+	config     func(baseURL string) []byte
+	getenv     func(string) string
+	clock      upstream.Clock
+	scanMemory int
 	// wrapStore, when set, stands between the tools and the store.
 	wrapStore func(selection.Store) selection.Store
 }
@@ -74,18 +69,9 @@ func withStore(wrap func(selection.Store) selection.Store) harnessOpt {
 	return func(h *harnessCfg) { h.wrapStore = wrap }
 }
 
-// withTools chooses the tools offered.
-func withTools(o Options) harnessOpt { return func(h *harnessCfg) { h.tools = o } }
-
 // withScanMemory bounds what the process holds of the frozen scans it
 // shares with the store.
 func withScanMemory(bytes int) harnessOpt { return func(h *harnessCfg) { h.scanMemory = bytes } }
-
-// withFingerprint names what the memory of failed calls keys answers on
-// besides the call.
-func withFingerprint(f func() string) harnessOpt { return func(h *harnessCfg) { h.fingerprint = f } }
-
-func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitation = true } }
 
 // withClock runs the tools on c, and has the upstream read its time from c
 // while it waits on the wall clock (see readsOnly).
@@ -188,8 +174,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	build := func(with ...func(*Config)) *Deps {
 		c := Config{Runtime: rt, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			Clock: cfg.clock, Store: used, Background: bg, Auditor: auditor, Tools: cfg.tools,
-			Fingerprint: cfg.fingerprint, ScanMemory: cfg.scanMemory}
+			Clock: cfg.clock, Store: used, Background: bg, Auditor: auditor, ScanMemory: cfg.scanMemory}
 		for _, f := range with {
 			f(&c)
 		}
@@ -201,7 +186,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		return deps
 	}
 	return &harness{t: t, api: api, apiURL: apiSrv.URL, deps: build(), build: build, logs: &logs, dbPath: dbPath,
-		noElicitation: cfg.noElicitation, answer: &answerer{action: AnswerAccept}}
+		answer: &answerer{action: AnswerAccept}}
 }
 
 // otherProcess is another airlock process on the same store, with secret
@@ -238,18 +223,6 @@ type answerer struct {
 	action   string
 	content  map[string]any
 	messages []string
-}
-
-func (a *answerer) set(action string, content map[string]any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.action, a.content = action, content
-}
-
-func (a *answerer) asked() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.messages...)
 }
 
 // reply is the user's answer to ask.
@@ -334,7 +307,7 @@ func (h *harness) call(tool string, args map[string]any) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	call := &Call{RequestID: uuid.NewString(), Raw: raw, Client: "mcp client airlock-test 1", CanAsk: !h.noElicitation}
+	call := &Call{RequestID: uuid.NewString(), Raw: raw, Client: "mcp client airlock-test 1", CanAsk: true}
 	env := h.deps.Memory.Recall(s, call.Raw, call.RequestID)
 	if env == nil {
 		env = s.Run(ctx, call)

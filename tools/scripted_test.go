@@ -37,12 +37,6 @@ func (s *scripted) count() int {
 	return len(s.seen)
 }
 
-func (s *scripted) times() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Time(nil), s.seen...)
-}
-
 func serveScripted(t testing.TB, respond func(n int, w http.ResponseWriter, r *http.Request)) (*scripted, string) {
 	t.Helper()
 	s := &scripted{respond: respond}
@@ -62,19 +56,8 @@ func answer(w http.ResponseWriter, status int, ctype, body string, headers ...st
 	_, _ = io.WriteString(w, body)
 }
 
-// demoAt points the demo configuration at another upstream, with edits.
-// demoEdited is the demo configuration at the harness's own fixture, with
-// edits (old, new pairs) applied as demoAt does.
-func demoEdited(edits ...string) harnessOpt {
-	return withConfig(func(url string) []byte {
-		y := string(fixtures.DemoConfig(url))
-		for i := 0; i+1 < len(edits); i += 2 {
-			y = strings.Replace(y, edits[i], edits[i+1], 1)
-		}
-		return []byte(y)
-	})
-}
-
+// demoAt points the demo configuration at another upstream, with edits
+// (old, new pairs).
 func demoAt(url string, edits ...string) harnessOpt {
 	return withConfig(func(string) []byte {
 		y := string(fixtures.DemoConfig(url))
