@@ -72,7 +72,7 @@ func clientRendersApps(ctx context.Context) bool {
 }
 
 // linksView are the tools whose results the approval view is shown beside.
-var linksView = []string{"preview_selection", "commit_bulk_action"}
+var linksView = []string{tools.PreviewSelectionName, tools.CommitBulkActionName}
 
 // appsFilter lists, to a client that renders views, the tools that link
 // the view with their _meta.ui, and decide_selection marked for views
@@ -85,7 +85,7 @@ func appsFilter(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 	for _, t := range list {
 		switch {
 		case tools.IsAppOnly(t.Name):
-			if !apps || !tools.MayCall(p, "commit_bulk_action") {
+			if !apps || !tools.MayCall(p, tools.CommitBulkActionName) {
 				continue
 			}
 			t.Meta = mcp.NewMetaFromMap(map[string]any{"ui": map[string]any{"resourceUri": ApprovalViewURI, "visibility": []string{"app"}}})

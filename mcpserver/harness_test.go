@@ -112,7 +112,6 @@ type harnessCfg struct {
 	tools            tools.Options
 	progressInterval time.Duration
 	fingerprint      func() string
-	scanMemory       int
 	// tasks serves tasks; tasksClient has the harness's raw task requests
 	// (taskRPC) declare the extension (the mcp-go client itself never
 	// does: its CallTool cannot read a task).
@@ -145,10 +144,6 @@ func withTools(o tools.Options) harnessOpt { return func(h *harnessCfg) { h.tool
 func withProgressInterval(d time.Duration) harnessOpt {
 	return func(h *harnessCfg) { h.progressInterval = d }
 }
-
-// withScanMemory bounds what the process holds of the frozen scans it
-// shares with the store.
-func withScanMemory(bytes int) harnessOpt { return func(h *harnessCfg) { h.scanMemory = bytes } }
 
 // withFingerprint names what the memory of failed calls keys answers on
 // besides the call.
@@ -308,7 +303,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	build := func(with ...func(*tools.Config)) *tools.Deps {
 		c := tools.Config{Runtime: rt, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			Clock: cfg.clock, Store: used, Background: bg, Auditor: auditor, Tools: cfg.tools,
-			ProgressInterval: cfg.progressInterval, Fingerprint: cfg.fingerprint, ScanMemory: cfg.scanMemory}
+			ProgressInterval: cfg.progressInterval, Fingerprint: cfg.fingerprint}
 		if cfg.metrics != nil {
 			c.Observer = cfg.metrics
 		}

@@ -58,3 +58,7 @@ func dataOf(env *envelope.Envelope) map[string]any {
 	_ = json.Unmarshal(env.Marshal(), &m)
 	return m.Data
 }
+
+func res(dialect string, extra string) fixtures.Resource {
+	return fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: dialect, PageSize: 20, Extra: extra}
+}

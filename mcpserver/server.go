@@ -13,13 +13,11 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"log/slog"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -48,7 +46,14 @@ type Options struct {
 	// Tasks, when set, serves long calls as tasks to clients that ask for
 	// them (see TaskOptions); it needs the deps' store.
 	Tasks *TaskOptions
+	// Version is the version the server reports to clients (its
+	// serverInfo); DevelVersion when empty. The program that serves
+	// airlock knows it (cmd/airlock), not the library.
+	Version string
 }
+
+// DevelVersion is the version a server reports when it is given none.
+const DevelVersion = "(devel)"
 
 // Server is airlock's MCP server: the tools of one Deps, registered on an
 // mcp-go server, and the services that stand beside it (tasks).
@@ -58,6 +63,7 @@ type Server struct {
 	specs     map[string]tools.Spec
 	observers []Observer
 	tasks     *tasks
+	version   string
 }
 
 // ToolsListTTL is the freshness hint of tools/list for clients of protocol
@@ -88,7 +94,7 @@ func NewServer(d *tools.Deps, opts Options) (*Server, error) {
 	}
 	// Where a selection can be previewed, a client that renders MCP Apps
 	// is shown the approval view and may call decide_selection.
-	view := slices.ContainsFunc(specs, func(sp tools.Spec) bool { return sp.Name == "preview_selection" })
+	view := slices.ContainsFunc(specs, func(sp tools.Spec) bool { return sp.Name == tools.PreviewSelectionName })
 	if view {
 		extensions[AppsExtension] = map[string]any{}
 		specs = append(specs, tools.DecideSelection(d))
@@ -97,7 +103,8 @@ func NewServer(d *tools.Deps, opts Options) (*Server, error) {
 	if len(extensions) > 0 {
 		srvOpts = append(srvOpts, server.WithExtensions(extensions))
 	}
-	s := &Server{d: d, mcp: server.NewMCPServer("airlock", tools.Version, srvOpts...), specs: map[string]tools.Spec{}, observers: opts.Observers}
+	version := cmp.Or(opts.Version, DevelVersion)
+	s := &Server{d: d, mcp: server.NewMCPServer("airlock", version, srvOpts...), specs: map[string]tools.Spec{}, observers: opts.Observers, version: version}
 	if view {
 		addApprovalView(s.mcp)
 	}
@@ -158,74 +165,35 @@ func scopeFilter(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 	return slices.DeleteFunc(slices.Clone(list), func(t mcp.Tool) bool { return !tools.MayCall(p, t.Name) })
 }
 
-// observe starts the observers' view of a call of tool; end reports its
-// outcome to each of them.
-func (s *Server) observe(ctx context.Context, tool string) (context.Context, func(tools.Outcome)) {
-	ends := make([]func(tools.Outcome), 0, len(s.observers))
-	for _, o := range s.observers {
-		var end func(tools.Outcome)
-		ctx, end = o.StartCall(ctx, tool)
-		ends = append(ends, end)
-	}
-	return ctx, func(out tools.Outcome) {
-		for _, end := range slices.Backward(ends) {
-			end(out)
-		}
-	}
-}
-
 // handler serves one tool: the call's arguments, client, principal and
-// capabilities from the request, then run; a current client is answered an
-// input request as the tool asks it, an earlier one is asked here and the
-// tool runs again with the answer.
+// capabilities from the request, then exec; a current client is answered
+// an input request as the tool asks it, an earlier one is asked here and
+// the call runs again with the answer.
 func (s *Server) handler(spec tools.Spec) server.ToolHandlerFunc {
 	red := s.d.Redactor
-	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
-		start := time.Now()
-		ctx, observed := s.observe(ctx, spec.Name)
-		ended := false
-		end := func(o tools.Outcome) {
-			if !ended {
-				ended = true
-				observed(o)
-			}
-		}
-		call := &tools.Call{RequestID: newRequestID(), Client: clientInfo(ctx), Principal: httpserve.PrincipalFrom(ctx),
-			CanAsk: clientCanElicit(ctx), Answer: answerFromParams(req.Params.MultiRoundTripParams), Progress: progressSender(ctx, req),
-			Apps: clientRendersApps(ctx)}
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, obs := s.observe(ctx, spec.Name)
 		raw, merr := rawArguments(req)
-		call.Raw = raw
-		log := s.d.Logger.With("tool", spec.Name, "request_id", call.RequestID)
-		var env *envelope.Envelope
-		outcome := func() tools.Outcome { return tools.OutcomeOf(spec.Name, env, time.Since(start)) }
-		defer func() {
-			if p := recover(); p != nil {
-				env = panicked(log, call.RequestID, p)
-				res = Result(env)
-				end(outcome())
-			}
-		}()
+		call := newCall(raw, clientInfo(ctx), httpserve.PrincipalFrom(ctx))
+		call.CanAsk, call.Answer, call.Progress = clientCanElicit(ctx), answerFromParams(req.Params.MultiRoundTripParams), progressSender(ctx, req)
+		call.Apps = clientRendersApps(ctx)
+		log := s.logFor(spec, call)
 		if merr != nil {
-			env = envelope.ErrorEnvelope(envelope.InvalidArguments([]envelope.FieldError{
+			env := envelope.ErrorEnvelope(envelope.InvalidArguments([]envelope.FieldError{
 				envelope.NewFieldError("arguments", envelope.FieldType, map[string]any{}),
 			}).WithRequest(call.RequestID))
-			res = Result(env)
-			end(outcome())
-			return res, nil
+			obs.answered(env)
+			return s.render(spec, env, nil), nil
 		}
-		if env = s.recall(spec, call, log); env != nil {
-			end(outcome())
-			return redactedResult(env, red, spec.TextDefaults...), nil
-		}
-		env = spec.Run(ctx, call)
+		env := s.exec(ctx, spec, call, log)
 		if call.Ask != nil && modernRequest(ctx) {
 			log.Info("tool call asks the client for input")
-			end(tools.Outcome{Tool: spec.Name, Status: tools.StatusInputRequired, Duration: time.Since(start)})
+			obs.became(tools.StatusInputRequired)
 			return inputResult(redactedAsk(call.Ask, red)), nil
 		}
 		for round := 0; call.Ask != nil; round++ {
 			// A client of an earlier protocol is asked here, and the
-			// handler runs again with the answer, as a client of the
+			// call runs again with the answer, as a client of the
 			// current protocol would call again.
 			ask := redactedAsk(call.Ask, red)
 			call.Ask = nil
@@ -242,73 +210,16 @@ func (s *Server) handler(spec tools.Spec) server.ToolHandlerFunc {
 				}
 				p.StateChanged = envelope.StateNone
 				env = envelope.ErrorEnvelope(p)
+				s.finish(spec, call, env, log)
 				break
 			}
 			log.Info("tool call asked the client for input")
 			call.Answer = answer
-			env = spec.Run(ctx, call)
+			env = s.exec(ctx, spec, call, log)
 		}
-		s.finish(spec, call, env, log)
-		end(outcome())
-		return withViewMeta(redactedResult(env, red, spec.TextDefaults...), call.View, red), nil
+		obs.answered(env)
+		return s.render(spec, env, call.View), nil
 	}
-}
-
-// run runs a call of spec as the handler does for a client of protocol
-// 2026-07-28 (a task's call): an identical call's remembered failure
-// answers it; else the handler runs, a panic answering INTERNAL_ERROR; the
-// answer is finished and remembered unless the tool asked for input
-// (call.Ask).
-func (s *Server) run(ctx context.Context, spec tools.Spec, call *tools.Call) *envelope.Envelope {
-	log := s.d.Logger.With("tool", spec.Name, "request_id", call.RequestID)
-	if env := s.recall(spec, call, log); env != nil {
-		return env
-	}
-	env := func() (env *envelope.Envelope) {
-		defer func() {
-			if p := recover(); p != nil {
-				env = panicked(log, call.RequestID, p)
-			}
-		}()
-		return spec.Run(ctx, call)
-	}()
-	if call.Ask == nil {
-		s.finish(spec, call, env, log)
-	}
-	return env
-}
-
-// recall answers a call from the memory of failed calls (nil: it has no
-// answer for it).
-func (s *Server) recall(spec tools.Spec, call *tools.Call, log *slog.Logger) *envelope.Envelope {
-	env := s.d.Memory.Recall(spec, call.Raw, call.RequestID)
-	if env != nil {
-		env.Finish()
-		log.Info("tool call answered from memory", "status", env.Status, "reasons", tools.ReasonCodes(env))
-	}
-	return env
-}
-
-// finish completes an answer: the request id on its problem, its derived
-// members, the memory of failed calls, the log line.
-func (s *Server) finish(spec tools.Spec, call *tools.Call, env *envelope.Envelope, log *slog.Logger) {
-	if env.Problem != nil && env.Problem.RequestID == "" {
-		env.Problem.WithRequest(call.RequestID)
-	}
-	env.Finish()
-	s.d.Memory.Remember(spec, call.Raw, env)
-	log.Info("tool call", "status", env.Status, "complete", env.Complete, "reasons", tools.ReasonCodes(env))
-}
-
-// panicked turns a panic inside a tool's run (a call, or a task's
-// background run) into the INTERNAL_ERROR problem under requestID, and
-// logs the panic and its stack on log: the process goes on serving, the
-// caller learns nothing of the cause.
-func panicked(log *slog.Logger, requestID string, p any) *envelope.Envelope {
-	log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-	env := envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "").WithRequest(requestID))
-	env.Finish()
-	return env
 }
 
 // redactedResult renders the envelope as Result does, with the secrets

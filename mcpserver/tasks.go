@@ -213,7 +213,7 @@ func taskAttemptKey(id string, n int) string { return "task/" + id + "/attempt/"
 // a new call). It returns the task made (nil: the call answered as it
 // would outside a task, with env).
 func (t *tasks) commit(ctx context.Context, spec tools.Spec, call *tools.Call, ttl *int64, rec *taskRecord) (*taskView, *envelope.Envelope) {
-	env := t.s.run(ctx, spec, call)
+	env := t.s.exec(ctx, spec, call, t.s.logFor(spec, call))
 	switch {
 	case call.Ask != nil:
 		ask := redactedAsk(call.Ask, t.d.Redactor)
@@ -384,8 +384,7 @@ func (t *tasks) storeResult(ctx context.Context, id string, s tools.Spec, env *e
 	if env.Problem != nil && env.Problem.RequestID == "" {
 		env.Problem.WithRequest(newRequestID())
 	}
-	res := redactedResult(env, t.d.Redactor, s.TextDefaults...)
-	b, err := json.Marshal(res)
+	b, err := json.Marshal(t.s.render(s, env, nil))
 	if err == nil {
 		_, err = t.d.Store.SetMetaIfAbsent(ctx, taskResultKey(id), b)
 	}
@@ -464,23 +463,15 @@ func (t *tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw 
 				}
 			}
 		}()
-		call := &tools.Call{RequestID: newRequestID(), Raw: raw, Client: rec.Client, Principal: rec.owner(), Task: true}
-		log := t.d.Logger.With("tool", rec.Tool, "request_id", call.RequestID, "task_id", rec.ID)
-		env := func() (env *envelope.Envelope) {
-			defer func() {
-				if p := recover(); p != nil {
-					env = panicked(log, call.RequestID, p)
-				}
-			}()
-			return s.Run(ctx, call)
-		}()
+		call := newCall(raw, rec.Client, rec.owner())
+		call.Task = true
+		env := t.s.exec(ctx, s, call, t.s.logFor(s, call).With("task_id", rec.ID))
 		close(done)
 		if ctx.Err() != nil {
 			// Cancelled, or this process is stopping: no result; a
 			// stopping process's task runs again elsewhere.
 			return
 		}
-		env.Finish()
 		if r, err := t.meta(ctx, taskKey(rec.ID)); err == nil && r == nil {
 			return // deleted meanwhile (past its TTL): its result would be an orphan
 		}
@@ -618,9 +609,7 @@ func (t *tasks) operationView(ctx context.Context, v *taskView, tool, opID strin
 		// not known either.
 		return nil, fmt.Errorf("operation %s: %s", op.ID, env.Problem.Code)
 	}
-	env.Finish()
-	res := redactedResult(env, t.d.Redactor, s.TextDefaults...)
-	b, err := json.Marshal(res)
+	b, err := json.Marshal(t.s.render(s, env, nil))
 	if err != nil {
 		return nil, err
 	}

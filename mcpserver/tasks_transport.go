@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -87,10 +86,12 @@ func arguments(msg *jsonrpc.Message) json.RawMessage {
 // capabilities and answer come with the request.
 func callOf(msg *jsonrpc.Message, raw json.RawMessage, who selection.Principal) *tools.Call {
 	meta := msg.Params.Meta
-	call := &tools.Call{RequestID: newRequestID(), Raw: raw, Client: "mcp client", Principal: who, Task: true}
+	client := "mcp client"
 	if meta.ClientInfo != nil {
-		call.Client = clientName(meta.ClientInfo.Name, meta.ClientInfo.Version)
+		client = clientName(meta.ClientInfo.Name, meta.ClientInfo.Version)
 	}
+	call := newCall(raw, client, who)
+	call.Task = true
 	call.CanAsk = meta.ClientCapabilities != nil && meta.ClientCapabilities.Elicitation != nil
 	var answers mcp.InputResponses
 	if len(msg.Params.InputResponses) > 0 {
@@ -105,8 +106,7 @@ func callOf(msg *jsonrpc.Message, raw json.RawMessage, who selection.Principal) 
 // background. A call refused before a task exists is answered as the MCP
 // server would have.
 func (t *tasks) call(ctx context.Context, msg *jsonrpc.Message, spec tools.Spec, who selection.Principal) ([]byte, int) {
-	start := time.Now()
-	ctx, end := t.s.observe(ctx, spec.Name)
+	ctx, obs := t.s.observe(ctx, spec.Name)
 	call := callOf(msg, arguments(msg), who)
 	var ttl *int64
 	if msg.Params.Task != nil {
@@ -118,23 +118,23 @@ func (t *tasks) call(ctx context.Context, msg *jsonrpc.Message, spec tools.Spec,
 	case spec.Writes:
 		v, env = t.commit(ctx, spec, call, ttl, nil)
 	default:
-		if env = t.s.recall(spec, call, t.d.Logger.With("tool", spec.Name, "request_id", call.RequestID)); env == nil {
+		if env = t.s.recall(spec, call, t.s.logFor(spec, call)); env == nil {
 			v, env = t.startRead(ctx, spec, call, ttl)
 		}
 	}
 	if v != nil && v.status != "" {
-		end(tools.Outcome{Tool: spec.Name, Status: tools.StatusTask, Duration: time.Since(start)})
+		obs.became(tools.StatusTask)
 		return jsonRPCResult(msg.ID, t.wire(v, "task"))
 	}
-	end(tools.OutcomeOf(spec.Name, env, time.Since(start)))
-	return jsonRPCResult(msg.ID, completeResult(redactedResult(env, t.d.Redactor, spec.TextDefaults...)))
+	obs.answered(env)
+	return jsonRPCResult(msg.ID, completeResult(t.s.render(spec, env, nil), t.s.version))
 }
 
 // completeResult is a tool result as the MCP server answers a request of
-// protocol 2026-07-28: a complete result that names airlock.
-func completeResult(res *mcp.CallToolResult) *mcp.CallToolResult {
+// protocol 2026-07-28: a complete result that names airlock at version.
+func completeResult(res *mcp.CallToolResult, version string) *mcp.CallToolResult {
 	res.ResultType = mcp.ResultTypeComplete
-	res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: "airlock", Version: tools.Version})
+	res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: "airlock", Version: version})
 	return res
 }
 
@@ -205,14 +205,13 @@ func (t *tasks) update(ctx context.Context, msg *jsonrpc.Message, who selection.
 	if len(answers) == 0 || !ok {
 		return nil
 	}
-	start := time.Now()
-	ctx, end := t.s.observe(ctx, spec.Name)
+	ctx, obs := t.s.observe(ctx, spec.Name)
 	call := callOf(msg, rec.Args, who)
 	call.Answer = answerFromParams(mcp.MultiRoundTripParams{InputResponses: answers, RequestState: rec.RequestState})
 	if v, env := t.commit(ctx, spec, call, nil, rec); v != nil && v.status != "" {
-		end(tools.Outcome{Tool: spec.Name, Status: tools.StatusTask, Duration: time.Since(start)})
+		obs.became(tools.StatusTask)
 	} else {
-		end(tools.OutcomeOf(spec.Name, env, time.Since(start)))
+		obs.answered(env)
 	}
 	return nil
 }

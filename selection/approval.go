@@ -210,10 +210,13 @@ func (e *Engine) gate(ctx context.Context, sel *Selection, a *upstream.Action, r
 		}
 		return ap, nil
 	}
+	code, detail := envelope.ProblemApprovalRequired, approvalDetail(need, sel)
 	if expired {
-		return nil, problem(envelope.ProblemApprovalExpired, "The approval of this selection expired before it was used: "+approvalDetail(need, sel))
+		code, detail = envelope.ProblemApprovalExpired, "The approval of this selection expired before it was used: "+detail
 	}
-	return nil, problem(envelope.ProblemApprovalRequired, approvalDetail(need, sel))
+	p := problem(code, detail)
+	p.Approval = &need
+	return nil, p
 }
 
 // safeWho renders a recorded decider for a problem's detail: the parts
@@ -255,13 +258,16 @@ type DecisionRequest struct {
 	// Principal is who decides: checked against the action's approval
 	// policy (four eyes, approvers) and recorded with the decision.
 	Principal Principal
+	// Selection, when set, is the selection SelectionID names, as the
+	// caller read it within this call: Decide does not read it again.
+	Selection *Selection
 }
 
 // Decide records a person's decision about a selection and its action. An
 // approval is bound to (digest, action digest), expires soon, and is used
 // once; a second decision about the same pair is refused.
 func (e *Engine) Decide(ctx context.Context, d DecisionRequest) (*Approval, error) {
-	sel, err := e.Store.Selection(ctx, d.SelectionID)
+	sel, err := e.selection(ctx, d.SelectionID, d.Selection)
 	if errors.Is(err, ErrNotFound) || (err == nil && sel.State != StateReady) {
 		return nil, problem(envelope.ProblemSelectionNotFound, "")
 	}

@@ -68,6 +68,9 @@ type CommitRequest struct {
 	// the operation's total: when the run starts and after every outcome,
 	// possibly from several goroutines at once.
 	Progress func(done, total int)
+	// Selection, when set, is the selection SelectionID names, as the
+	// caller read it within this call: Commit does not read it again.
+	Selection *Selection
 }
 
 // CommitResult is the operation as the caller sees it.
@@ -81,7 +84,7 @@ type CommitResult struct {
 // is an *Error with StateChanged none (nothing was sent upstream), but a
 // failure inside airlock, whose state is unknown.
 func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, error) {
-	sel, err := e.Store.Selection(ctx, req.SelectionID)
+	sel, err := e.selection(ctx, req.SelectionID, req.Selection)
 	if errors.Is(err, ErrNotFound) || (err == nil && sel.State != StateReady) {
 		return nil, problem(envelope.ProblemSelectionNotFound, "No selection with this selection_id is ready.")
 	}
@@ -189,6 +192,15 @@ func (e *Engine) Commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	r := e.start(op, sel, a, req.Progress)
 	go r.execute()
 	return e.wait(ctx, r, id, req.Wait, false)
+}
+
+// selection is the selection id names: read, unless the caller read it
+// already within its call (read, nil when it did not).
+func (e *Engine) selection(ctx context.Context, id string, read *Selection) (*Selection, error) {
+	if read != nil && read.ID == id {
+		return read, nil
+	}
+	return e.Store.Selection(ctx, id)
 }
 
 // committed answers a commit whose selection and action already have an

@@ -22,6 +22,11 @@ type Error struct {
 	StateChanged string
 	// Errors are the reasons behind the refusal, each as a field error.
 	Errors []envelope.FieldError
+	// Approval is the approval a commit needs, on the gate's refusals
+	// (APPROVAL_REQUIRED, APPROVAL_EXPIRED): who must approve and why, as
+	// the gate found it, so that no edge computes it again. Nil on every
+	// other refusal.
+	Approval *Requirement
 }
 
 func (e *Error) Error() string {
@@ -39,6 +44,16 @@ func ErrorCode(err error) envelope.ProblemCode {
 		return e.Code
 	}
 	return ""
+}
+
+// ApprovalOf returns the approval requirement err's refusal carries (see
+// Error.Approval); nil when it carries none.
+func ApprovalOf(err error) *Requirement {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Approval
+	}
+	return nil
 }
 
 // problem is a refusal of a write: nothing was sent upstream.

@@ -199,7 +199,7 @@ func (d *Deps) takeAnswer(ctx context.Context, call *Call, sel *selection.Select
 		}
 	}
 	ap, err := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: sel.Digest, Decision: decision,
-		Who: call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID, Principal: call.Principal})
+		Who: call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID, Principal: call.Principal, Selection: sel})
 	if selection.ErrorCode(err) == envelope.ProblemApprovalDecided && decision == selection.DecisionApproved {
 		// A concurrent call of the same commit was approved first: the
 		// commit uses that approval (or answers with its operation).

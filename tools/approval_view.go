@@ -20,9 +20,6 @@ import (
 // decision lands through Engine.Decide, as an elicitation answer does:
 // the policy, four eyes and the approvers are the same.
 
-// DecideSelectionName is the app-only tool the approval view calls.
-const DecideSelectionName = "decide_selection"
-
 // The decisions decide_selection takes.
 const (
 	ViewApprove = "approve"
@@ -182,7 +179,7 @@ func (d *Deps) decide(ctx context.Context, call *Call) *envelope.Envelope {
 		decision = selection.DecisionApproved
 	}
 	ap, err := d.Engine.Decide(ctx, selection.DecisionRequest{SelectionID: sel.ID, Digest: a.Digest, Decision: decision,
-		Who: "approval view in " + call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID, Principal: call.Principal})
+		Who: "approval view in " + call.Client, Channel: selection.ChannelClient, Acknowledgements: acks, RequestID: call.RequestID, Principal: call.Principal, Selection: sel})
 	if err != nil {
 		return refuse(ProblemOf(err))
 	}

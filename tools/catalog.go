@@ -8,6 +8,21 @@ import (
 	"github.com/airlock-mcp/airlock/selection"
 )
 
+// The tools' names. Only the catalog's rows spell them; whatever names a
+// tool (its traits, its argument errors, the server, the demo) reads them
+// here.
+const (
+	DescribeResourcesName = "describe_resources"
+	SearchAllName         = "search_all"
+	PreviewSelectionName  = "preview_selection"
+	GetSelectionName      = "get_selection"
+	CommitBulkActionName  = "commit_bulk_action"
+	GetOperationName      = "get_operation"
+	// DecideSelectionName is the app-only tool the approval view calls
+	// (not in the catalog: the server adds it beside preview_selection).
+	DecideSelectionName = "decide_selection"
+)
+
 // catalog is every tool airlock has, in the order it offers them: each
 // one's traits and the constructor of its Spec. It is the one list that
 // names the tools; what depends on a tool's name (scopes, the write path,

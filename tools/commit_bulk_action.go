@@ -73,7 +73,7 @@ func (operationData) schema(s *jsonschema.Schema) {
 }
 
 // commitTraits are the tool's traits, in the catalog.
-var commitTraits = Traits{Name: "commit_bulk_action", Hints: Hints{ReadOnly: No, Destructive: Yes, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeWrite,
+var commitTraits = Traits{Name: CommitBulkActionName, Hints: Hints{ReadOnly: No, Destructive: Yes, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeWrite,
 	WritePath: true, Writes: true, Tasks: AlwaysTask}
 
 // CommitBulkAction is the commit_bulk_action tool.
@@ -97,7 +97,7 @@ func CommitBulkAction(d *Deps) Spec {
 
 func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	var a commitArgs
-	errs, bad := decodeArgs("commit_bulk_action", commitInput, call.Raw, &a)
+	errs, bad := decodeArgs(CommitBulkActionName, commitInput, call.Raw, &a)
 	if bad["selection_id"] {
 		return invalidWrite(errs)
 	}
@@ -134,26 +134,26 @@ func (d *Deps) commit(ctx context.Context, call *Call) *envelope.Envelope {
 	req := selection.CommitRequest{
 		SelectionID: a.SelectionID, ExpectedDigest: a.ExpectedDigest, Action: selection.Action{Type: a.Action.Type, Params: params},
 		Mode: a.Mode, IdempotencyKey: a.IdempotencyKey, Resume: a.Resume, Wait: wait, RequestID: call.RequestID, Who: call.Client,
-		ApprovalID: a.ApprovalID, Principal: call.Principal,
+		ApprovalID: a.ApprovalID, Principal: call.Principal, Selection: sel,
 	}
 	var stopProgress func()
 	req.Progress, stopProgress = d.commitProgress(ctx, call)
 	defer stopProgress()
 	res, err := d.Engine.Commit(ctx, req)
-	if selection.ErrorCode(err) == envelope.ProblemApprovalRequired {
+	if need := selection.ApprovalOf(err); need != nil && selection.ErrorCode(err) == envelope.ProblemApprovalRequired {
 		// The policy wants a person: through this client when it says so.
 		if act, ok := d.Runtime.Actions[a.Action.Type]; ok {
-			if need := d.Engine.ApprovalRequirement(ctx, sel, act); need.Mode == selection.ApprovalClient {
+			if need.Mode == selection.ApprovalClient {
 				if err := selection.MayApprove(sel, act, call.Principal); err != nil {
 					// The person at this client may not approve: asking
 					// them would only record a refusal.
 					return envelope.ErrorEnvelope(ProblemOf(err))
 				}
 				if call.Apps {
-					return d.askInView(ctx, call, sel, need)
+					return d.askInView(ctx, call, sel, *need)
 				}
 				if call.Answer == nil {
-					ask, p2 := d.askApproval(ctx, call, sel, need)
+					ask, p2 := d.askApproval(ctx, call, sel, *need)
 					if p2 != nil {
 						return envelope.ErrorEnvelope(p2)
 					}

@@ -176,7 +176,7 @@ type principalsInfo struct {
 }
 
 // describeTraits are the tool's traits, in the catalog.
-var describeTraits = Traits{Name: "describe_resources", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
+var describeTraits = Traits{Name: DescribeResourcesName, Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
 
 // DescribeResources is the describe_resources tool: what airlock can read,
 // how completely, and within which limits.
@@ -193,7 +193,7 @@ func DescribeResources(d *Deps) Spec {
 
 func (d *Deps) describe(_ context.Context, call *Call) *envelope.Envelope {
 	var a describeArgs
-	errs, bad := decodeArgs("describe_resources", describeInput, call.Raw, &a)
+	errs, bad := decodeArgs(DescribeResourcesName, describeInput, call.Raw, &a)
 	names := d.Runtime.ResourceNames()
 	if a.Resource != "" && !bad["resource"] {
 		if _, ok := d.Runtime.Resources[a.Resource]; !ok {

@@ -34,7 +34,7 @@ func pageSize(s *jsonschema.Schema) {
 var getOperationInput = generate[getOperationArgs]()
 
 // getOperationTraits are the tool's traits, in the catalog.
-var getOperationTraits = Traits{Name: "get_operation", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
+var getOperationTraits = Traits{Name: GetOperationName, Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
 
 // GetOperation is the get_operation tool.
 func GetOperation(d *Deps) Spec {
@@ -51,7 +51,7 @@ func GetOperation(d *Deps) Spec {
 
 func (d *Deps) getOperation(ctx context.Context, call *Call) *envelope.Envelope {
 	var a getOperationArgs
-	errs, bad := decodeArgs("get_operation", getOperationInput, call.Raw, &a)
+	errs, bad := decodeArgs(GetOperationName, getOperationInput, call.Raw, &a)
 	if len(errs) > 0 && bad["operation_id"] {
 		return invalid(errs)
 	}

@@ -67,7 +67,7 @@ func (recordsData) schema(s *jsonschema.Schema) {
 }
 
 // getSelectionTraits are the tool's traits, in the catalog.
-var getSelectionTraits = Traits{Name: "get_selection", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
+var getSelectionTraits = Traits{Name: GetSelectionName, Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: No}, Scope: ScopeRead}
 
 // GetSelection is the get_selection tool.
 func GetSelection(d *Deps) Spec {
@@ -104,7 +104,7 @@ func (d *Deps) loadSelection(ctx context.Context, id string, who selection.Princ
 
 func (d *Deps) getSelection(ctx context.Context, call *Call) *envelope.Envelope {
 	var a getSelectionArgs
-	errs, bad := decodeArgs("get_selection", getSelectionInput, call.Raw, &a)
+	errs, bad := decodeArgs(GetSelectionName, getSelectionInput, call.Raw, &a)
 	if len(errs) > 0 && bad["selection_id"] {
 		return invalid(errs)
 	}

@@ -149,7 +149,7 @@ func hasAction(rt *upstream.Runtime, r *upstream.Resource) bool {
 }
 
 // previewTraits are the tool's traits, in the catalog.
-var previewTraits = Traits{Name: "preview_selection", Hints: Hints{ReadOnly: No, Destructive: No, Idempotent: No, OpenWorld: Yes}, Scope: ScopeWrite,
+var previewTraits = Traits{Name: PreviewSelectionName, Hints: Hints{ReadOnly: No, Destructive: No, Idempotent: No, OpenWorld: Yes}, Scope: ScopeWrite,
 	WritePath: true, Tasks: AlwaysTask}
 
 // PreviewSelection is the preview_selection tool.
@@ -213,7 +213,7 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 		return envelope.ErrorEnvelope(envelope.NewProblem(envelope.ProblemInternal, "airlock runs without a store; selections are unavailable."))
 	}
 	var a previewArgs
-	errs, bad := decodeArgs("preview_selection", previewInput, call.Raw, &a)
+	errs, bad := decodeArgs(PreviewSelectionName, previewInput, call.Raw, &a)
 	if a.Compensate != "" && !bad["compensate"] {
 		return d.compensate(ctx, call, a, errs)
 	}

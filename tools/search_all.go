@@ -82,7 +82,7 @@ func (searchData) schema(s *jsonschema.Schema) {
 }
 
 // searchTraits are the tool's traits, in the catalog.
-var searchTraits = Traits{Name: "search_all", Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeRead,
+var searchTraits = Traits{Name: SearchAllName, Hints: Hints{ReadOnly: Yes, Destructive: No, Idempotent: Yes, OpenWorld: Yes}, Scope: ScopeRead,
 	Tasks: TaskWhenLong}
 
 // SearchAll is the search_all tool: it scans the whole requested scope,
@@ -184,7 +184,7 @@ func checkFields(r *upstream.Resource, arg string, names []string) []envelope.Fi
 
 func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	var a searchArgs
-	errs, bad := decodeArgs("search_all", searchInput, call.Raw, &a)
+	errs, bad := decodeArgs(SearchAllName, searchInput, call.Raw, &a)
 	r, ok := d.Runtime.Resources[a.Resource]
 	if !ok && !bad["resource"] && a.Resource != "" {
 		errs = append(errs, envelope.NewFieldError("resource", envelope.FieldUnknownResource, d.Runtime.ResourceNames()))

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/fixtures"
-	"github.com/airlock-mcp/airlock/tools"
 )
 
 // commands is every command of airlock.
@@ -178,7 +177,7 @@ func TestVersion_SaysWhatWasBuiltAndWithWhat(t *testing.T) {
 	if code != exitOK || errOut != "" {
 		t.Fatalf("version: exit %d %s", code, errOut)
 	}
-	if !strings.HasPrefix(out, "airlock "+tools.Version+"\n") || !strings.Contains(out, "go:      "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH) {
+	if !strings.HasPrefix(out, "airlock "+version+"\n") || !strings.Contains(out, "go:      "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH) {
 		t.Errorf("version:\n%s", out)
 	}
 	if _, again, _ := cli("--version"); again != out {
@@ -186,7 +185,7 @@ func TestVersion_SaysWhatWasBuiltAndWithWhat(t *testing.T) {
 	}
 	_, js, _ := cli("version", "--json")
 	var bi buildInfo
-	if err := json.Unmarshal([]byte(js), &bi); err != nil || bi.Version != tools.Version || bi.Go != runtime.Version() {
+	if err := json.Unmarshal([]byte(js), &bi); err != nil || bi.Version != version || bi.Go != runtime.Version() {
 		t.Errorf("version --json: %v\n%s", err, js)
 	}
 }

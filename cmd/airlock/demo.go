@@ -86,7 +86,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeStore(0, nil)
-	mcpSrv, err := mcpserver.NewServer(deps, mcpserver.Options{})
+	mcpSrv, err := mcpserver.NewServer(deps, mcpserver.Options{Version: version})
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("start client: %w", err)
 	}
 	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-demo", Version: tools.Version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "airlock-demo", Version: version}
 	res, err := c.Initialize(ctx, init)
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
@@ -233,7 +233,7 @@ func expect(cond bool, what string) error {
 
 func (t *tour) readTour() error {
 	t.step("What can airlock read?")
-	_, data, err := t.call("describe_resources", map[string]any{})
+	_, data, err := t.call(tools.DescribeResourcesName, map[string]any{})
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (t *tour) readTour() error {
 	}
 
 	t.step(`"How many projects are inactive?" with a budget of 2 pages`)
-	env, _, err := t.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0, "max_pages": 2})
+	env, _, err := t.call(tools.SearchAllName, map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0, "max_pages": 2})
 	if err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func (t *tour) readTour() error {
 		"complete is false. A plain wrapper would have answered with a number that looks final.")
 
 	t.step("The same question with the default budget")
-	env, _, err = t.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0, "group_by": []any{"owner"}})
+	env, _, err = t.call(tools.SearchAllName, map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0, "group_by": []any{"owner"}})
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (t *tour) readTour() error {
 		"agent make a claim about all inactive projects.")
 
 	t.step(`"Which projects does team-legacy own?"`)
-	env, _, err = t.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"owner": "team-legacy"}})
+	env, _, err = t.call(tools.SearchAllName, map[string]any{"resource": "projects", "filter": map[string]any{"owner": "team-legacy"}})
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (t *tour) readTour() error {
 	t.say("Empty and complete: the whole scope was read, so this is proof of absence.")
 
 	t.step(`"Which service accounts does team-legacy own?"`)
-	env, _, err = t.call("search_all", map[string]any{"resource": "service_accounts", "filter": map[string]any{"owner": "team-legacy"}})
+	env, _, err = t.call(tools.SearchAllName, map[string]any{"resource": "service_accounts", "filter": map[string]any{"owner": "team-legacy"}})
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (t *tour) readTour() error {
 		"this empty list proves nothing. The two empty answers look alike only without the envelope.")
 
 	t.step(`"Which service accounts have no owner?"`)
-	env, data, err = t.call("search_all", map[string]any{"resource": "service_accounts", "filter": map[string]any{"owner": nil}, "max_items": 5})
+	env, data, err = t.call(tools.SearchAllName, map[string]any{"resource": "service_accounts", "filter": map[string]any{"owner": nil}, "max_items": 5})
 	if err != nil {
 		return err
 	}
@@ -305,7 +305,7 @@ func (t *tour) readTour() error {
 
 	t.step(`"Which subscriptions are past due?" while the apac partition is down`)
 	t.api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{DownPartitions: map[string]bool{"apac": true}, RetryAfter: "30"})
-	env, _, err = t.call("search_all", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due"}, "max_items": 3, "group_by": []any{"region"}})
+	env, _, err = t.call(tools.SearchAllName, map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due"}, "max_items": 3, "group_by": []any{"region"}})
 	if err != nil {
 		return err
 	}
@@ -338,7 +338,7 @@ func num(v any) int {
 func (t *tour) writeTour() error {
 	action := map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}
 	t.step(`"Pause collection on past-due subscriptions in eu, except disputed and legal_hold"`)
-	env, p, err := t.call("preview_selection", map[string]any{
+	env, p, err := t.call(tools.PreviewSelectionName, map[string]any{
 		"resource": "subscriptions", "filter": map[string]any{"status": "past_due", "region": "eu"},
 		"exclude": []any{
 			map[string]any{"field": "tags", "op": "contains", "value": "disputed", "reason": "disputed invoices stay"},
@@ -387,7 +387,7 @@ func (t *tour) writeTour() error {
 		"this selection_id, this digest and this exact action.")
 
 	t.step("A commit that names the wrong digest")
-	env, _, err = t.call("commit_bulk_action", map[string]any{"selection_id": p["selection_id"], "action": action, "mode": "execute",
+	env, _, err = t.call(tools.CommitBulkActionName, map[string]any{"selection_id": p["selection_id"], "action": action, "mode": "execute",
 		"expected_digest": "sha256:" + strings.Repeat("0", 64)})
 	if err != nil {
 		return err
@@ -400,7 +400,7 @@ func (t *tour) writeTour() error {
 	commit := map[string]any{"selection_id": p["selection_id"], "expected_digest": p["digest"], "action": action}
 	t.step("A dry run")
 	commit["mode"] = "dry_run"
-	_, op, err := t.call("commit_bulk_action", commit)
+	_, op, err := t.call(tools.CommitBulkActionName, commit)
 	if err != nil {
 		return err
 	}
@@ -420,14 +420,14 @@ func (t *tour) writeTour() error {
 	t.say("The policy of pause_collection asks the user through the client above 100 targets (and",
 		"for a region never approved before). The client shows the request; the agent cannot answer it.")
 	commit["mode"] = "execute"
-	_, op, err = t.call("commit_bulk_action", commit)
+	_, op, err = t.call(tools.CommitBulkActionName, commit)
 	if err != nil {
 		return err
 	}
 	t.printf("     operation %s: %s %s\n", op["operation_id"], op["status"], jsonText(op["counts"]))
 
 	t.step("get_operation: what happened to each target")
-	_, op, err = t.call("get_operation", map[string]any{"operation_id": op["operation_id"], "page_size": 500})
+	_, op, err = t.call(tools.GetOperationName, map[string]any{"operation_id": op["operation_id"], "page_size": 500})
 	if err != nil {
 		return err
 	}
@@ -471,7 +471,7 @@ func (t *tour) cli(args ...string) error {
 func (t *tour) operatorTour() error {
 	archive := map[string]any{"type": "archive"}
 	t.step(`"Archive team-growth's inactive projects": destructive, so an operator approves it`)
-	env, p, err := t.call("preview_selection", map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive", "owner": "team-growth"},
+	env, p, err := t.call(tools.PreviewSelectionName, map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive", "owner": "team-growth"},
 		"action": archive, "page_size": 0})
 	if err != nil {
 		return err
@@ -481,7 +481,7 @@ func (t *tour) operatorTour() error {
 	}
 	t.printf("     %d members; approval %s\n", num(p["counts"].(map[string]any)["members"]), jsonText(p["approval"]))
 	commit := map[string]any{"selection_id": p["selection_id"], "expected_digest": p["digest"], "action": archive, "mode": "execute"}
-	env, _, err = t.call("commit_bulk_action", commit)
+	env, _, err = t.call(tools.CommitBulkActionName, commit)
 	if err != nil {
 		return err
 	}
@@ -493,7 +493,7 @@ func (t *tour) operatorTour() error {
 	if err := t.cli("approve", p["selection_id"].(string), "--yes", p["digest"].(string), "--store", t.store, "--demo"); err != nil {
 		return err
 	}
-	env, op, err := t.call("commit_bulk_action", commit)
+	env, op, err := t.call(tools.CommitBulkActionName, commit)
 	if err != nil {
 		return err
 	}
@@ -508,7 +508,7 @@ func (t *tour) operatorTour() error {
 	}
 
 	t.step("Undo it: a compensation restores the journaled before-values, through the same path")
-	env, c, err := t.call("preview_selection", map[string]any{"compensate": op["operation_id"], "page_size": 2})
+	env, c, err := t.call(tools.PreviewSelectionName, map[string]any{"compensate": op["operation_id"], "page_size": 2})
 	if err != nil {
 		return err
 	}
@@ -525,7 +525,7 @@ func (t *tour) operatorTour() error {
 		}
 		t.printf("     effect: %s back to %s, each target to its own journaled value\n", m["field"], strings.Join(back, ", "))
 	}
-	env, undo, err := t.call("commit_bulk_action", map[string]any{"selection_id": c["selection_id"], "expected_digest": c["digest"], "action": c["action"], "mode": "execute"})
+	env, undo, err := t.call(tools.CommitBulkActionName, map[string]any{"selection_id": c["selection_id"], "expected_digest": c["digest"], "action": c["action"], "mode": "execute"})
 	if err != nil {
 		return err
 	}

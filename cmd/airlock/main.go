@@ -335,7 +335,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	defer closeStore(grace, stopBackground)
 	// Tasks live in the store, so that any replica answers for them, on
 	// either transport.
-	mcpSrv, err := mcpserver.NewServer(deps, mcpserver.Options{Observers: ops.observers(), Tasks: &mcpserver.TaskOptions{Background: background}})
+	mcpSrv, err := mcpserver.NewServer(deps, mcpserver.Options{Observers: ops.observers(), Tasks: &mcpserver.TaskOptions{Background: background}, Version: version})
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/airlock-mcp/airlock/mcpserver"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/telemetry"
-	"github.com/airlock-mcp/airlock/tools"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -55,7 +54,7 @@ func newOperability(ctx context.Context, logger *slog.Logger, cfg *config.Config
 	res := resource.Default()
 	if os.Getenv("OTEL_SERVICE_NAME") == "" {
 		if merged, err := resource.Merge(res, resource.NewSchemaless(attribute.String("service.name", "airlock"),
-			attribute.String("service.version", tools.Version))); err == nil {
+			attribute.String("service.version", version))); err == nil {
 			res = merged
 		}
 	}

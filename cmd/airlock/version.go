@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-
-	"github.com/airlock-mcp/airlock/tools"
 )
 
 // buildInfo is what `airlock version` reports, read from the binary's own
@@ -35,6 +33,11 @@ type buildInfo struct {
 // commit; the date is the commit's, so that two builds are identical.
 var releaseCommit, releaseDate string
 
+// version is airlock's version: what `airlock version` reports and what
+// MCP clients and traces are told. scripts/release sets it at link time
+// (-X main.version=…).
+var version = "0.1.0"
+
 // readBuildInfo reads the version of airlock (what MCP clients are told),
 // and from the binary's build information the commit (when the go command
 // stamped it: a build in a git clone), the Go version and the platform.
@@ -54,7 +57,7 @@ func (bi buildInfo) stamped(commit, date string) buildInfo {
 }
 
 func fromBuildInfo(info *debug.BuildInfo) buildInfo {
-	bi := buildInfo{Version: tools.Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	bi := buildInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if info == nil {
 		return bi
 	}

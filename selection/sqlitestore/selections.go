@@ -125,30 +125,15 @@ func (s *SQLite) Records(ctx context.Context, selectionID string, q selection.Re
 }
 
 func (s *SQLite) EachRecord(ctx context.Context, selectionID string, fn func(selection.Record) error) error {
-	// Page by keyset so that no read transaction is held open for long.
-	after := ""
-	for {
-		recs, err := s.Records(ctx, selectionID, selection.RecordQuery{After: after, Limit: 2000})
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(recs) < 2000 {
-			return nil
-		}
-		after = recs[len(recs)-1].ID
-	}
+	return stored.EachRecord(ctx, s.Records, selectionID, fn)
 }
 
 func (s *SQLite) RecentSelections(ctx context.Context, limit int) ([]*selection.Selection, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+stored.DocColumnNames+` FROM selections WHERE state = ? ORDER BY created_at DESC, id LIMIT ?`, selection.StateReady, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read selections: %w", err)
-	}
-	defer rows.Close()
-	return stored.ScanDocsWho(rows, stored.SelectionWho)
+	return stored.RecentSelections(ctx, func(ctx context.Context, q string, args ...any) (stored.Rows, func(), error) {
+		rows, err := s.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rows, func() { rows.Close() }, nil
+	}, stored.Question, limit)
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package tools
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
-	"github.com/airlock-mcp/airlock/tools"
 )
 
 // labDirect serves a WriteLab through the tools, with a store.
@@ -23,7 +22,7 @@ func labDirect(t *testing.T, api *fixtures.WriteLab) *direct {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDirect(t, fixtures.WriteLabConfig(srv.URL, 150*time.Millisecond), func(c *tools.Config) { c.Store = st })
+	d := newDirect(t, fixtures.WriteLabConfig(srv.URL, 150*time.Millisecond), func(c *Config) { c.Store = st })
 	t.Cleanup(func() { d.deps.Engine.Wait(); st.Close() })
 	return d
 }
