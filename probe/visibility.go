@@ -37,7 +37,7 @@ func (p *prober) visibilityCheck(ctx context.Context) {
 	}
 	for _, field := range slices.Sorted(maps.Keys(r.Config.Fields)) {
 		fd := r.Config.Fields[field]
-		if fd == nil || len(fd.Enum) == 0 || fd.Sensitive {
+		if fd == nil || len(fd.Enum) == 0 || fd.Sensitive || partitions(r.Config.Sources, field) {
 			continue
 		}
 		seen := map[string]bool{}
@@ -82,6 +82,18 @@ func (p *prober) visibilityCheck(ctx context.Context) {
 			fmt.Sprintf("declare the view, so that every answer beyond it says VISIBILITY_RESTRICTED: visibility: {restricted: %q, only: {%s: [%s]}}",
 				"the credential sees only "+field+" "+strings.Join(shown, ", "), field, strings.Join(shown, ", ")))
 	}
+}
+
+// partitions says whether the resource's sources split it by the field
+// (one source per region): the list probe walks is one partition, whose
+// other values live in the other sources.
+func partitions(sources []config.SourceConfig, field string) bool {
+	for _, src := range sources {
+		if _, ok := src.Match[field]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // filterOn names a filter on the field that is sent upstream as a
