@@ -65,6 +65,10 @@ var envelopeDefaults = []TextDefault{
 	Const("scope.snapshot", `null`),
 	Const("scope.visibility", `"`+DefaultVisibility+`"`),
 	Const("scope.consistency", `"none"`),
+	// A complete answer accounts for the whole scope: its total is exact.
+	{Path: "coverage.total_relation", Default: func(root, _ map[string]any) (any, bool) {
+		return RelationEq, root["complete"] == true
+	}},
 	Const("coverage.sources[].status", `"`+SourceComplete+`"`),
 	{Path: "coverage.sources[].name", Default: func(root, _ map[string]any) (any, bool) {
 		if _, only := onlySource("pages")(root, nil); !only {

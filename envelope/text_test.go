@@ -28,7 +28,8 @@ func TestText_LeavesOutDefaultsAndExpandPutsThemBack(t *testing.T) {
 		kept   []string
 	}{
 		{"complete_empty", Envelope{Scope: scope(nil), Coverage: one(SourceComplete, EndProven), Data: map[string]any{"items": []any{}}},
-			[]string{`"incomplete_reasons"`, `"warnings"`, `"continuation"`, `"snapshot"`, `"visibility"`, `"consistency"`, `"filter"`, `"name"`, `"status"`},
+			[]string{`"incomplete_reasons"`, `"warnings"`, `"continuation"`, `"snapshot"`, `"visibility"`, `"consistency"`, `"filter"`, `"name"`, `"status"`,
+				`"total_relation"`},
 			[]string{`"complete":true`, `"end":"proven"`, `"items":[]`}},
 		{"complete_items", Envelope{Scope: scope(&snap), Coverage: one(SourceComplete, EndProven), Data: map[string]any{"items": []any{map[string]any{"id": "p1"}}}},
 			[]string{`"incomplete_reasons"`, `"continuation"`},
@@ -36,7 +37,7 @@ func TestText_LeavesOutDefaultsAndExpandPutsThemBack(t *testing.T) {
 		{"partial_items", Envelope{Scope: scope(nil), Coverage: one(SourcePartial, ""), IncompleteReasons: []Reason{more},
 			Continuation: Continuation{Kind: ContinueNextCursor, Cursor: "c1"}, Data: map[string]any{"items": []any{map[string]any{"id": "p1"}}}},
 			[]string{`"warnings"`, `"end"`},
-			[]string{`"complete":false`, `"MORE_PAGES_AVAILABLE"`, `"cursor":"c1"`}},
+			[]string{`"complete":false`, `"MORE_PAGES_AVAILABLE"`, `"cursor":"c1"`, `"total_relation":"eq"`}},
 		{"partial_empty", Envelope{Scope: scope(nil), Coverage: one(SourceDown, ""), IncompleteReasons: []Reason{NewReason(SourceUnavailable)},
 			Data: map[string]any{"items": []any{}}},
 			[]string{`"warnings"`, `"continuation"`},

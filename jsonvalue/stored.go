@@ -32,8 +32,17 @@ func MapKeys(keys []string, m map[string]any) []string {
 // Marshal is json.Marshal as a string; it panics when v cannot be encoded
 // (stores only encode values they built).
 func Marshal(v any) string {
-	if m, ok := v.(map[string]any); ok && m != nil {
-		if b, ok := appendStoredJSON(make([]byte, 0, 256), m); ok {
+	switch m := v.(type) {
+	case map[string]any:
+		if m != nil {
+			if b, ok := appendStoredJSON(make([]byte, 0, 256), m); ok {
+				return string(b)
+			}
+		}
+	case map[string]string:
+		// A write's frame: one per record and target.
+		if m != nil {
+			b, _ := appendStoredJSON(make([]byte, 0, 256), m)
 			return string(b)
 		}
 	}
@@ -103,6 +112,26 @@ func appendStoredJSON(b []byte, v any) ([]byte, bool) {
 			b = appendJSONString(b, e)
 		}
 		return append(b, ']'), true
+	case map[string]string:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		var buf [16]string
+		keys := buf[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONString(b, x[k])
+		}
+		return append(b, '}'), true
 	case map[string]any:
 		if x == nil {
 			return append(b, "null"...), true

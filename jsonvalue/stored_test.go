@@ -52,6 +52,26 @@ func TestStoredJSON_EncoderWritesWhatEncodingJSONWrites(t *testing.T) {
 	if accepted < 10000 {
 		t.Fatalf("the fast encoder took only %d values", accepted)
 	}
+	// Frames: maps of strings, through Marshal.
+	for i := range 3000 {
+		f := map[string]string{}
+		for range rng.IntN(6) {
+			f[genString(rng)] = genString(rng)
+		}
+		if i%7 == 0 {
+			f["<&>"] = "\u2028\u2029\x7f\x00\xff"
+		}
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Marshal(f); got != string(want) {
+			t.Fatalf("Marshal(%#v) = %s, json %s", f, got, want)
+		}
+	}
+	if got := Marshal(map[string]string(nil)); got != "null" {
+		t.Fatalf("Marshal of a nil frame = %s, want null", got)
+	}
 }
 
 // storedDocs are documents the decoder must read as encoding/json does,

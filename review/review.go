@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/google/uuid"
@@ -90,11 +91,15 @@ const (
 //go:embed page.html
 var pageFS embed.FS
 
-var pages = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"short": shortDigest,
-	"json":  jsonOf,
-	"stamp": stamp,
-}).ParseFS(pageFS, "page.html"))
+// pages are the page's templates, parsed when first served: a server
+// that does not serve the review page never parses them.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page.html").Funcs(template.FuncMap{
+		"short": shortDigest,
+		"json":  jsonOf,
+		"stamp": stamp,
+	}).ParseFS(pageFS, "page.html"))
+})
 
 type page struct {
 	d    Deps
@@ -187,12 +192,12 @@ func (rv *page) fail(w http.ResponseWriter, r *http.Request, p *envelope.Problem
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(p.Status)
-	_ = pages.ExecuteTemplate(w, "problem", p)
+	_ = pages().ExecuteTemplate(w, "problem", p)
 }
 
 func (rv *page) render(w http.ResponseWriter, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+	if err := pages().ExecuteTemplate(w, name, data); err != nil {
 		rv.d.Logger.Error("review page", "template", name, "err", err)
 	}
 }

@@ -25,17 +25,25 @@ import (
 // Building it searches for repeated shapes, so each distinct schema is
 // built once per process and shared (callers never write into it).
 func listedOutput(data map[string]any, problems ...envelope.ProblemCode) json.RawMessage {
+	k := listedArgs(data, problems)
+	if b, ok := listedOutputs.Load(k); ok {
+		return b.(json.RawMessage)
+	}
+	b, ok := builtSchemas().Listed[listedKey(k)]
+	if !ok || !readBuilt {
+		b = buildListedOutput(data, problems...)
+	}
+	listedOutputs.Store(k, b)
+	return b
+}
+
+// listedArgs is listedOutput's arguments as one string (its cache key).
+func listedArgs(data map[string]any, problems []envelope.ProblemCode) string {
 	key, err := json.Marshal(data)
 	if err != nil {
 		panic("tools: output schema: " + err.Error())
 	}
-	k := fmt.Sprint(problems) + string(key)
-	if b, ok := listedOutputs.Load(k); ok {
-		return b.(json.RawMessage)
-	}
-	b := buildListedOutput(data, problems...)
-	listedOutputs.Store(k, b)
-	return b
+	return fmt.Sprint(problems) + string(key)
 }
 
 // listedOutputs caches listedOutput by its arguments.

@@ -256,4 +256,4 @@ const Instructions = `airlock answers every call with an envelope. Rules:
 - A partial answer may support a read-only, bounded investigation, never a bulk change.
 - Surface incomplete_reasons to the user before asking to act on a result.
 - Writes go preview_selection -> show the manifest, effect and exclusions to the user -> commit_bulk_action with the selection_id, digest and the same action. Never approve on the user's behalf.
-- On error, problem.next_action says what to do. A text answer omits members at their defaults: empty lists, continuation none, status (from complete).`
+- On error, problem.next_action says what to do. A text answer omits members at their defaults: empty lists, continuation none, status (from complete), total_relation eq (when complete).`

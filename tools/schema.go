@@ -34,7 +34,12 @@ func generate[T any]() map[string]any {
 	t := reflect.TypeFor[T]()
 	b, ok := generated.Load(t)
 	if !ok {
-		b, _ = generated.LoadOrStore(t, reflectSchema[T]())
+		reflectors.LoadOrStore(t, reflectSchema[T])
+		if raw, found := builtSchemas().Types[t.String()]; found && readBuilt {
+			b, _ = generated.LoadOrStore(t, []byte(raw))
+		} else {
+			b, _ = generated.LoadOrStore(t, reflectSchema[T]())
+		}
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b.([]byte), &m); err != nil {
@@ -43,8 +48,14 @@ func generate[T any]() map[string]any {
 	return emptyAsObject(m).(map[string]any)
 }
 
-// generated holds each type's schema as JSON, reflected once.
+// generated holds each type's schema as JSON, reflected once (or read
+// from schemas.json).
 var generated sync.Map
+
+// reflectors holds, for each type generate was asked for, the function
+// that reflects its schema: the test that keeps schemas.json current
+// compares each with what the file holds.
+var reflectors sync.Map // reflect.Type -> func() []byte
 
 func reflectSchema[T any]() []byte {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: typeSchemas})

@@ -105,6 +105,11 @@ func SearchAll(d *Deps) Spec {
 // the coverage's totals, and delivery starts at the first item and leaves
 // nothing behind, unless it says otherwise.
 var searchTextDefaults = []envelope.TextDefault{
+	// What is left of an answer's data once its defaults are out: first
+	// here, so that it is dropped after them and put back before them.
+	{Path: "data", Default: func(root, _ map[string]any) (any, bool) {
+		return map[string]any{}, root["problem"] == nil
+	}},
 	envelope.Same("data.resource", "scope.resource"),
 	envelope.Same("data.total_matched", "coverage.total_matched"),
 	envelope.Same("data.total_relation", "coverage.total_relation"),

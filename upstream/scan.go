@@ -142,7 +142,7 @@ type Scan struct {
 	pages, scanned, matched int
 	groups                  map[groupKey]int
 	groupVals               map[groupKey]any
-	seen                    map[uint64]struct{}
+	seen                    seenSet
 	salt                    uint64 // keys seen (see seenKey)
 	elapsed                 time.Duration
 	snapshot                string
@@ -194,7 +194,7 @@ type conflict struct {
 func (r *Resource) NewScan(spec ScanSpec) *Scan {
 	s := &Scan{
 		r: r, spec: spec, groups: map[groupKey]int{}, groupVals: map[groupKey]any{},
-		seen: map[uint64]struct{}{}, salt: newSalt(), stickySeen: map[string]bool{},
+		salt: newSalt(), stickySeen: map[string]bool{},
 		warnSeen: map[string]bool{}, normalized: map[string]bool{}, violations: map[string]*violation{},
 		decision: map[string]bool{}, filterFields: map[string]bool{}, aliases: map[string]bool{},
 		enumDrift: map[string]bool{}, fieldDrift: map[string]bool{}, nullRest: map[string]any{}, nullLike: map[string]int{},

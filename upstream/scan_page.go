@@ -137,11 +137,10 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		}
 		src.lastID = id
 		h := seenKey(s.salt, src.cfg.Name, id)
-		if _, dup := s.seen[h]; dup {
+		if !s.seen.add(h) {
 			s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "duplicate_id")
 			continue
 		}
-		s.seen[h] = struct{}{}
 		fresh++
 		src.items++
 		s.scanned++

@@ -301,10 +301,10 @@ func (s *Scan) State(sealer StateSealer) ([]byte, error) {
 		c := s.conflicts[name]
 		st.Conflicts = append(st.Conflicts, savedConflict{Filter: name, Sent: c.sent, Seen: c.seen, Sample: c.sample, Count: c.count})
 	}
-	st.Seen = make([]byte, 0, 8*len(s.seen))
-	for h := range s.seen {
+	st.Seen = make([]byte, 0, 8*s.seen.len())
+	s.seen.each(func(h uint64) {
 		st.Seen = binary.LittleEndian.AppendUint64(st.Seen, h)
-	}
+	})
 	return json.Marshal(st)
 }
 
@@ -388,7 +388,7 @@ func (r *Resource) ResumeScan(spec ScanSpec, state []byte, sealer StateSealer) (
 		}
 	}
 	for i := 0; i < len(st.Seen); i += 8 {
-		s.seen[binary.LittleEndian.Uint64(st.Seen[i:])] = struct{}{}
+		s.seen.add(binary.LittleEndian.Uint64(st.Seen[i:]))
 	}
 	return s, nil
 }

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -340,6 +342,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	mcpSrv.MCP().Use(newIdleRelease(logger, deps.Scans.Release).middleware)
+	// What start-up left free (the configuration's parse, the store's
+	// first statements) is most of the heap an idle server would
+	// otherwise hold until its first quiet period: it is handed back now,
+	// beside the first requests.
+	go debug.FreeOSMemory()
 	if *httpAddr == "" {
 		logger.Info("serving MCP over stdio")
 		if err := mcpSrv.ServeStdio(ctx, stdin, stdout, slog.NewLogLogger(logger.Handler(), slog.LevelError)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
@@ -498,7 +505,15 @@ func loadConfig(path, demoURL string) (*config.Config, error) {
 	if demoURL != "" {
 		return config.Parse(fixtures.DemoConfig(demoURL))
 	}
-	if b, err := os.ReadFile(path); err == nil {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return config.Load(path) // says what it could not read
+	}
+	// A draft's TODO(...) placeholders are reported as such, not as the
+	// values they stand in for. Looking for them parses the file again,
+	// so only a file that may hold one is looked at: one that spells the
+	// prefix, or that holds an escape that could.
+	if bytes.Contains(b, []byte(config.TodoPrefix)) || bytes.IndexByte(b, '\\') >= 0 {
 		if err := config.DraftErrors(b); err != nil {
 			return nil, err
 		}

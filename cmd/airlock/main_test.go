@@ -287,3 +287,22 @@ func TestConfig_RelativeContractPathsResolveAgainstTheFile(t *testing.T) {
 		t.Fatalf("serve's runtime from /: %v", err)
 	}
 }
+
+// TestLoadConfig_ReportsATodoEvenWhenEscaped: serve skips looking for a
+// draft's TODOs in a file that cannot hold one; a TODO spelled with a YAML
+// escape (so that its bytes never read "TODO(") is still found and
+// reported as a TODO, where it stands in for a value that would pass.
+func TestLoadConfig_ReportsATodoEvenWhenEscaped(t *testing.T) {
+	t.Parallel()
+	cfg := strings.Replace(string(fixtures.DemoConfig("http://127.0.0.1:9")), "environment: demo", `environment: "\x54ODO(name this deployment)"`, 1)
+	if !strings.Contains(cfg, `\x54ODO(`) {
+		t.Fatal("the demo configuration no longer names its environment")
+	}
+	path := filepath.Join(t.TempDir(), "airlock.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(path, ""); err == nil || !strings.Contains(err.Error(), "unresolved TODO") {
+		t.Fatalf("an escaped TODO: %v, want it reported as an unresolved TODO", err)
+	}
+}

@@ -69,7 +69,7 @@ func TestGroupCommit_EachCallAllOrNothing(t *testing.T) {
 	batch := []groupWrite{
 		mk("journal", s.journalEntries(lease(opID), []Target{{ID: "t1", Outcome: TargetInFlight}})),
 		mk("journal", s.journalEntries(lease(opID), []Target{{ID: "t2", Outcome: TargetInFlight}, {ID: "nope", Outcome: TargetSucceeded}})),
-		mk("audit", auditEvents([]AuditEvent{{At: time.Now(), Kind: AuditCall, OperationID: opID, Event: "request"}})),
+		mk("audit", s.auditEvents([]AuditEvent{{At: time.Now(), Kind: AuditCall, OperationID: opID, Event: "request"}})),
 		mk("journal", func(tx *sql.Tx) error {
 			if err := s.journalEntries(lease(opID), []Target{{ID: "t3", Outcome: TargetInFlight}})(tx); err != nil {
 				return err

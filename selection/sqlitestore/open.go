@@ -37,6 +37,7 @@ type SQLite struct {
 	journalStmt *sql.Stmt // one target's journal entry
 	fenceStmt   *sql.Stmt // an operation's lease epoch
 	recordsStmt *sql.Stmt // recordsPerInsert records
+	auditStmt   *sql.Stmt // one audit event
 
 	// Journal and Audit calls go through one goroutine that commits the
 	// calls waiting at the same time in one transaction (see commitGroup).
@@ -108,6 +109,9 @@ func (s *SQLite) start(ctx context.Context) error {
 	if s.recordsStmt, err = s.w.PrepareContext(ctx, insertRecordsSQL(recordsPerInsert)); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	if s.auditStmt, err = s.w.PrepareContext(ctx, auditSQL); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	s.group = batch.New(batch.Options{Depth: maxGroup, Merge: maxGroup}, s.commitGroup)
 	return nil
 }
@@ -124,7 +128,7 @@ func (s *SQLite) Close() error {
 		_ = s.group.Close()
 	}
 	var errs []error
-	for _, st := range []*sql.Stmt{s.journalStmt, s.fenceStmt, s.recordsStmt} {
+	for _, st := range []*sql.Stmt{s.journalStmt, s.fenceStmt, s.recordsStmt, s.auditStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
