@@ -171,13 +171,23 @@ func scopeFilter(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 // the call runs again with the answer.
 func (s *Server) handler(spec tools.Spec) server.ToolHandlerFunc {
 	red := s.d.Redactor
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		ctx, obs := s.observe(ctx, spec.Name)
 		raw, merr := rawArguments(req)
 		call := newCall(raw, clientInfo(ctx), httpserve.PrincipalFrom(ctx))
 		call.CanAsk, call.Answer, call.Progress = clientCanElicit(ctx), answerFromParams(req.Params.MultiRoundTripParams), progressSender(ctx, req)
 		call.Apps = clientRendersApps(ctx)
 		log := s.logFor(spec, call)
+		defer func() {
+			// exec recovers the tool's own panic; this is airlock's code
+			// around it (asking the client, rendering): the process
+			// serves on, and the caller learns nothing of the cause.
+			if p := recover(); p != nil {
+				env := panicked(log, call.RequestID, p)
+				obs.answered(env)
+				res, err = redactedResult(env, red), nil
+			}
+		}()
 		if merr != nil {
 			env := envelope.ErrorEnvelope(envelope.InvalidArguments([]envelope.FieldError{
 				envelope.NewFieldError("arguments", envelope.FieldType, map[string]any{}),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -440,6 +441,11 @@ func (t *tasks) runRead(base context.Context, rec *taskRecord, attempt int, raw 
 			t.mu.Lock()
 			delete(t.runs, rec.ID)
 			t.mu.Unlock()
+			// exec recovers the tool's own panic; one in storing its
+			// result must not end the process with every other call.
+			if p := recover(); p != nil {
+				t.d.Logger.Error("a task's background run panicked", "task_id", rec.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
 		}()
 		done := make(chan struct{})
 		go func() {
