@@ -225,9 +225,11 @@ func validateReadHeaders(l *errList, hs map[string]string, at func(h string) []s
 	}
 }
 
-// credentialHeader reports whether a header carries a credential: one
+// CredentialHeader reports whether a header carries a credential: one
 // airlock's credential forms set (or SigV4 signs with), which a header
 // written in the configuration must never replace or carry in clear.
+func CredentialHeader(h string) bool { return credentialHeader(h) }
+
 func credentialHeader(h string) bool {
 	switch strings.ToLower(h) {
 	case "authorization", "cookie", "proxy-authorization", "x-amz-security-token", "x-amz-date", "x-amz-content-sha256", "x-api-key":

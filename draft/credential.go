@@ -59,6 +59,15 @@ func credentialFromScheme(name string, s *openapi3.SecurityScheme, upstreamName 
 func (c *credDraft) render(w *writer) {
 	w.line(2, "credential:")
 	switch {
+	case c.sigv4 != nil:
+		w.line(3, "aws_sigv4:")
+		w.kv(4, "access_key_id", "{env: "+SigV4KeyEnv+"}", "read from this variable")
+		w.kv(4, "secret_access_key", "{env: "+SigV4SecretEnv+"}", "read from this variable, never written here")
+		if c.sigv4.SessionToken {
+			w.kv(4, "session_token", "{env: "+SigV4TokenEnv+"}", "temporary credentials")
+		}
+		w.kv(4, "region", quote(c.sigv4.Region), "")
+		w.kv(4, "service", quote(c.sigv4.Service), "")
 	case c.oauth != nil:
 		w.line(3, "oauth2:")
 		w.kv(4, "token_url", quote(c.oauth.tokenURL), "")

@@ -71,6 +71,9 @@ type upstreamDraft struct {
 	baseNote string
 	cred     *credDraft
 	credNote string
+	// jsonTypes are media types the sample answered JSON in besides
+	// application/json and +json (json_media_types).
+	jsonTypes []string
 }
 
 type credDraft struct {
@@ -82,6 +85,9 @@ type credDraft struct {
 	user  string
 	basic bool
 	oauth *oauthDraft
+	// sigv4: AWS Signature Version 4 for region and service, the keys
+	// read from AWS's usual variables.
+	sigv4 *SampleSigV4
 }
 
 type resourceDraft struct {
@@ -89,9 +95,11 @@ type resourceDraft struct {
 	description string
 	path        string
 	params      [][2]string
-	method      string // POST for a list asked by POST ("" is GET)
-	body        string // a POST list's body, as a JSON (YAML flow) object
-	graphql     string // the list's query document (dialect graphql)
+	method      string      // POST for a list asked by POST ("" is GET)
+	body        string      // a POST list's body, as a JSON (YAML flow) object
+	headers     [][2]string // the list's own headers (an operation named in X-Amz-Target)
+	encoding    string      // item_encoding: how the items' values are written (dynamodb)
+	graphql     string      // the list's query document (dialect graphql)
 	items       string
 	scalarField string
 	itemsNote   string
@@ -234,6 +242,9 @@ func (c *draftConfig) render() *Draft {
 	} else if u.credNote != "" {
 		w.comment(2, u.credNote)
 	}
+	if len(u.jsonTypes) > 0 {
+		w.kv(2, "json_media_types", "["+strings.Join(u.jsonTypes, ", ")+"]", "the sample answered JSON in this type")
+	}
 	w.kv(2, "timeout", "10s", "")
 	w.line(0, "resources:")
 	for i, r := range c.resources {
@@ -304,6 +315,13 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 		w.kv(3, "method", r.method, "")
 		w.kv(3, "body", r.body, "the sample's body, less what pages it")
 	}
+	if len(r.headers) > 0 {
+		var parts []string
+		for _, h := range r.headers {
+			parts = append(parts, quote(h[0])+": "+quote(h[1]))
+		}
+		w.kv(3, "headers", "{"+strings.Join(parts, ", ")+"}", "sent as the sample sent them")
+	}
 	if r.graphql != "" {
 		w.kv(3, "graphql", quote(r.graphql), "")
 	} else {
@@ -320,6 +338,9 @@ func (r *resourceDraft) render(w *writer, upstreamName string) {
 		parts = append(parts, p[0]+": "+p[1])
 	}
 	w.kv(2, "pagination", "{"+strings.Join(parts, ", ")+"}", "")
+	if r.encoding != "" {
+		w.kv(2, "item_encoding", r.encoding, "every attribute of the sampled items is a typed value ({\"S\": \"x\"}): fields read through it")
+	}
 	w.kv(2, "id_field", quote(r.idField), "each item's stable id")
 	if r.versionFld != "" {
 		w.kv(2, "version_field", quote(r.versionFld), r.versionNote)

@@ -31,6 +31,14 @@ type SampleOptions struct {
 	Getenv func(string) string
 	// Client sends the requests; nil means a client with a 10s timeout.
 	Client *http.Client
+	// SigV4, when set, signs the sample with AWS Signature Version 4 from
+	// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (read
+	// through Getenv), and drafts that credential.
+	SigV4 *SampleSigV4
+	// Headers are sent with the sample, and drafted as the list's own
+	// headers (DynamoDB names its operation in X-Amz-Target). A credential
+	// among them is refused: it goes in CredentialEnv.
+	Headers http.Header
 	// Body, when set, is a JSON object: the sample is a POST with it (a
 	// CouchDB _find, a search), and the draft's list posts it, without
 	// its paging members.
@@ -64,6 +72,11 @@ func FromSample(ctx context.Context, rawURL string, opts SampleOptions) (*Draft,
 		// A GraphQL endpoint lists nothing by GET: its introspection does.
 		return FromGraphQL(ctx, rawURL, opts)
 	}
+	for name := range opts.Headers {
+		if config.CredentialHeader(name) {
+			return nil, fmt.Errorf("--sample-header %s: a credential goes in --credential-env, never in the draft", name)
+		}
+	}
 	first, err := fetch(ctx, u, opts)
 	if err != nil {
 		return nil, err
@@ -84,7 +97,9 @@ func FromSample(ctx context.Context, rawURL string, opts SampleOptions) (*Draft,
 	if opts.BaseURL != "" {
 		c.upstream.baseURL, c.upstream.baseNote = strings.TrimRight(opts.BaseURL, "/"), ""
 	}
-	if opts.CredentialEnv != "" {
+	if opts.SigV4 != nil {
+		c.upstream.cred = &credDraft{sigv4: opts.SigV4}
+	} else if opts.CredentialEnv != "" {
 		c.upstream.cred = &credDraft{env: opts.CredentialEnv, header: opts.CredentialHeader, scheme: opts.CredentialScheme}
 	} else {
 		c.upstream.credNote = "no credential was used for the sample: none is configured"
@@ -92,6 +107,12 @@ func FromSample(ctx context.Context, rawURL string, opts SampleOptions) (*Draft,
 	r, err := sampleResource(u, pages)
 	if err != nil {
 		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.Headers)) {
+		r.headers = append(r.headers, [2]string{http.CanonicalHeaderKey(name), opts.Headers.Get(name)})
+	}
+	if mt := sampleMediaType(first.header); mt != "" {
+		c.upstream.jsonTypes = []string{mt}
 	}
 	if len(opts.Resources) > 0 {
 		r.name = opts.Resources[0]
@@ -117,6 +138,12 @@ func fetch(ctx context.Context, u *url.URL, opts SampleOptions) (sampled, error)
 	req.Header.Set("Accept", "application/json")
 	if reqBody != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for name, vs := range opts.Headers {
+		req.Header.Del(name)
+		for _, v := range vs {
+			req.Header.Add(name, v)
+		}
 	}
 	if err := setCredential(req, opts); err != nil {
 		return sampled{}, err
@@ -147,6 +174,9 @@ func fetch(ctx context.Context, u *url.URL, opts SampleOptions) (sampled, error)
 
 // setCredential sends the credential the options name, when they name one.
 func setCredential(req *http.Request, opts SampleOptions) error {
+	if opts.SigV4 != nil {
+		return signSample(req, opts)
+	}
 	if opts.CredentialEnv == "" || opts.Getenv == nil {
 		return nil
 	}
@@ -201,6 +231,9 @@ func sampleResource(u *url.URL, pages []sampled) (*resourceDraft, error) {
 		list, _ := raw.([]any)
 		items = append(items, list...)
 	}
+	if plain, ok := typedItems(items); ok {
+		r.encoding, items = config.EncodingDynamoDB, plain
+	}
 	scalar := len(items) > 0
 	for _, it := range items {
 		if _, isObj := it.(map[string]any); isObj {
@@ -215,6 +248,9 @@ func sampleResource(u *url.URL, pages []sampled) (*resourceDraft, error) {
 	}
 	samplePagination(r, u, pages)
 	r.idField, r.versionFld, r.versionNote = idAndVersion(r)
+	if r.encoding != "" {
+		r.idField = tableKey(first.doc)
+	}
 	r.filterNotes = []string{"a sample shows no filter parameters: add filters (with param where the API filters) by hand"}
 	return r, nil
 }

@@ -33,7 +33,22 @@ func sampleRequestBody(b []byte) (method string, body io.Reader, obj map[string]
 
 // bodyPagingKeys are a posted body's members that page it: they are the
 // dialect's to send, never the list's body.
-var bodyPagingKeys = append(append(append(slices.Clone(pageSizeParams), offsetParams...), cursorParams...), "bookmark", "page", "start_cursor", "search_after")
+var bodyPagingKeys = append(append(append(slices.Clone(pageSizeParams), offsetParams...), cursorParams...), "bookmark", "page", "start_cursor", "search_after", "Limit", "ExclusiveStartKey")
+
+// continuationObjects are the answer members that hand back a
+// continuation object, with the body member that takes it back (DynamoDB's
+// LastEvaluatedKey, sent as ExclusiveStartKey).
+var continuationObjects = map[string]string{"LastEvaluatedKey": "ExclusiveStartKey"}
+
+// dynamoScan says whether a posted answer is DynamoDB's Scan or Query
+// shape (Items beside Count and ScannedCount), whose continuation,
+// LastEvaluatedKey, a page that ends the table leaves out.
+func dynamoScan(answer map[string]any) bool {
+	_, items := answer["Items"].([]any)
+	_, count := answer["Count"]
+	_, scanned := answer["ScannedCount"]
+	return items && count && scanned
+}
 
 // samplePostPagination drafts a POST list from its sample: the body less
 // its paging members, and the dialect the answer and the body show. A
@@ -67,7 +82,26 @@ func samplePostPagination(r *resourceDraft, first sampled) {
 		r.pageNote = append(r.pageNote, "the sample's body paged by "+joinNames(paging)+": the dialect sends them, the list's body keeps the rest")
 	}
 	bm, isStr := answer["bookmark"].(string)
+	cont := ""
+	for name := range continuationObjects {
+		if _, isObj := answer[name].(map[string]any); isObj {
+			cont = name
+		}
+	}
+	if cont == "" && dynamoScan(answer) {
+		cont = "LastEvaluatedKey"
+		r.pageNote = append(r.pageNote, "the sampled page held the whole table (no LastEvaluatedKey): DynamoDB's continuation is drafted as it would come")
+	}
 	switch off := firstKey(first.body, offsetParams); {
+	case answer != nil && cont != "":
+		set("dialect", "continue_object")
+		set("continue_path", quote(cont))
+		set("continue_param", quote(continuationObjects[cont]))
+		if _, ok := first.body["Limit"]; ok || dynamoScan(answer) {
+			sizeKey = "Limit"
+		}
+		size("Limit")
+		r.pageNote = append(r.pageNote, "the answer hands back "+cont+", an object sent back whole as "+continuationObjects[cont]+"; its absence ends the list, a page may be empty and go on")
 	case answer != nil && isStr && bm != "":
 		set("dialect", "bookmark")
 		size("limit")

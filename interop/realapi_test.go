@@ -54,16 +54,23 @@ func startAirlockWith(t testing.TB, config, baseURL string, env map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := configpkg.Parse([]byte(strings.ReplaceAll(string(b), "{{BASE_URL}}", baseURL)))
+	return startAirlockYAML(t, "testdata/"+config, []byte(strings.ReplaceAll(string(b), "{{BASE_URL}}", baseURL)), env, edit)
+}
+
+// startAirlockYAML is startAirlockWith for a configuration in hand (a
+// draft), named name in failures.
+func startAirlockYAML(t testing.TB, name string, yaml []byte, env map[string]string, edit func(*configpkg.Config)) *airlock {
+	t.Helper()
+	cfg, err := configpkg.Parse(yaml)
 	if err != nil {
-		t.Fatalf("testdata/%s: %v", config, err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	if edit != nil {
 		edit(cfg)
 	}
 	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
-		t.Fatalf("initialize testdata/%s: %v", config, err)
+		t.Fatalf("initialize %s: %v", name, err)
 	}
 	a := &airlock{runtime: rt, specs: map[string]tools.Spec{}, schemas: map[string]*envelope.Validator{}}
 	for _, s := range mustDeps(t, tools.Config{Runtime: rt}).Specs() {

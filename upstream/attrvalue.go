@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -22,110 +21,17 @@ import (
 // stays 2^53+1. {"NULL": true} reads as null, as an absent attribute
 // does.
 
-// avNumber is a number as DynamoDB writes one (N, NS): a JSON number.
-var avNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-
 // fromAttributeValues unwraps an item in place: each member's
 // AttributeValue is replaced by its plain value.
 func fromAttributeValues(doc map[string]any) error {
 	for _, k := range slices.Sorted(maps.Keys(doc)) {
-		v, err := fromAttributeValue(doc[k], 0)
+		v, err := jsonvalue.FromAttributeValue(doc[k])
 		if err != nil {
 			return BadResponse("attribute %q is not a DynamoDB AttributeValue as item_encoding declares: %s", k, err.Error())
 		}
 		doc[k] = v
 	}
 	return nil
-}
-
-// maxAVDepth bounds nesting (DynamoDB allows 32 levels).
-const maxAVDepth = 64
-
-// fromAttributeValue unwraps one AttributeValue: an object with exactly
-// one member, whose name is a type tag and whose value has that type's
-// form. Anything else is unreadable, never guessed at.
-func fromAttributeValue(v any, depth int) (any, error) {
-	if depth > maxAVDepth {
-		return nil, fmt.Errorf("nested too deep")
-	}
-	m, ok := v.(map[string]any)
-	if !ok || len(m) != 1 {
-		return nil, fmt.Errorf("not an object with one type tag")
-	}
-	for tag, x := range m {
-		switch tag {
-		case "S", "B":
-			if s, ok := x.(string); ok {
-				return s, nil
-			}
-		case "N":
-			if n, ok := avNum(x); ok {
-				return n, nil
-			}
-		case "BOOL":
-			if b, ok := x.(bool); ok {
-				return b, nil
-			}
-		case "NULL":
-			// {"NULL": false} is not a value DynamoDB writes.
-			if b, ok := x.(bool); ok && b {
-				return nil, nil
-			}
-		case "L":
-			if l, ok := x.([]any); ok {
-				out := make([]any, len(l))
-				for i, e := range l {
-					d, err := fromAttributeValue(e, depth+1)
-					if err != nil {
-						return nil, err
-					}
-					out[i] = d
-				}
-				return out, nil
-			}
-		case "M":
-			if mm, ok := x.(map[string]any); ok {
-				out := make(map[string]any, len(mm))
-				for k, e := range mm {
-					d, err := fromAttributeValue(e, depth+1)
-					if err != nil {
-						return nil, err
-					}
-					out[k] = d
-				}
-				return out, nil
-			}
-		case "SS", "BS", "NS":
-			if l, ok := x.([]any); ok {
-				out := make([]any, len(l))
-				for i, e := range l {
-					var ok bool
-					if tag == "NS" {
-						out[i], ok = avNum(e)
-					} else {
-						out[i], ok = e.(string)
-					}
-					if !ok {
-						return nil, fmt.Errorf("a member of %s is not of its type", tag)
-					}
-				}
-				return out, nil
-			}
-		default:
-			return nil, fmt.Errorf("unknown type tag %q", tag)
-		}
-		return nil, fmt.Errorf("the %s value is not of its type", tag)
-	}
-	return nil, nil // unreachable: one member
-}
-
-// avNum reads a DynamoDB number: a string holding a JSON number.
-func avNum(x any) (json.Number, bool) {
-	s, ok := x.(string)
-	if !ok || !avNumber.MatchString(s) {
-		return "", false
-	}
-	return json.Number(s), true
 }
 
 // toAttributeValue wraps a plain value as DynamoDB reads it: a string as
@@ -151,7 +57,7 @@ func toAttributeValue(v any, fd *config.FieldConfig) any {
 	case int64:
 		return map[string]any{"N": fmt.Sprint(x)}
 	case string:
-		if (typ == "integer" || typ == "number") && avNumber.MatchString(x) {
+		if (typ == "integer" || typ == "number") && jsonvalue.IsAttributeNumber(x) {
 			return map[string]any{"N": x}
 		}
 		return map[string]any{"S": x}

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/draft"
@@ -24,8 +26,10 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.alias("o", "output")
 	credEnv := fs.String("credential-env", "", "with --sample: the environment variable, `VAR`, holding the credential")
 	credHeader := fs.String("credential-header", "", "with --sample: the `HEADER` the credential goes in (default Authorization)")
+	credSigV4 := fs.String("credential-sigv4", "", "with --sample: sign the sample with AWS Signature Version 4 for `REGION/SERVICE` (us-east-1/dynamodb), from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN; the draft's credential reads the same variables")
 	credScheme := fs.String("credential-scheme", "Bearer", "with --sample: the `SCHEME` before the credential (\"\" sends it as is)")
-	var resources, tags stringList
+	var resources, tags, sampleHeaders stringList
+	fs.Var(&sampleHeaders, "sample-header", "with --sample: a `NAME: VALUE` header sent with the sample and drafted on the list (repeatable; DynamoDB's X-Amz-Target: DynamoDB_20120810.Scan)")
 	fs.Var(&resources, "resource", "draft only this list, named by its resource `NAME` or its path (/v1/customers) (repeatable; with --sample, its name); without --resource or --tag, the few lists the document describes best")
 	fs.Var(&tags, "tag", "with --openapi: draft the lists the document tags `TAG` (repeatable)")
 	if _, err := fs.parse(args, 0, stdout); err != nil {
@@ -36,6 +40,17 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *sampleBody != "" && *sample == "" {
 		return usagef("--sample-body goes with --sample URL")
+	}
+	if len(sampleHeaders) > 0 && *sample == "" {
+		return usagef("--sample-header goes with --sample URL")
+	}
+	headers := http.Header{}
+	for _, h := range sampleHeaders {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
+			return usagef("--sample-header %q: write it NAME: VALUE", h)
+		}
+		headers.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	opts := draft.Options{BaseURL: *baseURL, Resources: resources, Tags: tags, Environment: *env}
 	var d *draft.Draft
@@ -52,6 +67,16 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		so := draft.SampleOptions{Options: opts, CredentialEnv: *credEnv, CredentialHeader: *credHeader, Getenv: osGetenv}
 		if *sampleBody != "" {
 			so.Body = []byte(*sampleBody)
+		}
+		if len(headers) > 0 {
+			so.Headers = headers
+		}
+		if *credSigV4 != "" {
+			region, service, ok := strings.Cut(*credSigV4, "/")
+			if !ok || region == "" || service == "" || *credEnv != "" {
+				return usagef("--credential-sigv4 is REGION/SERVICE (us-east-1/dynamodb), and goes without --credential-env")
+			}
+			so.SigV4 = &draft.SampleSigV4{Region: region, Service: service}
 		}
 		fs.Visit(func(f *flag.Flag) {
 			if f.Name == "credential-scheme" {
