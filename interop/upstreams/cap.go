@@ -46,6 +46,8 @@ var CAPHostileNames = []string{
 // suite's ground truth. It has no credential (mocked authentication).
 type CAP struct {
 	URL string
+	// dir is the CAP project StartCAP serves.
+	dir string
 }
 
 // capModel is the CAP project StartCAP serves: the CRM and the unpaged
@@ -122,7 +124,7 @@ func StartCAP(t testing.TB) *CAP {
 	base, _ := startProcess(t, "cds-serve", dir, func(port int) []string {
 		return []string{node, filepath.Join(dir, "node_modules", "@sap", "cds", "bin", "serve.js"), "--port", strconv.Itoa(port)}
 	}, answersOK("/truth/Accounts?$top=1"), "CDS_STRICT_NODE_VERSION=false", "NODE_ENV=test")
-	c := &CAP{URL: base}
+	c := &CAP{URL: base, dir: dir}
 	for i, name := range CAPHostileNames {
 		owner := any("team-1")
 		if i%2 == 1 {
@@ -186,6 +188,30 @@ func (c *CAP) Accounts(t testing.TB) []Record {
 		r["id"] = strconv.FormatFloat(r["ID"].(float64), 'f', -1, 64)
 	}
 	return page.Value
+}
+
+// OpenAPI is the CRM service's OpenAPI document as CAP's own compiler
+// (@cap-js/openapi) writes it from the model, its server the running
+// service: the document a CAP user hands airlock init. It skips when
+// interop/node_modules lacks @cap-js/openapi.
+func (c *CAP) OpenAPI(t testing.TB) []byte {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(c.dir, "node_modules", "@cap-js", "openapi", "package.json")); err != nil {
+		missing(t, "interop/node_modules lacks @cap-js/openapi; run `npm ci` in interop/")
+	}
+	servers, _ := json.Marshal([]map[string]string{{"url": c.URL + "/odata/v4/crm"}})
+	script := `const cds = require('@sap/cds'), openapi = require('@cap-js/openapi');
+cds.load('srv').then(csn => process.stdout.write(JSON.stringify(openapi.compile(csn,
+  {service: 'CrmService', 'openapi:url': '/odata/v4/crm', 'openapi:servers': process.argv[1]}))))
+  .catch(e => { console.error(e); process.exit(1) })`
+	cmd := exec.CommandContext(t.Context(), "node", "-e", script, string(servers))
+	cmd.Dir = c.dir
+	cmd.Env = append(os.Environ(), "CDS_STRICT_NODE_VERSION=false")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("compile the CRM service to OpenAPI: %v", err)
+	}
+	return out
 }
 
 // Get sends GET pathAndQuery (already encoded) to CAP.
