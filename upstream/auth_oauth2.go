@@ -66,7 +66,7 @@ func loadOAuth2(o *config.OAuth2Config, opts Options, timeout time.Duration) (*t
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(clientID)+":"+url.QueryEscape(secret)))
 	secrets := append([]string{secret, url.QueryEscape(secret)}, credentialSecrets(basic)...)
 	red := opts.Redactor
-	ts := newTokenSource(cfg, hc, opts.Clock, opts.Logger, func(tok *oauth2.Token) {
+	ts := newTokenSource(cfg, hc, opts.Clock, opts.Logger, red, func(tok *oauth2.Token) {
 		// Learned before the token is used, so that nothing it reaches
 		// can carry it out.
 		red.Add(tok.AccessToken, "Bearer "+tok.AccessToken, tok.RefreshToken)

@@ -214,7 +214,8 @@ func (s *session) login(ctx context.Context) (int64, error) {
 // "STEP.NAME"). A refusal is a *TokenError: no request it was for is sent.
 func (s *session) step(ctx context.Context, st config.SessionStep, values map[string]string) error {
 	fail := func(kind TokenKind, status int, body []byte, header http.Header, detail string) error {
-		return &TokenError{Kind: kind, Host: s.host, Status: status, Body: body, Header: header, Detail: detail, Login: true}
+		// Redacted before it is quoted, cut short: see tokenSource.red.
+		return &TokenError{Kind: kind, Host: s.host, Status: status, Body: s.red.Bytes(body), Header: header, Detail: detail, Login: true}
 	}
 	path, err := config.RenderSession(st.Path, values)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/redact"
 )
 
 // maxRenewMargin bounds how long before its expiry a token is renewed.
@@ -52,6 +53,10 @@ type tokenSource struct {
 	// runtime's Redactor learns it there).
 	obtained func(*oauth2.Token)
 	host     string
+	// red knows every credential: a refusal's body is redacted before it
+	// is quoted, cut to a few hundred characters (a secret cut in two
+	// there would escape it).
+	red *redact.Redactor
 
 	flight singleflight.Group
 
@@ -87,12 +92,12 @@ func tokenBackoff(n int, retryAfter time.Duration) time.Duration {
 	return max(min(d, tokenBackoffMax), min(retryAfter, tokenRetryAfterMax))
 }
 
-func newTokenSource(cfg clientcredentials.Config, hc *http.Client, clock Clock, logger *slog.Logger, obtained func(*oauth2.Token)) *tokenSource {
+func newTokenSource(cfg clientcredentials.Config, hc *http.Client, clock Clock, logger *slog.Logger, red *redact.Redactor, obtained func(*oauth2.Token)) *tokenSource {
 	host := cfg.TokenURL
 	if u, err := url.Parse(cfg.TokenURL); err == nil {
 		host = u.Host
 	}
-	return &tokenSource{cfg: cfg, hc: hc, clock: clock, logger: logger, obtained: obtained, host: host}
+	return &tokenSource{cfg: cfg, hc: hc, clock: clock, logger: logger, red: red, obtained: obtained, host: host}
 }
 
 // token returns a valid access token: the cached one while it is not due
@@ -165,6 +170,7 @@ func (ts *tokenSource) fetch(ctx context.Context) (*oauth2.Token, error) {
 	tok, err := ts.cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, ts.hc))
 	if err != nil {
 		te := classifyTokenError(ctx, ts.host, err, ts.clock.Now())
+		te.Body = ts.red.Bytes(te.Body)
 		wait := ts.remember(te, start)
 		ts.logger.Warn("token request failed", "token_host", ts.host, "kind", te.Kind.String(), "status", te.Status, "error_code", envelope.SafeName(te.ErrorCode),
 			"asks_again_in_s", int(wait.Seconds()))

@@ -509,3 +509,25 @@ func testASlowTokenEndpointCostsEachCallerOneTimeout(t *testing.T, nw *memnet.Ne
 		t.Fatalf("the callers waited %v in all, want one timeout (100ms)", took)
 	}
 }
+
+// TestOAuth2_ASecretTheRefusalEchoesAcrossTheQuotesCutIsRedactedWhole: a
+// token endpoint's refusal quotes the client secret where upstream_message
+// is cut (300 characters): redacted before the cut, none of it is quoted,
+// where redacting the quote after would have left its first half.
+func TestOAuth2_ASecretTheRefusalEchoesAcrossTheQuotesCutIsRedactedWhole(t *testing.T) {
+	pad := strings.Repeat("x", envelope.MaxUpstreamMessage-len("invalid_client: ")-len(oauthtest.ClientSecret)/2)
+	te := &oauthtest.TokenEndpoint{Answer: func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":"invalid_client","error_description":"%s%s was refused"}`, pad, oauthtest.ClientSecret)
+	}}
+	c, base := oauthClient(t, te, &oauthtest.API{}, "", "", Options{Redactor: redact.New()})
+	_, err := get(t, c, base.URL)
+	p := ProblemFor(err, nil)
+	if p.Code != envelope.ProblemTokenClientRejected || !strings.HasPrefix(p.UpstreamMessage, "invalid_client: xxx") {
+		t.Fatalf("problem %s, upstream_message %q", p.Code, p.UpstreamMessage)
+	}
+	if half := oauthtest.ClientSecret[:len(oauthtest.ClientSecret)/2]; strings.Contains(p.UpstreamMessage, half) {
+		t.Fatalf("upstream_message quotes the secret's first half %q: %q", half, p.UpstreamMessage)
+	}
+}
