@@ -1,13 +1,11 @@
 package write
 
 import (
-	"context"
 	"net/url"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/internal/configtest"
-	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // TestFormEncodedWrite_SendsItsFieldsEncodedOnceAndItsQueryApart: a
@@ -41,15 +39,7 @@ func TestFormEncodedWrite_SendsItsFieldsEncodedOnceAndItsQueryApart(t *testing.T
 		"    conditional: reread",
 		"    effect: [{field: text, to: \"{{params.text}}\"}]",
 	)
-	cfg, err := config.Parse(y)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := rt.Actions["set_text"]
+	a := actionFrom(t, string(y), "set_text")
 	req, err := Request(a, config.TemplateVars{ID: "12&action=delete", Version: "7", OperationID: "op_1",
 		Params: map[string]any{"text": "a & b = c\n[[Category:X, \"y\"]] Ünïcode"}}, "r1")
 	if err != nil {

@@ -3,7 +3,6 @@ package write
 import (
 	"testing"
 
-	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -11,7 +10,7 @@ import (
 // _rev.
 func couchPutAction(t *testing.T) *upstream.Action {
 	t.Helper()
-	cfg, err := config.Parse([]byte(`environment: test
+	return actionFrom(t, `environment: test
 upstreams:
   couch: {base_url: "http://127.0.0.1:5984"}
 resources:
@@ -33,15 +32,7 @@ actions:
     request: {method: PUT, path: "/accounts/{{id}}", body: "{{after}}"}
     conditional: version
     effect: [{field: status, to: archived}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt.Actions["archive"]
+`, "archive")
 }
 
 // TestJudgeAnswer_AVersionedRecordWithoutItsVersionProvesNothing: the

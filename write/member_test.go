@@ -22,9 +22,9 @@ func etcdAction(t *testing.T) *upstream.Action {
 
 func etcdActionAt(t *testing.T, baseURL string) *upstream.Action {
 	t.Helper()
-	cfg, err := config.Parse([]byte(`environment: test
+	return actionFrom(t, `environment: test
 upstreams:
-  etcd: {base_url: "` + baseURL + `"}
+  etcd: {base_url: "`+baseURL+`"}
 resources:
   keys:
     upstream: etcd
@@ -51,15 +51,7 @@ actions:
     params: {type: object, required: [value], properties: {value: {type: string}}}
     conditional: version
     effect: [{field: value, to: "{{params.value}}"}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt.Actions["set_value"]
+`, "set_value")
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

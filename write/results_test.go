@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -12,7 +11,7 @@ import (
 // bare list of results: results: . reads the answer itself.
 func couchAction(t *testing.T) *upstream.Action {
 	t.Helper()
-	cfg, err := config.Parse([]byte(`environment: test
+	return actionFrom(t, `environment: test
 upstreams:
   couch: {base_url: "http://127.0.0.1:5984"}
 resources:
@@ -42,15 +41,7 @@ actions:
       applied: [true]
     conditional: version
     effect: [{field: status, to: archived}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := upstream.Initialize(t.Context(), cfg, upstream.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt.Actions["archive"]
+`, "archive")
 }
 
 // TestParseBulk_ResultsDotReadsABareListAnswer: CouchDB answers
