@@ -31,6 +31,15 @@ type direct struct {
 	// directs call one tool, and compiling a tool's schema costs more
 	// than a call.
 	schemas map[string]*envelope.Validator
+	// closers release what the direct opened (a store).
+	closers []func()
+}
+
+// close releases what the direct opened.
+func (d *direct) close() {
+	for _, c := range d.closers {
+		c()
+	}
 }
 
 // fataler is what both *testing.T and *rapid.T offer.

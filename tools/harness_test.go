@@ -40,10 +40,12 @@ type harness struct {
 	// answer is how the user answers an approval request: accept (approve
 	// and acknowledge), decline or cancel.
 	answer *answerer
-	t      testing.TB
-	api    *fixtures.Server
-	apiURL string
-	deps   *Deps
+	// cannotAsk: the client cannot show approval requests.
+	cannotAsk bool
+	t         testing.TB
+	api       *fixtures.Server
+	apiURL    string
+	deps      *Deps
 	// logs is everything airlock logged, as JSON lines.
 	logs *syncBuffer
 	// dbPath is the store's SQLite file.
@@ -62,7 +64,20 @@ type harnessCfg struct {
 	scanMemory int
 	// wrapStore, when set, stands between the tools and the store.
 	wrapStore func(selection.Store) selection.Store
+	// cannotAsk: the client cannot show approval requests (it declares
+	// no elicitation).
+	cannotAsk bool
+	// fingerprint, when set, replaces the credentials' fingerprint in the
+	// memory of failed calls.
+	fingerprint func() string
 }
+
+// withoutAsking is a client that cannot show approval requests.
+func withoutAsking() harnessOpt { return func(h *harnessCfg) { h.cannotAsk = true } }
+
+// withFingerprint names what the memory of failed calls keys answers on
+// besides the call.
+func withFingerprint(f func() string) harnessOpt { return func(h *harnessCfg) { h.fingerprint = f } }
 
 // withStore puts wrap between the tools and the store (a store that fails).
 func withStore(wrap func(selection.Store) selection.Store) harnessOpt {
@@ -104,10 +119,10 @@ func withEnv(f func(string) string) harnessOpt { return func(c *harnessCfg) { c.
 
 // leaks fails the test when b holds a canary credential in any form a
 // reader could decode (raw, split, escaped, base64, containers nested in
-// each other).
+// each other), cursorAPIKey among them.
 func leaks(t testing.TB, what string, b []byte) {
 	t.Helper()
-	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin) {
+	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin, cursorAPIKey) {
 		if len(hits) > 0 {
 			t.Fatalf("the credential leaked into %s (%v)", what, hits)
 		}
@@ -174,7 +189,8 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	build := func(with ...func(*Config)) *Deps {
 		c := Config{Runtime: rt, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			Clock: cfg.clock, Store: used, Background: bg, Auditor: auditor, ScanMemory: cfg.scanMemory}
+			Clock: cfg.clock, Store: used, Background: bg, Auditor: auditor, ScanMemory: cfg.scanMemory,
+			Fingerprint: cfg.fingerprint}
 		for _, f := range with {
 			f(&c)
 		}
@@ -186,7 +202,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		return deps
 	}
 	return &harness{t: t, api: api, apiURL: apiSrv.URL, deps: build(), build: build, logs: &logs, dbPath: dbPath,
-		answer: &answerer{action: AnswerAccept}}
+		answer: &answerer{action: AnswerAccept}, cannotAsk: cfg.cannotAsk}
 }
 
 // otherProcess is another airlock process on the same store, with secret
@@ -223,6 +239,19 @@ type answerer struct {
 	action   string
 	content  map[string]any
 	messages []string
+}
+
+func (a *answerer) set(action string, content map[string]any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.action, a.content = action, content
+}
+
+// asked is every approval request's message, in order.
+func (a *answerer) asked() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.messages...)
 }
 
 // reply is the user's answer to ask.
@@ -307,7 +336,7 @@ func (h *harness) call(tool string, args map[string]any) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	call := &Call{RequestID: uuid.NewString(), Raw: raw, Client: "mcp client airlock-test 1", CanAsk: true}
+	call := &Call{RequestID: uuid.NewString(), Raw: raw, Client: "mcp client airlock-test 1", CanAsk: !h.cannotAsk}
 	env := h.deps.Memory.Recall(s, call.Raw, call.RequestID)
 	if env == nil {
 		env = s.Run(ctx, call)
@@ -571,4 +600,11 @@ func fieldsOf(p *envelope.Problem) map[string]envelope.FieldCode {
 		out[e.Field] = e.Code
 	}
 	return out
+}
+
+// handler is a tool's run as the server calls it (Spec.Run), for tests
+// that hand it a call of their own.
+func (h *harness) handler(tool string) func(context.Context, *Call) *envelope.Envelope {
+	h.t.Helper()
+	return h.spec(tool).Run
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package tools
 
 import (
 	"net/http"
@@ -8,11 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/tools"
 )
-
-// fastRetries makes the demo upstream retry twice without waiting long.
-var fastRetries = []string{"retries: 2", "retries: 2\n    backoff: {min: 1ms, max: 5ms}"}
 
 // fastReconcile edits re-read the demo's writes whose outcome was not
 // observed in rounds 10–40 ms apart instead of 0.25–4 s: the same rounds,
@@ -131,14 +127,14 @@ func TestChangeableFailure_IsRememberedBrieflyAndPerCredential(t *testing.T) {
 		t.Fatal("a call with another credential must reach the upstream")
 	}
 	status.Store(0) // the upstream recovered
-	clock.Advance(tools.ChangeableWindow + time.Second)
+	clock.Advance(ChangeableWindow + time.Second)
 	if r := h.call("search_all", args); r.env.Problem != nil || !r.env.Complete {
 		t.Fatalf("after the short window the recovered upstream answers: %+v", r.env.Problem)
 	}
 	rejected := map[string]any{"resource": "projects", "filter": map[string]any{"owner": "team-retired"}, "max_items": 0}
 	h.call("search_all", rejected)
 	n = up.count()
-	clock.Advance(tools.ChangeableWindow + time.Second)
+	clock.Advance(ChangeableWindow + time.Second)
 	if p := h.call("search_all", rejected).env.Problem; p == nil || p.Code != envelope.ProblemUpstreamRejected || up.count() != n {
 		t.Fatalf("a rejected request is remembered for the longer window: %+v", p)
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package tools
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
-	"github.com/airlock-mcp/airlock/tools"
 )
 
 // TestPreviewManifestCursor_ContinuesInGetSelection follows the path an
@@ -72,7 +71,7 @@ func replicaOn(t fataler, yaml []byte, storePath string, secret []byte) *direct 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDirect(t, yaml, func(c *tools.Config) { c.Store, c.Secret = store, secret })
+	d := newDirect(t, yaml, func(c *Config) { c.Store, c.Secret = store, secret })
 	d.closers = append(d.closers, func() { store.Close() })
 	return d
 }
