@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 )
@@ -66,7 +67,7 @@ func TestElicitationState_OnlyThePrincipalAskedMayAnswer(t *testing.T) {
 		call.Answer = answerFromParams(mrt)
 		env := h.handler("commit_bulk_action")(ctx, call)
 		b, _ := json.Marshal(env)
-		recordProblems(b)
+		tooltest.RecordCodes(b)
 		return env, askResult(call)
 	}
 	_, ask := commit(bob, "")
@@ -107,7 +108,7 @@ func TestElicitationState_ForgedOrReplayedIsRefused(t *testing.T) {
 		call.Answer = answerFromParams(mrt)
 		env := h.handler("commit_bulk_action")(ctx, call)
 		b, _ := json.Marshal(env)
-		recordProblems(b)
+		tooltest.RecordCodes(b)
 		return env, askResult(call)
 	}
 	accept := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,

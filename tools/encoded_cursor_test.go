@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
 
@@ -64,7 +65,7 @@ func (a *cursorAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.requests = append(a.requests, r.URL.RawQuery)
 	a.mu.Unlock()
 	if r.URL.Path != "/v1/items" || r.URL.Query().Get("api_key") != a.key {
-		answer(w, 401, "application/json", `{"error":"invalid key"}`)
+		tooltest.Answer(w, 401, "application/json", `{"error":"invalid key"}`)
 		return
 	}
 	page := 0
@@ -76,7 +77,7 @@ func (a *cursorAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.mu.Lock()
 			a.refused++
 			a.mu.Unlock()
-			answer(w, 400, "application/json", `{"error":"invalid cursor"}`)
+			tooltest.Answer(w, 400, "application/json", `{"error":"invalid cursor"}`)
 			return
 		}
 		page = n
@@ -100,7 +101,7 @@ func (a *cursorAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		next = "http://" + r.Host + "/v1/items?cursor=" + url.QueryEscape(a.cursorOf(page+1))
 	}
 	b, _ := json.Marshal(map[string]any{"results": items, "next": next})
-	answer(w, 200, "application/json", string(b))
+	tooltest.Answer(w, 200, "application/json", string(b))
 }
 
 func (a *cursorAPI) refusedCursors() int {

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,7 @@ import (
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
-	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -47,7 +46,7 @@ type harness struct {
 	apiURL    string
 	deps      *Deps
 	// logs is everything airlock logged, as JSON lines.
-	logs *syncBuffer
+	logs *tooltest.SyncBuffer
 	// dbPath is the store's SQLite file.
 	dbPath string
 	// build makes another airlock process on the same store, its
@@ -143,7 +142,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	api := newFixture(t)
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
-	var logs, auditLog syncBuffer
+	var logs, auditLog tooltest.SyncBuffer
 	c, err := config.Parse(cfg.config(apiSrv.URL))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -366,21 +365,21 @@ func (h *harness) check(s Spec, raw []byte) result {
 	tool := s.Name
 	text := envelope.Text(raw, s.TextDefaults...)
 	leaks(h.t, tool+"'s result", raw)
-	if n := len(raw) + len(mustJSON(string(text))); n > maxResultBytes {
-		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, n, maxResultBytes)
+	if n := len(raw) + len(tooltest.MustJSON(string(text))); n > tooltest.MaxResultBytes {
+		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, n, tooltest.MaxResultBytes)
 	}
-	recordProblems(raw)
+	tooltest.RecordCodes(raw)
 	// Whatever the tool, no number in its answer reads as another in a
 	// client that holds numbers as doubles (I-JSON).
 	if exact, err := envelope.DecodeJSON(raw); err != nil {
 		h.t.Fatalf("%s: structured content: %v", tool, err)
 	} else {
-		noRoundedNumbers(h.t, tool+"'s structured content", exact)
+		tooltest.NoRoundedNumbers(h.t, tool+"'s structured content", exact)
 	}
-	if err := fullEnvelope.Validate(raw); err != nil {
+	if err := tooltest.FullEnvelope().Validate(raw); err != nil {
 		h.t.Fatalf("%s result breaks the envelope schema: %v\n%s", tool, err, raw)
 	}
-	v, err := outputValidator(s.Name, s.OutputSchema())
+	v, err := tooltest.OutputValidator(s.Name, s.OutputSchema())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -395,7 +394,7 @@ func (h *harness) check(s Spec, raw []byte) result {
 	var a, b any
 	_ = json.Unmarshal(envelope.Expand(text, s.TextDefaults...), &a)
 	_ = json.Unmarshal(raw, &b)
-	if string(mustJSON(a)) != string(mustJSON(b)) {
+	if string(tooltest.MustJSON(a)) != string(tooltest.MustJSON(b)) {
 		h.t.Fatalf("%s: text content does not mirror structured content\ntext: %s\nstructured: %s", tool, text, raw)
 	}
 	var env envelope.Envelope
@@ -408,15 +407,6 @@ func (h *harness) check(s Spec, raw []byte) result {
 	}
 	return result{env: &env, data: data, raw: raw}
 }
-
-// fullEnvelope is the envelope's published schema.
-var fullEnvelope = func() *envelope.Validator {
-	v, err := envelope.CompileSchema("envelope-full", envelope.Schema())
-	if err != nil {
-		panic(err)
-	}
-	return v
-}()
 
 var dataSchemas sync.Map
 
@@ -445,34 +435,6 @@ func checkData(s Spec, raw []byte) error {
 		v, _ = dataSchemas.LoadOrStore(s.Name, c)
 	}
 	return v.(*envelope.Validator).Validate(env.Data)
-}
-
-// noRoundedNumbers fails when a copy holds a number a double would not
-// read as itself.
-func noRoundedNumbers(t testing.TB, what string, v any) {
-	t.Helper()
-	var rounded []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case json.Number:
-			if !jsonvalue.Interoperable(string(x)) {
-				rounded = append(rounded, string(x))
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	if len(rounded) > 0 {
-		t.Errorf("%s holds %d numbers a JavaScript client reads as others, such as %s", what, len(rounded), rounded[0])
-	}
 }
 
 // members lists every member id of a selection through get_selection.
@@ -512,29 +474,6 @@ func (h *harness) operation(id any) result {
 	}
 	h.t.Fatal("the operation did not finish")
 	return result{}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 var pauseAction = map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/google/uuid"
 )
@@ -30,7 +31,7 @@ func TestOwners_OtherPrincipalsFindNoSuchRecord(t *testing.T) {
 		call.Raw, _ = json.Marshal(args)
 		env := h.handler(tool)(context.Background(), call)
 		env.Finish()
-		recordProblems(env.Marshal())
+		tooltest.RecordCodes(env.Marshal())
 		return env
 	}
 	write := []string{ScopeWrite}
