@@ -30,7 +30,8 @@ type cursorAPI struct {
 	key   string
 	items int
 	// slow, when set, makes the request for that page (from 1) wait past
-	// airlock's timeout.
+	// airlock's timeout (a second: long enough for any other request on a
+	// loaded machine).
 	slow int
 	// echo puts the page's own link (self), its cursor and base64 of a
 	// document holding the cursor (token) into every item.
@@ -83,7 +84,12 @@ func (a *cursorAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page = n
 	}
 	if a.slow > 0 && page == a.slow {
-		time.Sleep(400 * time.Millisecond) // past the configured 150ms
+		// Past the configured timeout: until airlock gives up on the
+		// request.
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
 	}
 	var items []any
 	for i := page * cursorAPIPage; i < min((page+1)*cursorAPIPage, a.items); i++ {
@@ -123,7 +129,7 @@ upstreams:
   api:
     base_url: %q
     credential: {env: CURSOR_API_KEY, query: api_key}
-    timeout: 150ms
+    timeout: 1s
     retries: 0
     backoff: {min: 1ms, max: 5ms}
 resources:

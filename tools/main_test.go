@@ -17,7 +17,7 @@ import (
 // tests wait on fixture servers, stores and operations as much as they
 // compute: more run at once than there are CPUs.
 func TestMain(m *testing.M) {
-	testparallel.Set(8)
+	testparallel.Set(4)
 	code := m.Run()
 	if run := flag.Lookup("test.run"); code == 0 && run != nil && run.Value.String() == "" && !testing.Short() {
 		if missing := tooltest.Unproduced(tooltest.ProducedByTools); len(missing) > 0 {
