@@ -6,6 +6,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/airlock-mcp/airlock/config/strictyaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // SchemaURL is where a release publishes the configuration's JSON Schema
@@ -30,6 +34,11 @@ var paginationKinds = func() map[string][]string {
 	}
 	return out
 }
+
+var (
+	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	durationType    = reflect.TypeFor[time.Duration]()
+)
 
 // durationPattern is what time.ParseDuration reads: "0", or numbers each
 // with a unit, after an optional sign. yaml decodes a duration only from
@@ -98,7 +107,7 @@ type schemaGen struct {
 	names map[reflect.Type]string
 }
 
-// of is the schema of a value of type t, as decode.go reads one.
+// of is the schema of a value of type t, as strictyaml.Decode reads one.
 func (g *schemaGen) of(t reflect.Type) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -160,12 +169,12 @@ func (g *schemaGen) ref(t reflect.Type, build func(*schemaGen, reflect.Type) map
 	return map[string]any{"$ref": "#/$defs/" + name}
 }
 
-// objectSchema is a struct's schema: its keys as structFields names them (the
-// decoder's own list), no other.
+// objectSchema is a struct's schema: its keys as strictyaml.Fields names
+// them (the decoder's own list), no other.
 func objectSchema(g *schemaGen, t reflect.Type) map[string]any {
 	props := map[string]any{}
-	for name, f := range structFields(t) {
-		props[name] = g.of(f.typ)
+	for name, f := range strictyaml.Fields(t) {
+		props[name] = g.of(f.Type)
 	}
 	return map[string]any{"type": []any{"object", "null"}, "properties": props, "additionalProperties": false}
 }

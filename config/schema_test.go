@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v3"
@@ -137,9 +138,9 @@ var yamlBlock = regexp.MustCompile("(?s)\n```yaml\n(.*?)\n```")
 // (other programs' files, fragments written indented) are skipped.
 func TestSchema_AcceptsTheDocsExamples(t *testing.T) {
 	whole, resource, action := compileSchema(t, ""), compileSchema(t, "ResourceConfig"), compileSchema(t, "ActionConfig")
-	keysOf := func(v any) map[string]field { return structFields(reflect.TypeOf(v)) }
+	keysOf := func(v any) map[string]strictyaml.Field { return strictyaml.Fields(reflect.TypeOf(v)) }
 	kinds := []struct {
-		keys   map[string]field
+		keys   map[string]strictyaml.Field
 		schema *jsonschema.Schema
 	}{{keysOf(Config{}), whole}, {keysOf(ResourceConfig{}), resource}, {keysOf(ActionConfig{}), action}}
 	docs, err := filepath.Glob("../docs/*.md")
@@ -173,7 +174,7 @@ func TestSchema_AcceptsTheDocsExamples(t *testing.T) {
 	}
 }
 
-func everyKeyIn(m map[string]any, keys map[string]field) bool {
+func everyKeyIn(m map[string]any, keys map[string]strictyaml.Field) bool {
 	for k := range m {
 		if _, ok := keys[k]; !ok {
 			return false
@@ -285,8 +286,8 @@ func TestSchema_EveryTypeThatDecodesItselfIsReviewed(t *testing.T) {
 			return
 		}
 		if typ.Kind() == reflect.Struct {
-			for _, f := range structFields(typ) {
-				walk(f.typ)
+			for _, f := range strictyaml.Fields(typ) {
+				walk(f.Type)
 			}
 		}
 	}
