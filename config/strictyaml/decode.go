@@ -394,7 +394,7 @@ func (d *decoder) merge(parent, m *yaml.Node, out reflect.Value, path []string, 
 }
 
 // key reads a mapping key as a string: a scalar, or an alias of one. A
-// null key is skipped without a word here (the caller reports it); a list
+// null key is skipped without a word here (NullKeys reports it); a list
 // or mapping is reported.
 func (d *decoder) key(k *yaml.Node, path []string) (string, bool) {
 	n := k

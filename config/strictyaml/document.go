@@ -225,6 +225,33 @@ func DropDuplicateKeys(root *yaml.Node) []Problem {
 	return errs
 }
 
+// NullKeys reports every mapping key YAML reads as null (null, ~ or
+// nothing): the decoder drops such a key and its value without a word,
+// so `null: {param: …}` would silently configure nothing. Decode, which
+// skips such a key, leaves it to this.
+func NullKeys(root *yaml.Node) []Problem {
+	var errs []Problem
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil {
+			return
+		}
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!null" {
+					errs = append(errs, Problem{Line: k.Line, Path: "config",
+						Msg: fmt.Sprintf("the key %q is read as null, which is no key: quote it, or for a filter's null form use is_null", k.Value)})
+				}
+			}
+		}
+		for _, ch := range n.Content {
+			walk(ch)
+		}
+	}
+	walk(root)
+	return errs
+}
+
 // Line finds the line of a dotted path in the document root (the document
 // node), 0 when the document is empty: the line of the path's last key or
 // list item the document has. Path elements are map keys or list indexes.

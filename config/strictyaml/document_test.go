@@ -100,3 +100,16 @@ func TestDecode_ReportsEveryProblemAndWhereEachKeyIs(t *testing.T) {
 		}
 	}
 }
+
+// A key YAML reads as null is no key: Decode skips it, NullKeys says so
+// where it is written.
+func TestNullKeys_AreReportedWhereTheyAreWritten(t *testing.T) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte("a:\n  null: {x: 1}\n  ~: 2\n  \"null\": 3\n"), &root); err != nil {
+		t.Fatal(err)
+	}
+	got := NullKeys(&root)
+	if len(got) != 2 || got[0].Line != 2 || got[1].Line != 3 || got[0].Path != "config" {
+		t.Errorf("NullKeys = %+v, want lines 2 and 3 (the quoted \"null\" is a key)", got)
+	}
+}
