@@ -2,10 +2,10 @@
 // airlock's configuration is read: by a walk of the YAML tree against the
 // values' types (their yaml struct tags) that reports every key the types
 // do not have (with the key that was probably meant), every value of the
-// wrong type and every key written twice, each with its line, column and
-// key path (a problem about the whole document is at path "config"), and
-// goes on past them. It also says where a YAML syntax error is, and on
-// which line a key path is written.
+// wrong type, every key written twice and every key YAML reads as null,
+// each with its line, column and key path (a problem about the whole
+// document is at path "config"), and goes on past them. It also says where
+// a YAML syntax error is, and on which line a key path is written.
 //
 // It must never stop at the first problem, word a problem in the YAML
 // library's terms or name a Go type, or depend on the configuration whose
@@ -22,8 +22,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// A document is decoded by airlock's own walk of the YAML tree
-// against the configuration's Go types (their yaml struct tags), never by
+// A document is decoded by airlock's own walk of the YAML tree against
+// the Go types of the value it fills (their yaml struct tags), never by
 // decoding the whole document with yaml and reading its error messages:
 // the walk knows each value's key path, line and column, and says what
 // was expected in airlock's words. It follows yaml's decoding rules
@@ -61,7 +61,7 @@ type Problem struct {
 
 // decoder is one walk of a document into a value.
 type decoder struct {
-	// unknown are the keys the configuration does not have; types the
+	// unknown are the keys the value's types do not have; types the
 	// values that do not fit their type (or cannot be read).
 	unknown, types []Problem
 	// reported keeps a value reached through several aliases from being

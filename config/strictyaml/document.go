@@ -12,8 +12,8 @@ import (
 )
 
 // SyntaxError is a YAML syntax error (yaml.Unmarshal's error for b) on the
-// line a person should look at.
-// It is the one place airlock reads the YAML library's wording: the
+// line a person should look at. It is the one place airlock reads the YAML
+// library's wording: the
 // parser reports a syntax error only as text ("yaml: line N: problem"),
 // with no type or position to read, so the line and the problem are cut
 // out of that text here and nowhere else (decoding errors come from
