@@ -11,16 +11,17 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // apiSaid quotes what the upstream said about a failure, marked as the
 // API's own words ("" when it said nothing airlock can find).
 func apiSaid(err error) string {
-	var he *upstream.HTTPError
+	var he *transport.HTTPError
 	if !errors.As(err, &he) || he.Local {
 		return ""
 	}
-	if msg := upstream.UpstreamMessage(he.Header, he.Body); msg != "" {
+	if msg := transport.UpstreamMessage(he.Header, he.Body); msg != "" {
 		return fmt.Sprintf("; the API said: %q", msg)
 	}
 	return ""
@@ -28,7 +29,7 @@ func apiSaid(err error) string {
 
 // itemRead is what one GET by id showed.
 type itemRead struct {
-	resp *upstream.Response
+	resp *transport.Response
 	err  error
 	// budget says the read was never sent: the request budget ran out.
 	budget bool

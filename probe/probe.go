@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Verdicts of one probe check.
@@ -97,7 +98,7 @@ type prober struct {
 	opts     Options
 	report   *Report
 	samples  []map[string]any // raw items, as the upstream sent them
-	first    *upstream.Response
+	first    *transport.Response
 	firstErr error
 	firstDoc any
 	// truth is the walk's items (normalized, by id) when the walk covered
@@ -152,7 +153,7 @@ func (p *prober) add(check, status, evidence, hint string) {
 func (p *prober) left() int { return p.opts.MaxRequests - p.report.Requests }
 
 // do sends one read request, counted against the budget.
-func (p *prober) do(ctx context.Context, req upstream.Request) (*upstream.Response, error) {
+func (p *prober) do(ctx context.Context, req transport.Request) (*transport.Response, error) {
 	if p.left() <= 0 {
 		return nil, errBudget
 	}
@@ -253,8 +254,8 @@ func topKeys(doc any) string {
 }
 
 func describeErr(err error) string {
-	var he *upstream.HTTPError
-	if errors.As(err, &he) && he.Kind == upstream.FailStatus {
+	var he *transport.HTTPError
+	if errors.As(err, &he) && he.Kind == transport.FailStatus {
 		return fmt.Sprintf("the upstream answered %d", he.Status) + apiSaid(err)
 	}
 	return err.Error()
@@ -262,7 +263,7 @@ func describeErr(err error) string {
 
 // undeclaredTotal looks for a total the configuration does not read, for
 // evidence: X-Total-Count, or a conventional body field.
-func undeclaredTotal(resp *upstream.Response, doc any) string {
+func undeclaredTotal(resp *transport.Response, doc any) string {
 	if resp != nil {
 		if h := resp.Header.Get("X-Total-Count"); h != "" {
 			return "X-Total-Count: " + h
@@ -278,7 +279,7 @@ func undeclaredTotal(resp *upstream.Response, doc any) string {
 	return ""
 }
 
-func (p *prober) totalCheck(resp *upstream.Response, doc any) {
+func (p *prober) totalCheck(resp *transport.Response, doc any) {
 	pg := p.r.Pagination
 	var where, raw string
 	switch {
@@ -327,7 +328,7 @@ func (p *prober) totalCheck(resp *upstream.Response, doc any) {
 
 var rateLimitHeader = regexp.MustCompile(`(?i)^(x-)?rate-?limit`)
 
-func (p *prober) rateLimitCheck(resp *upstream.Response) {
+func (p *prober) rateLimitCheck(resp *transport.Response) {
 	var seen []string
 	for k := range resp.Header {
 		if rateLimitHeader.MatchString(k) {

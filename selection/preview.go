@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Blocker codes: why a reviewable selection cannot be committed, besides
@@ -308,7 +309,7 @@ func recordError(err error) error {
 
 // readError maps a failed single-item read to a scan error.
 func readError(err error) error {
-	return &upstream.ScanError{Problem: upstream.ProblemFor(err, nil), Err: err}
+	return &upstream.ScanError{Problem: transport.ProblemFor(err, nil), Err: err}
 }
 
 func groupList(m map[string]map[string]*upstream.Group) map[string][]upstream.Group {

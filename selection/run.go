@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 	"github.com/airlock-mcp/airlock/write"
 )
 
@@ -393,7 +394,7 @@ func (r *run) prepare(ctx context.Context, t Target, reqID string) (version stri
 	}
 	doc, raw, ver, found, p := r.rereadRaw(ctx, t, reqID)
 	if p != nil {
-		if upstream.IsTokenProblem(p.Code) {
+		if transport.IsTokenProblem(p.Code) {
 			r.noToken(t, p, "not re-read and not sent: no access token could be obtained")
 			return "", nil, false
 		}
@@ -497,7 +498,7 @@ func describe(v any) string {
 }
 
 func statusOf(err error, found bool) int {
-	var he *upstream.HTTPError
+	var he *transport.HTTPError
 	if errors.As(err, &he) {
 		return he.Status
 	}
@@ -511,7 +512,7 @@ func statusOf(err error, found bool) int {
 }
 
 func readProblem(err error) *envelope.Problem {
-	p := upstream.ProblemFor(err, nil)
+	p := transport.ProblemFor(err, nil)
 	p.StateChanged = envelope.StateNone
 	return p
 }
@@ -598,7 +599,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 // classify journals what the judge finds of a write's result (see
 // write.Judge, the one place that decides an outcome) and does what the
 // finding asks of the run: the stop rules, a stop, a pause.
-func (r *run) classify(t Target, resp *upstream.Response, err error) {
+func (r *run) classify(t Target, resp *transport.Response, err error) {
 	r.record(t, write.Judge(r.a, resp, err, r.judged(t)))
 }
 

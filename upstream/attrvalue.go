@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // DynamoDB's AttributeValue (item_encoding: dynamodb): every attribute of
@@ -27,7 +28,7 @@ func fromAttributeValues(doc map[string]any) error {
 	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		v, err := jsonvalue.FromAttributeValue(doc[k])
 		if err != nil {
-			return BadResponse("attribute %q is not a DynamoDB AttributeValue as item_encoding declares: %s", k, err.Error())
+			return transport.BadResponse("attribute %q is not a DynamoDB AttributeValue as item_encoding declares: %s", k, err.Error())
 		}
 		doc[k] = v
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Decisions about an upstream answer, from the most to the least
@@ -38,7 +39,7 @@ type Decision struct {
 }
 
 // DecideList judges a list answer of the resource as the scan would.
-func (r *Resource) DecideList(resp *Response) Decision {
+func (r *Resource) DecideList(resp *transport.Response) Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
@@ -96,7 +97,7 @@ func (r *Resource) DecideList(resp *Response) Decision {
 }
 
 // DecideItem judges a single-item answer (a re-read before a write).
-func (r *Resource) DecideItem(resp *Response) Decision {
+func (r *Resource) DecideItem(resp *transport.Response) Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
@@ -144,8 +145,8 @@ func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) De
 	}
 	resp, err := r.Upstream.Do(ctx, req)
 	if err != nil {
-		var he *HTTPError
-		if errors.As(err, &he) && he.Kind == FailStatus && resp != nil {
+		var he *transport.HTTPError
+		if errors.As(err, &he) && he.Kind == transport.FailStatus && resp != nil {
 			return r.DecideList(resp)
 		}
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
@@ -155,7 +156,7 @@ func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) De
 
 // RecordedResponse builds a Response from a recorded status, headers and
 // body (versioned fixtures).
-func RecordedResponse(status int, headers map[string]string, body []byte) *Response {
+func RecordedResponse(status int, headers map[string]string, body []byte) *transport.Response {
 	h := http.Header{}
 	keys := make([]string, 0, len(headers))
 	for k := range headers {
@@ -165,7 +166,7 @@ func RecordedResponse(status int, headers map[string]string, body []byte) *Respo
 	for _, k := range keys {
 		h.Set(k, headers[k])
 	}
-	return &Response{Status: status, Header: h, Body: body}
+	return &transport.Response{Status: status, Header: h, Body: body}
 }
 
 // ParseFixtureName splits a versioned fixture file name,

@@ -7,6 +7,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // pageState is where one source's scan stands: enough to fetch the next
@@ -263,13 +264,13 @@ type dialect interface {
 	// parse reads a response and returns the page with the next state,
 	// whose verdict on the end (Done, End, EndSignal, Probe) the dialect
 	// must set from what the page proves, never from a missing signal.
-	parse(resp *Response, doc any, items []any, st pageState) (page, error)
+	parse(resp *transport.Response, doc any, items []any, st pageState) (page, error)
 	// plan returns the states of every remaining page when they can be
 	// fetched concurrently (a total is known), else nil.
 	plan(st pageState) []pageState
 	// more reports whether a probe page (the first page at page size 1)
 	// carries the signal that more pages follow.
-	more(resp *Response, doc any) bool
+	more(resp *transport.Response, doc any) bool
 }
 
 // dialects builds each dialect's runtime from its resolved pagination and
@@ -328,7 +329,7 @@ func flagSignal(p config.PaginationConfig) string {
 // path. Only a non-negative integer is a total: a negative (PocketBase's
 // skipTotal answers -1) or null one is not counted, and a missing one
 // unknown; one of another form is unreadable, and bad names its member.
-func readTotal(p config.PaginationConfig, resp *Response, doc any) (n int, known bool, bad string) {
+func readTotal(p config.PaginationConfig, resp *transport.Response, doc any) (n int, known bool, bad string) {
 	switch {
 	case p.TotalHeader != "":
 		if resp == nil {
@@ -365,7 +366,7 @@ func readTotal(p config.PaginationConfig, resp *Response, doc any) (n int, known
 
 // total reads the page's total (see readTotal), recording an unreadable
 // one as doubt.
-func (pg *page) totalOf(p config.PaginationConfig, resp *Response, doc any) (int, bool) {
+func (pg *page) totalOf(p config.PaginationConfig, resp *transport.Response, doc any) (int, bool) {
 	n, known, bad := readTotal(p, resp, doc)
 	if bad != "" {
 		pg.doubt(bad)
@@ -375,7 +376,7 @@ func (pg *page) totalOf(p config.PaginationConfig, resp *Response, doc any) (int
 
 // PageTotal reads a page's total as the resource's dialect does (a
 // GraphQL total is the connection's).
-func (r *Resource) PageTotal(resp *Response, doc any) (int, bool) {
+func (r *Resource) PageTotal(resp *transport.Response, doc any) (int, bool) {
 	if r.Pagination.Dialect == config.DialectGraphQL {
 		conn, _ := jsonvalue.Get(doc, "data."+r.Pagination.Connection)
 		n, known, _ := readTotal(r.Pagination, nil, conn)

@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // bookmarkDialect pages a Mango query by its bookmark (CouchDB's _find).
@@ -28,7 +29,7 @@ func (d bookmarkDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d bookmarkDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d bookmarkDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
 	pg.next.Seen += len(items)
@@ -59,6 +60,6 @@ func (d bookmarkDialect) parse(resp *Response, doc any, items []any, st pageStat
 
 // more: a bookmark comes with every page, so the probe page's proves
 // nothing about more pages.
-func (d bookmarkDialect) more(*Response, any) bool { return false }
+func (d bookmarkDialect) more(*transport.Response, any) bool { return false }
 
 func (d bookmarkDialect) plan(pageState) []pageState { return nil }

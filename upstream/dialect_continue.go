@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // continueDialect sends back the continue token each answer carries
@@ -21,7 +22,7 @@ func (d continueDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d continueDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d continueDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
 	pg.next.Seen += len(items)
@@ -51,7 +52,7 @@ func (d continueDialect) parse(resp *Response, doc any, items []any, st pageStat
 	return pg, nil
 }
 
-func (d continueDialect) more(_ *Response, doc any) bool {
+func (d continueDialect) more(_ *transport.Response, doc any) bool {
 	c, st := readToken(doc, d.p.ContinuePath)
 	return st == signalRead && c != ""
 }

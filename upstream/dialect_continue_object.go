@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // SignalContinuationNone: the answer carried no continuation object, or
@@ -48,7 +49,7 @@ func (d objectDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d objectDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d objectDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
 	pg.next.Seen += len(items)
@@ -67,7 +68,7 @@ func (d objectDialect) parse(resp *Response, doc any, items []any, st pageState)
 	if len(o) > 0 && d.p.ContinueParam != "" {
 		enc, err := jsonvalue.Canonical(o)
 		if err != nil {
-			return pg, BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
+			return pg, transport.BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
 		}
 		pg.next.Cursor, pg.next.SignalSeen = string(enc), true
 		return pg, nil
@@ -77,12 +78,12 @@ func (d objectDialect) parse(resp *Response, doc any, items []any, st pageState)
 			switch v.(type) {
 			case string, json.Number, bool:
 			default:
-				return pg, BadResponse("a member of the continuation object at %q is not a string, number or boolean", d.p.ContinuePath)
+				return pg, transport.BadResponse("a member of the continuation object at %q is not a string, number or boolean", d.p.ContinuePath)
 			}
 		}
 		enc, err := jsonvalue.Canonical(o)
 		if err != nil {
-			return pg, BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
+			return pg, transport.BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
 		}
 		pg.next.Cursor, pg.next.SignalSeen = string(enc), true
 		return pg, nil
@@ -106,7 +107,7 @@ func (d objectDialect) parse(resp *Response, doc any, items []any, st pageState)
 	return pg, nil
 }
 
-func (d objectDialect) more(_ *Response, doc any) bool {
+func (d objectDialect) more(_ *transport.Response, doc any) bool {
 	o, _ := readObject(doc, d.p.ContinuePath)
 	return len(o) > 0
 }
@@ -155,12 +156,12 @@ func (r *Resource) checkContinuation(next pageState) error {
 		}
 	}
 	own[r.Pagination.PageSizeParam] = "\x00"
-	if c := r.Upstream.cred; c != nil && c.query != "" {
-		own[c.query] = "\x00"
+	if q := r.Upstream.QueryCredential(); q != "" {
+		own[q] = "\x00"
 	}
 	for k, v := range continuationMembers(next.Cursor) {
 		if mine, ok := own[k]; ok && mine != jsonvalue.String(v) {
-			return BadResponse("the continuation object names %q, a parameter airlock sets itself; it was not followed", k)
+			return transport.BadResponse("the continuation object names %q, a parameter airlock sets itself; it was not followed", k)
 		}
 	}
 	return nil
@@ -211,7 +212,7 @@ func (s *Scan) fetchBatch(ctx context.Context, src *sourceScan, st pageState) (p
 			return pg, nil
 		}
 		if n == maxBatchRequests {
-			return pg, BadResponse("a batch was not complete after %d requests (no %q member)", maxBatchRequests, s.r.Pagination.BatchComplete)
+			return pg, transport.BadResponse("a batch was not complete after %d requests (no %q member)", maxBatchRequests, s.r.Pagination.BatchComplete)
 		}
 		// Every request is a page read, though the batch is one page of
 		// items.

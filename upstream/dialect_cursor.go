@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // cursorDialect continues with a cursor: the one an answer hands out
@@ -34,7 +35,7 @@ func (d cursorDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d cursorDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d cursorDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
 	pg.next.Seen += len(items)
@@ -139,7 +140,7 @@ func (d cursorDialect) parse(resp *Response, doc any, items []any, st pageState)
 	return pg, nil
 }
 
-func (d cursorDialect) more(_ *Response, doc any) bool {
+func (d cursorDialect) more(_ *transport.Response, doc any) bool {
 	if d.p.NextCursor == "" {
 		var pg page
 		last, st := endFlag(&pg, d.p, doc)

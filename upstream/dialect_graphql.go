@@ -1,13 +1,19 @@
 package upstream
 
 import (
+	"errors"
 	"net/url"
 	"regexp"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
+
+// errExpired is a continuation the upstream says expired (see
+// Resource.expiryMatches): the source must be read again from its start.
+var errExpired = errors.New("the upstream says the continuation expired")
 
 // graphqlDialect pages a GraphQL connection (Relay's cursor connections:
 // GitHub, Shopify, Linear, GitLab, PostGraphile). The query document is
@@ -28,7 +34,7 @@ func (d graphqlDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d graphqlDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d graphqlDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg, full := newPage(d.p, st, items)
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
 	total, known := pg.totalOf(d.p, nil, conn)
@@ -63,7 +69,7 @@ func (d graphqlDialect) parse(resp *Response, doc any, items []any, st pageState
 	return pg, nil
 }
 
-func (d graphqlDialect) more(_ *Response, doc any) bool {
+func (d graphqlDialect) more(_ *transport.Response, doc any) bool {
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
 	hn, st := readFlag(conn, d.p.HasMore)
 	return st == signalRead && hn
@@ -78,7 +84,7 @@ func (graphqlDialect) plan(pageState) []pageState { return nil }
 func graphqlItems(doc any, connection string) ([]any, error) {
 	items, nulls, err := connectionItems(doc, connection)
 	if err == nil && nulls > 0 && GraphQLMessages(doc) == "" {
-		return nil, BadResponse("the connection at data.%s holds null nodes and the answer reports no error", connection)
+		return nil, transport.BadResponse("the connection at data.%s holds null nodes and the answer reports no error", connection)
 	}
 	return items, err
 }
@@ -86,20 +92,20 @@ func graphqlItems(doc any, connection string) ([]any, error) {
 func connectionItems(doc any, connection string) ([]any, int, error) {
 	conn, ok := jsonvalue.Get(doc, "data."+connection)
 	if !ok || conn == nil {
-		return nil, 0, BadResponse("the connection is missing at data.%s", connection)
+		return nil, 0, transport.BadResponse("the connection is missing at data.%s", connection)
 	}
 	var list []any
 	if nodes, ok := jsonvalue.Get(conn, "nodes"); ok {
 		arr, isArr := nodes.([]any)
 		if !isArr {
-			return nil, 0, BadResponse("nodes is not an array at data.%s", connection)
+			return nil, 0, transport.BadResponse("nodes is not an array at data.%s", connection)
 		}
 		list = arr
 	} else {
 		edges, ok := jsonvalue.Get(conn, "edges")
 		arr, isArr := edges.([]any)
 		if !ok || !isArr {
-			return nil, 0, BadResponse("the connection at data.%s selects neither nodes nor edges { node }", connection)
+			return nil, 0, transport.BadResponse("the connection at data.%s selects neither nodes nor edges { node }", connection)
 		}
 		list = make([]any, len(arr))
 		for i, e := range arr {
@@ -123,7 +129,7 @@ func GraphQLMessages(doc any) string {
 	if len(list) == 0 {
 		return ""
 	}
-	msg := MessageOf(list)
+	msg := transport.MessageOf(list)
 	if msg == "" {
 		msg = "errors without a message"
 	}
@@ -146,7 +152,7 @@ func (r *Resource) graphqlCheck(doc any, st pageState) error {
 	if st.Started && r.expiryMatches(200, []byte(msgs)) {
 		return errExpired
 	}
-	return &BodyError{Kind: BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no data", Message: msgs}
+	return &transport.BodyError{Kind: transport.BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no data", Message: msgs}
 }
 
 // expiryMatches reports whether an answer to a request that carried a

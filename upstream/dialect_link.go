@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // linkDialect follows an RFC 8288 Link header's rel="next" target.
@@ -22,7 +23,7 @@ func (d linkDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d linkDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg, full := newPage(d.p, st, items)
 	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
@@ -30,7 +31,7 @@ func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (
 	if next != "" {
 		u, err := url.Parse(next)
 		if err != nil {
-			return pg, BadResponse("the Link header's next URL does not parse")
+			return pg, transport.BadResponse("the Link header's next URL does not parse")
 		}
 		pg.next.NextURL, pg.next.SignalSeen = u, true
 		return pg, nil
@@ -59,7 +60,7 @@ func (d linkDialect) parse(resp *Response, doc any, items []any, st pageState) (
 	return pg, nil
 }
 
-func (linkDialect) more(resp *Response, _ any) bool {
+func (linkDialect) more(resp *transport.Response, _ any) bool {
 	next, st := readNextLink(resp.Header)
 	return st == signalRead && next != ""
 }

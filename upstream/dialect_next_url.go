@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // nextURLDialect follows the next page's URL read from the body: Django
@@ -28,7 +29,7 @@ func (d nextURLDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d nextURLDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg, full := newPage(d.p, st, items)
 	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
@@ -56,7 +57,7 @@ func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState
 	if next != "" {
 		u, err := url.Parse(next)
 		if err != nil {
-			return pg, BadResponse("the next URL at %q does not parse", d.p.Next)
+			return pg, transport.BadResponse("the next URL at %q does not parse", d.p.Next)
 		}
 		pg.next.NextURL, pg.next.SignalSeen = u, true
 		return pg, nil
@@ -86,7 +87,7 @@ func (d nextURLDialect) parse(resp *Response, doc any, items []any, st pageState
 	return pg, nil
 }
 
-func (d nextURLDialect) more(_ *Response, doc any) bool {
+func (d nextURLDialect) more(_ *transport.Response, doc any) bool {
 	next, st := readURL(doc, d.p.Next)
 	return st == signalRead && next != ""
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // offsetDialect reads offset/limit pages. Every page after the first starts
@@ -35,7 +36,7 @@ func (d offsetDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d offsetDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d offsetDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	pg.next.Started = true
 	if st.Offset > 0 {
@@ -65,7 +66,7 @@ func (d offsetDialect) parse(resp *Response, doc any, items []any, st pageState)
 	return pg, nil
 }
 
-func (d offsetDialect) more(*Response, any) bool { return false }
+func (d offsetDialect) more(*transport.Response, any) bool { return false }
 
 func (d offsetDialect) plan(st pageState) []pageState {
 	if st.Total == nil || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {

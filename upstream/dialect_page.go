@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // pageDialect reads numbered pages. As with offsets, only an empty page or
@@ -23,7 +24,7 @@ func (d pageDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d pageDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d pageDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg := page{items: items, next: st}
 	if !st.Started {
 		pg.next.Page = *d.p.FirstPage
@@ -75,7 +76,7 @@ func (d pageDialect) parse(resp *Response, doc any, items []any, st pageState) (
 // readTotalPages reads the page dialect's count of pages from the
 // configured header or body path: a non-negative integer, else unknown;
 // bad names it when it is there in another form.
-func readTotalPages(p config.PaginationConfig, resp *Response, doc any) (n int, counted bool, bad string) {
+func readTotalPages(p config.PaginationConfig, resp *transport.Response, doc any) (n int, counted bool, bad string) {
 	switch {
 	case p.TotalPagesHeader != "":
 		if resp == nil {
@@ -96,7 +97,7 @@ func readTotalPages(p config.PaginationConfig, resp *Response, doc any) (n int, 
 	return 0, false, ""
 }
 
-func (d pageDialect) more(*Response, any) bool { return false }
+func (d pageDialect) more(*transport.Response, any) bool { return false }
 
 func (d pageDialect) plan(st pageState) []pageState {
 	if (st.Total == nil && st.TotalPages == nil) || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {

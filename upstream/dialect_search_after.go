@@ -5,6 +5,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // searchAfterDialect continues after the last item's sort values
@@ -30,7 +31,7 @@ func (d searchAfterDialect) query(p *listParams, st pageState) *url.URL {
 	return nil
 }
 
-func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageState) (page, error) {
+func (d searchAfterDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
 	pg, full := newPage(d.p, st, items)
 	if pit := d.p.PIT; pit != nil {
 		if pit.Response != "" {
@@ -57,11 +58,11 @@ func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageS
 	}
 	sv, ok := jsonvalue.Get(itemValue(items[len(items)-1]), d.p.SortValues)
 	if !ok || sv == nil {
-		return pg, BadResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
+		return pg, transport.BadResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
 	}
 	b, err := jsonvalue.Canonical(sv)
 	if err != nil {
-		return pg, BadResponse("the last item's sort values cannot be encoded")
+		return pg, transport.BadResponse("the last item's sort values cannot be encoded")
 	}
 	pg.next.Cursor, pg.next.SignalSeen = string(b), true
 	return pg, nil
@@ -69,6 +70,6 @@ func (d searchAfterDialect) parse(resp *Response, doc any, items []any, st pageS
 
 // more: a search_after list has no "more follows" signal; its ends are
 // proven without one, so it never asks for a probe.
-func (searchAfterDialect) more(*Response, any) bool { return false }
+func (searchAfterDialect) more(*transport.Response, any) bool { return false }
 
 func (searchAfterDialect) plan(pageState) []pageState { return nil }

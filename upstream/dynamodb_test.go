@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // fakeDynamo is a peer that answers DynamoDB's Scan and GetItem over typed
@@ -383,8 +384,8 @@ resources:
 	c := rt.Resources["a"].Upstream
 	for path, want := range map[string]envelope.ProblemCode{"/cond": envelope.ProblemUpstreamConflict, "/other": envelope.ProblemUpstreamRejected} {
 		u, _ := url.Parse(ts.URL + path)
-		_, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: u, Body: []byte(`{}`)})
-		if p := ProblemFor(err, nil); p.Code != want {
+		_, err := c.Do(context.Background(), transport.Request{Method: http.MethodPost, URL: u, Body: []byte(`{}`)})
+		if p := transport.ProblemFor(err, nil); p.Code != want {
 			t.Errorf("%s: %v -> %s; want %s", path, err, p.Code, want)
 		}
 	}

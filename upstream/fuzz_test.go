@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // FuzzUpstreamBody: any body, status and headers an upstream answers with
@@ -59,7 +60,7 @@ func FuzzUpstreamBody(f *testing.F) {
 		if retryAfter != "" {
 			h.Set("Retry-After", retryAfter)
 		}
-		resp := &Response{Status: status, Header: h, Body: body}
+		resp := &transport.Response{Status: status, Header: h, Body: body}
 		if doc, err := DecodeJSONBody(resp, true); err == nil {
 			for _, d := range dialects {
 				raw, _ := jsonvalue.Get(doc, "data")
@@ -67,11 +68,11 @@ func FuzzUpstreamBody(f *testing.F) {
 				_, _ = d.parse(resp, doc, items, pageState{Started: true})
 			}
 		} else {
-			checkProblem(t, projects, ProblemFor(err, projects.FieldName))
+			checkProblem(t, projects, transport.ProblemFor(err, projects.FieldName))
 		}
-		_ = RetryAfter(h, time.Unix(1_700_000_000, 0))
+		_ = transport.RetryAfter(h, time.Unix(1_700_000_000, 0))
 		if status >= 400 && status <= 599 {
-			checkProblem(t, projects, ProblemFor(&HTTPError{Kind: FailStatus, Status: status, Header: h, Body: body, RetryAfter: RetryAfter(h, time.Now())}, projects.FieldName))
+			checkProblem(t, projects, transport.ProblemFor(&transport.HTTPError{Kind: transport.FailStatus, Status: status, Header: h, Body: body, RetryAfter: transport.RetryAfter(h, time.Now())}, projects.FieldName))
 		}
 	})
 }
@@ -84,7 +85,7 @@ func checkProblem(t *testing.T, r *Resource, p *envelope.Problem) {
 	for _, e := range p.Errors {
 		name, isUpstream := strings.CutPrefix(e.Field, "upstream.")
 		switch {
-		case strings.HasPrefix(e.Field, "filter."), e.Field == UndeclaredField:
+		case strings.HasPrefix(e.Field, "filter."), e.Field == transport.UndeclaredField:
 		case isUpstream:
 			if _, ok := r.Config.Fields[name]; !ok {
 				t.Fatalf("errors[] names %q, which the configuration does not declare", e.Field)

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // decodeBody is the one reading of an upstream's JSON answer: strict
@@ -23,11 +24,11 @@ func bodyReadError(err error) error {
 	var de *jsonvalue.DuplicateError
 	if errors.As(err, &de) {
 		if de.Path == "" {
-			return BadResponse("the body names a member twice")
+			return transport.BadResponse("the body names a member twice")
 		}
-		return BadResponse("the body names %q twice", de.Path)
+		return transport.BadResponse("the body names %q twice", de.Path)
 	}
-	return BadResponse("the body is not valid JSON")
+	return transport.BadResponse("the body is not valid JSON")
 }
 
 // decodeListBody reads a list page's body once, strictly, except for the
@@ -38,7 +39,7 @@ func bodyReadError(err error) error {
 // found is false when itemsPath does not lead to an array; doc then holds
 // what is there, for itemsOf to judge. A member named twice outside the
 // items fails the page; inside an item, it is the item's (see itemDecoder).
-func decodeListBody(resp *Response, itemsPath string) (doc any, items []any, found bool, err error) {
+func decodeListBody(resp *transport.Response, itemsPath string) (doc any, items []any, found bool, err error) {
 	if err := checkContentType(resp); err != nil {
 		return nil, nil, false, err
 	}
@@ -46,7 +47,7 @@ func decodeListBody(resp *Response, itemsPath string) (doc any, items []any, fou
 	if err != nil {
 		return nil, nil, false, bodyReadError(err)
 	}
-	if err := errorInSuccessError(doc); err != nil {
+	if err := transport.ErrorInSuccess(doc); err != nil {
 		return nil, nil, false, err
 	}
 	return doc, items, found, nil
@@ -65,7 +66,7 @@ func (itemDecoder) item(it any) (v any, dups []string, err error) {
 	}
 	v, dups, err = jsonvalue.DecodeRecord(raw)
 	if err != nil {
-		return nil, nil, BadResponse("the body is not valid JSON")
+		return nil, nil, transport.BadResponse("the body is not valid JSON")
 	}
 	return v, dups, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould: a page whose
@@ -38,10 +39,10 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := &Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
+			resp := &transport.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
 			doc, items, ok, err := decodeListBody(resp, tc.path)
 			if tc.bad {
-				if !IsBadResponse(err) {
+				if !transport.IsBadResponse(err) {
 					t.Fatalf("decodeListBody = %v; want a bad response", err)
 				}
 				return
@@ -93,11 +94,11 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 // TestListBody_AnErrorBehindASuccessIsRefusedAsBefore: the raw reading
 // keeps the check for an error object behind a 2xx.
 func TestListBody_AnErrorBehindASuccessIsRefusedAsBefore(t *testing.T) {
-	resp := &Response{Status: 200, Body: []byte(`{"ok":false,"data":[{"id":"a"}]}`)}
+	resp := &transport.Response{Status: 200, Body: []byte(`{"ok":false,"data":[{"id":"a"}]}`)}
 	if _, _, _, err := decodeListBody(resp, "data"); err == nil {
 		t.Fatal(`"ok": false behind a 200 was read as a page`)
 	}
-	resp = &Response{Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(`{"data":[]}`)}
+	resp = &transport.Response{Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(`{"data":[]}`)}
 	if _, _, _, err := decodeListBody(resp, "data"); err == nil {
 		t.Fatal("an HTML answer was read as a page")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // listParams collects one list request's parameters where its kind puts
@@ -48,7 +49,7 @@ func (p *listParams) add(k, v string) { p.query.Add(k, v) }
 // describe is the parameters in a line, for evidence: the query string,
 // then the body (or variables) as JSON.
 func (p *listParams) describe() string {
-	out := encodeQuery(p.query, false)
+	out := transport.EncodeQuery(p.query, false)
 	if len(p.body) > 0 {
 		b, _ := jsonvalue.Encode(p.body)
 		if out != "" {
@@ -120,7 +121,7 @@ type listOptions struct {
 // URL and body the list's kind and dialect call for, with the filters
 // sent upstream only in a form that carries each value intact. A next
 // URL (link, next_url) is followed on the source's own host only.
-func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOptions) (Request, error) {
+func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOptions) (transport.Request, error) {
 	base := r.sourceBase(src)
 	p := r.newParams(src)
 	if !o.probe {
@@ -138,11 +139,11 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 		pg.PageSize = o.pageSize
 		d = r.dialectFor(pg)
 	}
-	req := Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true, Header: ownHeaders(r.Config.List.Headers)}
+	req := transport.Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true, Header: ownHeaders(r.Config.List.Headers)}
 	if next := d.query(p, st); next != nil {
 		u := base.ResolveReference(next)
 		if !r.Upstream.SameOrigin(base, u) {
-			return Request{}, BadResponse("the continuation points at another host; it was not followed")
+			return transport.Request{}, transport.BadResponse("the continuation points at another host; it was not followed")
 		}
 		if q := u.Query(); o.pageSize > 0 && r.Pagination.PageSizeParam != "" && q.Has(r.Pagination.PageSizeParam) {
 			// A next URL asked for at another size (a recheck): the size
@@ -161,7 +162,7 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 	r.sendSnapshot(p, st)
 	req.URL = r.Upstream.ResolveURL(base, r.Config.List.Path, p.query)
 	if r.Config.List.QueryEncoding != "" {
-		req.URL.RawQuery = encodeQuery(p.query, formQuery(r.Config.List.QueryEncoding, ""))
+		req.URL.RawQuery = transport.EncodeQuery(p.query, transport.FormQuery(r.Config.List.QueryEncoding, ""))
 	}
 	switch p.kind {
 	case config.ListBody:
@@ -414,9 +415,9 @@ func (r *Resource) openPIT(ctx context.Context, src config.SourceConfig, request
 	path, rawQuery, _ := strings.Cut(pit.Open, "?")
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return "", BadResponse("pagination.pit.open has a query that does not parse")
+		return "", transport.BadResponse("pagination.pit.open has a query that does not parse")
 	}
-	resp, err := r.Upstream.Do(ctx, Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(base, path, q), RequestID: requestID, Idempotent: true})
+	resp, err := r.Upstream.Do(ctx, transport.Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(base, path, q), RequestID: requestID, Idempotent: true})
 	if err != nil {
 		return "", err
 	}
@@ -427,7 +428,7 @@ func (r *Resource) openPIT(ctx context.Context, src config.SourceConfig, request
 	id, ok := jsonvalue.Get(doc, pit.ID)
 	s, _ := id.(string)
 	if !ok || s == "" {
-		return "", BadResponse("the point in time's answer has no id at %q", pit.ID)
+		return "", transport.BadResponse("the point in time's answer has no id at %q", pit.ID)
 	}
 	return s, nil
 }

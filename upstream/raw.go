@@ -3,12 +3,11 @@ package upstream
 import (
 	"context"
 	"net/url"
-	"strings"
-	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Reads outside a scan, for checks of a configuration against the live API
@@ -42,7 +41,7 @@ type RawWalkSpec struct {
 	// MaxPages bounds the pages read.
 	MaxPages int
 	// Send sends each page's request: the caller counts and bounds them.
-	Send func(context.Context, Request) (*Response, error)
+	Send func(context.Context, transport.Request) (*transport.Response, error)
 	// Keep is given each page's items as the upstream sent them.
 	Keep func([]any)
 	// EndSeen says that an unfiltered walk showed the dialect's end signal:
@@ -145,17 +144,17 @@ func copyDoc(m map[string]any) map[string]any {
 // FirstPageRequest is the request for the first page of the first source
 // at the resource's page size, outside a scan; a search_after list's point
 // in time is not opened (see OpenFirstPage).
-func (r *Resource) FirstPageRequest(requestID string) (Request, error) {
+func (r *Resource) FirstPageRequest(requestID string) (transport.Request, error) {
 	return r.listRequest(r.Sources[0], pageState{}, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
 }
 
 // OpenFirstPage opens the point in time a search_after list is read in (a
 // request of its own; other dialects need none) and returns the request for
 // the first page in it.
-func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (Request, error) {
+func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (transport.Request, error) {
 	st := pageState{}
 	if err := r.ensurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
-		return Request{}, err
+		return transport.Request{}, err
 	}
 	return r.listRequest(r.Sources[0], st, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
 }
@@ -163,7 +162,7 @@ func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (Request
 // DecodePage reads a first page's body as a scan does: JSON, no error
 // object in a success, GraphQL data without errors. A body that decodes to
 // JSON null is read: where its items are is PageItems' question.
-func (r *Resource) DecodePage(resp *Response) (any, error) {
+func (r *Resource) DecodePage(resp *transport.Response) (any, error) {
 	return r.decodeBody(resp, pageState{})
 }
 
@@ -173,7 +172,7 @@ func (r *Resource) PageItems(doc any) ([]any, error) {
 	return r.itemsOf(doc)
 }
 
-func (r *Resource) decodeBody(resp *Response, st pageState) (any, error) {
+func (r *Resource) decodeBody(resp *transport.Response, st pageState) (any, error) {
 	doc, err := DecodeJSONBody(resp, true)
 	if err == nil && r.Pagination.Dialect == config.DialectGraphQL {
 		err = r.graphqlCheck(doc, st)
@@ -196,40 +195,3 @@ func (r *Resource) SentFilter(filter map[string]any) (sent, why string) {
 	}
 	return p.describe(), why
 }
-
-// RateLimited reports whether a client-side rate limit is configured.
-func (c *Client) RateLimited() bool { return c.limiter != nil }
-
-// TokenInfo is what an access token, obtained as the runtime would, says.
-type TokenInfo struct {
-	// Host is the authorization server's.
-	Host string
-	// Lifetime is 0 when the token names no expiry; it is renewed
-	// RenewMargin before it ends.
-	Lifetime, RenewMargin time.Duration
-	// Asked are the scopes asked for; Granted those the token response
-	// names (none: by RFC 6749 §5.1, the scopes asked for).
-	Asked, Granted []string
-}
-
-// Token obtains an access token as the runtime would, for an OAuth 2.0
-// credential; nil and no error for any other. A refusal is a *TokenError.
-func (c *Client) Token(ctx context.Context) (*TokenInfo, error) {
-	if c.cred == nil || c.cred.tokens == nil {
-		return nil, nil
-	}
-	ts := c.cred.tokens
-	tok, err := ts.token(ctx)
-	if err != nil {
-		return nil, err
-	}
-	info := &TokenInfo{Host: ts.host, Lifetime: lifetime(tok), Asked: ts.cfg.Scopes, Granted: strings.Fields(grantedScope(tok))}
-	if info.Lifetime > 0 {
-		info.RenewMargin = renewMargin(info.Lifetime)
-	}
-	return info, nil
-}
-
-// Authenticated reports whether the client sends a credential: one is
-// configured and was loaded.
-func (c *Client) Authenticated() bool { return c.cred != nil }

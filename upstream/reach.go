@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Forms first proven on etcd's v3 JSON gateway and SAP CAP's OData V4 (see
@@ -30,7 +31,7 @@ type lastKey struct {
 func (k lastKey) of(item any) (string, error) {
 	v, ok := jsonvalue.GetID(item, k.path)
 	if !ok {
-		return "", BadResponse("the last item has no %s to continue from", config.DisplayPath(k.path))
+		return "", transport.BadResponse("the last item has no %s to continue from", config.DisplayPath(k.path))
 	}
 	if k.exclusive != config.CursorNulSuffix {
 		return v, nil
@@ -39,7 +40,7 @@ func (k lastKey) of(item any) (string, error) {
 	if k.base64 {
 		var err error
 		if b, err = base64.StdEncoding.DecodeString(v); err != nil {
-			return "", BadResponse("the last item's %s is not base64 as declared", config.DisplayPath(k.path))
+			return "", transport.BadResponse("the last item's %s is not base64 as declared", config.DisplayPath(k.path))
 		}
 	}
 	// The smallest key after the last one: its bytes and a NUL byte.
@@ -83,7 +84,7 @@ func absentZero(p config.PaginationConfig, doc any, path string) bool {
 // rather than the dialect: a relative next link resolved against the
 // page's own URL and kept without a query credential, and the snapshot
 // the first page names.
-func (r *Resource) afterParse(resp *Response, doc any, st pageState, pg *page) {
+func (r *Resource) afterParse(resp *transport.Response, doc any, st pageState, pg *page) {
 	// A relative next link is a reference from the page that carried it
 	// (RFC 3986: resolved against the document's own URL, not base_url);
 	// it is followed on the source's own origin only (listRequest).
@@ -186,14 +187,14 @@ func (r *Resource) decodeFields(doc map[string]any) error {
 		}
 		s, isStr := v.(string)
 		if !isStr {
-			return BadResponse("field %s is not a base64 string as declared", d.name)
+			return transport.BadResponse("field %s is not a base64 string as declared", d.name)
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return BadResponse("field %s is not base64 as declared", d.name)
+			return transport.BadResponse("field %s is not base64 as declared", d.name)
 		}
 		if !utf8.Valid(b) {
-			return BadResponse("field %s is not UTF-8 text once decoded", d.name)
+			return transport.BadResponse("field %s is not UTF-8 text once decoded", d.name)
 		}
 		jsonvalue.Set(doc, d.path, string(b))
 	}

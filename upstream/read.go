@@ -9,11 +9,12 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // ReadRequest builds the request that reads one item by id: a GET of
 // get.path, or a POST of get.graphql with the id as $id.
-func (r *Resource) ReadRequest(id, requestID string) (Request, error) {
+func (r *Resource) ReadRequest(id, requestID string) (transport.Request, error) {
 	req, err := r.readRequest(id, requestID)
 	if err == nil && r.Config.Get != nil {
 		req.Header = ownHeaders(r.Config.Get.Headers)
@@ -22,29 +23,29 @@ func (r *Resource) ReadRequest(id, requestID string) (Request, error) {
 }
 
 // readRequest is ReadRequest without get.headers.
-func (r *Resource) readRequest(id, requestID string) (Request, error) {
+func (r *Resource) readRequest(id, requestID string) (transport.Request, error) {
 	g := r.Config.Get
 	if g == nil {
-		return Request{}, fmt.Errorf("resource %q has no get endpoint", r.Name)
+		return transport.Request{}, fmt.Errorf("resource %q has no get endpoint", r.Name)
 	}
 	if config.PostGet(g) {
 		return r.postReadRequest(id, requestID)
 	}
 	if g.GraphQL != "" {
 		if id == "" {
-			return Request{}, fmt.Errorf("%w: it is empty", ErrUnsafeID)
+			return transport.Request{}, fmt.Errorf("%w: it is empty", ErrUnsafeID)
 		}
 		body, _ := jsonvalue.Encode(map[string]any{"query": g.GraphQL, "variables": map[string]any{"id": r.TypedID(id)}})
-		return Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(nil, g.Path, nil), Body: body, RequestID: requestID, Idempotent: true}, nil
+		return transport.Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(nil, g.Path, nil), Body: body, RequestID: requestID, Idempotent: true}, nil
 	}
 	if err := CheckPathID(id); err != nil {
-		return Request{}, err
+		return transport.Request{}, err
 	}
 	u, err := r.getURL(id)
 	if err != nil {
-		return Request{}, err
+		return transport.Request{}, err
 	}
-	return Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true}, nil
+	return transport.Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true}, nil
 }
 
 // TypedID is an id in its declared field type: a number for an integer or
@@ -82,7 +83,7 @@ func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map
 	}
 	resp, err := r.Upstream.Do(ctx, req)
 	if err != nil {
-		if he, ok := err.(*HTTPError); ok && he.Kind == FailStatus && he.Status == http.StatusNotFound {
+		if he, ok := err.(*transport.HTTPError); ok && he.Kind == transport.FailStatus && he.Status == http.StatusNotFound {
 			return nil, nil, "", false, nil
 		}
 		return nil, nil, "", false, err
@@ -101,13 +102,13 @@ func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map
 	}
 	if g.GraphQL != "" && item == nil {
 		if msgs := GraphQLMessages(body); msgs != "" {
-			return nil, nil, "", false, &BodyError{Kind: BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no item", Message: msgs}
+			return nil, nil, "", false, &transport.BodyError{Kind: transport.BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no item", Message: msgs}
 		}
 		return nil, nil, "", false, nil
 	}
 	m, ok := item.(map[string]any)
 	if !ok {
-		return nil, nil, "", false, BadResponse("the item is not a JSON object")
+		return nil, nil, "", false, transport.BadResponse("the item is not a JSON object")
 	}
 	if missingItem(g, m) {
 		return nil, nil, "", false, nil
@@ -121,13 +122,13 @@ func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map
 		// An envelope ({data: {...}}) read as the item: without its id it
 		// would look like a record that moved, and the target be skipped
 		// for a reason that is not true.
-		return nil, nil, "", false, BadResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, config.DisplayPath(g.Item))
+		return nil, nil, "", false, transport.BadResponse("the answer to GET by id holds no %s at get.item %q: set get.item to where the item is", r.Config.IDField, config.DisplayPath(g.Item))
 	}
 	if config.PostGet(g) && got != id {
 		// A read by POST names its key in a body the configuration
 		// writes (a stray range_end makes it a range): the answer's key
 		// is the evidence, and another key is not this target.
-		return nil, nil, "", false, BadResponse("the read by id answered %s %q for %q", r.Config.IDField, got, id)
+		return nil, nil, "", false, transport.BadResponse("the read by id answered %s %q for %q", r.Config.IDField, got, id)
 	}
 	if r.Config.VersionField != "" {
 		version, _ = jsonvalue.GetID(m, r.FieldPath(r.Config.VersionField))

@@ -5,15 +5,16 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // postReadRequest builds a read by POST (etcd's range by key: POST
 // /v3/kv/range {"key": …}): get.body rendered with the id, in the
 // encoding the API holds it in (base64 for a decoded id field).
-func (r *Resource) postReadRequest(id, requestID string) (Request, error) {
+func (r *Resource) postReadRequest(id, requestID string) (transport.Request, error) {
 	g := r.Config.Get
 	if id == "" {
-		return Request{}, ErrUnsafeID
+		return transport.Request{}, ErrUnsafeID
 	}
 	vars := config.TemplateVars{ID: id, IDValue: r.TypedID(id)}
 	if r.Decoded(r.Config.IDField) {
@@ -25,13 +26,13 @@ func (r *Resource) postReadRequest(id, requestID string) (Request, error) {
 	}
 	body, err := vars.Render(config.NormalizeValue(g.Body))
 	if err != nil {
-		return Request{}, err
+		return transport.Request{}, err
 	}
 	b, err := jsonvalue.Encode(body)
 	if err != nil {
-		return Request{}, err
+		return transport.Request{}, err
 	}
-	return Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(nil, g.Path, nil), Body: b, RequestID: requestID, Idempotent: true}, nil
+	return transport.Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(nil, g.Path, nil), Body: b, RequestID: requestID, Idempotent: true}, nil
 }
 
 // postReadItem reads the item out of a POST read's answer: an object, or a
@@ -45,7 +46,7 @@ func (r *Resource) postReadItem(body any) (item map[string]any, found bool, err 
 		if g.Absent == "not_found" {
 			return nil, false, nil
 		}
-		return nil, false, BadResponse("the read's answer holds nothing at get.item %q: declare get.absent: not_found if that means there is none", config.DisplayPath(g.Item))
+		return nil, false, transport.BadResponse("the read's answer holds nothing at get.item %q: declare get.absent: not_found if that means there is none", config.DisplayPath(g.Item))
 	}
 	if list, isList := v.([]any); isList {
 		switch len(list) {
@@ -54,12 +55,12 @@ func (r *Resource) postReadItem(body any) (item map[string]any, found bool, err 
 		case 1:
 			v = list[0]
 		default:
-			return nil, false, BadResponse("the read by id answered %d items", len(list))
+			return nil, false, transport.BadResponse("the read by id answered %d items", len(list))
 		}
 	}
 	m, isObj := v.(map[string]any)
 	if !isObj {
-		return nil, false, BadResponse("the item is not a JSON object")
+		return nil, false, transport.BadResponse("the item is not a JSON object")
 	}
 	return m, true, nil
 }

@@ -19,22 +19,13 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/redact"
-)
-
-// Defaults of each upstream's HTTP client, applied where the configuration
-// is silent.
-const (
-	DefaultTimeout         = 10 * time.Second
-	DefaultRetries         = 2
-	DefaultConcurrency     = 4
-	DefaultMaxBodyBytes    = 16 << 20
-	DefaultRequestIDHeader = "X-Request-Id"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Runtime is an initialized configuration: upstream clients and resources.
 type Runtime struct {
 	Environment string
-	Upstreams   map[string]*Client
+	Upstreams   map[string]*transport.Client
 	Resources   map[string]*Resource
 	Actions     map[string]*Action
 	// Redactor knows every credential the runtime loaded: what airlock
@@ -54,7 +45,7 @@ type Runtime struct {
 type Resource struct {
 	Name        string
 	Description string
-	Upstream    *Client
+	Upstream    *transport.Client
 	// Config is the resource as declared, but for its pagination, limits
 	// and sources, which it holds resolved (defaults filled in), as the
 	// fields below do.
@@ -120,13 +111,6 @@ type Options struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-func (o Options) wrapTransport(upstream string, next http.RoundTripper) http.RoundTripper {
-	if o.WrapTransport == nil {
-		return next
-	}
-	return o.WrapTransport(upstream, next)
-}
-
 // Clock is the time source logic uses, timers included, so that tests can
 // move it.
 type Clock = clock.Clock
@@ -156,7 +140,7 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		opts.Redactor = redact.New()
 	}
 	opts.Logger = slog.New(opts.Redactor.Handler(opts.Logger.Handler()))
-	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{},
+	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*transport.Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{},
 		Redactor: opts.Redactor}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
@@ -169,13 +153,11 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 			errs = append(errs, fmt.Errorf("upstream %q: base_url: %w", name, err))
 			continue
 		}
-		cl, err := newClient(name, &uc, opts)
+		cl, err := transport.New(name, &uc, transport.Options{Logger: opts.Logger, Getenv: opts.Getenv, Clock: opts.Clock, MaxRetryWait: opts.MaxRetryWait,
+			WithoutCredentials: opts.WithoutCredentials, Redactor: opts.Redactor, WrapTransport: opts.WrapTransport, DialContext: opts.DialContext})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("upstream %q: %w", name, err))
 			continue
-		}
-		if cl.cred != nil {
-			opts.Redactor.Add(cl.cred.secrets...)
 		}
 		rt.Upstreams[name] = cl
 	}
@@ -336,7 +318,7 @@ func (r *Resource) sourceBase(src config.SourceConfig) *url.URL {
 			return u
 		}
 	}
-	return r.Upstream.base
+	return r.Upstream.Base()
 }
 
 // checkBaseURL accepts an absolute http(s) URL without credentials.

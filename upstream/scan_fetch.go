@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // fetch requests the page st points at and reads it.
@@ -30,7 +31,7 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, 
 
 // send requests the page st points at (opening the point in time it needs
 // first): the exchange alone, without decoding the body.
-func (s *Scan) send(ctx context.Context, src *sourceScan, st *pageState) (*Response, error) {
+func (s *Scan) send(ctx context.Context, src *sourceScan, st *pageState) (*transport.Response, error) {
 	if err := s.r.ensurePIT(ctx, src.cfg, st, s.spec.RequestID); err != nil {
 		return nil, err
 	}
@@ -38,7 +39,7 @@ func (s *Scan) send(ctx context.Context, src *sourceScan, st *pageState) (*Respo
 }
 
 // read decodes a page's answer and reads the dialect's verdict on it.
-func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error) {
+func (s *Scan) read(src *sourceScan, st pageState, resp *transport.Response) (page, error) {
 	doc, items, err := s.r.decodeList(resp, st, s.listOptions(false))
 	if err != nil {
 		return page{}, err
@@ -50,7 +51,7 @@ func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error)
 	s.r.afterParse(resp, doc, st, &pg)
 	pg.doc = doc
 	if !pg.next.Done && !pg.next.Probe && sameContinuation(st, pg.next) {
-		return pg, BadResponse("the upstream returned the same continuation twice")
+		return pg, transport.BadResponse("the upstream returned the same continuation twice")
 	}
 	if err := s.r.checkContinuation(pg.next); err != nil {
 		return pg, err
@@ -66,7 +67,7 @@ func (s *Scan) listOptions(probe bool) listOptions {
 // request sends one list request for the page st points at and returns the
 // decoded body and its items. A probe asks for the source's first page at
 // page size 1, without the upstream-side filters.
-func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe bool) (*Response, any, []any, error) {
+func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe bool) (*transport.Response, any, []any, error) {
 	o := s.listOptions(probe)
 	resp, err := s.r.sendList(ctx, src.cfg, st, o)
 	if err != nil {
@@ -80,15 +81,15 @@ func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe
 }
 
 // sendList sends one list request and returns the answer, its body read.
-func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pageState, o listOptions) (*Response, error) {
+func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pageState, o listOptions) (*transport.Response, error) {
 	req, err := r.listRequest(src, st, o)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := r.Upstream.Do(ctx, req)
 	if err != nil {
-		var he *HTTPError
-		if st.Started && errors.As(err, &he) && he.Kind == FailStatus && r.expiryMatches(he.Status, he.Body) {
+		var he *transport.HTTPError
+		if st.Started && errors.As(err, &he) && he.Kind == transport.FailStatus && r.expiryMatches(he.Status, he.Body) {
 			return nil, errExpired
 		}
 		return nil, err
@@ -98,7 +99,7 @@ func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pag
 
 // decodeList decodes a list page: the body, then (for a graphql list) the
 // answer's errors, then the items.
-func (r *Resource) decodeList(resp *Response, st pageState, o listOptions) (any, []any, error) {
+func (r *Resource) decodeList(resp *transport.Response, st pageState, o listOptions) (any, []any, error) {
 	if !o.probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
 		// A scan's page: its items are decoded one at a time as the scan
 		// reads them.
@@ -148,9 +149,9 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 		if ok && raw == nil {
 			// null is not a list: read as an empty page, it would end
 			// the list beside a cursor that says it goes on.
-			return nil, BadResponse("the items at %q are null, not an array", r.Config.List.Items)
+			return nil, transport.BadResponse("the items at %q are null, not an array", r.Config.List.Items)
 		}
-		return nil, BadResponse("items are not an array at %q", r.Config.List.Items)
+		return nil, transport.BadResponse("items are not an array at %q", r.Config.List.Items)
 	}
 	if f := r.Config.List.ScalarItemField; f != "" {
 		wrapped := make([]any, len(items))
@@ -159,7 +160,7 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 			case string, json.Number, float64, bool:
 				wrapped[i] = map[string]any{f: it}
 			default:
-				return nil, BadResponse("an item is not a plain value, as list.scalar_item_field declares")
+				return nil, transport.BadResponse("an item is not a plain value, as list.scalar_item_field declares")
 			}
 		}
 		items = wrapped
@@ -199,10 +200,10 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 	s.pages++
 	src.pages++
 	s.mu.Unlock()
-	var he *HTTPError
+	var he *transport.HTTPError
 	switch {
 	case err == nil:
-	case errors.As(err, &he) && (he.Kind != FailStatus || he.RateLimited() || he.Status >= 500), isTokenError(err):
+	case errors.As(err, &he) && (he.Kind != transport.FailStatus || he.RateLimited() || he.Status >= 500), transport.IsTokenError(err):
 		s.fail(ctx, src, err) // transient: the next Run probes again
 		return false
 	default:
@@ -270,10 +271,10 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 	s.pages++
 	src.pages++
 	s.mu.Unlock()
-	var he *HTTPError
+	var he *transport.HTTPError
 	switch {
 	case err == nil:
-	case errors.As(err, &he) && (he.Kind != FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500), isTokenError(err):
+	case errors.As(err, &he) && (he.Kind != transport.FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500), transport.IsTokenError(err):
 		s.fail(ctx, src, err) // transient: the next Run rechecks again
 		return false
 	default:
@@ -319,7 +320,7 @@ func sameContinuation(a, b pageState) bool {
 // json.Number, a member named twice a bad response naming it). A content
 // type other than JSON and, when checkError is set, a body that is an
 // error object behind a 2xx are refused with their own kinds.
-func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
+func DecodeJSONBody(resp *transport.Response, checkError bool) (any, error) {
 	if err := checkContentType(resp); err != nil {
 		return nil, err
 	}
@@ -328,7 +329,7 @@ func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 		return nil, err
 	}
 	if checkError {
-		if err := errorInSuccessError(doc); err != nil {
+		if err := transport.ErrorInSuccess(doc); err != nil {
 			return nil, err
 		}
 	}
@@ -337,14 +338,14 @@ func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 
 // checkContentType refuses a body whose declared content type is not JSON:
 // application/json, any +json, or a type the upstream declared JSON.
-func checkContentType(resp *Response) error {
+func checkContentType(resp *transport.Response) error {
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json") || slices.Contains(resp.jsonTypes, mt)) {
+		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json") || slices.Contains(resp.JSONTypes, mt)) {
 			if err != nil {
 				mt = "unparseable"
 			}
-			return &BodyError{Kind: BodyContentType, Detail: envelope.SafeName(mt)}
+			return &transport.BodyError{Kind: transport.BodyContentType, Detail: envelope.SafeName(mt)}
 		}
 	}
 	return nil
@@ -362,9 +363,9 @@ func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, e
 	if s.continuationRefused(src, st, err) {
 		return true
 	}
-	var he *HTTPError
+	var he *transport.HTTPError
 	k, _ := config.DialectKindOf(s.r.Pagination.Dialect)
-	if !st.Started || !k.Positional || !errors.As(err, &he) || he.Kind != FailStatus ||
+	if !st.Started || !k.Positional || !errors.As(err, &he) || he.Kind != transport.FailStatus ||
 		(he.Status != http.StatusBadRequest && he.Status != http.StatusNotFound && he.Status != http.StatusUnprocessableEntity && he.Status != http.StatusRequestedRangeNotSatisfiable) {
 		return false
 	}
@@ -392,15 +393,15 @@ func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, e
 
 func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 	r := s.r
-	var he *HTTPError
+	var he *transport.HTTPError
 	var se *ScanError
-	var te *TokenError
+	var te *transport.TokenError
 	fatal := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		src.status = srcUnavailable
 		if s.fatal == nil {
-			s.fatal = &ScanError{Problem: ProblemFor(err, r.FieldName), Source: src.cfg.Name, Err: err}
+			s.fatal = &ScanError{Problem: transport.ProblemFor(err, r.FieldName), Source: src.cfg.Name, Err: err}
 			s.cancelRun()
 		}
 	}
@@ -414,17 +415,17 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 		s.mu.Unlock()
 	case errors.Is(err, errExpired):
 		s.setStatus(src, srcExpired)
-	case IsBadResponse(err), errors.As(err, &te):
+	case transport.IsBadResponse(err), errors.As(err, &te):
 		// No access token: nothing can be read until an operator (or the
 		// authorization server) fixes it; the problem says which.
 		fatal()
 	case errors.As(err, &he):
 		switch he.Kind {
-		case FailCanceled:
+		case transport.FailCanceled:
 			s.stopForContext(ctx, src)
-		case FailTooLarge:
+		case transport.FailTooLarge:
 			fatal()
-		case FailTimeout, FailConnection:
+		case transport.FailTimeout, transport.FailConnection:
 			if ctx.Err() != nil {
 				s.stopForContext(ctx, src)
 				return
@@ -432,7 +433,7 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 			s.mu.Lock()
 			src.status, src.signal = srcUnavailable, failSignal(he)
 			s.mu.Unlock()
-		case FailStatus:
+		case transport.FailStatus:
 			switch st := he.Status; {
 			case he.RateLimited():
 				s.mu.Lock()
@@ -457,11 +458,11 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 }
 
 // failSignal names how a source failed, for SOURCE_UNAVAILABLE.
-func failSignal(he *HTTPError) string {
+func failSignal(he *transport.HTTPError) string {
 	switch he.Kind {
-	case FailTimeout:
+	case transport.FailTimeout:
 		return "timeout"
-	case FailConnection:
+	case transport.FailConnection:
 		return "connection"
 	}
 	return fmt.Sprintf("status_%d", he.Status)
@@ -475,8 +476,8 @@ func failSignal(he *HTTPError) string {
 // stands. A cursor or token sent to the configured endpoint keeps its
 // problem: there, a 404 may say the endpoint is gone.
 func (s *Scan) continuationRefused(src *sourceScan, st pageState, err error) bool {
-	var he *HTTPError
-	if !st.Started || st.NextURL == nil || !errors.As(err, &he) || he.Kind != FailStatus || he.Status != http.StatusNotFound {
+	var he *transport.HTTPError
+	if !st.Started || st.NextURL == nil || !errors.As(err, &he) || he.Kind != transport.FailStatus || he.Status != http.StatusNotFound {
 		return false
 	}
 	s.mu.Lock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // process accounts for one page (signals, consistency checks, items) under
@@ -106,7 +107,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	for _, raw := range pg.items {
 		// Before any item reaches the sink: a page is refused whole.
 		if !isObject(raw) {
-			return BadResponse("an item is not a JSON object")
+			return transport.BadResponse("an item is not a JSON object")
 		}
 	}
 	fresh, rejected, matchedBefore := 0, 0, s.matched
@@ -118,7 +119,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		}
 		doc, ok := v.(map[string]any)
 		if !ok {
-			return BadResponse("an item is not a JSON object")
+			return transport.BadResponse("an item is not a JSON object")
 		}
 		if err := r.decodeFields(doc); err != nil {
 			return err
@@ -315,7 +316,7 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 		} else if x, ok := jsonvalue.Get(pg.doc, f.Field); ok {
 			ts = jsonvalue.String(x)
 		}
-		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.clock.Now().Sub(t) > f.MaxAge {
+		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.Clock().Now().Sub(t) > f.MaxAge {
 			if !s.warnSeen[string(envelope.WarnStaleIndex)] {
 				s.warnSeen[string(envelope.WarnStaleIndex)] = true
 				w := envelope.NewWarning(envelope.WarnStaleIndex, src.cfg.Name)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // TestParseBulk_ByPositionNeedsOneResultPerTarget: results matched by
@@ -13,7 +14,7 @@ import (
 func TestParseBulk_ByPositionNeedsOneResultPerTarget(t *testing.T) {
 	a := &upstream.Action{Config: config.ActionConfig{Bulk: &config.BulkConfig{Results: "responses", ResultMatch: config.ResultByPosition,
 		ResultStatus: "status", Applied: []string{"200"}, NotFound: []string{"404"}}}}
-	resp := func(body string) *upstream.Response {
+	resp := func(body string) *transport.Response {
 		return upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body))
 	}
 	got, err := ParseBulk(a, resp(`{"responses":[{"status":200},{"status":404},{"status":500}]}`), []string{"a", "b", "c"})

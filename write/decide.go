@@ -4,10 +4,11 @@ import (
 	"fmt"
 
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Decide judges a write answer of the action as the commit engine would.
-func Decide(a *upstream.Action, resp *upstream.Response) upstream.Decision {
+func Decide(a *upstream.Action, resp *transport.Response) upstream.Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return upstream.Decision{Decision: upstream.DecideStop, Details: []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
@@ -26,7 +27,7 @@ func Decide(a *upstream.Action, resp *upstream.Response) upstream.Decision {
 
 // DecideFixture judges a recorded answer of a resource operation: list,
 // get, or an action's name.
-func DecideFixture(rt *upstream.Runtime, resource, operation string, resp *upstream.Response) (upstream.Decision, error) {
+func DecideFixture(rt *upstream.Runtime, resource, operation string, resp *transport.Response) (upstream.Decision, error) {
 	r, ok := rt.Resources[resource]
 	if !ok {
 		return upstream.Decision{}, fmt.Errorf("no resource named %q", resource)

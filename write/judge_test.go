@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // couchAction is CouchDB's archive: a PUT of the whole document, at its
@@ -43,7 +44,7 @@ func TestJudgeAnswer_AVersionedRecordWithoutItsVersionProvesNothing(t *testing.T
 	a := couchPutAction(t)
 	target := Target{ID: "acct-1", Version: "1-a", Before: map[string]any{"status": "active"}, After: map[string]any{"status": "archived"},
 		Frame: FrameOf(a, map[string]any{"_id": "acct-1", "_rev": "1-a", "status": "active", "name": "ada"})}
-	answer := func(body string) *upstream.Response {
+	answer := func(body string) *transport.Response {
 		return upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body))
 	}
 	if j := JudgeAnswer(a, answer(`{"_id": "acct-1", "_rev": "2-b", "status": "archived", "name": "ada"}`), target); j.Verdict != Proven {

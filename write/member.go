@@ -7,6 +7,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // MemberOutcome is what a 2xx answer's declared outcome member
@@ -31,7 +32,7 @@ const (
 )
 
 // MemberVerdict reads a 2xx answer's outcome member.
-func MemberVerdict(a *upstream.Action, resp *upstream.Response) MemberOutcome {
+func MemberVerdict(a *upstream.Action, resp *transport.Response) MemberOutcome {
 	rq := a.Config.Request
 	if rq == nil || rq.Outcome == nil || resp == nil {
 		return MemberNone

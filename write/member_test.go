@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // etcdAction is etcd's conditional put: a body-keyed txn whose answer
@@ -106,7 +107,7 @@ func TestOutcomeMember_DecidesAppliedConflictOrUnknown(t *testing.T) {
 		{`"ok"`, MemberUnknown},
 		{`{"error":"etcdserver: request timed out","code":14}`, MemberUnknown},
 	} {
-		resp := &upstream.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
+		resp := &transport.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
 		if got := MemberVerdict(a, resp); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.body, got, tc.want)
 		}

@@ -1,4 +1,4 @@
-package upstream
+package transport
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/airlock-mcp/airlock/redact"
 	"io"
 	"log/slog"
 	"math"
@@ -18,10 +17,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mcp/airlock/redact"
+
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/time/rate"
+)
+
+// Defaults of each upstream's HTTP client, applied where the configuration
+// is silent.
+const (
+	DefaultTimeout         = 10 * time.Second
+	DefaultRetries         = 2
+	DefaultConcurrency     = 4
+	DefaultMaxBodyBytes    = 16 << 20
+	DefaultRequestIDHeader = "X-Request-Id"
 )
 
 // errCrossHostRedirect is returned by the redirect policy: a credential is
@@ -50,7 +61,7 @@ type Client struct {
 	sem          chan struct{}
 	limiter      *rate.Limiter
 	logger       *slog.Logger
-	clock        Clock
+	clock        clock.Clock
 	// queryEncoding is the upstream's query_encoding ("" is rfc3986).
 	queryEncoding string
 
@@ -83,9 +94,9 @@ type Response struct {
 	// was followed): the base a relative reference in it resolves
 	// against (RFC 3986, section 5.1.3). It may carry a query credential.
 	URL *url.URL
-	// jsonTypes are the media types besides JSON's own the upstream
+	// JSONTypes are the media types besides JSON's own the upstream
 	// declared its answers JSON in (config json_media_types).
-	jsonTypes []string
+	JSONTypes []string
 }
 
 // FailureKind classifies a failed exchange.
@@ -185,7 +196,43 @@ func (info *reqInfo) sent() bool {
 	return info.attempts > 0 && info.wrote
 }
 
-func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, error) {
+// Options are what New needs besides the upstream's configuration. Logger,
+// Getenv, Clock and Redactor must be set (package upstream's Initialize
+// sets them).
+type Options struct {
+	Logger *slog.Logger
+	// Getenv reads credentials from the environment.
+	Getenv func(string) string
+	// Clock drives the client-side rate limiter, cooldowns, Retry-After
+	// dates, the waits between retries and the OAuth token's renewal.
+	Clock clock.Clock
+	// MaxRetryWait bounds how long one call sleeps through a Retry-After
+	// (DefaultMaxRetryWait when zero); a longer wait is reported instead.
+	MaxRetryWait time.Duration
+	// WithoutCredentials builds a client that loads no credential.
+	WithoutCredentials bool
+	// Redactor receives every upstream string the client quotes.
+	Redactor *redact.Redactor
+	// WrapTransport, when set, wraps the HTTP transport (for metrics and
+	// traces): it sees every attempt of every request, with the credential
+	// in its headers, which it must never record.
+	WrapTransport func(upstream string, next http.RoundTripper) http.RoundTripper
+	// DialContext, when set, makes every connection to the upstream, its
+	// token endpoint and its login; nil means the network.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (o Options) wrapTransport(upstream string, next http.RoundTripper) http.RoundTripper {
+	if o.WrapTransport == nil {
+		return next
+	}
+	return o.WrapTransport(upstream, next)
+}
+
+// New builds the client of the upstream named name, loading its
+// credential (an error when it cannot be loaded: at start-up, not at the
+// first call). cfg.BaseURL must already be expanded and checked.
+func New(name string, cfg *config.UpstreamConfig, opts Options) (*Client, error) {
 	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("base_url: %w", err)
@@ -283,6 +330,9 @@ func newClient(name string, cfg *config.UpstreamConfig, opts Options) (*Client, 
 		c.cred.session, hc.Jar = sess, sess.jar
 		c.cred.secrets = append(c.cred.secrets, secrets...)
 	}
+	if c.cred != nil {
+		opts.Redactor.Add(c.cred.secrets...)
+	}
 	return c, nil
 }
 
@@ -324,7 +374,7 @@ func (c *Client) ResolveURL(base *url.URL, path string, q url.Values) *url.URL {
 	} else {
 		u.Path, u.RawPath = raw, ""
 	}
-	u.RawQuery = encodeQuery(q, formQuery("", c.queryEncoding))
+	u.RawQuery = EncodeQuery(q, FormQuery("", c.queryEncoding))
 	return &u
 }
 
@@ -529,7 +579,7 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 		return nil, &HTTPError{Kind: FailTooLarge, Status: resp.StatusCode, Header: resp.Header, Attempts: attempts, Sent: true}
 	}
 	c.logger.Debug("upstream request", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "attempts", attempts, "ms", dur.Milliseconds())
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur, URL: r.URL, jsonTypes: c.jsonTypes}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur, URL: r.URL, JSONTypes: c.jsonTypes}
 	if resp.Request != nil && resp.Request.URL != nil {
 		out.URL = resp.Request.URL
 	}

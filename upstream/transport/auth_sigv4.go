@@ -1,4 +1,4 @@
-package upstream
+package transport
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/aws/smithy-go/aws-http-auth/credentials"
 	"github.com/aws/smithy-go/aws-http-auth/sigv4"
 )
@@ -20,7 +21,7 @@ type sigV4 struct {
 	signer          *sigv4.Signer
 	creds           credentials.Credentials
 	region, service string
-	clock           Clock
+	clock           clock.Clock
 }
 
 // loadSigV4Form reads an AWS Signature Version 4 credential.

@@ -1,4 +1,4 @@
-package upstream
+package transport
 
 import (
 	"maps"
@@ -7,17 +7,16 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
-	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
-// encodeQuery encodes a query the way RFC 3986 (section 3.4) writes one:
+// EncodeQuery encodes a query the way RFC 3986 (section 3.4) writes one:
 // every byte but the unreserved characters and a few sub-delimiters that
 // no server splits on is percent-encoded, a space as %20. OData refuses
 // $filter=status+ne+'archived' ("+" is a literal plus outside HTML forms);
 // with plus set (query_encoding: form), a space is written + as HTML forms
 // write it, for an API that reads queries that way. Keys are sorted, as
 // url.Values.Encode sorts them.
-func encodeQuery(q url.Values, plus bool) string {
+func EncodeQuery(q url.Values, plus bool) string {
 	if len(q) == 0 {
 		return ""
 	}
@@ -67,9 +66,9 @@ func escapeQueryPart(s string, plus bool) string {
 	return b.String()
 }
 
-// formQuery reports whether a query is written as an HTML form writes it
+// FormQuery reports whether a query is written as an HTML form writes it
 // (a space as +): the list's query_encoding, else its upstream's.
-func formQuery(listEncoding, upstreamEncoding string) bool {
+func FormQuery(listEncoding, upstreamEncoding string) bool {
 	if listEncoding != "" {
 		return listEncoding == config.QueryForm
 	}
@@ -104,49 +103,4 @@ func dropQueryParam(raw, key string) string {
 		kept = append(kept, p)
 	}
 	return strings.Join(kept, "&")
-}
-
-// valueText is one filter value as the API must receive it to read the
-// value itself: after a comparison's declared operator (Redmine's
-// updated_on=>=2026-01-01T00:00:00Z), else escaped by the filter's
-// literal where it starts with an operator (cf_2==^beta). ok is false,
-// with why, when no text carries it: the value holds a string the API
-// splits values at, is empty, or starts with an operator the API has no
-// escape for.
-func valueText(fc *config.FilterConfig, s string) (text, why string, ok bool) {
-	if fc.Operator == "" {
-		return fc.Literal.Literal(s)
-	}
-	if why := fc.Literal.Uncarried(s); why != "" {
-		return "", why, false
-	}
-	return fc.Operator + s, "", true
-}
-
-// joinedText is a list joined by its separator as the API must receive
-// it: no member may hold a string the API splits at or be empty, and the
-// whole is escaped where it starts with an operator (Redmine reads the
-// operator once, then splits: cf_2==^beta|!ops asks for either text).
-func joinedText(fc *config.FilterConfig, parts []string) (text, why string, ok bool) {
-	for _, s := range parts {
-		if why := fc.Literal.Uncarried(s); why != "" {
-			return "", why, false
-		}
-	}
-	return fc.Literal.Escaped(strings.Join(parts, separatorOf(fc)))
-}
-
-// wireValue is a filter value as placed in the request: its text as
-// valueText writes it in a query, and in a body or variables a string
-// so written (any other JSON value carries no text to misread, and is
-// placed as it is, unless a comparison's operator makes it text).
-func wireValue(kind string, fc *config.FilterConfig, v any) (any, string, bool) {
-	s, isStr := v.(string)
-	if kind != config.ListQuery && !isStr && fc.Operator == "" {
-		return v, "", true
-	}
-	if !isStr {
-		s = jsonvalue.String(v)
-	}
-	return valueText(fc, s)
 }

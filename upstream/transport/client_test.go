@@ -1,4 +1,4 @@
-package upstream
+package transport
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,9 +19,11 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/internal/configtest"
 	"github.com/airlock-mcp/airlock/internal/memnet"
+	"github.com/airlock-mcp/airlock/redact"
 )
 
 // testSecret is the credential the client tests configure. No test output,
@@ -125,11 +128,31 @@ func newTestClient(t *testing.T, baseURL, extra string, opts Options) *Client {
 	if opts.Getenv == nil {
 		opts.Getenv = testGetenv
 	}
-	rt, err := Initialize(context.Background(), cfg, opts)
+	c, err := newClient("api", cfg.Upstreams["api"], opts)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	return rt.Upstreams["api"]
+	return c
+}
+
+// newClient builds the client of uc with the defaults package upstream's
+// Initialize fills in: a discarding logger, the environment, the wall
+// clock, a new redactor, and the logger redacting through it.
+func newClient(name string, uc *config.UpstreamConfig, opts Options) (*Client, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New()
+	}
+	opts.Logger = slog.New(opts.Redactor.Handler(opts.Logger.Handler()))
+	return New(name, uc, opts)
 }
 
 func mustURL(t *testing.T, raw string) *url.URL {

@@ -1,4 +1,4 @@
-package upstream
+package transport
 
 import (
 	"bytes"
@@ -33,10 +33,6 @@ type BodyError struct {
 	Detail  string
 	Message string
 }
-
-// errExpired is a continuation the upstream says expired (see
-// Resource.expiryMatches): the source must be read again from its start.
-var errExpired = errors.New("the upstream says the continuation expired")
 
 func (e *BodyError) Error() string {
 	switch e.Kind {
@@ -246,35 +242,6 @@ func fieldErrors(body []byte, mapField func(string) string) ([]envelope.FieldErr
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out, len(undeclared)
-}
-
-// FieldName maps a field an upstream named in a validation error to a name
-// airlock may show: the filter argument that sent the query parameter
-// (filter.X), or upstream.F when F is a field the resource declares (by
-// name or path); "" for anything else.
-func (r *Resource) FieldName(name string) string {
-	if f := r.paramToFilter(name); f != "" {
-		return f
-	}
-	for _, fname := range slices.Sorted(maps.Keys(r.Config.Fields)) {
-		if fname == name || r.FieldPath(fname) == name {
-			return "upstream." + fname
-		}
-	}
-	return ""
-}
-
-// FieldName maps a field an upstream named in its answer to a write: the
-// action parameter the request body took it from (action.params.X), else
-// a declared field of the resource (see Resource.FieldName); "" otherwise.
-func (a *Action) FieldName(name string) string {
-	if p := a.Config.ParamFor(name); p != "" {
-		return p
-	}
-	if a.Resource != nil {
-		return a.Resource.FieldName(name)
-	}
-	return ""
 }
 
 // UpstreamMessage extracts what an upstream's error body says in its own

@@ -1,4 +1,4 @@
-package upstream
+package transport
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/redact"
 )
 
@@ -47,7 +48,7 @@ func renewMargin(life time.Duration) time.Duration {
 type tokenSource struct {
 	cfg    clientcredentials.Config
 	hc     *http.Client
-	clock  Clock
+	clock  clock.Clock
 	logger *slog.Logger
 	// obtained is told every token received before it is used (the
 	// runtime's Redactor learns it there).
@@ -92,7 +93,7 @@ func tokenBackoff(n int, retryAfter time.Duration) time.Duration {
 	return max(min(d, tokenBackoffMax), min(retryAfter, tokenRetryAfterMax))
 }
 
-func newTokenSource(cfg clientcredentials.Config, hc *http.Client, clock Clock, logger *slog.Logger, red *redact.Redactor, obtained func(*oauth2.Token)) *tokenSource {
+func newTokenSource(cfg clientcredentials.Config, hc *http.Client, clock clock.Clock, logger *slog.Logger, red *redact.Redactor, obtained func(*oauth2.Token)) *tokenSource {
 	host := cfg.TokenURL
 	if u, err := url.Parse(cfg.TokenURL); err == nil {
 		host = u.Host
@@ -331,7 +332,9 @@ func safeHost(h string) string {
 	return b.String()
 }
 
-func isTokenError(err error) bool {
+// IsTokenError reports whether err is a refusal of the token endpoint or
+// the login (a *TokenError).
+func IsTokenError(err error) bool {
 	var te *TokenError
 	return errors.As(err, &te)
 }
