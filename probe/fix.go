@@ -296,7 +296,7 @@ func (f *fixer) firstAnswer(ctx context.Context, name string, res *yaml.Node) (*
 	if err != nil {
 		return nil, nil, errors.New(describeErr(err))
 	}
-	d, err := upstream.DecodeJSONBody(resp, true)
+	d, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil, nil, err
 	}

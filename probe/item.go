@@ -10,7 +10,6 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
-	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -68,7 +67,7 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 		p.add("get.path", Wrong, fmt.Sprintf("%s answered %d", what, resp.Status), "check get.path: it reads one item by its id")
 		return itemRead{resp: resp}
 	}
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		p.add("get.path", Wrong, what+": "+err.Error(), "")
 		return itemRead{resp: resp, err: err}

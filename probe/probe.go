@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -225,7 +226,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	p.rateLimitCheck(resp)
 	p.snapshotCheck(doc)
 	if k, _ := config.DialectKindOf(r.Pagination.Dialect); k.GraphQL {
-		if msgs := upstream.GraphQLMessages(doc); msgs != "" {
+		if msgs := dialect.GraphQLMessages(doc); msgs != "" {
 			p.add("list.graphql", Wrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
 				"an answer with errors is never complete: fix the query, or the fields it selects")
 		}
@@ -471,7 +472,7 @@ func (p *prober) walk(ctx context.Context) {
 		// The walk used every page it was allowed: the end it did not see
 		// may lie past the budget.
 		p.add("pagination.end", Unverifiable, what+" and spent the probe's budget before the end ("+signal+")", "raise --max-requests or --page-size")
-	case unproven && signal == upstream.SignalPageRefused:
+	case unproven && signal == dialect.SignalPageRefused:
 		p.add("pagination.end", Wrong, what+", then the upstream refused a later page ("+signal+")", "declare the upstream's page count (total_pages or total_pages_header) so that no page past it is asked for, or result_cap if it caps how deep one may page")
 	case unproven:
 		hint := "the dialect's end signal never appeared: the configuration cannot prove a list complete"
@@ -525,15 +526,15 @@ func (p *prober) walk(ctx context.Context) {
 // conflictHint says which declaration the contradiction points at.
 func conflictHint(r *upstream.Resource, signal string) string {
 	switch signal {
-	case upstream.SignalFlagVsContinuation:
+	case dialect.SignalFlagVsContinuation:
 		flag := r.Pagination.IsLast
 		if flag == "" {
 			flag = r.Pagination.HasMore
 		}
 		return "the end flag at " + flag + " says last on a page that also carries a continuation: point it at the flag that says so on the last page only, or remove it"
-	case upstream.SignalTotalVsItems:
+	case dialect.SignalTotalVsItems:
 		return "the upstream returned more items than its total: the total does not count what the list returns (check total / total_header), or it lags"
-	case upstream.SignalTotalVsPages, upstream.SignalPagesVsPage:
+	case dialect.SignalTotalVsPages, dialect.SignalPagesVsPage:
 		return "the upstream's page count disagrees with its total or its pages: check total_pages / total_pages_header, and page_size against the upstream's own cap"
 	}
 	return "check the pagination declarations against the upstream's answers"

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -43,7 +44,7 @@ func (r *Resource) DecideList(resp *transport.Response) Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
-	doc, err := DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
@@ -51,11 +52,11 @@ func (r *Resource) DecideList(resp *transport.Response) Decision {
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
-	pg, err := r.dialect.parse(resp, doc, items, pageState{})
+	pg, err := r.dialect.Parse(resp, doc, items, dialect.State{})
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
-	if len(items) == 0 && !pg.next.Done {
+	if len(items) == 0 && !pg.Next.Done {
 		return Decision{DecideContinueSearch, []string{"no items on this page, and the upstream says more pages follow: an empty page proves nothing"}}
 	}
 	decision := map[string]bool{r.Config.IDField: true}
@@ -101,7 +102,7 @@ func (r *Resource) DecideItem(resp *transport.Response) Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
-	doc, err := DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
@@ -135,7 +136,7 @@ func (r *Resource) DecideItem(resp *transport.Response) Decision {
 // Probe reads one small page of the resource (read-only) and judges it:
 // `airlock contract --live`.
 func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) Decision {
-	st := pageState{}
+	st := dialect.State{}
 	if err := r.ensurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}

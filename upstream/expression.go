@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // expressionClause renders one filter's value as a clause of the list's
@@ -249,16 +250,16 @@ func (r *Resource) boundClause(name string, fc *config.FilterConfig, fd *config.
 
 // placeBindings puts a bound expression's names and values into the
 // list's body, beside those list.body declares for its base.
-func placeBindings(p *listParams, x *config.ExpressionConfig, all bindings) {
+func placeBindings(p *dialect.Params, x *config.ExpressionConfig, all bindings) {
 	for path, add := range map[string]map[string]any{x.Names: all.names, x.Values: all.values} {
 		if len(add) == 0 {
 			continue
 		}
-		have, _ := jsonvalue.Get(p.body, path)
+		have, _ := jsonvalue.Get(p.Body, path)
 		m, _ := have.(map[string]any)
 		out := make(map[string]any, len(m)+len(add))
 		maps.Copy(out, m)
 		maps.Copy(out, add)
-		jsonvalue.Put(p.body, path, out)
+		jsonvalue.Put(p.Body, path, out)
 	}
 }

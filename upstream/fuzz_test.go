@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -27,10 +28,10 @@ func FuzzUpstreamBody(f *testing.F) {
 		f.Fatal(err)
 	}
 	projects := rt.Resources["projects"]
-	var dialects []dialect
+	var dialects []dialect.Dialect
 	for _, d := range []config.PaginationConfig{{Dialect: config.DialectCursor, HasMore: "has_more"}, {Dialect: config.DialectCursor, NextCursor: "response_metadata.next_cursor"},
 		{Dialect: config.DialectLink}, {Dialect: config.DialectOffset, Total: "total"}, {Dialect: config.DialectPage, Total: "totalItems"}, {Dialect: config.DialectContinue}} {
-		dialects = append(dialects, newDialect(config.ResolvePagination(d), "id"))
+		dialects = append(dialects, dialect.New(config.ResolvePagination(d), "id"))
 	}
 	for _, s := range []struct {
 		status          int
@@ -61,11 +62,11 @@ func FuzzUpstreamBody(f *testing.F) {
 			h.Set("Retry-After", retryAfter)
 		}
 		resp := &transport.Response{Status: status, Header: h, Body: body}
-		if doc, err := DecodeJSONBody(resp, true); err == nil {
+		if doc, err := transport.DecodeJSONBody(resp, true); err == nil {
 			for _, d := range dialects {
 				raw, _ := jsonvalue.Get(doc, "data")
 				items, _ := raw.([]any)
-				_, _ = d.parse(resp, doc, items, pageState{Started: true})
+				_, _ = d.Parse(resp, doc, items, dialect.State{Started: true})
 			}
 		} else {
 			checkProblem(t, projects, transport.ProblemFor(err, projects.FieldName))

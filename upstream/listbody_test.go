@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -40,7 +41,7 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := &transport.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
-			doc, items, ok, err := decodeListBody(resp, tc.path)
+			doc, items, ok, err := transport.DecodeListBody(resp, tc.path)
 			if tc.bad {
 				if !transport.IsBadResponse(err) {
 					t.Fatalf("decodeListBody = %v; want a bad response", err)
@@ -51,7 +52,7 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := tc.path
-			whole, werr := DecodeJSONBody(resp, true)
+			whole, werr := transport.DecodeJSONBody(resp, true)
 			if ok != tc.lazy {
 				t.Fatalf("read lazily: %v, want %v", ok, tc.lazy)
 			}
@@ -61,10 +62,10 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 			if werr != nil {
 				t.Fatalf("the whole decode fails (%v) where the lazy one did not", werr)
 			}
-			var d itemDecoder
+			var d dialect.ItemDecoder
 			got := make([]any, len(items))
 			for i, it := range items {
-				if got[i], _, err = d.item(it); err != nil {
+				if got[i], _, err = d.Item(it); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -95,11 +96,11 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 // keeps the check for an error object behind a 2xx.
 func TestListBody_AnErrorBehindASuccessIsRefusedAsBefore(t *testing.T) {
 	resp := &transport.Response{Status: 200, Body: []byte(`{"ok":false,"data":[{"id":"a"}]}`)}
-	if _, _, _, err := decodeListBody(resp, "data"); err == nil {
+	if _, _, _, err := transport.DecodeListBody(resp, "data"); err == nil {
 		t.Fatal(`"ok": false behind a 200 was read as a page`)
 	}
 	resp = &transport.Response{Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(`{"data":[]}`)}
-	if _, _, _, err := decodeListBody(resp, "data"); err == nil {
+	if _, _, _, err := transport.DecodeListBody(resp, "data"); err == nil {
 		t.Fatal("an HTML answer was read as a page")
 	}
 }

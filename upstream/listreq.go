@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"net/http"
 	"net/url"
@@ -13,70 +12,27 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// listParams collects one list request's parameters where its kind puts
-// them: the query string of a GET list, the JSON body of a POST list, the
-// variables of a graphql list. The list's own params and a source's params
-// are always query parameters.
-type listParams struct {
-	kind  string
-	query url.Values
-	body  map[string]any
-}
-
-// set places one value: in a query as its string form, in a body at its
-// dotted path, in variables under its name, keeping its JSON type.
-func (p *listParams) set(k string, v any) {
-	if k == "" {
-		// A parameter the list does not send (page_size_param: none).
-		return
-	}
-	switch p.kind {
-	case config.ListQuery:
-		p.query.Set(k, jsonvalue.String(v))
-	case config.ListBody:
-		jsonvalue.Put(p.body, k, v)
-	default:
-		p.body[k] = v
-	}
-}
-
-// add appends one more value of a repeated query parameter.
-func (p *listParams) add(k, v string) { p.query.Add(k, v) }
-
-// describe is the parameters in a line, for evidence: the query string,
-// then the body (or variables) as JSON.
-func (p *listParams) describe() string {
-	out := transport.EncodeQuery(p.query, false)
-	if len(p.body) > 0 {
-		b, _ := jsonvalue.Encode(p.body)
-		if out != "" {
-			out += " "
-		}
-		out += string(b)
-	}
-	return out
-}
-
-func (r *Resource) newParams(src config.SourceConfig) *listParams {
-	p := &listParams{kind: config.ListKind(&r.Config), query: url.Values{}}
+func (r *Resource) newParams(src config.SourceConfig) *dialect.Params {
+	p := &dialect.Params{Kind: config.ListKind(&r.Config), Query: url.Values{}}
 	for k, v := range r.Config.List.Params {
-		p.query.Set(k, v)
+		p.Query.Set(k, v)
 	}
 	for k, v := range src.Params {
-		p.query.Set(k, v)
+		p.Query.Set(k, v)
 	}
-	switch p.kind {
+	switch p.Kind {
 	case config.ListBody:
-		p.body, _ = config.NormalizeValue(r.Config.List.Body).(map[string]any)
-		if p.body == nil {
-			p.body = map[string]any{}
+		p.Body, _ = config.NormalizeValue(r.Config.List.Body).(map[string]any)
+		if p.Body == nil {
+			p.Body = map[string]any{}
 		}
-		p.body = cloneJSON(p.body)
+		p.Body = cloneJSON(p.Body)
 	case config.ListVariables:
-		p.body = map[string]any{}
+		p.Body = map[string]any{}
 	}
 	return p
 }
@@ -121,7 +77,7 @@ type listOptions struct {
 // URL and body the list's kind and dialect call for, with the filters
 // sent upstream only in a form that carries each value intact. A next
 // URL (link, next_url) is followed on the source's own host only.
-func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOptions) (transport.Request, error) {
+func (r *Resource) listRequest(src config.SourceConfig, st dialect.State, o listOptions) (transport.Request, error) {
 	base := r.sourceBase(src)
 	p := r.newParams(src)
 	if !o.probe {
@@ -130,7 +86,7 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 		r.sendSearches(p, o.filter)
 		if x := r.expression; x != nil && x.Base != "" {
 			// The base scopes the list as list.params do: a probe sends it.
-			p.set(x.Param, joinExpression(x, nil))
+			p.Set(x.Param, joinExpression(x, nil))
 		}
 	}
 	d := r.dialect
@@ -140,7 +96,7 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 		d = r.dialectFor(pg)
 	}
 	req := transport.Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true, Header: ownHeaders(r.Config.List.Headers)}
-	if next := d.query(p, st); next != nil {
+	if next := d.Query(p, st); next != nil {
 		u := base.ResolveReference(next)
 		if !r.Upstream.SameOrigin(base, u) {
 			return transport.Request{}, transport.BadResponse("the continuation points at another host; it was not followed")
@@ -157,20 +113,20 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 		return req, nil
 	}
 	if o.probe {
-		p.set(r.Pagination.PageSizeParam, 1)
+		p.Set(r.Pagination.PageSizeParam, 1)
 	}
 	r.sendSnapshot(p, st)
-	req.URL = r.Upstream.ResolveURL(base, r.Config.List.Path, p.query)
+	req.URL = r.Upstream.ResolveURL(base, r.Config.List.Path, p.Query)
 	if r.Config.List.QueryEncoding != "" {
-		req.URL.RawQuery = transport.EncodeQuery(p.query, transport.FormQuery(r.Config.List.QueryEncoding, ""))
+		req.URL.RawQuery = transport.EncodeQuery(p.Query, transport.FormQuery(r.Config.List.QueryEncoding, ""))
 	}
-	switch p.kind {
+	switch p.Kind {
 	case config.ListBody:
 		req.Method = http.MethodPost
-		req.Body, _ = jsonvalue.Encode(p.body)
+		req.Body, _ = jsonvalue.Encode(p.Body)
 	case config.ListVariables:
 		req.Method = http.MethodPost
-		req.Body, _ = jsonvalue.Encode(map[string]any{"query": r.Config.List.GraphQL, "variables": p.body})
+		req.Body, _ = jsonvalue.Encode(map[string]any{"query": r.Config.List.GraphQL, "variables": p.Body})
 	}
 	return req, nil
 }
@@ -203,7 +159,7 @@ type filterForm struct {
 // filter on every item anyway: an upstream filter can only narrow what is
 // read, so a form the API might misread must never be sent. It returns the
 // form each filter was given.
-func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]filterForm {
+func (r *Resource) sendFilters(p *dialect.Params, filter map[string]any) map[string]filterForm {
 	forms := map[string]filterForm{}
 	var clauses []string
 	all := bindings{names: map[string]any{}, values: map[string]any{}}
@@ -225,12 +181,12 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 	}
 	if x := r.expression; x != nil && x.Language == config.LanguageMango {
 		if len(mango) > 0 {
-			base, _ := jsonvalue.Get(p.body, x.Param)
-			p.set(x.Param, mangoSelector(base, mango))
+			base, _ := jsonvalue.Get(p.Body, x.Param)
+			p.Set(x.Param, mangoSelector(base, mango))
 		}
 	} else if x != nil {
 		if e := joinExpression(x, clauses); e != "" {
-			p.set(x.Param, e)
+			p.Set(x.Param, e)
 		}
 		if x.Bound() {
 			placeBindings(p, x, all)
@@ -363,14 +319,14 @@ func separatorOf(fc *config.FilterConfig) string {
 }
 
 // placeFilter places a value filterForm accepted.
-func (r *Resource) placeFilter(p *listParams, name string, fc *config.FilterConfig, raw any) {
+func (r *Resource) placeFilter(p *dialect.Params, name string, fc *config.FilterConfig, raw any) {
 	switch v := r.filterValue(name, fc, raw).(type) {
 	case nil:
 		if fc.NullParam != "" {
-			p.set(fc.Param, fc.NullParam)
+			p.Set(fc.Param, fc.NullParam)
 			return
 		}
-		p.set(fc.Null.Param, config.NormalizeValue(fc.Null.Value))
+		p.Set(fc.Null.Param, config.NormalizeValue(fc.Null.Value))
 	case []any:
 		param := fc.MultiParam
 		if param == "" {
@@ -380,22 +336,22 @@ func (r *Resource) placeFilter(p *listParams, name string, fc *config.FilterConf
 		switch fc.Multi {
 		case "repeat":
 			for _, e := range w {
-				p.add(param, jsonvalue.String(e))
+				p.Add(param, jsonvalue.String(e))
 			}
 		case "comma":
-			p.set(param, w[0])
+			p.Set(param, w[0])
 		case "array":
-			p.set(param, w)
+			p.Set(param, w)
 		}
 	default:
-		w, _, _ := wireValue(p.kind, fc, v)
-		p.set(fc.Param, w)
+		w, _, _ := wireValue(p.Kind, fc, v)
+		p.Set(fc.Param, w)
 	}
 }
 
 // ensurePIT opens the point in time of a search_after list before its
 // first page (st holds it from then on); nothing for other lists.
-func (r *Resource) ensurePIT(ctx context.Context, src config.SourceConfig, st *pageState, requestID string) error {
+func (r *Resource) ensurePIT(ctx context.Context, src config.SourceConfig, st *dialect.State, requestID string) error {
 	if r.Pagination.PIT == nil || st.PIT != "" {
 		return nil
 	}
@@ -421,7 +377,7 @@ func (r *Resource) openPIT(ctx context.Context, src config.SourceConfig, request
 	if err != nil {
 		return "", err
 	}
-	doc, err := DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return "", err
 	}
@@ -431,18 +387,6 @@ func (r *Resource) openPIT(ctx context.Context, src config.SourceConfig, request
 		return "", transport.BadResponse("the point in time's answer has no id at %q", pit.ID)
 	}
 	return s, nil
-}
-
-// searchAfterValue decodes a saved search_after cursor (the last item's
-// sort values, canonically encoded).
-func searchAfterValue(cursor string) any {
-	dec := json.NewDecoder(strings.NewReader(cursor))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return cursor
-	}
-	return v
 }
 
 // paramNames lists every upstream parameter a filter may send, sorted.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // Group is one value of a group_by field and its count.
@@ -61,7 +62,7 @@ func (s *Scan) Outcome() Outcome {
 		case srcDone:
 			cov.Status = envelope.SourceComplete
 			cov.End, cov.EndSignal = src.state.End, src.state.EndSignal
-			if src.state.End == envelope.EndUnproven && src.state.EndSignal == SignalUnreadable {
+			if src.state.End == envelope.EndUnproven && src.state.EndSignal == dialect.SignalUnreadable {
 				// The page's SIGNAL_UNREADABLE (a sticky reason) names the
 				// member and the page.
 				cov.Status, cov.Reason = envelope.SourcePartial, envelope.SignalUnreadable
@@ -69,7 +70,7 @@ func (s *Scan) Outcome() Outcome {
 			}
 			if src.state.End == envelope.EndUnproven {
 				code := envelope.EndNotProven
-				if conflictSignals[src.state.EndSignal] {
+				if dialect.IsConflict(src.state.EndSignal) {
 					// Two signals on a page contradict each other about
 					// the end.
 					code = envelope.ConflictingEvidence
@@ -159,7 +160,7 @@ func (s *Scan) Outcome() Outcome {
 	for _, name := range slices.Sorted(maps.Keys(s.conflicts)) {
 		c := s.conflicts[name]
 		rs := envelope.NewReason(envelope.ConflictingEvidence)
-		rs.Signal, rs.Filter, rs.Sent, rs.Seen = SignalFilterConflict, name, c.sent, c.seen
+		rs.Signal, rs.Filter, rs.Sent, rs.Seen = dialect.SignalFilterConflict, name, c.sent, c.seen
 		rs.Count, rs.SampleID = envelope.Ptr(c.count), c.sample
 		o.Reasons = append(o.Reasons, rs)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -60,7 +61,7 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 	d := r.dialectFor(pg)
 	idPath := r.FieldPath(r.Config.IDField)
 	w := RawWalk{Docs: map[string]map[string]any{}}
-	st := pageState{}
+	st := dialect.State{}
 	if err := r.ensurePIT(ctx, r.Sources[0], &st, spec.RequestID); err != nil {
 		return w, err
 	}
@@ -83,16 +84,16 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 		if err != nil {
 			return w, err
 		}
-		page, err := d.parse(resp, doc, items, st)
+		page, err := d.Parse(resp, doc, items, st)
 		if err != nil {
 			return w, err
 		}
 		r.afterParse(resp, doc, st, &page)
 		if spec.Keep != nil {
-			spec.Keep(page.items)
+			spec.Keep(page.Items)
 		}
 		fresh := 0
-		for _, it := range page.items {
+		for _, it := range page.Items {
 			m, ok := it.(map[string]any)
 			if !ok {
 				continue
@@ -112,7 +113,7 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 			norm.normalizeLocked(c)
 			w.Docs[id] = c
 		}
-		next := page.next
+		next := page.Next
 		switch {
 		case next.Done:
 			w.Complete = next.End == envelope.EndProven
@@ -145,14 +146,14 @@ func copyDoc(m map[string]any) map[string]any {
 // at the resource's page size, outside a scan; a search_after list's point
 // in time is not opened (see OpenFirstPage).
 func (r *Resource) FirstPageRequest(requestID string) (transport.Request, error) {
-	return r.listRequest(r.Sources[0], pageState{}, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
+	return r.listRequest(r.Sources[0], dialect.State{}, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
 }
 
 // OpenFirstPage opens the point in time a search_after list is read in (a
 // request of its own; other dialects need none) and returns the request for
 // the first page in it.
 func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (transport.Request, error) {
-	st := pageState{}
+	st := dialect.State{}
 	if err := r.ensurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
 		return transport.Request{}, err
 	}
@@ -163,7 +164,7 @@ func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (transpo
 // object in a success, GraphQL data without errors. A body that decodes to
 // JSON null is read: where its items are is PageItems' question.
 func (r *Resource) DecodePage(resp *transport.Response) (any, error) {
-	return r.decodeBody(resp, pageState{})
+	return r.decodeBody(resp, dialect.State{})
 }
 
 // PageItems are the items of a decoded page, where the configuration says
@@ -172,8 +173,8 @@ func (r *Resource) PageItems(doc any) ([]any, error) {
 	return r.itemsOf(doc)
 }
 
-func (r *Resource) decodeBody(resp *transport.Response, st pageState) (any, error) {
-	doc, err := DecodeJSONBody(resp, true)
+func (r *Resource) decodeBody(resp *transport.Response, st dialect.State) (any, error) {
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err == nil && r.Pagination.Dialect == config.DialectGraphQL {
 		err = r.graphqlCheck(doc, st)
 	}
@@ -187,11 +188,11 @@ func (r *Resource) decodeBody(resp *transport.Response, st pageState) (any, erro
 // sends ("" when none of it) and, for a value kept back, why ("" when the
 // configuration declares no upstream form for it).
 func (r *Resource) SentFilter(filter map[string]any) (sent, why string) {
-	p := &listParams{kind: config.ListKind(&r.Config), query: url.Values{}, body: map[string]any{}}
+	p := &dialect.Params{Kind: config.ListKind(&r.Config), Query: url.Values{}, Body: map[string]any{}}
 	for _, f := range r.sendFilters(p, filter) {
 		if f.why != "" && why == "" {
 			why = f.why
 		}
 	}
-	return p.describe(), why
+	return p.Describe(), why
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -18,82 +19,34 @@ import (
 // proto3 JSON omits, a snapshot read from the first page, field values the
 // API encodes.
 
-// lastKey is how the cursor dialect derives the next cursor from the last
-// item when the upstream hands out none (Stripe's starting_after: the
-// last id; etcd's range key: the last key made exclusive).
-type lastKey struct {
-	path      string
-	exclusive string
-	base64    bool
-}
-
-// of reads the cursor from the last item.
-func (k lastKey) of(item any) (string, error) {
-	v, ok := jsonvalue.GetID(item, k.path)
-	if !ok {
-		return "", transport.BadResponse("the last item has no %s to continue from", config.DisplayPath(k.path))
-	}
-	if k.exclusive != config.CursorNulSuffix {
-		return v, nil
-	}
-	b := []byte(v)
-	if k.base64 {
-		var err error
-		if b, err = base64.StdEncoding.DecodeString(v); err != nil {
-			return "", transport.BadResponse("the last item's %s is not base64 as declared", config.DisplayPath(k.path))
-		}
-	}
-	// The smallest key after the last one: its bytes and a NUL byte.
-	b = append(b, 0)
-	if k.base64 {
-		return base64.StdEncoding.EncodeToString(b), nil
-	}
-	return string(b), nil
-}
-
 // dialectFor builds the resource's dialect for pagination p.
-func (r *Resource) dialectFor(p config.PaginationConfig) dialect {
-	d := newDialect(p, r.FieldPath(r.Config.IDField))
-	if cd, ok := d.(cursorDialect); ok {
-		cd.key = lastKey{path: r.FieldPath(r.Config.IDField), exclusive: p.CursorExclusive}
-		cd.itemsPath = r.Config.List.Items
-		field := r.Config.IDField
-		if p.CursorField != "" {
-			field = p.CursorField
-			cd.key.path = r.FieldPath(field)
-		}
-		if fd, ok := r.Field(field); ok && fd.Decode == config.DecodeBase64 {
-			cd.key.base64 = true
-		}
-		return cd
+func (r *Resource) dialectFor(p config.PaginationConfig) dialect.Dialect {
+	key := dialect.LastKey{Path: r.FieldPath(r.Config.IDField), Exclusive: p.CursorExclusive}
+	field := r.Config.IDField
+	if p.CursorField != "" {
+		field = p.CursorField
+		key.Path = r.FieldPath(field)
 	}
-	return d
-}
-
-// absentZero reports whether the upstream omits the member at path when it
-// holds its zero value, and doc does not hold it.
-func absentZero(p config.PaginationConfig, doc any, path string) bool {
-	if path == "" || !slices.Contains(p.AbsentMeansZero, path) {
-		return false
+	if fd, ok := r.Field(field); ok && fd.Decode == config.DecodeBase64 {
+		key.Base64 = true
 	}
-	_, ok := jsonvalue.Get(doc, path)
-	return !ok
+	return dialect.ForList(p, r.FieldPath(r.Config.IDField), r.Config.List.Items, key)
 }
 
 // afterParse completes a parsed page with what depends on the answer
 // rather than the dialect: a relative next link resolved against the
 // page's own URL and kept without a query credential, and the snapshot
 // the first page names.
-func (r *Resource) afterParse(resp *transport.Response, doc any, st pageState, pg *page) {
+func (r *Resource) afterParse(resp *transport.Response, doc any, st dialect.State, pg *dialect.Page) {
 	// A relative next link is a reference from the page that carried it
 	// (RFC 3986: resolved against the document's own URL, not base_url);
 	// it is followed on the source's own origin only (listRequest).
-	if pg.next.NextURL != nil && resp != nil && resp.URL != nil {
-		pg.next.NextURL = resp.URL.ResolveReference(pg.next.NextURL)
+	if pg.Next.NextURL != nil && resp != nil && resp.URL != nil {
+		pg.Next.NextURL = resp.URL.ResolveReference(pg.Next.NextURL)
 	}
 	// A next link built from the request's URL carries a query credential:
 	// the scan keeps (and may store) it without.
-	pg.next.NextURL = r.Upstream.WithoutCredential(pg.next.NextURL)
+	pg.Next.NextURL = r.Upstream.WithoutCredential(pg.Next.NextURL)
 	r.readSnapshot(doc, st, pg)
 	r.readRemaining(doc, pg)
 }
@@ -105,57 +58,57 @@ func (r *Resource) afterParse(resp *transport.Response, doc any, st pageState, p
 // page must name it (no param sends it back), a later page without it is
 // NO_SNAPSHOT too, and one naming another is INCONSISTENT_SNAPSHOT (Scan
 // account).
-func (r *Resource) readSnapshot(doc any, st pageState, pg *page) {
+func (r *Resource) readSnapshot(doc any, st dialect.State, pg *dialect.Page) {
 	sc := r.Pagination.Snapshot
 	if sc == nil {
 		return
 	}
-	v, vst := readToken(doc, sc.From)
+	v, vst := dialect.ReadToken(doc, sc.From)
 	switch {
-	case vst == signalUnreadable:
-		pg.doubt(sc.From)
-		pg.noSnapshot = true
+	case vst == dialect.Unreadable:
+		pg.Doubt(sc.From)
+		pg.NoSnapshot = true
 	case !st.Started && v != "":
-		pg.snapshot, pg.next.Snapshot = v, v
+		pg.Snapshot, pg.Next.Snapshot = v, v
 	case !st.Started:
-		pg.noSnapshot = true
+		pg.NoSnapshot = true
 	case sc.Param != "":
 		// A later page answers with the upstream's current value (etcd's
 		// header.revision), not the one it was asked to read at.
 	case v == "":
-		pg.noSnapshot = true
+		pg.NoSnapshot = true
 	default:
-		pg.snapshot = v
+		pg.Snapshot = v
 	}
 }
 
 // readRemaining reads how many items a page says follow it (Kubernetes'
 // remainingItemCount): an estimate of the list's size, and, beside an end,
 // a contradiction (remaining_vs_end).
-func (r *Resource) readRemaining(doc any, pg *page) {
+func (r *Resource) readRemaining(doc any, pg *dialect.Page) {
 	path := r.Pagination.Remaining
 	if path == "" {
 		return
 	}
-	n, counted, st := readCount(doc, path)
+	n, counted, st := dialect.ReadCount(doc, path)
 	switch {
-	case st == signalUnreadable:
-		pg.doubt(path)
+	case st == dialect.Unreadable:
+		pg.Doubt(path)
 	case counted:
-		pg.estimate = &n
-		ends := (pg.next.Done && pg.next.End == envelope.EndProven) || pg.next.Probe
+		pg.Estimate = &n
+		ends := (pg.Next.Done && pg.Next.End == envelope.EndProven) || pg.Next.Probe
 		if n > 0 && ends {
 			// The page ends the list, and says more follow: neither is
 			// believed.
-			pg.unknown(SignalRemainingVsEnd, false)
+			pg.Unknown(dialect.SignalRemainingVsEnd, false)
 		}
 	}
 }
 
 // sendSnapshot sends the first page's snapshot with every later page.
-func (r *Resource) sendSnapshot(p *listParams, st pageState) {
+func (r *Resource) sendSnapshot(p *dialect.Params, st dialect.State) {
 	if sc := r.Pagination.Snapshot; sc != nil && sc.Param != "" && st.Started && st.Snapshot != "" {
-		p.set(sc.Param, st.Snapshot)
+		p.Set(sc.Param, st.Snapshot)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -88,7 +89,7 @@ func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map
 		}
 		return nil, nil, "", false, err
 	}
-	body, err := DecodeJSONBody(resp, true)
+	body, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil, nil, "", false, err
 	}
@@ -101,7 +102,7 @@ func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map
 		item = m
 	}
 	if g.GraphQL != "" && item == nil {
-		if msgs := GraphQLMessages(body); msgs != "" {
+		if msgs := dialect.GraphQLMessages(body); msgs != "" {
 			return nil, nil, "", false, &transport.BodyError{Kind: transport.BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no item", Message: msgs}
 		}
 		return nil, nil, "", false, nil

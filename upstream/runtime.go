@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/redact"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -57,7 +58,7 @@ type Resource struct {
 	// default, else the cap, so that an answer holds as many items as the
 	// response budget takes.
 	DefaultMaxItems int
-	dialect         dialect
+	dialect         dialect.Dialect
 	// Contract checks every item read.
 	Contract *Contract
 	// norms rewrite field values into their declared form on every item

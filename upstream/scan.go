@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // Item is one record read from the upstream.
@@ -112,7 +113,7 @@ type sourceScan struct {
 	claimStop  bool
 	cfg        config.SourceConfig
 	base       *url.URL
-	state      pageState
+	state      dialect.State
 	status     srcStatus
 	pages      int
 	items      int
@@ -403,7 +404,7 @@ func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
 			}
 			continue
 		}
-		if plans := s.r.dialect.plan(st); plans != nil {
+		if plans := s.r.dialect.Plan(st); plans != nil {
 			if !s.runParallel(ctx, src, plans) {
 				return
 			}
@@ -464,10 +465,10 @@ func (s *Scan) reportProgress() {
 // late delays only itself, and is let go once processed. At most one page
 // more than the concurrency is held at a time: the one being processed and
 // those requested after it. It returns false when the source stopped.
-func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageState) bool {
+func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []dialect.State) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	type result struct {
-		pg   page
+		pg   dialect.Page
 		err  error
 		done chan struct{}
 	}
@@ -541,7 +542,7 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 			return false
 		}
 		s.reportProgress()
-		if r.pg.next.Done || r.pg.next.Probe || (!r.pg.next.LastFull && i < len(plans)-1) {
+		if r.pg.Next.Done || r.pg.Next.Probe || (!r.pg.Next.LastFull && i < len(plans)-1) {
 			// The end came earlier than planned, or a short page broke
 			// the plan's arithmetic (the upstream capped the page size):
 			// the rest is read one page at a time from where this page

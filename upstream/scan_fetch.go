@@ -5,33 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // fetch requests the page st points at and reads it.
-func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
+func (s *Scan) fetch(ctx context.Context, src *sourceScan, st dialect.State) (dialect.Page, error) {
 	if s.r.Pagination.BatchComplete != "" {
 		return s.fetchBatch(ctx, src, st)
 	}
 	resp, err := s.send(ctx, src, &st)
 	if err != nil {
-		return page{}, err
+		return dialect.Page{}, err
 	}
 	return s.read(src, st, resp)
 }
 
 // send requests the page st points at (opening the point in time it needs
 // first): the exchange alone, without decoding the body.
-func (s *Scan) send(ctx context.Context, src *sourceScan, st *pageState) (*transport.Response, error) {
+func (s *Scan) send(ctx context.Context, src *sourceScan, st *dialect.State) (*transport.Response, error) {
 	if err := s.r.ensurePIT(ctx, src.cfg, st, s.spec.RequestID); err != nil {
 		return nil, err
 	}
@@ -39,24 +37,24 @@ func (s *Scan) send(ctx context.Context, src *sourceScan, st *pageState) (*trans
 }
 
 // read decodes a page's answer and reads the dialect's verdict on it.
-func (s *Scan) read(src *sourceScan, st pageState, resp *transport.Response) (page, error) {
+func (s *Scan) read(src *sourceScan, st dialect.State, resp *transport.Response) (dialect.Page, error) {
 	doc, items, err := s.r.decodeList(resp, st, s.listOptions(false))
 	if err != nil {
-		return page{}, err
+		return dialect.Page{}, err
 	}
-	pg, err := s.r.dialect.parse(resp, doc, items, st)
+	pg, err := s.r.dialect.Parse(resp, doc, items, st)
 	if err != nil {
 		return pg, err
 	}
 	s.r.afterParse(resp, doc, st, &pg)
-	pg.doc = doc
-	if !pg.next.Done && !pg.next.Probe && sameContinuation(st, pg.next) {
+	pg.Doc = doc
+	if !pg.Next.Done && !pg.Next.Probe && sameContinuation(st, pg.Next) {
 		return pg, transport.BadResponse("the upstream returned the same continuation twice")
 	}
-	if err := s.r.checkContinuation(pg.next); err != nil {
+	if err := s.r.checkContinuation(pg.Next); err != nil {
 		return pg, err
 	}
-	pg.header = resp.Header
+	pg.Header = resp.Header
 	return pg, nil
 }
 
@@ -67,7 +65,7 @@ func (s *Scan) listOptions(probe bool) listOptions {
 // request sends one list request for the page st points at and returns the
 // decoded body and its items. A probe asks for the source's first page at
 // page size 1, without the upstream-side filters.
-func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe bool) (*transport.Response, any, []any, error) {
+func (s *Scan) request(ctx context.Context, src *sourceScan, st dialect.State, probe bool) (*transport.Response, any, []any, error) {
 	o := s.listOptions(probe)
 	resp, err := s.r.sendList(ctx, src.cfg, st, o)
 	if err != nil {
@@ -81,7 +79,7 @@ func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe
 }
 
 // sendList sends one list request and returns the answer, its body read.
-func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pageState, o listOptions) (*transport.Response, error) {
+func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st dialect.State, o listOptions) (*transport.Response, error) {
 	req, err := r.listRequest(src, st, o)
 	if err != nil {
 		return nil, err
@@ -90,7 +88,7 @@ func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pag
 	if err != nil {
 		var he *transport.HTTPError
 		if st.Started && errors.As(err, &he) && he.Kind == transport.FailStatus && r.expiryMatches(he.Status, he.Body) {
-			return nil, errExpired
+			return nil, dialect.ErrExpired
 		}
 		return nil, err
 	}
@@ -99,11 +97,11 @@ func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pag
 
 // decodeList decodes a list page: the body, then (for a graphql list) the
 // answer's errors, then the items.
-func (r *Resource) decodeList(resp *transport.Response, st pageState, o listOptions) (any, []any, error) {
+func (r *Resource) decodeList(resp *transport.Response, st dialect.State, o listOptions) (any, []any, error) {
 	if !o.probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
 		// A scan's page: its items are decoded one at a time as the scan
 		// reads them.
-		doc, items, found, err := decodeListBody(resp, r.Config.List.Items)
+		doc, items, found, err := transport.DecodeListBody(resp, r.Config.List.Items)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -117,7 +115,7 @@ func (r *Resource) decodeList(resp *transport.Response, st pageState, o listOpti
 		}
 		return doc, items, nil
 	}
-	doc, err := DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,12 +135,12 @@ func (r *Resource) decodeList(resp *transport.Response, st pageState, o listOpti
 // objects when list.scalar_item_field says so.
 func (r *Resource) itemsOf(doc any) ([]any, error) {
 	if r.Pagination.Dialect == config.DialectGraphQL {
-		return graphqlItems(doc, r.Pagination.Connection)
+		return dialect.GraphQLItems(doc, r.Pagination.Connection)
 	}
 	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)
 	items, isArr := raw.([]any)
 	if !ok || !isArr {
-		if !ok && (r.Pagination.EmptyWithoutItems || absentZero(r.Pagination, doc, r.Config.List.Items)) {
+		if !ok && (r.Pagination.EmptyWithoutItems || dialect.AbsentZero(r.Pagination, doc, r.Config.List.Items)) {
 			// Absent, where the configuration says what absence means.
 			return []any{}, nil
 		}
@@ -195,7 +193,7 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 		s.setStatus(src, srcCutPages)
 		return false
 	}
-	resp, doc, items, err := s.request(ctx, src, pageState{}, true)
+	resp, doc, items, err := s.request(ctx, src, dialect.State{}, true)
 	s.mu.Lock()
 	s.pages++
 	src.pages++
@@ -210,11 +208,11 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 		// The upstream refused or garbled the probe (a page size of 1
 		// may be refused): nothing is proven.
 		s.mu.Lock()
-		src.state.Probe, src.state.Done, src.state.End, src.state.EndSignal = false, true, envelope.EndUnproven, SignalProbeFailed
+		src.state.Probe, src.state.Done, src.state.End, src.state.EndSignal = false, true, envelope.EndUnproven, dialect.SignalProbeFailed
 		s.mu.Unlock()
 		return true
 	}
-	more := len(items) > 0 && s.r.dialect.more(resp, doc)
+	more := len(items) > 0 && s.r.dialect.More(resp, doc)
 	if more {
 		s.r.endVerified.Store(key, true)
 	}
@@ -242,7 +240,7 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		p := &src.state
-		p.Probe, p.Recheck, p.Done, p.End, p.EndSignal = false, nil, true, envelope.EndUnproven, SignalMissingOnFull
+		p.Probe, p.Recheck, p.Done, p.End, p.EndSignal = false, nil, true, envelope.EndUnproven, dialect.SignalMissingOnFull
 		return true
 	}
 	if st.RecheckItems < 2 {
@@ -281,14 +279,14 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		// Refused or garbled: nothing is proven.
 		return unproven()
 	}
-	if len(items) != st.RecheckItems-1 || !s.r.dialect.more(resp, doc) {
+	if len(items) != st.RecheckItems-1 || !s.r.dialect.More(resp, doc) {
 		return unproven()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := &src.state
 	p.Probe, p.Recheck, p.Done = false, nil, true
-	p.End, p.EndSignal = envelope.EndProven, p.EndSignal+SignalRechecked
+	p.End, p.EndSignal = envelope.EndProven, p.EndSignal+dialect.SignalRechecked
 	return true
 }
 
@@ -298,15 +296,15 @@ func (s *Scan) settleProbe(src *sourceScan, verified bool) {
 	st := &src.state
 	st.Probe, st.Done = false, true
 	if verified {
-		st.End, st.EndSignal = envelope.EndProven, st.EndSignal+SignalVerified
+		st.End, st.EndSignal = envelope.EndProven, st.EndSignal+dialect.SignalVerified
 		return
 	}
-	st.End, st.EndSignal = envelope.EndUnproven, SignalNotSeen
+	st.End, st.EndSignal = envelope.EndUnproven, dialect.SignalNotSeen
 }
 
 // sameContinuation reports a continuation that did not advance: the same
 // cursor, next URL, offset or page again.
-func sameContinuation(a, b pageState) bool {
+func sameContinuation(a, b dialect.State) bool {
 	if !a.Started {
 		return false
 	}
@@ -314,41 +312,6 @@ func sameContinuation(a, b pageState) bool {
 		return a.NextURL.String() == b.NextURL.String()
 	}
 	return a.Cursor == b.Cursor && a.Offset == b.Offset && a.Page == b.Page && a.NextURL == nil && b.NextURL == nil
-}
-
-// DecodeJSONBody decodes a JSON response body once, strictly (numbers as
-// json.Number, a member named twice a bad response naming it). A content
-// type other than JSON and, when checkError is set, a body that is an
-// error object behind a 2xx are refused with their own kinds.
-func DecodeJSONBody(resp *transport.Response, checkError bool) (any, error) {
-	if err := checkContentType(resp); err != nil {
-		return nil, err
-	}
-	doc, err := decodeBody(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if checkError {
-		if err := transport.ErrorInSuccess(doc); err != nil {
-			return nil, err
-		}
-	}
-	return doc, nil
-}
-
-// checkContentType refuses a body whose declared content type is not JSON:
-// application/json, any +json, or a type the upstream declared JSON.
-func checkContentType(resp *transport.Response) error {
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json") || slices.Contains(resp.JSONTypes, mt)) {
-			if err != nil {
-				mt = "unparseable"
-			}
-			return &transport.BodyError{Kind: transport.BodyContentType, Detail: envelope.SafeName(mt)}
-		}
-	}
-	return nil
 }
 
 // pageRefused settles the refusal of a numbered page after the first was
@@ -359,7 +322,7 @@ func checkContentType(resp *transport.Response) error {
 // again: a total that fell is also INCONSISTENT_SNAPSHOT (the collection
 // shrank under the scan, which must restart). It reports false, leaving
 // the error to fail, for anything else.
-func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, err error) bool {
+func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st dialect.State, err error) bool {
 	if s.continuationRefused(src, st, err) {
 		return true
 	}
@@ -372,7 +335,7 @@ func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, e
 	if s.takePages(1) == 0 {
 		return false
 	}
-	resp, doc, _, rerr := s.request(ctx, src, pageState{}, false)
+	resp, doc, _, rerr := s.request(ctx, src, dialect.State{}, false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pages++
@@ -380,14 +343,14 @@ func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, e
 	if rerr != nil {
 		return false
 	}
-	now, known, _ := readTotal(s.r.Pagination, resp, doc)
-	pages, counted, _ := readTotalPages(s.r.Pagination, resp, doc)
+	now, known, _ := dialect.ReadTotal(s.r.Pagination, resp, doc)
+	pages, counted, _ := dialect.ReadTotalPages(s.r.Pagination, resp, doc)
 	shrank := (known && st.Total != nil && now < *st.Total) || (counted && st.TotalPages != nil && pages < *st.TotalPages)
 	if shrank {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_changed")
 	}
 	src.state = st
-	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalPageRefused
+	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, dialect.SignalPageRefused
 	return true
 }
 
@@ -413,7 +376,7 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 			s.cancelRun()
 		}
 		s.mu.Unlock()
-	case errors.Is(err, errExpired):
+	case errors.Is(err, dialect.ErrExpired):
 		s.setStatus(src, srcExpired)
 	case transport.IsBadResponse(err), errors.As(err, &te):
 		// No access token: nothing can be read until an operator (or the
@@ -475,7 +438,7 @@ func failSignal(he *transport.HTTPError) string {
 // a proven end (END_NOT_PROVEN, continuation_refused); what was read
 // stands. A cursor or token sent to the configured endpoint keeps its
 // problem: there, a 404 may say the endpoint is gone.
-func (s *Scan) continuationRefused(src *sourceScan, st pageState, err error) bool {
+func (s *Scan) continuationRefused(src *sourceScan, st dialect.State, err error) bool {
 	var he *transport.HTTPError
 	if !st.Started || st.NextURL == nil || !errors.As(err, &he) || he.Kind != transport.FailStatus || he.Status != http.StatusNotFound {
 		return false
@@ -483,6 +446,6 @@ func (s *Scan) continuationRefused(src *sourceScan, st pageState, err error) boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	src.state = st
-	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalContinuationRefused
+	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, dialect.SignalContinuationRefused
 	return true
 }

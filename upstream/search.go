@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // SignalSearch is SEARCH_MATCHES_UNVERIFIED's signal: a filter of the
@@ -49,7 +50,7 @@ func (r *Resource) SearchScope(filter map[string]any) *envelope.ScopeSearch {
 // filters that narrow a list, but a search endpoint (MediaWiki's
 // list=search) answers nothing without its search, and a probe that is
 // refused proves nothing.
-func (r *Resource) sendSearches(p *listParams, filter map[string]any) {
+func (r *Resource) sendSearches(p *dialect.Params, filter map[string]any) {
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		if fc := r.Config.Filters[name]; fc != nil && fc.Search {
 			r.placeFilter(p, name, fc, filter[name])

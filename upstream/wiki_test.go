@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/configtest"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // wikiServer answers like MediaWiki's api.php: every request is one path,
@@ -209,8 +210,8 @@ func TestContinuationObject_EveryMemberGoesBackAndTheEndIsProven(t *testing.T) {
 	if q.Get("apcontinue") != "E&F=G" || q.Get("continue") != "-||" || q.Get("action") != "query" || q.Get("aplimit") != "2" {
 		t.Errorf("the third request asked %v, want both members of the continuation beside the list's own parameters", q)
 	}
-	if got := out.Sources[0].EndSignal; got != SignalContinuationNone {
-		t.Errorf("end signal = %q, want %q (the object was seen, then absent)", got, SignalContinuationNone)
+	if got := out.Sources[0].EndSignal; got != dialect.SignalContinuationNone {
+		t.Errorf("end signal = %q, want %q (the object was seen, then absent)", got, dialect.SignalContinuationNone)
 	}
 }
 
@@ -221,7 +222,7 @@ func TestContinuationObject_AbsentOnTheOnlyPageIsProvenByAProbe(t *testing.T) {
 	if err != nil || !out.ScanComplete {
 		t.Fatalf("scan = %v, complete %v (%+v)", err, out.ScanComplete, out.Reasons)
 	}
-	if got := out.Sources[0].EndSignal; got != SignalContinuationNone+SignalVerified {
+	if got := out.Sources[0].EndSignal; got != dialect.SignalContinuationNone+dialect.SignalVerified {
 		t.Errorf("end signal = %q, want the absence verified by a probe", got)
 	}
 	if reqs := ws.requests(); len(reqs) != 2 || reqs[1].URL.Query().Get("aplimit") != "1" {
@@ -331,7 +332,7 @@ func TestContinuationObject_EmptyGeneratorAnswerIsAnEmptyPage(t *testing.T) {
 		"    fields: {pageid: {type: integer}}",
 	))
 	sink, out, err := scanAll(t, rt.Resources["members"], nil, Budget{})
-	if err != nil || !out.ScanComplete || len(sink.ids) != 0 || out.Sources[0].EndSignal != SignalEmptyPage {
+	if err != nil || !out.ScanComplete || len(sink.ids) != 0 || out.Sources[0].EndSignal != dialect.SignalEmptyPage {
 		t.Errorf("scan = %v, complete %v, %d items, end %q; want complete and empty by an empty page", err, out.ScanComplete, len(sink.ids), out.Sources[0].EndSignal)
 	}
 }

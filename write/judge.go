@@ -295,7 +295,7 @@ func answerRecord(a *upstream.Action, resp *transport.Response) map[string]any {
 	if len(bytes.TrimSpace(resp.Body)) == 0 {
 		return nil
 	}
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil
 	}

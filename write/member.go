@@ -42,7 +42,7 @@ func MemberVerdict(a *upstream.Action, resp *transport.Response) MemberOutcome {
 		return MemberUnknown
 	}
 	// An error object behind the 2xx is no answer about the write.
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return MemberUnknown
 	}

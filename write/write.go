@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -35,7 +36,7 @@ func CheckContract(a *upstream.Action, resp *transport.Response) []upstream.Viol
 		}
 		return nil
 	}
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil // CheckBody reports the body itself
 	}
@@ -222,7 +223,7 @@ func ParseBulk(a *upstream.Action, resp *transport.Response, ids []string) (map[
 	bc := a.Config.Bulk
 	// A bulk body may say "errors": true when some targets failed; the
 	// per-target results tell which.
-	doc, err := upstream.DecodeJSONBody(resp, false)
+	doc, err := transport.DecodeJSONBody(resp, false)
 	if err != nil {
 		return nil, err
 	}
@@ -291,12 +292,12 @@ func GraphQLVerdict(a *upstream.Action, resp *transport.Response) (v GraphQLOutc
 	if rc == nil || rc.GraphQL == "" || len(bytes.TrimSpace(resp.Body)) == 0 {
 		return GraphQLExecuted, ""
 	}
-	doc, err := upstream.DecodeJSONBody(resp, false)
+	doc, err := transport.DecodeJSONBody(resp, false)
 	if err != nil {
 		return GraphQLExecuted, "" // CheckBody reports the body
 	}
 	m, _ := doc.(map[string]any)
-	msg = upstream.GraphQLMessages(doc)
+	msg = dialect.GraphQLMessages(doc)
 	_, hasData := m["data"]
 	switch {
 	case msg != "" && !hasData:
@@ -329,6 +330,6 @@ func CheckBody(resp *transport.Response) error {
 	if len(bytes.TrimSpace(resp.Body)) == 0 {
 		return nil
 	}
-	_, err := upstream.DecodeJSONBody(resp, true)
+	_, err := transport.DecodeJSONBody(resp, true)
 	return err
 }

@@ -1,9 +1,8 @@
-package upstream
+package dialect
 
 import (
 	"errors"
 	"net/url"
-	"regexp"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
@@ -13,7 +12,7 @@ import (
 
 // errExpired is a continuation the upstream says expired (see
 // Resource.expiryMatches): the source must be read again from its start.
-var errExpired = errors.New("the upstream says the continuation expired")
+var ErrExpired = errors.New("the upstream says the continuation expired")
 
 // graphqlDialect pages a GraphQL connection (Relay's cursor connections:
 // GitHub, Shopify, Linear, GitLab, PostGraphile). The query document is
@@ -24,40 +23,40 @@ var errExpired = errors.New("the upstream says the continuation expired")
 type graphqlDialect struct{ p config.PaginationConfig }
 
 // newGraphQLDialect builds the graphql dialect.
-func newGraphQLDialect(p config.PaginationConfig, _ string) dialect { return graphqlDialect{p} }
+func newGraphQLDialect(p config.PaginationConfig, _ string) Dialect { return graphqlDialect{p} }
 
-func (d graphqlDialect) query(p *listParams, st pageState) *url.URL {
-	p.set(d.p.PageSizeParam, d.p.PageSize)
+func (d graphqlDialect) Query(p *Params, st State) *url.URL {
+	p.Set(d.p.PageSizeParam, d.p.PageSize)
 	if st.Cursor != "" {
-		p.set(d.p.CursorParam, st.Cursor)
+		p.Set(d.p.CursorParam, st.Cursor)
 	}
 	return nil
 }
 
-func (d graphqlDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
+func (d graphqlDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
 	pg, full := newPage(d.p, st, items)
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
 	total, known := pg.totalOf(d.p, nil, conn)
 	reached := totalVerdict(&pg, total, known, full)
-	pg.upstreamErrors = GraphQLMessages(doc)
+	pg.UpstreamErrors = GraphQLMessages(doc)
 	hasNext, fst := readFlag(conn, d.p.HasMore)
-	if fst == signalUnreadable {
-		pg.doubt("data." + d.p.Connection + "." + d.p.HasMore)
+	if fst == Unreadable {
+		pg.Doubt("data." + d.p.Connection + "." + d.p.HasMore)
 	}
-	cursor, cst := readToken(conn, d.p.NextCursor)
-	if cst == signalUnreadable {
-		pg.doubt("data." + d.p.Connection + "." + d.p.NextCursor)
+	cursor, cst := ReadToken(conn, d.p.NextCursor)
+	if cst == Unreadable {
+		pg.Doubt("data." + d.p.Connection + "." + d.p.NextCursor)
 	}
-	flagged := fst == signalRead
+	flagged := fst == Read
 	switch {
 	case flagged && !hasNext:
 		pg.proven(SignalHasNextFalse)
 	case flagged && cursor != "":
-		pg.next.Cursor, pg.next.SignalSeen = cursor, true
-	case flagged && cst == signalUnreadable, fst == signalUnreadable:
-		pg.unknown(SignalUnreadable, false)
+		pg.Next.Cursor, pg.Next.SignalSeen = cursor, true
+	case flagged && cst == Unreadable, fst == Unreadable:
+		pg.Unknown(SignalUnreadable, false)
 	case flagged:
-		pg.unknown(SignalMoreNoCursor, false)
+		pg.Unknown(SignalMoreNoCursor, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
 	case reached:
@@ -69,19 +68,19 @@ func (d graphqlDialect) parse(resp *transport.Response, doc any, items []any, st
 	return pg, nil
 }
 
-func (d graphqlDialect) more(_ *transport.Response, doc any) bool {
+func (d graphqlDialect) More(_ *transport.Response, doc any) bool {
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
 	hn, st := readFlag(conn, d.p.HasMore)
-	return st == signalRead && hn
+	return st == Read && hn
 }
 
-func (graphqlDialect) plan(pageState) []pageState { return nil }
+func (graphqlDialect) Plan(State) []State { return nil }
 
 // graphqlItems reads a connection's items: nodes, else edges[].node. A
 // null connection or items missing is a bad response; null nodes (an
 // error resolving one) are left out when the answer's errors say why (the
 // page is then partial), and are a bad response when nothing does.
-func graphqlItems(doc any, connection string) ([]any, error) {
+func GraphQLItems(doc any, connection string) ([]any, error) {
 	items, nulls, err := connectionItems(doc, connection)
 	if err == nil && nulls > 0 && GraphQLMessages(doc) == "" {
 		return nil, transport.BadResponse("the connection at data.%s holds null nodes and the answer reports no error", connection)
@@ -134,51 +133,4 @@ func GraphQLMessages(doc any) string {
 		msg = "errors without a message"
 	}
 	return envelope.QuoteUpstream(msg)
-}
-
-// graphqlCheck refuses a GraphQL answer that carries errors and no data
-// for the connection (a query or variable the upstream refused, or an
-// expired cursor when the expiry declaration matches); an answer with
-// both data and errors is read, and is partial.
-func (r *Resource) graphqlCheck(doc any, st pageState) error {
-	msgs := GraphQLMessages(doc)
-	if msgs == "" {
-		return nil
-	}
-	conn, _ := jsonvalue.Get(doc, "data."+r.Pagination.Connection)
-	if conn != nil {
-		return nil
-	}
-	if st.Started && r.expiryMatches(200, []byte(msgs)) {
-		return errExpired
-	}
-	return &transport.BodyError{Kind: transport.BodyGraphQLErrors, Detail: "the GraphQL answer carries errors and no data", Message: msgs}
-}
-
-// expiryMatches reports whether an answer to a request that carried a
-// continuation says the continuation expired: a status among the declared
-// ones (410 by default) whose body matches the declared pattern, when one
-// is declared. A 200 is an expiry only for a declared pattern (GraphQL
-// errors).
-func (r *Resource) expiryMatches(status int, body []byte) bool {
-	e := r.Pagination.Expiry
-	statuses := []int{410}
-	if e != nil && len(e.Status) > 0 {
-		statuses = e.Status
-	}
-	if status == 200 && (e == nil || e.Match == "") {
-		return false
-	}
-	hit := status == 200
-	for _, s := range statuses {
-		hit = hit || s == status
-	}
-	if !hit {
-		return false
-	}
-	if e == nil || e.Match == "" {
-		return true
-	}
-	re, err := regexp.Compile(e.Match)
-	return err == nil && re.Match(body)
 }

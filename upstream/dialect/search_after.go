@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"net/url"
@@ -16,34 +16,34 @@ import (
 type searchAfterDialect struct{ p config.PaginationConfig }
 
 // newSearchAfterDialect builds the search_after dialect.
-func newSearchAfterDialect(p config.PaginationConfig, _ string) dialect {
+func newSearchAfterDialect(p config.PaginationConfig, _ string) Dialect {
 	return searchAfterDialect{p}
 }
 
-func (d searchAfterDialect) query(p *listParams, st pageState) *url.URL {
-	p.set(d.p.PageSizeParam, d.p.PageSize)
+func (d searchAfterDialect) Query(p *Params, st State) *url.URL {
+	p.Set(d.p.PageSizeParam, d.p.PageSize)
 	if st.Cursor != "" {
-		p.set(d.p.SearchAfter, searchAfterValue(st.Cursor))
+		p.Set(d.p.SearchAfter, searchAfterValue(st.Cursor))
 	}
 	if st.PIT != "" && d.p.PIT != nil {
-		p.set(d.p.PIT.Param, st.PIT)
+		p.Set(d.p.PIT.Param, st.PIT)
 	}
 	return nil
 }
 
-func (d searchAfterDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
+func (d searchAfterDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
 	pg, full := newPage(d.p, st, items)
 	if pit := d.p.PIT; pit != nil {
 		if pit.Response != "" {
-			switch id, st := readToken(doc, pit.Response); {
-			case st == signalUnreadable:
-				pg.doubt(pit.Response)
+			switch id, st := ReadToken(doc, pit.Response); {
+			case st == Unreadable:
+				pg.Doubt(pit.Response)
 			case id != "":
-				pg.next.PIT = id
+				pg.Next.PIT = id
 			}
 		}
 		if !st.Started {
-			pg.snapshot = st.PIT
+			pg.Snapshot = st.PIT
 		}
 	}
 	total, known := pg.totalOf(d.p, resp, doc)
@@ -56,7 +56,7 @@ func (d searchAfterDialect) parse(resp *transport.Response, doc any, items []any
 		pg.proven(SignalTotalReached)
 		return pg, nil
 	}
-	sv, ok := jsonvalue.Get(itemValue(items[len(items)-1]), d.p.SortValues)
+	sv, ok := jsonvalue.Get(ItemValue(items[len(items)-1]), d.p.SortValues)
 	if !ok || sv == nil {
 		return pg, transport.BadResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
 	}
@@ -64,12 +64,12 @@ func (d searchAfterDialect) parse(resp *transport.Response, doc any, items []any
 	if err != nil {
 		return pg, transport.BadResponse("the last item's sort values cannot be encoded")
 	}
-	pg.next.Cursor, pg.next.SignalSeen = string(b), true
+	pg.Next.Cursor, pg.Next.SignalSeen = string(b), true
 	return pg, nil
 }
 
 // more: a search_after list has no "more follows" signal; its ends are
 // proven without one, so it never asks for a probe.
-func (searchAfterDialect) more(*transport.Response, any) bool { return false }
+func (searchAfterDialect) More(*transport.Response, any) bool { return false }
 
-func (searchAfterDialect) plan(pageState) []pageState { return nil }
+func (searchAfterDialect) Plan(State) []State { return nil }

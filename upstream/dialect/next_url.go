@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"net/url"
@@ -19,36 +19,36 @@ import (
 type nextURLDialect struct{ p config.PaginationConfig }
 
 // newNextURLDialect builds the next_url dialect.
-func newNextURLDialect(p config.PaginationConfig, _ string) dialect { return nextURLDialect{p} }
+func newNextURLDialect(p config.PaginationConfig, _ string) Dialect { return nextURLDialect{p} }
 
-func (d nextURLDialect) query(p *listParams, st pageState) *url.URL {
+func (d nextURLDialect) Query(p *Params, st State) *url.URL {
 	if st.NextURL != nil {
 		return st.NextURL
 	}
-	p.set(d.p.PageSizeParam, d.p.PageSize)
+	p.Set(d.p.PageSizeParam, d.p.PageSize)
 	return nil
 }
 
-func (d nextURLDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
+func (d nextURLDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
 	pg, full := newPage(d.p, st, items)
 	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	last, fst := endFlag(&pg, d.p, doc)
-	flagged := fst == signalRead
+	flagged := fst == Read
 	next, nst := readURL(doc, d.p.Next)
-	if nst == signalUnreadable {
-		pg.doubt(d.p.Next)
+	if nst == Unreadable {
+		pg.Doubt(d.p.Next)
 	}
-	pg.next.NextURL = nil
+	pg.Next.NextURL = nil
 	if flagged && last {
 		if next != "" {
 			// The flag says last, and the same page names a next URL:
 			// neither is believed.
-			pg.unknown(SignalFlagVsContinuation, false)
+			pg.Unknown(SignalFlagVsContinuation, false)
 			return pg, nil
 		}
-		if nst == signalUnreadable {
-			pg.unknown(SignalUnreadable, false)
+		if nst == Unreadable {
+			pg.Unknown(SignalUnreadable, false)
 			return pg, nil
 		}
 		pg.proven(SignalIsLast)
@@ -59,27 +59,27 @@ func (d nextURLDialect) parse(resp *transport.Response, doc any, items []any, st
 		if err != nil {
 			return pg, transport.BadResponse("the next URL at %q does not parse", d.p.Next)
 		}
-		pg.next.NextURL, pg.next.SignalSeen = u, true
+		pg.Next.NextURL, pg.Next.SignalSeen = u, true
 		return pg, nil
 	}
-	t := pg.next.Total
+	t := pg.Next.Total
 	switch {
-	case nst == signalUnreadable, fst == signalUnreadable:
+	case nst == Unreadable, fst == Unreadable:
 		// The page says how to go on, or whether it is the last, in a
 		// form that cannot be read.
-		pg.unknown(SignalUnreadable, false)
+		pg.Unknown(SignalUnreadable, false)
 	case flagged:
 		// The flag says more follows, but there is no URL to follow.
-		pg.unknown(SignalMoreNoCursor, false)
+		pg.Unknown(SignalMoreNoCursor, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
 	case reached:
 		pg.proven(SignalTotalReached)
-	case known && t != nil && !pg.next.TotalUntrusted && pg.next.Seen < *t:
+	case known && t != nil && !pg.Next.TotalUntrusted && pg.Next.Seen < *t:
 		// Fewer items than the upstream's own total, and no way on: the
 		// upstream stopped short (Scan.finishSource reports the cap).
 		pg.proven(SignalNextURLNone)
-	case nst == signalRead:
+	case nst == Read:
 		pg.none(d.p, st, SignalNextURLNone, len(items))
 	default:
 		pg.absent(d.p, st, SignalNextURLNone, len(items))
@@ -87,9 +87,9 @@ func (d nextURLDialect) parse(resp *transport.Response, doc any, items []any, st
 	return pg, nil
 }
 
-func (d nextURLDialect) more(_ *transport.Response, doc any) bool {
+func (d nextURLDialect) More(_ *transport.Response, doc any) bool {
 	next, st := readURL(doc, d.p.Next)
-	return st == signalRead && next != ""
+	return st == Read && next != ""
 }
 
-func (nextURLDialect) plan(pageState) []pageState { return nil }
+func (nextURLDialect) Plan(State) []State { return nil }

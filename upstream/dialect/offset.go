@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"net/url"
@@ -20,45 +20,45 @@ type offsetDialect struct {
 }
 
 // newOffsetDialect builds the offset dialect.
-func newOffsetDialect(p config.PaginationConfig, idPath string) dialect {
+func newOffsetDialect(p config.PaginationConfig, idPath string) Dialect {
 	return offsetDialect{p, idPath}
 }
 
 func (d offsetDialect) stride() int { return max(d.p.PageSize-1, 1) }
 
-func (d offsetDialect) query(p *listParams, st pageState) *url.URL {
+func (d offsetDialect) Query(p *Params, st State) *url.URL {
 	off := st.Offset
 	if off > 0 {
 		off--
 	}
-	p.set(d.p.OffsetParam, off)
-	p.set(d.p.PageSizeParam, d.p.PageSize)
+	p.Set(d.p.OffsetParam, off)
+	p.Set(d.p.PageSizeParam, d.p.PageSize)
 	return nil
 }
 
-func (d offsetDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
-	pg := page{items: items, next: st}
-	pg.next.Started = true
+func (d offsetDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
+	pg := Page{Items: items, Next: st}
+	pg.Next.Started = true
 	if st.Offset > 0 {
 		if len(items) == 0 {
 			// The overlap item is gone: the collection shrank under us.
-			pg.hasBoundary = true
-			pg.boundary = ""
+			pg.HasBoundary = true
+			pg.Boundary = ""
 		} else {
-			id, _ := jsonvalue.GetID(itemValue(items[0]), d.idPath)
-			pg.boundary, pg.hasBoundary = id, true
-			pg.items = items[1:]
+			id, _ := jsonvalue.GetID(ItemValue(items[0]), d.idPath)
+			pg.Boundary, pg.HasBoundary = id, true
+			pg.Items = items[1:]
 		}
 	}
-	pg.next.Offset = st.Offset + len(pg.items)
-	pg.next.Seen = pg.next.Offset
+	pg.Next.Offset = st.Offset + len(pg.Items)
+	pg.Next.Seen = pg.Next.Offset
 	full := fullPage(d.p, st, len(items))
-	pg.next.LastFull = len(items) >= d.p.PageSize
-	pg.next.MaxPage = max(st.MaxPage, len(items))
+	pg.Next.LastFull = len(items) >= d.p.PageSize
+	pg.Next.MaxPage = max(st.MaxPage, len(items))
 	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	switch {
-	case len(pg.items) == 0:
+	case len(pg.Items) == 0:
 		pg.proven(SignalEmptyPage)
 	case reached:
 		pg.proven(SignalTotalReached)
@@ -66,13 +66,13 @@ func (d offsetDialect) parse(resp *transport.Response, doc any, items []any, st 
 	return pg, nil
 }
 
-func (d offsetDialect) more(*transport.Response, any) bool { return false }
+func (d offsetDialect) More(*transport.Response, any) bool { return false }
 
-func (d offsetDialect) plan(st pageState) []pageState {
+func (d offsetDialect) Plan(st State) []State {
 	if st.Total == nil || st.TotalUntrusted || !st.LastFull || st.Done || d.p.Concurrency <= 1 {
 		return nil
 	}
-	var out []pageState
+	var out []State
 	for off := st.Offset; off < *st.Total; off += d.stride() {
 		s := st
 		s.Offset = off

@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"net/url"
@@ -17,49 +17,49 @@ type bookmarkDialect struct {
 }
 
 // newBookmarkDialect builds the bookmark dialect.
-func newBookmarkDialect(p config.PaginationConfig, _ string) dialect {
+func newBookmarkDialect(p config.PaginationConfig, _ string) Dialect {
 	return bookmarkDialect{p}
 }
 
-func (d bookmarkDialect) query(p *listParams, st pageState) *url.URL {
-	p.set(d.p.PageSizeParam, d.p.PageSize)
+func (d bookmarkDialect) Query(p *Params, st State) *url.URL {
+	p.Set(d.p.PageSizeParam, d.p.PageSize)
 	if st.Cursor != "" {
-		p.set(d.p.CursorParam, st.Cursor)
+		p.Set(d.p.CursorParam, st.Cursor)
 	}
 	return nil
 }
 
-func (d bookmarkDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
-	pg := page{items: items, next: st}
-	pg.next.Started = true
-	pg.next.Seen += len(items)
-	pg.next.LastFull = len(items) >= d.p.PageSize
-	pg.next.MaxPage = max(st.MaxPage, len(items))
+func (d bookmarkDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
+	pg := Page{Items: items, Next: st}
+	pg.Next.Started = true
+	pg.Next.Seen += len(items)
+	pg.Next.LastFull = len(items) >= d.p.PageSize
+	pg.Next.MaxPage = max(st.MaxPage, len(items))
 	total, known := pg.totalOf(d.p, resp, doc)
 	totalVerdict(&pg, total, known, true)
-	bm, bst := readToken(doc, d.p.NextCursor)
+	bm, bst := ReadToken(doc, d.p.NextCursor)
 	switch {
-	case bst == signalUnreadable:
-		pg.doubt(d.p.NextCursor)
-		pg.unknown(SignalUnreadable, false)
+	case bst == Unreadable:
+		pg.Doubt(d.p.NextCursor)
+		pg.Unknown(SignalUnreadable, false)
 	case len(items) == 0:
 		// CouchDB's last word: no documents, whatever the bookmark.
 		pg.proven(SignalEmptyPage)
 	case bm == "":
 		// Documents, and nothing to ask for the next ones with: the list
 		// may go on, and airlock cannot reach the rest.
-		pg.unknown(SignalNotSeen, false)
+		pg.Unknown(SignalNotSeen, false)
 	case bm == st.Cursor:
 		// The bookmark sent came back: the next request would be this one.
-		pg.unknown(SignalRepeatedPage, false)
+		pg.Unknown(SignalRepeatedPage, false)
 	default:
-		pg.next.Cursor, pg.next.SignalSeen = bm, true
+		pg.Next.Cursor, pg.Next.SignalSeen = bm, true
 	}
 	return pg, nil
 }
 
 // more: a bookmark comes with every page, so the probe page's proves
 // nothing about more pages.
-func (d bookmarkDialect) more(*transport.Response, any) bool { return false }
+func (d bookmarkDialect) More(*transport.Response, any) bool { return false }
 
-func (d bookmarkDialect) plan(pageState) []pageState { return nil }
+func (d bookmarkDialect) Plan(State) []State { return nil }

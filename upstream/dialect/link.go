@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"net/http"
@@ -13,17 +13,17 @@ import (
 type linkDialect struct{ p config.PaginationConfig }
 
 // newLinkDialect builds the link dialect.
-func newLinkDialect(p config.PaginationConfig, _ string) dialect { return linkDialect{p} }
+func newLinkDialect(p config.PaginationConfig, _ string) Dialect { return linkDialect{p} }
 
-func (d linkDialect) query(p *listParams, st pageState) *url.URL {
+func (d linkDialect) Query(p *Params, st State) *url.URL {
 	if st.NextURL != nil {
 		return st.NextURL
 	}
-	p.set(d.p.PageSizeParam, d.p.PageSize)
+	p.Set(d.p.PageSizeParam, d.p.PageSize)
 	return nil
 }
 
-func (d linkDialect) parse(resp *transport.Response, doc any, items []any, st pageState) (page, error) {
+func (d linkDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
 	pg, full := newPage(d.p, st, items)
 	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
@@ -33,24 +33,24 @@ func (d linkDialect) parse(resp *transport.Response, doc any, items []any, st pa
 		if err != nil {
 			return pg, transport.BadResponse("the Link header's next URL does not parse")
 		}
-		pg.next.NextURL, pg.next.SignalSeen = u, true
+		pg.Next.NextURL, pg.Next.SignalSeen = u, true
 		return pg, nil
 	}
-	pg.next.NextURL = nil
+	pg.Next.NextURL = nil
 	switch {
-	case lst == signalUnreadable:
+	case lst == Unreadable:
 		// A Link header that cannot be read says nothing of the end.
-		pg.doubt("Link")
-		pg.unknown(SignalUnreadable, false)
+		pg.Doubt("Link")
+		pg.Unknown(SignalUnreadable, false)
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
 	case reached:
 		pg.proven(SignalTotalReached)
-	case known && !pg.next.TotalUntrusted && pg.next.Seen < total:
+	case known && !pg.Next.TotalUntrusted && pg.Next.Seen < total:
 		// Fewer items than the upstream's own total, and no way on: the
 		// upstream stopped short (Scan.finishSource reports the cap).
 		pg.proven(SignalNoNextLink)
-	case lst == signalRead:
+	case lst == Read:
 		// Links, and none of them next (json-server's and GitHub's last
 		// page names first, prev and last): the upstream says so.
 		pg.none(d.p, st, SignalNoNextLink, len(items))
@@ -60,12 +60,12 @@ func (d linkDialect) parse(resp *transport.Response, doc any, items []any, st pa
 	return pg, nil
 }
 
-func (linkDialect) more(resp *transport.Response, _ any) bool {
+func (linkDialect) More(resp *transport.Response, _ any) bool {
 	next, st := readNextLink(resp.Header)
-	return st == signalRead && next != ""
+	return st == Read && next != ""
 }
 
-func (linkDialect) plan(pageState) []pageState { return nil }
+func (linkDialect) Plan(State) []State { return nil }
 
 // nextLink returns the rel="next" target of an RFC 8288 Link header, ""
 // when there is none or it cannot be read (see readNextLink).
@@ -78,9 +78,9 @@ func nextLink(h http.Header) string {
 // the three states of any signal: absent (no Link header), read (links,
 // with one next target or none: a last page's first, prev and last), or
 // unreadable (a value that holds no link, or two next targets that differ).
-func readNextLink(h http.Header) (string, signalState) {
+func readNextLink(h http.Header) (string, Reading) {
 	var next string
-	st := signalAbsent
+	st := Absent
 	for _, v := range h.Values("Link") {
 		if strings.TrimSpace(v) == "" {
 			continue
@@ -93,7 +93,7 @@ func readNextLink(h http.Header) (string, signalState) {
 			}
 			end := strings.IndexByte(part, '>')
 			if !strings.HasPrefix(part, "<") || end < 0 {
-				return "", signalUnreadable
+				return "", Unreadable
 			}
 			links++
 			target := part[1:end]
@@ -108,16 +108,16 @@ func readNextLink(h http.Header) (string, signalState) {
 					}
 					if next != "" && next != target {
 						// Two ways on: neither is read.
-						return "", signalUnreadable
+						return "", Unreadable
 					}
 					next = target
 				}
 			}
 		}
 		if links == 0 {
-			return "", signalUnreadable
+			return "", Unreadable
 		}
-		st = signalRead
+		st = Read
 	}
 	return next, st
 }

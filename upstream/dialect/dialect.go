@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"net/http"
@@ -6,13 +6,12 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // pageState is where one source's scan stands: enough to fetch the next
 // page, and to resume the scan in a later call.
-type pageState struct {
+type State struct {
 	Cursor   string   // cursor: next cursor; continue: continue token
 	NextURL  *url.URL // link: rel="next"
 	Offset   int      // offset: first new item of the next page
@@ -53,7 +52,7 @@ type pageState struct {
 	// Recheck, with Probe, is the request of a whole page that came
 	// without the "more follows" signal: the probe asks for it again one
 	// item smaller (see Scan.recheck). RecheckItems is how many it held.
-	Recheck      *pageState
+	Recheck      *State
 	RecheckItems int
 }
 
@@ -150,55 +149,55 @@ const (
 var conflictSignals = map[string]bool{SignalFlagVsContinuation: true, SignalTotalVsPages: true, SignalPagesVsPage: true, SignalRemainingVsEnd: true}
 
 // page is one parsed response.
-type page struct {
-	items      []any
-	total      *int
-	totalPages *int
-	estimate   *int // a declared remaining count (an estimate, per Kubernetes)
-	snapshot   string
+type Page struct {
+	Items      []any
+	Total      *int
+	TotalPages *int
+	Estimate   *int // a declared remaining count (an estimate, per Kubernetes)
+	Snapshot   string
 	// noSnapshot: the page did not name the snapshot the list declares
 	// where it must (NO_SNAPSHOT).
-	noSnapshot bool
+	NoSnapshot bool
 	// boundary is the overlap item of an offset page (its first item, which
 	// must be the previous page's last item).
-	boundary    string
-	hasBoundary bool
-	next        pageState
-	doc         any
-	header      http.Header
+	Boundary    string
+	HasBoundary bool
+	Next        State
+	Doc         any
+	Header      http.Header
 	// upstreamErrors quotes errors the upstream reported beside the
 	// page's data (GraphQL): the page is read, the answer is partial.
-	upstreamErrors string
+	UpstreamErrors string
 	// doubts are the declared signals the page holds in a form that
 	// cannot be read (SIGNAL_UNREADABLE): the answer is partial, whatever
 	// the other signals say.
-	doubts []string
+	Doubts []string
 }
 
 // doubt records a declared signal the page holds unreadable.
-func (pg *page) doubt(member string) {
-	for _, d := range pg.doubts {
+func (pg *Page) Doubt(member string) {
+	for _, d := range pg.Doubts {
 		if d == member {
 			return
 		}
 	}
-	pg.doubts = append(pg.doubts, member)
+	pg.Doubts = append(pg.Doubts, member)
 }
 
 // proven, unknown and more set the page's end verdict. A dialect calls
 // exactly one of them for every page.
-func (pg *page) proven(signal string) {
-	pg.next.Done, pg.next.End, pg.next.EndSignal, pg.next.Probe = true, envelope.EndProven, signal, false
+func (pg *Page) proven(signal string) {
+	pg.Next.Done, pg.Next.End, pg.Next.EndSignal, pg.Next.Probe = true, envelope.EndProven, signal, false
 }
 
 // unknown ends the source without proof, or (probe) asks for the one
 // request that can settle it.
-func (pg *page) unknown(signal string, probe bool) {
+func (pg *Page) Unknown(signal string, probe bool) {
 	if probe {
-		pg.next.Probe, pg.next.EndSignal = true, signal
+		pg.Next.Probe, pg.Next.EndSignal = true, signal
 		return
 	}
-	pg.next.Done, pg.next.End, pg.next.EndSignal, pg.next.Probe = true, envelope.EndUnproven, signal, false
+	pg.Next.Done, pg.Next.End, pg.Next.EndSignal, pg.Next.Probe = true, envelope.EndUnproven, signal, false
 }
 
 // absent is the verdict on a page of n items without the dialect's "more
@@ -209,19 +208,19 @@ func (pg *page) unknown(signal string, probe bool) {
 // settles it (Scan.recheck), where the request can be made smaller: a
 // cursor's, or a next URL that names the page size; else the end is
 // unproven (next_signal_missing).
-func (pg *page) absent(p config.PaginationConfig, st pageState, signal string, n int) {
+func (pg *Page) absent(p config.PaginationConfig, st State, signal string, n int) {
 	switch {
 	case !shortPage(p, st, n) && resizable(p, st):
-		pg.unknown(signal, true)
+		pg.Unknown(signal, true)
 		rc := st
 		rc.Recheck = nil
-		pg.next.Recheck, pg.next.RecheckItems = &rc, n
+		pg.Next.Recheck, pg.Next.RecheckItems = &rc, n
 	case !shortPage(p, st, n):
-		pg.unknown(SignalMissingOnFull, false)
+		pg.Unknown(SignalMissingOnFull, false)
 	case st.SignalSeen:
 		pg.proven(signal)
 	default:
-		pg.unknown(signal, true)
+		pg.Unknown(signal, true)
 	}
 }
 
@@ -230,7 +229,7 @@ func (pg *page) absent(p config.PaginationConfig, st pageState, signal string, n
 // says there is none: the end, on a short page. On a whole page it is
 // rechecked as an absent one is (absent): one answer whose continuation
 // was emptied looks the same as a list that ended on a full page.
-func (pg *page) none(p config.PaginationConfig, st pageState, signal string, n int) {
+func (pg *Page) none(p config.PaginationConfig, st State, signal string, n int) {
 	if shortPage(p, st, n) {
 		pg.proven(signal)
 		return
@@ -242,7 +241,7 @@ func (pg *page) none(p config.PaginationConfig, st pageState, signal string, n i
 // resizable reports whether the request of the page st points at can be
 // sent with another page size: a cursor's or a first page's, or a next
 // URL that names the page size.
-func resizable(p config.PaginationConfig, st pageState) bool {
+func resizable(p config.PaginationConfig, st State) bool {
 	if st.NextURL == nil {
 		return true
 	}
@@ -252,25 +251,25 @@ func resizable(p config.PaginationConfig, st pageState) bool {
 // shortPage reports whether a page of n items holds fewer than were asked
 // for and fewer than the upstream has served on one page: a page the list
 // may end on without saying so.
-func shortPage(p config.PaginationConfig, st pageState, n int) bool {
+func shortPage(p config.PaginationConfig, st State, n int) bool {
 	return n < p.PageSize && (st.MaxPage == 0 || n < st.MaxPage)
 }
 
 // dialect builds page requests and parses page responses.
-type dialect interface {
+type Dialect interface {
 	// query sets the pagination parameters for the page st points at, or
 	// returns the URL to follow (a next link read from the last page).
-	query(p *listParams, st pageState) (nextURL *url.URL)
+	Query(p *Params, st State) (nextURL *url.URL)
 	// parse reads a response and returns the page with the next state,
 	// whose verdict on the end (Done, End, EndSignal, Probe) the dialect
 	// must set from what the page proves, never from a missing signal.
-	parse(resp *transport.Response, doc any, items []any, st pageState) (page, error)
+	Parse(resp *transport.Response, doc any, items []any, st State) (Page, error)
 	// plan returns the states of every remaining page when they can be
 	// fetched concurrently (a total is known), else nil.
-	plan(st pageState) []pageState
+	Plan(st State) []State
 	// more reports whether a probe page (the first page at page size 1)
 	// carries the signal that more pages follow.
-	more(resp *transport.Response, doc any) bool
+	More(resp *transport.Response, doc any) bool
 }
 
 // dialects builds each dialect's runtime from its resolved pagination and
@@ -278,7 +277,7 @@ type dialect interface {
 // (config.DialectKinds): a dialect is its kind there, its runtime in
 // dialect_NAME.go here, and a row of each table. A test holds the two
 // tables to the same names.
-var dialects = map[string]func(p config.PaginationConfig, idPath string) dialect{
+var dialects = map[string]func(p config.PaginationConfig, idPath string) Dialect{
 	config.DialectCursor:         newCursorDialect,
 	config.DialectLink:           newLinkDialect,
 	config.DialectOffset:         newOffsetDialect,
@@ -291,25 +290,43 @@ var dialects = map[string]func(p config.PaginationConfig, idPath string) dialect
 	config.DialectBookmark:       newBookmarkDialect,
 }
 
-// newDialect builds the dialect p names, nil for a name no kind has.
-func newDialect(p config.PaginationConfig, idPath string) dialect {
+// New builds the dialect p names, nil for a name no kind has.
+func New(p config.PaginationConfig, idPath string) Dialect {
 	if build, ok := dialects[p.Dialect]; ok {
 		return build(p, idPath)
 	}
 	return nil
 }
 
+// ForList builds the dialect p names for a list whose items are at
+// itemsPath and whose ids are at idPath; key is how the cursor dialect
+// derives a cursor from the last item when the upstream hands out none.
+// nil for a name no kind has.
+func ForList(p config.PaginationConfig, idPath, itemsPath string, key LastKey) Dialect {
+	d := New(p, idPath)
+	if cd, ok := d.(cursorDialect); ok {
+		cd.key = key
+		cd.itemsPath = itemsPath
+		return cd
+	}
+	return d
+}
+
+// IsConflict reports whether an end signal names a contradiction (see
+// the signals of CONFLICTING_EVIDENCE) rather than a missing signal.
+func IsConflict(signal string) bool { return conflictSignals[signal] }
+
 // endFlag reads the page's end flag: has_more (true: more follows) or
 // is_last (true: this is the last page). st is the flag's state: a flag
 // the page holds unreadable is doubt on the page, and no flag.
-func endFlag(pg *page, p config.PaginationConfig, doc any) (last bool, st signalState) {
+func endFlag(pg *Page, p config.PaginationConfig, doc any) (last bool, st Reading) {
 	path := p.IsLast
 	if path == "" {
 		path = p.HasMore
 	}
 	b, st := readFlag(doc, path)
-	if st == signalUnreadable {
-		pg.doubt(path)
+	if st == Unreadable {
+		pg.Doubt(path)
 	}
 	if p.IsLast != "" {
 		return b, st
@@ -329,30 +346,30 @@ func flagSignal(p config.PaginationConfig) string {
 // path. Only a non-negative integer is a total: a negative (PocketBase's
 // skipTotal answers -1) or null one is not counted, and a missing one
 // unknown; one of another form is unreadable, and bad names its member.
-func readTotal(p config.PaginationConfig, resp *transport.Response, doc any) (n int, known bool, bad string) {
+func ReadTotal(p config.PaginationConfig, resp *transport.Response, doc any) (n int, known bool, bad string) {
 	switch {
 	case p.TotalHeader != "":
 		if resp == nil {
 			return 0, false, ""
 		}
 		n, counted, st := readHeaderCount(resp.Header, p.TotalHeader)
-		if st == signalUnreadable {
+		if st == Unreadable {
 			return 0, false, p.TotalHeader
 		}
 		return n, counted, ""
 	case p.Total != "" && p.Total != config.NoTotal:
-		n, counted, st := readCount(doc, p.Total)
+		n, counted, st := ReadCount(doc, p.Total)
 		switch st {
-		case signalUnreadable:
+		case Unreadable:
 			return 0, false, p.Total
-		case signalAbsent:
+		case Absent:
 			return 0, false, ""
 		}
 		if p.TotalRelation != "" {
 			// Elasticsearch's {"value": 10000, "relation": "gte"} is a
 			// bound, not a total.
-			rel, rst := readToken(doc, p.TotalRelation)
-			if rst == signalUnreadable {
+			rel, rst := ReadToken(doc, p.TotalRelation)
+			if rst == Unreadable {
 				return 0, false, p.TotalRelation
 			}
 			if rel != "eq" {
@@ -366,23 +383,11 @@ func readTotal(p config.PaginationConfig, resp *transport.Response, doc any) (n 
 
 // total reads the page's total (see readTotal), recording an unreadable
 // one as doubt.
-func (pg *page) totalOf(p config.PaginationConfig, resp *transport.Response, doc any) (int, bool) {
-	n, known, bad := readTotal(p, resp, doc)
+func (pg *Page) totalOf(p config.PaginationConfig, resp *transport.Response, doc any) (int, bool) {
+	n, known, bad := ReadTotal(p, resp, doc)
 	if bad != "" {
-		pg.doubt(bad)
+		pg.Doubt(bad)
 	}
-	return n, known
-}
-
-// PageTotal reads a page's total as the resource's dialect does (a
-// GraphQL total is the connection's).
-func (r *Resource) PageTotal(resp *transport.Response, doc any) (int, bool) {
-	if r.Pagination.Dialect == config.DialectGraphQL {
-		conn, _ := jsonvalue.Get(doc, "data."+r.Pagination.Connection)
-		n, known, _ := readTotal(r.Pagination, nil, conn)
-		return n, known
-	}
-	n, known, _ := readTotal(r.Pagination, resp, doc)
 	return n, known
 }
 
@@ -396,34 +401,34 @@ func (r *Resource) PageTotal(resp *transport.Response, doc any) (int, bool) {
 // (full is then true for any page with items): until a page has shown the
 // upstream's own page size, a short page may be one capped below the size
 // asked for.
-func totalVerdict(pg *page, total int, known bool, full bool) (reached bool) {
+func totalVerdict(pg *Page, total int, known bool, full bool) (reached bool) {
 	if known {
-		pg.total = &total
-		if pg.next.Total == nil {
-			pg.next.Total = &total
+		pg.Total = &total
+		if pg.Next.Total == nil {
+			pg.Next.Total = &total
 		}
 	}
-	t := pg.next.Total
-	if t == nil || pg.next.TotalUntrusted {
+	t := pg.Next.Total
+	if t == nil || pg.Next.TotalUntrusted {
 		return false
 	}
-	if pg.next.Seen > *t {
-		pg.next.TotalUntrusted = true
+	if pg.Next.Seen > *t {
+		pg.Next.TotalUntrusted = true
 		return false
 	}
-	return known && pg.next.Seen == total && !full
+	return known && pg.Next.Seen == total && !full
 }
 
 // newPage starts the verdict on a page of items read from the state st:
 // the items counted, the largest page seen, and whether this page was full
 // (see fullPage).
-func newPage(p config.PaginationConfig, st pageState, items []any) (pg page, full bool) {
-	pg = page{items: items, next: st}
-	pg.next.Started = true
-	pg.next.Seen += len(items)
+func newPage(p config.PaginationConfig, st State, items []any) (pg Page, full bool) {
+	pg = Page{Items: items, Next: st}
+	pg.Next.Started = true
+	pg.Next.Seen += len(items)
 	full = fullPage(p, st, len(items))
-	pg.next.LastFull = len(items) >= p.PageSize
-	pg.next.MaxPage = max(st.MaxPage, len(items))
+	pg.Next.LastFull = len(items) >= p.PageSize
+	pg.Next.MaxPage = max(st.MaxPage, len(items))
 	return pg, full
 }
 
@@ -435,7 +440,7 @@ func isEmptyObject(doc any) bool {
 
 // fullPage reports whether a page of n items filled the page: the size
 // asked for, or the upstream's own smaller cap once a page showed it.
-func fullPage(p config.PaginationConfig, st pageState, n int) bool {
+func fullPage(p config.PaginationConfig, st State, n int) bool {
 	if st.MaxPage == 0 {
 		// No page has shown the upstream's page size yet.
 		return n > 0
