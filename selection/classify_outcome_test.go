@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 	"github.com/airlock-mcp/airlock/write"
 )
@@ -81,8 +82,8 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &journalOnly{}
-			res := &upstream.Resource{Name: "r", Config: config.ResourceConfig{IDField: "id", Fields: map[string]*config.FieldConfig{
-				"id": {Type: "string"}, "status": {Type: "string"}, "name": {Type: "string"}}}}
+			res := &upstream.Resource{Name: "r", List: dialect.List{Config: config.ResourceConfig{IDField: "id", Fields: map[string]*config.FieldConfig{
+				"id": {Type: "string"}, "status": {Type: "string"}, "name": {Type: "string"}}}}}
 			a := &upstream.Action{Name: "a", Resource: res, Config: config.ActionConfig{Stop: config.StopConfig{FailureRatio: 0.5, MinAttempts: 20},
 				Effect: []config.EffectConfig{{Field: "status", To: "archived"}}}}
 			e := &Engine{Clock: upstream.WallClock, MaxRateLimitPause: time.Minute}

@@ -8,7 +8,6 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
-	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
@@ -394,7 +393,7 @@ func reasonCases() []reasonCase {
 			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(40, everyThird)) },
 			args:  map[string]any{"resource": "subs", "filter": map[string]any{"find": "past_due"}, "max_items": 1000}, cont: envelope.ContinueNone,
 			check: func(t *testing.T, r result) {
-				if len(r.ids()) != 13 || r.reason(envelope.SearchMatchesUnverified).Signal != upstream.SignalSearch {
+				if len(r.ids()) != 13 || r.reason(envelope.SearchMatchesUnverified).Signal != dialect.SignalSearch {
 					t.Fatalf("want the 13 records the search returned and the search's reason, got %d and %+v", len(r.ids()), r.env.IncompleteReasons)
 				}
 				if s := r.env.Scope.Search; s == nil || s.Filters[0] != "find" || s.Params[0] != "status" || s.MatchedBy != "upstream" {

@@ -54,7 +54,7 @@ func (r *Resource) TotalMember() string {
 func (r *Resource) LocalFilters(filter map[string]any) []string {
 	var out []string
 	for name, v := range filter {
-		if !r.filterForm(name, r.Config.Filters[name], v).sent {
+		if !r.FilterForm(name, r.Config.Filters[name], v).Sent {
 			out = append(out, "filter."+name)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // fastTestFields exercises every part of the generated schema: each type,
@@ -207,7 +208,7 @@ func TestContractFastCheck_SameAsValidator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for name, fields := range contracts {
 		t.Run(name, func(t *testing.T) {
-			r := &Resource{Name: name, Config: config.ResourceConfig{Fields: fields, IDField: "id"}}
+			r := &Resource{Name: name, List: dialect.List{Config: config.ResourceConfig{Fields: fields, IDField: "id"}}}
 			invs := []config.InvariantConfig{}
 			if _, ok := fields["state"]; ok {
 				invs = append(invs, config.InvariantConfig{If: config.RuleConfig{Field: "state", Op: "eq", Value: "archived"}, Then: config.RuleConfig{Field: "owner", Op: "eq", Value: nil}})
@@ -273,7 +274,7 @@ func TestContractFastCheck_OnlyGeneratedSchemas(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"type":"object","properties":{"id":{"type":"string"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &Resource{Name: "ext", Config: config.ResourceConfig{IDField: "id"}}
+	r := &Resource{Name: "ext", List: dialect.List{Config: config.ResourceConfig{IDField: "id"}}}
 	c, err := compileContract(r, map[string]*config.FieldConfig{"id": {Type: "string"}}, nil, &config.ContractConfig{Schema: path}, "")
 	if err != nil {
 		t.Fatal(err)

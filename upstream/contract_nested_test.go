@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // TestInitialize_AnObjectFieldBesideAFieldInsideItCompiles: a resource
@@ -45,7 +46,7 @@ func TestContract_AFieldThroughAnArrayIsCheckedAtItsElement(t *testing.T) {
 		"region": {Type: "string", Path: "custom_fields.0.value", Nullable: true},
 		"team":   {Type: "string", Path: "custom_fields.1.value", Nullable: true, Decision: true},
 	}
-	r := &Resource{Name: "issues", Config: config.ResourceConfig{Fields: fields, IDField: "id"}}
+	r := &Resource{Name: "issues", List: dialect.List{Config: config.ResourceConfig{Fields: fields, IDField: "id"}}}
 	c, err := compileContract(r, fields, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func (r *Resource) DecideList(resp *transport.Response) Decision {
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
-	pg, err := r.dialect.Parse(resp, doc, items, dialect.State{})
+	pg, err := r.Dialect.Parse(resp, doc, items, dialect.State{})
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
@@ -137,10 +137,10 @@ func (r *Resource) DecideItem(resp *transport.Response) Decision {
 // `airlock contract --live`.
 func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) Decision {
 	st := dialect.State{}
-	if err := r.ensurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
+	if err := r.EnsurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}
-	req, err := r.listRequest(r.Sources[0], st, listOptions{pageSize: pageSize, requestID: requestID})
+	req, err := r.PageRequest(r.Sources[0], st, dialect.ListOptions{PageSize: pageSize, RequestID: requestID})
 	if err != nil {
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}

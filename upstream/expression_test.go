@@ -79,13 +79,13 @@ func TestExpression_QuotesEveryValueAsOneLiteral(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := expressionResource(t, "http://api.test", tc.language, "")
 			p := &dialect.Params{Kind: config.ListQuery, Query: url.Values{}}
-			forms := r.sendFilters(p, tc.filter)
+			forms := r.SendFilters(p, tc.filter)
 			if got := p.Query.Get("$filter"); got != tc.want {
 				t.Errorf("$filter = %q, want %q", got, tc.want)
 			}
 			if tc.want == "" {
 				for name, f := range forms {
-					if f.sent && name != "region" {
+					if f.Sent && name != "region" {
 						t.Errorf("filter %s counted as sent, with nothing in the expression", name)
 					}
 				}
@@ -97,7 +97,7 @@ func TestExpression_QuotesEveryValueAsOneLiteral(t *testing.T) {
 func TestExpression_ADeclaredLanguageAndABase(t *testing.T) {
 	r := expressionResource(t, "http://api.test", "jql", `, base: "project = OPS", suffix: " ORDER BY key", is_null: "{{field}} is null"`)
 	p := &dialect.Params{Kind: config.ListQuery, Query: url.Values{}}
-	r.sendFilters(p, map[string]any{"owner": nil, "status": "Done"})
+	r.SendFilters(p, map[string]any{"owner": nil, "status": "Done"})
 	if got, want := p.Query.Get("$filter"), `(project = OPS) AND (owner is null) AND (status = "Done") ORDER BY key`; got != want {
 		t.Errorf("$filter = %q, want %q", got, want)
 	}

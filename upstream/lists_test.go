@@ -484,7 +484,7 @@ func TestFilterForms_SendAValueOnlyInAFormThatCarriesItIntact(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := &dialect.Params{Kind: config.ListQuery, Query: url.Values{}}
-			r.sendFilters(p, c.filter)
+			r.SendFilters(p, c.filter)
 			if got := p.Query.Encode(); got != c.want {
 				t.Errorf("sent %q, want %q", got, c.want)
 			}

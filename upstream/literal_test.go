@@ -191,7 +191,7 @@ func TestLiteral_ValuesRedmineReadsAsOperatorsAreEscapedOrLeftToAirlock(t *testi
 				t.Fatalf("filter refused: %v", errs)
 			}
 			p := &dialect.Params{Kind: config.ListQuery, Query: url.Values{}}
-			r.sendFilters(p, typed)
+			r.SendFilters(p, typed)
 			if got := p.Query.Encode(); got != c.want {
 				t.Errorf("sent %q, want %q", got, c.want)
 			}

@@ -21,9 +21,9 @@ func (r *Resource) WithPageSize(n int) *Resource {
 	pg := r.Pagination
 	pg.PageSize = n
 	return &Resource{
-		Name: r.Name, Description: r.Description, Upstream: r.Upstream, Config: r.Config, Pagination: pg,
-		Sources: r.Sources[:1], Limits: r.Limits, dialect: r.dialectFor(pg),
-		Contract: r.Contract, norms: r.norms, expression: r.expression, decoders: r.decoders,
+		Name: r.Name, Description: r.Description, List: dialect.List{Upstream: r.Upstream, Config: r.Config, Pagination: pg,
+			Sources: r.Sources[:1], Dialect: r.DialectFor(pg), Expression: r.Expression},
+		Limits: r.Limits, Contract: r.Contract, norms: r.norms, decoders: r.decoders,
 	}
 }
 
@@ -58,16 +58,16 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 	// The configured page size: the fewest requests for what a filtered
 	// call would read.
 	pg := r.Pagination
-	d := r.dialectFor(pg)
+	d := r.DialectFor(pg)
 	idPath := r.FieldPath(r.Config.IDField)
 	w := RawWalk{Docs: map[string]map[string]any{}}
 	st := dialect.State{}
-	if err := r.ensurePIT(ctx, r.Sources[0], &st, spec.RequestID); err != nil {
+	if err := r.EnsurePIT(ctx, r.Sources[0], &st, spec.RequestID); err != nil {
 		return w, err
 	}
 	norm := &Scan{r: r, normalized: map[string]bool{}}
 	for w.Pages < maxPages {
-		req, err := r.listRequest(r.Sources[0], st, listOptions{filter: filter, pageSize: pg.PageSize, requestID: spec.RequestID})
+		req, err := r.PageRequest(r.Sources[0], st, dialect.ListOptions{Filter: filter, PageSize: pg.PageSize, RequestID: spec.RequestID})
 		if err != nil {
 			return w, err
 		}
@@ -146,7 +146,7 @@ func copyDoc(m map[string]any) map[string]any {
 // at the resource's page size, outside a scan; a search_after list's point
 // in time is not opened (see OpenFirstPage).
 func (r *Resource) FirstPageRequest(requestID string) (transport.Request, error) {
-	return r.listRequest(r.Sources[0], dialect.State{}, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
+	return r.PageRequest(r.Sources[0], dialect.State{}, dialect.ListOptions{PageSize: r.Pagination.PageSize, RequestID: requestID})
 }
 
 // OpenFirstPage opens the point in time a search_after list is read in (a
@@ -154,10 +154,10 @@ func (r *Resource) FirstPageRequest(requestID string) (transport.Request, error)
 // the first page in it.
 func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (transport.Request, error) {
 	st := dialect.State{}
-	if err := r.ensurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
+	if err := r.EnsurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
 		return transport.Request{}, err
 	}
-	return r.listRequest(r.Sources[0], st, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
+	return r.PageRequest(r.Sources[0], st, dialect.ListOptions{PageSize: r.Pagination.PageSize, RequestID: requestID})
 }
 
 // DecodePage reads a first page's body as a scan does: JSON, no error
@@ -189,9 +189,9 @@ func (r *Resource) decodeBody(resp *transport.Response, st dialect.State) (any, 
 // configuration declares no upstream form for it).
 func (r *Resource) SentFilter(filter map[string]any) (sent, why string) {
 	p := &dialect.Params{Kind: config.ListKind(&r.Config), Query: url.Values{}, Body: map[string]any{}}
-	for _, f := range r.sendFilters(p, filter) {
-		if f.why != "" && why == "" {
-			why = f.why
+	for _, f := range r.SendFilters(p, filter) {
+		if f.Why != "" && why == "" {
+			why = f.Why
 		}
 	}
 	return p.Describe(), why

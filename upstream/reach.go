@@ -19,20 +19,6 @@ import (
 // proto3 JSON omits, a snapshot read from the first page, field values the
 // API encodes.
 
-// dialectFor builds the resource's dialect for pagination p.
-func (r *Resource) dialectFor(p config.PaginationConfig) dialect.Dialect {
-	key := dialect.LastKey{Path: r.FieldPath(r.Config.IDField), Exclusive: p.CursorExclusive}
-	field := r.Config.IDField
-	if p.CursorField != "" {
-		field = p.CursorField
-		key.Path = r.FieldPath(field)
-	}
-	if fd, ok := r.Field(field); ok && fd.Decode == config.DecodeBase64 {
-		key.Base64 = true
-	}
-	return dialect.ForList(p, r.FieldPath(r.Config.IDField), r.Config.List.Items, key)
-}
-
 // afterParse completes a parsed page with what depends on the answer
 // rather than the dialect: a relative next link resolved against the
 // page's own URL and kept without a query credential, and the snapshot
@@ -105,13 +91,6 @@ func (r *Resource) readRemaining(doc any, pg *dialect.Page) {
 	}
 }
 
-// sendSnapshot sends the first page's snapshot with every later page.
-func (r *Resource) sendSnapshot(p *dialect.Params, st dialect.State) {
-	if sc := r.Pagination.Snapshot; sc != nil && sc.Param != "" && st.Started && st.Snapshot != "" {
-		p.Set(sc.Param, st.Snapshot)
-	}
-}
-
 // fieldDecoder decodes one field the API encodes (decode: base64).
 type fieldDecoder struct{ name, path string }
 
@@ -131,7 +110,7 @@ func fieldDecoders(r *Resource) []fieldDecoder {
 // read raw, it would be compared, shown and digested as what it is not.
 func (r *Resource) decodeFields(doc map[string]any) error {
 	if r.Config.ItemEncoding == config.EncodingDynamoDB {
-		return fromAttributeValues(doc)
+		return dialect.FromAttributeValues(doc)
 	}
 	for _, d := range r.decoders {
 		v, ok := jsonvalue.Get(doc, d.path)
@@ -172,7 +151,7 @@ func (r *Resource) Encode(field string, v any) any {
 	}
 	if r.Config.ItemEncoding == config.EncodingDynamoDB {
 		fd, _ := r.Field(field)
-		return toAttributeValue(v, fd)
+		return dialect.ToAttributeValue(v, fd)
 	}
 	s, ok := v.(string)
 	if !ok {

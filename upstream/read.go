@@ -18,7 +18,7 @@ import (
 func (r *Resource) ReadRequest(id, requestID string) (transport.Request, error) {
 	req, err := r.readRequest(id, requestID)
 	if err == nil && r.Config.Get != nil {
-		req.Header = ownHeaders(r.Config.Get.Headers)
+		req.Header = dialect.OwnHeaders(r.Config.Get.Headers)
 	}
 	return req, err
 }

@@ -46,19 +46,14 @@ type Runtime struct {
 type Resource struct {
 	Name        string
 	Description string
-	Upstream    *transport.Client
-	// Config is the resource as declared, but for its pagination, limits
-	// and sources, which it holds resolved (defaults filled in), as the
-	// fields below do.
-	Config     config.ResourceConfig
-	Pagination config.PaginationConfig
-	Sources    []config.SourceConfig
-	Limits     config.LimitsConfig
+	// List is how the resource's list is asked for: its configuration,
+	// pagination, sources, client and dialect.
+	dialect.List
+	Limits config.LimitsConfig
 	// DefaultMaxItems is max_items when a call sets none: the declared
 	// default, else the cap, so that an answer holds as many items as the
 	// response budget takes.
 	DefaultMaxItems int
-	dialect         dialect.Dialect
 	// Contract checks every item read.
 	Contract *Contract
 	// norms rewrite field values into their declared form on every item
@@ -71,9 +66,6 @@ type Resource struct {
 	// many pages it read and items it scanned: Options.ObserveScan, set by
 	// Initialize.
 	OnRun func(pages, items int)
-	// expression is the list's filter expression with its language's
-	// rules filled in (nil when the list declares none).
-	expression *config.ExpressionConfig
 	// decoders decode the fields the API encodes (decode: base64).
 	decoders []fieldDecoder
 }
@@ -171,7 +163,7 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		if !ok {
 			return nil, fmt.Errorf("resource %q: no upstream named %q", name, rc.Upstream)
 		}
-		r := &Resource{Name: name, Description: rc.Description, Upstream: cl, Config: *rc}
+		r := &Resource{Name: name, Description: rc.Description, List: dialect.List{Upstream: cl, Config: *rc}}
 		r.Pagination = config.ResolvePagination(rc.Pagination)
 		r.Limits = config.ResolveLimits(rc.Limits)
 		r.Sources = append([]config.SourceConfig(nil), rc.Sources...)
@@ -206,8 +198,8 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 			r.Config.List.Items = ""
 		}
 		r.decoders = fieldDecoders(r)
-		r.dialect = r.dialectFor(r.Pagination)
-		r.expression = config.ResolveExpression(rc.List.Expression)
+		r.Dialect = r.DialectFor(r.Pagination)
+		r.Expression = config.ResolveExpression(rc.List.Expression)
 		r.norms = fieldNorms(r)
 		contract, err := compileContract(r, rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, c.BaseDir())
 		if err != nil {
@@ -267,20 +259,6 @@ func (r *Resource) SelectionTTL() time.Duration {
 // Host is the upstream host shown in scope (never with credentials).
 func (r *Resource) Host() string { return r.Upstream.Host() }
 
-// Field returns a declared field.
-func (r *Resource) Field(name string) (*config.FieldConfig, bool) {
-	f, ok := r.Config.Fields[name]
-	return f, ok && f != nil
-}
-
-// FieldPath is where a declared field lives in an item.
-func (r *Resource) FieldPath(name string) string {
-	if f, ok := r.Field(name); ok && f.Path != "" {
-		return f.Path
-	}
-	return name
-}
-
 // DefaultFields returns the fields delivered when the caller names none:
 // the configured default_fields, else every non-sensitive declared field.
 func (r *Resource) DefaultFields() []string {
@@ -309,17 +287,6 @@ func (r *Resource) Visibility() string {
 		return envelope.DefaultVisibility + ", which is restricted: " + v.Restricted
 	}
 	return envelope.DefaultVisibility
-}
-
-// sourceURL resolves the base URL for a source.
-func (r *Resource) sourceBase(src config.SourceConfig) *url.URL {
-	if src.BaseURL != "" {
-		u, err := url.Parse(src.BaseURL)
-		if err == nil {
-			return u
-		}
-	}
-	return r.Upstream.Base()
 }
 
 // checkBaseURL accepts an absolute http(s) URL without credentials.

@@ -202,7 +202,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		conflicts: map[string]*conflict{},
 	}
 	for _, name := range slices.Sorted(maps.Keys(spec.Filter)) {
-		if r.filterForm(name, r.Config.Filters[name], spec.Filter[name]).sent {
+		if r.FilterForm(name, r.Config.Filters[name], spec.Filter[name]).Sent {
 			s.sent = append(s.sent, name)
 		}
 	}
@@ -222,7 +222,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 	}
 	s.decision[r.Config.IDField] = true
 	for _, src := range r.Sources {
-		ss := &sourceScan{cfg: src, base: r.sourceBase(src)}
+		ss := &sourceScan{cfg: src, base: r.SourceBase(src)}
 		if !inScope(src, spec.Filter) {
 			ss.status = srcOutOfScope
 		}
@@ -231,7 +231,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 			s.addStickyLocked(envelope.VisibilityRestricted, src.Name, SignalDeclaredView)
 		}
 		if ss.status != srcOutOfScope && r.SearchScope(spec.Filter) != nil {
-			s.addStickyLocked(envelope.SearchMatchesUnverified, src.Name, SignalSearch)
+			s.addStickyLocked(envelope.SearchMatchesUnverified, src.Name, dialect.SignalSearch)
 		}
 	}
 	return s
@@ -404,7 +404,7 @@ func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
 			}
 			continue
 		}
-		if plans := s.r.dialect.Plan(st); plans != nil {
+		if plans := s.r.Dialect.Plan(st); plans != nil {
 			if !s.runParallel(ctx, src, plans) {
 				return
 			}

@@ -47,7 +47,7 @@ func (r *Resource) checkContinuation(next dialect.State) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
 		if fc := r.Config.Filters[name]; fc != nil {
-			for _, p := range paramNames(fc) {
+			for _, p := range dialect.ParamNames(fc) {
 				own[p] = "\x00" // any value it carries is the caller's
 			}
 		}

@@ -30,7 +30,7 @@ func (s *Scan) fetch(ctx context.Context, src *sourceScan, st dialect.State) (di
 // send requests the page st points at (opening the point in time it needs
 // first): the exchange alone, without decoding the body.
 func (s *Scan) send(ctx context.Context, src *sourceScan, st *dialect.State) (*transport.Response, error) {
-	if err := s.r.ensurePIT(ctx, src.cfg, st, s.spec.RequestID); err != nil {
+	if err := s.r.EnsurePIT(ctx, src.cfg, st, s.spec.RequestID); err != nil {
 		return nil, err
 	}
 	return s.r.sendList(ctx, src.cfg, *st, s.listOptions(false))
@@ -42,7 +42,7 @@ func (s *Scan) read(src *sourceScan, st dialect.State, resp *transport.Response)
 	if err != nil {
 		return dialect.Page{}, err
 	}
-	pg, err := s.r.dialect.Parse(resp, doc, items, st)
+	pg, err := s.r.Dialect.Parse(resp, doc, items, st)
 	if err != nil {
 		return pg, err
 	}
@@ -58,8 +58,8 @@ func (s *Scan) read(src *sourceScan, st dialect.State, resp *transport.Response)
 	return pg, nil
 }
 
-func (s *Scan) listOptions(probe bool) listOptions {
-	return listOptions{filter: s.spec.Filter, probe: probe, requestID: s.spec.RequestID}
+func (s *Scan) listOptions(probe bool) dialect.ListOptions {
+	return dialect.ListOptions{Filter: s.spec.Filter, Probe: probe, RequestID: s.spec.RequestID}
 }
 
 // request sends one list request for the page st points at and returns the
@@ -79,8 +79,8 @@ func (s *Scan) request(ctx context.Context, src *sourceScan, st dialect.State, p
 }
 
 // sendList sends one list request and returns the answer, its body read.
-func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st dialect.State, o listOptions) (*transport.Response, error) {
-	req, err := r.listRequest(src, st, o)
+func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st dialect.State, o dialect.ListOptions) (*transport.Response, error) {
+	req, err := r.PageRequest(src, st, o)
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +97,8 @@ func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st dia
 
 // decodeList decodes a list page: the body, then (for a graphql list) the
 // answer's errors, then the items.
-func (r *Resource) decodeList(resp *transport.Response, st dialect.State, o listOptions) (any, []any, error) {
-	if !o.probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
+func (r *Resource) decodeList(resp *transport.Response, st dialect.State, o dialect.ListOptions) (any, []any, error) {
+	if !o.Probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
 		// A scan's page: its items are decoded one at a time as the scan
 		// reads them.
 		doc, items, found, err := transport.DecodeListBody(resp, r.Config.List.Items)
@@ -212,7 +212,7 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 		s.mu.Unlock()
 		return true
 	}
-	more := len(items) > 0 && s.r.dialect.More(resp, doc)
+	more := len(items) > 0 && s.r.Dialect.More(resp, doc)
 	if more {
 		s.r.endVerified.Store(key, true)
 	}
@@ -258,7 +258,7 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		return false
 	}
 	o := s.listOptions(false)
-	o.pageSize = st.RecheckItems - 1
+	o.PageSize = st.RecheckItems - 1
 	resp, err := s.r.sendList(ctx, src.cfg, *st.Recheck, o)
 	var doc any
 	var items []any
@@ -279,7 +279,7 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		// Refused or garbled: nothing is proven.
 		return unproven()
 	}
-	if len(items) != st.RecheckItems-1 || !s.r.dialect.More(resp, doc) {
+	if len(items) != st.RecheckItems-1 || !s.r.Dialect.More(resp, doc) {
 		return unproven()
 	}
 	s.mu.Lock()

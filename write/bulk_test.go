@@ -5,6 +5,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -34,7 +35,7 @@ func TestParseBulk_ByPositionNeedsOneResultPerTarget(t *testing.T) {
 // applied status carries the result's record (result_item) for the judge,
 // which alone can prove it.
 func TestParseBulk_AStatusProvesOnlyWhatItSays(t *testing.T) {
-	res := &upstream.Resource{Config: config.ResourceConfig{Fields: map[string]*config.FieldConfig{"tags": {Type: "array"}}}}
+	res := &upstream.Resource{List: dialect.List{Config: config.ResourceConfig{Fields: map[string]*config.FieldConfig{"tags": {Type: "array"}}}}}
 	a := &upstream.Action{Resource: res, Config: config.ActionConfig{
 		Effect: []config.EffectConfig{{Field: "tags", Op: config.EffectAdd, To: "x"}},
 		Bulk: &config.BulkConfig{Results: "results", ResultID: "id", ResultStatus: "status", ResultItem: "body",

@@ -58,7 +58,7 @@ func (d bookmarkDialect) Parse(resp *transport.Response, doc any, items []any, s
 	return pg, nil
 }
 
-// more: a bookmark comes with every page, so the probe page's proves
+// More: a bookmark comes with every page, so the probe page's proves
 // nothing about more pages.
 func (d bookmarkDialect) More(*transport.Response, any) bool { return false }
 

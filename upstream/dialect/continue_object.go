@@ -110,7 +110,7 @@ func (d objectDialect) More(_ *transport.Response, doc any) bool {
 
 func (objectDialect) Plan(State) []State { return nil }
 
-// continuationMembers decodes a continuation object kept in a state.
+// ContinuationMembers decodes a continuation object kept in a state.
 func ContinuationMembers(enc string) map[string]any {
 	if enc == "" {
 		return nil

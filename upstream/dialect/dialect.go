@@ -148,33 +148,33 @@ const (
 // than a missing signal.
 var conflictSignals = map[string]bool{SignalFlagVsContinuation: true, SignalTotalVsPages: true, SignalPagesVsPage: true, SignalRemainingVsEnd: true}
 
-// page is one parsed response.
+// Page is one parsed response.
 type Page struct {
 	Items      []any
 	Total      *int
 	TotalPages *int
 	Estimate   *int // a declared remaining count (an estimate, per Kubernetes)
 	Snapshot   string
-	// noSnapshot: the page did not name the snapshot the list declares
+	// NoSnapshot: the page did not name the snapshot the list declares
 	// where it must (NO_SNAPSHOT).
 	NoSnapshot bool
-	// boundary is the overlap item of an offset page (its first item, which
+	// Boundary is the overlap item of an offset page (its first item, which
 	// must be the previous page's last item).
 	Boundary    string
 	HasBoundary bool
 	Next        State
 	Doc         any
 	Header      http.Header
-	// upstreamErrors quotes errors the upstream reported beside the
+	// UpstreamErrors quotes errors the upstream reported beside the
 	// page's data (GraphQL): the page is read, the answer is partial.
 	UpstreamErrors string
-	// doubts are the declared signals the page holds in a form that
+	// Doubts are the declared signals the page holds in a form that
 	// cannot be read (SIGNAL_UNREADABLE): the answer is partial, whatever
 	// the other signals say.
 	Doubts []string
 }
 
-// doubt records a declared signal the page holds unreadable.
+// Doubt records a declared signal the page holds unreadable.
 func (pg *Page) Doubt(member string) {
 	for _, d := range pg.Doubts {
 		if d == member {
@@ -190,7 +190,7 @@ func (pg *Page) proven(signal string) {
 	pg.Next.Done, pg.Next.End, pg.Next.EndSignal, pg.Next.Probe = true, envelope.EndProven, signal, false
 }
 
-// unknown ends the source without proof, or (probe) asks for the one
+// Unknown ends the source without proof, or (probe) asks for the one
 // request that can settle it.
 func (pg *Page) Unknown(signal string, probe bool) {
 	if probe {
@@ -255,19 +255,19 @@ func shortPage(p config.PaginationConfig, st State, n int) bool {
 	return n < p.PageSize && (st.MaxPage == 0 || n < st.MaxPage)
 }
 
-// dialect builds page requests and parses page responses.
+// Dialect builds page requests and parses page responses.
 type Dialect interface {
-	// query sets the pagination parameters for the page st points at, or
+	// Query sets the pagination parameters for the page st points at, or
 	// returns the URL to follow (a next link read from the last page).
 	Query(p *Params, st State) (nextURL *url.URL)
-	// parse reads a response and returns the page with the next state,
+	// Parse reads a response and returns the page with the next state,
 	// whose verdict on the end (Done, End, EndSignal, Probe) the dialect
 	// must set from what the page proves, never from a missing signal.
 	Parse(resp *transport.Response, doc any, items []any, st State) (Page, error)
-	// plan returns the states of every remaining page when they can be
+	// Plan returns the states of every remaining page when they can be
 	// fetched concurrently (a total is known), else nil.
 	Plan(st State) []State
-	// more reports whether a probe page (the first page at page size 1)
+	// More reports whether a probe page (the first page at page size 1)
 	// carries the signal that more pages follow.
 	More(resp *transport.Response, doc any) bool
 }
@@ -342,7 +342,7 @@ func flagSignal(p config.PaginationConfig) string {
 	return SignalHasMoreFalse
 }
 
-// readTotal reads the upstream's total from the configured header or body
+// ReadTotal reads the upstream's total from the configured header or body
 // path. Only a non-negative integer is a total: a negative (PocketBase's
 // skipTotal answers -1) or null one is not counted, and a missing one
 // unknown; one of another form is unreadable, and bad names its member.

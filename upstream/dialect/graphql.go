@@ -10,7 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// errExpired is a continuation the upstream says expired (see
+// ErrExpired is a continuation the upstream says expired (see
 // Resource.expiryMatches): the source must be read again from its start.
 var ErrExpired = errors.New("the upstream says the continuation expired")
 
@@ -76,7 +76,7 @@ func (d graphqlDialect) More(_ *transport.Response, doc any) bool {
 
 func (graphqlDialect) Plan(State) []State { return nil }
 
-// graphqlItems reads a connection's items: nodes, else edges[].node. A
+// GraphQLItems reads a connection's items: nodes, else edges[].node. A
 // null connection or items missing is a bad response; null nodes (an
 // error resolving one) are left out when the answer's errors say why (the
 // page is then partial), and are a bad response when nothing does.

@@ -7,11 +7,11 @@ import (
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// itemDecoder decodes raw items one after another, each strictly: a member
+// ItemDecoder decodes raw items one after another, each strictly: a member
 // named twice is left out of the item and named in its dups.
 type ItemDecoder struct{}
 
-// item returns it decoded when it is raw, else as it is. dups lists the
+// Item returns it decoded when it is raw, else as it is. dups lists the
 // members it names twice (dotted paths within the item).
 func (ItemDecoder) Item(it any) (v any, dups []string, err error) {
 	raw, ok := it.(json.RawMessage)
@@ -25,7 +25,7 @@ func (ItemDecoder) Item(it any) (v any, dups []string, err error) {
 	return v, dups, nil
 }
 
-// itemValue is an item decoded, for the dialects that read the first or
+// ItemValue is an item decoded, for the dialects that read the first or
 // the last of a page (a keyset cursor, an overlap check, sort values); a
 // member it names twice is absent from it, so that nothing reads it.
 func ItemValue(it any) any {
@@ -36,7 +36,7 @@ func ItemValue(it any) any {
 	return v
 }
 
-// isObject reports whether an item, raw or decoded, is a JSON object.
+// IsObject reports whether an item, raw or decoded, is a JSON object.
 func IsObject(it any) bool {
 	switch x := it.(type) {
 	case map[string]any:

@@ -9,7 +9,7 @@ import (
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// lastKey is how the cursor dialect derives the next cursor from the last
+// LastKey is how the cursor dialect derives the next cursor from the last
 // item when the upstream hands out none (Stripe's starting_after: the
 // last id; etcd's range key: the last key made exclusive).
 type LastKey struct {
@@ -42,7 +42,7 @@ func (k LastKey) of(item any) (string, error) {
 	return string(b), nil
 }
 
-// absentZero reports whether the upstream omits the member at path when it
+// AbsentZero reports whether the upstream omits the member at path when it
 // holds its zero value, and doc does not hold it.
 func AbsentZero(p config.PaginationConfig, doc any, path string) bool {
 	if path == "" || !slices.Contains(p.AbsentMeansZero, path) {

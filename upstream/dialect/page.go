@@ -73,7 +73,7 @@ func (d pageDialect) Parse(resp *transport.Response, doc any, items []any, st St
 	return pg, nil
 }
 
-// readTotalPages reads the page dialect's count of pages from the
+// ReadTotalPages reads the page dialect's count of pages from the
 // configured header or body path: a non-negative integer, else unknown;
 // bad names it when it is there in another form.
 func ReadTotalPages(p config.PaginationConfig, resp *transport.Response, doc any) (n int, counted bool, bad string) {

@@ -20,7 +20,7 @@ type Params struct {
 	Body  map[string]any
 }
 
-// set places one value: in a query as its string form, in a body at its
+// Set places one value: in a query as its string form, in a body at its
 // dotted path, in variables under its name, keeping its JSON type.
 func (p *Params) Set(k string, v any) {
 	if k == "" {
@@ -37,10 +37,10 @@ func (p *Params) Set(k string, v any) {
 	}
 }
 
-// add appends one more value of a repeated query parameter.
+// Add appends one more value of a repeated query parameter.
 func (p *Params) Add(k, v string) { p.Query.Add(k, v) }
 
-// describe is the parameters in a line, for evidence: the query string,
+// Describe is the parameters in a line, for evidence: the query string,
 // then the body (or variables) as JSON.
 func (p *Params) Describe() string {
 	out := transport.EncodeQuery(p.Query, false)

@@ -68,7 +68,7 @@ func (d searchAfterDialect) Parse(resp *transport.Response, doc any, items []any
 	return pg, nil
 }
 
-// more: a search_after list has no "more follows" signal; its ends are
+// More: a search_after list has no "more follows" signal; its ends are
 // proven without one, so it never asks for a probe.
 func (searchAfterDialect) More(*transport.Response, any) bool { return false }
 

@@ -45,7 +45,7 @@ func readFlag(doc any, path string) (bool, Reading) {
 	return b, Read
 }
 
-// readToken reads a continuation token (a cursor, a continue token, a
+// ReadToken reads a continuation token (a cursor, a continue token, a
 // snapshot, a point in time's id): a string, or a number as written. A
 // null reads as "": the upstream says there is none.
 func ReadToken(doc any, path string) (string, Reading) {
@@ -85,7 +85,7 @@ func readURL(doc any, path string) (string, Reading) {
 	return "", Unreadable
 }
 
-// readCount reads a count (a total, a count of pages, a remaining count):
+// ReadCount reads a count (a total, a count of pages, a remaining count):
 // an integer. counted is false for a null or negative one, which the
 // upstream writes for "not counted" (PocketBase's skipTotal answers -1);
 // a fraction, a string or anything else is unreadable.
@@ -149,7 +149,7 @@ func readObject(doc any, path string) (map[string]any, Reading) {
 	return nil, Unreadable
 }
 
-// present reads a marker whose presence is the signal (MediaWiki's
+// Present reads a marker whose presence is the signal (MediaWiki's
 // batchcomplete): any value but null.
 func Present(doc any, path string) Reading {
 	v, ok := jsonvalue.Get(doc, path)

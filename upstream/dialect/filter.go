@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"cmp"
@@ -16,7 +16,7 @@ import (
 
 // CheckFilter validates a caller's filter against the resource and returns
 // every problem at once. Values are JSON-decoded (json.Number for numbers).
-func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
+func (r *List) CheckFilter(filter map[string]any) []envelope.FieldError {
 	_, errs := r.TypedFilter(filter)
 	return errs
 }
@@ -27,7 +27,7 @@ func (r *Resource) CheckFilter(filter map[string]any) []envelope.FieldError {
 // is sent upstream, compared and fingerprinted. A value that does not
 // convert is refused, every one at once. Values are JSON-decoded
 // (json.Number for numbers).
-func (r *Resource) TypedFilter(filter map[string]any) (map[string]any, []envelope.FieldError) {
+func (r *List) TypedFilter(filter map[string]any) (map[string]any, []envelope.FieldError) {
 	var errs []envelope.FieldError
 	out := make(map[string]any, len(filter))
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
@@ -81,7 +81,7 @@ func (r *Resource) TypedFilter(filter map[string]any) (map[string]any, []envelop
 	return out, errs
 }
 
-func (r *Resource) filterExample() map[string]any {
+func (r *List) filterExample() map[string]any {
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
 		fd, _ := r.Field(r.Config.Filters[name].FieldOf(name))
 		return map[string]any{name: exampleFor(fd, r.Config.Filters[name])}
@@ -161,7 +161,7 @@ func exampleFor(fd *config.FieldConfig, fc *config.FilterConfig) any {
 // Matches reports whether an item matches every filter. airlock applies
 // every filter itself, including those it also sends upstream: an upstream
 // that ignores a parameter must not widen the scope.
-func (r *Resource) Matches(doc map[string]any, filter map[string]any) bool {
+func (r *List) Matches(doc map[string]any, filter map[string]any) bool {
 	for name, want := range filter {
 		fc := r.Config.Filters[name]
 		if fc != nil && fc.Search {
@@ -216,7 +216,7 @@ func matchValue(got, want any, fd *config.FieldConfig, contains bool) bool {
 
 // Project returns the requested fields of an item (by declared name) and
 // the names of requested fields the item lacks (absent, not null).
-func (r *Resource) Project(doc map[string]any, fields []string) (map[string]any, []string) {
+func (r *List) Project(doc map[string]any, fields []string) (map[string]any, []string) {
 	out := make(map[string]any, len(fields))
 	var missing []string
 	for _, f := range fields {
@@ -234,12 +234,12 @@ func (r *Resource) Project(doc map[string]any, fields []string) (map[string]any,
 // answered from the upstream's total: the resource declares its total
 // exact, and every filter is sent upstream, whole and intact, in a form it
 // declares.
-func (r *Resource) CountFromTotal(filter map[string]any, groupBy []string) bool {
+func (r *List) CountFromTotal(filter map[string]any, groupBy []string) bool {
 	if !r.Pagination.TotalExact || len(groupBy) > 0 {
 		return false
 	}
-	for _, form := range r.sendFilters(r.newParams(r.Sources[0]), filter) {
-		if !form.sent {
+	for _, form := range r.SendFilters(r.newParams(r.Sources[0]), filter) {
+		if !form.Sent {
 			return false
 		}
 	}
@@ -248,9 +248,9 @@ func (r *Resource) CountFromTotal(filter map[string]any, groupBy []string) bool 
 
 // paramToFilter maps an upstream query parameter back to the filter that
 // sent it, so that an upstream's field error names the tool argument.
-func (r *Resource) paramToFilter(param string) string {
+func (r *List) paramToFilter(param string) string {
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Filters)) {
-		if fc := r.Config.Filters[name]; fc != nil && slices.Contains(paramNames(fc), param) {
+		if fc := r.Config.Filters[name]; fc != nil && slices.Contains(ParamNames(fc), param) {
 			return "filter." + name
 		}
 	}

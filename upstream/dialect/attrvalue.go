@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"encoding/json"
@@ -22,9 +22,9 @@ import (
 // stays 2^53+1. {"NULL": true} reads as null, as an absent attribute
 // does.
 
-// fromAttributeValues unwraps an item in place: each member's
+// FromAttributeValues unwraps an item in place: each member's
 // AttributeValue is replaced by its plain value.
-func fromAttributeValues(doc map[string]any) error {
+func FromAttributeValues(doc map[string]any) error {
 	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		v, err := jsonvalue.FromAttributeValue(doc[k])
 		if err != nil {
@@ -35,11 +35,11 @@ func fromAttributeValues(doc map[string]any) error {
 	return nil
 }
 
-// toAttributeValue wraps a plain value as DynamoDB reads it: a string as
+// ToAttributeValue wraps a plain value as DynamoDB reads it: a string as
 // S (as N when the field's type is a number, its text kept), a number as
 // N from its exact text, a boolean as BOOL, null as NULL, a list as L (as
 // SS or NS where the field declares a set), an object as M.
-func toAttributeValue(v any, fd *config.FieldConfig) any {
+func ToAttributeValue(v any, fd *config.FieldConfig) any {
 	typ, elems := "", ""
 	if fd != nil {
 		typ, elems = fd.Type, fd.Elements
@@ -76,13 +76,13 @@ func toAttributeValue(v any, fd *config.FieldConfig) any {
 			if elems != "" {
 				efd = &config.FieldConfig{Type: elems}
 			}
-			out[i] = toAttributeValue(e, efd)
+			out[i] = ToAttributeValue(e, efd)
 		}
 		return map[string]any{"L": out}
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = toAttributeValue(e, nil)
+			out[k] = ToAttributeValue(e, nil)
 		}
 		return map[string]any{"M": out}
 	}

@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"encoding/json"
@@ -10,15 +10,14 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
-	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // expressionClause renders one filter's value as a clause of the list's
 // filter expression, or says why it cannot be sent there (the filter is
 // then applied by airlock alone). v is the value as filterValue gives it:
 // a list of one is one value, a null stand-in null.
-func (r *Resource) expressionClause(fc *config.FilterConfig, fd *config.FieldConfig, v any) (string, string) {
-	x := r.expression
+func (r *List) expressionClause(fc *config.FilterConfig, fd *config.FieldConfig, v any) (string, string) {
+	x := r.Expression
 	if x == nil {
 		return "", "the list declares no expression"
 	}
@@ -180,8 +179,8 @@ const maxBoundValues = 100
 // values travel only in the bindings, each value typed as the items'
 // encoding writes it: nothing the caller or the configuration gives is
 // written into the expression's text.
-func (r *Resource) boundClause(name string, fc *config.FilterConfig, fd *config.FieldConfig, v any) (string, bindings, string) {
-	x := r.expression
+func (r *List) boundClause(name string, fc *config.FilterConfig, fd *config.FieldConfig, v any) (string, bindings, string) {
+	x := r.Expression
 	n := slices.Index(slices.Sorted(maps.Keys(r.Config.Filters)), name)
 	contains := fc.Op == "contains"
 	b := bindings{names: map[string]any{}, values: map[string]any{}}
@@ -190,9 +189,9 @@ func (r *Resource) boundClause(name string, fc *config.FilterConfig, fd *config.
 	bind := func(val any) string {
 		ph := ":f" + strconv.Itoa(n) + "v" + strconv.Itoa(len(b.values))
 		if contains && fd != nil {
-			b.values[ph] = toAttributeValue(val, &config.FieldConfig{Type: fd.Elements})
+			b.values[ph] = ToAttributeValue(val, &config.FieldConfig{Type: fd.Elements})
 		} else {
-			b.values[ph] = toAttributeValue(val, fd)
+			b.values[ph] = ToAttributeValue(val, fd)
 		}
 		return ph
 	}
@@ -250,7 +249,7 @@ func (r *Resource) boundClause(name string, fc *config.FilterConfig, fd *config.
 
 // placeBindings puts a bound expression's names and values into the
 // list's body, beside those list.body declares for its base.
-func placeBindings(p *dialect.Params, x *config.ExpressionConfig, all bindings) {
+func placeBindings(p *Params, x *config.ExpressionConfig, all bindings) {
 	for path, add := range map[string]map[string]any{x.Names: all.names, x.Values: all.values} {
 		if len(add) == 0 {
 			continue

@@ -1,4 +1,4 @@
-package upstream
+package transport
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // TestStoppedBeforeTheRequestWasWritten_IsReportedAsNotSent: a write whose
@@ -37,20 +35,20 @@ func TestStoppedBeforeTheRequestWasWritten_IsReportedAsNotSent(t *testing.T) {
 		name  string
 		extra string
 		stop  func() (context.Context, context.CancelFunc)
-		want  transport.FailureKind
+		want  FailureKind
 	}{
 		{"cancelled", "", func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 200*time.Millisecond)
-		}, transport.FailCanceled},
+		}, FailCanceled},
 		{"timed out", "timeout: 200ms", func() (context.Context, context.CancelFunc) {
 			return context.WithCancel(context.Background())
-		}, transport.FailTimeout},
+		}, FailTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestClient(t, base, tc.extra, Options{})
 			ctx, cancel := tc.stop()
 			defer cancel()
-			_, err := c.Do(ctx, transport.Request{Method: http.MethodPost, URL: mustURL(t, base+"/items"), Body: []byte(`{}`)})
+			_, err := c.Do(ctx, Request{Method: http.MethodPost, URL: mustURL(t, base+"/items"), Body: []byte(`{}`)})
 			he := asHTTPError(t, err)
 			if he.Kind != tc.want {
 				t.Errorf("kind = %d, want %d", he.Kind, tc.want)

@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"context"
@@ -12,12 +12,11 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
-	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-func (r *Resource) newParams(src config.SourceConfig) *dialect.Params {
-	p := &dialect.Params{Kind: config.ListKind(&r.Config), Query: url.Values{}}
+func (r *List) newParams(src config.SourceConfig) *Params {
+	p := &Params{Kind: config.ListKind(&r.Config), Query: url.Values{}}
 	for k, v := range r.Config.List.Params {
 		p.Query.Set(k, v)
 	}
@@ -62,49 +61,49 @@ func cloneJSON(m map[string]any) map[string]any {
 	return out
 }
 
-// listOptions shape one list request.
-type listOptions struct {
-	filter map[string]any
-	// probe asks for the source's first page at page size 1, without the
+// ListOptions shape one list request.
+type ListOptions struct {
+	Filter map[string]any
+	// Probe asks for the source's first page at page size 1, without the
 	// upstream-side filters.
-	probe bool
-	// pageSize, when set, replaces the configured page size.
-	pageSize  int
-	requestID string
+	Probe bool
+	// PageSize, when set, replaces the configured page size.
+	PageSize  int
+	RequestID string
 }
 
 // listRequest builds the request for the page st points at: the method,
 // URL and body the list's kind and dialect call for, with the filters
 // sent upstream only in a form that carries each value intact. A next
 // URL (link, next_url) is followed on the source's own host only.
-func (r *Resource) listRequest(src config.SourceConfig, st dialect.State, o listOptions) (transport.Request, error) {
-	base := r.sourceBase(src)
+func (r *List) PageRequest(src config.SourceConfig, st State, o ListOptions) (transport.Request, error) {
+	base := r.SourceBase(src)
 	p := r.newParams(src)
-	if !o.probe {
-		r.sendFilters(p, o.filter)
+	if !o.Probe {
+		r.SendFilters(p, o.Filter)
 	} else {
-		r.sendSearches(p, o.filter)
-		if x := r.expression; x != nil && x.Base != "" {
+		r.sendSearches(p, o.Filter)
+		if x := r.Expression; x != nil && x.Base != "" {
 			// The base scopes the list as list.params do: a probe sends it.
 			p.Set(x.Param, joinExpression(x, nil))
 		}
 	}
-	d := r.dialect
-	if o.pageSize > 0 {
+	d := r.Dialect
+	if o.PageSize > 0 {
 		pg := r.Pagination
-		pg.PageSize = o.pageSize
-		d = r.dialectFor(pg)
+		pg.PageSize = o.PageSize
+		d = r.DialectFor(pg)
 	}
-	req := transport.Request{Method: http.MethodGet, RequestID: o.requestID, Idempotent: true, Header: ownHeaders(r.Config.List.Headers)}
+	req := transport.Request{Method: http.MethodGet, RequestID: o.RequestID, Idempotent: true, Header: OwnHeaders(r.Config.List.Headers)}
 	if next := d.Query(p, st); next != nil {
 		u := base.ResolveReference(next)
 		if !r.Upstream.SameOrigin(base, u) {
 			return transport.Request{}, transport.BadResponse("the continuation points at another host; it was not followed")
 		}
-		if q := u.Query(); o.pageSize > 0 && r.Pagination.PageSizeParam != "" && q.Has(r.Pagination.PageSizeParam) {
+		if q := u.Query(); o.PageSize > 0 && r.Pagination.PageSizeParam != "" && q.Has(r.Pagination.PageSizeParam) {
 			// A next URL asked for at another size (a recheck): the size
 			// it names is replaced, nothing else.
-			q.Set(r.Pagination.PageSizeParam, strconv.Itoa(o.pageSize))
+			q.Set(r.Pagination.PageSizeParam, strconv.Itoa(o.PageSize))
 			c := *u
 			c.RawQuery = q.Encode()
 			u = &c
@@ -112,7 +111,7 @@ func (r *Resource) listRequest(src config.SourceConfig, st dialect.State, o list
 		req.URL = u
 		return req, nil
 	}
-	if o.probe {
+	if o.Probe {
 		p.Set(r.Pagination.PageSizeParam, 1)
 	}
 	r.sendSnapshot(p, st)
@@ -131,13 +130,13 @@ func (r *Resource) listRequest(src config.SourceConfig, st dialect.State, o list
 	return req, nil
 }
 
-// filterForm is how one filter's value is sent upstream, or why not.
-type filterForm struct {
-	// sent is false when airlock applies the value alone.
-	sent bool
-	// why says, for a value not sent, what kept it back ("" when the
+// FilterForm is how one filter's value is sent upstream, or why not.
+type FilterForm struct {
+	// Sent is false when airlock applies the value alone.
+	Sent bool
+	// Why says, for a value not sent, what kept it back ("" when the
 	// configuration declares no upstream form for it).
-	why string
+	Why string
 	// clause is the value's clause in the list's filter expression, for
 	// a filter sent there.
 	clause string
@@ -148,7 +147,7 @@ type filterForm struct {
 	mango map[string]any
 }
 
-// sendFilters sends the upstream-side filters, each only in a form the
+// SendFilters sends the upstream-side filters, each only in a form the
 // configuration declares the API accepts and that carries the value
 // intact: one value in param; a list only in the declared multi form (a
 // list of one is one value); null only as null_param or the null form;
@@ -159,27 +158,27 @@ type filterForm struct {
 // filter on every item anyway: an upstream filter can only narrow what is
 // read, so a form the API might misread must never be sent. It returns the
 // form each filter was given.
-func (r *Resource) sendFilters(p *dialect.Params, filter map[string]any) map[string]filterForm {
-	forms := map[string]filterForm{}
+func (r *List) SendFilters(p *Params, filter map[string]any) map[string]FilterForm {
+	forms := map[string]FilterForm{}
 	var clauses []string
 	all := bindings{names: map[string]any{}, values: map[string]any{}}
 	var mango []map[string]any
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc := r.Config.Filters[name]
-		form := r.filterForm(name, fc, filter[name])
+		form := r.FilterForm(name, fc, filter[name])
 		forms[name] = form
 		switch {
-		case form.sent && form.mango != nil:
+		case form.Sent && form.mango != nil:
 			mango = append(mango, form.mango)
-		case form.sent && fc.Expression != "":
+		case form.Sent && fc.Expression != "":
 			clauses = append(clauses, form.clause)
 			maps.Copy(all.names, form.bound.names)
 			maps.Copy(all.values, form.bound.values)
-		case form.sent:
+		case form.Sent:
 			r.placeFilter(p, name, fc, filter[name])
 		}
 	}
-	if x := r.expression; x != nil && x.Language == config.LanguageMango {
+	if x := r.Expression; x != nil && x.Language == config.LanguageMango {
 		if len(mango) > 0 {
 			base, _ := jsonvalue.Get(p.Body, x.Param)
 			p.Set(x.Param, mangoSelector(base, mango))
@@ -197,7 +196,7 @@ func (r *Resource) sendFilters(p *dialect.Params, filter map[string]any) map[str
 
 // filterValue is a filter's value as sent: a list of one is one value,
 // and a declared null stand-in is null.
-func (r *Resource) filterValue(name string, fc *config.FilterConfig, v any) any {
+func (r *List) filterValue(name string, fc *config.FilterConfig, v any) any {
 	fd, _ := r.Field(fc.FieldOf(name))
 	if arr, ok := v.([]any); ok && len(arr) == 1 {
 		v = arr[0]
@@ -208,70 +207,70 @@ func (r *Resource) filterValue(name string, fc *config.FilterConfig, v any) any 
 	return v
 }
 
-// filterForm decides whether a filter value can be sent upstream.
-func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) filterForm {
+// FilterForm decides whether a filter value can be sent upstream.
+func (r *List) FilterForm(name string, fc *config.FilterConfig, raw any) FilterForm {
 	if fc == nil {
-		return filterForm{}
+		return FilterForm{}
 	}
 	if fc.Search {
-		return filterForm{sent: true} // a search is always the upstream's
+		return FilterForm{Sent: true} // a search is always the upstream's
 	}
 	fd, _ := r.Field(fc.FieldOf(name))
 	if fd != nil && fd.Normalize != "" {
-		return filterForm{why: "the field is normalized: airlock compares normalized values, the API may not"}
+		return FilterForm{Why: "the field is normalized: airlock compares normalized values, the API may not"}
 	}
-	if fc.Expression != "" && r.expression != nil && r.expression.Language == config.LanguageMango {
+	if fc.Expression != "" && r.Expression != nil && r.Expression.Language == config.LanguageMango {
 		clause, why := r.mangoClause(fc, fd, r.filterValue(name, fc, raw))
-		return filterForm{sent: why == "", why: why, mango: clause}
+		return FilterForm{Sent: why == "", Why: why, mango: clause}
 	}
-	if fc.Expression != "" && r.expression.Bound() {
+	if fc.Expression != "" && r.Expression.Bound() {
 		clause, b, why := r.boundClause(name, fc, fd, r.filterValue(name, fc, raw))
-		return filterForm{sent: why == "", why: why, clause: clause, bound: b}
+		return FilterForm{Sent: why == "", Why: why, clause: clause, bound: b}
 	}
 	if fc.Expression != "" {
 		clause, why := r.expressionClause(fc, fd, r.filterValue(name, fc, raw))
-		return filterForm{sent: why == "", why: why, clause: clause}
+		return FilterForm{Sent: why == "", Why: why, clause: clause}
 	}
 	switch v := r.filterValue(name, fc, raw).(type) {
 	case nil:
-		return filterForm{sent: fc.NullParam != "" || fc.Null != nil}
+		return FilterForm{Sent: fc.NullParam != "" || fc.Null != nil}
 	case []any:
 		if fc.Multi == "" {
-			return filterForm{}
+			return FilterForm{}
 		}
 		for _, e := range v {
 			if e == nil || config.IsNull(e, fd) {
-				return filterForm{why: "null among the values: only airlock can match it"}
+				return FilterForm{Why: "null among the values: only airlock can match it"}
 			}
 			if why := r.splits(fc, e); why != "" {
-				return filterForm{why: why}
+				return FilterForm{Why: why}
 			}
 		}
 		if _, why, ok := r.listWire(fc, v); !ok {
-			return filterForm{why: why}
+			return FilterForm{Why: why}
 		}
-		return filterForm{sent: true}
+		return FilterForm{Sent: true}
 	default:
 		if fc.Param == "" {
-			return filterForm{}
+			return FilterForm{}
 		}
 		if fc.Multi == "comma" && (fc.MultiParam == "" || fc.MultiParam == fc.Param) {
 			// The API splits this parameter's value into a list.
 			if why := r.splits(fc, v); why != "" {
-				return filterForm{why: why}
+				return FilterForm{Why: why}
 			}
 		}
 		if _, why, ok := wireValue(config.ListKind(&r.Config), fc, v); !ok {
-			return filterForm{why: why}
+			return FilterForm{Why: why}
 		}
-		return filterForm{sent: true}
+		return FilterForm{Sent: true}
 	}
 }
 
 // listWire is a list's values as placed in the request: one text joined
 // by the separator for a comma list, else each value as wireValue writes
 // it; ok is false, with why, when a value cannot be carried so.
-func (r *Resource) listWire(fc *config.FilterConfig, v []any) ([]any, string, bool) {
+func (r *List) listWire(fc *config.FilterConfig, v []any) ([]any, string, bool) {
 	if fc.Multi == "comma" {
 		parts := make([]string, len(v))
 		for i, e := range v {
@@ -294,7 +293,7 @@ func (r *Resource) listWire(fc *config.FilterConfig, v []any) ([]any, string, bo
 // splits says why a comma list cannot carry a value intact ("" when it
 // can): the value holds the separator, is empty, or has white space at an
 // end (APIs trim the parts of a list).
-func (r *Resource) splits(fc *config.FilterConfig, v any) string {
+func (r *List) splits(fc *config.FilterConfig, v any) string {
 	if fc.Multi != "comma" {
 		return ""
 	}
@@ -319,7 +318,7 @@ func separatorOf(fc *config.FilterConfig) string {
 }
 
 // placeFilter places a value filterForm accepted.
-func (r *Resource) placeFilter(p *dialect.Params, name string, fc *config.FilterConfig, raw any) {
+func (r *List) placeFilter(p *Params, name string, fc *config.FilterConfig, raw any) {
 	switch v := r.filterValue(name, fc, raw).(type) {
 	case nil:
 		if fc.NullParam != "" {
@@ -349,9 +348,9 @@ func (r *Resource) placeFilter(p *dialect.Params, name string, fc *config.Filter
 	}
 }
 
-// ensurePIT opens the point in time of a search_after list before its
+// EnsurePIT opens the point in time of a search_after list before its
 // first page (st holds it from then on); nothing for other lists.
-func (r *Resource) ensurePIT(ctx context.Context, src config.SourceConfig, st *dialect.State, requestID string) error {
+func (r *List) EnsurePIT(ctx context.Context, src config.SourceConfig, st *State, requestID string) error {
 	if r.Pagination.PIT == nil || st.PIT != "" {
 		return nil
 	}
@@ -365,9 +364,9 @@ func (r *Resource) ensurePIT(ctx context.Context, src config.SourceConfig, st *d
 
 // openPIT opens the point in time a search_after list reads in, and
 // returns its id.
-func (r *Resource) openPIT(ctx context.Context, src config.SourceConfig, requestID string) (string, error) {
+func (r *List) openPIT(ctx context.Context, src config.SourceConfig, requestID string) (string, error) {
 	pit := r.Pagination.PIT
-	base := r.sourceBase(src)
+	base := r.SourceBase(src)
 	path, rawQuery, _ := strings.Cut(pit.Open, "?")
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -389,8 +388,8 @@ func (r *Resource) openPIT(ctx context.Context, src config.SourceConfig, request
 	return s, nil
 }
 
-// paramNames lists every upstream parameter a filter may send, sorted.
-func paramNames(fc *config.FilterConfig) []string {
+// ParamNames lists every upstream parameter a filter may send, sorted.
+func ParamNames(fc *config.FilterConfig) []string {
 	set := map[string]bool{}
 	for _, p := range []string{fc.Param, fc.MultiParam} {
 		if p != "" {
@@ -408,10 +407,10 @@ func paramNames(fc *config.FilterConfig) []string {
 	return out
 }
 
-// ownHeaders is a list's or a read's own headers (list.headers,
+// OwnHeaders is a list's or a read's own headers (list.headers,
 // get.headers), each replacing the upstream's of the same name; nil when
 // there are none.
-func ownHeaders(hs map[string]string) http.Header {
+func OwnHeaders(hs map[string]string) http.Header {
 	if len(hs) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"maps"
@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // SignalSearch is SEARCH_MATCHES_UNVERIFIED's signal: a filter of the
@@ -30,7 +29,7 @@ func typedSearch(path string, v any) (any, envelope.FieldError, bool) {
 // the parameters that carry them, for scope.search; nil when there are
 // none. Their matches are the upstream's claim: every answer over such a
 // scope is SEARCH_MATCHES_UNVERIFIED.
-func (r *Resource) SearchScope(filter map[string]any) *envelope.ScopeSearch {
+func (r *List) SearchScope(filter map[string]any) *envelope.ScopeSearch {
 	var out *envelope.ScopeSearch
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc := r.Config.Filters[name]
@@ -50,7 +49,7 @@ func (r *Resource) SearchScope(filter map[string]any) *envelope.ScopeSearch {
 // filters that narrow a list, but a search endpoint (MediaWiki's
 // list=search) answers nothing without its search, and a probe that is
 // refused proves nothing.
-func (r *Resource) sendSearches(p *dialect.Params, filter map[string]any) {
+func (r *List) sendSearches(p *Params, filter map[string]any) {
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		if fc := r.Config.Filters[name]; fc != nil && fc.Search {
 			r.placeFilter(p, name, fc, filter[name])

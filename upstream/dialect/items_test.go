@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
-	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -44,7 +43,7 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 			doc, items, ok, err := transport.DecodeListBody(resp, tc.path)
 			if tc.bad {
 				if !transport.IsBadResponse(err) {
-					t.Fatalf("decodeListBody = %v; want a bad response", err)
+					t.Fatalf("DecodeListBody = %v; want a bad response", err)
 				}
 				return
 			}
@@ -62,7 +61,7 @@ func TestListBody_ReadsItemsOneAtATimeAsAWholeDecodeWould(t *testing.T) {
 			if werr != nil {
 				t.Fatalf("the whole decode fails (%v) where the lazy one did not", werr)
 			}
-			var d dialect.ItemDecoder
+			var d ItemDecoder
 			got := make([]any, len(items))
 			for i, it := range items {
 				if got[i], _, err = d.Item(it); err != nil {

@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 
 // mangoClause is one filter's value as a clause of the selector, or why it
 // is not sent (the filter is then airlock's alone).
-func (r *Resource) mangoClause(fc *config.FilterConfig, fd *config.FieldConfig, v any) (map[string]any, string) {
+func (r *List) mangoClause(fc *config.FilterConfig, fd *config.FieldConfig, v any) (map[string]any, string) {
 	field, why := mangoField(fc.Expression)
 	if why != "" {
 		return nil, why

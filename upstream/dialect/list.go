@@ -1,0 +1,90 @@
+package dialect
+
+import (
+	"maps"
+	"net/url"
+	"slices"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
+)
+
+// List is a resource's list as its requests are built: the resource's
+// configuration, its resolved pagination and sources, the client of its
+// upstream and its dialect. Package upstream's Resource embeds it.
+type List struct {
+	Upstream *transport.Client
+	// Config is the resource as declared, but for its pagination, limits
+	// and sources, which it holds resolved (defaults filled in), as the
+	// fields below do.
+	Config     config.ResourceConfig
+	Pagination config.PaginationConfig
+	Sources    []config.SourceConfig
+	// Dialect builds the list's page requests and reads its pages.
+	Dialect Dialect
+	// Expression is the list's filter expression with its language's
+	// rules filled in (nil when the list declares none).
+	Expression *config.ExpressionConfig
+}
+
+// Field returns a declared field.
+func (r *List) Field(name string) (*config.FieldConfig, bool) {
+	f, ok := r.Config.Fields[name]
+	return f, ok && f != nil
+}
+
+// FieldPath is where a declared field lives in an item.
+func (r *List) FieldPath(name string) string {
+	if f, ok := r.Field(name); ok && f.Path != "" {
+		return f.Path
+	}
+	return name
+}
+
+// SourceBase resolves the base URL for a source.
+func (r *List) SourceBase(src config.SourceConfig) *url.URL {
+	if src.BaseURL != "" {
+		u, err := url.Parse(src.BaseURL)
+		if err == nil {
+			return u
+		}
+	}
+	return r.Upstream.Base()
+}
+
+// DialectFor builds the resource's dialect for pagination p.
+func (r *List) DialectFor(p config.PaginationConfig) Dialect {
+	key := LastKey{Path: r.FieldPath(r.Config.IDField), Exclusive: p.CursorExclusive}
+	field := r.Config.IDField
+	if p.CursorField != "" {
+		field = p.CursorField
+		key.Path = r.FieldPath(field)
+	}
+	if fd, ok := r.Field(field); ok && fd.Decode == config.DecodeBase64 {
+		key.Base64 = true
+	}
+	return ForList(p, r.FieldPath(r.Config.IDField), r.Config.List.Items, key)
+}
+
+// sendSnapshot sends the first page's snapshot with every later page.
+func (r *List) sendSnapshot(p *Params, st State) {
+	if sc := r.Pagination.Snapshot; sc != nil && sc.Param != "" && st.Started && st.Snapshot != "" {
+		p.Set(sc.Param, st.Snapshot)
+	}
+}
+
+// FieldName maps a field an upstream named in a validation error to a name
+// airlock may show: the filter argument that sent the query parameter
+// (filter.X), or upstream.F when F is a field the resource declares (by
+// name or path); "" for anything else.
+func (r *List) FieldName(name string) string {
+	if f := r.paramToFilter(name); f != "" {
+		return f
+	}
+	for _, fname := range slices.Sorted(maps.Keys(r.Config.Fields)) {
+		if fname == name || r.FieldPath(fname) == name {
+			return "upstream." + fname
+		}
+	}
+	return ""
+}
