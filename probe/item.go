@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -45,7 +46,7 @@ type itemRead struct {
 func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 	r := p.r
 	g := r.Config.Get
-	req, err := r.ReadRequest(id, p.opts.RequestID)
+	req, err := read.Request(r, id, p.opts.RequestID)
 	if err != nil {
 		p.add("get.path", Wrong, "reading "+id+" by id: "+err.Error(), "")
 		return itemRead{err: err}
@@ -73,7 +74,7 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 		return itemRead{resp: resp, err: err}
 	}
 	idPath := r.FieldPath(r.Config.IDField)
-	if m := r.ItemFromRead(doc); m != nil {
+	if m := read.ItemOf(r, doc); m != nil {
 		if v, ok := jsonvalue.GetID(m, idPath); ok && v == id {
 			p.add("get.item", OK, fmt.Sprintf("%s holds the item at %q, with %s %s", what, config.DisplayPath(g.Item), r.Config.IDField, id), "")
 			return itemRead{resp: resp, item: true}

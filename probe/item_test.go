@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -151,7 +152,7 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, found, err := rt.Resources["accounts"].Read(t.Context(), "a1", "test")
+	_, _, found, err := read.Item(t.Context(), rt.Resources["accounts"], "a1", "test")
 	if err == nil || !transport.IsBadResponse(err) || !strings.Contains(err.Error(), "get.item") {
 		t.Fatalf("Read = found %v, %v; want a bad response naming get.item", found, err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -215,9 +216,9 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	}
 	p.add("list.items", OK, fmt.Sprintf("%s %s: %d items at %q on the first page", listMethod(r), r.Config.List.Path, len(items), config.DisplayPath(r.Config.List.Items)), "")
 	p.keep(items)
-	dec := r.DecideList(resp)
+	dec := read.DecideList(r, resp)
 	switch dec.Decision {
-	case upstream.DecideRefuse, upstream.DecideStop:
+	case read.DecideRefuse, read.DecideStop:
 		p.add("contract", Wrong, dec.Decision+": "+strings.Join(dec.Details, "; "), "decision fields drifted: records resting on them are withheld")
 	default:
 		p.add("contract", OK, dec.Decision+because(dec.Details), "")

@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/write"
 )
 
@@ -213,7 +214,7 @@ func writable(a *upstream.Action, id, version string) string {
 		// A GraphQL mutation carries the id in its variables, and a
 		// body-keyed write (etcd's txn) in its body, not a path.
 		inPath := rq.GraphQL == "" && strings.Contains(rq.Path, "{{id}}")
-		if err := upstream.CheckPathID(id); err != nil && (inPath || id == "") {
+		if err := read.CheckPathID(id); err != nil && (inPath || id == "") {
 			return err.Error()
 		}
 	}

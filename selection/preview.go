@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -247,14 +248,14 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 		if i > 0 && id == ids[i-1] {
 			continue
 		}
-		if err := upstream.CheckPathID(id); err != nil {
+		if err := read.CheckPathID(id); err != nil {
 			// Never read or written: the id cannot address one record.
 			if err := c.add(Record{ID: id, Disposition: Ambiguous, Note: err.Error()}); err != nil {
 				return out, err
 			}
 			continue
 		}
-		doc, version, found, err := r.Read(ctx, id, req.RequestID)
+		doc, version, found, err := read.Item(ctx, r, id, req.RequestID)
 		if err != nil {
 			return out, readError(err)
 		}

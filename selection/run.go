@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 	"github.com/airlock-mcp/airlock/write"
 )
@@ -453,7 +454,7 @@ func (r *run) reread(ctx context.Context, t Target, reqID string) (doc map[strin
 // it.
 func (r *run) rereadRaw(ctx context.Context, t Target, reqID string) (doc, raw map[string]any, version string, found bool, p *envelope.Problem) {
 	start := time.Now()
-	doc, raw, ver, found, err := r.a.Resource.ReadRaw(ctx, t.ID, reqID)
+	doc, raw, ver, found, err := read.Raw(ctx, r.a.Resource, t.ID, reqID)
 	r.call(http.MethodGet, r.a.Resource.Config.Get.Path, t.ID, statusOf(err, found), time.Since(start), reqID)
 	if err != nil {
 		return nil, nil, "", false, readProblem(err)
@@ -560,7 +561,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		vars.Record = r.a.RecordAfter(raw, vars.After)
 	}
 	req, err := write.Request(r.a, vars, reqID)
-	if errors.Is(err, write.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
+	if errors.Is(err, write.ErrNoVersion) || errors.Is(err, read.ErrUnsafeID) {
 		r.unwritable(t, err)
 		return true
 	}

@@ -103,7 +103,7 @@ func (a *Action) WholeRecord() bool {
 // with the effect's after-values set at their fields' paths, in the API's
 // encoding: the whole record a replacing write sends.
 func (a *Action) RecordAfter(raw, after map[string]any) map[string]any {
-	out := copyDoc(raw)
+	out := CopyDoc(raw)
 	for _, e := range a.Config.Effect {
 		jsonvalue.Put(out, a.Resource.FieldPath(e.Field), a.Resource.Encode(e.Field, after[e.Field]))
 	}

@@ -80,7 +80,7 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 		if err != nil {
 			return w, err
 		}
-		items, err := r.itemsOf(doc)
+		items, err := r.ItemsOf(doc)
 		if err != nil {
 			return w, err
 		}
@@ -98,8 +98,8 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 			if !ok {
 				continue
 			}
-			m = copyDoc(m)
-			if err := r.decodeFields(m); err != nil {
+			m = CopyDoc(m)
+			if err := r.DecodeFields(m); err != nil {
 				return w, err
 			}
 			id, ok := jsonvalue.GetID(m, idPath)
@@ -109,7 +109,7 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 			if _, dup := w.Docs[id]; !dup {
 				fresh++
 			}
-			c := copyDoc(m)
+			c := CopyDoc(m)
 			norm.normalizeLocked(c)
 			w.Docs[id] = c
 		}
@@ -131,11 +131,11 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 	return w, nil
 }
 
-func copyDoc(m map[string]any) map[string]any {
+func CopyDoc(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		if sub, ok := v.(map[string]any); ok {
-			v = copyDoc(sub)
+			v = CopyDoc(sub)
 		}
 		out[k] = v
 	}
@@ -170,7 +170,7 @@ func (r *Resource) DecodePage(resp *transport.Response) (any, error) {
 // PageItems are the items of a decoded page, where the configuration says
 // they are.
 func (r *Resource) PageItems(doc any) ([]any, error) {
-	return r.itemsOf(doc)
+	return r.ItemsOf(doc)
 }
 
 func (r *Resource) decodeBody(resp *transport.Response, st dialect.State) (any, error) {

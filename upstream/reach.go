@@ -104,11 +104,11 @@ func fieldDecoders(r *Resource) []fieldDecoder {
 	return out
 }
 
-// decodeFields decodes, in place and exactly once, every field an item's
+// DecodeFields decodes, in place and exactly once, every field an item's
 // API encodes: filters, review, digests and ids then see the value itself.
 // A value that is not base64, or not UTF-8 text once decoded, is refused:
 // read raw, it would be compared, shown and digested as what it is not.
-func (r *Resource) decodeFields(doc map[string]any) error {
+func (r *Resource) DecodeFields(doc map[string]any) error {
 	if r.Config.ItemEncoding == config.EncodingDynamoDB {
 		return dialect.FromAttributeValues(doc)
 	}
@@ -182,8 +182,8 @@ func (r *Resource) DecodeItem(doc map[string]any) (map[string]any, error) {
 	if len(r.decoders) == 0 && r.Config.ItemEncoding == "" {
 		return doc, nil
 	}
-	c := copyDoc(doc)
-	if err := r.decodeFields(c); err != nil {
+	c := CopyDoc(doc)
+	if err := r.DecodeFields(c); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -193,36 +193,17 @@ func (r *Resource) DecodeItem(doc map[string]any) (map[string]any, error) {
 // encodes decoded and every declared normalization applied, so that it
 // compares with what reads show.
 func (r *Resource) AsRead(doc map[string]any) (map[string]any, error) {
-	c := copyDoc(doc)
-	if err := r.decodeFields(c); err != nil {
+	c := CopyDoc(doc)
+	if err := r.DecodeFields(c); err != nil {
 		return nil, err
 	}
-	s := &Scan{r: r, normalized: map[string]bool{}}
-	s.normalizeLocked(c)
+	r.Normalize(c)
 	return c, nil
 }
 
-// ItemFromRead is the item a read by id answered (at get.item; for a read
-// by POST, a list of at most one), decoded; nil when the answer holds
-// none.
-func (r *Resource) ItemFromRead(body any) map[string]any {
-	g := r.Config.Get
-	if g == nil {
-		return nil
-	}
-	var m map[string]any
-	if config.PostGet(g) {
-		m, _, _ = r.postReadItem(body)
-	} else {
-		got, _ := jsonvalue.Get(body, g.Item)
-		m, _ = got.(map[string]any)
-	}
-	if m == nil {
-		return nil
-	}
-	d, err := r.DecodeItem(m)
-	if err != nil {
-		return nil
-	}
-	return d
+// Normalize applies every declared normalization to an item in place, as
+// a read does.
+func (r *Resource) Normalize(doc map[string]any) {
+	s := &Scan{r: r, normalized: map[string]bool{}}
+	s.normalizeLocked(doc)
 }

@@ -109,7 +109,7 @@ func (r *Resource) decodeList(resp *transport.Response, st dialect.State, o dial
 			return doc, items, nil
 		}
 		// No array where the items belong: itemsOf says what is there.
-		items, err = r.itemsOf(doc)
+		items, err = r.ItemsOf(doc)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -124,16 +124,16 @@ func (r *Resource) decodeList(resp *transport.Response, st dialect.State, o dial
 			return nil, nil, err
 		}
 	}
-	items, err := r.itemsOf(doc)
+	items, err := r.ItemsOf(doc)
 	if err != nil {
 		return nil, nil, err
 	}
 	return doc, items, nil
 }
 
-// itemsOf reads the items array of a list body; plain values become
+// ItemsOf reads the items array of a list body; plain values become
 // objects when list.scalar_item_field says so.
-func (r *Resource) itemsOf(doc any) ([]any, error) {
+func (r *Resource) ItemsOf(doc any) ([]any, error) {
 	if r.Pagination.Dialect == config.DialectGraphQL {
 		return dialect.GraphQLItems(doc, r.Pagination.Connection)
 	}

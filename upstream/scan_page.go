@@ -122,7 +122,7 @@ func (s *Scan) account(src *sourceScan, st dialect.State, pg dialect.Page, hand 
 		if !ok {
 			return transport.BadResponse("an item is not a JSON object")
 		}
-		if err := r.decodeFields(doc); err != nil {
+		if err := r.DecodeFields(doc); err != nil {
 			return err
 		}
 		id, ok := jsonvalue.GetID(doc, idPath)

@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
@@ -84,7 +85,7 @@ func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (tr
 	// An id goes into the path as one segment; a GraphQL mutation or a
 	// body-keyed write (etcd's txn) carries it in JSON instead.
 	inPath := rc.GraphQL == "" && strings.Contains(rc.Path, "{{id}}")
-	if err := upstream.CheckPathID(vars.ID); err != nil && (inPath || vars.ID == "") {
+	if err := read.CheckPathID(vars.ID); err != nil && (inPath || vars.ID == "") {
 		return transport.Request{}, err
 	}
 	if (a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion) && vars.Version == "" {

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"encoding/json"
 	"maps"
 	"net/url"
 	"slices"
@@ -87,4 +88,15 @@ func (r *List) FieldName(name string) string {
 		}
 	}
 	return ""
+}
+
+// TypedID is an id in its declared field type: a number for an integer or
+// number id field (GraphQL's Int!, a JSON body), else the string.
+func (r *List) TypedID(id string) any {
+	if fc, ok := r.Field(r.Config.IDField); ok && (fc.Type == "integer" || fc.Type == "number") {
+		if _, err := json.Number(id).Float64(); err == nil {
+			return json.Number(id)
+		}
+	}
+	return id
 }

@@ -1,17 +1,18 @@
-package upstream
+package read
 
 import (
 	"net/http"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// postReadRequest builds a read by POST (etcd's range by key: POST
+// postRequest builds a read by POST (etcd's range by key: POST
 // /v3/kv/range {"key": …}): get.body rendered with the id, in the
 // encoding the API holds it in (base64 for a decoded id field).
-func (r *Resource) postReadRequest(id, requestID string) (transport.Request, error) {
+func postRequest(r *upstream.Resource, id, requestID string) (transport.Request, error) {
 	g := r.Config.Get
 	if id == "" {
 		return transport.Request{}, ErrUnsafeID
@@ -35,11 +36,11 @@ func (r *Resource) postReadRequest(id, requestID string) (transport.Request, err
 	return transport.Request{Method: http.MethodPost, URL: r.Upstream.ResolveURL(nil, g.Path, nil), Body: b, RequestID: requestID, Idempotent: true}, nil
 }
 
-// postReadItem reads the item out of a POST read's answer: an object, or a
+// postItem reads the item out of a POST read's answer: an object, or a
 // list of at most one (etcd's kvs). found is false for an empty list, and
 // for an absent one where get.absent says that means none (proto3 JSON
 // omits an empty kvs).
-func (r *Resource) postReadItem(body any) (item map[string]any, found bool, err error) {
+func postItem(r *upstream.Resource, body any) (item map[string]any, found bool, err error) {
 	g := r.Config.Get
 	v, ok := jsonvalue.Get(body, g.Item)
 	if !ok || v == nil {

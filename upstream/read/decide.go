@@ -1,4 +1,4 @@
-package upstream
+package read
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
@@ -40,7 +41,7 @@ type Decision struct {
 }
 
 // DecideList judges a list answer of the resource as the scan would.
-func (r *Resource) DecideList(resp *transport.Response) Decision {
+func DecideList(r *upstream.Resource, resp *transport.Response) Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
@@ -48,7 +49,7 @@ func (r *Resource) DecideList(resp *transport.Response) Decision {
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
-	items, err := r.itemsOf(doc) // plain values too, with list.scalar_item_field
+	items, err := r.ItemsOf(doc) // plain values too, with list.scalar_item_field
 	if err != nil {
 		return Decision{DecideStop, []string{err.Error()}}
 	}
@@ -98,7 +99,7 @@ func (r *Resource) DecideList(resp *transport.Response) Decision {
 }
 
 // DecideItem judges a single-item answer (a re-read before a write).
-func (r *Resource) DecideItem(resp *transport.Response) Decision {
+func DecideItem(r *upstream.Resource, resp *transport.Response) Decision {
 	if resp.Status < 200 || resp.Status > 299 {
 		return Decision{DecideStop, []string{fmt.Sprintf("the upstream answered %d", resp.Status)}}
 	}
@@ -135,7 +136,7 @@ func (r *Resource) DecideItem(resp *transport.Response) Decision {
 
 // Probe reads one small page of the resource (read-only) and judges it:
 // `airlock contract --live`.
-func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) Decision {
+func Probe(ctx context.Context, r *upstream.Resource, requestID string, pageSize int) Decision {
 	st := dialect.State{}
 	if err := r.EnsurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
@@ -148,11 +149,11 @@ func (r *Resource) Probe(ctx context.Context, requestID string, pageSize int) De
 	if err != nil {
 		var he *transport.HTTPError
 		if errors.As(err, &he) && he.Kind == transport.FailStatus && resp != nil {
-			return r.DecideList(resp)
+			return DecideList(r, resp)
 		}
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}
-	return r.DecideList(resp)
+	return DecideList(r, resp)
 }
 
 // RecordedResponse builds a Response from a recorded status, headers and

@@ -1,16 +1,17 @@
-package upstream
+package read
 
 import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream"
 )
 
 // getURL is the URL that reads one item: get.path with the id escaped as
 // one path segment where the path names it, and as one query value where
 // its query does (MediaWiki's /api.php?action=query&pageids={{id}}).
-func (r *Resource) getURL(id string) (*url.URL, error) {
+func getURL(r *upstream.Resource, id string) (*url.URL, error) {
 	path, q, err := config.TemplateVars{ID: id}.RenderURL(r.Config.Get.Path)
 	if err != nil {
 		return nil, err

@@ -1,36 +1,36 @@
-package upstream
+package read
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// ReadRequest builds the request that reads one item by id: a GET of
+// Request builds the request that reads one item by id: a GET of
 // get.path, or a POST of get.graphql with the id as $id.
-func (r *Resource) ReadRequest(id, requestID string) (transport.Request, error) {
-	req, err := r.readRequest(id, requestID)
+func Request(r *upstream.Resource, id, requestID string) (transport.Request, error) {
+	req, err := request(r, id, requestID)
 	if err == nil && r.Config.Get != nil {
 		req.Header = dialect.OwnHeaders(r.Config.Get.Headers)
 	}
 	return req, err
 }
 
-// readRequest is ReadRequest without get.headers.
-func (r *Resource) readRequest(id, requestID string) (transport.Request, error) {
+// request is ReadRequest without get.headers.
+func request(r *upstream.Resource, id, requestID string) (transport.Request, error) {
 	g := r.Config.Get
 	if g == nil {
 		return transport.Request{}, fmt.Errorf("resource %q has no get endpoint", r.Name)
 	}
 	if config.PostGet(g) {
-		return r.postReadRequest(id, requestID)
+		return postRequest(r, id, requestID)
 	}
 	if g.GraphQL != "" {
 		if id == "" {
@@ -42,43 +42,32 @@ func (r *Resource) readRequest(id, requestID string) (transport.Request, error) 
 	if err := CheckPathID(id); err != nil {
 		return transport.Request{}, err
 	}
-	u, err := r.getURL(id)
+	u, err := getURL(r, id)
 	if err != nil {
 		return transport.Request{}, err
 	}
 	return transport.Request{Method: http.MethodGet, URL: u, RequestID: requestID, Idempotent: true}, nil
 }
 
-// TypedID is an id in its declared field type: a number for an integer or
-// number id field (GraphQL's Int!, a JSON body), else the string.
-func (r *Resource) TypedID(id string) any {
-	if fc, ok := r.Field(r.Config.IDField); ok && (fc.Type == "integer" || fc.Type == "number") {
-		if _, err := json.Number(id).Float64(); err == nil {
-			return json.Number(id)
-		}
-	}
-	return id
-}
-
-// Read fetches one item through the resource's get endpoint. found is false
+// Item fetches one item through the resource's get endpoint. found is false
 // on 404 (and, for a GraphQL get, on a null item without errors). Errors
 // are *HTTPError or bad-response errors.
-func (r *Resource) Read(ctx context.Context, id, requestID string) (doc map[string]any, version string, found bool, err error) {
-	doc, _, version, found, err = r.ReadRaw(ctx, id, requestID)
+func Item(ctx context.Context, r *upstream.Resource, id, requestID string) (doc map[string]any, version string, found bool, err error) {
+	doc, _, version, found, err = Raw(ctx, r, id, requestID)
 	return doc, version, found, err
 }
 
-// ReadRaw is Read that also returns the item as the upstream sent it:
+// Raw is Read that also returns the item as the upstream sent it:
 // before the fields it encodes are decoded and before any normalization,
 // the shape a write that replaces the whole record sends back.
-func (r *Resource) ReadRaw(ctx context.Context, id, requestID string) (doc, raw map[string]any, version string, found bool, err error) {
-	doc, raw, version, found, err = r.read(ctx, id, requestID)
+func Raw(ctx context.Context, r *upstream.Resource, id, requestID string) (doc, raw map[string]any, version string, found bool, err error) {
+	doc, raw, version, found, err = get(ctx, r, id, requestID)
 	return
 }
 
-func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map[string]any, version string, found bool, err error) {
+func get(ctx context.Context, r *upstream.Resource, id, requestID string) (doc, raw map[string]any, version string, found bool, err error) {
 	g := r.Config.Get
-	req, err := r.ReadRequest(id, requestID)
+	req, err := Request(r, id, requestID)
 	if err != nil {
 		return nil, nil, "", false, err
 	}
@@ -95,7 +84,7 @@ func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map
 	}
 	item, _ := jsonvalue.Get(body, g.Item)
 	if config.PostGet(g) {
-		m, found, err := r.postReadItem(body)
+		m, found, err := postItem(r, body)
 		if !found || err != nil {
 			return nil, nil, "", false, err
 		}
@@ -114,8 +103,8 @@ func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map
 	if missingItem(g, m) {
 		return nil, nil, "", false, nil
 	}
-	raw = copyDoc(m)
-	if err := r.decodeFields(m); err != nil {
+	raw = upstream.CopyDoc(m)
+	if err := r.DecodeFields(m); err != nil {
 		return nil, nil, "", false, err
 	}
 	got, ok := jsonvalue.GetID(m, r.FieldPath(r.Config.IDField))
@@ -137,8 +126,7 @@ func (r *Resource) read(ctx context.Context, id, requestID string) (doc, raw map
 	if version == "" {
 		version = resp.Header.Get("ETag")
 	}
-	s := &Scan{r: r, normalized: map[string]bool{}}
-	s.normalizeLocked(m)
+	r.Normalize(m)
 	return m, raw, version, true, nil
 }
 
@@ -162,3 +150,28 @@ func CheckPathID(id string) error {
 
 // ErrUnsafeID is wrapped by CheckPathID's errors.
 var ErrUnsafeID = errors.New("the id cannot be one URL path segment")
+
+// ItemOf is the item a read by id answered (at get.item; for a read
+// by POST, a list of at most one), decoded; nil when the answer holds
+// none.
+func ItemOf(r *upstream.Resource, body any) map[string]any {
+	g := r.Config.Get
+	if g == nil {
+		return nil
+	}
+	var m map[string]any
+	if config.PostGet(g) {
+		m, _, _ = postItem(r, body)
+	} else {
+		got, _ := jsonvalue.Get(body, g.Item)
+		m, _ = got.(map[string]any)
+	}
+	if m == nil {
+		return nil
+	}
+	d, err := r.DecodeItem(m)
+	if err != nil {
+		return nil
+	}
+	return d
+}
