@@ -130,3 +130,16 @@ func (a *Action) EffectFields() []string {
 	sort.Strings(out)
 	return out
 }
+
+// FieldName maps a field an upstream named in its answer to a write: the
+// action parameter the request body took it from (action.params.X), else
+// a declared field of the resource (see dialect.List.FieldName); "" otherwise.
+func (a *Action) FieldName(name string) string {
+	if p := a.Config.ParamFor(name); p != "" {
+		return p
+	}
+	if a.Resource != nil {
+		return a.Resource.FieldName(name)
+	}
+	return ""
+}

@@ -26,7 +26,7 @@ import (
 func (r *Resource) afterParse(resp *transport.Response, doc any, st dialect.State, pg *dialect.Page) {
 	// A relative next link is a reference from the page that carried it
 	// (RFC 3986: resolved against the document's own URL, not base_url);
-	// it is followed on the source's own origin only (listRequest).
+	// it is followed on the source's own origin only (PageRequest).
 	if pg.Next.NextURL != nil && resp != nil && resp.URL != nil {
 		pg.Next.NextURL = resp.URL.ResolveReference(pg.Next.NextURL)
 	}
@@ -163,7 +163,7 @@ func (r *Resource) Encode(field string, v any) any {
 	return base64.StdEncoding.EncodeToString([]byte(s))
 }
 
-// decodedID is an id read from a raw item (before decodeFields) as the
+// decodedID is an id read from a raw item (before DecodeFields) as the
 // scan holds ids: decoded when the id field is (decode: base64).
 func (r *Resource) decodedID(raw string) string {
 	if raw == "" || !r.Decoded(r.Config.IDField) {

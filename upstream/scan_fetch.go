@@ -108,7 +108,7 @@ func (r *Resource) decodeList(resp *transport.Response, st dialect.State, o dial
 		if found {
 			return doc, items, nil
 		}
-		// No array where the items belong: itemsOf says what is there.
+		// No array where the items belong: ItemsOf says what is there.
 		items, err = r.ItemsOf(doc)
 		if err != nil {
 			return nil, nil, err

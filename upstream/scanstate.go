@@ -146,7 +146,7 @@ type savedSource struct {
 	ShortOf    int           `json:"short_of,omitempty"`
 }
 
-// savedPage is a pageState as stored: every member, so that a scan
+// savedPage is a dialect.State as stored: every member, so that a scan
 // resumed by another process stands exactly where this one stopped (a
 // probe owed, the signals seen, the items counted against the total).
 // What the upstream handed out to continue (cursor, next URL, snapshot,
@@ -168,7 +168,7 @@ type savedPage struct {
 	EndSignal      string `json:"end_signal,omitempty"`
 	Probe          bool   `json:"probe,omitempty"`
 	// Recheck is the request of a whole page to ask for again (see
-	// pageState), RecheckItems what it held.
+	// dialect.State), RecheckItems what it held.
 	Recheck      *savedPage `json:"recheck,omitempty"`
 	RecheckItems int        `json:"recheck_items,omitempty"`
 }

@@ -11,16 +11,15 @@ import (
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// DynamoDB's AttributeValue (item_encoding: dynamodb): every attribute of
-// an item is an object naming its type, {"S": "x"}, {"N": "20"},
-// {"BOOL": true}, {"NULL": true}, {"L": […]}, {"M": {…}}, {"SS": […]},
-// {"NS": […]}, {"B": "…"}, {"BS": […]}. Items are unwrapped once, where
-// the fields the API encodes are decoded (decodeFields), so that filters,
-// contracts, normalization, review and digests see the values
+// DynamoDB's AttributeValue (item_encoding: dynamodb): every attribute of an
+// item is an object naming its type, {"S": "x"}, {"N": "20"}, {"BOOL":
+// true}, {"NULL": true}, {"L": […]}, {"M": {…}}, {"SS": […]}, {"NS": […]},
+// {"B": "…"}, {"BS": […]}. Items are unwrapped once, where the fields the
+// API encodes are decoded (package upstream's Resource.DecodeFields), so
+// that filters, contracts, normalization, review and digests see the values
 // themselves; writes wrap them again (Encode). A number is read from its
-// text as it was written (json.Number), never through float64: 2^53+1
-// stays 2^53+1. {"NULL": true} reads as null, as an absent attribute
-// does.
+// text as it was written (json.Number), never through float64: 2^53+1 stays
+// 2^53+1. {"NULL": true} reads as null, as an absent attribute does.
 
 // FromAttributeValues unwraps an item in place: each member's
 // AttributeValue is replaced by its plain value.

@@ -15,7 +15,7 @@ type cursorDialect struct {
 	idPath string
 	// key derives the next cursor from the last item (no next_cursor):
 	// the id by default (Stripe), or a declared field made exclusive
-	// (etcd). Resource.dialectFor sets it.
+	// (etcd). ForList sets it.
 	key LastKey
 	// itemsPath is where the items are: an answer that omits both them
 	// and the flag (absent_means_zero) shows nothing of a list.

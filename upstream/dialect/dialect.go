@@ -9,7 +9,7 @@ import (
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// pageState is where one source's scan stands: enough to fetch the next
+// State is where one source's scan stands: enough to fetch the next
 // page, and to resume the scan in a later call.
 type State struct {
 	Cursor   string   // cursor: next cursor; continue: continue token
@@ -381,7 +381,7 @@ func ReadTotal(p config.PaginationConfig, resp *transport.Response, doc any) (n 
 	return 0, false, ""
 }
 
-// total reads the page's total (see readTotal), recording an unreadable
+// total reads the page's total (see ReadTotal), recording an unreadable
 // one as doubt.
 func (pg *Page) totalOf(p config.PaginationConfig, resp *transport.Response, doc any) (int, bool) {
 	n, known, bad := ReadTotal(p, resp, doc)

@@ -72,7 +72,7 @@ type ListOptions struct {
 	RequestID string
 }
 
-// listRequest builds the request for the page st points at: the method,
+// PageRequest builds the request for the page st points at: the method,
 // URL and body the list's kind and dialect call for, with the filters
 // sent upstream only in a form that carries each value intact. A next
 // URL (link, next_url) is followed on the source's own host only.
@@ -317,7 +317,7 @@ func separatorOf(fc *config.FilterConfig) string {
 	return ","
 }
 
-// placeFilter places a value filterForm accepted.
+// placeFilter places a value FilterForm accepted.
 func (r *List) placeFilter(p *Params, name string, fc *config.FilterConfig, raw any) {
 	switch v := r.filterValue(name, fc, raw).(type) {
 	case nil:

@@ -10,7 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// listParams collects one list request's parameters where its kind puts
+// Params collects one list request's parameters where its kind puts
 // them: the query string of a GET list, the JSON body of a POST list, the
 // variables of a graphql list. The list's own params and a source's params
 // are always query parameters.

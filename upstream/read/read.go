@@ -23,7 +23,7 @@ func Request(r *upstream.Resource, id, requestID string) (transport.Request, err
 	return req, err
 }
 
-// request is ReadRequest without get.headers.
+// request is Request without get.headers.
 func request(r *upstream.Resource, id, requestID string) (transport.Request, error) {
 	g := r.Config.Get
 	if g == nil {

@@ -71,11 +71,12 @@ func bodyReadError(err error) error {
 // DecodeListBody reads a list page's body once, strictly, except for the
 // items array at itemsPath (dotted keys; "" is the body itself): its
 // elements stay raw, as json.RawMessage sharing the body's bytes, until the
-// scan decodes them one at a time (itemDecoder). A page then costs its
-// bytes and the one item being read, not a decoded tree of every item.
+// scan decodes them one at a time (dialect.ItemDecoder). A page then costs
+// its bytes and the one item being read, not a decoded tree of every item.
 // found is false when itemsPath does not lead to an array; doc then holds
-// what is there, for itemsOf to judge. A member named twice outside the
-// items fails the page; inside an item, it is the item's (see itemDecoder).
+// what is there, for the scan (Resource.ItemsOf) to judge. A member named
+// twice outside the items fails the page; inside an item, it is the item's
+// (see dialect.ItemDecoder).
 func DecodeListBody(resp *Response, itemsPath string) (doc any, items []any, found bool, err error) {
 	if err := checkContentType(resp); err != nil {
 		return nil, nil, false, err

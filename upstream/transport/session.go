@@ -99,7 +99,7 @@ func (j *sessionJar) reset() {
 }
 
 // loadSessionSecrets reads a session's secrets at start-up: the session
-// itself is built by newClient, which has the transport it shares, and
+// itself is built by New, which has the transport it shares, and
 // its material is fingerprinted here.
 func loadSessionSecrets(_ *credential, cr *config.CredentialConfig, opts Options, _ time.Duration) ([]string, error) {
 	var material []string
