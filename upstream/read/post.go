@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 	"github.com/airlock-mcp/airlock/upstream/transport"
@@ -17,7 +18,7 @@ func postRequest(r *upstream.Resource, id, requestID string) (transport.Request,
 	if id == "" {
 		return transport.Request{}, ErrUnsafeID
 	}
-	vars := config.TemplateVars{ID: id, IDValue: r.TypedID(id)}
+	vars := template.Vars{ID: id, IDValue: r.TypedID(id)}
 	if r.Decoded(r.Config.IDField) {
 		enc := r.Encode(r.Config.IDField, vars.IDValue)
 		vars.IDValue = enc

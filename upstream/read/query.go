@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -12,7 +13,7 @@ import (
 // one path segment where the path names it, and as one query value where
 // its query does (MediaWiki's /api.php?action=query&pageids={{id}}).
 func getURL(r *upstream.Resource, id string) (*url.URL, error) {
-	path, q, err := config.TemplateVars{ID: id}.RenderURL(r.Config.Get.Path)
+	path, q, err := template.Vars{ID: id}.RenderURL(r.Config.Get.Path)
 	if err != nil {
 		return nil, err
 	}
