@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/write"
 )
@@ -143,7 +144,7 @@ func mustCanonical(v any) []byte {
 // matches wins (an operator may exclude a broken record by id); then a
 // broken decision-field contract or a missing decision field makes the
 // record ambiguous, never silently in or out; then the precondition.
-func (c *classifier) classify(id, version, source string, doc map[string]any, broken []upstream.Violation) Record {
+func (c *classifier) classify(id, version, source string, doc map[string]any, broken []contract.Violation) Record {
 	r := c.req.Resource
 	rec := Record{ID: id, Version: version, Source: source, Rule: 0}
 	rec.Review, _ = r.Project(doc, c.review)

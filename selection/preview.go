@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
@@ -281,7 +282,7 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 			continue
 		}
 		out.Matched++
-		var broken []upstream.Violation
+		var broken []contract.Violation
 		if r.Contract != nil {
 			vs, _ := r.Contract.Check(doc, fieldSet(decisionFields(req)))
 			for _, v := range vs {

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 )
 
 // Action is an initialized action.
@@ -21,7 +22,7 @@ type Action struct {
 	// configuration makes older previews stale.
 	SpecDigest string
 	// Response checks the write's answer; nil when none is declared.
-	Response *Contract
+	Response *contract.Contract
 }
 
 func newAction(name string, cfg config.ActionConfig, r *Resource) *Action {

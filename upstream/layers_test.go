@@ -16,6 +16,7 @@ import (
 var layers = []struct{ dir, path string }{
 	{"transport", "github.com/airlock-mcp/airlock/upstream/transport"},
 	{"dialect", "github.com/airlock-mcp/airlock/upstream/dialect"},
+	{"contract", "github.com/airlock-mcp/airlock/upstream/contract"},
 	{".", "github.com/airlock-mcp/airlock/upstream"},
 	{"read", "github.com/airlock-mcp/airlock/upstream/read"},
 }
@@ -24,8 +25,8 @@ var layers = []struct{ dir, path string }{
 // back into a package that holds everything.
 const maxLines = 6000
 
-// TestLayers_ImportOneWayAndStaySmall: transport ← dialect ← upstream (the
-// scan) ← read. A package that imports one above it, or one that outgrows
+// TestLayers_ImportOneWayAndStaySmall: transport ← dialect ← contract ←
+// upstream (the scan) ← read. A package that imports one above it, or one that outgrows
 // maxLines non-test lines, fails; a new package under upstream must be
 // given its place here.
 func TestLayers_ImportOneWayAndStaySmall(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
@@ -193,7 +194,7 @@ func (s *Scan) Outcome() Outcome {
 		w.Fields = slices.Sorted(maps.Keys(s.aliases))
 		o.Warnings = append(o.Warnings, w)
 	}
-	o.Warnings = append(o.Warnings, WarningsFor(s.r.Name, s.enumDrift, s.fieldDrift)...)
+	o.Warnings = append(o.Warnings, contract.WarningsFor(s.r.Name, s.enumDrift, s.fieldDrift)...)
 	if s.nullLikeCount > 0 {
 		w := envelope.NewWarning(envelope.WarnNullLikeValues, s.r.Name)
 		for _, name := range s.nullFilters {

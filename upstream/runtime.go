@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/redact"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
@@ -55,7 +56,7 @@ type Resource struct {
 	// response budget takes.
 	DefaultMaxItems int
 	// Contract checks every item read.
-	Contract *Contract
+	Contract *contract.Contract
 	// norms rewrite field values into their declared form on every item
 	// read (normalize, null_values, layout).
 	norms []fieldNorm
@@ -201,11 +202,11 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		r.Dialect = r.DialectFor(r.Pagination)
 		r.Expression = config.ResolveExpression(rc.List.Expression)
 		r.norms = fieldNorms(r)
-		contract, err := compileContract(r, rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, c.BaseDir())
+		ct, err := contract.Compile(listOf(r), rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, c.BaseDir())
 		if err != nil {
 			return nil, fmt.Errorf("resource %q: %w", name, err)
 		}
-		r.Contract = contract
+		r.Contract = ct
 		if opts.ObserveScan != nil {
 			r.OnRun = func(pages, items int) { opts.ObserveScan(name, pages, items) }
 		}
@@ -215,11 +216,11 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		ac := c.Actions[name]
 		a := newAction(name, *ac, rt.Resources[ac.Resource])
 		if rc := ac.Response; rc != nil {
-			contract, err := compileContract(a.Resource, rc.Fields, config.NormalizeInvariants(rc.Invariants), nil, c.BaseDir())
+			ct, err := contract.Compile(listOf(a.Resource), rc.Fields, config.NormalizeInvariants(rc.Invariants), nil, c.BaseDir())
 			if err != nil {
 				return nil, fmt.Errorf("action %q: response: %w", name, err)
 			}
-			a.Response = contract
+			a.Response = ct
 		}
 		rt.Actions[name] = a
 	}
@@ -299,4 +300,13 @@ func checkBaseURL(v string) error {
 		return errors.New("must not carry credentials; use credential.env or credential.file")
 	}
 	return nil
+}
+
+// listOf is the list a contract reads its fields' paths and rules from:
+// the resource's, nil for none.
+func listOf(r *Resource) *dialect.List {
+	if r == nil {
+		return nil
+	}
+	return &r.List
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
@@ -22,7 +23,7 @@ type Item struct {
 	Doc     map[string]any
 	// Violations are the item's broken decision-field contracts (only
 	// with ScanSpec.KeepViolations; otherwise such items are withheld).
-	Violations []Violation
+	Violations []contract.Violation
 }
 
 // Sink receives every matching item in scan order, one call at a time and

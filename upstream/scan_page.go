@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
@@ -130,7 +131,7 @@ func (s *Scan) account(src *sourceScan, st dialect.State, pg dialect.Page, hand 
 			field, rule := r.Config.IDField, "required"
 			if twice := r.duplicated(dups); len(twice) > 0 {
 				// The id itself is named twice: the record has none.
-				field, rule = twice[0], RuleDuplicateMember
+				field, rule = twice[0], contract.RuleDuplicateMember
 			}
 			s.violationLocked(field, rule, "")
 			src.items++
@@ -147,13 +148,13 @@ func (s *Scan) account(src *sourceScan, st dialect.State, pg dialect.Page, hand 
 		src.items++
 		s.scanned++
 		s.normalizeLocked(doc)
-		var broken []Violation
+		var broken []contract.Violation
 		brokenFilter := false
 		for _, f := range r.duplicated(dups) {
 			// A member named twice is read by neither value: the record
 			// is ambiguous, and in scope or not as far as that member
 			// decides it.
-			broken = append(broken, Violation{Field: f, Rule: RuleDuplicateMember, Decision: true})
+			broken = append(broken, contract.Violation{Field: f, Rule: contract.RuleDuplicateMember, Decision: true})
 			brokenFilter = brokenFilter || s.filterFields[f]
 		}
 		if r.Contract != nil {
@@ -163,7 +164,7 @@ func (s *Scan) account(src *sourceScan, st dialect.State, pg dialect.Page, hand 
 			}
 			for _, v := range vs {
 				switch {
-				case slices.ContainsFunc(broken, func(b Violation) bool { return b.Field == v.Field }):
+				case slices.ContainsFunc(broken, func(b contract.Violation) bool { return b.Field == v.Field }):
 					// Named twice: said once, as such.
 				case v.Decision:
 					broken = append(broken, v)
@@ -503,10 +504,6 @@ func canonicalKey(v any) string {
 	}
 	return string(b)
 }
-
-// RuleDuplicateMember is the violation of a record that names a member
-// twice: neither value is read, and the record is ambiguous.
-const RuleDuplicateMember = "duplicate_member"
 
 // duplicated names the declared fields that members named twice (dotted
 // paths within an item) leave unreadable: a field at the path, inside

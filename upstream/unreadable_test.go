@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
@@ -212,7 +213,7 @@ func TestDuplicateInAPreviewItem_IsAmbiguous(t *testing.T) {
 	if err := scan.Run(t.Context(), Budget{MaxPages: 10, Deadline: 5e9}); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || len(got[0].Violations) == 0 || got[0].Violations[0].Rule != RuleDuplicateMember || !got[0].Violations[0].Decision {
+	if len(got) != 1 || len(got[0].Violations) == 0 || got[0].Violations[0].Rule != contract.RuleDuplicateMember || !got[0].Violations[0].Decision {
 		t.Fatalf("items %+v; want d-3 with a duplicate_member decision violation", got)
 	}
 	if _, has := got[0].Doc["status"]; has {

@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
 	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/upstream/transport"
@@ -31,10 +32,10 @@ import (
 
 // CheckContract checks a 2xx write answer against the action's response
 // contract; the violations say what broke.
-func CheckContract(a *upstream.Action, resp *transport.Response) []upstream.Violation {
+func CheckContract(a *upstream.Action, resp *transport.Response) []contract.Violation {
 	if a.Response == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
 		if a.Response != nil {
-			return []upstream.Violation{{Field: "body", Rule: "required", Decision: true}}
+			return []contract.Violation{{Field: "body", Rule: "required", Decision: true}}
 		}
 		return nil
 	}
@@ -45,7 +46,7 @@ func CheckContract(a *upstream.Action, resp *transport.Response) []upstream.Viol
 	item, _ := jsonvalue.Get(doc, a.Config.Response.Item)
 	m, ok := item.(map[string]any)
 	if !ok {
-		return []upstream.Violation{{Field: a.Config.Response.Item, Rule: "type", Decision: true}}
+		return []contract.Violation{{Field: a.Config.Response.Item, Rule: "type", Decision: true}}
 	}
 	all := map[string]bool{}
 	for f := range a.Config.Response.Fields {

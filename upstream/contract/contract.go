@@ -1,4 +1,4 @@
-package upstream
+package contract
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // Violation is one record breaking its contract.
@@ -63,7 +64,7 @@ type Contract struct {
 	paths      map[string]string              // path -> field name
 	invariants []config.InvariantConfig
 	decision   map[string]bool
-	resource   *Resource // for rule evaluation (paths, normalization)
+	resource   *dialect.List // for rule evaluation (paths, normalization)
 	// aliased lists the fields that have aliases, sorted.
 	aliased []string
 	// fast proves a document valid without the JSON Schema validator; nil
@@ -72,9 +73,9 @@ type Contract struct {
 	fast *fastSchema
 }
 
-// compileContract builds a resource's contract: the declared fields as a
+// Compile builds a resource's contract: the declared fields as a
 // JSON Schema (or the configured external schema).
-func compileContract(r *Resource, fields map[string]*config.FieldConfig, invariants []config.InvariantConfig, ext *config.ContractConfig, baseDir string) (*Contract, error) {
+func Compile(r *dialect.List, fields map[string]*config.FieldConfig, invariants []config.InvariantConfig, ext *config.ContractConfig, baseDir string) (*Contract, error) {
 	c := &Contract{fields: fields, paths: map[string]string{}, invariants: invariants, decision: map[string]bool{}, resource: r}
 	for name, f := range fields {
 		if f == nil {
@@ -631,3 +632,7 @@ func WarningsFor(source string, enumFields, driftFields map[string]bool) []envel
 	}
 	return out
 }
+
+// RuleDuplicateMember is the violation of a record that names a member
+// twice: neither value is read, and the record is ambiguous.
+const RuleDuplicateMember = "duplicate_member"

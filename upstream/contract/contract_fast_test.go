@@ -1,4 +1,4 @@
-package upstream
+package contract
 
 import (
 	"bytes"
@@ -198,22 +198,25 @@ func cloneDoc(v any) any {
 // check never calls a document valid that the validator rejects.
 func TestContractFastCheck_SameAsValidator(t *testing.T) {
 	contracts := map[string]map[string]*config.FieldConfig{"all keywords": fastTestFields()}
-	rt := runtimeFor(t, fixtures.Config("http://127.0.0.1:1",
+	cfg, err := config.Parse(fixtures.Config("http://127.0.0.1:1",
 		fixtures.Resource{Name: "sa", Dataset: fixtures.DatasetServiceAccounts, Dialect: fixtures.DialectCursor},
 		fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: fixtures.DialectOffset},
 		fixtures.Resource{Name: "projects", Dataset: fixtures.DatasetProjects, Dialect: fixtures.DialectLink}))
-	for name, r := range rt.Resources {
-		contracts[name] = r.Config.Fields
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rc := range cfg.Resources {
+		contracts[name] = rc.Fields
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for name, fields := range contracts {
 		t.Run(name, func(t *testing.T) {
-			r := &Resource{Name: name, List: dialect.List{Config: config.ResourceConfig{Fields: fields, IDField: "id"}}}
+			r := &dialect.List{Config: config.ResourceConfig{Fields: fields, IDField: "id"}}
 			invs := []config.InvariantConfig{}
 			if _, ok := fields["state"]; ok {
 				invs = append(invs, config.InvariantConfig{If: config.RuleConfig{Field: "state", Op: "eq", Value: "archived"}, Then: config.RuleConfig{Field: "owner", Op: "eq", Value: nil}})
 			}
-			fast, err := compileContract(r, fields, invs, nil, "")
+			fast, err := Compile(r, fields, invs, nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,8 +277,8 @@ func TestContractFastCheck_OnlyGeneratedSchemas(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"type":"object","properties":{"id":{"type":"string"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &Resource{Name: "ext", List: dialect.List{Config: config.ResourceConfig{IDField: "id"}}}
-	c, err := compileContract(r, map[string]*config.FieldConfig{"id": {Type: "string"}}, nil, &config.ContractConfig{Schema: path}, "")
+	r := &dialect.List{Config: config.ResourceConfig{IDField: "id"}}
+	c, err := Compile(r, map[string]*config.FieldConfig{"id": {Type: "string"}}, nil, &config.ContractConfig{Schema: path}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,11 +295,11 @@ func BenchmarkContractCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := Initialize(b.Context(), cfg, Options{Getenv: func(string) string { return "token" }})
+	rc := cfg.Resources["subs"]
+	ct, err := Compile(&dialect.List{Config: *rc}, rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, cfg.BaseDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := rt.Resources["subs"]
 	raw, _ := json.Marshal(fixtures.SubscriptionAt(7))
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -306,7 +309,7 @@ func BenchmarkContractCheck(b *testing.B) {
 	}
 	decision := map[string]bool{"id": true, "status": true}
 	for _, mode := range []string{"fast", "validator"} {
-		c := *r.Contract
+		c := *ct
 		if mode == "validator" {
 			c.fast = nil
 		}

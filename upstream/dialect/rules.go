@@ -1,4 +1,4 @@
-package upstream
+package dialect
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 // EvalRule evaluates a rule on an item. ok is false when the field is
 // missing or has a type the operator cannot compare: the record is then
 // ambiguous, never silently in or out.
-func (r *Resource) EvalRule(doc map[string]any, rule config.RuleConfig) (match, ok bool) {
+func (r *List) EvalRule(doc map[string]any, rule config.RuleConfig) (match, ok bool) {
 	got, present := jsonvalue.Get(doc, r.FieldPath(rule.Field))
 	if !present {
 		return false, false
