@@ -15,8 +15,8 @@ type cursorDialect struct {
 	idPath string
 	// key derives the next cursor from the last item (no next_cursor):
 	// the id by default (Stripe), or a declared field made exclusive
-	// (etcd). ForList sets it.
-	key LastKey
+	// (etcd). List.DialectFor sets it.
+	key lastKey
 	// itemsPath is where the items are: an answer that omits both them
 	// and the flag (absent_means_zero) shows nothing of a list.
 	itemsPath string
@@ -100,8 +100,8 @@ func (d cursorDialect) Parse(resp *transport.Response, doc any, items []any, st 
 			return pg, nil
 		}
 		key := d.key
-		if key.Path == "" {
-			key.Path = d.idPath
+		if key.path == "" {
+			key.path = d.idPath
 		}
 		id, err := key.of(ItemValue(items[len(items)-1]))
 		if err != nil {

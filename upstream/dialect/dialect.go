@@ -298,20 +298,6 @@ func New(p config.PaginationConfig, idPath string) Dialect {
 	return nil
 }
 
-// ForList builds the dialect p names for a list whose items are at
-// itemsPath and whose ids are at idPath; key is how the cursor dialect
-// derives a cursor from the last item when the upstream hands out none.
-// nil for a name no kind has.
-func ForList(p config.PaginationConfig, idPath, itemsPath string, key LastKey) Dialect {
-	d := New(p, idPath)
-	if cd, ok := d.(cursorDialect); ok {
-		cd.key = key
-		cd.itemsPath = itemsPath
-		return cd
-	}
-	return d
-}
-
 // IsConflict reports whether an end signal names a contradiction (see
 // the signals of CONFLICTING_EVIDENCE) rather than a missing signal.
 func IsConflict(signal string) bool { return conflictSignals[signal] }

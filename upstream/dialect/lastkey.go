@@ -9,34 +9,34 @@ import (
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
-// LastKey is how the cursor dialect derives the next cursor from the last
+// lastKey is how the cursor dialect derives the next cursor from the last
 // item when the upstream hands out none (Stripe's starting_after: the
 // last id; etcd's range key: the last key made exclusive).
-type LastKey struct {
-	Path      string
-	Exclusive string
-	Base64    bool
+type lastKey struct {
+	path      string
+	exclusive string
+	base64    bool
 }
 
 // of reads the cursor from the last item.
-func (k LastKey) of(item any) (string, error) {
-	v, ok := jsonvalue.GetID(item, k.Path)
+func (k lastKey) of(item any) (string, error) {
+	v, ok := jsonvalue.GetID(item, k.path)
 	if !ok {
-		return "", transport.BadResponse("the last item has no %s to continue from", config.DisplayPath(k.Path))
+		return "", transport.BadResponse("the last item has no %s to continue from", config.DisplayPath(k.path))
 	}
-	if k.Exclusive != config.CursorNulSuffix {
+	if k.exclusive != config.CursorNulSuffix {
 		return v, nil
 	}
 	b := []byte(v)
-	if k.Base64 {
+	if k.base64 {
 		var err error
 		if b, err = base64.StdEncoding.DecodeString(v); err != nil {
-			return "", transport.BadResponse("the last item's %s is not base64 as declared", config.DisplayPath(k.Path))
+			return "", transport.BadResponse("the last item's %s is not base64 as declared", config.DisplayPath(k.path))
 		}
 	}
 	// The smallest key after the last one: its bytes and a NUL byte.
 	b = append(b, 0)
-	if k.Base64 {
+	if k.base64 {
 		return base64.StdEncoding.EncodeToString(b), nil
 	}
 	return string(b), nil

@@ -55,16 +55,21 @@ func (r *List) SourceBase(src config.SourceConfig) *url.URL {
 
 // DialectFor builds the resource's dialect for pagination p.
 func (r *List) DialectFor(p config.PaginationConfig) Dialect {
-	key := LastKey{Path: r.FieldPath(r.Config.IDField), Exclusive: p.CursorExclusive}
-	field := r.Config.IDField
-	if p.CursorField != "" {
-		field = p.CursorField
-		key.Path = r.FieldPath(field)
+	d := New(p, r.FieldPath(r.Config.IDField))
+	if cd, ok := d.(cursorDialect); ok {
+		cd.key = lastKey{path: r.FieldPath(r.Config.IDField), exclusive: p.CursorExclusive}
+		cd.itemsPath = r.Config.List.Items
+		field := r.Config.IDField
+		if p.CursorField != "" {
+			field = p.CursorField
+			cd.key.path = r.FieldPath(field)
+		}
+		if fd, ok := r.Field(field); ok && fd.Decode == config.DecodeBase64 {
+			cd.key.base64 = true
+		}
+		return cd
 	}
-	if fd, ok := r.Field(field); ok && fd.Decode == config.DecodeBase64 {
-		key.Base64 = true
-	}
-	return ForList(p, r.FieldPath(r.Config.IDField), r.Config.List.Items, key)
+	return d
 }
 
 // sendSnapshot sends the first page's snapshot with every later page.

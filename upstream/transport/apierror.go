@@ -2,7 +2,7 @@ package transport
 
 import "github.com/airlock-mcp/airlock/envelope"
 
-// ErrorInSuccess is the error of a 2xx body that is an error object
+// errorInSuccessError is the error of a 2xx body that is an error object
 // (see errorInSuccess), quoting the upstream's own words for the
 // problem's upstream_message: MediaWiki answers 200 with {"error":
 // {"code": "badvalue", "info": "Unrecognized value for parameter …"}},
@@ -10,7 +10,7 @@ import "github.com/airlock-mcp/airlock/envelope"
 // quote is bounded (envelope.QuoteUpstream) and, like every upstream
 // string, redacted before it leaves; it is data, never an instruction.
 // nil when the body is not an error.
-func ErrorInSuccess(doc any) error {
+func errorInSuccessError(doc any) error {
 	why, bad := errorInSuccess(doc)
 	if !bad {
 		return nil

@@ -18,12 +18,12 @@ func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 	if err := checkContentType(resp); err != nil {
 		return nil, err
 	}
-	doc, err := DecodeBody(resp.Body)
+	doc, err := decodeBody(resp.Body)
 	if err != nil {
 		return nil, err
 	}
 	if checkError {
-		if err := ErrorInSuccess(doc); err != nil {
+		if err := errorInSuccessError(doc); err != nil {
 			return nil, err
 		}
 	}
@@ -45,10 +45,10 @@ func checkContentType(resp *Response) error {
 	return nil
 }
 
-// DecodeBody is the one reading of an upstream's JSON answer: strict
+// decodeBody is the one reading of an upstream's JSON answer: strict
 // (jsonvalue.Decode), so that a member named twice is never read by one
 // of its values, and every failure a bad response naming what is wrong.
-func DecodeBody(b []byte) (any, error) {
+func decodeBody(b []byte) (any, error) {
 	doc, err := jsonvalue.Decode(b)
 	if err != nil {
 		return nil, bodyReadError(err)
@@ -85,7 +85,7 @@ func DecodeListBody(resp *Response, itemsPath string) (doc any, items []any, fou
 	if err != nil {
 		return nil, nil, false, bodyReadError(err)
 	}
-	if err := ErrorInSuccess(doc); err != nil {
+	if err := errorInSuccessError(doc); err != nil {
 		return nil, nil, false, err
 	}
 	return doc, items, found, nil
