@@ -35,7 +35,7 @@ func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
 func checkContentType(resp *Response) error {
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json") || slices.Contains(resp.JSONTypes, mt)) {
+		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json") || slices.Contains(resp.jsonTypes, mt)) {
 			if err != nil {
 				mt = "unparseable"
 			}

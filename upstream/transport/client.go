@@ -94,9 +94,9 @@ type Response struct {
 	// was followed): the base a relative reference in it resolves
 	// against (RFC 3986, section 5.1.3). It may carry a query credential.
 	URL *url.URL
-	// JSONTypes are the media types besides JSON's own the upstream
+	// jsonTypes are the media types besides JSON's own the upstream
 	// declared its answers JSON in (config json_media_types).
-	JSONTypes []string
+	jsonTypes []string
 }
 
 // FailureKind classifies a failed exchange.
@@ -579,7 +579,7 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 		return nil, &HTTPError{Kind: FailTooLarge, Status: resp.StatusCode, Header: resp.Header, Attempts: attempts, Sent: true}
 	}
 	c.logger.Debug("upstream request", "request_id", r.RequestID, "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "attempts", attempts, "ms", dur.Milliseconds())
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur, URL: r.URL, JSONTypes: c.jsonTypes}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Attempts: attempts, Duration: dur, URL: r.URL, jsonTypes: c.jsonTypes}
 	if resp.Request != nil && resp.Request.URL != nil {
 		out.URL = resp.Request.URL
 	}
