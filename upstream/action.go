@@ -8,7 +8,9 @@ import (
 	"sort"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 )
 
 // Action is an initialized action.
@@ -20,7 +22,7 @@ type Action struct {
 	// configuration makes older previews stale.
 	SpecDigest string
 	// Response checks the write's answer; nil when none is declared.
-	Response *Contract
+	Response *contract.Contract
 }
 
 func newAction(name string, cfg config.ActionConfig, r *Resource) *Action {
@@ -35,7 +37,7 @@ func newAction(name string, cfg config.ActionConfig, r *Resource) *Action {
 // whole after-values come from AfterFor.
 func (a *Action) After(params map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	vars := config.TemplateVars{Params: params}
+	vars := template.Vars{Params: params}
 	for _, e := range a.Config.Effect {
 		v, err := vars.Render(e.To)
 		if err != nil {
@@ -52,7 +54,7 @@ func (a *Action) After(params map[string]any) (map[string]any, error) {
 // and the element).
 func (a *Action) AfterFor(params, before, restore map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	vars := config.TemplateVars{Params: params, Restore: restore}
+	vars := template.Vars{Params: params, Restore: restore}
 	for _, e := range a.Config.Effect {
 		v, err := vars.Render(e.To)
 		if err != nil {
@@ -88,11 +90,11 @@ func (a *Action) WholeRecord() bool {
 	if rq == nil {
 		return false
 	}
-	if config.WholeRecord(rq.Body) || config.WholeRecord(rq.Variables) || config.WholeRecord(rq.Path) {
+	if template.WholeRecord(rq.Body) || template.WholeRecord(rq.Variables) || template.WholeRecord(rq.Path) {
 		return true
 	}
 	for _, h := range rq.Headers {
-		if config.WholeRecord(h) {
+		if template.WholeRecord(h) {
 			return true
 		}
 	}
@@ -103,7 +105,7 @@ func (a *Action) WholeRecord() bool {
 // with the effect's after-values set at their fields' paths, in the API's
 // encoding: the whole record a replacing write sends.
 func (a *Action) RecordAfter(raw, after map[string]any) map[string]any {
-	out := copyDoc(raw)
+	out := CopyDoc(raw)
 	for _, e := range a.Config.Effect {
 		jsonvalue.Put(out, a.Resource.FieldPath(e.Field), a.Resource.Encode(e.Field, after[e.Field]))
 	}
@@ -129,4 +131,17 @@ func (a *Action) EffectFields() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// FieldName maps a field an upstream named in its answer to a write: the
+// action parameter the request body took it from (action.params.X), else
+// a declared field of the resource (see dialect.List.FieldName); "" otherwise.
+func (a *Action) FieldName(name string) string {
+	if p := a.Config.ParamFor(name); p != "" {
+		return p
+	}
+	if a.Resource != nil {
+		return a.Resource.FieldName(name)
+	}
+	return ""
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // MemberOutcome is what a 2xx answer's declared outcome member
@@ -31,7 +33,7 @@ const (
 )
 
 // MemberVerdict reads a 2xx answer's outcome member.
-func MemberVerdict(a *upstream.Action, resp *upstream.Response) MemberOutcome {
+func MemberVerdict(a *upstream.Action, resp *transport.Response) MemberOutcome {
 	rq := a.Config.Request
 	if rq == nil || rq.Outcome == nil || resp == nil {
 		return MemberNone
@@ -41,7 +43,7 @@ func MemberVerdict(a *upstream.Action, resp *upstream.Response) MemberOutcome {
 		return MemberUnknown
 	}
 	// An error object behind the 2xx is no answer about the write.
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return MemberUnknown
 	}
@@ -80,7 +82,7 @@ func among(v any, list []any) bool {
 // base64) back in its encoding, for a request's templates: the id, and
 // before, after and restore values. Parameters stay as given: an effect
 // that sets a decoded field from one renders it through after.
-func encodeDecoded(r *upstream.Resource, vars config.TemplateVars) config.TemplateVars {
+func encodeDecoded(r *upstream.Resource, vars template.Vars) template.Vars {
 	if r.Decoded(r.Config.IDField) {
 		enc := r.Encode(r.Config.IDField, vars.ID)
 		if r.Config.ItemEncoding != "" {
