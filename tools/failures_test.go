@@ -2,7 +2,6 @@ package tools
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/refused"
 	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream/transport"
@@ -72,9 +72,7 @@ func TestNamedReads_EachFailureModeHasItsOwnProblem(t *testing.T) {
 		})
 	}
 	t.Run("connection refused", func(t *testing.T) {
-		ln, _ := net.Listen("tcp", "127.0.0.1:0")
-		url := "http://" + ln.Addr().String()
-		ln.Close()
+		url := "http://" + refused.Addr(t)
 		h := newHarness(t, demoAt(url, "retries: 2", "retries: 0"))
 		r := h.call("preview_selection", explicitPreview("sa_00002"))
 		if r.env.Problem == nil || r.env.Problem.Code != envelope.ProblemUpstreamConnection || !r.env.Problem.Retryable {
