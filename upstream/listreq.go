@@ -131,6 +131,8 @@ func (r *Resource) listRequest(src config.SourceConfig, st pageState, o listOpti
 			// The base scopes the list as list.params do: a probe sends it.
 			p.set(x.Param, joinExpression(x, nil))
 		}
+		// The partition a Query reads is its scope: a probe keeps it.
+		r.placeKeyCondition(p, r.keyForms(o.filter))
 	}
 	d := r.dialect
 	if o.pageSize > 0 {
@@ -189,6 +191,9 @@ type filterForm struct {
 	// mango is the value's clause in a Mango selector (an expression in
 	// the mango language).
 	mango map[string]any
+	// key says the clause is a Query's key condition's, not the filter
+	// expression's.
+	key bool
 }
 
 // sendFilters sends the upstream-side filters, each only in a form the
@@ -214,6 +219,8 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 		switch {
 		case form.sent && form.mango != nil:
 			mango = append(mango, form.mango)
+		case form.key:
+			// placed by placeKeyCondition
 		case form.sent && fc.Expression != "":
 			clauses = append(clauses, form.clause)
 			maps.Copy(all.names, form.bound.names)
@@ -234,6 +241,7 @@ func (r *Resource) sendFilters(p *listParams, filter map[string]any) map[string]
 		if x.Bound() {
 			placeBindings(p, x, all)
 		}
+		r.placeKeyCondition(p, forms)
 	}
 	return forms
 }
@@ -266,6 +274,10 @@ func (r *Resource) filterForm(name string, fc *config.FilterConfig, raw any) fil
 	if fc.Expression != "" && r.expression != nil && r.expression.Language == config.LanguageMango {
 		clause, why := r.mangoClause(fc, fd, r.filterValue(name, fc, raw))
 		return filterForm{sent: why == "", why: why, mango: clause}
+	}
+	if fc.Expression != "" && r.keyCondition().KeyRole(name) != "" {
+		clause, b, why := r.keyClause(name, fc, fd, r.filterValue(name, fc, raw))
+		return filterForm{sent: why == "", why: why, clause: clause, bound: b, key: true}
 	}
 	if fc.Expression != "" && r.expression.Bound() {
 		clause, b, why := r.boundClause(name, fc, fd, r.filterValue(name, fc, raw))
