@@ -92,3 +92,27 @@ func TestKeyCondition_RefusesWhatDynamoDBWouldRefuseWithItsLine(t *testing.T) {
 		})
 	}
 }
+
+// TestUnauthorized_RefusesWhatIsNotADeclaredFailureWithItsLine: the
+// declared authentication failures name a refusal's status other than
+// 401 and the member naming the failure, and none is also a conflict.
+func TestUnauthorized_RefusesWhatIsNotADeclaredFailureWithItsLine(t *testing.T) {
+	ok := "    unauthorized: [{status: 400, member: __type, match: InvalidSignatureException}]\n"
+	base := strings.Replace(dynamoConfig, "    conflicts:", ok+"    conflicts:", 1)
+	if _, err := Parse([]byte(base)); err != nil {
+		t.Fatalf("the declared failure: %v", err)
+	}
+	for _, tc := range []struct{ new, want string }{
+		{"    unauthorized: [{status: 401}]\n", "unauthorized.0.status: 401 is always"},
+		{"    unauthorized: [{status: 500, member: __type, match: X}]\n", "unauthorized.0.status: required: a refusal's status"},
+		{"    unauthorized: [{status: 400}]\n", "unauthorized.0.member: required"},
+		{"    unauthorized: [{status: 400, member: __type}]\n", "unauthorized.0.match: required with member"},
+		{"    unauthorized: [{status: 400, member: __type, match: ConditionalCheckFailedException}]\n", "declared a rate limit or a conflict too"},
+		{"    unauthorized: [{status: 400, member: __type, match: X, typo: 1}]\n", "unauthorized.0.typo: unknown key"},
+	} {
+		_, err := Parse([]byte(strings.Replace(base, ok, tc.new, 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("%s: err = %v; want a line saying %q", tc.new, err, tc.want)
+		}
+	}
+}
