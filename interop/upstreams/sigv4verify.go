@@ -75,7 +75,9 @@ func (v *SigV4Verifier) Log(t testing.TB) []SigV4Entry {
 
 // SetSecret makes the verifier know another secret (the key rotated:
 // what airlock signs with no longer verifies).
-func (v *SigV4Verifier) SetSecret(t testing.TB, secret string) { v.control(t, "secret", map[string]any{"secret": secret}) }
+func (v *SigV4Verifier) SetSecret(t testing.TB, secret string) {
+	v.control(t, "secret", map[string]any{"secret": secret})
+}
 
 // Throttle answers the nth verified request naming target (an
 // X-Amz-Target) as DynamoDB throttles, instead of forwarding it.
