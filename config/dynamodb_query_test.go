@@ -75,6 +75,8 @@ func TestKeyCondition_RefusesWhatDynamoDBWouldRefuseWithItsLine(t *testing.T) {
 		{"      status: {expression: status}\n", "      status: {expression: status}\n      due_from: {field: due, op: gte, expression: due}\n", "a key is a string or a number"},
 		{"language: dynamodb", "language: odata", "a key condition is DynamoDB's"},
 		{"      tenant: {expression: tenant}", "      tenant: {param: tenant}", "a key filter names its attribute"},
+		{"      items: Items\n", "      items: Items\n      key_condition: {partition: tenant}\n", "list.key_condition: unknown key"},
+		{"    id_field: id\n", "    id_field: id\n    key_condition: {partition: tenant}\n", "ledger.key_condition: unknown key"},
 	} {
 		t.Run(tc.new, func(t *testing.T) {
 			if !strings.Contains(dynamoQueryConfig, tc.old) {

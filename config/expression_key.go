@@ -13,7 +13,8 @@ import (
 // value (a search that does not is refused, naming the filter); a
 // resource that must also answer searches across partitions is declared
 // twice, once over Scan. Sort names the filters on the sort key, of which
-// a search gives at most one (DynamoDB takes one condition on it). Names
+// a search gives at most one (DynamoDB takes one condition on it), or a
+// gte and an lte filter together (sent as its BETWEEN). Names
 // and values are bound as the FilterExpression's are, in the same
 // members; a key attribute never appears in the FilterExpression (DynamoDB
 // refuses it there).

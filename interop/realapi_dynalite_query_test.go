@@ -56,6 +56,9 @@ func TestDynaliteQuery_ReadsOnePartitionByItsKey(t *testing.T) {
 		{name: "tenant_before_and_hostile_note", filter: map[string]any{"tenant": "globex", "id_before": "inv-00350", "note": `x' OR '1'='1`},
 			key: "#t = :t AND #i < :i", filterExpr: "#n = :n", names: map[string]any{"#t": "tenant", "#i": "id", "#n": "note"},
 			values: map[string]any{":t": s("globex"), ":i": s("inv-00350"), ":n": s(`x' OR '1'='1`)}},
+		{name: "hostile_tenant_id_range_and_status", filter: map[string]any{"tenant": upstreams.DynaliteHostileTenant, "id_from": "inv-00420", "id_through": "inv-00480", "status": "active"},
+			key: "#t = :t AND #i BETWEEN :lo AND :hi", filterExpr: "#s = :s", names: map[string]any{"#t": "tenant", "#i": "id", "#s": "status"},
+			values: map[string]any{":t": s(upstreams.DynaliteHostileTenant), ":lo": s("inv-00420"), ":hi": s("inv-00480"), ":s": s("active")}},
 		{name: "tenant_and_one_id", filter: map[string]any{"tenant": "initech", "id": "inv-00590"},
 			key: "#t = :t AND #i = :i", names: map[string]any{"#t": "tenant", "#i": "id"},
 			values: map[string]any{":t": s("initech"), ":i": s("inv-00590")}},
@@ -159,7 +162,9 @@ func checkDynQueryEmptyPages(t *testing.T, d *upstreams.Dynalite) {
 
 // checkDynQueryRefusal: a search that does not pin the tenant (none, two,
 // null) is INVALID_ARGUMENTS with partition_required on filter.tenant,
-// and nothing reaches dynalite; two sort conditions are one_sort_condition.
+// and nothing reaches dynalite; two sort conditions are one_sort_condition,
+// and a range whose lower bound is above its upper one (which DynamoDB
+// refuses) out_of_range.
 func checkDynQueryRefusal(t *testing.T, al *airlock, proxy *writeProxy) {
 	var sent atomic.Int32
 	proxy.set(func(proxied) (int, []byte, bool) { sent.Add(1); return 0, nil, false }, nil)
@@ -172,6 +177,7 @@ func checkDynQueryRefusal(t *testing.T, al *airlock, proxy *writeProxy) {
 		{nil, "filter.tenant", "partition_required"},
 		{map[string]any{"tenant": []any{"acme", "globex"}}, "filter.tenant", "partition_required"},
 		{map[string]any{"tenant": "acme", "id_from": "inv-00010", "id_before": "inv-00020"}, "filter.id_before", "one_sort_condition"},
+		{map[string]any{"tenant": "acme", "id_from": "inv-00020", "id_through": "inv-00010"}, "filter.id_through", "out_of_range"},
 	} {
 		args := map[string]any{"resource": "ledger", "max_items": 0, "deadline_ms": deadlineMS}
 		if tc.filter != nil {
@@ -222,7 +228,7 @@ func checkDynQueryDescribed(t *testing.T, al *airlock) {
 	for _, f := range got.Data.Resources[0].Filters {
 		keys[f.Name] = f.Key
 	}
-	want := map[string]string{"tenant": "partition", "id": "sort", "id_from": "sort", "id_before": "sort", "status": "", "note": ""}
+	want := map[string]string{"tenant": "partition", "id": "sort", "id_from": "sort", "id_before": "sort", "id_through": "sort", "status": "", "note": ""}
 	if !maps.Equal(keys, want) {
 		t.Errorf("filters' keys %v; want %v", keys, want)
 	}

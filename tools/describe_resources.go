@@ -100,8 +100,9 @@ type filterInfo struct {
 	// Key is the filter's part of a keyed read's key condition (a
 	// DynamoDB Query): "partition" must be given one value in every
 	// search (or the search is refused, partition_required); "sort" is
-	// one of the sort key's filters, of which a search gives at most one.
-	Key string `json:"key,omitempty" jsonschema:"partition: every search must give this filter one value (the list reads one partition); sort: a condition on the sort key, at most one such filter per search"`
+	// one of the sort key's filters, of which a search gives one (or a
+	// gte and an lte together).
+	Key string `json:"key,omitempty" jsonschema:"partition: every search must give this filter one value (the list reads one partition); sort: a condition on the sort key, one such filter per search (or a gte and an lte one together, a range)"`
 }
 
 type paginationInfo struct {

@@ -33,7 +33,7 @@ resources:
       expression:
         param: FilterExpression
         language: dynamodb
-        key_condition: {partition: tenant, sort: [id, id_from, id_before]}
+        key_condition: {partition: tenant, sort: [id, id_from, id_before, id_through]}
     pagination: {dialect: continue_object, continue_path: LastEvaluatedKey, continue_param: ExclusiveStartKey, page_size_param: Limit, page_size: 10}
     id_field: id
     fields:
@@ -46,6 +46,7 @@ resources:
       id: {expression: "i'd"}
       id_from: {field: id, op: gte, expression: "i'd"}
       id_before: {field: id, op: lt, expression: "i'd"}
+      id_through: {field: id, op: lte, expression: "i'd"}
       status: {expression: "#status :v"}
       seats: {expression: seats}
 `+extra))
@@ -91,11 +92,11 @@ func TestDynamoDBQuery_KeyConditionBindsHostileKeysAndTheRestFilter(t *testing.T
 	body := queryBody(t, r, typed, false)
 	key, _ := body["KeyConditionExpression"].(string)
 	filter, _ := body["FilterExpression"].(string)
-	// Filters sorted: id 0, id_before 1, id_from 2, seats 3, status 4, tenant 5.
-	if key != "#f5 = :f5v0 AND #f2 >= :f2v0" {
+	// Filters sorted: id 0, id_before 1, id_from 2, id_through 3, seats 4, status 5, tenant 6.
+	if key != "#f6 = :f6v0 AND #f2 >= :f2v0" {
 		t.Errorf("KeyConditionExpression %q; want the partition's equality, then the sort key's condition", key)
 	}
-	if filter != "(#f3 = :f3v0) AND (#f4 IN (:f4v0, :f4v1))" {
+	if filter != "(#f4 = :f4v0) AND (#f5 IN (:f5v0, :f5v1))" {
 		t.Errorf("FilterExpression %q; want seats and status alone", filter)
 	}
 	names, _ := body["ExpressionAttributeNames"].(map[string]any)
@@ -116,10 +117,10 @@ func TestDynamoDBQuery_KeyConditionBindsHostileKeysAndTheRestFilter(t *testing.T
 		}
 	}
 	want := map[string]any{
-		"names": map[string]any{"#f5": "te#n:ant) OR (x", "#f2": "i'd", "#f3": "seats", "#f4": "#status :v"},
+		"names": map[string]any{"#f6": "te#n:ant) OR (x", "#f2": "i'd", "#f4": "seats", "#f5": "#status :v"},
 		"values": map[string]any{
-			":f5v0": map[string]any{"S": hostile["tenant"]}, ":f2v0": map[string]any{"S": hostile["id_from"]},
-			":f3v0": map[string]any{"N": "20"}, ":f4v0": map[string]any{"S": `O'Brien "q"`}, ":f4v1": map[string]any{"S": "#status :v"},
+			":f6v0": map[string]any{"S": hostile["tenant"]}, ":f2v0": map[string]any{"S": hostile["id_from"]},
+			":f4v0": map[string]any{"N": "20"}, ":f5v0": map[string]any{"S": `O'Brien "q"`}, ":f5v1": map[string]any{"S": "#status :v"},
 		},
 	}
 	if !jsonvalue.Equal(map[string]any{"names": names, "values": values}, want) {
@@ -138,7 +139,7 @@ func TestDynamoDBQuery_KeyConditionBindsHostileKeysAndTheRestFilter(t *testing.T
 func TestDynamoDBQuery_WhatAKeyConditionCannotCarryIsAirlocksAlone(t *testing.T) {
 	r := queryResource(t, "")
 	body := queryBody(t, r, map[string]any{"tenant": "acme", "id": []any{"a", "b"}}, false)
-	if body["KeyConditionExpression"] != "#f5 = :f5v0" || body["FilterExpression"] != nil {
+	if body["KeyConditionExpression"] != "#f6 = :f6v0" || body["FilterExpression"] != nil {
 		t.Errorf("body %v; want the partition's condition alone", body)
 	}
 	if names := body["ExpressionAttributeNames"].(map[string]any); len(names) != 1 {
@@ -159,7 +160,7 @@ func TestDynamoDBQuery_WhatAKeyConditionCannotCarryIsAirlocksAlone(t *testing.T)
 func TestDynamoDBQuery_AProbeKeepsThePartition(t *testing.T) {
 	r := queryResource(t, "")
 	body := queryBody(t, r, map[string]any{"tenant": "acme", "status": "x", "id_before": "m"}, true)
-	if body["KeyConditionExpression"] != "#f5 = :f5v0 AND #f1 < :f1v0" || body["FilterExpression"] != nil || body["Limit"] != json.Number("1") {
+	if body["KeyConditionExpression"] != "#f6 = :f6v0 AND #f1 < :f1v0" || body["FilterExpression"] != nil || body["Limit"] != json.Number("1") {
 		t.Errorf("probe body %v", body)
 	}
 }
@@ -181,6 +182,8 @@ func TestDynamoDBQuery_RefusesASearchThatPinsNoPartition(t *testing.T) {
 		{map[string]any{"tenant": []any{"a", "b"}}, "filter.tenant", envelope.FieldPartitionRequired},
 		{map[string]any{"tenant": nil}, "filter.tenant", envelope.FieldPartitionRequired},
 		{map[string]any{"tenant": "a", "id_from": "b", "id_before": "c"}, "filter.id_before", envelope.FieldOneSortCondition},
+		{map[string]any{"tenant": "a", "id": "b", "id_through": "c"}, "filter.id_through", envelope.FieldOneSortCondition},
+		{map[string]any{"tenant": "a", "id_from": "b", "id_through": "a"}, "filter.id_through", envelope.FieldOutOfRange},
 	} {
 		_, errs := r.TypedFilter(tc.filter)
 		found := false
@@ -197,5 +200,46 @@ func TestDynamoDBQuery_RefusesASearchThatPinsNoPartition(t *testing.T) {
 	d := queryResource(t, "    default_filter: {tenant: acme}\n")
 	if _, errs := d.TypedFilter(map[string]any{"status": "active"}); len(errs) > 0 {
 		t.Errorf("the default filter pins the partition: %v", errs)
+	}
+}
+
+// TestDynamoDBQuery_AGteAndAnLteAreOneBetween: a lower and an upper bound
+// on the sort key are its one condition, BETWEEN, with the lower bound's
+// name alone bound (DynamoDB refuses an unused placeholder); equal bounds
+// are a range of one.
+func TestDynamoDBQuery_AGteAndAnLteAreOneBetween(t *testing.T) {
+	r := queryResource(t, "")
+	filter := map[string]any{"tenant": "acme", "id_from": "inv-1", "id_through": "inv-1"}
+	if _, errs := r.TypedFilter(filter); len(errs) > 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	body := queryBody(t, r, filter, false)
+	if body["KeyConditionExpression"] != "#f6 = :f6v0 AND #f2 BETWEEN :f2v0 AND :f3v0" {
+		t.Errorf("KeyConditionExpression %v", body["KeyConditionExpression"])
+	}
+	names := body["ExpressionAttributeNames"].(map[string]any)
+	values := body["ExpressionAttributeValues"].(map[string]any)
+	if len(names) != 2 || names["#f2"] != "i'd" || len(values) != 3 {
+		t.Errorf("names %v values %v; want the tenant's and the lower bound's names, three values", names, values)
+	}
+}
+
+// TestKeyAbove_OrdersAsDynamoDBOrdersKeys: strings by their bytes (an
+// upper-case letter before a lower-case one, é after z), numbers exactly
+// (2^53+1 above 2^53, which doubles cannot tell apart).
+func TestKeyAbove_OrdersAsDynamoDBOrdersKeys(t *testing.T) {
+	for _, tc := range []struct {
+		a, b any
+		want bool
+	}{
+		{"b", "a", true}, {"a", "b", false}, {"a", "a", false}, {"a", "B", true}, {"é", "z", true},
+		{json.Number("9007199254740993"), json.Number("9007199254740992"), true},
+		{json.Number("9007199254740992"), json.Number("9007199254740993"), false},
+		{json.Number("1e2"), json.Number("99.5"), true}, {json.Number("-1"), json.Number("0"), false},
+		{"1", json.Number("0"), false},
+	} {
+		if got := keyAbove(tc.a, tc.b); got != tc.want {
+			t.Errorf("keyAbove(%v, %v) = %v; want %v", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

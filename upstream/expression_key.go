@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"maps"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,8 +56,9 @@ func (r *Resource) keyClause(name string, fc *config.FilterConfig, fd *config.Fi
 
 // placeKeyCondition sends the key condition of the key filters forms
 // sent: their clauses joined by AND (DynamoDB's grammar: the partition
-// key's equality, then at most one condition on the sort key), and their
-// bindings beside the FilterExpression's.
+// key's equality, then at most one condition on the sort key; a gte and
+// an lte filter on it together are its BETWEEN), and their bindings
+// beside the FilterExpression's.
 func (r *Resource) placeKeyCondition(p *listParams, forms map[string]filterForm) {
 	k := r.keyCondition()
 	if k == nil {
@@ -64,23 +66,57 @@ func (r *Resource) placeKeyCondition(p *listParams, forms map[string]filterForm)
 	}
 	var clauses []string
 	all := bindings{names: map[string]any{}, values: map[string]any{}}
-	// The partition key's clause first, then the sort key's.
-	names := slices.Sorted(maps.Keys(forms))
-	slices.SortStableFunc(names, func(a, b string) int {
-		return strings.Compare(k.KeyRole(a), k.KeyRole(b))
-	})
-	for _, name := range names {
-		if f := forms[name]; f.sent && f.key {
-			clauses = append(clauses, f.clause)
-			maps.Copy(all.names, f.bound.names)
-			maps.Copy(all.values, f.bound.values)
+	var sorts []string
+	for _, name := range slices.Sorted(maps.Keys(forms)) {
+		f := forms[name]
+		if !f.sent || !f.key {
+			continue
 		}
+		if k.KeyRole(name) == "sort" {
+			sorts = append(sorts, name)
+			continue
+		}
+		clauses = append(clauses, f.clause)
+		maps.Copy(all.names, f.bound.names)
+		maps.Copy(all.values, f.bound.values)
+	}
+	switch lo, hi, ok := r.betweenPair(sorts); {
+	case ok:
+		// #fL BETWEEN :fLv0 AND :fHv0: the upper bound's own name
+		// placeholder is not bound, as DynamoDB refuses an unused one.
+		name := slices.Collect(maps.Keys(forms[lo].bound.names))[0]
+		low := slices.Collect(maps.Keys(forms[lo].bound.values))[0]
+		high := slices.Collect(maps.Keys(forms[hi].bound.values))[0]
+		clauses = append(clauses, name+" BETWEEN "+low+" AND "+high)
+		maps.Copy(all.names, forms[lo].bound.names)
+		maps.Copy(all.values, forms[lo].bound.values)
+		maps.Copy(all.values, forms[hi].bound.values)
+	case len(sorts) > 0:
+		// checkKeyFilter refuses a search with two other sort
+		// conditions; should one reach here, the first is sent.
+		f := forms[sorts[0]]
+		clauses = append(clauses, f.clause)
+		maps.Copy(all.names, f.bound.names)
+		maps.Copy(all.values, f.bound.values)
 	}
 	if len(clauses) == 0 {
 		return
 	}
 	p.set(k.Param, strings.Join(clauses, " AND "))
 	placeBindings(p, r.expression, all)
+}
+
+// betweenPair says whether the sort filters named are a gte and an lte
+// filter (DynamoDB's BETWEEN), and which is which.
+func (r *Resource) betweenPair(sorts []string) (lo, hi string, ok bool) {
+	if len(sorts) != 2 {
+		return "", "", false
+	}
+	a, b := sorts[0], sorts[1]
+	if r.Config.Filters[a].Op == "lte" {
+		a, b = b, a
+	}
+	return a, b, r.Config.Filters[a].Op == "gte" && r.Config.Filters[b].Op == "lte"
 }
 
 // keyForms are the forms of the key filters in filter, for a list whose
@@ -127,12 +163,43 @@ func (r *Resource) checkKeyFilter(filter map[string]any) []envelope.FieldError {
 			sorts = append(sorts, name)
 		}
 	}
-	if len(sorts) > 1 {
-		// DynamoDB takes one condition on the sort key; the second
-		// is named.
+	lo, hi, between := r.betweenPair(sorts)
+	switch {
+	case between:
+		// DynamoDB refuses a BETWEEN whose lower bound is above its
+		// upper one: the range is refused here, named by its upper
+		// bound, before anything is sent.
+		if keyAbove(filter[lo], filter[hi]) {
+			fc := r.Config.Filters[hi]
+			sfd, _ := r.Field(fc.FieldOf(hi))
+			errs = append(errs, envelope.NewFieldError("filter."+hi, envelope.FieldOutOfRange, exampleFor(sfd, fc)))
+		}
+	case len(sorts) > 1:
+		// DynamoDB takes one condition on the sort key (or a gte and an
+		// lte together, its BETWEEN); the second is named.
 		fc := r.Config.Filters[sorts[1]]
 		sfd, _ := r.Field(fc.FieldOf(sorts[1]))
 		errs = append(errs, envelope.NewFieldError("filter."+sorts[1], envelope.FieldOneSortCondition, exampleFor(sfd, fc)))
 	}
 	return errs
+}
+
+// keyAbove reports whether key value a orders after b as DynamoDB orders
+// keys: strings by their UTF-8 bytes, numbers exactly. Values of other
+// types, or of two types, report false (TypedFilter refuses them).
+func keyAbove(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x > y
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		ra, ok1 := new(big.Rat).SetString(string(x))
+		rb, ok2 := new(big.Rat).SetString(string(y))
+		return ok1 && ok2 && ra.Cmp(rb) > 0
+	}
+	return false
 }
