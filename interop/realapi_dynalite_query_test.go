@@ -71,6 +71,7 @@ func TestDynaliteQuery_ReadsOnePartitionByItsKey(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runDynQuery(t, d, al, proxy, c) })
 	}
+	t.Run("global_secondary_index", func(t *testing.T) { checkDynQueryIndex(t, d, al) })
 	t.Run("filtered_pages_empty_but_continuing", func(t *testing.T) { checkDynQueryEmptyPages(t, d) })
 	t.Run("unpinned_partition_refused_unsent", func(t *testing.T) { checkDynQueryRefusal(t, al, proxy) })
 	t.Run("described_keys", func(t *testing.T) { checkDynQueryDescribed(t, al) })
@@ -231,5 +232,35 @@ func checkDynQueryDescribed(t *testing.T, al *airlock) {
 	want := map[string]string{"tenant": "partition", "id": "sort", "id_from": "sort", "id_before": "sort", "id_through": "sort", "status": "", "note": ""}
 	if !maps.Equal(keys, want) {
 		t.Errorf("filters' keys %v; want %v", keys, want)
+	}
+}
+
+// checkDynQueryIndex: the same key condition over the ledger's global
+// secondary index (IndexName in list.body): one status across every
+// tenant, a sort condition beside it, and the hostile tenant in the
+// FilterExpression, each as dynalite's own Query on the index answers;
+// the index's LastEvaluatedKey (table and index keys) goes back whole.
+func checkDynQueryIndex(t *testing.T, d *upstreams.Dynalite, al *airlock) {
+	for _, c := range []dynQueryCase{
+		{filter: map[string]any{"status": "past_due"}, key: "#s = :s", names: map[string]any{"#s": "status"}, values: map[string]any{":s": s("past_due")}},
+		{filter: map[string]any{"status": "active"}, key: "#s = :s", names: map[string]any{"#s": "status"}, values: map[string]any{":s": s("active")}},
+		{filter: map[string]any{"status": "disabled", "id_from": "inv-00300", "tenant": upstreams.DynaliteHostileTenant},
+			key: "#s = :s AND #i >= :i", filterExpr: "#t = :t", names: map[string]any{"#s": "status", "#i": "id", "#t": "tenant"},
+			values: map[string]any{":s": s("disabled"), ":i": s("inv-00300"), ":t": s(upstreams.DynaliteHostileTenant)}},
+	} {
+		req := map[string]any{"TableName": upstreams.DynaliteLedger, "IndexName": upstreams.DynaliteLedgerByStatus, "KeyConditionExpression": c.key,
+			"ExpressionAttributeNames": c.names, "ExpressionAttributeValues": c.values, "Limit": 50}
+		if c.filterExpr != "" {
+			req["FilterExpression"] = c.filterExpr
+		}
+		want, pages, _ := d.QueryAll(t, req)
+		slices.Sort(want)
+		last, ids := al.walk(t, map[string]any{"resource": "ledger_by_status", "filter": c.filter, "max_items": 100, "fields": []string{"id"}, "deadline_ms": deadlineMS}, "id")
+		checkClaim(t, "index walk", last, len(want))
+		checkItems(t, "index walk", last, ids, want)
+		if !last.Complete || len(ids) != len(want) || len(want) == 0 {
+			t.Errorf("%v on the index: %d ids, %s; dynalite's Query on the index holds %d", c.filter, len(ids), last, len(want))
+		}
+		t.Logf("%v on the index: %d delivered, dynalite's Query on the index %d over %d pages", c.filter, len(ids), len(want), pages)
 	}
 }

@@ -15,6 +15,10 @@ import (
 // Query, one tenant at a time.
 const DynaliteLedger = "ledger"
 
+// DynaliteLedgerByStatus is the ledger's global secondary index: partition
+// key "status", sort key "id", every attribute projected.
+const DynaliteLedgerByStatus = "by_status"
+
 // DynaliteHostileTenant is a tenant whose name holds what an expression
 // would read as its own (a quote, #, :, parentheses, a comma).
 const DynaliteHostileTenant = `O'Brien "Quoted" #t :v) OR (x, Labs`
@@ -26,7 +30,8 @@ var DynaliteTenants = []struct {
 	Entries int
 }{{"acme", 260}, {"globex", 140}, {DynaliteHostileTenant, 120}, {"initech", 80}}
 
-// SeedLedger creates DynaliteLedger and writes its entries (ids inv-00001
+// SeedLedger creates DynaliteLedger (with its index DynaliteLedgerByStatus)
+// and writes its entries (ids inv-00001
 // and up, across the tenants in turn; status mostly active, about one in
 // twelve past_due; a note holding hostile text on some).
 func (d *Dynalite) SeedLedger(t testing.TB) {
@@ -36,11 +41,21 @@ func (d *Dynalite) SeedLedger(t testing.TB) {
 		"AttributeDefinitions": []any{
 			map[string]any{"AttributeName": "tenant", "AttributeType": "S"},
 			map[string]any{"AttributeName": "id", "AttributeType": "S"},
+			map[string]any{"AttributeName": "status", "AttributeType": "S"},
 		},
 		"KeySchema": []any{
 			map[string]any{"AttributeName": "tenant", "KeyType": "HASH"},
 			map[string]any{"AttributeName": "id", "KeyType": "RANGE"},
 		},
+		"GlobalSecondaryIndexes": []any{map[string]any{
+			"IndexName": DynaliteLedgerByStatus,
+			"KeySchema": []any{
+				map[string]any{"AttributeName": "status", "KeyType": "HASH"},
+				map[string]any{"AttributeName": "id", "KeyType": "RANGE"},
+			},
+			"Projection":            map[string]any{"ProjectionType": "ALL"},
+			"ProvisionedThroughput": map[string]any{"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+		}},
 		"ProvisionedThroughput": map[string]any{"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
 	}, nil)
 	rng := rand.New(rand.NewPCG(DefaultSeed, 39))
