@@ -59,6 +59,8 @@ func TestDynaliteQuery_ReadsOnePartitionByItsKey(t *testing.T) {
 		{name: "hostile_tenant_id_range_and_status", filter: map[string]any{"tenant": upstreams.DynaliteHostileTenant, "id_from": "inv-00420", "id_through": "inv-00480", "status": "active"},
 			key: "#t = :t AND #i BETWEEN :lo AND :hi", filterExpr: "#s = :s", names: map[string]any{"#t": "tenant", "#i": "id", "#s": "status"},
 			values: map[string]any{":t": s(upstreams.DynaliteHostileTenant), ":lo": s("inv-00420"), ":hi": s("inv-00480"), ":s": s("active")}},
+		{name: "empty_sort_bound_airlocks_alone", filter: map[string]any{"tenant": "initech", "id_from": ""},
+			key: "#t = :t", names: tn, values: map[string]any{":t": s("initech")}},
 		{name: "tenant_and_one_id", filter: map[string]any{"tenant": "initech", "id": "inv-00590"},
 			key: "#t = :t AND #i = :i", names: map[string]any{"#t": "tenant", "#i": "id"},
 			values: map[string]any{":t": s("initech"), ":i": s("inv-00590")}},
@@ -177,6 +179,7 @@ func checkDynQueryRefusal(t *testing.T, al *airlock, proxy *writeProxy) {
 		{map[string]any{"status": "past_due"}, "filter.tenant", "partition_required"},
 		{nil, "filter.tenant", "partition_required"},
 		{map[string]any{"tenant": []any{"acme", "globex"}}, "filter.tenant", "partition_required"},
+		{map[string]any{"tenant": ""}, "filter.tenant", "partition_required"},
 		{map[string]any{"tenant": "acme", "id_from": "inv-00010", "id_before": "inv-00020"}, "filter.id_before", "one_sort_condition"},
 		{map[string]any{"tenant": "acme", "id_from": "inv-00020", "id_through": "inv-00010"}, "filter.id_through", "out_of_range"},
 	} {

@@ -145,6 +145,9 @@ func TestDynamoDBQuery_WhatAKeyConditionCannotCarryIsAirlocksAlone(t *testing.T)
 	if names := body["ExpressionAttributeNames"].(map[string]any); len(names) != 1 {
 		t.Errorf("names %v; want the partition key's alone", names)
 	}
+	if body := queryBody(t, r, map[string]any{"tenant": "acme", "id_from": ""}, false); body["KeyConditionExpression"] != "#f6 = :f6v0" {
+		t.Errorf("an empty sort key value sent: %v", body)
+	}
 	if _, why := r.SentFilter(map[string]any{"tenant": "acme", "id": []any{"a", "b"}}); !strings.Contains(why, "one value") {
 		t.Errorf("why = %q; want the key condition's one value named", why)
 	}
@@ -181,6 +184,7 @@ func TestDynamoDBQuery_RefusesASearchThatPinsNoPartition(t *testing.T) {
 		{nil, "filter.tenant", envelope.FieldPartitionRequired},
 		{map[string]any{"tenant": []any{"a", "b"}}, "filter.tenant", envelope.FieldPartitionRequired},
 		{map[string]any{"tenant": nil}, "filter.tenant", envelope.FieldPartitionRequired},
+		{map[string]any{"tenant": ""}, "filter.tenant", envelope.FieldPartitionRequired},
 		{map[string]any{"tenant": "a", "id_from": "b", "id_before": "c"}, "filter.id_before", envelope.FieldOneSortCondition},
 		{map[string]any{"tenant": "a", "id": "b", "id_through": "c"}, "filter.id_through", envelope.FieldOneSortCondition},
 		{map[string]any{"tenant": "a", "id_from": "b", "id_through": "a"}, "filter.id_through", envelope.FieldOutOfRange},

@@ -39,8 +39,13 @@ func (r *Resource) keyClause(name string, fc *config.FilterConfig, fd *config.Fi
 	if !ok {
 		return "", b, "a key condition has no form for this operator: only airlock applies it"
 	}
-	switch v.(type) {
-	case string, json.Number:
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			// DynamoDB refuses an empty string as a key's value.
+			return "", b, "a key is never empty: only airlock can match an empty value"
+		}
+	case json.Number:
 	case nil:
 		return "", b, "a key attribute is never null: only airlock can match null"
 	case []any:
@@ -135,8 +140,9 @@ func (r *Resource) keyForms(filter map[string]any) map[string]filterForm {
 
 // checkKeyFilter refuses a filter that a Query cannot be asked for: one
 // that does not pin the partition key to one value (from the caller, or
-// the resource's default_filter), or that gives the sort key more than
-// one condition.
+// the resource's default_filter; an empty string is none, as DynamoDB
+// refuses it as a key's value), or that gives the sort key more than one
+// condition.
 func (r *Resource) checkKeyFilter(filter map[string]any) []envelope.FieldError {
 	k := r.keyCondition()
 	if k == nil {
@@ -153,7 +159,7 @@ func (r *Resource) checkKeyFilter(filter map[string]any) []envelope.FieldError {
 		v = arr[0]
 	}
 	_, many := v.([]any)
-	if !set || v == nil || many {
+	if !set || v == nil || many || v == "" {
 		fd, _ := r.Field(r.Config.Filters[part].FieldOf(part))
 		errs = append(errs, envelope.NewFieldError("filter."+part, envelope.FieldPartitionRequired, exampleFor(fd, r.Config.Filters[part])))
 	}
