@@ -32,9 +32,23 @@ type KeyConditionConfig struct {
 // condition.
 const DefaultKeyConditionParam = "KeyConditionExpression"
 
-// KeyOps are the operators a sort key's condition takes, as DynamoDB
-// writes them.
-var KeyOps = map[string]string{"": "=", "eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+// KeyOp is a filter operator as a key condition writes it (= > >= < <=);
+// ok is false for an operator a key condition does not take.
+func KeyOp(op string) (string, bool) {
+	switch op {
+	case "", "eq":
+		return "=", true
+	case "gt":
+		return ">", true
+	case "gte":
+		return ">=", true
+	case "lt":
+		return "<", true
+	case "lte":
+		return "<=", true
+	}
+	return "", false
+}
 
 // resolveKeyCondition is e's key condition with its defaults (a copy: the
 // configuration's own stays as written).

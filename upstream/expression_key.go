@@ -35,7 +35,7 @@ func (r *Resource) keyCondition() *config.KeyConditionConfig {
 // type is applied by airlock alone.
 func (r *Resource) keyClause(name string, fc *config.FilterConfig, fd *config.FieldConfig, v any) (string, bindings, string) {
 	b := bindings{names: map[string]any{}, values: map[string]any{}}
-	op, ok := config.KeyOps[fc.Op]
+	op, ok := config.KeyOp(fc.Op)
 	if !ok {
 		return "", b, "a key condition has no form for this operator: only airlock applies it"
 	}
