@@ -189,7 +189,8 @@ func TestDynamoDBQuery_RefusesASearchThatPinsNoPartition(t *testing.T) {
 		{map[string]any{"tenant": "a", "id": "b", "id_through": "c"}, "filter.id_through", envelope.FieldOneSortCondition},
 		{map[string]any{"tenant": "a", "id_from": "b", "id_through": "a"}, "filter.id_through", envelope.FieldOutOfRange},
 	} {
-		_, errs := r.TypedFilter(tc.filter)
+		typed, errs := r.TypedFilter(tc.filter)
+		errs = append(errs, r.CheckListFilter(typed)...)
 		found := false
 		for _, e := range errs {
 			found = found || (e.Field == tc.field && e.Code == tc.code)
@@ -198,11 +199,11 @@ func TestDynamoDBQuery_RefusesASearchThatPinsNoPartition(t *testing.T) {
 			t.Errorf("%v: errors %v; want %s on %s", tc.filter, errs, tc.code, tc.field)
 		}
 	}
-	if _, errs := r.TypedFilter(map[string]any{"tenant": []any{"a"}, "id": "x"}); len(errs) > 0 {
+	if typed, errs := r.TypedFilter(map[string]any{"tenant": []any{"a"}, "id": "x"}); len(errs)+len(r.CheckListFilter(typed)) > 0 {
 		t.Errorf("a list of one pins the partition: %v", errs)
 	}
 	d := queryResource(t, "    default_filter: {tenant: acme}\n")
-	if _, errs := d.TypedFilter(map[string]any{"status": "active"}); len(errs) > 0 {
+	if typed, errs := d.TypedFilter(map[string]any{"status": "active"}); len(errs)+len(d.CheckListFilter(typed)) > 0 {
 		t.Errorf("the default filter pins the partition: %v", errs)
 	}
 }
@@ -214,8 +215,8 @@ func TestDynamoDBQuery_RefusesASearchThatPinsNoPartition(t *testing.T) {
 func TestDynamoDBQuery_AGteAndAnLteAreOneBetween(t *testing.T) {
 	r := queryResource(t, "")
 	filter := map[string]any{"tenant": "acme", "id_from": "inv-1", "id_through": "inv-1"}
-	if _, errs := r.TypedFilter(filter); len(errs) > 0 {
-		t.Fatalf("refused: %v", errs)
+	if typed, errs := r.TypedFilter(filter); len(errs)+len(r.CheckListFilter(typed)) > 0 {
+		t.Fatalf("refused: %v %v", errs, r.CheckListFilter(typed))
 	}
 	body := queryBody(t, r, filter, false)
 	if body["KeyConditionExpression"] != "#f6 = :f6v0 AND #f2 BETWEEN :f2v0 AND :f3v0" {

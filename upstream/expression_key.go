@@ -138,6 +138,14 @@ func (r *Resource) keyForms(filter map[string]any) map[string]filterForm {
 	return out
 }
 
+// CheckListFilter refuses a typed filter (TypedFilter's) that the
+// resource's list cannot be asked for: for a Query, one that does not pin
+// its partition or that gives its sort key two conditions. A read by ids
+// (an explicit selection) lists nothing and needs none of it.
+func (r *Resource) CheckListFilter(filter map[string]any) []envelope.FieldError {
+	return r.checkKeyFilter(filter)
+}
+
 // checkKeyFilter refuses a filter that a Query cannot be asked for: one
 // that does not pin the partition key to one value (from the caller, or
 // the resource's default_filter; an empty string is none, as DynamoDB

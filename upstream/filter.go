@@ -78,7 +78,7 @@ func (r *Resource) TypedFilter(filter map[string]any) (map[string]any, []envelop
 		}
 		out[name] = c
 	}
-	return out, append(errs, r.checkKeyFilter(out)...)
+	return out, errs
 }
 
 func (r *Resource) filterExample() map[string]any {
