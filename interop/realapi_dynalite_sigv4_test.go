@@ -125,6 +125,12 @@ func checkSigV4WrongSecret(t *testing.T, v *upstreams.SigV4Verifier) {
 	if len(log) == 0 || log[0].Verified || log[0].Why != "signature mismatch" {
 		t.Errorf("the verifier's log %+v; want the request refused for its signature", log)
 	}
+	// A signature of zeros in AWS's form (what the harness sends dynalite,
+	// which takes it) is refused too.
+	zeros := (&upstreams.Dynalite{URL: v.URL}).Raw(t, upstreams.DynamoHeader("Scan"), []byte(`{"TableName": "accounts", "Limit": 1}`))
+	if zeros.Status != 400 || !strings.Contains(string(zeros.Body), "InvalidSignatureException") {
+		t.Errorf("a signature of zeros: %d %s; want 400 InvalidSignatureException", zeros.Status, zeros.Body)
+	}
 	if ans.Problem != nil {
 		t.Logf("a wrong secret: %d request(s), %s: %s; upstream_message %q", len(log), ans.Problem.Code, ans.Problem.Detail, truncateStr(ans.Problem.UpstreamMessage, 160))
 	}
