@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -303,8 +304,8 @@ func (a *ActionConfig) ParamFor(field string) string {
 		return ""
 	}
 	s, _ := t.(string)
-	if m := tmplRef.FindStringSubmatch(s); m != nil && strings.HasPrefix(m[1], "params.") {
-		return "action." + m[1]
+	if refs := template.Refs(s); len(refs) > 0 && strings.HasPrefix(refs[0], "params.") {
+		return "action." + refs[0]
 	}
 	return ""
 }

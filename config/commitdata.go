@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/config/template"
 )
 
 // check renders every template of an action with the renderer a commit
-// uses (TemplateVars) and with data of the shape the commit fills in,
+// uses (template.Vars) and with data of the shape the commit fills in,
 // placeholders of the declared types standing for the values: a template
 // check accepts is one the commit can build, and one it refuses is told
 // what the commit has.
@@ -60,13 +62,13 @@ type templateDecl struct {
 // holds there. fill reports whether the commit has the name at d's place
 // and what to tell an author whose template asks for more (what it holds,
 // or why it has none; "" when the name says it all). A name templates may
-// read is one row here, beside its field in TemplateVars and its case in
-// TemplateVars.lookup.
+// read is one row here, beside its field in template.Vars and its case in
+// the lookup of Vars.
 var templateNames = []struct {
 	name string
-	fill func(v *TemplateVars, d templateDecl) (has bool, says string)
+	fill func(v *template.Vars, d templateDecl) (has bool, says string)
 }{
-	{"id", func(v *TemplateVars, d templateDecl) (bool, string) {
+	{"id", func(v *template.Vars, d templateDecl) (bool, string) {
 		switch d.place {
 		case placeTarget:
 			v.ID, v.IDValue = "1", placeholder(d.r.Fields[d.r.IDField])
@@ -76,7 +78,7 @@ var templateNames = []struct {
 		}
 		return false, ""
 	}},
-	{"version", func(v *TemplateVars, d templateDecl) (bool, string) {
+	{"version", func(v *template.Vars, d templateDecl) (bool, string) {
 		switch d.place {
 		case placeTarget:
 			if d.r.VersionField == "" {
@@ -89,7 +91,7 @@ var templateNames = []struct {
 		}
 		return false, ""
 	}},
-	{"params", func(v *TemplateVars, d templateDecl) (bool, string) {
+	{"params", func(v *template.Vars, d templateDecl) (bool, string) {
 		var optional []string
 		v.Params, optional = requiredParams(d.a)
 		names := slices.Sorted(maps.Keys(v.Params))
@@ -102,7 +104,7 @@ var templateNames = []struct {
 		}
 		return true, says
 	}},
-	{"before", func(v *TemplateVars, d templateDecl) (bool, string) {
+	{"before", func(v *template.Vars, d templateDecl) (bool, string) {
 		switch d.place {
 		case placeTarget:
 			v.Before = fieldPlaceholders(d.r, effectFields(d.a))
@@ -112,7 +114,7 @@ var templateNames = []struct {
 		}
 		return false, ""
 	}},
-	{"after", func(v *TemplateVars, d templateDecl) (bool, string) {
+	{"after", func(v *template.Vars, d templateDecl) (bool, string) {
 		switch d.place {
 		case placeTarget:
 			v.After = fieldPlaceholders(d.r, effectFields(d.a))
@@ -127,7 +129,7 @@ var templateNames = []struct {
 			// that reads restore has none; bulk.each has each target's.
 			params, _ := requiredParams(d.a)
 			for _, e := range d.a.Effect {
-				if _, err := (TemplateVars{Params: params}).Render(normalizeYAMLValue(e.To)); err != nil {
+				if _, err := (template.Vars{Params: params}).Render(normalizeYAMLValue(e.To)); err != nil {
 					return false, "a bulk body's after is the effect's to rendered from params alone, and this effect's reads more; bulk.each renders each target's after"
 				}
 			}
@@ -137,7 +139,7 @@ var templateNames = []struct {
 		}
 		return true, "after holds only the fields the effect changes: " + strings.Join(effectFields(d.a), ", ")
 	}},
-	{"restore", func(v *TemplateVars, d templateDecl) (bool, string) {
+	{"restore", func(v *template.Vars, d templateDecl) (bool, string) {
 		switch {
 		case d.place == placeBulk:
 			return false, "bulk.each renders each target's own values, restore among them"
@@ -150,7 +152,7 @@ var templateNames = []struct {
 		}
 		return true, "restore holds only the fields the effect of the action it compensates changes: " + strings.Join(d.restore, ", ")
 	}},
-	{"operation_id", func(v *TemplateVars, d templateDecl) (bool, string) {
+	{"operation_id", func(v *template.Vars, d templateDecl) (bool, string) {
 		if d.place == placeEffect {
 			return false, ""
 		}
@@ -159,7 +161,7 @@ var templateNames = []struct {
 	}},
 	{"targets", fillTargets},
 	{"ids", fillTargets},
-	{"each", func(v *TemplateVars, d templateDecl) (bool, string) {
+	{"each", func(v *template.Vars, d templateDecl) (bool, string) {
 		switch {
 		case d.place == placeTarget:
 			return false, "{{each}} is the list a bulk body takes from bulk.each"
@@ -192,7 +194,7 @@ func requiredParams(a *ActionConfig) (params map[string]any, optional []string) 
 }
 
 // fillTargets is targets and ids: a bulk request's list of its targets.
-func fillTargets(v *TemplateVars, d templateDecl) (bool, string) {
+func fillTargets(v *template.Vars, d templateDecl) (bool, string) {
 	switch d.place {
 	case placeBulk:
 		v.Targets = []map[string]any{{"id": "1", "version": "1"}}
@@ -205,8 +207,8 @@ func fillTargets(v *TemplateVars, d templateDecl) (bool, string) {
 
 // commitVars is the data a commit renders templates with at d's place,
 // with placeholders for the values.
-func commitVars(d templateDecl) TemplateVars {
-	var v TemplateVars
+func commitVars(d templateDecl) template.Vars {
+	var v template.Vars
 	for _, n := range templateNames {
 		n.fill(&v, d)
 	}
@@ -220,7 +222,7 @@ func explain(d templateDecl, ref string) string {
 	var has []string
 	says, known := "", false
 	for _, n := range templateNames {
-		var scratch TemplateVars
+		var scratch template.Vars
 		ok, s := n.fill(&scratch, d)
 		if ok {
 			has = append(has, n.name)
@@ -244,18 +246,18 @@ func explain(d templateDecl, ref string) string {
 // fails, or leaves a {{ it does not read as a reference, reports each
 // string of t at fault with its own path: every reference the commit has
 // no value for, said with what it has.
-func checkTemplate(l *errList, d templateDecl, t any, where []string, render func(TemplateVars, any) error) {
+func checkTemplate(l *errList, d templateDecl, t any, where []string, render func(template.Vars, any) error) {
 	v := commitVars(d)
 	if render(v, t) == nil && !hasUnread(t) {
 		return
 	}
 	walkTemplate(t, where, func(s string, at []string) {
-		for _, m := range tmplRef.FindAllStringSubmatch(s, -1) {
-			if _, err := v.Render(m[0]); err != nil {
-				l.add(fmt.Sprintf("{{%s}}: %s", m[1], explain(d, m[1])), at...)
+		for _, ref := range template.Refs(s) {
+			if !v.Has(ref) {
+				l.add(fmt.Sprintf("{{%s}}: %s", ref, explain(d, ref)), at...)
 			}
 		}
-		if rest := tmplRef.ReplaceAllString(s, ""); strings.Contains(rest, "{{") {
+		if rest := template.Strip(s); strings.Contains(rest, "{{") {
 			frag := rest[strings.Index(rest, "{{"):]
 			if end := strings.Index(frag, "}}"); end >= 0 {
 				frag = frag[:end+2]
@@ -270,7 +272,7 @@ func checkTemplate(l *errList, d templateDecl, t any, where []string, render fun
 func hasUnread(t any) bool {
 	unread := false
 	walkTemplate(t, nil, func(s string, _ []string) {
-		unread = unread || strings.Contains(tmplRef.ReplaceAllString(s, ""), "{{")
+		unread = unread || strings.Contains(template.Strip(s), "{{")
 	})
 	return unread
 }
@@ -294,13 +296,13 @@ func walkTemplate(t any, where []string, fn func(s string, at []string)) {
 
 // renderValue renders a body, variables, header or effect template as the
 // commit does.
-func renderValue(v TemplateVars, t any) error {
+func renderValue(v template.Vars, t any) error {
 	_, err := v.Render(t)
 	return err
 }
 
 // renderPath renders a path template (and its query) as the commit does.
-func renderPath(v TemplateVars, t any) error {
+func renderPath(v template.Vars, t any) error {
 	s, _ := t.(string)
 	_, _, err := v.RenderURL(s)
 	return err

@@ -1,8 +1,9 @@
 // Package config is airlock's configuration file: its types, the strict
-// YAML parse (unknown keys and wrong types are errors with line numbers),
-// validation that reports every error at once, the defaults each part
-// resolves to, environment references, TODO markers, and the template
-// language of actions.
+// YAML parse (unknown keys and wrong types are errors with line numbers,
+// read by config/strictyaml), validation that reports every error at once
+// (action templates rendered as a commit renders them, with
+// config/template), the defaults each part resolves to, environment
+// references and TODO markers.
 //
 // It must never send a request, keep or show a secret's value (it only
 // says whether one is there), or depend on the packages that act on a
@@ -16,10 +17,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -34,7 +35,7 @@ type Config struct {
 	root    *yaml.Node
 	baseDir string
 	// keyLines holds the line of every struct key the document sets (see
-	// decodeConfig).
+	// strictyaml.Decode).
 	keyLines map[string]int
 }
 
@@ -543,9 +544,9 @@ func (c *Config) BaseDir() string { return c.baseDir }
 func Parse(b []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, Errors{syntaxError(b, err)}
+		return nil, Errors{Error(strictyaml.SyntaxError(b, err))}
 	}
-	if second := secondDocument(b); second > 0 {
+	if second := strictyaml.SecondDocument(b); second > 0 {
 		return nil, Errors{{Line: second, Path: "config", Msg: "a second YAML document: a configuration is one document; remove the --- and what follows it, or merge the two"}}
 	}
 	// Duplicates are reported and dropped first; then the document is
@@ -554,10 +555,11 @@ func Parse(b []byte) (*Config, error) {
 	// the wrong type, and goes on past them, so that what was read is
 	// still validated: a misspelled key is reported together with the
 	// required key it leaves missing.
-	errs := dropDuplicateKeys(&root)
+	errs := fromYAML(strictyaml.DropDuplicateKeys(&root))
 	var cfg Config
-	errs = append(errs, decodeConfig(&root, &cfg)...)
-	cfg.root = &root
+	decoded, keyLines := strictyaml.Decode(&root, &cfg)
+	errs = append(errs, fromYAML(decoded)...)
+	cfg.root, cfg.keyLines = &root, keyLines
 	if len(errs) > 0 {
 		errs = append(errs, withoutLines(cfg.validate(), errs)...)
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
@@ -567,6 +569,31 @@ func Parse(b []byte) (*Config, error) {
 		return nil, errs
 	}
 	return &cfg, nil
+}
+
+// withoutLines drops the errors on lines already reported: a value yaml
+// could not read is also missing or zero to the checks that follow.
+func withoutLines(errs, reported Errors) Errors {
+	lines := map[int]bool{}
+	for _, e := range reported {
+		lines[e.Line] = true
+	}
+	var out Errors
+	for _, e := range errs {
+		if !lines[e.Line] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// fromYAML is the decoder's problems as configuration errors.
+func fromYAML(problems []strictyaml.Problem) Errors {
+	var out Errors
+	for _, p := range problems {
+		out = append(out, Error(p))
+	}
+	return out
 }
 
 // keyLine reports the line of the key at the dotted path when the document
@@ -579,35 +606,17 @@ func (c *Config) keyLine(path ...string) (int, bool) {
 
 // line finds the line of a dotted path in the YAML tree (0 when unknown).
 // Path elements are map keys or list indexes.
-func (c *Config) line(path ...string) int {
-	if c.root == nil || len(c.root.Content) == 0 {
-		return 0
+func (c *Config) line(path ...string) int { return strictyaml.Line(c.root, path...) }
+
+// at is path with one more key.
+func at(path []string, k string) []string { return append(append([]string(nil), path...), k) }
+
+// joinPath is a key path as errors name it: "config" for the document.
+func joinPath(path []string) string {
+	if len(path) == 0 {
+		return "config"
 	}
-	n := c.root.Content[0]
-	best := n.Line
-	for _, p := range path {
-		var next *yaml.Node
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == p {
-					next = n.Content[i+1]
-					best = n.Content[i].Line
-					break
-				}
-			}
-		case yaml.SequenceNode:
-			if i, err := strconv.Atoi(p); err == nil && i < len(n.Content) {
-				next = n.Content[i]
-				best = next.Line
-			}
-		}
-		if next == nil {
-			return best
-		}
-		n = next
-	}
-	return best
+	return strings.Join(path, ".")
 }
 
 // Summary describes the configuration in a few lines for `airlock check`:

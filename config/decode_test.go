@@ -1,62 +1,10 @@
 package config
 
 import (
-	"errors"
-	"reflect"
-	"strings"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/configtest"
-	"go.yaml.in/yaml/v3"
 )
-
-// FuzzDecodeConfig_AgreesWithYAML: airlock's walk decodes a document to
-// what yaml's own decoder makes of it, and finds a value of the wrong
-// type exactly when yaml does, so that its errors replace yaml's without
-// losing or inventing any.
-func FuzzDecodeConfig_AgreesWithYAML(f *testing.F) {
-	f.Add(fixtures.DemoConfig("http://127.0.0.1:1"))
-	f.Add([]byte("environment: x\nupstreams: {a: {base_url: 'http://h', retries: 2, timeout: 5s, credential: {env: T}}}\nresources: {r: {upstream: a, list: {path: /x, body: {a: [1, {b: c}]}}, fields: {id: ~}, default_fields: [a, [b], c]}}\n"))
-	f.Add([]byte("upstreams: {a: {timeout: 1e99s, retries: many, backoff: [1]}}\nresources: {r: {limits: {max_items: {default: -1, cap: x}}}}"))
-	f.Add([]byte("d: &d {timeout: 5s, retries: 1}\nupstreams: {a: {<<: *d, retries: 2}, b: {<<: [*d, {concurrency: 3}]}}"))
-	f.Add([]byte("upstreams: {a: {headers: {1: x, ~: y, [z]: w}}}"))
-	f.Add([]byte("upstreams: {a: {retries: !!float 1.5, first: !!str 3, concurrency: 2.0, max_body_bytes: 0x10}}"))
-	f.Add([]byte("*a: &a [*a]"))
-	f.Add([]byte("upstreams: {a: {credential: {env: [x], file: y, query: {q: 1}}}}"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) > 16<<10 {
-			t.Skip()
-		}
-		var root yaml.Node
-		if yaml.Unmarshal(b, &root) != nil {
-			return
-		}
-		dropDuplicateKeys(&root)
-		var byYAML Config
-		yerr := root.Decode(&byYAML)
-		var te *yaml.TypeError
-		if yerr != nil && !errors.As(yerr, &te) {
-			return // yaml gave up (aliases, an unreadable key); the walk reports it in its own words
-		}
-		var ours Config
-		var typeErrs Errors
-		for _, e := range decodeConfig(&root, &ours) {
-			if !strings.HasPrefix(e.Msg, "unknown key") && !strings.Contains(e.Msg, "read as null") {
-				typeErrs = append(typeErrs, e)
-			}
-		}
-		ours.keyLines = nil // the walk's own record of where keys are set
-		switch {
-		case yerr == nil && len(typeErrs) > 0:
-			t.Fatalf("the walk refuses what yaml decodes: %v", typeErrs)
-		case yerr != nil && len(typeErrs) == 0:
-			t.Fatalf("yaml refuses what the walk decodes: %v", yerr)
-		case yerr == nil && !reflect.DeepEqual(byYAML, ours):
-			t.Fatalf("the walk decodes\n%+v\nwhere yaml decodes\n%+v", ours, byYAML)
-		}
-	})
-}
 
 // Values of the wrong type, and what yaml cannot read, are reported in
 // airlock's words at the value's line and column, by their key path.
@@ -120,37 +68,5 @@ func TestParseConfig_UnreadableFreeFormValueSaysWhy(t *testing.T) {
 	checkErrors(t, got, []wantErr{{13, "resources.items.default_filter.a", "the alias *f refers to a value that contains it"}})
 	if len(got) == 1 && got[0].Column != 32 {
 		t.Errorf("column %d, want 32 (the alias)", got[0].Column)
-	}
-}
-
-// The one function that reads the YAML parser's wording: the line of a
-// scanner's problem is the parser's, a parser's problem is reported one
-// line early and moved down, and an unclosed flow collection is moved to
-// the line that opens it.
-func TestSyntaxError_ReadsTheParsersLineAndProblem(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		yaml string
-		want Error
-	}{
-		{"scanner: a tab where indentation belongs", "environment: test\n\tupstreams: {}\n",
-			Error{Line: 2, Path: "config", Msg: "found a tab character that violates indentation"}},
-		{"scanner: on the first line, yaml names no line", "environment: a: b\n",
-			Error{Path: "config", Msg: "mapping values are not allowed in this context"}},
-		{"parser: a key indented differently, reported a line early", "upstreams:\n  api: {}\n bad: 1\n",
-			Error{Line: 3, Path: "config", Msg: "a line below this one is indented differently from its mapping (did not find expected key)"}},
-		{"parser: an unclosed list", "environment: test\nupstreams: [a,\n  b\nresources: {}\n",
-			Error{Line: 2, Path: "config", Msg: "a [list] that opens on this line is not closed, or its items are not separated by commas (did not find expected ',' or ']')"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var n yaml.Node
-			err := yaml.Unmarshal([]byte(tc.yaml), &n)
-			if err == nil {
-				t.Fatal("the YAML parsed")
-			}
-			if got := syntaxError([]byte(tc.yaml), err); got != tc.want {
-				t.Errorf("syntaxError(%q) = %+v, want %+v", err, got, tc.want)
-			}
-		})
 	}
 }

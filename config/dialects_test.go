@@ -9,55 +9,13 @@ import (
 	"github.com/airlock-mcp/airlock/internal/configtest"
 )
 
-// dialectMinimal is, for every dialect, the list (line 8) and pagination
-// (line 9) of a minimal configuration that parses.
-var dialectMinimal = map[string][2]string{
-	DialectCursor:         {"{path: /items}", "{dialect: cursor, has_more: has_more}"},
-	DialectLink:           {"{path: /items}", "{dialect: link}"},
-	DialectOffset:         {"{path: /items}", "{dialect: offset}"},
-	DialectPage:           {"{path: /items}", "{dialect: page}"},
-	DialectContinue:       {"{path: /items}", "{dialect: continue}"},
-	DialectNextURL:        {"{path: /items}", "{dialect: next_url}"},
-	DialectGraphQL:        {`{path: /graphql, graphql: "query($first: Int, $after: String) { things(first: $first, after: $after) { nodes { id } } }"}`, "{dialect: graphql, connection: things}"},
-	DialectSearchAfter:    {"{path: /_search, method: POST}", "{dialect: search_after}"},
-	DialectContinueObject: {"{path: /api.php}", "{dialect: continue_object}"},
-	DialectBookmark:       {"{path: /db/_find, method: POST}", "{dialect: bookmark}"},
-}
-
-// keyValues is a value of the right type for every pagination key a
-// dialect may not read; zero values and a pointer to 0 included, since a
-// key set is refused whatever it holds.
-var keyValues = map[string]string{
-	"has_more": "more", "is_last": "last", "cursor_param": "c", "next_cursor": "next",
-	"cursor_field": "id", "cursor_exclusive": "nul_suffix",
-	"offset_param": "off", "concurrency": "2",
-	"page_param": "p", "first_page": "0", "total_pages": "pages", "total_pages_header": "X-Pages",
-	"continue_param": "c", "continue_path": "cont", "resource_version": "rv",
-	"next": "nxt", "connection": "things",
-	"sort_values": "sort", "search_after_param": "sa", "pit": "{open: /i/_pit, id: id, param: pit.id}",
-	"batch_complete": "bc", "empty_without_items": "false",
-}
-
-// withPaginationKey is the dialect's minimal configuration with key set
-// to value at the end of its pagination mapping (line 9).
-func withPaginationKey(dialect, key, value string) []byte {
-	m := dialectMinimal[dialect]
-	lines := append(append([]string(nil), configtest.MinimalUpstream...), configtest.MinimalResource...)
-	pg := m[1]
-	if key != "" {
-		pg = strings.TrimSuffix(pg, "}") + ", " + key + ": " + value + "}"
-	}
-	lines[7], lines[8] = "    list: "+m[0], "    pagination: "+pg
-	return configtest.Lines(lines...)
-}
-
 func TestDialects_EveryDialectsMinimalConfigurationParses(t *testing.T) {
 	for _, k := range DialectKinds() {
-		if _, ok := dialectMinimal[k.Name]; !ok {
+		if _, ok := configtest.DialectMinimal[k.Name]; !ok {
 			t.Errorf("dialect %s has no minimal configuration here", k.Name)
 			continue
 		}
-		if _, err := Parse(withPaginationKey(k.Name, "", "")); err != nil {
+		if _, err := Parse(configtest.WithPaginationKey(k.Name, "", "")); err != nil {
 			t.Errorf("dialect %s: %v", k.Name, err)
 		}
 	}
@@ -73,14 +31,14 @@ func TestDialects_AKeyTheDialectDoesNotReadIsRefusedWithItsLine(t *testing.T) {
 			if k.Reads(key) {
 				continue
 			}
-			value, ok := keyValues[key]
+			value, ok := configtest.PaginationKeyValues[key]
 			if !ok {
 				t.Errorf("no test value for %s, which the %s dialect does not read", key, k.Name)
 				continue
 			}
 			refused++
 			t.Run(k.Name+"/"+key, func(t *testing.T) {
-				got := parseErrors(t, withPaginationKey(k.Name, key, value))
+				got := parseErrors(t, configtest.WithPaginationKey(k.Name, key, value))
 				checkErrors(t, got, []wantErr{{9, "resources.items.pagination." + key,
 					"the " + k.Name + " dialect does not read " + key + "; " + readersOf(key)}})
 			})
@@ -93,12 +51,12 @@ func TestDialects_AKeyTheDialectDoesNotReadIsRefusedWithItsLine(t *testing.T) {
 }
 
 func TestDialects_TheRefusalReadsAsDocumented(t *testing.T) {
-	got := parseErrors(t, withPaginationKey(DialectCursor, "total_pages", "pages"))
+	got := parseErrors(t, configtest.WithPaginationKey(DialectCursor, "total_pages", "pages"))
 	want := "line 9: resources.items.pagination.total_pages: the cursor dialect does not read total_pages; page reads it"
 	if len(got) != 1 || got[0].Error() != want {
 		t.Errorf("got %v, want %s", got, want)
 	}
-	got = parseErrors(t, withPaginationKey(DialectLink, "is_last", "last"))
+	got = parseErrors(t, configtest.WithPaginationKey(DialectLink, "is_last", "last"))
 	want = "line 9: resources.items.pagination.is_last: the link dialect does not read is_last; cursor and next_url read it"
 	if len(got) != 1 || got[0].Error() != want {
 		t.Errorf("got %v, want %s", got, want)

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // The kinds of list request, which decide where pagination and filter
@@ -171,32 +169,6 @@ func validateFilters(l *errList, r *ResourceConfig, at func(k ...string) []strin
 			}
 		}
 	}
-}
-
-// nullKeys reports every mapping key YAML reads as null (null, ~ or
-// nothing): the decoder drops such a key and its value without a word,
-// so `null: {param: …}` would silently configure nothing.
-func nullKeys(root *yaml.Node) Errors {
-	var errs Errors
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		if n == nil {
-			return
-		}
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!null" {
-					errs = append(errs, Error{Line: k.Line, Path: "config",
-						Msg: fmt.Sprintf("the key %q is read as null, which is no key: quote it, or for a filter's null form use is_null", k.Value)})
-				}
-			}
-		}
-		for _, ch := range n.Content {
-			walk(ch)
-		}
-	}
-	walk(root)
-	return errs
 }
 
 // validQueryEncoding checks a query_encoding.

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 )
 
 type errList struct {
@@ -24,7 +26,7 @@ func (l *errList) add(msg string, path ...string) {
 
 func (c *Config) validate() Errors {
 	l := &errList{c: c}
-	l.errs = append(l.errs, nullKeys(c.root)...)
+	l.errs = append(l.errs, fromYAML(strictyaml.NullKeys(c.root))...)
 	if c.Environment == "" {
 		l.add("required: name the environment (it is shown beside every answer)", "environment")
 	}

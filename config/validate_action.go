@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/envelope"
 )
 
@@ -38,10 +39,10 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 		validateBulk(l, a.Bulk, at)
 	}
 	validateConditional(l, a, r, at)
-	if rq := a.Request; rq != nil && (WholeRecord(rq.Body) || WholeRecord(rq.Variables)) && r != nil && r.Get == nil {
+	if rq := a.Request; rq != nil && (template.WholeRecord(rq.Body) || template.WholeRecord(rq.Variables)) && r != nil && r.Get == nil {
 		l.add("{{after}} sends the whole record as read right before the write: it needs the resource's get endpoint", at("request", "body")...)
 	}
-	if b := a.Bulk; b != nil && (WholeRecord(b.Body) || WholeRecord(b.Each)) {
+	if b := a.Bulk; b != nil && (template.WholeRecord(b.Body) || template.WholeRecord(b.Each)) {
 		l.add("{{after}} (the whole record) is sent only by a per-target request, which reads it right before its write", at("bulk")...)
 	}
 	switch a.Verify {
@@ -403,9 +404,7 @@ func templateRefs(t any) []string {
 	var out []string
 	switch x := t.(type) {
 	case string:
-		for _, m := range tmplRef.FindAllStringSubmatch(x, -1) {
-			out = append(out, m[1])
-		}
+		out = append(out, template.Refs(x)...)
 		if strings.Contains(x, "{{") && len(out) == 0 {
 			out = append(out, strings.TrimSpace(strings.Trim(x[strings.Index(x, "{{"):], "{} ")))
 		}

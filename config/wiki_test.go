@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/url"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/internal/configtest"
@@ -51,24 +50,6 @@ func TestParseConfig_PathQueriesAreCheckedWithLines(t *testing.T) {
 	if _, err := Parse(wikiLines("{path: /api.php, params: {action: query, list: allpages}}", "{dialect: link}",
 		`    get: {path: "/api.php?action=query&prop=info&pageids={{id}}", item: query.pages.0, missing: missing}`)); err != nil {
 		t.Errorf("a get path with a query: %v", err)
-	}
-}
-
-func TestRenderURL_EscapesPathAndQueryValuesEachOnce(t *testing.T) {
-	v := TemplateVars{ID: "a/b&c=d e", Params: map[string]any{"summary": "x?y#z", "n": 3}}
-	path, q, err := v.RenderURL("/wiki/{{id}}/edit?action=edit&pageid={{id}}&summary=bot:+{{params.summary}}&n={{params.n}}&prop=info%7Crevisions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if path != "/wiki/a%2Fb&c=d%20e/edit" {
-		t.Errorf("path = %q", path)
-	}
-	want := url.Values{"action": {"edit"}, "pageid": {"a/b&c=d e"}, "summary": {"bot: x?y#z"}, "n": {"3"}, "prop": {"info|revisions"}}
-	if q.Encode() != want.Encode() {
-		t.Errorf("query = %v, want %v", q, want)
-	}
-	if _, q, _ := v.RenderURL("/items/{{id}}"); q != nil {
-		t.Errorf("a path without a query has query %v", q)
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/schema"
 )
 
 // allPlatforms are the platforms a release is built for.
@@ -765,7 +765,7 @@ func TestRelease_ServerJSONDescribesTheReleaseAndTheRegistryAcceptsIt(t *testing
 }
 
 // TestRelease_ShipsTheConfigurationSchemaDraftsName: the release carries
-// the schema a draft's first line names (config.SchemaURL, the latest
+// the schema a draft's first line names (schema.URL, the latest
 // release's asset), as this source generates it.
 func TestRelease_ShipsTheConfigurationSchemaDraftsName(t *testing.T) {
 	r := requireRelease(t)
@@ -773,10 +773,10 @@ func TestRelease_ShipsTheConfigurationSchemaDraftsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(b, config.SchemaJSON()) {
+	if !bytes.Equal(b, schema.JSON()) {
 		t.Error("the release's airlock.schema.json is not the schema of this source's configuration")
 	}
-	if !strings.HasSuffix(config.SchemaURL, "/releases/latest/download/airlock.schema.json") {
-		t.Errorf("drafts name %s, which is not the latest release's asset", config.SchemaURL)
+	if !strings.HasSuffix(schema.URL, "/releases/latest/download/airlock.schema.json") {
+		t.Errorf("drafts name %s, which is not the latest release's asset", schema.URL)
 	}
 }

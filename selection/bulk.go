@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/write"
 )
@@ -38,14 +38,14 @@ func (r *run) runBulk(ctx context.Context, batch []Target) (unsent []Target) {
 		if len(send) == 0 || r.dryRun() {
 			continue
 		}
-		vars := config.TemplateVars{Params: r.params, After: r.after, OperationID: r.op.ID}
+		vars := template.Vars{Params: r.params, After: r.after, OperationID: r.op.ID}
 		now := r.e.Clock.Now()
 		var intents []Target
-		var each []config.TemplateVars
+		var each []template.Vars
 		for _, t := range send {
 			vars.Targets = append(vars.Targets, map[string]any{"id": t.ID, "version": t.Version})
 			if r.a.Config.Bulk.Each != nil {
-				each = append(each, config.TemplateVars{ID: t.ID, Version: t.Version, Params: r.params, Before: t.Before,
+				each = append(each, template.Vars{ID: t.ID, Version: t.Version, Params: r.params, Before: t.Before,
 					After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID})
 			}
 			it := t

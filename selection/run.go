@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -552,7 +553,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		r.finish(t, TargetWouldSucceed, 0, nil, note, nil)
 		return true
 	}
-	vars := config.TemplateVars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
+	vars := template.Vars{ID: t.ID, Version: version, Params: r.params, Before: t.Before, After: r.afterFor(t), Restore: t.Restore, OperationID: r.op.ID}
 	if raw != nil && r.a.WholeRecord() {
 		// The record as the upstream holds it, the effect applied: a
 		// write that replaces it keeps every other field.

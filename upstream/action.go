@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -35,7 +36,7 @@ func newAction(name string, cfg config.ActionConfig, r *Resource) *Action {
 // whole after-values come from AfterFor.
 func (a *Action) After(params map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	vars := config.TemplateVars{Params: params}
+	vars := template.Vars{Params: params}
 	for _, e := range a.Config.Effect {
 		v, err := vars.Render(e.To)
 		if err != nil {
@@ -52,7 +53,7 @@ func (a *Action) After(params map[string]any) (map[string]any, error) {
 // and the element).
 func (a *Action) AfterFor(params, before, restore map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	vars := config.TemplateVars{Params: params, Restore: restore}
+	vars := template.Vars{Params: params, Restore: restore}
 	for _, e := range a.Config.Effect {
 		v, err := vars.Render(e.To)
 		if err != nil {
@@ -88,11 +89,11 @@ func (a *Action) WholeRecord() bool {
 	if rq == nil {
 		return false
 	}
-	if config.WholeRecord(rq.Body) || config.WholeRecord(rq.Variables) || config.WholeRecord(rq.Path) {
+	if template.WholeRecord(rq.Body) || template.WholeRecord(rq.Variables) || template.WholeRecord(rq.Path) {
 		return true
 	}
 	for _, h := range rq.Headers {
-		if config.WholeRecord(h) {
+		if template.WholeRecord(h) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -15,7 +16,7 @@ func (r *Resource) postReadRequest(id, requestID string) (Request, error) {
 	if id == "" {
 		return Request{}, ErrUnsafeID
 	}
-	vars := config.TemplateVars{ID: id, IDValue: r.TypedID(id)}
+	vars := template.Vars{ID: id, IDValue: r.TypedID(id)}
 	if r.Decoded(r.Config.IDField) {
 		enc := r.Encode(r.Config.IDField, vars.IDValue)
 		vars.IDValue = enc

@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -11,7 +12,7 @@ import (
 // one path segment where the path names it, and as one query value where
 // its query does (MediaWiki's /api.php?action=query&pageids={{id}}).
 func (r *Resource) getURL(id string) (*url.URL, error) {
-	path, q, err := config.TemplateVars{ID: id}.RenderURL(r.Config.Get.Path)
+	path, q, err := template.Vars{ID: id}.RenderURL(r.Config.Get.Path)
 	if err != nil {
 		return nil, err
 	}

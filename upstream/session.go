@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/redact"
@@ -221,7 +222,7 @@ func (s *session) step(ctx context.Context, st config.SessionStep, values map[st
 	if err != nil {
 		return fail(TokenInvalidResponse, 0, nil, nil, err.Error())
 	}
-	p, q, err := config.TemplateVars{}.RenderURL(path)
+	p, q, err := template.Vars{}.RenderURL(path)
 	if err != nil {
 		return fail(TokenInvalidResponse, 0, nil, nil, "the step's path does not parse")
 	}

@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/internal/configtest"
 )
 
@@ -40,7 +40,7 @@ func TestFormEncodedWrite_SendsItsFieldsEncodedOnceAndItsQueryApart(t *testing.T
 		"    effect: [{field: text, to: \"{{params.text}}\"}]",
 	)
 	a := actionFrom(t, string(y), "set_text")
-	req, err := Request(a, config.TemplateVars{ID: "12&action=delete", Version: "7", OperationID: "op_1",
+	req, err := Request(a, template.Vars{ID: "12&action=delete", Version: "7", OperationID: "op_1",
 		Params: map[string]any{"text": "a & b = c\n[[Category:X, \"y\"]] Ünïcode"}}, "r1")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -65,7 +66,7 @@ actions:
 		t.Fatal(err)
 	}
 	a := rt.Actions["archive"]
-	req, err := Request(a, config.TemplateVars{ID: "a-01", Params: map[string]any{}, Before: map[string]any{"status": "active"},
+	req, err := Request(a, template.Vars{ID: "a-01", Params: map[string]any{}, Before: map[string]any{"status": "active"},
 		After: map[string]any{"status": "archived"}, OperationID: "op-1"}, "req-1")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
 )
@@ -80,7 +81,7 @@ func among(v any, list []any) bool {
 // base64) back in its encoding, for a request's templates: the id, and
 // before, after and restore values. Parameters stay as given: an effect
 // that sets a decoded field from one renders it through after.
-func encodeDecoded(r *upstream.Resource, vars config.TemplateVars) config.TemplateVars {
+func encodeDecoded(r *upstream.Resource, vars template.Vars) template.Vars {
 	if r.Decoded(r.Config.IDField) {
 		enc := r.Encode(r.Config.IDField, vars.ID)
 		if r.Config.ItemEncoding != "" {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -62,7 +62,7 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 func TestBodyKeyedWrite_NamesTheTargetEncodedInItsBody(t *testing.T) {
 	a := etcdAction(t)
 	for _, id := range []string{"accounts/1", ".", "quote'd \"key\""} {
-		req, err := Request(a, config.TemplateVars{ID: id, Version: "7", After: map[string]any{"value": "retired"}, OperationID: "op_1"}, "req")
+		req, err := Request(a, template.Vars{ID: id, Version: "7", After: map[string]any{"value": "retired"}, OperationID: "op_1"}, "req")
 		if err != nil {
 			t.Fatalf("%q: %v", id, err)
 		}
@@ -82,7 +82,7 @@ func TestBodyKeyedWrite_NamesTheTargetEncodedInItsBody(t *testing.T) {
 			t.Errorf("%q: %s %s, key %q; want the txn path and a key derived from the decoded id", id, req.Method, req.URL, req.Header.Get("Idempotency-Key"))
 		}
 	}
-	if _, err := Request(a, config.TemplateVars{ID: "", Version: "7"}, "req"); err == nil {
+	if _, err := Request(a, template.Vars{ID: "", Version: "7"}, "req"); err == nil {
 		t.Error("an empty id was written")
 	}
 }

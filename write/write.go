@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
@@ -77,7 +78,7 @@ var ErrNoVersion = errors.New("the target has no version: the conditional write 
 // client (the commit engine journals and retries attempts itself), except
 // once after a 401 renewed the access token when a repeat cannot apply
 // twice (Repeatable), and never follows a redirect.
-func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (upstream.Request, error) {
+func Request(a *upstream.Action, vars template.Vars, requestID string) (upstream.Request, error) {
 	rc := a.Config.Request
 	// An id goes into the path as one segment; a GraphQL mutation or a
 	// body-keyed write (etcd's txn) carries it in JSON instead.
@@ -141,7 +142,7 @@ func Request(a *upstream.Action, vars config.TemplateVars, requestID string) (up
 // BulkRequest builds one bulk request for the targets. each holds, in the
 // order of vars.Targets, every target's own values for bulk.each (nil when
 // the action declares none).
-func BulkRequest(a *upstream.Action, vars config.TemplateVars, each []config.TemplateVars, requestID string) (upstream.Request, error) {
+func BulkRequest(a *upstream.Action, vars template.Vars, each []template.Vars, requestID string) (upstream.Request, error) {
 	bc := a.Config.Bulk
 	if bc.Each != nil {
 		vars.Each = make([]any, 0, len(each))

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/schema"
 	"github.com/airlock-mcp/airlock/draft"
 )
 
@@ -100,7 +100,7 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// The first line names the schema for editors (yaml-language-server
 	// reads it): a person finishing the draft sees a wrong key at once.
-	d.YAML = append([]byte(config.SchemaComment+"\n"), d.YAML...)
+	d.YAML = append([]byte(schema.Comment+"\n"), d.YAML...)
 	if *outPath == "" {
 		if _, err := stdout.Write(d.YAML); err != nil {
 			return err

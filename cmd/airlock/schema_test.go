@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/schema"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -18,7 +18,7 @@ func TestSchema_PrintsTheConfigurationsSchema(t *testing.T) {
 	if code := run([]string{"schema"}, nil, &out, &errb); code != exitOK || errb.Len() != 0 {
 		t.Fatalf("airlock schema: exit %d: %s", code, errb.String())
 	}
-	if !bytes.Equal(out.Bytes(), config.SchemaJSON()) {
+	if !bytes.Equal(out.Bytes(), schema.JSON()) {
 		t.Error("airlock schema prints something else than the configuration's schema")
 	}
 	c := jsonschema.NewCompiler()
@@ -43,7 +43,7 @@ func TestInitDraft_NamesTheSchemaOnItsFirstLine(t *testing.T) {
 		t.Fatalf("init: exit %d: %s", code, errb.String())
 	}
 	first, _, _ := strings.Cut(out.String(), "\n")
-	if first != config.SchemaComment {
-		t.Errorf("the draft's first line is %q, want %q", first, config.SchemaComment)
+	if first != schema.Comment {
+		t.Errorf("the draft's first line is %q, want %q", first, schema.Comment)
 	}
 }

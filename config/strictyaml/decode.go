@@ -1,4 +1,16 @@
-package config
+// Package strictyaml reads a YAML document strictly into Go values, as
+// airlock's configuration is read: by a walk of the YAML tree against the
+// values' types (their yaml struct tags) that reports every key the types
+// do not have (with the key that was probably meant), every value of the
+// wrong type, every key written twice and every key YAML reads as null,
+// each with its line, column and key path (a problem about the whole
+// document is at path "config"), and goes on past them. It also says where
+// a YAML syntax error is, and on which line a key path is written.
+//
+// It must never stop at the first problem, word a problem in the YAML
+// library's terms or name a Go type, or depend on the configuration whose
+// types it decodes into.
+package strictyaml
 
 import (
 	"fmt"
@@ -10,15 +22,15 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// A configuration is decoded by airlock's own walk of the YAML tree
-// against the configuration's Go types (their yaml struct tags), never by
+// A document is decoded by airlock's own walk of the YAML tree against
+// the Go types of the value it fills (their yaml struct tags), never by
 // decoding the whole document with yaml and reading its error messages:
 // the walk knows each value's key path, line and column, and says what
 // was expected in airlock's words. It follows yaml's decoding rules
 // (pointers, nulls, inline structs, aliases, merge keys, and a value of
 // the wrong type leaves its field zero and drops its list item or map
-// entry) so that a configuration decodes to what yaml itself would make
-// of it. Scalars, free-form values (the `any` fields) and types with
+// entry) so that a document decodes to what yaml itself would make of
+// it. Scalars, free-form values (the `any` fields) and types with
 // their own UnmarshalYAML are decoded by yaml one node at a time; its
 // error then only says that the node does not fit, and its wording is
 // not read.
@@ -33,11 +45,25 @@ var (
 	durationType    = reflect.TypeFor[time.Duration]()
 )
 
-// decoder is one walk of a document into a Config.
+// Problem is one thing wrong with a document.
+type Problem struct {
+	// Line is the problem's line (from 1); 0 when it has none.
+	Line int
+	// Column is the column (from 1) of the key or value at fault, when
+	// the problem is about one (0 otherwise).
+	Column int
+	// Path is the dotted path of keys and list indexes to the value at
+	// fault, "config" for the document as a whole.
+	Path string
+	// Msg says what is wrong, in airlock's words.
+	Msg string
+}
+
+// decoder is one walk of a document into a value.
 type decoder struct {
-	// unknown are the keys the configuration does not have; types the
+	// unknown are the keys the value's types do not have; types the
 	// values that do not fit their type (or cannot be read).
-	unknown, types Errors
+	unknown, types []Problem
 	// reported keeps a value reached through several aliases from being
 	// reported once per alias.
 	reported map[reportedValue]bool
@@ -59,23 +85,25 @@ type reportedValue struct {
 	t reflect.Type
 }
 
-// decodeConfig decodes the document root into cfg and returns every
-// unknown key, then every value that does not fit its type. It records in
-// cfg the line of every key set (see Config.keyLine).
-func decodeConfig(root *yaml.Node, cfg *Config) Errors {
+// Decode decodes the document root into the value out points to and
+// returns every unknown key, then every value that does not fit its type
+// (DropDuplicateKeys first reports the keys written twice), and the line
+// of every struct key the document sets, by its dotted path: null values
+// included, what a key the value's zero would hide (first_page: 0) still
+// says.
+func Decode(root *yaml.Node, out any) (problems []Problem, keyLines map[string]int) {
 	d := &decoder{reported: map[reportedValue]bool{}, expanding: map[*yaml.Node]bool{}, sizes: map[*yaml.Node]int{}, keyLines: map[string]int{}}
-	cfg.keyLines = d.keyLines
 	doc := root
 	if doc.Kind == yaml.DocumentNode {
 		if len(doc.Content) == 0 {
-			return nil
+			return nil, d.keyLines
 		}
 		doc = doc.Content[0]
 	}
 	if doc.Kind != 0 {
-		d.value(doc, reflect.ValueOf(cfg).Elem(), nil, true)
+		d.value(doc, reflect.ValueOf(out).Elem(), nil, true)
 	}
-	return append(d.unknown, d.types...)
+	return append(d.unknown, d.types...), d.keyLines
 }
 
 // value decodes n into out and reports whether it was set (false drops a
@@ -158,7 +186,7 @@ func (d *decoder) spend(n *yaml.Node, values int) bool {
 		return false
 	}
 	if d.steps += values; d.steps > maxDecodeSteps {
-		d.types = append(d.types, Error{Line: n.Line, Column: n.Column, Path: "config",
+		d.types = append(d.types, Problem{Line: n.Line, Column: n.Column, Path: "config",
 			Msg: "the document's aliases expand it to more values than a configuration holds"})
 		return false
 	}
@@ -221,7 +249,7 @@ func (d *decoder) byYAML(n *yaml.Node, out reflect.Value, path []string) bool {
 // holds the keys already set by the mappings a merge (<<) is read into:
 // those keep their value.
 func (d *decoder) structMapping(n *yaml.Node, out reflect.Value, path []string, written bool, merged map[string]bool) bool {
-	fields := structFields(out.Type())
+	fields := Fields(out.Type())
 	done := map[string]int{}
 	var merge *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -254,9 +282,9 @@ func (d *decoder) structMapping(n *yaml.Node, out reflect.Value, path []string, 
 			continue
 		}
 		if first, dup := done[name]; dup {
-			// Only keys written as aliases get here: dropDuplicateKeys
+			// Only keys written as aliases get here: DropDuplicateKeys
 			// removed the others.
-			d.unknown = append(d.unknown, Error{Line: k.Line, Column: k.Column, Path: joinPath(at(path, name)),
+			d.unknown = append(d.unknown, Problem{Line: k.Line, Column: k.Column, Path: joinPath(at(path, name)),
 				Msg: fmt.Sprintf("duplicate key: %q is already defined at line %d", name, first)})
 			continue
 		}
@@ -264,7 +292,7 @@ func (d *decoder) structMapping(n *yaml.Node, out reflect.Value, path []string, 
 		if p := joinPath(at(path, name)); d.keyLines[p] == 0 {
 			d.keyLines[p] = k.Line
 		}
-		d.value(v, out.FieldByIndex(f.index), at(path, name), written)
+		d.value(v, out.FieldByIndex(f.Index), at(path, name), written)
 	}
 	if merge != nil {
 		d.merge(n, merge, out, path, written, merged)
@@ -318,7 +346,7 @@ func (d *decoder) mergeKey(first, k, v *yaml.Node, path []string) *yaml.Node {
 	if first == nil {
 		return v
 	}
-	d.unknown = append(d.unknown, Error{Line: k.Line, Column: k.Column, Path: joinPath(at(path, "<<")),
+	d.unknown = append(d.unknown, Problem{Line: k.Line, Column: k.Column, Path: joinPath(at(path, "<<")),
 		Msg: "duplicate key: a mapping merges (<<) once; list the mappings to merge in one <<"})
 	return first
 }
@@ -366,7 +394,7 @@ func (d *decoder) merge(parent, m *yaml.Node, out reflect.Value, path []string, 
 }
 
 // key reads a mapping key as a string: a scalar, or an alias of one. A
-// null key is skipped without a word here (nullKeys reports it); a list
+// null key is skipped without a word here (NullKeys reports it); a list
 // or mapping is reported.
 func (d *decoder) key(k *yaml.Node, path []string) (string, bool) {
 	n := k
@@ -393,9 +421,9 @@ func (d *decoder) key(k *yaml.Node, path []string) (string, bool) {
 
 // unknownKey reports a key of a struct's mapping that the struct does not
 // have, with the key that was probably meant.
-func (d *decoder) unknownKey(k *yaml.Node, path []string, fields map[string]field) {
+func (d *decoder) unknownKey(k *yaml.Node, path []string, fields map[string]Field) {
 	if k.Value == "" {
-		d.unknown = append(d.unknown, Error{Line: k.Line, Column: k.Column, Path: joinPath(path), Msg: "unknown key: an empty key"})
+		d.unknown = append(d.unknown, Problem{Line: k.Line, Column: k.Column, Path: joinPath(path), Msg: "unknown key: an empty key"})
 		return
 	}
 	msg := "unknown key"
@@ -405,7 +433,7 @@ func (d *decoder) unknownKey(k *yaml.Node, path []string, fields map[string]fiel
 	} else if m := didYouMean(k.Value, fields); m != "" {
 		msg += fmt.Sprintf("; did you mean %q?", m)
 	}
-	d.unknown = append(d.unknown, Error{Line: k.Line, Column: k.Column, Path: joinPath(at(path, k.Value)), Msg: msg})
+	d.unknown = append(d.unknown, Problem{Line: k.Line, Column: k.Column, Path: joinPath(at(path, k.Value)), Msg: msg})
 }
 
 // wrongType reports a value that does not fit t.
@@ -427,7 +455,7 @@ func (d *decoder) reportAt(n *yaml.Node, t reflect.Type, at *yaml.Node, path []s
 		return
 	}
 	d.reported[key] = true
-	d.types = append(d.types, Error{Line: at.Line, Column: at.Column, Path: joinPath(path), Msg: msg})
+	d.types = append(d.types, Problem{Line: at.Line, Column: at.Column, Path: joinPath(path), Msg: msg})
 }
 
 // unreadable says why yaml could not read a free-form value, and where:
@@ -512,17 +540,18 @@ func isMergeKey(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
 }
 
-// field is a struct field's place, through inlined structs.
-type field struct {
-	index []int
-	typ   reflect.Type
+// Field is a struct field's place, through inlined structs.
+type Field struct {
+	// Index is the field's index sequence (reflect.Value.FieldByIndex).
+	Index []int
+	Type  reflect.Type
 }
 
-// structFields are a struct's YAML keys, as yaml names them: the tag's
-// name, else the field's name in lower case; inlined structs' keys are
-// the struct's own.
-func structFields(t reflect.Type) map[string]field {
-	out := map[string]field{}
+// Fields are a struct's YAML keys, as yaml names them and Decode reads
+// them: the tag's name, else the field's name in lower case; inlined
+// structs' keys are the struct's own.
+func Fields(t reflect.Type) map[string]Field {
+	out := map[string]Field{}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -533,15 +562,15 @@ func structFields(t reflect.Type) map[string]field {
 			continue
 		}
 		if strings.Contains(opts, "inline") {
-			for k, v := range structFields(f.Type) {
-				out[k] = field{index: append([]int{i}, v.index...), typ: v.typ}
+			for k, v := range Fields(f.Type) {
+				out[k] = Field{Index: append([]int{i}, v.Index...), Type: v.Type}
 			}
 			continue
 		}
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		out[name] = field{index: []int{i}, typ: f.Type}
+		out[name] = Field{Index: []int{i}, Type: f.Type}
 	}
 	return out
 }

@@ -1,19 +1,25 @@
-package config
+package schema
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/configtest"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v3"
 )
@@ -24,10 +30,10 @@ func compileSchema(t *testing.T, def string) *jsonschema.Schema {
 	t.Helper()
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
-	if err := c.AddResource(SchemaURL, bytes.NewReader(SchemaJSON())); err != nil {
+	if err := c.AddResource(URL, bytes.NewReader(JSON())); err != nil {
 		t.Fatal(err)
 	}
-	url := SchemaURL
+	url := URL
 	if def != "" {
 		url += "#/$defs/" + def
 	}
@@ -62,7 +68,7 @@ func asJSON(t *testing.T, doc []byte) any {
 		}
 		return v
 	}
-	return walk(normalizeYAMLValue(v))
+	return walk(normalizeYAML(v))
 }
 
 // TestSchema_IsAValidDraft2020Schema: the generated document is itself
@@ -75,14 +81,14 @@ func TestSchema_IsAValidDraft2020Schema(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc any
-	if err := json.Unmarshal(SchemaJSON(), &doc); err != nil {
+	if err := json.Unmarshal(JSON(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if err := meta.Validate(doc); err != nil {
 		t.Fatalf("the schema is not a valid 2020-12 schema: %#v", err)
 	}
 	compileSchema(t, "")
-	if s := Schema(); s["$schema"] != "https://json-schema.org/draft/2020-12/schema" || s["$id"] != SchemaURL {
+	if s := Document(); s["$schema"] != "https://json-schema.org/draft/2020-12/schema" || s["$id"] != URL {
 		t.Errorf("$schema %v, $id %v", s["$schema"], s["$id"])
 	}
 }
@@ -119,7 +125,7 @@ func shippedConfigs() map[string][]byte {
 func TestSchema_AcceptsEveryShippedConfig(t *testing.T) {
 	s := compileSchema(t, "")
 	for name, doc := range shippedConfigs() {
-		if _, err := Parse(doc); err != nil {
+		if _, err := config.Parse(doc); err != nil {
 			t.Errorf("%s: check refuses it: %v", name, err)
 			continue
 		}
@@ -137,12 +143,12 @@ var yamlBlock = regexp.MustCompile("(?s)\n```yaml\n(.*?)\n```")
 // (other programs' files, fragments written indented) are skipped.
 func TestSchema_AcceptsTheDocsExamples(t *testing.T) {
 	whole, resource, action := compileSchema(t, ""), compileSchema(t, "ResourceConfig"), compileSchema(t, "ActionConfig")
-	keysOf := func(v any) map[string]field { return structFields(reflect.TypeOf(v)) }
+	keysOf := func(v any) map[string]strictyaml.Field { return strictyaml.Fields(reflect.TypeOf(v)) }
 	kinds := []struct {
-		keys   map[string]field
+		keys   map[string]strictyaml.Field
 		schema *jsonschema.Schema
-	}{{keysOf(Config{}), whole}, {keysOf(ResourceConfig{}), resource}, {keysOf(ActionConfig{}), action}}
-	docs, err := filepath.Glob("../docs/*.md")
+	}{{keysOf(config.Config{}), whole}, {keysOf(config.ResourceConfig{}), resource}, {keysOf(config.ActionConfig{}), action}}
+	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil || len(docs) == 0 {
 		t.Fatalf("no docs: %v", err)
 	}
@@ -173,7 +179,7 @@ func TestSchema_AcceptsTheDocsExamples(t *testing.T) {
 	}
 }
 
-func everyKeyIn(m map[string]any, keys map[string]field) bool {
+func everyKeyIn(m map[string]any, keys map[string]strictyaml.Field) bool {
 	for k := range m {
 		if _, ok := keys[k]; !ok {
 			return false
@@ -211,7 +217,7 @@ actions:
       - {field: status, op: set, to: closed}
 `
 	s := compileSchema(t, "")
-	if _, err := Parse([]byte(base)); err != nil {
+	if _, err := config.Parse([]byte(base)); err != nil {
 		t.Fatalf("the base configuration is refused: %v", err)
 	}
 	if err := s.Validate(asJSON(t, []byte(base))); err != nil {
@@ -250,9 +256,9 @@ actions:
 			if doc == base {
 				t.Fatal("the test's edit did not apply")
 			}
-			_, err := Parse([]byte(doc))
-			var errs Errors
-			if !errors.As(err, &errs) || !slices.ContainsFunc(errs, func(e Error) bool {
+			_, err := config.Parse([]byte(doc))
+			var errs config.Errors
+			if !errors.As(err, &errs) || !slices.ContainsFunc(errs, func(e config.Error) bool {
 				return strings.HasPrefix(e.Msg, "unknown key") && (tc.path == "" || e.Path == tc.path)
 			}) {
 				t.Errorf("check does not refuse the key as unknown: %v", err)
@@ -285,13 +291,13 @@ func TestSchema_EveryTypeThatDecodesItselfIsReviewed(t *testing.T) {
 			return
 		}
 		if typ.Kind() == reflect.Struct {
-			for _, f := range structFields(typ) {
-				walk(f.typ)
+			for _, f := range strictyaml.Fields(typ) {
+				walk(f.Type)
 			}
 		}
 	}
-	walk(reflect.TypeFor[Config]())
-	if !seen[reflect.TypeFor[SecretSource]()] {
+	walk(reflect.TypeFor[config.Config]())
+	if !seen[reflect.TypeFor[config.SecretSource]()] {
 		t.Error("the walk did not reach SecretSource: it no longer follows the configuration's types")
 	}
 }
@@ -339,15 +345,15 @@ func TestSchema_PaginationKindsRestrictEachDialectToItsKeys(t *testing.T) {
 func TestSchema_RefusesEveryKeyTheDialectDoesNotRead(t *testing.T) {
 	s := compileSchema(t, "")
 	refused := 0
-	for _, k := range DialectKinds() {
-		if err := s.Validate(asJSON(t, withPaginationKey(k.Name, "", ""))); err != nil {
+	for _, k := range config.DialectKinds() {
+		if err := s.Validate(asJSON(t, configtest.WithPaginationKey(k.Name, "", ""))); err != nil {
 			t.Errorf("%s: the minimal configuration is invalid to the schema: %v", k.Name, err)
 		}
-		for _, key := range slices.Sorted(maps.Keys(keyValues)) {
-			if strings.Contains(dialectMinimal[k.Name][1], key+":") {
+		for _, key := range slices.Sorted(maps.Keys(configtest.PaginationKeyValues)) {
+			if strings.Contains(configtest.DialectMinimal[k.Name][1], key+":") {
 				continue
 			}
-			doc := withPaginationKey(k.Name, key, keyValues[key])
+			doc := configtest.WithPaginationKey(k.Name, key, configtest.PaginationKeyValues[key])
 			schemaErr := s.Validate(asJSON(t, doc))
 			if k.Reads(key) {
 				if schemaErr != nil {
@@ -355,7 +361,7 @@ func TestSchema_RefusesEveryKeyTheDialectDoesNotRead(t *testing.T) {
 				}
 				continue
 			}
-			if _, err := Parse(doc); err == nil || !strings.Contains(err.Error(), "does not read "+key) {
+			if _, err := config.Parse(doc); err == nil || !strings.Contains(err.Error(), "does not read "+key) {
 				t.Errorf("%s.%s: airlock check says %v", k.Name, key, err)
 			}
 			if schemaErr == nil {
@@ -370,7 +376,51 @@ func TestSchema_RefusesEveryKeyTheDialectDoesNotRead(t *testing.T) {
 }
 
 func TestSchemaJSON_IsStable(t *testing.T) {
-	if !bytes.Equal(SchemaJSON(), SchemaJSON()) {
+	if !bytes.Equal(JSON(), JSON()) {
 		t.Error("two schemas of the same types differ")
 	}
+}
+
+// normalizeYAML is a YAML-decoded value in its JSON-decoded form, as
+// config reads free-form values: numbers as json.Number, maps keyed by
+// string.
+func normalizeYAML(v any) any {
+	switch x := v.(type) {
+	case int:
+		return json.Number(strconv.Itoa(x))
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10))
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10))
+	case float64:
+		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalizeYAML(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = normalizeYAML(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeYAML(e)
+		}
+		return out
+	}
+	return v
+}
+
+func readDoc(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

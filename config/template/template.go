@@ -1,4 +1,12 @@
-package config
+// Package template is the template language of actions: the
+// {{references}} a write's path, headers, body, variables and effect are
+// written with, and their rendering from the values a commit has (Vars). A
+// reference is a name in lower case, its steps joined by dots
+// ({{before.status}}); one without a value is an error, never empty text.
+//
+// It must never read a secret or the environment (no reference names
+// them), or depend on the configuration that holds the templates.
+package template
 
 import (
 	"fmt"
@@ -9,11 +17,11 @@ import (
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
-// TemplateVars are the values a write template may use. A name whose
-// value is absent or empty has none: a template naming it is not rendered
-// (check renders every template with the data a commit fills in at its
-// place; see commitVars).
-type TemplateVars struct {
+// Vars are the values a write template may use. A name whose value is
+// absent or empty has none: a template naming it is not rendered (airlock
+// check renders every template with the data a commit fills in at its
+// place).
+type Vars struct {
 	ID string
 	// IDValue is the id in its declared type (a number for an integer id
 	// field), for a template that is exactly {{id}} (a JSON body, a
@@ -67,7 +75,28 @@ func WholeRecord(t any) bool {
 
 var tmplRef = regexp.MustCompile(`\{\{\s*([a-z_]+(?:\.[A-Za-z0-9_]+)*)\s*\}\}`)
 
-func (v TemplateVars) lookup(ref string) (any, bool) {
+// Refs lists the names of the references in s, in order ("before.status"
+// for {{before.status}}).
+func Refs(s string) []string {
+	var out []string
+	for _, m := range tmplRef.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// Strip is s without its references: what of it is sent as written. A
+// {{ left in it is text the renderer does not read as a reference.
+func Strip(s string) string { return tmplRef.ReplaceAllString(s, "") }
+
+// Has reports whether the reference named ref has a value in v, so that a
+// template naming it renders.
+func (v Vars) Has(ref string) bool {
+	_, ok := v.lookup(ref)
+	return ok
+}
+
+func (v Vars) lookup(ref string) (any, bool) {
 	if ref == "after" {
 		return v.Record, v.Record != nil
 	}
@@ -133,7 +162,7 @@ func (v TemplateVars) lookup(ref string) (any, bool) {
 // Render fills a template value: a string that is exactly one reference
 // takes the referenced value with its type; references inside a longer
 // string are formatted as text. Unknown references are errors.
-func (v TemplateVars) Render(t any) (any, error) {
+func (v Vars) Render(t any) (any, error) {
 	switch x := t.(type) {
 	case string:
 		if m := tmplRef.FindStringSubmatch(x); m != nil && m[0] == strings.TrimSpace(x) {
@@ -179,7 +208,7 @@ func (v TemplateVars) Render(t any) (any, error) {
 }
 
 // RenderPath fills a path template, escaping each value.
-func (v TemplateVars) RenderPath(p string) (string, error) {
+func (v Vars) RenderPath(p string) (string, error) {
 	var err error
 	out := tmplRef.ReplaceAllStringFunc(p, func(s string) string {
 		ref := tmplRef.FindStringSubmatch(s)[1]

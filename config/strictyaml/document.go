@@ -1,4 +1,4 @@
-package config
+package strictyaml
 
 import (
 	"bytes"
@@ -11,15 +11,16 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// syntaxError is a YAML syntax error on the line a person should look at.
-// It is the one place airlock reads the YAML library's wording: the
+// SyntaxError is a YAML syntax error (yaml.Unmarshal's error for b) on the
+// line a person should look at. It is the one place airlock reads the YAML
+// library's wording: the
 // parser reports a syntax error only as text ("yaml: line N: problem"),
 // with no type or position to read, so the line and the problem are cut
 // out of that text here and nowhere else (decoding errors come from
 // airlock's own walk, decode.go). The parser's own problems (as opposed to
 // the scanner's) are reported one line early, which is corrected, and an
 // unclosed flow collection is moved to the line where it opens.
-func syntaxError(b []byte, err error) Error {
+func SyntaxError(b []byte, err error) Problem {
 	problem := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if rest, ok := strings.CutPrefix(problem, "line "); ok {
@@ -32,7 +33,7 @@ func syntaxError(b []byte, err error) Error {
 	if line > 0 && parserProblems[problem] {
 		line++
 	}
-	return openerLine(b, Error{Line: line, Path: "config", Msg: explainSyntax(problem)}, problem)
+	return openerLine(b, Problem{Line: line, Path: "config", Msg: explainSyntax(problem)}, problem)
 }
 
 // parserProblems are the YAML parser's own problems (as opposed to the
@@ -69,7 +70,7 @@ func explainSyntax(msg string) string {
 // openerLine moves an unclosed flow collection's error to the line where
 // it opens: the nearest line at or above the reported one that opens more
 // than it closes.
-func openerLine(b []byte, e Error, problem string) Error {
+func openerLine(b []byte, e Problem, problem string) Problem {
 	open, closing := "", ""
 	switch problem {
 	case "did not find expected ',' or ']'":
@@ -89,9 +90,9 @@ func openerLine(b []byte, e Error, problem string) Error {
 	return e
 }
 
-// secondDocument is the line of a second YAML document holding anything
+// SecondDocument is the line of a second YAML document holding anything
 // (after a --- separator), or 0 when the file holds one.
-func secondDocument(b []byte) int {
+func SecondDocument(b []byte) int {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var first, second yaml.Node
 	if dec.Decode(&first) != nil {
@@ -192,27 +193,11 @@ func editDistance(a, b string) int {
 	return d[len(ra)][len(rb)]
 }
 
-// withoutLines drops the errors on lines already reported: a value yaml
-// could not read is also missing or zero to the checks that follow.
-func withoutLines(errs, reported Errors) Errors {
-	lines := map[int]bool{}
-	for _, e := range reported {
-		lines[e.Line] = true
-	}
-	var out Errors
-	for _, e := range errs {
-		if !lines[e.Line] {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// dropDuplicateKeys reports every key written twice in one mapping, at the
+// DropDuplicateKeys reports every key written twice in one mapping, at the
 // later one, and removes the later one from the document, so that the rest
-// of the mapping is still decoded and checked.
-func dropDuplicateKeys(root *yaml.Node) Errors {
-	var errs Errors
+// of the mapping is still decoded and checked. Call it before Decode.
+func DropDuplicateKeys(root *yaml.Node) []Problem {
+	var errs []Problem
 	walkNodes(root, func(n, _ *yaml.Node, path []string) bool {
 		if n.Kind != yaml.MappingNode {
 			return false
@@ -227,7 +212,7 @@ func dropDuplicateKeys(root *yaml.Node) Errors {
 					if k.Value == "" {
 						p = strings.Join(append([]string{"config"}, path...), ".")
 					}
-					errs = append(errs, Error{Line: k.Line, Column: k.Column, Path: p, Msg: fmt.Sprintf("duplicate key: %q is already defined at line %d", k.Value, first)})
+					errs = append(errs, Problem{Line: k.Line, Column: k.Column, Path: p, Msg: fmt.Sprintf("duplicate key: %q is already defined at line %d", k.Value, first)})
 					continue
 				}
 				seen[k.Value] = k.Line
@@ -238,4 +223,65 @@ func dropDuplicateKeys(root *yaml.Node) Errors {
 		return false
 	})
 	return errs
+}
+
+// NullKeys reports every mapping key YAML reads as null (null, ~ or
+// nothing): the decoder drops such a key and its value without a word,
+// so `null: {param: …}` would silently configure nothing. Decode, which
+// skips such a key, leaves it to this.
+func NullKeys(root *yaml.Node) []Problem {
+	var errs []Problem
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil {
+			return
+		}
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!null" {
+					errs = append(errs, Problem{Line: k.Line, Path: "config",
+						Msg: fmt.Sprintf("the key %q is read as null, which is no key: quote it, or for a filter's null form use is_null", k.Value)})
+				}
+			}
+		}
+		for _, ch := range n.Content {
+			walk(ch)
+		}
+	}
+	walk(root)
+	return errs
+}
+
+// Line finds the line of a dotted path in the document root (the document
+// node), 0 when the document is empty: the line of the path's last key or
+// list item the document has. Path elements are map keys or list indexes.
+func Line(root *yaml.Node, path ...string) int {
+	if root == nil || len(root.Content) == 0 {
+		return 0
+	}
+	n := root.Content[0]
+	best := n.Line
+	for _, p := range path {
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					next = n.Content[i+1]
+					best = n.Content[i].Line
+					break
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(p); err == nil && i < len(n.Content) {
+				next = n.Content[i]
+				best = next.Line
+			}
+		}
+		if next == nil {
+			return best
+		}
+		n = next
+	}
+	return best
 }
