@@ -63,7 +63,7 @@ type UpstreamConfig struct {
 	QueryEncoding string `yaml:"query_encoding"`
 	// MaxRetryAfter bounds the wait airlock takes from the upstream (a
 	// Retry-After, a rate limit reset): a longer one is read as this
-	// (upstream.DefaultMaxRetryAfter when zero).
+	// (transport.DefaultMaxRetryAfter when zero).
 	MaxRetryAfter time.Duration `yaml:"max_retry_after"`
 	// Throttling declares the error answers besides 429 that say the
 	// upstream is rate-limiting (DynamoDB's 400 with

@@ -207,7 +207,10 @@ func checkSigV4RotatedWrite(t *testing.T, d *upstreams.Dynalite, v *upstreams.Si
 	counts := op["counts"].(map[string]any)
 	failed := wa.tool(t, "get_operation", map[string]any{"operation_id": op["operation_id"], "outcome": "failed"})
 	b, _ := json.Marshal(failed["data"])
-	if op["status"] != "stopped" || counts["failed"] != float64(1) || counts["succeeded"] != nil && counts["succeeded"] != float64(0) ||
+	// Writes in flight together may each meet the refusal before the run
+	// stops: at least one fails, none succeeds.
+	nFailed, _ := counts["failed"].(float64)
+	if op["status"] != "stopped" || nFailed < 1 || counts["succeeded"] != nil && counts["succeeded"] != float64(0) ||
 		!strings.Contains(string(b), "UPSTREAM_UNAUTHORIZED") {
 		t.Errorf("commit after the rotation: status %v, counts %v, failed %s; want stopped at the first UPSTREAM_UNAUTHORIZED", op["status"], counts, truncateStr(string(b), 600))
 	}

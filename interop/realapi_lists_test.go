@@ -275,7 +275,7 @@ func TestPostGraphile_ConnectionsCompleteOnlyWithTheServersRecords(t *testing.T)
 	})
 }
 
-// SignalMissingForTest is upstream.SignalMissingOnFull, spelled out: the
+// SignalMissingForTest is dialect.SignalMissingOnFull, spelled out: the
 // test reads what the agent reads.
 const SignalMissingForTest = "next_signal_missing"
 

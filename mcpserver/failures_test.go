@@ -14,7 +14,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // scripted is an upstream whose every answer a test decides; it records
@@ -226,8 +226,8 @@ func TestUpstreamRejectingHundredsOfFields_StaysASmallProblem(t *testing.T) {
 		t.Fatalf("want UPSTREAM_REJECTED_REQUEST, got %+v", p)
 	}
 	got := fieldsOf(p)
-	if len(p.Errors) != 2 || got["filter.owner"] == "" || got[upstream.UndeclaredField] == "" {
-		t.Fatalf("want filter.owner and one %s, got %v", upstream.UndeclaredField, got)
+	if len(p.Errors) != 2 || got["filter.owner"] == "" || got[transport.UndeclaredField] == "" {
+		t.Fatalf("want filter.owner and one %s, got %v", transport.UndeclaredField, got)
 	}
 	if !strings.Contains(p.Detail, "It named 300 field(s) the configuration does not declare") {
 		t.Fatalf("the detail must say how many undeclared fields there were: %q", p.Detail)

@@ -243,7 +243,11 @@ func TestTasks_DeclinedApprovalCompletesTheTaskWithTheProblem(t *testing.T) {
 func TestTasks_CancelStopsSendingAndEveryTargetStaysTruthful(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, withTasks(true))
-	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{Latency: 30 * time.Millisecond})
+	// The fourth write and those after it wait until the cancellation has
+	// been asked: however slow the machine, targets are still unsent when
+	// it arrives, and the writes in flight answer only after it.
+	hold := make(chan struct{})
+	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{HoldAfter: 3, Hold: hold})
 	rpc := h.taskRPC()
 	p := h.call("preview_selection", seedPreview(nil))
 	created := rpc.call("commit_bulk_action", commitArgsFor(p, "dry_run", nil))
@@ -264,6 +268,7 @@ func TestTasks_CancelStopsSendingAndEveryTargetStaysTruthful(t *testing.T) {
 	if _, e := rpc.send("tasks/cancel", map[string]any{"taskId": id}); e != nil {
 		t.Fatalf("tasks/cancel: %v", e)
 	}
+	close(hold)
 	done := rpc.wait(id, "cancelled", "completed")
 	if done["status"] != "cancelled" || !strings.Contains(fmt.Sprint(done["statusMessage"]), "pending (never sent)") {
 		t.Fatalf("the cancelled task: %v", done)

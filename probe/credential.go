@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // tokenChecks obtains an access token as the runtime would (an OAuth 2.0
@@ -19,12 +19,12 @@ func (p *prober) tokenChecks(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		var te *upstream.TokenError
+		var te *transport.TokenError
 		if !errors.As(err, &te) {
 			p.add("credential.token", Wrong, "no access token: "+err.Error(), "")
 			return
 		}
-		pr := upstream.ProblemFor(te, nil)
+		pr := transport.ProblemFor(te, nil)
 		evidence := string(pr.Code) + ": " + pr.Detail
 		if pr.UpstreamMessage != "" {
 			evidence += " The authorization server said: " + pr.UpstreamMessage
@@ -66,13 +66,13 @@ func (p *prober) acceptedCheck() {
 	if !p.r.Upstream.Authenticated() {
 		return
 	}
-	var he *upstream.HTTPError
+	var he *transport.HTTPError
 	switch {
 	case p.first != nil:
 		p.add("credential.accepted", OK, "the API answered the first page to the "+p.r.Upstream.Credential().Form+" credential", "")
-	case errors.As(p.firstErr, &he) && he.Kind == upstream.FailStatus && he.Status == http.StatusUnauthorized:
+	case errors.As(p.firstErr, &he) && he.Kind == transport.FailStatus && he.Status == http.StatusUnauthorized:
 		p.add("credential.accepted", Wrong, "the API refused the credential (401)"+refusedWhy(he), "check the secret, and for OAuth the audience, resource and scopes the API expects")
-	case errors.As(p.firstErr, &he) && he.Kind == upstream.FailStatus && he.Status == http.StatusForbidden:
+	case errors.As(p.firstErr, &he) && he.Kind == transport.FailStatus && he.Status == http.StatusForbidden:
 		p.add("credential.accepted", Wrong, "the API accepted the credential but refused access to the list (403)", "grant the credential read access to the resource")
 	default:
 		return // the token, or the list itself, failed: said above
@@ -80,20 +80,20 @@ func (p *prober) acceptedCheck() {
 	p.add("credential.writes", Unverifiable, "probe only reads (GET, and POST where a list or a read is asked by POST): whether the credential may write is not checked", "")
 }
 
-func refusedWhy(he *upstream.HTTPError) string {
+func refusedWhy(he *transport.HTTPError) string {
 	if he.Renewed {
 		return ", a token obtained just then included"
 	}
 	return ""
 }
 
-func tokenHint(k upstream.TokenKind) string {
+func tokenHint(k transport.TokenKind) string {
 	switch k {
-	case upstream.TokenClientRejected:
+	case transport.TokenClientRejected:
 		return "check credential.oauth2.client_id and the client secret, and that the client may use the client credentials grant"
-	case upstream.TokenRequestRejected:
+	case transport.TokenRequestRejected:
 		return "check credential.oauth2.scopes, audience and resource against what the client is granted"
-	case upstream.TokenServerError, upstream.TokenTimeout, upstream.TokenUnreachable:
+	case transport.TokenServerError, transport.TokenTimeout, transport.TokenUnreachable:
 		return "check credential.oauth2.token_url and the authorization server; try again later"
 	}
 	return "check that credential.oauth2.token_url is the authorization server's token endpoint"

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-mcp/airlock/draft"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Fix (airlock probe --fix) turns a draft's TODOs and wrong assumptions
@@ -291,11 +292,11 @@ func (f *fixer) firstAnswer(ctx context.Context, name string, res *yaml.Node) (*
 		q.Set(k, v)
 	}
 	u := r.Upstream.ResolveURL(nil, r.Config.List.Path, q)
-	resp, err := r.Upstream.Do(ctx, upstream.Request{Method: http.MethodGet, URL: u, RequestID: "airlock-probe-fix", Idempotent: true, Header: http.Header{"Accept": {"application/json"}}})
+	resp, err := r.Upstream.Do(ctx, transport.Request{Method: http.MethodGet, URL: u, RequestID: "airlock-probe-fix", Idempotent: true, Header: http.Header{"Accept": {"application/json"}}})
 	if err != nil {
 		return nil, nil, errors.New(describeErr(err))
 	}
-	d, err := upstream.DecodeJSONBody(resp, true)
+	d, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,17 +10,18 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // apiSaid quotes what the upstream said about a failure, marked as the
 // API's own words ("" when it said nothing airlock can find).
 func apiSaid(err error) string {
-	var he *upstream.HTTPError
+	var he *transport.HTTPError
 	if !errors.As(err, &he) || he.Local {
 		return ""
 	}
-	if msg := upstream.UpstreamMessage(he.Header, he.Body); msg != "" {
+	if msg := transport.UpstreamMessage(he.Header, he.Body); msg != "" {
 		return fmt.Sprintf("; the API said: %q", msg)
 	}
 	return ""
@@ -28,7 +29,7 @@ func apiSaid(err error) string {
 
 // itemRead is what one GET by id showed.
 type itemRead struct {
-	resp *upstream.Response
+	resp *transport.Response
 	err  error
 	// budget says the read was never sent: the request budget ran out.
 	budget bool
@@ -45,7 +46,7 @@ type itemRead struct {
 func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 	r := p.r
 	g := r.Config.Get
-	req, err := r.ReadRequest(id, p.opts.RequestID)
+	req, err := read.Request(r, id, p.opts.RequestID)
 	if err != nil {
 		p.add("get.path", Wrong, "reading "+id+" by id: "+err.Error(), "")
 		return itemRead{err: err}
@@ -67,13 +68,13 @@ func (p *prober) itemCheck(ctx context.Context, id string) itemRead {
 		p.add("get.path", Wrong, fmt.Sprintf("%s answered %d", what, resp.Status), "check get.path: it reads one item by its id")
 		return itemRead{resp: resp}
 	}
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		p.add("get.path", Wrong, what+": "+err.Error(), "")
 		return itemRead{resp: resp, err: err}
 	}
 	idPath := r.FieldPath(r.Config.IDField)
-	if m := r.ItemFromRead(doc); m != nil {
+	if m := read.ItemOf(r, doc); m != nil {
 		if v, ok := jsonvalue.GetID(m, idPath); ok && v == id {
 			p.add("get.item", OK, fmt.Sprintf("%s holds the item at %q, with %s %s", what, config.DisplayPath(g.Item), r.Config.IDField, id), "")
 			return itemRead{resp: resp, item: true}

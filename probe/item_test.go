@@ -10,6 +10,8 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // enveloped is a fake peer whose answers wrap what they hold in data, as
@@ -150,8 +152,8 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, found, err := rt.Resources["accounts"].Read(t.Context(), "a1", "test")
-	if err == nil || !upstream.IsBadResponse(err) || !strings.Contains(err.Error(), "get.item") {
+	_, _, found, err := read.Item(t.Context(), rt.Resources["accounts"], "a1", "test")
+	if err == nil || !transport.IsBadResponse(err) || !strings.Contains(err.Error(), "get.item") {
 		t.Fatalf("Read = found %v, %v; want a bad response naming get.item", found, err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // maxPageSizeTries bounds the smaller page sizes probe tries after the
@@ -30,16 +30,16 @@ var number = regexp.MustCompile(`\d+`)
 // a few times. When one is answered, it reports pagination.page_size
 // wrong with the API's words and the size that works, and the probe goes
 // on at that size; ok is false when none was.
-func (p *prober) smallerPage(ctx context.Context, refused error) (resp *upstream.Response, ok bool) {
-	var he *upstream.HTTPError
-	if !errors.As(refused, &he) || he.Kind != upstream.FailStatus || (he.Status != http.StatusBadRequest && he.Status != http.StatusUnprocessableEntity) {
+func (p *prober) smallerPage(ctx context.Context, refused error) (resp *transport.Response, ok bool) {
+	var he *transport.HTTPError
+	if !errors.As(refused, &he) || he.Kind != transport.FailStatus || (he.Status != http.StatusBadRequest && he.Status != http.StatusUnprocessableEntity) {
 		return nil, false
 	}
 	pg := p.r.Pagination
 	if pg.PageSizeParam == "" || pg.PageSize <= 1 {
 		return nil, false
 	}
-	said := upstream.UpstreamMessage(he.Header, he.Body)
+	said := transport.UpstreamMessage(he.Header, he.Body)
 	// The limit may sit in a nested field beside the message
 	// ({"message": "invalid params", "data": {"params": {"limit": "must be
 	// <= 50"}}}): every string and number the body holds is read.

@@ -27,6 +27,9 @@ import (
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Verdicts of one probe check.
@@ -97,7 +100,7 @@ type prober struct {
 	opts     Options
 	report   *Report
 	samples  []map[string]any // raw items, as the upstream sent them
-	first    *upstream.Response
+	first    *transport.Response
 	firstErr error
 	firstDoc any
 	// truth is the walk's items (normalized, by id) when the walk covered
@@ -152,7 +155,7 @@ func (p *prober) add(check, status, evidence, hint string) {
 func (p *prober) left() int { return p.opts.MaxRequests - p.report.Requests }
 
 // do sends one read request, counted against the budget.
-func (p *prober) do(ctx context.Context, req upstream.Request) (*upstream.Response, error) {
+func (p *prober) do(ctx context.Context, req transport.Request) (*transport.Response, error) {
 	if p.left() <= 0 {
 		return nil, errBudget
 	}
@@ -213,9 +216,9 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	}
 	p.add("list.items", OK, fmt.Sprintf("%s %s: %d items at %q on the first page", listMethod(r), r.Config.List.Path, len(items), config.DisplayPath(r.Config.List.Items)), "")
 	p.keep(items)
-	dec := r.DecideList(resp)
+	dec := read.DecideList(r, resp)
 	switch dec.Decision {
-	case upstream.DecideRefuse, upstream.DecideStop:
+	case read.DecideRefuse, read.DecideStop:
 		p.add("contract", Wrong, dec.Decision+": "+strings.Join(dec.Details, "; "), "decision fields drifted: records resting on them are withheld")
 	default:
 		p.add("contract", OK, dec.Decision+because(dec.Details), "")
@@ -224,7 +227,7 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	p.rateLimitCheck(resp)
 	p.snapshotCheck(doc)
 	if k, _ := config.DialectKindOf(r.Pagination.Dialect); k.GraphQL {
-		if msgs := upstream.GraphQLMessages(doc); msgs != "" {
+		if msgs := dialect.GraphQLMessages(doc); msgs != "" {
 			p.add("list.graphql", Wrong, "the first page carries GraphQL errors beside its data; the API said: "+msgs,
 				"an answer with errors is never complete: fix the query, or the fields it selects")
 		}
@@ -253,8 +256,8 @@ func topKeys(doc any) string {
 }
 
 func describeErr(err error) string {
-	var he *upstream.HTTPError
-	if errors.As(err, &he) && he.Kind == upstream.FailStatus {
+	var he *transport.HTTPError
+	if errors.As(err, &he) && he.Kind == transport.FailStatus {
 		return fmt.Sprintf("the upstream answered %d", he.Status) + apiSaid(err)
 	}
 	return err.Error()
@@ -262,7 +265,7 @@ func describeErr(err error) string {
 
 // undeclaredTotal looks for a total the configuration does not read, for
 // evidence: X-Total-Count, or a conventional body field.
-func undeclaredTotal(resp *upstream.Response, doc any) string {
+func undeclaredTotal(resp *transport.Response, doc any) string {
 	if resp != nil {
 		if h := resp.Header.Get("X-Total-Count"); h != "" {
 			return "X-Total-Count: " + h
@@ -278,7 +281,7 @@ func undeclaredTotal(resp *upstream.Response, doc any) string {
 	return ""
 }
 
-func (p *prober) totalCheck(resp *upstream.Response, doc any) {
+func (p *prober) totalCheck(resp *transport.Response, doc any) {
 	pg := p.r.Pagination
 	var where, raw string
 	switch {
@@ -327,7 +330,7 @@ func (p *prober) totalCheck(resp *upstream.Response, doc any) {
 
 var rateLimitHeader = regexp.MustCompile(`(?i)^(x-)?rate-?limit`)
 
-func (p *prober) rateLimitCheck(resp *upstream.Response) {
+func (p *prober) rateLimitCheck(resp *transport.Response) {
 	var seen []string
 	for k := range resp.Header {
 		if rateLimitHeader.MatchString(k) {
@@ -470,7 +473,7 @@ func (p *prober) walk(ctx context.Context) {
 		// The walk used every page it was allowed: the end it did not see
 		// may lie past the budget.
 		p.add("pagination.end", Unverifiable, what+" and spent the probe's budget before the end ("+signal+")", "raise --max-requests or --page-size")
-	case unproven && signal == upstream.SignalPageRefused:
+	case unproven && signal == dialect.SignalPageRefused:
 		p.add("pagination.end", Wrong, what+", then the upstream refused a later page ("+signal+")", "declare the upstream's page count (total_pages or total_pages_header) so that no page past it is asked for, or result_cap if it caps how deep one may page")
 	case unproven:
 		hint := "the dialect's end signal never appeared: the configuration cannot prove a list complete"
@@ -524,15 +527,15 @@ func (p *prober) walk(ctx context.Context) {
 // conflictHint says which declaration the contradiction points at.
 func conflictHint(r *upstream.Resource, signal string) string {
 	switch signal {
-	case upstream.SignalFlagVsContinuation:
+	case dialect.SignalFlagVsContinuation:
 		flag := r.Pagination.IsLast
 		if flag == "" {
 			flag = r.Pagination.HasMore
 		}
 		return "the end flag at " + flag + " says last on a page that also carries a continuation: point it at the flag that says so on the last page only, or remove it"
-	case upstream.SignalTotalVsItems:
+	case dialect.SignalTotalVsItems:
 		return "the upstream returned more items than its total: the total does not count what the list returns (check total / total_header), or it lags"
-	case upstream.SignalTotalVsPages, upstream.SignalPagesVsPage:
+	case dialect.SignalTotalVsPages, dialect.SignalPagesVsPage:
 		return "the upstream's page count disagrees with its total or its pages: check total_pages / total_pages_header, and page_size against the upstream's own cap"
 	}
 	return "check the pagination declarations against the upstream's answers"

@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 func probeYAML(t *testing.T, yaml []byte, resource string) *Report {
@@ -48,11 +49,11 @@ func TestProbe_ContradictionsAreWrongWithTheirEvidence(t *testing.T) {
 		hint       string
 	}{
 		{"end flag beside a continuation", fixtures.FaultKnobs{Dialect: fixtures.DialectPostCursor, EndFlag: true, LyingEndFlag: true}, "is_last: isLast",
-			upstream.SignalFlagVsContinuation, "isLast"},
+			dialect.SignalFlagVsContinuation, "isLast"},
 		{"a page count one too low", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, TotalPages: "low", PastEndStatus: 400}, "total_pages_header: X-Total-Pages",
-			upstream.SignalTotalVsPages, "total_pages"},
+			dialect.SignalTotalVsPages, "total_pages"},
 		{"a page past the end refused, no page count", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "high", PastEndStatus: 400}, "",
-			upstream.SignalPageRefused, "total_pages_header"},
+			dialect.SignalPageRefused, "total_pages_header"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fl := &fixtures.FaultList{FaultKnobs: tc.knobs}

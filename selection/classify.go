@@ -9,6 +9,8 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/contract"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/write"
 )
 
@@ -142,7 +144,7 @@ func mustCanonical(v any) []byte {
 // matches wins (an operator may exclude a broken record by id); then a
 // broken decision-field contract or a missing decision field makes the
 // record ambiguous, never silently in or out; then the precondition.
-func (c *classifier) classify(id, version, source string, doc map[string]any, broken []upstream.Violation) Record {
+func (c *classifier) classify(id, version, source string, doc map[string]any, broken []contract.Violation) Record {
 	r := c.req.Resource
 	rec := Record{ID: id, Version: version, Source: source, Rule: 0}
 	rec.Review, _ = r.Project(doc, c.review)
@@ -213,7 +215,7 @@ func writable(a *upstream.Action, id, version string) string {
 		// A GraphQL mutation carries the id in its variables, and a
 		// body-keyed write (etcd's txn) in its body, not a path.
 		inPath := rq.GraphQL == "" && strings.Contains(rq.Path, "{{id}}")
-		if err := upstream.CheckPathID(id); err != nil && (inPath || id == "") {
+		if err := read.CheckPathID(id); err != nil && (inPath || id == "") {
 			return err.Error()
 		}
 	}

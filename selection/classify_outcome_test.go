@@ -10,6 +10,8 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 	"github.com/airlock-mcp/airlock/write"
 )
 
@@ -34,13 +36,13 @@ func (s *journalOnly) Journal(_ context.Context, _ Lease, es []Target) error {
 // earlier attempt may have applied.
 func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 	t.Parallel()
-	status := func(st int) error { return &upstream.HTTPError{Kind: upstream.FailStatus, Status: st, Sent: true} }
-	ok := func(st int, body string) *upstream.Response {
-		return &upstream.Response{Status: st, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}
+	status := func(st int) error { return &transport.HTTPError{Kind: transport.FailStatus, Status: st, Sent: true} }
+	ok := func(st int, body string) *transport.Response {
+		return &transport.Response{Status: st, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}
 	}
 	for _, tc := range []struct {
 		name    string
-		resp    *upstream.Response
+		resp    *transport.Response
 		err     error
 		landed  bool // an earlier attempt was not observed
 		want    Outcome
@@ -58,11 +60,11 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 		{"204 empty", ok(204, ``), nil, false, TargetUnknown, envelope.StateUnknown, false},
 		{"202 accepted", ok(202, `{"queued":true}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
 		{"2xx with an error body", ok(200, `{"error":{"message":"queue full"}}`), nil, false, TargetUnknown, envelope.StateUnknown, false},
-		{"timeout after sending", nil, &upstream.HTTPError{Kind: upstream.FailTimeout, Sent: true}, false, TargetUnknown, envelope.StateUnknown, false},
-		{"cancelled before sending", nil, &upstream.HTTPError{Kind: upstream.FailCanceled}, false, TargetPending, "", false},
-		{"connection refused", nil, &upstream.HTTPError{Kind: upstream.FailConnection}, false, TargetFailed, envelope.StateNone, false},
-		{"connection refused after an unobserved attempt", nil, &upstream.HTTPError{Kind: upstream.FailConnection}, true, TargetUnknown, envelope.StateUnknown, false},
-		{"connection broken after sending", nil, &upstream.HTTPError{Kind: upstream.FailConnection, Sent: true}, false, TargetUnknown, envelope.StateUnknown, false},
+		{"timeout after sending", nil, &transport.HTTPError{Kind: transport.FailTimeout, Sent: true}, false, TargetUnknown, envelope.StateUnknown, false},
+		{"cancelled before sending", nil, &transport.HTTPError{Kind: transport.FailCanceled}, false, TargetPending, "", false},
+		{"connection refused", nil, &transport.HTTPError{Kind: transport.FailConnection}, false, TargetFailed, envelope.StateNone, false},
+		{"connection refused after an unobserved attempt", nil, &transport.HTTPError{Kind: transport.FailConnection}, true, TargetUnknown, envelope.StateUnknown, false},
+		{"connection broken after sending", nil, &transport.HTTPError{Kind: transport.FailConnection, Sent: true}, false, TargetUnknown, envelope.StateUnknown, false},
 		{"404", nil, status(404), false, TargetSkipped, envelope.StateNone, false},
 		{"404 after an unobserved attempt", nil, status(404), true, TargetUnknown, envelope.StateUnknown, false},
 		{"409", nil, status(409), false, TargetSkipped, envelope.StateNone, false},
@@ -80,8 +82,8 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &journalOnly{}
-			res := &upstream.Resource{Name: "r", Config: config.ResourceConfig{IDField: "id", Fields: map[string]*config.FieldConfig{
-				"id": {Type: "string"}, "status": {Type: "string"}, "name": {Type: "string"}}}}
+			res := &upstream.Resource{Name: "r", List: dialect.List{Config: config.ResourceConfig{IDField: "id", Fields: map[string]*config.FieldConfig{
+				"id": {Type: "string"}, "status": {Type: "string"}, "name": {Type: "string"}}}}}
 			a := &upstream.Action{Name: "a", Resource: res, Config: config.ActionConfig{Stop: config.StopConfig{FailureRatio: 0.5, MinAttempts: 20},
 				Effect: []config.EffectConfig{{Field: "status", To: "archived"}}}}
 			e := &Engine{Clock: upstream.WallClock, MaxRateLimitPause: time.Minute}
@@ -132,14 +134,14 @@ func TestClassify_OutcomeOfEveryAnswer(t *testing.T) {
 // knows (an unexpected status, such as 418, is not one) or that never left:
 // nothing of it can have applied.
 func isRefusal(err error) bool {
-	he, ok := err.(*upstream.HTTPError)
+	he, ok := err.(*transport.HTTPError)
 	if !ok {
 		return false
 	}
 	switch {
-	case he.Kind == upstream.FailConnection:
+	case he.Kind == transport.FailConnection:
 		return !he.Sent
-	case he.Kind != upstream.FailStatus:
+	case he.Kind != transport.FailStatus:
 		return false
 	}
 	switch he.Status {

@@ -13,6 +13,9 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/contract"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Blocker codes: why a reviewable selection cannot be committed, besides
@@ -246,14 +249,14 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 		if i > 0 && id == ids[i-1] {
 			continue
 		}
-		if err := upstream.CheckPathID(id); err != nil {
+		if err := read.CheckPathID(id); err != nil {
 			// Never read or written: the id cannot address one record.
 			if err := c.add(Record{ID: id, Disposition: Ambiguous, Note: err.Error()}); err != nil {
 				return out, err
 			}
 			continue
 		}
-		doc, version, found, err := r.Read(ctx, id, req.RequestID)
+		doc, version, found, err := read.Item(ctx, r, id, req.RequestID)
 		if err != nil {
 			return out, readError(err)
 		}
@@ -279,7 +282,7 @@ func (p *Previewer) readExplicit(ctx context.Context, req PreviewRequest, c *cla
 			continue
 		}
 		out.Matched++
-		var broken []upstream.Violation
+		var broken []contract.Violation
 		if r.Contract != nil {
 			vs, _ := r.Contract.Check(doc, fieldSet(decisionFields(req)))
 			for _, v := range vs {
@@ -308,7 +311,7 @@ func recordError(err error) error {
 
 // readError maps a failed single-item read to a scan error.
 func readError(err error) error {
-	return &upstream.ScanError{Problem: upstream.ProblemFor(err, nil), Err: err}
+	return &upstream.ScanError{Problem: transport.ProblemFor(err, nil), Err: err}
 }
 
 func groupList(m map[string]map[string]*upstream.Group) map[string][]upstream.Group {

@@ -18,6 +18,8 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 	"github.com/airlock-mcp/airlock/write"
 )
 
@@ -394,7 +396,7 @@ func (r *run) prepare(ctx context.Context, t Target, reqID string) (version stri
 	}
 	doc, raw, ver, found, p := r.rereadRaw(ctx, t, reqID)
 	if p != nil {
-		if upstream.IsTokenProblem(p.Code) {
+		if transport.IsTokenProblem(p.Code) {
 			r.noToken(t, p, "not re-read and not sent: no access token could be obtained")
 			return "", nil, false
 		}
@@ -453,7 +455,7 @@ func (r *run) reread(ctx context.Context, t Target, reqID string) (doc map[strin
 // it.
 func (r *run) rereadRaw(ctx context.Context, t Target, reqID string) (doc, raw map[string]any, version string, found bool, p *envelope.Problem) {
 	start := time.Now()
-	doc, raw, ver, found, err := r.a.Resource.ReadRaw(ctx, t.ID, reqID)
+	doc, raw, ver, found, err := read.Raw(ctx, r.a.Resource, t.ID, reqID)
 	r.call(http.MethodGet, r.a.Resource.Config.Get.Path, t.ID, statusOf(err, found), time.Since(start), reqID)
 	if err != nil {
 		return nil, nil, "", false, readProblem(err)
@@ -498,7 +500,7 @@ func describe(v any) string {
 }
 
 func statusOf(err error, found bool) int {
-	var he *upstream.HTTPError
+	var he *transport.HTTPError
 	if errors.As(err, &he) {
 		return he.Status
 	}
@@ -512,7 +514,7 @@ func statusOf(err error, found bool) int {
 }
 
 func readProblem(err error) *envelope.Problem {
-	p := upstream.ProblemFor(err, nil)
+	p := transport.ProblemFor(err, nil)
 	p.StateChanged = envelope.StateNone
 	return p
 }
@@ -560,7 +562,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 		vars.Record = r.a.RecordAfter(raw, vars.After)
 	}
 	req, err := write.Request(r.a, vars, reqID)
-	if errors.Is(err, write.ErrNoVersion) || errors.Is(err, upstream.ErrUnsafeID) {
+	if errors.Is(err, write.ErrNoVersion) || errors.Is(err, read.ErrUnsafeID) {
 		r.unwritable(t, err)
 		return true
 	}
@@ -599,7 +601,7 @@ func (r *run) one(ctx context.Context, t Target) bool {
 // classify journals what the judge finds of a write's result (see
 // write.Judge, the one place that decides an outcome) and does what the
 // finding asks of the run: the stop rules, a stop, a pause.
-func (r *run) classify(t Target, resp *upstream.Response, err error) {
+func (r *run) classify(t Target, resp *transport.Response, err error) {
 	r.record(t, write.Judge(r.a, resp, err, r.judged(t)))
 }
 

@@ -22,7 +22,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Metrics are airlock's Prometheus metrics. Every label takes its values
@@ -216,7 +216,7 @@ func (m *Metrics) Transport(name string, next http.RoundTripper) http.RoundTripp
 		if err == nil {
 			status = statusLabel(resp.StatusCode)
 		}
-		retry := strconv.FormatBool(upstream.Attempt(req.Context()) > 1)
+		retry := strconv.FormatBool(transport.Attempt(req.Context()) > 1)
 		up := bounded(m.upstreams, name)
 		m.upstreamRequests.WithLabelValues(up, status, retry).Inc()
 		m.upstreamSeconds.WithLabelValues(up).Observe(time.Since(start).Seconds())

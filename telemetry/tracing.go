@@ -10,7 +10,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/tools"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Tracing makes OpenTelemetry spans: one per tool call and one per attempt
@@ -59,7 +59,7 @@ func (t *Tracing) Transport(name string, next http.RoundTripper) http.RoundTripp
 				attribute.String("http.request.method", req.Method),
 				attribute.String("airlock.upstream", name),
 				attribute.String("server.address", req.URL.Hostname()),
-				attribute.Int("http.request.resend_count", max(upstream.Attempt(req.Context())-1, 0)),
+				attribute.Int("http.request.resend_count", max(transport.Attempt(req.Context())-1, 0)),
 			))
 		defer span.End()
 		resp, err := next.RoundTrip(req.WithContext(ctx))

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 type describeArgs struct {
@@ -52,9 +53,9 @@ type resourceInfo struct {
 	DefaultFilter map[string]any `json:"default_filter,omitempty"`
 	// Credential is the credential's form and where its secrets are read:
 	// what the answers are visible to, never the secrets.
-	Credential        *upstream.CredentialInfo `json:"credential,omitempty"`
-	UpstreamResultCap int                      `json:"upstream_result_cap,omitempty"`
-	Actions           []actionInfo             `json:"actions"`
+	Credential        *transport.CredentialInfo `json:"credential,omitempty"`
+	UpstreamResultCap int                       `json:"upstream_result_cap,omitempty"`
+	Actions           []actionInfo              `json:"actions"`
 }
 
 func (resourceInfo) schema(s *jsonschema.Schema) {

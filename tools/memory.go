@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // verbatim are the failures an identical call meets again as long as
@@ -153,7 +154,7 @@ func (m *ProblemMemory) Recall(s Spec, raw json.RawMessage, requestID string) *e
 	if dec.Decode(&env) != nil {
 		return nil
 	}
-	left := upstream.WaitSeconds(e.until.Sub(now))
+	left := transport.WaitSeconds(e.until.Sub(now))
 	ago := int(now.Sub(e.at).Seconds())
 	if p := env.Problem; p != nil {
 		p.Detail = fmt.Sprintf("%s airlock answered from memory: an identical call failed %d s ago (request %s); this one did not reach the upstream.",
@@ -179,14 +180,14 @@ func (m *ProblemMemory) Recall(s Spec, raw json.RawMessage, requestID string) *e
 
 // coolingDown answers from airlock's own state while an upstream recovers
 // from a rate limit: the problem names the remaining wait.
-func coolingDown(c *upstream.Client, write bool) *envelope.Envelope {
+func coolingDown(c *transport.Client, write bool) *envelope.Envelope {
 	wait := c.CoolingDown()
 	if wait <= 0 {
 		return nil
 	}
 	p := envelope.NewProblem(envelope.ProblemUpstreamRateLimited,
 		"The upstream rate-limited airlock; airlock answered from its own state and did not call it.")
-	p.SetRetryAfter(upstream.WaitSeconds(wait))
+	p.SetRetryAfter(transport.WaitSeconds(wait))
 	if write {
 		p.StateChanged = envelope.StateNone
 	}

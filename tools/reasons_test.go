@@ -8,7 +8,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 const visibilityYAML = "visibility: {header: X-Visibility, restricted_values: [restricted]}"
@@ -162,7 +162,7 @@ func reasonCases() []reasonCase {
 				if rs.Member != "response_metadata.next_cursor" || rs.Page == nil || *rs.Page != 1 || r.data["total_relation"] != "gte" {
 					t.Fatalf("want the member and page 1 named and a lower bound; got %+v, %v", rs, r.data["total_relation"])
 				}
-				if src := r.env.Coverage.Sources[0]; src.End != envelope.EndUnproven || src.EndSignal != upstream.SignalUnreadable {
+				if src := r.env.Coverage.Sources[0]; src.End != envelope.EndUnproven || src.EndSignal != dialect.SignalUnreadable {
 					t.Fatalf("coverage must say the end is unproven: %+v", src)
 				}
 			}},
@@ -187,10 +187,10 @@ func reasonCases() []reasonCase {
 				// A whole first page without a Link header, asked for again
 				// one item smaller, still without one.
 				rs := r.reason(envelope.EndNotProven)
-				if rs.Signal != upstream.SignalMissingOnFull || len(r.ids()) == 0 || r.data["total_relation"] != "gte" {
-					t.Fatalf("want items from the first page, a lower bound and signal %s; got %+v, %d items, %v", upstream.SignalMissingOnFull, rs, len(r.ids()), r.data["total_relation"])
+				if rs.Signal != dialect.SignalMissingOnFull || len(r.ids()) == 0 || r.data["total_relation"] != "gte" {
+					t.Fatalf("want items from the first page, a lower bound and signal %s; got %+v, %d items, %v", dialect.SignalMissingOnFull, rs, len(r.ids()), r.data["total_relation"])
 				}
-				if src := r.env.Coverage.Sources[0]; src.End != envelope.EndUnproven || src.EndSignal != upstream.SignalMissingOnFull {
+				if src := r.env.Coverage.Sources[0]; src.End != envelope.EndUnproven || src.EndSignal != dialect.SignalMissingOnFull {
 					t.Fatalf("coverage must say the end is unproven: %+v", src)
 				}
 			}},
@@ -208,7 +208,7 @@ func reasonCases() []reasonCase {
 			args: pastDue(nil), cont: envelope.ContinueNone,
 			check: func(t *testing.T, r result) {
 				rs := r.reason(envelope.ConflictingEvidence)
-				if rs.Signal != upstream.SignalFilterConflict || rs.Filter != "status" || rs.Sent != "past_due" || rs.Seen != "active" || *rs.Count != 40 || len(r.ids()) != 20 {
+				if rs.Signal != dialect.SignalFilterConflict || rs.Filter != "status" || rs.Sent != "past_due" || rs.Seen != "active" || *rs.Count != 40 || len(r.ids()) != 20 {
 					t.Fatalf("want the 20 past_due records and the filter's two sides named, got %+v and %d items", rs, len(r.ids()))
 				}
 			}},
@@ -393,7 +393,7 @@ func reasonCases() []reasonCase {
 			setup: func(h *harness) { h.api.SetCollection(fixtures.DatasetSubscriptions, small(40, everyThird)) },
 			args:  map[string]any{"resource": "subs", "filter": map[string]any{"find": "past_due"}, "max_items": 1000}, cont: envelope.ContinueNone,
 			check: func(t *testing.T, r result) {
-				if len(r.ids()) != 13 || r.reason(envelope.SearchMatchesUnverified).Signal != upstream.SignalSearch {
+				if len(r.ids()) != 13 || r.reason(envelope.SearchMatchesUnverified).Signal != dialect.SignalSearch {
 					t.Fatalf("want the 13 records the search returned and the search's reason, got %d and %+v", len(r.ids()), r.env.IncompleteReasons)
 				}
 				if s := r.env.Scope.Search; s == nil || s.Filters[0] != "find" || s.Params[0] != "status" || s.MatchedBy != "upstream" {

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/contract"
 )
 
 // Action is an initialized action.
@@ -21,7 +22,7 @@ type Action struct {
 	// configuration makes older previews stale.
 	SpecDigest string
 	// Response checks the write's answer; nil when none is declared.
-	Response *Contract
+	Response *contract.Contract
 }
 
 func newAction(name string, cfg config.ActionConfig, r *Resource) *Action {
@@ -104,7 +105,7 @@ func (a *Action) WholeRecord() bool {
 // with the effect's after-values set at their fields' paths, in the API's
 // encoding: the whole record a replacing write sends.
 func (a *Action) RecordAfter(raw, after map[string]any) map[string]any {
-	out := copyDoc(raw)
+	out := CopyDoc(raw)
 	for _, e := range a.Config.Effect {
 		jsonvalue.Put(out, a.Resource.FieldPath(e.Field), a.Resource.Encode(e.Field, after[e.Field]))
 	}
@@ -130,4 +131,17 @@ func (a *Action) EffectFields() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// FieldName maps a field an upstream named in its answer to a write: the
+// action parameter the request body took it from (action.params.X), else
+// a declared field of the resource (see dialect.List.FieldName); "" otherwise.
+func (a *Action) FieldName(name string) string {
+	if p := a.Config.ParamFor(name); p != "" {
+		return p
+	}
+	if a.Resource != nil {
+		return a.Resource.FieldName(name)
+	}
+	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/internal/configtest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // The credentials and the time of AWS's published Signature Version 4 test
@@ -109,7 +110,7 @@ func TestSigV4_SignsAsAWSPublishes(t *testing.T) {
 		{"post-vanilla-query", "POST", "http://example.amazonaws.com/?Param1=value1", "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"},
 	} {
 		u, _ := url.Parse(v.url)
-		if _, err := up.rt.Upstreams["api"].Do(context.Background(), Request{Method: v.method, URL: u}); err != nil {
+		if _, err := up.rt.Upstreams["api"].Do(context.Background(), transport.Request{Method: v.method, URL: u}); err != nil {
 			t.Fatalf("%s: %v", v.name, err)
 		}
 		r := s.last()
@@ -133,7 +134,7 @@ func TestSigV4_TheSignatureCoversTheBodyAndTheOperation(t *testing.T) {
 		t.Helper()
 		u, _ := url.Parse("http://example.amazonaws.com/")
 		h := http.Header{"X-Amz-Target": {target}, "Content-Type": {"application/x-amz-json-1.0"}}
-		if _, err := up.rt.Upstreams["api"].Do(context.Background(), Request{Method: "POST", URL: u, Body: []byte(body), Header: h}); err != nil {
+		if _, err := up.rt.Upstreams["api"].Do(context.Background(), transport.Request{Method: "POST", URL: u, Body: []byte(body), Header: h}); err != nil {
 			t.Fatal(err)
 		}
 		r := s.last()
@@ -198,7 +199,7 @@ func TestSigV4_EachAttemptIsSignedAtItsOwnTime(t *testing.T) {
 		}
 	}()
 	u, _ := url.Parse("http://example.amazonaws.com/")
-	if _, err := up.rt.Upstreams["api"].Do(ctx, Request{Method: "GET", URL: u, Idempotent: true}); err != nil {
+	if _, err := up.rt.Upstreams["api"].Do(ctx, transport.Request{Method: "GET", URL: u, Idempotent: true}); err != nil {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
@@ -228,12 +229,12 @@ func TestSigV4_WhatAnUpstreamEchoesIsRedacted(t *testing.T) {
 	})
 	up := newSigV4Upstream(t, srv, "        session_token: {env: AWS_SESSION_TOKEN}\n")
 	u, _ := url.Parse("http://example.amazonaws.com/")
-	_, err := up.rt.Upstreams["api"].Do(context.Background(), Request{Method: "POST", URL: u, Body: []byte(`{}`)})
-	he, ok := err.(*HTTPError)
+	_, err := up.rt.Upstreams["api"].Do(context.Background(), transport.Request{Method: "POST", URL: u, Body: []byte(`{}`)})
+	he, ok := err.(*transport.HTTPError)
 	if !ok {
 		t.Fatalf("want an HTTPError, got %v", err)
 	}
-	msg := up.rt.Redactor.String(UpstreamMessage(he.Header, he.Body))
+	msg := up.rt.Redactor.String(transport.UpstreamMessage(he.Header, he.Body))
 	if !strings.Contains(msg, "is invalid") {
 		t.Fatalf("the message is lost: %q", msg)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // Claim is the upstream's own word on how many records the query as sent
@@ -53,7 +54,7 @@ func (r *Resource) TotalMember() string {
 func (r *Resource) LocalFilters(filter map[string]any) []string {
 	var out []string
 	for name, v := range filter {
-		if !r.filterForm(name, r.Config.Filters[name], v).sent {
+		if !r.FilterForm(name, r.Config.Filters[name], v).Sent {
 			out = append(out, "filter."+name)
 		}
 	}
@@ -72,21 +73,21 @@ type firstTotal struct {
 }
 
 // firstTotalOf reads a first page's total as a claim.
-func firstTotalOf(r *Resource, pg page) firstTotal {
+func firstTotalOf(r *Resource, pg dialect.Page) firstTotal {
 	member := r.TotalMember()
 	switch {
-	case member != "" && slices.Contains(pg.doubts, member):
+	case member != "" && slices.Contains(pg.Doubts, member):
 		return firstTotal{whyNot: ClaimTotalUnreadable}
-	case pg.total == nil:
+	case pg.Total == nil:
 		return firstTotal{whyNot: ClaimTotalAbsent}
-	case *pg.total > maxClaim:
+	case *pg.Total > maxClaim:
 		// Beyond what every client reads exactly (I-JSON): a count no
 		// client could take as the same number.
 		return firstTotal{whyNot: ClaimTotalUnreadable}
-	case pg.next.TotalUntrusted:
+	case pg.Next.TotalUntrusted:
 		return firstTotal{whyNot: ClaimTotalVsItems}
 	}
-	return firstTotal{total: envelope.Ptr(*pg.total)}
+	return firstTotal{total: envelope.Ptr(*pg.Total)}
 }
 
 // stopForClaim stops a source after its first page when the run reads

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // couchFind is a fake CouchDB _find: it serves docs by bookmark ("" is the
@@ -66,7 +68,7 @@ func TestBookmark_AnEmptyPageEndsTheListNeverTheBookmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSameSet(t, sink.ids, []string{"a", "b", "c", "d", "e"})
-	if !out.ScanComplete || endOf(t, out).EndSignal != SignalEmptyPage || len(s.bodies) != 4 {
+	if !out.ScanComplete || endOf(t, out).EndSignal != dialect.SignalEmptyPage || len(s.bodies) != 4 {
 		t.Errorf("complete %v, coverage %+v, %d requests; want complete on the empty fourth page", out.ScanComplete, out.Sources, len(s.bodies))
 	}
 	if s.bodies[0]["bookmark"] != nil || s.bodies[1]["bookmark"] != "b1" || s.bodies[3]["bookmark"] != "b3" {
@@ -83,15 +85,15 @@ func TestBookmark_WhatDoesNotProveTheEndLeavesItUnproven(t *testing.T) {
 		page   func(n int, body, a map[string]any)
 		signal string
 	}{
-		{"no_bookmark", func(_ int, _, a map[string]any) { delete(a, "bookmark") }, SignalNotSeen},
-		{"bookmark_an_object", func(_ int, _, a map[string]any) { a["bookmark"] = map[string]any{"k": 1} }, SignalUnreadable},
+		{"no_bookmark", func(_ int, _, a map[string]any) { delete(a, "bookmark") }, dialect.SignalNotSeen},
+		{"bookmark_an_object", func(_ int, _, a map[string]any) { a["bookmark"] = map[string]any{"k": 1} }, dialect.SignalUnreadable},
 		{"bookmark_that_does_not_move", func(n int, _, a map[string]any) {
 			a["bookmark"] = "b1"
 			docs := a["docs"].([]any)
 			for i := range docs {
 				docs[i].(map[string]any)["_id"] = docs[i].(map[string]any)["_id"].(string) + string(rune('0'+n))
 			}
-		}, SignalRepeatedPage},
+		}, dialect.SignalRepeatedPage},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/oauthtest"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // TestQueryKey_SentOnEveryPageAndKeptOutOfNextLinks: the key goes in the
@@ -280,12 +281,12 @@ func TestCredentialFingerprint_ChangesWithEveryMaterialNeverShowsIt(t *testing.T
 func TestCredentialInfo_NamesTheFormAndTheSourceNeverTheSecret(t *testing.T) {
 	for _, tc := range []struct {
 		cred string
-		want CredentialInfo
+		want transport.CredentialInfo
 	}{
-		{"credential: {env: TEST_TOKEN}", CredentialInfo{Form: config.FormStatic, Sources: []string{"env TEST_TOKEN"}, Header: "Authorization"}},
-		{"credential: {env: TEST_TOKEN, query: api_key}", CredentialInfo{Form: config.FormQuery, Sources: []string{"env TEST_TOKEN"}, Query: "api_key"}},
-		{"credential:\n  basic: {user: {env: TEST_TOKEN}, password: {env: TEST_TOKEN}}", CredentialInfo{Form: config.FormBasic, Sources: []string{"env TEST_TOKEN", "env TEST_TOKEN"}, Header: "Authorization"}},
-		{"credential:\n  oauth2: {token_url: \"https://login.example/t\", client_id: a, client_secret: {env: TEST_TOKEN}, scopes: [read]}", CredentialInfo{Form: config.FormOAuth2, Sources: []string{"env TEST_TOKEN"}, Header: "Authorization", TokenURL: "https://login.example/t", Scopes: []string{"read"}}},
+		{"credential: {env: TEST_TOKEN}", transport.CredentialInfo{Form: config.FormStatic, Sources: []string{"env TEST_TOKEN"}, Header: "Authorization"}},
+		{"credential: {env: TEST_TOKEN, query: api_key}", transport.CredentialInfo{Form: config.FormQuery, Sources: []string{"env TEST_TOKEN"}, Query: "api_key"}},
+		{"credential:\n  basic: {user: {env: TEST_TOKEN}, password: {env: TEST_TOKEN}}", transport.CredentialInfo{Form: config.FormBasic, Sources: []string{"env TEST_TOKEN", "env TEST_TOKEN"}, Header: "Authorization"}},
+		{"credential:\n  oauth2: {token_url: \"https://login.example/t\", client_id: a, client_secret: {env: TEST_TOKEN}, scopes: [read]}", transport.CredentialInfo{Form: config.FormOAuth2, Sources: []string{"env TEST_TOKEN"}, Header: "Authorization", TokenURL: "https://login.example/t", Scopes: []string{"read"}}},
 	} {
 		c := newTestClient(t, "http://127.0.0.1:1", tc.cred, Options{})
 		got := c.Credential()
@@ -294,23 +295,6 @@ func TestCredentialInfo_NamesTheFormAndTheSourceNeverTheSecret(t *testing.T) {
 		}
 		if strings.Contains(fmt.Sprint(*got), testSecret) {
 			t.Errorf("the secret shows: %+v", *got)
-		}
-	}
-}
-
-// TestCredentialLoaders_OneForEveryFormConfigNames: upstream loads exactly
-// the credential forms config's table of kinds names.
-func TestCredentialLoaders_OneForEveryFormConfigNames(t *testing.T) {
-	names := map[string]bool{}
-	for _, k := range config.CredentialKinds() {
-		names[k.Name] = true
-		if credentialLoaders[k.Name] == nil {
-			t.Errorf("config names the form %s, upstream has no loader for it", k.Name)
-		}
-	}
-	for name := range credentialLoaders {
-		if !names[name] {
-			t.Errorf("upstream loads a form %s that config does not name", name)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/configtest"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 var allDatasets = []string{fixtures.DatasetServiceAccounts, fixtures.DatasetSubscriptions, fixtures.DatasetProjects}
@@ -117,15 +118,15 @@ func TestEveryDialect_ScansWholeCollection(t *testing.T) {
 		{100, 1, 400}, {100, 1, 401}, {100, 1, 100},
 		{50, 1, 0},
 	}
-	for _, dialect := range fixtures.AllDialects {
+	for _, kind := range fixtures.AllDialects {
 		variants := base
-		if dialect == fixtures.DialectOffset || dialect == fixtures.DialectPage {
+		if kind == fixtures.DialectOffset || kind == fixtures.DialectPage {
 			for _, v := range base {
 				v.concurrency = 4
 				variants = append(variants, v)
 			}
 		}
-		t.Run(dialect, func(t *testing.T) {
+		t.Run(kind, func(t *testing.T) {
 			// One seeded server per dialect, shared by its runs: each run
 			// reads its own copy of the data, so they do not interfere. (The
 			// fixture keeps 64 continue snapshots; a dialect runs fewer scans.)
@@ -137,15 +138,15 @@ func TestEveryDialect_ScansWholeCollection(t *testing.T) {
 					name := fmt.Sprintf("%s/page_size=%d/concurrency=%d/records=%d", ds, v.pageSize, v.concurrency, v.records)
 					t.Run(name, func(t *testing.T) {
 						t.Parallel()
-						if dialect == fixtures.DialectOffset && v.pageSize == 1 {
+						if kind == fixtures.DialectOffset && v.pageSize == 1 {
 							// The overlap item would be the whole page: the
 							// configuration refuses it instead of spinning.
-							if _, err := config.Parse(configAt(t, url, fixtures.Resource{Name: "r", Dataset: ds, Dialect: dialect, PageSize: 1}, alias)); err == nil || !strings.Contains(err.Error(), "at least 2") {
+							if _, err := config.Parse(configAt(t, url, fixtures.Resource{Name: "r", Dataset: ds, Dialect: kind, PageSize: 1}, alias)); err == nil || !strings.Contains(err.Error(), "at least 2") {
 								t.Fatalf("an offset page size of 1 must be refused, got %v", err)
 							}
 							return
 						}
-						rt := adminRuntime(t, configAt(t, url, fixtures.Resource{Name: "r", Dataset: ds, Dialect: dialect, PageSize: v.pageSize, Concurrency: v.concurrency}, alias))
+						rt := adminRuntime(t, configAt(t, url, fixtures.Resource{Name: "r", Dataset: ds, Dialect: kind, PageSize: v.pageSize, Concurrency: v.concurrency}, alias))
 
 						// A dialect that stops advancing runs out of pages quickly.
 						budget := Budget{MaxPages: 2*len(want)/v.pageSize + 10, PagesLimitSource: "airlock"}
@@ -154,14 +155,14 @@ func TestEveryDialect_ScansWholeCollection(t *testing.T) {
 							t.Fatalf("scan: %v", err)
 						}
 						checkSameSet(t, sink.ids, want)
-						if stringEnd[dialect] && v.pageSize == 1 && v.records > 0 {
+						if stringEnd[kind] && v.pageSize == 1 && v.records > 0 {
 							// A last page of one item is whole: a continuation
 							// missing or emptied there (Kubernetes leaves the
 							// token off its last chunk) looks the same as one
 							// dropped from a page, and a page of one cannot be
 							// asked for again one item smaller.
-							if src := endOf(t, out); out.ScanComplete || src.EndSignal != SignalMissingOnFull {
-								t.Errorf("outcome: complete=%v end %s/%s, want END_NOT_PROVEN %s", out.ScanComplete, src.End, src.EndSignal, SignalMissingOnFull)
+							if src := endOf(t, out); out.ScanComplete || src.EndSignal != dialect.SignalMissingOnFull {
+								t.Errorf("outcome: complete=%v end %s/%s, want END_NOT_PROVEN %s", out.ScanComplete, src.End, src.EndSignal, dialect.SignalMissingOnFull)
 							}
 							return
 						}
@@ -209,7 +210,7 @@ func filterConfig(baseURL, dataset, statusParam, regionParam, tagsParam string) 
 // hasConflict reports a CONFLICTING_EVIDENCE on the filter named.
 func hasConflict(out Outcome, filter string) bool {
 	for _, rs := range out.Reasons {
-		if rs.Code == envelope.ConflictingEvidence && rs.Signal == SignalFilterConflict && rs.Filter == filter && rs.Count != nil && *rs.Count > 0 && rs.SampleID != "" {
+		if rs.Code == envelope.ConflictingEvidence && rs.Signal == dialect.SignalFilterConflict && rs.Filter == filter && rs.Count != nil && *rs.Count > 0 && rs.SampleID != "" {
 			return true
 		}
 	}
@@ -284,7 +285,7 @@ func TestFilters_AreAppliedLocallyEvenWhenTheUpstreamIgnoresThem(t *testing.T) {
 					}
 					for name := range tc.filter {
 						if !hasConflict(out, name) {
-							t.Errorf("reasons %+v: want %s (%s) on filter %s", out.Reasons, envelope.ConflictingEvidence, SignalFilterConflict, name)
+							t.Errorf("reasons %+v: want %s (%s) on filter %s", out.Reasons, envelope.ConflictingEvidence, dialect.SignalFilterConflict, name)
 						}
 					}
 				}
@@ -309,42 +310,6 @@ func TestFilters_AreAppliedLocallyEvenWhenTheUpstreamIgnoresThem(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-func TestNextLink_FindsRelNext(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		values []string
-		want   string
-	}{
-		{"no header", nil, ""},
-		{"only next", []string{`<https://api.example.com/items?page=2>; rel="next"`}, "https://api.example.com/items?page=2"},
-		{"several links, next in the middle", []string{`<https://a.example/x?page=1>; rel="prev", <https://a.example/x?page=3>; rel="next", <https://a.example/x?page=9>; rel="last"`}, "https://a.example/x?page=3"},
-		{"rel with several values", []string{`<https://a.example/x?page=5>; rel="last next"`}, "https://a.example/x?page=5"},
-		{"rel with several values, next first", []string{`<https://a.example/x?page=5>; rel="next prefetch"`}, "https://a.example/x?page=5"},
-		{"commas inside the URLs", []string{`<https://a.example/x?ids=1,2,3&page=2>; rel="next", <https://a.example/x?ids=1,2,3&page=7>; rel="last"`}, "https://a.example/x?ids=1,2,3&page=2"},
-		{"commas inside the URL of a link before next", []string{`<https://a.example/x?ids=1,2&page=7>; rel="last", <https://a.example/x?ids=1,2&page=2>; rel="next"`}, "https://a.example/x?ids=1,2&page=2"},
-		{"no next", []string{`<https://a.example/x?page=1>; rel="first", <https://a.example/x?page=9>; rel="last"`}, ""},
-		{"next-archive is not next", []string{`<https://a.example/x?page=2>; rel="next-archive"`}, ""},
-		{"unquoted rel", []string{`<https://a.example/x?page=2>; rel=next`}, "https://a.example/x?page=2"},
-		{"case of rel and its value", []string{`<https://a.example/x?page=2>; REL="Next"`}, "https://a.example/x?page=2"},
-		{"other parameters before rel", []string{`<https://a.example/x?page=2>; title="Page 2"; rel="next"`}, "https://a.example/x?page=2"},
-		{"relative reference", []string{`</items?page=2&per_page=50>; rel="next"`}, "/items?page=2&per_page=50"},
-		{"next in a second header field", []string{`<https://a.example/x?page=9>; rel="last"`, `<https://a.example/x?page=2>; rel="next"`}, "https://a.example/x?page=2"},
-		{"blank space around everything", []string{`  <https://a.example/x?page=2>  ;  rel = "next" , <https://a.example/x?page=9>;rel="last"`}, "https://a.example/x?page=2"},
-		{"angle brackets inside a quoted parameter", []string{`<https://a.example/x?page=1>; rel="prev"; title="<< previous", <https://a.example/x?page=3>; rel="next"`}, "https://a.example/x?page=3"},
-		{"semicolon inside the URL", []string{`<https://a.example/x;v=2?page=2>; rel="next"`}, "https://a.example/x;v=2?page=2"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := http.Header{}
-			for _, v := range tc.values {
-				h.Add("Link", v)
-			}
-			if got := nextLink(h); got != tc.want {
-				t.Errorf("nextLink(%q) = %q, want %q", tc.values, got, tc.want)
-			}
-		})
 	}
 }
 
@@ -562,24 +527,5 @@ func TestMalformedResponse_EndsScanWithBadResponse(t *testing.T) {
 				t.Errorf("upstream saw %d requests, want 1 (a bad response is not retried)", got)
 			}
 		})
-	}
-}
-
-// TestDialects_EveryKindHasItsRuntime: config's table of dialects and the
-// constructors here name the same dialects, so that a dialect configured
-// is never one without a runtime.
-func TestDialects_EveryKindHasItsRuntime(t *testing.T) {
-	kinds := map[string]bool{}
-	for _, k := range config.DialectKinds() {
-		kinds[k.Name] = true
-		p := config.ResolvePagination(config.PaginationConfig{Dialect: k.Name})
-		if newDialect(p, "id") == nil {
-			t.Errorf("dialect %s has no runtime", k.Name)
-		}
-	}
-	for name := range dialects {
-		if !kinds[name] {
-			t.Errorf("runtime %s has no kind in config's table", name)
-		}
 	}
 }

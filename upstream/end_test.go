@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // faultRecords are n records with ids r0000…, a status cycling through
@@ -60,50 +61,50 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 		want       want
 	}{
 		// Honest lists: each dialect proves its end its own way.
-		{"cursor has_more false", fixtures.FaultKnobs{Dialect: fixtures.DialectCursor}, 25, 10, "", want{true, SignalHasMoreFalse, ""}},
-		{"cursor without has_more reads to an empty page", fixtures.FaultKnobs{Dialect: fixtures.DialectCursor, NoHasMore: true}, 25, 10, "", want{true, SignalEmptyPage, ""}},
-		{"next cursor omitted on the last page after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 25, 10, "", want{true, SignalNextCursorNone, ""}},
-		{"next cursor on a single short page, verified by a probe", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 5, 10, "", want{true, SignalNextCursorNone + SignalVerified, ""}},
-		{"link without next after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 25, 10, "", want{true, SignalNoNextLink, ""}},
-		{"link on a full last page after links, naming others than next, rechecked", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 30, 10, "", want{true, SignalNoNextLink + SignalRechecked, ""}},
+		{"cursor has_more false", fixtures.FaultKnobs{Dialect: fixtures.DialectCursor}, 25, 10, "", want{true, dialect.SignalHasMoreFalse, ""}},
+		{"cursor without has_more reads to an empty page", fixtures.FaultKnobs{Dialect: fixtures.DialectCursor, NoHasMore: true}, 25, 10, "", want{true, dialect.SignalEmptyPage, ""}},
+		{"next cursor omitted on the last page after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 25, 10, "", want{true, dialect.SignalNextCursorNone, ""}},
+		{"next cursor on a single short page, verified by a probe", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 5, 10, "", want{true, dialect.SignalNextCursorNone + dialect.SignalVerified, ""}},
+		{"link without next after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 25, 10, "", want{true, dialect.SignalNoNextLink, ""}},
+		{"link on a full last page after links, naming others than next, rechecked", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 30, 10, "", want{true, dialect.SignalNoNextLink + dialect.SignalRechecked, ""}},
 		// A whole page without the signal earlier pages carried: asked for
 		// again one item smaller, the upstream says more follows.
-		{"link on a full last page after links, without a Link header, rechecked", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoLastLinks: true}, 30, 10, "", want{true, SignalNoNextLink + SignalRechecked, ""}},
-		{"link with X-Total-Count reached on a single page, verified", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 5, 10, "total_header: X-Total-Count", want{true, SignalNoNextLink + SignalVerified, ""}},
-		{"link with X-Total-Count reached after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, SignalTotalReached, ""}},
-		{"page whose first short page reaches a lagging total, the upstream capping pages", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 1, Total: "low"}, 2, 2, "", want{false, SignalEmptyPage, envelope.ConflictingEvidence}},
-		{"offset total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset}, 25, 10, "", want{true, SignalTotalReached, ""}},
-		{"page total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectPage}, 25, 10, "", want{true, SignalTotalReached, ""}},
-		{"page total in a header", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, SignalTotalReached, ""}},
-		{"continue omitted after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 25, 10, "", want{true, SignalContinueNone, ""}},
-		{"continue on one exactly full page, rechecked one item smaller", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 10, 10, "", want{true, SignalContinueNone + SignalRechecked, ""}},
-		{"continue on an exactly full last page, rechecked one item smaller", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 30, 10, "", want{true, SignalContinueNone + SignalRechecked, ""}},
-		{"empty list", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 0, 10, "", want{true, SignalEmptyPage, ""}},
+		{"link on a full last page after links, without a Link header, rechecked", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoLastLinks: true}, 30, 10, "", want{true, dialect.SignalNoNextLink + dialect.SignalRechecked, ""}},
+		{"link with X-Total-Count reached on a single page, verified", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 5, 10, "total_header: X-Total-Count", want{true, dialect.SignalNoNextLink + dialect.SignalVerified, ""}},
+		{"link with X-Total-Count reached after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, dialect.SignalTotalReached, ""}},
+		{"page whose first short page reaches a lagging total, the upstream capping pages", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 1, Total: "low"}, 2, 2, "", want{false, dialect.SignalEmptyPage, envelope.ConflictingEvidence}},
+		{"offset total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset}, 25, 10, "", want{true, dialect.SignalTotalReached, ""}},
+		{"page total reached", fixtures.FaultKnobs{Dialect: fixtures.DialectPage}, 25, 10, "", want{true, dialect.SignalTotalReached, ""}},
+		{"page total in a header", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, dialect.SignalTotalReached, ""}},
+		{"continue omitted after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 25, 10, "", want{true, dialect.SignalContinueNone, ""}},
+		{"continue on one exactly full page, rechecked one item smaller", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 10, 10, "", want{true, dialect.SignalContinueNone + dialect.SignalRechecked, ""}},
+		{"continue on an exactly full last page, rechecked one item smaller", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue}, 30, 10, "", want{true, dialect.SignalContinueNone + dialect.SignalRechecked, ""}},
+		{"empty list", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 0, 10, "", want{true, dialect.SignalEmptyPage, ""}},
 
 		// Totals that are not totals: page on to the dialect's own end.
-		{"page with a negative total (skipTotal)", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "negative"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
-		{"offset without a total", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, Total: "missing"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
+		{"page with a negative total (skipTotal)", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "negative"}, 25, 10, "", want{true, dialect.SignalEmptyPage, ""}},
+		{"offset without a total", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, Total: "missing"}, 25, 10, "", want{true, dialect.SignalEmptyPage, ""}},
 		// A total the items read exceed: the total and the list disagree,
 		// and neither is believed; every item is still read.
-		{"page whose total is one too low", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 25, 10, "", want{false, SignalEmptyPage, envelope.ConflictingEvidence}},
-		{"page whose lagging total is reached on a full page", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 21, 10, "", want{false, SignalEmptyPage, envelope.ConflictingEvidence}},
-		{"page whose total is one too high", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "high"}, 25, 10, "", want{false, SignalEmptyPage, envelope.ResultLimitReached}},
+		{"page whose total is one too low", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 25, 10, "", want{false, dialect.SignalEmptyPage, envelope.ConflictingEvidence}},
+		{"page whose lagging total is reached on a full page", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "low"}, 21, 10, "", want{false, dialect.SignalEmptyPage, envelope.ConflictingEvidence}},
+		{"page whose total is one too high", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, Total: "high"}, 25, 10, "", want{false, dialect.SignalEmptyPage, envelope.ResultLimitReached}},
 
 		// The upstream caps the page size below the one asked for.
-		{"page size capped, page with total", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 4}, 25, 10, "", want{true, SignalTotalReached, ""}},
-		{"page size capped, offset with total on a full last page", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4}, 25, 10, "", want{true, SignalEmptyPage, ""}},
-		{"page size capped, offset with total on a short last page", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4}, 24, 10, "", want{true, SignalTotalReached, ""}},
-		{"page size capped, offset without total", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4, Total: "missing"}, 25, 10, "", want{true, SignalEmptyPage, ""}},
-		{"page size capped, next cursor", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, MaxPageSize: 4}, 25, 10, "", want{true, SignalNextCursorNone, ""}},
+		{"page size capped, page with total", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 4}, 25, 10, "", want{true, dialect.SignalTotalReached, ""}},
+		{"page size capped, offset with total on a full last page", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4}, 25, 10, "", want{true, dialect.SignalEmptyPage, ""}},
+		{"page size capped, offset with total on a short last page", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4}, 24, 10, "", want{true, dialect.SignalTotalReached, ""}},
+		{"page size capped, offset without total", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, MaxPageSize: 4, Total: "missing"}, 25, 10, "", want{true, dialect.SignalEmptyPage, ""}},
+		{"page size capped, next cursor", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, MaxPageSize: 4}, 25, 10, "", want{true, dialect.SignalNextCursorNone, ""}},
 
 		// No "more follows" signal at all: a full page is not an end.
-		{"link without any Link header (json-server without _page)", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true, IgnorePage: true}, 25, 10, "", want{false, SignalMissingOnFull, envelope.EndNotProven}},
-		{"link without Link on a short single page, unverifiable", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true}, 5, 10, "", want{false, SignalNotSeen, envelope.EndNotProven}},
-		{"next cursor never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, NoNextSignal: true}, 25, 10, "", want{false, SignalMissingOnFull, envelope.EndNotProven}},
-		{"continue never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue, NoNextSignal: true}, 25, 10, "", want{false, SignalMissingOnFull, envelope.EndNotProven}},
+		{"link without any Link header (json-server without _page)", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true, IgnorePage: true}, 25, 10, "", want{false, dialect.SignalMissingOnFull, envelope.EndNotProven}},
+		{"link without Link on a short single page, unverifiable", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoNextSignal: true}, 5, 10, "", want{false, dialect.SignalNotSeen, envelope.EndNotProven}},
+		{"next cursor never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext, NoNextSignal: true}, 25, 10, "", want{false, dialect.SignalMissingOnFull, envelope.EndNotProven}},
+		{"continue never sent", fixtures.FaultKnobs{Dialect: fixtures.DialectContinue, NoNextSignal: true}, 25, 10, "", want{false, dialect.SignalMissingOnFull, envelope.EndNotProven}},
 
 		// The page position is ignored: every page repeats the first.
-		{"page parameter ignored, total unknown", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, IgnorePage: true, Total: "negative"}, 25, 10, "", want{false, SignalRepeatedPage, envelope.EndNotProven}},
+		{"page parameter ignored, total unknown", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, IgnorePage: true, Total: "negative"}, 25, 10, "", want{false, dialect.SignalRepeatedPage, envelope.EndNotProven}},
 		{"offset parameter ignored", fixtures.FaultKnobs{Dialect: fixtures.DialectOffset, IgnorePage: true}, 25, 10, "", want{false, "", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,8 +185,8 @@ func TestEndProbe_RefusedIsUnproven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.ScanComplete || !hasReason(out, envelope.EndNotProven) || endOf(t, out).EndSignal != SignalProbeFailed {
-		t.Errorf("complete %v, reasons %+v, coverage %+v; want END_NOT_PROVEN with %s", out.ScanComplete, out.Reasons, out.Sources, SignalProbeFailed)
+	if out.ScanComplete || !hasReason(out, envelope.EndNotProven) || endOf(t, out).EndSignal != dialect.SignalProbeFailed {
+		t.Errorf("complete %v, reasons %+v, coverage %+v; want END_NOT_PROVEN with %s", out.ScanComplete, out.Reasons, out.Sources, dialect.SignalProbeFailed)
 	}
 }
 
@@ -203,8 +204,8 @@ func TestHasMoreOnAnEmptyPage_IsUnproven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.ScanComplete || endOf(t, out).EndSignal != SignalMoreOnEmpty {
-		t.Errorf("complete %v, coverage %+v; want unproven with %s", out.ScanComplete, out.Sources, SignalMoreOnEmpty)
+	if out.ScanComplete || endOf(t, out).EndSignal != dialect.SignalMoreOnEmpty {
+		t.Errorf("complete %v, coverage %+v; want unproven with %s", out.ScanComplete, out.Sources, dialect.SignalMoreOnEmpty)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // expressionResource is a list whose status, owner, name, rank, active and
@@ -77,14 +78,14 @@ func TestExpression_QuotesEveryValueAsOneLiteral(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := expressionResource(t, "http://api.test", tc.language, "")
-			p := &listParams{kind: config.ListQuery, query: url.Values{}}
-			forms := r.sendFilters(p, tc.filter)
-			if got := p.query.Get("$filter"); got != tc.want {
+			p := &dialect.Params{Kind: config.ListQuery, Query: url.Values{}}
+			forms := r.SendFilters(p, tc.filter)
+			if got := p.Query.Get("$filter"); got != tc.want {
 				t.Errorf("$filter = %q, want %q", got, tc.want)
 			}
 			if tc.want == "" {
 				for name, f := range forms {
-					if f.sent && name != "region" {
+					if f.Sent && name != "region" {
 						t.Errorf("filter %s counted as sent, with nothing in the expression", name)
 					}
 				}
@@ -95,9 +96,9 @@ func TestExpression_QuotesEveryValueAsOneLiteral(t *testing.T) {
 
 func TestExpression_ADeclaredLanguageAndABase(t *testing.T) {
 	r := expressionResource(t, "http://api.test", "jql", `, base: "project = OPS", suffix: " ORDER BY key", is_null: "{{field}} is null"`)
-	p := &listParams{kind: config.ListQuery, query: url.Values{}}
-	r.sendFilters(p, map[string]any{"owner": nil, "status": "Done"})
-	if got, want := p.query.Get("$filter"), `(project = OPS) AND (owner is null) AND (status = "Done") ORDER BY key`; got != want {
+	p := &dialect.Params{Kind: config.ListQuery, Query: url.Values{}}
+	r.SendFilters(p, map[string]any{"owner": nil, "status": "Done"})
+	if got, want := p.Query.Get("$filter"), `(project = OPS) AND (owner is null) AND (status = "Done") ORDER BY key`; got != want {
 		t.Errorf("$filter = %q, want %q", got, want)
 	}
 }
@@ -126,8 +127,8 @@ func TestExpression_RecordsTheUpstreamReturnedForItAreRechecked(t *testing.T) {
 		t.Fatalf("ids %v complete %v, want only a and not complete", sink.ids, out.ScanComplete)
 	}
 	rs := reasonOf(out, envelope.ConflictingEvidence)
-	if rs == nil || rs.Signal != SignalFilterConflict || rs.Filter != "name" || rs.SampleID != "b" {
-		t.Errorf("reasons %+v, want %s on name with sample b", out.Reasons, SignalFilterConflict)
+	if rs == nil || rs.Signal != dialect.SignalFilterConflict || rs.Filter != "name" || rs.SampleID != "b" {
+		t.Errorf("reasons %+v, want %s on name with sample b", out.Reasons, dialect.SignalFilterConflict)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // FuzzUpstreamBody: any body, status and headers an upstream answers with
@@ -26,10 +28,10 @@ func FuzzUpstreamBody(f *testing.F) {
 		f.Fatal(err)
 	}
 	projects := rt.Resources["projects"]
-	var dialects []dialect
+	var dialects []dialect.Dialect
 	for _, d := range []config.PaginationConfig{{Dialect: config.DialectCursor, HasMore: "has_more"}, {Dialect: config.DialectCursor, NextCursor: "response_metadata.next_cursor"},
 		{Dialect: config.DialectLink}, {Dialect: config.DialectOffset, Total: "total"}, {Dialect: config.DialectPage, Total: "totalItems"}, {Dialect: config.DialectContinue}} {
-		dialects = append(dialects, newDialect(config.ResolvePagination(d), "id"))
+		dialects = append(dialects, dialect.New(config.ResolvePagination(d), "id"))
 	}
 	for _, s := range []struct {
 		status          int
@@ -59,19 +61,19 @@ func FuzzUpstreamBody(f *testing.F) {
 		if retryAfter != "" {
 			h.Set("Retry-After", retryAfter)
 		}
-		resp := &Response{Status: status, Header: h, Body: body}
-		if doc, err := DecodeJSONBody(resp, true); err == nil {
+		resp := &transport.Response{Status: status, Header: h, Body: body}
+		if doc, err := transport.DecodeJSONBody(resp, true); err == nil {
 			for _, d := range dialects {
 				raw, _ := jsonvalue.Get(doc, "data")
 				items, _ := raw.([]any)
-				_, _ = d.parse(resp, doc, items, pageState{Started: true})
+				_, _ = d.Parse(resp, doc, items, dialect.State{Started: true})
 			}
 		} else {
-			checkProblem(t, projects, ProblemFor(err, projects.FieldName))
+			checkProblem(t, projects, transport.ProblemFor(err, projects.FieldName))
 		}
-		_ = RetryAfter(h, time.Unix(1_700_000_000, 0))
+		_ = transport.RetryAfter(h, time.Unix(1_700_000_000, 0))
 		if status >= 400 && status <= 599 {
-			checkProblem(t, projects, ProblemFor(&HTTPError{Kind: FailStatus, Status: status, Header: h, Body: body, RetryAfter: RetryAfter(h, time.Now())}, projects.FieldName))
+			checkProblem(t, projects, transport.ProblemFor(&transport.HTTPError{Kind: transport.FailStatus, Status: status, Header: h, Body: body, RetryAfter: transport.RetryAfter(h, time.Now())}, projects.FieldName))
 		}
 	})
 }
@@ -84,7 +86,7 @@ func checkProblem(t *testing.T, r *Resource, p *envelope.Problem) {
 	for _, e := range p.Errors {
 		name, isUpstream := strings.CutPrefix(e.Field, "upstream.")
 		switch {
-		case strings.HasPrefix(e.Field, "filter."), e.Field == UndeclaredField:
+		case strings.HasPrefix(e.Field, "filter."), e.Field == transport.UndeclaredField:
 		case isUpstream:
 			if _, ok := r.Config.Fields[name]; !ok {
 				t.Fatalf("errors[] names %q, which the configuration does not declare", e.Field)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/internal/configtest"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // twoUpstreams is a configuration whose upstreams read their credentials
@@ -95,7 +96,7 @@ func TestInitialize_CredentialFileIsReadAndTrimmed(t *testing.T) {
 			rec := &recorder{}
 			ts := startRecorder(t, rec)
 			c := newTestClient(t, ts.URL, "credential: {file: "+path+tc.cred+"}", Options{Getenv: func(string) string { return "" }})
-			if _, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: mustURL(t, ts.URL+"/items"), Idempotent: true}); err != nil {
+			if _, err := c.Do(context.Background(), transport.Request{Method: http.MethodGet, URL: mustURL(t, ts.URL+"/items"), Idempotent: true}); err != nil {
 				t.Fatalf("Do: %v", err)
 			}
 			if got := rec.requests()[0].Header.Get(tc.header); got != tc.want {

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // TestNewDialects_ReadHonestListsCompletely: each new list style, honest,
@@ -29,13 +30,13 @@ func TestNewDialects_ReadHonestListsCompletely(t *testing.T) {
 		pagination string
 		signals    []string
 	}{
-		{"drf next and count", fixtures.FaultKnobs{Dialect: fixtures.DialectNextURL}, "", []string{SignalTotalReached, SignalNextURLNone}},
-		{"next without a count", fixtures.FaultKnobs{Dialect: fixtures.DialectNextURL, Total: "missing"}, "total: none", []string{SignalNextURLNone}},
-		{"salesforce done", fixtures.FaultKnobs{Dialect: fixtures.DialectNextURL, EndFlag: true}, "is_last: done", []string{SignalIsLast}},
-		{"graphql connection", fixtures.FaultKnobs{Dialect: fixtures.DialectGraphQL}, "", []string{SignalHasNextFalse}},
-		{"notion post cursor", fixtures.FaultKnobs{Dialect: fixtures.DialectPostCursor}, "", []string{SignalHasMoreFalse}},
-		{"jira isLast", fixtures.FaultKnobs{Dialect: fixtures.DialectPostCursor, EndFlag: true}, "is_last: isLast", []string{SignalIsLast}},
-		{"search_after in a point in time", fixtures.FaultKnobs{Dialect: fixtures.DialectSearchAfter}, "", []string{SignalEmptyPage, SignalTotalReached}},
+		{"drf next and count", fixtures.FaultKnobs{Dialect: fixtures.DialectNextURL}, "", []string{dialect.SignalTotalReached, dialect.SignalNextURLNone}},
+		{"next without a count", fixtures.FaultKnobs{Dialect: fixtures.DialectNextURL, Total: "missing"}, "total: none", []string{dialect.SignalNextURLNone}},
+		{"salesforce done", fixtures.FaultKnobs{Dialect: fixtures.DialectNextURL, EndFlag: true}, "is_last: done", []string{dialect.SignalIsLast}},
+		{"graphql connection", fixtures.FaultKnobs{Dialect: fixtures.DialectGraphQL}, "", []string{dialect.SignalHasNextFalse}},
+		{"notion post cursor", fixtures.FaultKnobs{Dialect: fixtures.DialectPostCursor}, "", []string{dialect.SignalHasMoreFalse}},
+		{"jira isLast", fixtures.FaultKnobs{Dialect: fixtures.DialectPostCursor, EndFlag: true}, "is_last: isLast", []string{dialect.SignalIsLast}},
+		{"search_after in a point in time", fixtures.FaultKnobs{Dialect: fixtures.DialectSearchAfter}, "", []string{dialect.SignalEmptyPage, dialect.SignalTotalReached}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fl := &fixtures.FaultList{FaultKnobs: tc.fl}
@@ -243,7 +244,7 @@ func TestGraphQL_SendsVariablesAndReadsEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSameSet(t, sink.ids, []string{"0", "1", "2", "3", "4"})
-	if !out.ScanComplete || endOf(t, out).EndSignal != SignalHasNextFalse {
+	if !out.ScanComplete || endOf(t, out).EndSignal != dialect.SignalHasNextFalse {
 		t.Errorf("complete %v, coverage %+v", out.ScanComplete, out.Sources)
 	}
 	first, _ := s.bodies[0]["variables"].(map[string]any)
@@ -336,7 +337,7 @@ func TestPOSTList_PlacesPaginationAndFiltersInTheBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSameSet(t, sink.ids, []string{"p1", "p2"})
-	if !out.ScanComplete || endOf(t, out).EndSignal != SignalHasMoreFalse {
+	if !out.ScanComplete || endOf(t, out).EndSignal != dialect.SignalHasMoreFalse {
 		t.Errorf("complete %v, coverage %+v", out.ScanComplete, out.Sources)
 	}
 	b, _ := json.Marshal(s.bodies[0])
@@ -482,9 +483,9 @@ func TestFilterForms_SendAValueOnlyInAFormThatCarriesItIntact(t *testing.T) {
 		{"one status", map[string]any{"status": "active"}, "status__in=active", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := &listParams{kind: config.ListQuery, query: url.Values{}}
-			r.sendFilters(p, c.filter)
-			if got := p.query.Encode(); got != c.want {
+			p := &dialect.Params{Kind: config.ListQuery, Query: url.Values{}}
+			r.SendFilters(p, c.filter)
+			if got := p.Query.Encode(); got != c.want {
 				t.Errorf("sent %q, want %q", got, c.want)
 			}
 			if got := r.CountFromTotal(c.filter, nil); got != c.exact {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // redmineTeams are the teams the fake Redmine holds: names that start with
@@ -189,9 +190,9 @@ func TestLiteral_ValuesRedmineReadsAsOperatorsAreEscapedOrLeftToAirlock(t *testi
 			if len(errs) > 0 {
 				t.Fatalf("filter refused: %v", errs)
 			}
-			p := &listParams{kind: config.ListQuery, query: url.Values{}}
-			r.sendFilters(p, typed)
-			if got := p.query.Encode(); got != c.want {
+			p := &dialect.Params{Kind: config.ListQuery, Query: url.Values{}}
+			r.SendFilters(p, typed)
+			if got := p.Query.Encode(); got != c.want {
 				t.Errorf("sent %q, want %q", got, c.want)
 			}
 			if got := r.CountFromTotal(typed, nil); got != c.exact {

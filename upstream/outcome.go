@@ -8,6 +8,8 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/contract"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // Group is one value of a group_by field and its count.
@@ -61,7 +63,7 @@ func (s *Scan) Outcome() Outcome {
 		case srcDone:
 			cov.Status = envelope.SourceComplete
 			cov.End, cov.EndSignal = src.state.End, src.state.EndSignal
-			if src.state.End == envelope.EndUnproven && src.state.EndSignal == SignalUnreadable {
+			if src.state.End == envelope.EndUnproven && src.state.EndSignal == dialect.SignalUnreadable {
 				// The page's SIGNAL_UNREADABLE (a sticky reason) names the
 				// member and the page.
 				cov.Status, cov.Reason = envelope.SourcePartial, envelope.SignalUnreadable
@@ -69,7 +71,7 @@ func (s *Scan) Outcome() Outcome {
 			}
 			if src.state.End == envelope.EndUnproven {
 				code := envelope.EndNotProven
-				if conflictSignals[src.state.EndSignal] {
+				if dialect.IsConflict(src.state.EndSignal) {
 					// Two signals on a page contradict each other about
 					// the end.
 					code = envelope.ConflictingEvidence
@@ -159,7 +161,7 @@ func (s *Scan) Outcome() Outcome {
 	for _, name := range slices.Sorted(maps.Keys(s.conflicts)) {
 		c := s.conflicts[name]
 		rs := envelope.NewReason(envelope.ConflictingEvidence)
-		rs.Signal, rs.Filter, rs.Sent, rs.Seen = SignalFilterConflict, name, c.sent, c.seen
+		rs.Signal, rs.Filter, rs.Sent, rs.Seen = dialect.SignalFilterConflict, name, c.sent, c.seen
 		rs.Count, rs.SampleID = envelope.Ptr(c.count), c.sample
 		o.Reasons = append(o.Reasons, rs)
 	}
@@ -192,7 +194,7 @@ func (s *Scan) Outcome() Outcome {
 		w.Fields = slices.Sorted(maps.Keys(s.aliases))
 		o.Warnings = append(o.Warnings, w)
 	}
-	o.Warnings = append(o.Warnings, WarningsFor(s.r.Name, s.enumDrift, s.fieldDrift)...)
+	o.Warnings = append(o.Warnings, contract.WarningsFor(s.r.Name, s.enumDrift, s.fieldDrift)...)
 	if s.nullLikeCount > 0 {
 		w := envelope.NewWarning(envelope.WarnNullLikeValues, s.r.Name)
 		for _, name := range s.nullFilters {

@@ -3,12 +3,12 @@ package upstream
 import (
 	"context"
 	"net/url"
-	"strings"
-	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Reads outside a scan, for checks of a configuration against the live API
@@ -21,9 +21,9 @@ func (r *Resource) WithPageSize(n int) *Resource {
 	pg := r.Pagination
 	pg.PageSize = n
 	return &Resource{
-		Name: r.Name, Description: r.Description, Upstream: r.Upstream, Config: r.Config, Pagination: pg,
-		Sources: r.Sources[:1], Limits: r.Limits, dialect: r.dialectFor(pg),
-		Contract: r.Contract, norms: r.norms, expression: r.expression, decoders: r.decoders,
+		Name: r.Name, Description: r.Description, List: dialect.List{Upstream: r.Upstream, Config: r.Config, Pagination: pg,
+			Sources: r.Sources[:1], Dialect: r.DialectFor(pg), Expression: r.Expression},
+		Limits: r.Limits, Contract: r.Contract, norms: r.norms, decoders: r.decoders,
 	}
 }
 
@@ -42,7 +42,7 @@ type RawWalkSpec struct {
 	// MaxPages bounds the pages read.
 	MaxPages int
 	// Send sends each page's request: the caller counts and bounds them.
-	Send func(context.Context, Request) (*Response, error)
+	Send func(context.Context, transport.Request) (*transport.Response, error)
 	// Keep is given each page's items as the upstream sent them.
 	Keep func([]any)
 	// EndSeen says that an unfiltered walk showed the dialect's end signal:
@@ -58,16 +58,16 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 	// The configured page size: the fewest requests for what a filtered
 	// call would read.
 	pg := r.Pagination
-	d := r.dialectFor(pg)
+	d := r.DialectFor(pg)
 	idPath := r.FieldPath(r.Config.IDField)
 	w := RawWalk{Docs: map[string]map[string]any{}}
-	st := pageState{}
-	if err := r.ensurePIT(ctx, r.Sources[0], &st, spec.RequestID); err != nil {
+	st := dialect.State{}
+	if err := r.EnsurePIT(ctx, r.Sources[0], &st, spec.RequestID); err != nil {
 		return w, err
 	}
 	norm := &Scan{r: r, normalized: map[string]bool{}}
 	for w.Pages < maxPages {
-		req, err := r.listRequest(r.Sources[0], st, listOptions{filter: filter, pageSize: pg.PageSize, requestID: spec.RequestID})
+		req, err := r.PageRequest(r.Sources[0], st, dialect.ListOptions{Filter: filter, PageSize: pg.PageSize, RequestID: spec.RequestID})
 		if err != nil {
 			return w, err
 		}
@@ -80,26 +80,26 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 		if err != nil {
 			return w, err
 		}
-		items, err := r.itemsOf(doc)
+		items, err := r.ItemsOf(doc)
 		if err != nil {
 			return w, err
 		}
-		page, err := d.parse(resp, doc, items, st)
+		page, err := d.Parse(resp, doc, items, st)
 		if err != nil {
 			return w, err
 		}
 		r.afterParse(resp, doc, st, &page)
 		if spec.Keep != nil {
-			spec.Keep(page.items)
+			spec.Keep(page.Items)
 		}
 		fresh := 0
-		for _, it := range page.items {
+		for _, it := range page.Items {
 			m, ok := it.(map[string]any)
 			if !ok {
 				continue
 			}
-			m = copyDoc(m)
-			if err := r.decodeFields(m); err != nil {
+			m = CopyDoc(m)
+			if err := r.DecodeFields(m); err != nil {
 				return w, err
 			}
 			id, ok := jsonvalue.GetID(m, idPath)
@@ -109,11 +109,11 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 			if _, dup := w.Docs[id]; !dup {
 				fresh++
 			}
-			c := copyDoc(m)
+			c := CopyDoc(m)
 			norm.normalizeLocked(c)
 			w.Docs[id] = c
 		}
-		next := page.next
+		next := page.Next
 		switch {
 		case next.Done:
 			w.Complete = next.End == envelope.EndProven
@@ -131,11 +131,11 @@ func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, erro
 	return w, nil
 }
 
-func copyDoc(m map[string]any) map[string]any {
+func CopyDoc(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		if sub, ok := v.(map[string]any); ok {
-			v = copyDoc(sub)
+			v = CopyDoc(sub)
 		}
 		out[k] = v
 	}
@@ -145,36 +145,36 @@ func copyDoc(m map[string]any) map[string]any {
 // FirstPageRequest is the request for the first page of the first source
 // at the resource's page size, outside a scan; a search_after list's point
 // in time is not opened (see OpenFirstPage).
-func (r *Resource) FirstPageRequest(requestID string) (Request, error) {
-	return r.listRequest(r.Sources[0], pageState{}, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
+func (r *Resource) FirstPageRequest(requestID string) (transport.Request, error) {
+	return r.PageRequest(r.Sources[0], dialect.State{}, dialect.ListOptions{PageSize: r.Pagination.PageSize, RequestID: requestID})
 }
 
 // OpenFirstPage opens the point in time a search_after list is read in (a
 // request of its own; other dialects need none) and returns the request for
 // the first page in it.
-func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (Request, error) {
-	st := pageState{}
-	if err := r.ensurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
-		return Request{}, err
+func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (transport.Request, error) {
+	st := dialect.State{}
+	if err := r.EnsurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
+		return transport.Request{}, err
 	}
-	return r.listRequest(r.Sources[0], st, listOptions{pageSize: r.Pagination.PageSize, requestID: requestID})
+	return r.PageRequest(r.Sources[0], st, dialect.ListOptions{PageSize: r.Pagination.PageSize, RequestID: requestID})
 }
 
 // DecodePage reads a first page's body as a scan does: JSON, no error
 // object in a success, GraphQL data without errors. A body that decodes to
 // JSON null is read: where its items are is PageItems' question.
-func (r *Resource) DecodePage(resp *Response) (any, error) {
-	return r.decodeBody(resp, pageState{})
+func (r *Resource) DecodePage(resp *transport.Response) (any, error) {
+	return r.decodeBody(resp, dialect.State{})
 }
 
 // PageItems are the items of a decoded page, where the configuration says
 // they are.
 func (r *Resource) PageItems(doc any) ([]any, error) {
-	return r.itemsOf(doc)
+	return r.ItemsOf(doc)
 }
 
-func (r *Resource) decodeBody(resp *Response, st pageState) (any, error) {
-	doc, err := DecodeJSONBody(resp, true)
+func (r *Resource) decodeBody(resp *transport.Response, st dialect.State) (any, error) {
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err == nil && r.Pagination.Dialect == config.DialectGraphQL {
 		err = r.graphqlCheck(doc, st)
 	}
@@ -188,48 +188,11 @@ func (r *Resource) decodeBody(resp *Response, st pageState) (any, error) {
 // sends ("" when none of it) and, for a value kept back, why ("" when the
 // configuration declares no upstream form for it).
 func (r *Resource) SentFilter(filter map[string]any) (sent, why string) {
-	p := &listParams{kind: config.ListKind(&r.Config), query: url.Values{}, body: map[string]any{}}
-	for _, f := range r.sendFilters(p, filter) {
-		if f.why != "" && why == "" {
-			why = f.why
+	p := &dialect.Params{Kind: config.ListKind(&r.Config), Query: url.Values{}, Body: map[string]any{}}
+	for _, f := range r.SendFilters(p, filter) {
+		if f.Why != "" && why == "" {
+			why = f.Why
 		}
 	}
-	return p.describe(), why
+	return p.Describe(), why
 }
-
-// RateLimited reports whether a client-side rate limit is configured.
-func (c *Client) RateLimited() bool { return c.limiter != nil }
-
-// TokenInfo is what an access token, obtained as the runtime would, says.
-type TokenInfo struct {
-	// Host is the authorization server's.
-	Host string
-	// Lifetime is 0 when the token names no expiry; it is renewed
-	// RenewMargin before it ends.
-	Lifetime, RenewMargin time.Duration
-	// Asked are the scopes asked for; Granted those the token response
-	// names (none: by RFC 6749 §5.1, the scopes asked for).
-	Asked, Granted []string
-}
-
-// Token obtains an access token as the runtime would, for an OAuth 2.0
-// credential; nil and no error for any other. A refusal is a *TokenError.
-func (c *Client) Token(ctx context.Context) (*TokenInfo, error) {
-	if c.cred == nil || c.cred.tokens == nil {
-		return nil, nil
-	}
-	ts := c.cred.tokens
-	tok, err := ts.token(ctx)
-	if err != nil {
-		return nil, err
-	}
-	info := &TokenInfo{Host: ts.host, Lifetime: lifetime(tok), Asked: ts.cfg.Scopes, Granted: strings.Fields(grantedScope(tok))}
-	if info.Lifetime > 0 {
-		info.RenewMargin = renewMargin(info.Lifetime)
-	}
-	return info, nil
-}
-
-// Authenticated reports whether the client sends a credential: one is
-// configured and was loaded.
-func (c *Client) Authenticated() bool { return c.cred != nil }

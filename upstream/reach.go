@@ -10,6 +10,8 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Forms first proven on etcd's v3 JSON gateway and SAP CAP's OData V4 (see
@@ -17,82 +19,20 @@ import (
 // proto3 JSON omits, a snapshot read from the first page, field values the
 // API encodes.
 
-// lastKey is how the cursor dialect derives the next cursor from the last
-// item when the upstream hands out none (Stripe's starting_after: the
-// last id; etcd's range key: the last key made exclusive).
-type lastKey struct {
-	path      string
-	exclusive string
-	base64    bool
-}
-
-// of reads the cursor from the last item.
-func (k lastKey) of(item any) (string, error) {
-	v, ok := jsonvalue.GetID(item, k.path)
-	if !ok {
-		return "", BadResponse("the last item has no %s to continue from", config.DisplayPath(k.path))
-	}
-	if k.exclusive != config.CursorNulSuffix {
-		return v, nil
-	}
-	b := []byte(v)
-	if k.base64 {
-		var err error
-		if b, err = base64.StdEncoding.DecodeString(v); err != nil {
-			return "", BadResponse("the last item's %s is not base64 as declared", config.DisplayPath(k.path))
-		}
-	}
-	// The smallest key after the last one: its bytes and a NUL byte.
-	b = append(b, 0)
-	if k.base64 {
-		return base64.StdEncoding.EncodeToString(b), nil
-	}
-	return string(b), nil
-}
-
-// dialectFor builds the resource's dialect for pagination p.
-func (r *Resource) dialectFor(p config.PaginationConfig) dialect {
-	d := newDialect(p, r.FieldPath(r.Config.IDField))
-	if cd, ok := d.(cursorDialect); ok {
-		cd.key = lastKey{path: r.FieldPath(r.Config.IDField), exclusive: p.CursorExclusive}
-		cd.itemsPath = r.Config.List.Items
-		field := r.Config.IDField
-		if p.CursorField != "" {
-			field = p.CursorField
-			cd.key.path = r.FieldPath(field)
-		}
-		if fd, ok := r.Field(field); ok && fd.Decode == config.DecodeBase64 {
-			cd.key.base64 = true
-		}
-		return cd
-	}
-	return d
-}
-
-// absentZero reports whether the upstream omits the member at path when it
-// holds its zero value, and doc does not hold it.
-func absentZero(p config.PaginationConfig, doc any, path string) bool {
-	if path == "" || !slices.Contains(p.AbsentMeansZero, path) {
-		return false
-	}
-	_, ok := jsonvalue.Get(doc, path)
-	return !ok
-}
-
 // afterParse completes a parsed page with what depends on the answer
 // rather than the dialect: a relative next link resolved against the
 // page's own URL and kept without a query credential, and the snapshot
 // the first page names.
-func (r *Resource) afterParse(resp *Response, doc any, st pageState, pg *page) {
+func (r *Resource) afterParse(resp *transport.Response, doc any, st dialect.State, pg *dialect.Page) {
 	// A relative next link is a reference from the page that carried it
 	// (RFC 3986: resolved against the document's own URL, not base_url);
-	// it is followed on the source's own origin only (listRequest).
-	if pg.next.NextURL != nil && resp != nil && resp.URL != nil {
-		pg.next.NextURL = resp.URL.ResolveReference(pg.next.NextURL)
+	// it is followed on the source's own origin only (PageRequest).
+	if pg.Next.NextURL != nil && resp != nil && resp.URL != nil {
+		pg.Next.NextURL = resp.URL.ResolveReference(pg.Next.NextURL)
 	}
 	// A next link built from the request's URL carries a query credential:
 	// the scan keeps (and may store) it without.
-	pg.next.NextURL = r.Upstream.WithoutCredential(pg.next.NextURL)
+	pg.Next.NextURL = r.Upstream.WithoutCredential(pg.Next.NextURL)
 	r.readSnapshot(doc, st, pg)
 	r.readRemaining(doc, pg)
 }
@@ -104,57 +44,50 @@ func (r *Resource) afterParse(resp *Response, doc any, st pageState, pg *page) {
 // page must name it (no param sends it back), a later page without it is
 // NO_SNAPSHOT too, and one naming another is INCONSISTENT_SNAPSHOT (Scan
 // account).
-func (r *Resource) readSnapshot(doc any, st pageState, pg *page) {
+func (r *Resource) readSnapshot(doc any, st dialect.State, pg *dialect.Page) {
 	sc := r.Pagination.Snapshot
 	if sc == nil {
 		return
 	}
-	v, vst := readToken(doc, sc.From)
+	v, vst := dialect.ReadToken(doc, sc.From)
 	switch {
-	case vst == signalUnreadable:
-		pg.doubt(sc.From)
-		pg.noSnapshot = true
+	case vst == dialect.Unreadable:
+		pg.Doubt(sc.From)
+		pg.NoSnapshot = true
 	case !st.Started && v != "":
-		pg.snapshot, pg.next.Snapshot = v, v
+		pg.Snapshot, pg.Next.Snapshot = v, v
 	case !st.Started:
-		pg.noSnapshot = true
+		pg.NoSnapshot = true
 	case sc.Param != "":
 		// A later page answers with the upstream's current value (etcd's
 		// header.revision), not the one it was asked to read at.
 	case v == "":
-		pg.noSnapshot = true
+		pg.NoSnapshot = true
 	default:
-		pg.snapshot = v
+		pg.Snapshot = v
 	}
 }
 
 // readRemaining reads how many items a page says follow it (Kubernetes'
 // remainingItemCount): an estimate of the list's size, and, beside an end,
 // a contradiction (remaining_vs_end).
-func (r *Resource) readRemaining(doc any, pg *page) {
+func (r *Resource) readRemaining(doc any, pg *dialect.Page) {
 	path := r.Pagination.Remaining
 	if path == "" {
 		return
 	}
-	n, counted, st := readCount(doc, path)
+	n, counted, st := dialect.ReadCount(doc, path)
 	switch {
-	case st == signalUnreadable:
-		pg.doubt(path)
+	case st == dialect.Unreadable:
+		pg.Doubt(path)
 	case counted:
-		pg.estimate = &n
-		ends := (pg.next.Done && pg.next.End == envelope.EndProven) || pg.next.Probe
+		pg.Estimate = &n
+		ends := (pg.Next.Done && pg.Next.End == envelope.EndProven) || pg.Next.Probe
 		if n > 0 && ends {
 			// The page ends the list, and says more follow: neither is
 			// believed.
-			pg.unknown(SignalRemainingVsEnd, false)
+			pg.Unknown(dialect.SignalRemainingVsEnd, false)
 		}
-	}
-}
-
-// sendSnapshot sends the first page's snapshot with every later page.
-func (r *Resource) sendSnapshot(p *listParams, st pageState) {
-	if sc := r.Pagination.Snapshot; sc != nil && sc.Param != "" && st.Started && st.Snapshot != "" {
-		p.set(sc.Param, st.Snapshot)
 	}
 }
 
@@ -171,13 +104,13 @@ func fieldDecoders(r *Resource) []fieldDecoder {
 	return out
 }
 
-// decodeFields decodes, in place and exactly once, every field an item's
+// DecodeFields decodes, in place and exactly once, every field an item's
 // API encodes: filters, review, digests and ids then see the value itself.
 // A value that is not base64, or not UTF-8 text once decoded, is refused:
 // read raw, it would be compared, shown and digested as what it is not.
-func (r *Resource) decodeFields(doc map[string]any) error {
+func (r *Resource) DecodeFields(doc map[string]any) error {
 	if r.Config.ItemEncoding == config.EncodingDynamoDB {
-		return fromAttributeValues(doc)
+		return dialect.FromAttributeValues(doc)
 	}
 	for _, d := range r.decoders {
 		v, ok := jsonvalue.Get(doc, d.path)
@@ -186,14 +119,14 @@ func (r *Resource) decodeFields(doc map[string]any) error {
 		}
 		s, isStr := v.(string)
 		if !isStr {
-			return BadResponse("field %s is not a base64 string as declared", d.name)
+			return transport.BadResponse("field %s is not a base64 string as declared", d.name)
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return BadResponse("field %s is not base64 as declared", d.name)
+			return transport.BadResponse("field %s is not base64 as declared", d.name)
 		}
 		if !utf8.Valid(b) {
-			return BadResponse("field %s is not UTF-8 text once decoded", d.name)
+			return transport.BadResponse("field %s is not UTF-8 text once decoded", d.name)
 		}
 		jsonvalue.Set(doc, d.path, string(b))
 	}
@@ -218,7 +151,7 @@ func (r *Resource) Encode(field string, v any) any {
 	}
 	if r.Config.ItemEncoding == config.EncodingDynamoDB {
 		fd, _ := r.Field(field)
-		return toAttributeValue(v, fd)
+		return dialect.ToAttributeValue(v, fd)
 	}
 	s, ok := v.(string)
 	if !ok {
@@ -230,7 +163,7 @@ func (r *Resource) Encode(field string, v any) any {
 	return base64.StdEncoding.EncodeToString([]byte(s))
 }
 
-// decodedID is an id read from a raw item (before decodeFields) as the
+// decodedID is an id read from a raw item (before DecodeFields) as the
 // scan holds ids: decoded when the id field is (decode: base64).
 func (r *Resource) decodedID(raw string) string {
 	if raw == "" || !r.Decoded(r.Config.IDField) {
@@ -249,8 +182,8 @@ func (r *Resource) DecodeItem(doc map[string]any) (map[string]any, error) {
 	if len(r.decoders) == 0 && r.Config.ItemEncoding == "" {
 		return doc, nil
 	}
-	c := copyDoc(doc)
-	if err := r.decodeFields(c); err != nil {
+	c := CopyDoc(doc)
+	if err := r.DecodeFields(c); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -260,36 +193,17 @@ func (r *Resource) DecodeItem(doc map[string]any) (map[string]any, error) {
 // encodes decoded and every declared normalization applied, so that it
 // compares with what reads show.
 func (r *Resource) AsRead(doc map[string]any) (map[string]any, error) {
-	c := copyDoc(doc)
-	if err := r.decodeFields(c); err != nil {
+	c := CopyDoc(doc)
+	if err := r.DecodeFields(c); err != nil {
 		return nil, err
 	}
-	s := &Scan{r: r, normalized: map[string]bool{}}
-	s.normalizeLocked(c)
+	r.Normalize(c)
 	return c, nil
 }
 
-// ItemFromRead is the item a read by id answered (at get.item; for a read
-// by POST, a list of at most one), decoded; nil when the answer holds
-// none.
-func (r *Resource) ItemFromRead(body any) map[string]any {
-	g := r.Config.Get
-	if g == nil {
-		return nil
-	}
-	var m map[string]any
-	if config.PostGet(g) {
-		m, _, _ = r.postReadItem(body)
-	} else {
-		got, _ := jsonvalue.Get(body, g.Item)
-		m, _ = got.(map[string]any)
-	}
-	if m == nil {
-		return nil
-	}
-	d, err := r.DecodeItem(m)
-	if err != nil {
-		return nil
-	}
-	return d
+// Normalize applies every declared normalization to an item in place, as
+// a read does.
+func (r *Resource) Normalize(doc map[string]any) {
+	s := &Scan{r: r, normalized: map[string]bool{}}
+	s.normalizeLocked(doc)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/configtest"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // odataConfig is a next_url list at a nested path, as SAP CAP serves
@@ -97,8 +98,8 @@ func TestNotFoundOnAFollowedNextLink_IsAPartialSourceNotAMissingEndpoint(t *test
 	if out.ScanComplete || len(got.ids) != 2 {
 		t.Fatalf("complete %v with %v, want partial with a, b", out.ScanComplete, got.ids)
 	}
-	if len(out.Reasons) != 1 || out.Reasons[0].Code != envelope.EndNotProven || out.Reasons[0].Signal != SignalContinuationRefused {
-		t.Errorf("reasons %+v, want END_NOT_PROVEN %s", out.Reasons, SignalContinuationRefused)
+	if len(out.Reasons) != 1 || out.Reasons[0].Code != envelope.EndNotProven || out.Reasons[0].Signal != dialect.SignalContinuationRefused {
+		t.Errorf("reasons %+v, want END_NOT_PROVEN %s", out.Reasons, dialect.SignalContinuationRefused)
 	}
 }
 

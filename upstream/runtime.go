@@ -19,22 +19,15 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/redact"
-)
-
-// Defaults of each upstream's HTTP client, applied where the configuration
-// is silent.
-const (
-	DefaultTimeout         = 10 * time.Second
-	DefaultRetries         = 2
-	DefaultConcurrency     = 4
-	DefaultMaxBodyBytes    = 16 << 20
-	DefaultRequestIDHeader = "X-Request-Id"
+	"github.com/airlock-mcp/airlock/upstream/contract"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // Runtime is an initialized configuration: upstream clients and resources.
 type Runtime struct {
 	Environment string
-	Upstreams   map[string]*Client
+	Upstreams   map[string]*transport.Client
 	Resources   map[string]*Resource
 	Actions     map[string]*Action
 	// Redactor knows every credential the runtime loaded: what airlock
@@ -54,21 +47,16 @@ type Runtime struct {
 type Resource struct {
 	Name        string
 	Description string
-	Upstream    *Client
-	// Config is the resource as declared, but for its pagination, limits
-	// and sources, which it holds resolved (defaults filled in), as the
-	// fields below do.
-	Config     config.ResourceConfig
-	Pagination config.PaginationConfig
-	Sources    []config.SourceConfig
-	Limits     config.LimitsConfig
+	// List is how the resource's list is asked for: its configuration,
+	// pagination, sources, client and dialect.
+	dialect.List
+	Limits config.LimitsConfig
 	// DefaultMaxItems is max_items when a call sets none: the declared
 	// default, else the cap, so that an answer holds as many items as the
 	// response budget takes.
 	DefaultMaxItems int
-	dialect         dialect
 	// Contract checks every item read.
-	Contract *Contract
+	Contract *contract.Contract
 	// norms rewrite field values into their declared form on every item
 	// read (normalize, null_values, layout).
 	norms []fieldNorm
@@ -79,9 +67,6 @@ type Resource struct {
 	// many pages it read and items it scanned: Options.ObserveScan, set by
 	// Initialize.
 	OnRun func(pages, items int)
-	// expression is the list's filter expression with its language's
-	// rules filled in (nil when the list declares none).
-	expression *config.ExpressionConfig
 	// decoders decode the fields the API encodes (decode: base64).
 	decoders []fieldDecoder
 }
@@ -120,13 +105,6 @@ type Options struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-func (o Options) wrapTransport(upstream string, next http.RoundTripper) http.RoundTripper {
-	if o.WrapTransport == nil {
-		return next
-	}
-	return o.WrapTransport(upstream, next)
-}
-
 // Clock is the time source logic uses, timers included, so that tests can
 // move it.
 type Clock = clock.Clock
@@ -156,7 +134,7 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		opts.Redactor = redact.New()
 	}
 	opts.Logger = slog.New(opts.Redactor.Handler(opts.Logger.Handler()))
-	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{},
+	rt := &Runtime{Environment: c.Environment, Upstreams: map[string]*transport.Client{}, Resources: map[string]*Resource{}, Actions: map[string]*Action{},
 		Redactor: opts.Redactor}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
@@ -169,13 +147,11 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 			errs = append(errs, fmt.Errorf("upstream %q: base_url: %w", name, err))
 			continue
 		}
-		cl, err := newClient(name, &uc, opts)
+		cl, err := transport.New(name, &uc, transport.Options{Logger: opts.Logger, Getenv: opts.Getenv, Clock: opts.Clock, MaxRetryWait: opts.MaxRetryWait,
+			WithoutCredentials: opts.WithoutCredentials, Redactor: opts.Redactor, WrapTransport: opts.WrapTransport, DialContext: opts.DialContext})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("upstream %q: %w", name, err))
 			continue
-		}
-		if cl.cred != nil {
-			opts.Redactor.Add(cl.cred.secrets...)
 		}
 		rt.Upstreams[name] = cl
 	}
@@ -188,7 +164,7 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		if !ok {
 			return nil, fmt.Errorf("resource %q: no upstream named %q", name, rc.Upstream)
 		}
-		r := &Resource{Name: name, Description: rc.Description, Upstream: cl, Config: *rc}
+		r := &Resource{Name: name, Description: rc.Description, List: dialect.List{Upstream: cl, Config: *rc}}
 		r.Pagination = config.ResolvePagination(rc.Pagination)
 		r.Limits = config.ResolveLimits(rc.Limits)
 		r.Sources = append([]config.SourceConfig(nil), rc.Sources...)
@@ -223,14 +199,14 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 			r.Config.List.Items = ""
 		}
 		r.decoders = fieldDecoders(r)
-		r.dialect = r.dialectFor(r.Pagination)
-		r.expression = config.ResolveExpression(rc.List.Expression)
+		r.Dialect = r.DialectFor(r.Pagination)
+		r.Expression = config.ResolveExpression(rc.List.Expression)
 		r.norms = fieldNorms(r)
-		contract, err := compileContract(r, rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, c.BaseDir())
+		ct, err := contract.Compile(listOf(r), rc.Fields, config.NormalizeInvariants(rc.Invariants), rc.Contract, c.BaseDir())
 		if err != nil {
 			return nil, fmt.Errorf("resource %q: %w", name, err)
 		}
-		r.Contract = contract
+		r.Contract = ct
 		if opts.ObserveScan != nil {
 			r.OnRun = func(pages, items int) { opts.ObserveScan(name, pages, items) }
 		}
@@ -240,11 +216,11 @@ func Initialize(ctx context.Context, c *config.Config, opts Options) (*Runtime, 
 		ac := c.Actions[name]
 		a := newAction(name, *ac, rt.Resources[ac.Resource])
 		if rc := ac.Response; rc != nil {
-			contract, err := compileContract(a.Resource, rc.Fields, config.NormalizeInvariants(rc.Invariants), nil, c.BaseDir())
+			ct, err := contract.Compile(listOf(a.Resource), rc.Fields, config.NormalizeInvariants(rc.Invariants), nil, c.BaseDir())
 			if err != nil {
 				return nil, fmt.Errorf("action %q: response: %w", name, err)
 			}
-			a.Response = contract
+			a.Response = ct
 		}
 		rt.Actions[name] = a
 	}
@@ -284,20 +260,6 @@ func (r *Resource) SelectionTTL() time.Duration {
 // Host is the upstream host shown in scope (never with credentials).
 func (r *Resource) Host() string { return r.Upstream.Host() }
 
-// Field returns a declared field.
-func (r *Resource) Field(name string) (*config.FieldConfig, bool) {
-	f, ok := r.Config.Fields[name]
-	return f, ok && f != nil
-}
-
-// FieldPath is where a declared field lives in an item.
-func (r *Resource) FieldPath(name string) string {
-	if f, ok := r.Field(name); ok && f.Path != "" {
-		return f.Path
-	}
-	return name
-}
-
 // DefaultFields returns the fields delivered when the caller names none:
 // the configured default_fields, else every non-sensitive declared field.
 func (r *Resource) DefaultFields() []string {
@@ -328,17 +290,6 @@ func (r *Resource) Visibility() string {
 	return envelope.DefaultVisibility
 }
 
-// sourceURL resolves the base URL for a source.
-func (r *Resource) sourceBase(src config.SourceConfig) *url.URL {
-	if src.BaseURL != "" {
-		u, err := url.Parse(src.BaseURL)
-		if err == nil {
-			return u
-		}
-	}
-	return r.Upstream.base
-}
-
 // checkBaseURL accepts an absolute http(s) URL without credentials.
 func checkBaseURL(v string) error {
 	u, err := url.Parse(v)
@@ -349,4 +300,13 @@ func checkBaseURL(v string) error {
 		return errors.New("must not carry credentials; use credential.env or credential.file")
 	}
 	return nil
+}
+
+// listOf is the list a contract reads its fields' paths and rules from:
+// the resource's, nil for none.
+func listOf(r *Resource) *dialect.List {
+	if r == nil {
+		return nil
+	}
+	return &r.List
 }

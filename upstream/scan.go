@@ -11,6 +11,8 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/contract"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // Item is one record read from the upstream.
@@ -21,7 +23,7 @@ type Item struct {
 	Doc     map[string]any
 	// Violations are the item's broken decision-field contracts (only
 	// with ScanSpec.KeepViolations; otherwise such items are withheld).
-	Violations []Violation
+	Violations []contract.Violation
 }
 
 // Sink receives every matching item in scan order, one call at a time and
@@ -112,7 +114,7 @@ type sourceScan struct {
 	claimStop  bool
 	cfg        config.SourceConfig
 	base       *url.URL
-	state      pageState
+	state      dialect.State
 	status     srcStatus
 	pages      int
 	items      int
@@ -201,7 +203,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 		conflicts: map[string]*conflict{},
 	}
 	for _, name := range slices.Sorted(maps.Keys(spec.Filter)) {
-		if r.filterForm(name, r.Config.Filters[name], spec.Filter[name]).sent {
+		if r.FilterForm(name, r.Config.Filters[name], spec.Filter[name]).Sent {
 			s.sent = append(s.sent, name)
 		}
 	}
@@ -221,7 +223,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 	}
 	s.decision[r.Config.IDField] = true
 	for _, src := range r.Sources {
-		ss := &sourceScan{cfg: src, base: r.sourceBase(src)}
+		ss := &sourceScan{cfg: src, base: r.SourceBase(src)}
 		if !inScope(src, spec.Filter) {
 			ss.status = srcOutOfScope
 		}
@@ -230,7 +232,7 @@ func (r *Resource) NewScan(spec ScanSpec) *Scan {
 			s.addStickyLocked(envelope.VisibilityRestricted, src.Name, SignalDeclaredView)
 		}
 		if ss.status != srcOutOfScope && r.SearchScope(spec.Filter) != nil {
-			s.addStickyLocked(envelope.SearchMatchesUnverified, src.Name, SignalSearch)
+			s.addStickyLocked(envelope.SearchMatchesUnverified, src.Name, dialect.SignalSearch)
 		}
 	}
 	return s
@@ -403,7 +405,7 @@ func (s *Scan) runSource(ctx context.Context, src *sourceScan) {
 			}
 			continue
 		}
-		if plans := s.r.dialect.plan(st); plans != nil {
+		if plans := s.r.Dialect.Plan(st); plans != nil {
 			if !s.runParallel(ctx, src, plans) {
 				return
 			}
@@ -464,10 +466,10 @@ func (s *Scan) reportProgress() {
 // late delays only itself, and is let go once processed. At most one page
 // more than the concurrency is held at a time: the one being processed and
 // those requested after it. It returns false when the source stopped.
-func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageState) bool {
+func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []dialect.State) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	type result struct {
-		pg   page
+		pg   dialect.Page
 		err  error
 		done chan struct{}
 	}
@@ -541,7 +543,7 @@ func (s *Scan) runParallel(ctx context.Context, src *sourceScan, plans []pageSta
 			return false
 		}
 		s.reportProgress()
-		if r.pg.next.Done || r.pg.next.Probe || (!r.pg.next.LastFull && i < len(plans)-1) {
+		if r.pg.Next.Done || r.pg.Next.Probe || (!r.pg.Next.LastFull && i < len(plans)-1) {
 			// The end came earlier than planned, or a short page broke
 			// the plan's arithmetic (the upstream capped the page size):
 			// the rest is read one page at a time from where this page

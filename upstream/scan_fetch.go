@@ -5,68 +5,67 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // fetch requests the page st points at and reads it.
-func (s *Scan) fetch(ctx context.Context, src *sourceScan, st pageState) (page, error) {
+func (s *Scan) fetch(ctx context.Context, src *sourceScan, st dialect.State) (dialect.Page, error) {
 	if s.r.Pagination.BatchComplete != "" {
 		return s.fetchBatch(ctx, src, st)
 	}
 	resp, err := s.send(ctx, src, &st)
 	if err != nil {
-		return page{}, err
+		return dialect.Page{}, err
 	}
 	return s.read(src, st, resp)
 }
 
 // send requests the page st points at (opening the point in time it needs
 // first): the exchange alone, without decoding the body.
-func (s *Scan) send(ctx context.Context, src *sourceScan, st *pageState) (*Response, error) {
-	if err := s.r.ensurePIT(ctx, src.cfg, st, s.spec.RequestID); err != nil {
+func (s *Scan) send(ctx context.Context, src *sourceScan, st *dialect.State) (*transport.Response, error) {
+	if err := s.r.EnsurePIT(ctx, src.cfg, st, s.spec.RequestID); err != nil {
 		return nil, err
 	}
 	return s.r.sendList(ctx, src.cfg, *st, s.listOptions(false))
 }
 
 // read decodes a page's answer and reads the dialect's verdict on it.
-func (s *Scan) read(src *sourceScan, st pageState, resp *Response) (page, error) {
+func (s *Scan) read(src *sourceScan, st dialect.State, resp *transport.Response) (dialect.Page, error) {
 	doc, items, err := s.r.decodeList(resp, st, s.listOptions(false))
 	if err != nil {
-		return page{}, err
+		return dialect.Page{}, err
 	}
-	pg, err := s.r.dialect.parse(resp, doc, items, st)
+	pg, err := s.r.Dialect.Parse(resp, doc, items, st)
 	if err != nil {
 		return pg, err
 	}
 	s.r.afterParse(resp, doc, st, &pg)
-	pg.doc = doc
-	if !pg.next.Done && !pg.next.Probe && sameContinuation(st, pg.next) {
-		return pg, BadResponse("the upstream returned the same continuation twice")
+	pg.Doc = doc
+	if !pg.Next.Done && !pg.Next.Probe && sameContinuation(st, pg.Next) {
+		return pg, transport.BadResponse("the upstream returned the same continuation twice")
 	}
-	if err := s.r.checkContinuation(pg.next); err != nil {
+	if err := s.r.checkContinuation(pg.Next); err != nil {
 		return pg, err
 	}
-	pg.header = resp.Header
+	pg.Header = resp.Header
 	return pg, nil
 }
 
-func (s *Scan) listOptions(probe bool) listOptions {
-	return listOptions{filter: s.spec.Filter, probe: probe, requestID: s.spec.RequestID}
+func (s *Scan) listOptions(probe bool) dialect.ListOptions {
+	return dialect.ListOptions{Filter: s.spec.Filter, Probe: probe, RequestID: s.spec.RequestID}
 }
 
 // request sends one list request for the page st points at and returns the
 // decoded body and its items. A probe asks for the source's first page at
 // page size 1, without the upstream-side filters.
-func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe bool) (*Response, any, []any, error) {
+func (s *Scan) request(ctx context.Context, src *sourceScan, st dialect.State, probe bool) (*transport.Response, any, []any, error) {
 	o := s.listOptions(probe)
 	resp, err := s.r.sendList(ctx, src.cfg, st, o)
 	if err != nil {
@@ -80,16 +79,16 @@ func (s *Scan) request(ctx context.Context, src *sourceScan, st pageState, probe
 }
 
 // sendList sends one list request and returns the answer, its body read.
-func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pageState, o listOptions) (*Response, error) {
-	req, err := r.listRequest(src, st, o)
+func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st dialect.State, o dialect.ListOptions) (*transport.Response, error) {
+	req, err := r.PageRequest(src, st, o)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := r.Upstream.Do(ctx, req)
 	if err != nil {
-		var he *HTTPError
-		if st.Started && errors.As(err, &he) && he.Kind == FailStatus && r.expiryMatches(he.Status, he.Body) {
-			return nil, errExpired
+		var he *transport.HTTPError
+		if st.Started && errors.As(err, &he) && he.Kind == transport.FailStatus && r.expiryMatches(he.Status, he.Body) {
+			return nil, dialect.ErrExpired
 		}
 		return nil, err
 	}
@@ -98,25 +97,25 @@ func (r *Resource) sendList(ctx context.Context, src config.SourceConfig, st pag
 
 // decodeList decodes a list page: the body, then (for a graphql list) the
 // answer's errors, then the items.
-func (r *Resource) decodeList(resp *Response, st pageState, o listOptions) (any, []any, error) {
-	if !o.probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
+func (r *Resource) decodeList(resp *transport.Response, st dialect.State, o dialect.ListOptions) (any, []any, error) {
+	if !o.Probe && r.Pagination.Dialect != config.DialectGraphQL && r.Config.List.ScalarItemField == "" {
 		// A scan's page: its items are decoded one at a time as the scan
 		// reads them.
-		doc, items, found, err := decodeListBody(resp, r.Config.List.Items)
+		doc, items, found, err := transport.DecodeListBody(resp, r.Config.List.Items)
 		if err != nil {
 			return nil, nil, err
 		}
 		if found {
 			return doc, items, nil
 		}
-		// No array where the items belong: itemsOf says what is there.
-		items, err = r.itemsOf(doc)
+		// No array where the items belong: ItemsOf says what is there.
+		items, err = r.ItemsOf(doc)
 		if err != nil {
 			return nil, nil, err
 		}
 		return doc, items, nil
 	}
-	doc, err := DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,32 +124,32 @@ func (r *Resource) decodeList(resp *Response, st pageState, o listOptions) (any,
 			return nil, nil, err
 		}
 	}
-	items, err := r.itemsOf(doc)
+	items, err := r.ItemsOf(doc)
 	if err != nil {
 		return nil, nil, err
 	}
 	return doc, items, nil
 }
 
-// itemsOf reads the items array of a list body; plain values become
+// ItemsOf reads the items array of a list body; plain values become
 // objects when list.scalar_item_field says so.
-func (r *Resource) itemsOf(doc any) ([]any, error) {
+func (r *Resource) ItemsOf(doc any) ([]any, error) {
 	if r.Pagination.Dialect == config.DialectGraphQL {
-		return graphqlItems(doc, r.Pagination.Connection)
+		return dialect.GraphQLItems(doc, r.Pagination.Connection)
 	}
 	raw, ok := jsonvalue.Get(doc, r.Config.List.Items)
 	items, isArr := raw.([]any)
 	if !ok || !isArr {
-		if !ok && (r.Pagination.EmptyWithoutItems || absentZero(r.Pagination, doc, r.Config.List.Items)) {
+		if !ok && (r.Pagination.EmptyWithoutItems || dialect.AbsentZero(r.Pagination, doc, r.Config.List.Items)) {
 			// Absent, where the configuration says what absence means.
 			return []any{}, nil
 		}
 		if ok && raw == nil {
 			// null is not a list: read as an empty page, it would end
 			// the list beside a cursor that says it goes on.
-			return nil, BadResponse("the items at %q are null, not an array", r.Config.List.Items)
+			return nil, transport.BadResponse("the items at %q are null, not an array", r.Config.List.Items)
 		}
-		return nil, BadResponse("items are not an array at %q", r.Config.List.Items)
+		return nil, transport.BadResponse("items are not an array at %q", r.Config.List.Items)
 	}
 	if f := r.Config.List.ScalarItemField; f != "" {
 		wrapped := make([]any, len(items))
@@ -159,7 +158,7 @@ func (r *Resource) itemsOf(doc any) ([]any, error) {
 			case string, json.Number, float64, bool:
 				wrapped[i] = map[string]any{f: it}
 			default:
-				return nil, BadResponse("an item is not a plain value, as list.scalar_item_field declares")
+				return nil, transport.BadResponse("an item is not a plain value, as list.scalar_item_field declares")
 			}
 		}
 		items = wrapped
@@ -194,26 +193,26 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 		s.setStatus(src, srcCutPages)
 		return false
 	}
-	resp, doc, items, err := s.request(ctx, src, pageState{}, true)
+	resp, doc, items, err := s.request(ctx, src, dialect.State{}, true)
 	s.mu.Lock()
 	s.pages++
 	src.pages++
 	s.mu.Unlock()
-	var he *HTTPError
+	var he *transport.HTTPError
 	switch {
 	case err == nil:
-	case errors.As(err, &he) && (he.Kind != FailStatus || he.RateLimited() || he.Status >= 500), isTokenError(err):
+	case errors.As(err, &he) && (he.Kind != transport.FailStatus || he.RateLimited() || he.Status >= 500), transport.IsTokenError(err):
 		s.fail(ctx, src, err) // transient: the next Run probes again
 		return false
 	default:
 		// The upstream refused or garbled the probe (a page size of 1
 		// may be refused): nothing is proven.
 		s.mu.Lock()
-		src.state.Probe, src.state.Done, src.state.End, src.state.EndSignal = false, true, envelope.EndUnproven, SignalProbeFailed
+		src.state.Probe, src.state.Done, src.state.End, src.state.EndSignal = false, true, envelope.EndUnproven, dialect.SignalProbeFailed
 		s.mu.Unlock()
 		return true
 	}
-	more := len(items) > 0 && s.r.dialect.more(resp, doc)
+	more := len(items) > 0 && s.r.Dialect.More(resp, doc)
 	if more {
 		s.r.endVerified.Store(key, true)
 	}
@@ -241,7 +240,7 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		p := &src.state
-		p.Probe, p.Recheck, p.Done, p.End, p.EndSignal = false, nil, true, envelope.EndUnproven, SignalMissingOnFull
+		p.Probe, p.Recheck, p.Done, p.End, p.EndSignal = false, nil, true, envelope.EndUnproven, dialect.SignalMissingOnFull
 		return true
 	}
 	if st.RecheckItems < 2 {
@@ -259,7 +258,7 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		return false
 	}
 	o := s.listOptions(false)
-	o.pageSize = st.RecheckItems - 1
+	o.PageSize = st.RecheckItems - 1
 	resp, err := s.r.sendList(ctx, src.cfg, *st.Recheck, o)
 	var doc any
 	var items []any
@@ -270,24 +269,24 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 	s.pages++
 	src.pages++
 	s.mu.Unlock()
-	var he *HTTPError
+	var he *transport.HTTPError
 	switch {
 	case err == nil:
-	case errors.As(err, &he) && (he.Kind != FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500), isTokenError(err):
+	case errors.As(err, &he) && (he.Kind != transport.FailStatus || he.Status == http.StatusTooManyRequests || he.Status >= 500), transport.IsTokenError(err):
 		s.fail(ctx, src, err) // transient: the next Run rechecks again
 		return false
 	default:
 		// Refused or garbled: nothing is proven.
 		return unproven()
 	}
-	if len(items) != st.RecheckItems-1 || !s.r.dialect.more(resp, doc) {
+	if len(items) != st.RecheckItems-1 || !s.r.Dialect.More(resp, doc) {
 		return unproven()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := &src.state
 	p.Probe, p.Recheck, p.Done = false, nil, true
-	p.End, p.EndSignal = envelope.EndProven, p.EndSignal+SignalRechecked
+	p.End, p.EndSignal = envelope.EndProven, p.EndSignal+dialect.SignalRechecked
 	return true
 }
 
@@ -297,15 +296,15 @@ func (s *Scan) settleProbe(src *sourceScan, verified bool) {
 	st := &src.state
 	st.Probe, st.Done = false, true
 	if verified {
-		st.End, st.EndSignal = envelope.EndProven, st.EndSignal+SignalVerified
+		st.End, st.EndSignal = envelope.EndProven, st.EndSignal+dialect.SignalVerified
 		return
 	}
-	st.End, st.EndSignal = envelope.EndUnproven, SignalNotSeen
+	st.End, st.EndSignal = envelope.EndUnproven, dialect.SignalNotSeen
 }
 
 // sameContinuation reports a continuation that did not advance: the same
 // cursor, next URL, offset or page again.
-func sameContinuation(a, b pageState) bool {
+func sameContinuation(a, b dialect.State) bool {
 	if !a.Started {
 		return false
 	}
@@ -313,41 +312,6 @@ func sameContinuation(a, b pageState) bool {
 		return a.NextURL.String() == b.NextURL.String()
 	}
 	return a.Cursor == b.Cursor && a.Offset == b.Offset && a.Page == b.Page && a.NextURL == nil && b.NextURL == nil
-}
-
-// DecodeJSONBody decodes a JSON response body once, strictly (numbers as
-// json.Number, a member named twice a bad response naming it). A content
-// type other than JSON and, when checkError is set, a body that is an
-// error object behind a 2xx are refused with their own kinds.
-func DecodeJSONBody(resp *Response, checkError bool) (any, error) {
-	if err := checkContentType(resp); err != nil {
-		return nil, err
-	}
-	doc, err := decodeBody(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if checkError {
-		if err := errorInSuccessError(doc); err != nil {
-			return nil, err
-		}
-	}
-	return doc, nil
-}
-
-// checkContentType refuses a body whose declared content type is not JSON:
-// application/json, any +json, or a type the upstream declared JSON.
-func checkContentType(resp *Response) error {
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json") || slices.Contains(resp.jsonTypes, mt)) {
-			if err != nil {
-				mt = "unparseable"
-			}
-			return &BodyError{Kind: BodyContentType, Detail: envelope.SafeName(mt)}
-		}
-	}
-	return nil
 }
 
 // pageRefused settles the refusal of a numbered page after the first was
@@ -358,20 +322,20 @@ func checkContentType(resp *Response) error {
 // again: a total that fell is also INCONSISTENT_SNAPSHOT (the collection
 // shrank under the scan, which must restart). It reports false, leaving
 // the error to fail, for anything else.
-func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, err error) bool {
+func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st dialect.State, err error) bool {
 	if s.continuationRefused(src, st, err) {
 		return true
 	}
-	var he *HTTPError
+	var he *transport.HTTPError
 	k, _ := config.DialectKindOf(s.r.Pagination.Dialect)
-	if !st.Started || !k.Positional || !errors.As(err, &he) || he.Kind != FailStatus ||
+	if !st.Started || !k.Positional || !errors.As(err, &he) || he.Kind != transport.FailStatus ||
 		(he.Status != http.StatusBadRequest && he.Status != http.StatusNotFound && he.Status != http.StatusUnprocessableEntity && he.Status != http.StatusRequestedRangeNotSatisfiable) {
 		return false
 	}
 	if s.takePages(1) == 0 {
 		return false
 	}
-	resp, doc, _, rerr := s.request(ctx, src, pageState{}, false)
+	resp, doc, _, rerr := s.request(ctx, src, dialect.State{}, false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pages++
@@ -379,28 +343,28 @@ func (s *Scan) pageRefused(ctx context.Context, src *sourceScan, st pageState, e
 	if rerr != nil {
 		return false
 	}
-	now, known, _ := readTotal(s.r.Pagination, resp, doc)
-	pages, counted, _ := readTotalPages(s.r.Pagination, resp, doc)
+	now, known, _ := dialect.ReadTotal(s.r.Pagination, resp, doc)
+	pages, counted, _ := dialect.ReadTotalPages(s.r.Pagination, resp, doc)
 	shrank := (known && st.Total != nil && now < *st.Total) || (counted && st.TotalPages != nil && pages < *st.TotalPages)
 	if shrank {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_changed")
 	}
 	src.state = st
-	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalPageRefused
+	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, dialect.SignalPageRefused
 	return true
 }
 
 func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 	r := s.r
-	var he *HTTPError
+	var he *transport.HTTPError
 	var se *ScanError
-	var te *TokenError
+	var te *transport.TokenError
 	fatal := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		src.status = srcUnavailable
 		if s.fatal == nil {
-			s.fatal = &ScanError{Problem: ProblemFor(err, r.FieldName), Source: src.cfg.Name, Err: err}
+			s.fatal = &ScanError{Problem: transport.ProblemFor(err, r.FieldName), Source: src.cfg.Name, Err: err}
 			s.cancelRun()
 		}
 	}
@@ -412,19 +376,19 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 			s.cancelRun()
 		}
 		s.mu.Unlock()
-	case errors.Is(err, errExpired):
+	case errors.Is(err, dialect.ErrExpired):
 		s.setStatus(src, srcExpired)
-	case IsBadResponse(err), errors.As(err, &te):
+	case transport.IsBadResponse(err), errors.As(err, &te):
 		// No access token: nothing can be read until an operator (or the
 		// authorization server) fixes it; the problem says which.
 		fatal()
 	case errors.As(err, &he):
 		switch he.Kind {
-		case FailCanceled:
+		case transport.FailCanceled:
 			s.stopForContext(ctx, src)
-		case FailTooLarge:
+		case transport.FailTooLarge:
 			fatal()
-		case FailTimeout, FailConnection:
+		case transport.FailTimeout, transport.FailConnection:
 			if ctx.Err() != nil {
 				s.stopForContext(ctx, src)
 				return
@@ -432,7 +396,7 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 			s.mu.Lock()
 			src.status, src.signal = srcUnavailable, failSignal(he)
 			s.mu.Unlock()
-		case FailStatus:
+		case transport.FailStatus:
 			switch st := he.Status; {
 			case he.RateLimited():
 				s.mu.Lock()
@@ -457,11 +421,11 @@ func (s *Scan) fail(ctx context.Context, src *sourceScan, err error) {
 }
 
 // failSignal names how a source failed, for SOURCE_UNAVAILABLE.
-func failSignal(he *HTTPError) string {
+func failSignal(he *transport.HTTPError) string {
 	switch he.Kind {
-	case FailTimeout:
+	case transport.FailTimeout:
 		return "timeout"
-	case FailConnection:
+	case transport.FailConnection:
 		return "connection"
 	}
 	return fmt.Sprintf("status_%d", he.Status)
@@ -474,14 +438,14 @@ func failSignal(he *HTTPError) string {
 // a proven end (END_NOT_PROVEN, continuation_refused); what was read
 // stands. A cursor or token sent to the configured endpoint keeps its
 // problem: there, a 404 may say the endpoint is gone.
-func (s *Scan) continuationRefused(src *sourceScan, st pageState, err error) bool {
-	var he *HTTPError
-	if !st.Started || st.NextURL == nil || !errors.As(err, &he) || he.Kind != FailStatus || he.Status != http.StatusNotFound {
+func (s *Scan) continuationRefused(src *sourceScan, st dialect.State, err error) bool {
+	var he *transport.HTTPError
+	if !st.Started || st.NextURL == nil || !errors.As(err, &he) || he.Kind != transport.FailStatus || he.Status != http.StatusNotFound {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	src.state = st
-	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalContinuationRefused
+	src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, dialect.SignalContinuationRefused
 	return true
 }

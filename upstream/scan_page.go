@@ -9,6 +9,9 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/contract"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // process accounts for one page (signals, consistency checks, items) under
@@ -16,7 +19,7 @@ import (
 // sink never runs with the scan's lock held. Sink calls are serialized in
 // page order. Items are handed over a batch at a time, so that a page's
 // decoded items never all exist at once.
-func (s *Scan) process(src *sourceScan, st pageState, pg page) error {
+func (s *Scan) process(src *sourceScan, st dialect.State, pg dialect.Page) error {
 	if s.spec.Sink == nil {
 		return s.account(src, st, pg, nil)
 	}
@@ -38,7 +41,7 @@ const handoffBatch = 256
 
 // account accounts for one page under the scan's lock; hand, when set,
 // receives the matching items a batch at a time, with the lock released.
-func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item) error) error {
+func (s *Scan) account(src *sourceScan, st dialect.State, pg dialect.Page, hand func([]*Item) error) error {
 	r := s.r
 	s.mu.Lock()
 	locked := true
@@ -62,40 +65,40 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	}
 	s.pages++
 	src.pages++
-	for _, m := range pg.doubts {
+	for _, m := range pg.Doubts {
 		s.unreadableLocked(src.cfg.Name, m, src.pages)
 	}
 	s.readSignalsLocked(src, pg)
-	if pg.upstreamErrors != "" {
+	if pg.UpstreamErrors != "" {
 		s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, "graphql_errors")
-		s.quoteStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, pg.upstreamErrors)
+		s.quoteStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, pg.UpstreamErrors)
 	}
-	if !st.Started && pg.snapshot != "" && s.snapshot == "" {
+	if !st.Started && pg.Snapshot != "" && s.snapshot == "" {
 		// The scan's snapshot is a first page's, never a later one's.
-		s.snapshot = pg.snapshot
+		s.snapshot = pg.Snapshot
 	}
-	if pg.noSnapshot {
+	if pg.NoSnapshot {
 		s.snapshotMissingLocked(src.cfg.Name, src.pages)
 	}
-	if pg.snapshot != "" && st.Snapshot != "" && pg.snapshot != st.Snapshot {
+	if pg.Snapshot != "" && st.Snapshot != "" && pg.Snapshot != st.Snapshot {
 		// A continuation promises the first page's snapshot; another one
 		// is a list read at two points in time.
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "snapshot_changed")
 	}
-	if pg.estimate != nil {
-		e := src.items + len(pg.items) + *pg.estimate
+	if pg.Estimate != nil {
+		e := src.items + len(pg.Items) + *pg.Estimate
 		s.estimate = &e
 	}
-	if pg.total != nil && st.Total != nil && *pg.total != *st.Total {
+	if pg.Total != nil && st.Total != nil && *pg.Total != *st.Total {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_changed")
 	}
-	if pg.totalPages != nil && st.TotalPages != nil && *pg.totalPages != *st.TotalPages {
+	if pg.TotalPages != nil && st.TotalPages != nil && *pg.TotalPages != *st.TotalPages {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "total_pages_changed")
 	}
 	if !st.Started {
 		src.first = firstTotalOf(r, pg)
 	}
-	if pg.hasBoundary && r.decodedID(pg.boundary) != src.lastID {
+	if pg.HasBoundary && r.decodedID(pg.Boundary) != src.lastID {
 		s.addStickyLocked(envelope.InconsistentSnapshot, src.cfg.Name, "page_boundary_shifted")
 	}
 	idPath := r.FieldPath(r.Config.IDField)
@@ -103,24 +106,24 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 	if r.Config.VersionField != "" {
 		verPath = r.FieldPath(r.Config.VersionField)
 	}
-	for _, raw := range pg.items {
+	for _, raw := range pg.Items {
 		// Before any item reaches the sink: a page is refused whole.
-		if !isObject(raw) {
-			return BadResponse("an item is not a JSON object")
+		if !dialect.IsObject(raw) {
+			return transport.BadResponse("an item is not a JSON object")
 		}
 	}
 	fresh, rejected, matchedBefore := 0, 0, s.matched
-	var items itemDecoder
-	for _, raw := range pg.items {
-		v, dups, err := items.item(raw)
+	var items dialect.ItemDecoder
+	for _, raw := range pg.Items {
+		v, dups, err := items.Item(raw)
 		if err != nil {
 			return err
 		}
 		doc, ok := v.(map[string]any)
 		if !ok {
-			return BadResponse("an item is not a JSON object")
+			return transport.BadResponse("an item is not a JSON object")
 		}
-		if err := r.decodeFields(doc); err != nil {
+		if err := r.DecodeFields(doc); err != nil {
 			return err
 		}
 		id, ok := jsonvalue.GetID(doc, idPath)
@@ -128,7 +131,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 			field, rule := r.Config.IDField, "required"
 			if twice := r.duplicated(dups); len(twice) > 0 {
 				// The id itself is named twice: the record has none.
-				field, rule = twice[0], RuleDuplicateMember
+				field, rule = twice[0], contract.RuleDuplicateMember
 			}
 			s.violationLocked(field, rule, "")
 			src.items++
@@ -145,13 +148,13 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 		src.items++
 		s.scanned++
 		s.normalizeLocked(doc)
-		var broken []Violation
+		var broken []contract.Violation
 		brokenFilter := false
 		for _, f := range r.duplicated(dups) {
 			// A member named twice is read by neither value: the record
 			// is ambiguous, and in scope or not as far as that member
 			// decides it.
-			broken = append(broken, Violation{Field: f, Rule: RuleDuplicateMember, Decision: true})
+			broken = append(broken, contract.Violation{Field: f, Rule: contract.RuleDuplicateMember, Decision: true})
 			brokenFilter = brokenFilter || s.filterFields[f]
 		}
 		if r.Contract != nil {
@@ -161,7 +164,7 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 			}
 			for _, v := range vs {
 				switch {
-				case slices.ContainsFunc(broken, func(b Violation) bool { return b.Field == v.Field }):
+				case slices.ContainsFunc(broken, func(b contract.Violation) bool { return b.Field == v.Field }):
 					// Named twice: said once, as such.
 				case v.Decision:
 					broken = append(broken, v)
@@ -214,24 +217,24 @@ func (s *Scan) account(src *sourceScan, st pageState, pg page, hand func([]*Item
 			}
 		}
 	}
-	if len(pg.items) > 0 {
-		if id, ok := jsonvalue.GetID(itemValue(pg.items[len(pg.items)-1]), idPath); ok {
+	if len(pg.Items) > 0 {
+		if id, ok := jsonvalue.GetID(dialect.ItemValue(pg.Items[len(pg.Items)-1]), idPath); ok {
 			src.lastID = id
 		}
 	}
-	src.state = pg.next
-	if s.spec.CountFromTotal && s.spec.Sink == nil && len(s.spec.GroupBy) == 0 && !st.Started && pg.total != nil &&
-		rejected == 0 && fresh == len(pg.items) && !src.state.Done {
+	src.state = pg.Next
+	if s.spec.CountFromTotal && s.spec.Sink == nil && len(s.spec.GroupBy) == 0 && !st.Started && pg.Total != nil &&
+		rejected == 0 && fresh == len(pg.Items) && !src.state.Done {
 		// Every item of the first page matched: the upstream applies the
 		// filter, and its total is declared exact. It counts the rest.
-		s.matched += *pg.total - (s.matched - matchedBefore)
+		s.matched += *pg.Total - (s.matched - matchedBefore)
 		src.fromTotal = true
-		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndProven, SignalDeclaredTotal
+		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndProven, dialect.SignalDeclaredTotal
 	}
-	if st.Started && len(pg.items) > 0 && fresh == 0 && !src.state.Done {
+	if st.Started && len(pg.Items) > 0 && fresh == 0 && !src.state.Done {
 		// A whole page of records already read: the upstream ignores the
 		// page parameter or loops. Reading on proves nothing.
-		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, SignalRepeatedPage
+		src.state.Done, src.state.Probe, src.state.End, src.state.EndSignal = true, false, envelope.EndUnproven, dialect.SignalRepeatedPage
 	}
 	return flush()
 }
@@ -245,7 +248,7 @@ func (s *Scan) finishSource(src *sourceScan) {
 		// More records than the upstream's own total, and no sign of a
 		// change (which is INCONSISTENT_SNAPSHOT): one of the two is
 		// wrong, and neither is believed.
-		s.conflictLocked(src.cfg.Name, SignalTotalVsItems)
+		s.conflictLocked(src.cfg.Name, dialect.SignalTotalVsItems)
 	}
 	if st.End == envelope.EndUnproven || src.fromTotal {
 		return // END_NOT_PROVEN, in Outcome; or counted from the total
@@ -281,13 +284,13 @@ func (s *Scan) contradictedLocked(field string) {
 	s.warnings = append(s.warnings, w)
 }
 
-func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
+func (s *Scan) readSignalsLocked(src *sourceScan, pg dialect.Page) {
 	r := s.r
 	if v := r.Config.Visibility; v != nil {
 		var got string
 		if v.Header != "" {
-			got = pg.header.Get(v.Header)
-		} else if x, ok := jsonvalue.Get(pg.doc, v.Field); ok {
+			got = pg.Header.Get(v.Header)
+		} else if x, ok := jsonvalue.Get(pg.Doc, v.Field); ok {
 			got = jsonvalue.String(x)
 		}
 		for _, rv := range v.RestrictedValues {
@@ -298,12 +301,12 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 	}
 	if inc := r.Config.Incomplete; inc != nil {
 		for _, f := range inc.Flags {
-			if x, ok := jsonvalue.Get(pg.doc, f); ok && x == true {
+			if x, ok := jsonvalue.Get(pg.Doc, f); ok && x == true {
 				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, lastSegment(f))
 			}
 		}
 		if inc.TotalRelation != "" {
-			if x, ok := jsonvalue.Get(pg.doc, inc.TotalRelation); ok && jsonvalue.String(x) == "gte" {
+			if x, ok := jsonvalue.Get(pg.Doc, inc.TotalRelation); ok && jsonvalue.String(x) == "gte" {
 				s.addStickyLocked(envelope.UpstreamReportedIncomplete, src.cfg.Name, "total_gte")
 			}
 		}
@@ -311,11 +314,11 @@ func (s *Scan) readSignalsLocked(src *sourceScan, pg page) {
 	if f := r.Config.Freshness; f != nil {
 		var ts string
 		if f.Header != "" {
-			ts = pg.header.Get(f.Header)
-		} else if x, ok := jsonvalue.Get(pg.doc, f.Field); ok {
+			ts = pg.Header.Get(f.Header)
+		} else if x, ok := jsonvalue.Get(pg.Doc, f.Field); ok {
 			ts = jsonvalue.String(x)
 		}
-		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.clock.Now().Sub(t) > f.MaxAge {
+		if t, err := time.Parse(time.RFC3339, ts); err == nil && r.Upstream.Clock().Now().Sub(t) > f.MaxAge {
 			if !s.warnSeen[string(envelope.WarnStaleIndex)] {
 				s.warnSeen[string(envelope.WarnStaleIndex)] = true
 				w := envelope.NewWarning(envelope.WarnStaleIndex, src.cfg.Name)
@@ -501,10 +504,6 @@ func canonicalKey(v any) string {
 	}
 	return string(b)
 }
-
-// RuleDuplicateMember is the violation of a record that names a member
-// twice: neither value is read, and the record is ambiguous.
-const RuleDuplicateMember = "duplicate_member"
 
 // duplicated names the declared fields that members named twice (dotted
 // paths within an item) leave unreadable: a field at the path, inside

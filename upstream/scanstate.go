@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // newSalt is a scan's random key for seenKey.
@@ -145,7 +146,7 @@ type savedSource struct {
 	ShortOf    int           `json:"short_of,omitempty"`
 }
 
-// savedPage is a pageState as stored: every member, so that a scan
+// savedPage is a dialect.State as stored: every member, so that a scan
 // resumed by another process stands exactly where this one stopped (a
 // probe owed, the signals seen, the items counted against the total).
 // What the upstream handed out to continue (cursor, next URL, snapshot,
@@ -167,13 +168,13 @@ type savedPage struct {
 	EndSignal      string `json:"end_signal,omitempty"`
 	Probe          bool   `json:"probe,omitempty"`
 	// Recheck is the request of a whole page to ask for again (see
-	// pageState), RecheckItems what it held.
+	// dialect.State), RecheckItems what it held.
 	Recheck      *savedPage `json:"recheck,omitempty"`
 	RecheckItems int        `json:"recheck_items,omitempty"`
 }
 
 // savePage stores a page state, its continuation sealed.
-func savePage(st pageState, sealer StateSealer) (savedPage, error) {
+func savePage(st dialect.State, sealer StateSealer) (savedPage, error) {
 	c := continuation{Cursor: st.Cursor, Snapshot: st.Snapshot, PIT: st.PIT, LastID: st.LastID}
 	if st.NextURL != nil {
 		c.NextURL = st.NextURL.String()
@@ -195,12 +196,12 @@ func savePage(st pageState, sealer StateSealer) (savedPage, error) {
 
 // state reads a stored page state back, opening its continuation. Its
 // error quotes nothing of the continuation.
-func (ps savedPage) state(sealer StateSealer) (pageState, error) {
+func (ps savedPage) state(sealer StateSealer) (dialect.State, error) {
 	c, err := openContinuation(ps.Sealed, sealer)
 	if err != nil {
-		return pageState{}, err
+		return dialect.State{}, err
 	}
-	st := pageState{Cursor: c.Cursor, Offset: ps.Offset, Page: ps.Page, Snapshot: c.Snapshot, PIT: c.PIT, Total: ps.Total,
+	st := dialect.State{Cursor: c.Cursor, Offset: ps.Offset, Page: ps.Page, Snapshot: c.Snapshot, PIT: c.PIT, Total: ps.Total,
 		TotalPages: ps.Pages, LastID: c.LastID, Seen: ps.Seen, TotalUntrusted: ps.TotalUntrusted, SignalSeen: ps.SignalSeen,
 		LastFull: ps.LastFull, MaxPage: ps.MaxPage, Started: ps.Started, Done: ps.Done, End: ps.End, EndSignal: ps.EndSignal, Probe: ps.Probe,
 		RecheckItems: ps.RecheckItems}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // xorSealer is a toy StateSealer: what it seals does not read as the
@@ -92,7 +94,7 @@ func TestScanState_SealsTheUpstreamsContinuations(t *testing.T) {
 // pageState, set to a value other than its zero, comes back from the
 // stored form; a member added later without a stored twin fails here.
 func TestSavedPage_KeepsEveryMemberOfThePageState(t *testing.T) {
-	var st pageState
+	var st dialect.State
 	v := reflect.ValueOf(&st).Elem()
 	for i := range v.NumField() {
 		f := v.Field(i)
@@ -107,9 +109,9 @@ func TestSavedPage_KeepsEveryMemberOfThePageState(t *testing.T) {
 			switch f.Type() {
 			case reflect.TypeFor[*url.URL]():
 				f.Set(reflect.ValueOf(&url.URL{Scheme: "https", Host: "api.example.com", Path: "/items", RawQuery: "page=2"}))
-			case reflect.TypeFor[*pageState]():
+			case reflect.TypeFor[*dialect.State]():
 				// The request to recheck: a state of its own.
-				f.Set(reflect.ValueOf(&pageState{Cursor: "recheck", Offset: 40, Started: true, Snapshot: "rv-9"}))
+				f.Set(reflect.ValueOf(&dialect.State{Cursor: "recheck", Offset: 40, Started: true, Snapshot: "rv-9"}))
 			default:
 				n := i + 100
 				f.Set(reflect.ValueOf(&n))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // The seam: where a configuration and the API it describes disagree, the
@@ -159,7 +160,7 @@ func TestFilterDisagreement_IsNeverComplete(t *testing.T) {
 					rs = x
 				}
 			}
-			if rs.Signal != SignalFilterConflict || rs.Filter != "status" || rs.Sent != "active" || rs.Seen == nil || rs.Seen == "active" || rs.SampleID == "" || rs.Count == nil || *rs.Count == 0 {
+			if rs.Signal != dialect.SignalFilterConflict || rs.Filter != "status" || rs.Sent != "active" || rs.Seen == nil || rs.Seen == "active" || rs.SampleID == "" || rs.Count == nil || *rs.Count == 0 {
 				t.Fatalf("want CONFLICTING_EVIDENCE naming both sides, got %+v", out.Reasons)
 			}
 		})
@@ -186,8 +187,8 @@ func TestEndFlag_BesideAContinuationIsNotAnEnd(t *testing.T) {
 			if out.ScanComplete || !hasReason(out, envelope.ConflictingEvidence) {
 				t.Fatalf("complete %v with %d of 40, reasons %+v: want CONFLICTING_EVIDENCE", out.ScanComplete, out.ItemsScanned, out.Reasons)
 			}
-			if cov := endOf(t, out); cov.End != envelope.EndUnproven || cov.EndSignal != SignalFlagVsContinuation {
-				t.Fatalf("coverage %+v: want an unproven end, %s", cov, SignalFlagVsContinuation)
+			if cov := endOf(t, out); cov.End != envelope.EndUnproven || cov.EndSignal != dialect.SignalFlagVsContinuation {
+				t.Fatalf("coverage %+v: want an unproven end, %s", cov, dialect.SignalFlagVsContinuation)
 			}
 		})
 	}
@@ -207,12 +208,12 @@ func TestPageDialect_StopsAtTheLastPageItCounts(t *testing.T) {
 		complete   bool
 		signal     string
 	}{
-		{"one page, pages in a header", fixtures.FaultKnobs{TotalPages: "header", PastEndStatus: 400}, 49, "total_pages_header: X-Total-Pages", 1, true, SignalTotalPages},
-		{"one page, pages in the body", fixtures.FaultKnobs{TotalPages: "body", PastEndStatus: 400}, 49, "total_pages: total_pages", 1, true, SignalTotalPages},
-		{"three pages, the total reached on the last", fixtures.FaultKnobs{TotalPages: "header", PastEndStatus: 400}, 250, "total_pages_header: X-Total-Pages", 3, true, SignalTotalReached},
-		{"three full pages", fixtures.FaultKnobs{TotalPages: "header", PastEndStatus: 400}, 300, "total_pages_header: X-Total-Pages", 3, true, SignalTotalPages},
-		{"a page count one too low", fixtures.FaultKnobs{TotalPages: "low", PastEndStatus: 400}, 250, "total_pages_header: X-Total-Pages", 2, false, SignalTotalVsPages},
-		{"an exact total on one short page", fixtures.FaultKnobs{PastEndStatus: 400}, 49, "total_exact: true", 1, true, SignalTotalReached},
+		{"one page, pages in a header", fixtures.FaultKnobs{TotalPages: "header", PastEndStatus: 400}, 49, "total_pages_header: X-Total-Pages", 1, true, dialect.SignalTotalPages},
+		{"one page, pages in the body", fixtures.FaultKnobs{TotalPages: "body", PastEndStatus: 400}, 49, "total_pages: total_pages", 1, true, dialect.SignalTotalPages},
+		{"three pages, the total reached on the last", fixtures.FaultKnobs{TotalPages: "header", PastEndStatus: 400}, 250, "total_pages_header: X-Total-Pages", 3, true, dialect.SignalTotalReached},
+		{"three full pages", fixtures.FaultKnobs{TotalPages: "header", PastEndStatus: 400}, 300, "total_pages_header: X-Total-Pages", 3, true, dialect.SignalTotalPages},
+		{"a page count one too low", fixtures.FaultKnobs{TotalPages: "low", PastEndStatus: 400}, 250, "total_pages_header: X-Total-Pages", 2, false, dialect.SignalTotalVsPages},
+		{"an exact total on one short page", fixtures.FaultKnobs{PastEndStatus: 400}, 49, "total_exact: true", 1, true, dialect.SignalTotalReached},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.knobs.Dialect = fixtures.DialectPage
@@ -287,7 +288,7 @@ func TestPageDialect_ARefusedLaterPageIsNoArgumentError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scan failed: %v", err)
 	}
-	if out.ScanComplete || len(sink.ids) != 200 || endOf(t, out).EndSignal != SignalPageRefused || !hasReason(out, envelope.EndNotProven) {
+	if out.ScanComplete || len(sink.ids) != 200 || endOf(t, out).EndSignal != dialect.SignalPageRefused || !hasReason(out, envelope.EndNotProven) {
 		t.Fatalf("complete %v with %d, coverage %+v, reasons %+v", out.ScanComplete, len(sink.ids), out.Sources, out.Reasons)
 	}
 }

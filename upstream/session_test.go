@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/configtest"
 	"github.com/airlock-mcp/airlock/redact"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // fakeLogin is MediaWiki's login and token dance: a login token bound to
@@ -149,7 +150,7 @@ func TestSessionCredential_OneLoginForConcurrentReads_RenewedWhenTheAPISaysItEnd
 	cl := rt.Upstreams["wiki"]
 	read := func() error {
 		u, _ := url.Parse(ts.URL + "/api.php?action=query&list=allpages&assert=user&format=json")
-		_, err := cl.Do(context.Background(), Request{Method: http.MethodGet, URL: u, Idempotent: true})
+		_, err := cl.Do(context.Background(), transport.Request{Method: http.MethodGet, URL: u, Idempotent: true})
 		return err
 	}
 	var wg sync.WaitGroup
@@ -203,9 +204,9 @@ func TestSessionCredential_WritesCarryTheCSRFTokenLastInTheirForm(t *testing.T) 
 	t.Cleanup(ts.Close)
 	rt := sessionRuntime(t, ts.URL)
 	cl := rt.Upstreams["wiki"]
-	write := func() (*Response, error) {
+	write := func() (*transport.Response, error) {
 		u, _ := url.Parse(ts.URL + "/api.php?action=edit&format=json&pageid=1")
-		return cl.Do(context.Background(), Request{Method: http.MethodPost, URL: u, Body: []byte("text=new+text&summary=bot"),
+		return cl.Do(context.Background(), transport.Request{Method: http.MethodPost, URL: u, Body: []byte("text=new+text&summary=bot"),
 			Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Repeatable: true})
 	}
 	resp, err := write()
@@ -227,12 +228,12 @@ func TestSessionCredential_WritesCarryTheCSRFTokenLastInTheirForm(t *testing.T) 
 	// refusal is its answer.
 	f.forget()
 	u, _ := url.Parse(ts.URL + "/api.php?action=edit&format=json&pageid=1")
-	_, err = cl.Do(context.Background(), Request{Method: http.MethodPost, URL: u, Body: []byte("appendtext=x"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}})
-	var he *HTTPError
+	_, err = cl.Do(context.Background(), transport.Request{Method: http.MethodPost, URL: u, Body: []byte("appendtext=x"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}})
+	var he *transport.HTTPError
 	if !errorsAs(err, &he) || he.Status != http.StatusUnauthorized || !he.NotRepeated || len(f.edits) != 2 {
 		t.Errorf("a non-repeatable write after the session ended: %v (%d edits), want a 401 refusal not sent again", err, len(f.edits))
 	}
-	if p := ProblemFor(err, nil); p.Code != envelope.ProblemUpstreamAuth || p.UpstreamMessage == "" {
+	if p := transport.ProblemFor(err, nil); p.Code != envelope.ProblemUpstreamAuth || p.UpstreamMessage == "" {
 		t.Errorf("problem = %s %q, want UPSTREAM_UNAUTHORIZED quoting the API", p.Code, p.UpstreamMessage)
 	}
 }
@@ -253,8 +254,8 @@ func TestSessionCredential_ARefusedLoginSendsNothingAndSaysWhy(t *testing.T) {
 	}
 }
 
-func errorsAs(err error, he **HTTPError) bool {
-	e, ok := err.(*HTTPError)
+func errorsAs(err error, he **transport.HTTPError) bool {
+	e, ok := err.(*transport.HTTPError)
 	if ok {
 		*he = e
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // TestDeclaredUnauthorized_IsAnAuthenticationProblemWithoutTheKey: a 400
@@ -57,8 +58,8 @@ resources:
 	c := rt.Resources["a"].Upstream
 	for path, want := range map[string]envelope.ProblemCode{"/sig": envelope.ProblemUpstreamAuth, "/other": envelope.ProblemUpstreamRejected} {
 		u, _ := url.Parse(ts.URL + path)
-		_, err := c.Do(context.Background(), Request{Method: http.MethodPost, URL: u, Body: []byte(`{}`)})
-		p := ProblemFor(err, nil)
+		_, err := c.Do(context.Background(), transport.Request{Method: http.MethodPost, URL: u, Body: []byte(`{}`)})
+		p := transport.ProblemFor(err, nil)
 		if p.Code != want {
 			t.Errorf("%s: %v -> %s; want %s", path, err, p.Code, want)
 		}

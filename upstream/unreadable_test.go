@@ -12,6 +12,8 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/upstream/contract"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // paged is a peer that answers each list request with the page its
@@ -211,7 +213,7 @@ func TestDuplicateInAPreviewItem_IsAmbiguous(t *testing.T) {
 	if err := scan.Run(t.Context(), Budget{MaxPages: 10, Deadline: 5e9}); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || len(got[0].Violations) == 0 || got[0].Violations[0].Rule != RuleDuplicateMember || !got[0].Violations[0].Decision {
+	if len(got) != 1 || len(got[0].Violations) == 0 || got[0].Violations[0].Rule != contract.RuleDuplicateMember || !got[0].Violations[0].Decision {
 		t.Fatalf("items %+v; want d-3 with a duplicate_member decision violation", got)
 	}
 	if _, has := got[0].Doc["status"]; has {
@@ -279,7 +281,7 @@ func TestRemainingCountBesideTheEnd_IsAContradiction(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := reasonOf(out, envelope.ConflictingEvidence)
-	if out.ScanComplete || rs == nil || rs.Signal != SignalRemainingVsEnd {
+	if out.ScanComplete || rs == nil || rs.Signal != dialect.SignalRemainingVsEnd {
 		t.Fatalf("complete %v, reasons %+v; want CONFLICTING_EVIDENCE remaining_vs_end", out.ScanComplete, out.Reasons)
 	}
 	// An unreadable remaining count is doubt too.
@@ -305,7 +307,7 @@ func TestBatchWithoutItsMarker_EndsUnproven(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := reasonOf(out, envelope.EndNotProven)
-	if out.ScanComplete || rs == nil || rs.Signal != SignalBatchIncomplete {
+	if out.ScanComplete || rs == nil || rs.Signal != dialect.SignalBatchIncomplete {
 		t.Fatalf("complete %v, reasons %+v; want END_NOT_PROVEN batch_incomplete", out.ScanComplete, out.Reasons)
 	}
 }
@@ -355,7 +357,7 @@ func TestSignalDroppedFromAFullPage_IsNeverTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := endOf(t, out)
-	if out.ScanComplete || src.EndSignal != SignalMissingOnFull {
+	if out.ScanComplete || src.EndSignal != dialect.SignalMissingOnFull {
 		t.Fatalf("complete %v, end %s/%s; want END_NOT_PROVEN next_signal_missing", out.ScanComplete, src.End, src.EndSignal)
 	}
 	if n := len(s.asked); n != 3 {
@@ -376,7 +378,7 @@ func TestFullPageBehindANextLinkWithoutItsSize_IsNeverTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src := endOf(t, out); out.ScanComplete || src.EndSignal != SignalMissingOnFull {
+	if src := endOf(t, out); out.ScanComplete || src.EndSignal != dialect.SignalMissingOnFull {
 		t.Fatalf("complete %v, end %s/%s; want END_NOT_PROVEN next_signal_missing", out.ScanComplete, src.End, src.EndSignal)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // TestRecordAfter_KeepsEveryFieldInTheAPIsShape: the whole record a
@@ -12,8 +13,8 @@ import (
 // member and undeclared fields included) with only the effect's fields set,
 // encoded as the API encodes them.
 func TestRecordAfter_KeepsEveryFieldInTheAPIsShape(t *testing.T) {
-	r := &Resource{Config: config.ResourceConfig{IDField: "_id", Fields: map[string]*config.FieldConfig{
-		"_id": {Type: "string"}, "status": {Type: "string", Path: "meta.status"}, "key": {Type: "string", Decode: config.DecodeBase64}}}}
+	r := &Resource{List: dialect.List{Config: config.ResourceConfig{IDField: "_id", Fields: map[string]*config.FieldConfig{
+		"_id": {Type: "string"}, "status": {Type: "string", Path: "meta.status"}, "key": {Type: "string", Decode: config.DecodeBase64}}}}}
 	a := &Action{Resource: r, Config: config.ActionConfig{Effect: []config.EffectConfig{{Field: "status", To: "archived"}, {Field: "key", To: "k2"}},
 		Request: &config.WriteRequestConfig{Method: "PUT", Path: "/db/{{id}}", Body: "{{after}}"}}}
 	raw := map[string]any{"_id": "a", "_rev": "3-x", "name": "Ada", "tags": []any{"x"}, "meta": map[string]any{"status": "active", "n": 1}, "key": "azE="}

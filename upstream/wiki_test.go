@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/configtest"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
 )
 
 // wikiServer answers like MediaWiki's api.php: every request is one path,
@@ -99,53 +100,6 @@ func TestMediaWikiErrorBehind200_QuotesItsWordsAsUpstreamMessage(t *testing.T) {
 	}
 }
 
-func TestGetPathWithQuery_SendsTheIdAsOneQueryValue(t *testing.T) {
-	ws, base := startWiki(t, func(_ int, q url.Values, w http.ResponseWriter) {
-		id := q.Get("pageids")
-		if id == "404" {
-			fmt.Fprintf(w, `{"batchcomplete":true,"query":{"pages":[{"pageid":%s,"missing":true}]}}`, id)
-			return
-		}
-		fmt.Fprintf(w, `{"batchcomplete":true,"query":{"pages":[{"pageid":%q,"title":"T","lastrevid":7}]}}`, id)
-	})
-	rt := runtimeFor(t, wikiConfig(base,
-		"resources:",
-		"  pages:",
-		"    upstream: wiki",
-		"    list: {path: /api.php, params: {action: query, list: allpages, format: json}, items: query.allpages}",
-		"    pagination: {dialect: cursor, next_cursor: continue.apcontinue, cursor_param: apcontinue, page_size_param: aplimit}",
-		"    get: {path: \"/api.php?action=query&prop=info|revisions&format=json&formatversion=2&pageids={{id}}\", item: query.pages.0, missing: missing}",
-		"    id_field: pageid",
-		"    version_field: lastrevid",
-		"    fields: {pageid: {type: string}, title: {type: string}, lastrevid: {type: integer}}",
-	))
-	r := rt.Resources["pages"]
-	for _, id := range []string{"12", "5&action=delete", "a b/c?d#e"} {
-		doc, ver, found, err := r.Read(context.Background(), id, "t")
-		if err != nil || !found {
-			t.Fatalf("Read(%q) = found %v, %v", id, found, err)
-		}
-		if doc["pageid"] != id || ver != "7" {
-			t.Errorf("Read(%q) = %v version %q, want the page %q at version 7", id, doc, ver, id)
-		}
-	}
-	reqs := ws.requests()
-	last := reqs[len(reqs)-1]
-	if last.URL.Path != "/api.php" {
-		t.Errorf("path = %q, want /api.php (the query is not part of the path)", last.URL.Path)
-	}
-	q := last.URL.Query()
-	if q.Get("pageids") != "a b/c?d#e" || q.Get("action") != "query" || q.Get("prop") != "info|revisions" || len(q["action"]) != 1 {
-		t.Errorf("query = %v, want the id as one pageids value beside the path's own parameters", q)
-	}
-	if strings.Contains(reqs[1].URL.RawQuery, "action=delete") {
-		t.Errorf("an id's & was read as a parameter: %q", reqs[1].URL.RawQuery)
-	}
-	if _, _, found, err := r.Read(context.Background(), "404", "t"); err != nil || found {
-		t.Errorf("a page the answer says is missing: found %v, %v; want not found", found, err)
-	}
-}
-
 // allPages answers list=allpages over titles like MediaWiki: aplimit
 // titles from apcontinue on, and while more remain a continue object of
 // two members, both of which the next request must carry.
@@ -209,8 +163,8 @@ func TestContinuationObject_EveryMemberGoesBackAndTheEndIsProven(t *testing.T) {
 	if q.Get("apcontinue") != "E&F=G" || q.Get("continue") != "-||" || q.Get("action") != "query" || q.Get("aplimit") != "2" {
 		t.Errorf("the third request asked %v, want both members of the continuation beside the list's own parameters", q)
 	}
-	if got := out.Sources[0].EndSignal; got != SignalContinuationNone {
-		t.Errorf("end signal = %q, want %q (the object was seen, then absent)", got, SignalContinuationNone)
+	if got := out.Sources[0].EndSignal; got != dialect.SignalContinuationNone {
+		t.Errorf("end signal = %q, want %q (the object was seen, then absent)", got, dialect.SignalContinuationNone)
 	}
 }
 
@@ -221,7 +175,7 @@ func TestContinuationObject_AbsentOnTheOnlyPageIsProvenByAProbe(t *testing.T) {
 	if err != nil || !out.ScanComplete {
 		t.Fatalf("scan = %v, complete %v (%+v)", err, out.ScanComplete, out.Reasons)
 	}
-	if got := out.Sources[0].EndSignal; got != SignalContinuationNone+SignalVerified {
+	if got := out.Sources[0].EndSignal; got != dialect.SignalContinuationNone+dialect.SignalVerified {
 		t.Errorf("end signal = %q, want the absence verified by a probe", got)
 	}
 	if reqs := ws.requests(); len(reqs) != 2 || reqs[1].URL.Query().Get("aplimit") != "1" {
@@ -331,7 +285,7 @@ func TestContinuationObject_EmptyGeneratorAnswerIsAnEmptyPage(t *testing.T) {
 		"    fields: {pageid: {type: integer}}",
 	))
 	sink, out, err := scanAll(t, rt.Resources["members"], nil, Budget{})
-	if err != nil || !out.ScanComplete || len(sink.ids) != 0 || out.Sources[0].EndSignal != SignalEmptyPage {
+	if err != nil || !out.ScanComplete || len(sink.ids) != 0 || out.Sources[0].EndSignal != dialect.SignalEmptyPage {
 		t.Errorf("scan = %v, complete %v, %d items, end %q; want complete and empty by an empty page", err, out.ScanComplete, len(sink.ids), out.Sources[0].EndSignal)
 	}
 }

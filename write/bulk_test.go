@@ -5,6 +5,9 @@ import (
 
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // TestParseBulk_ByPositionNeedsOneResultPerTarget: results matched by
@@ -13,8 +16,8 @@ import (
 func TestParseBulk_ByPositionNeedsOneResultPerTarget(t *testing.T) {
 	a := &upstream.Action{Config: config.ActionConfig{Bulk: &config.BulkConfig{Results: "responses", ResultMatch: config.ResultByPosition,
 		ResultStatus: "status", Applied: []string{"200"}, NotFound: []string{"404"}}}}
-	resp := func(body string) *upstream.Response {
-		return upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body))
+	resp := func(body string) *transport.Response {
+		return read.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body))
 	}
 	got, err := ParseBulk(a, resp(`{"responses":[{"status":200},{"status":404},{"status":500}]}`), []string{"a", "b", "c"})
 	if err != nil || got["a"].Outcome != BulkApplied || got["b"].Outcome != BulkNotFound || got["c"].Outcome != BulkUnclear {
@@ -33,7 +36,7 @@ func TestParseBulk_ByPositionNeedsOneResultPerTarget(t *testing.T) {
 // applied status carries the result's record (result_item) for the judge,
 // which alone can prove it.
 func TestParseBulk_AStatusProvesOnlyWhatItSays(t *testing.T) {
-	res := &upstream.Resource{Config: config.ResourceConfig{Fields: map[string]*config.FieldConfig{"tags": {Type: "array"}}}}
+	res := &upstream.Resource{List: dialect.List{Config: config.ResourceConfig{Fields: map[string]*config.FieldConfig{"tags": {Type: "array"}}}}}
 	a := &upstream.Action{Resource: res, Config: config.ActionConfig{
 		Effect: []config.EffectConfig{{Field: "tags", Op: config.EffectAdd, To: "x"}},
 		Bulk: &config.BulkConfig{Results: "results", ResultID: "id", ResultStatus: "status", ResultItem: "body",
@@ -45,7 +48,7 @@ func TestParseBulk_AStatusProvesOnlyWhatItSays(t *testing.T) {
 		{"id":"d","status":200},{"id":"d","status":409},
 		{"id":"e","status":200,"body":{"tags":["y","x"]}},
 		{"id":"f","status":"ok"}]}`
-	got, err := ParseBulk(a, upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body)),
+	got, err := ParseBulk(a, read.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body)),
 		[]string{"a", "b", "c", "d", "e", "f"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/upstreamtest"
-	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
 )
 
 // TestVersionedContractFixtures_DecideAsRecorded runs every versioned
@@ -28,7 +28,7 @@ func TestVersionedContractFixtures_DecideAsRecorded(t *testing.T) {
 	}
 	for _, f := range fxs {
 		t.Run(f.Name, func(t *testing.T) {
-			d, err := DecideFixture(rt, f.Resource, f.Operation, upstream.RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
+			d, err := DecideFixture(rt, f.Resource, f.Operation, read.RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestContractFixturesAreNeverOverwritten(t *testing.T) {
 		if hex.EncodeToString(h[:]) != want {
 			t.Errorf("%s changed: recorded fixtures are never overwritten; add a new version instead", n)
 		}
-		res, op, v, ok := upstream.ParseFixtureName(n)
+		res, op, v, ok := read.ParseFixtureName(n)
 		if !ok {
 			t.Errorf("%s is not named <resource>-<operation>-v<N>.json", n)
 			continue

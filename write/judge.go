@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // A write is proven by the target's own record. The judge below is the
@@ -194,7 +195,7 @@ type Judgment struct {
 // (not an error, within the response contract, not refused): Proven only
 // when the answer is the target's own record showing the effect and every
 // other declared field as it was; else Unproven, for a re-read to decide.
-func JudgeAnswer(a *upstream.Action, resp *upstream.Response, t Target) Judgment {
+func JudgeAnswer(a *upstream.Action, resp *transport.Response, t Target) Judgment {
 	switch {
 	case a.VerifyByReread():
 		return unproven("verify: reread: the action's answers are not evidence; a re-read decides",
@@ -290,11 +291,11 @@ func unproven(note, detail string) Judgment {
 
 // answerRecord is the record a write's answer holds (at response.item,
 // else the body), read as a read by id reads one; nil when it holds none.
-func answerRecord(a *upstream.Action, resp *upstream.Response) map[string]any {
+func answerRecord(a *upstream.Action, resp *transport.Response) map[string]any {
 	if len(bytes.TrimSpace(resp.Body)) == 0 {
 		return nil
 	}
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil
 	}
@@ -362,7 +363,7 @@ type Finding struct {
 // answer (resp, or the failure err) of the request sent for target t.
 // Only the target's own record proves a success; anything that may have
 // applied without showing it is unknown, for a re-read to settle.
-func Judge(a *upstream.Action, resp *upstream.Response, err error, t Target) Finding {
+func Judge(a *upstream.Action, resp *transport.Response, err error, t Target) Finding {
 	if err == nil {
 		return judgeAnswered(a, resp, t)
 	}
@@ -379,7 +380,7 @@ func refused(outcome Outcome, status int, p *envelope.Problem, note string, rule
 	return Finding{Outcome: outcome, Status: status, Problem: p, Note: note, Rules: rules, OnlyIfFinal: true}
 }
 
-func judgeAnswered(a *upstream.Action, resp *upstream.Response, t Target) Finding {
+func judgeAnswered(a *upstream.Action, resp *transport.Response, t Target) Finding {
 	switch verdict, msg := GraphQLVerdict(a, resp); verdict {
 	case GraphQLRefused:
 		// Errors before execution (no data at all), or the API's own user
@@ -405,7 +406,7 @@ func judgeAnswered(a *upstream.Action, resp *upstream.Response, t Target) Findin
 	}
 	if berr := CheckBody(resp); berr != nil {
 		// A 2xx whose body is an error or unreadable is never a success.
-		return unobserved(resp.Status, upstream.ProblemFor(berr, nil), "the upstream answered 2xx with a body that is not a success; whether it applied is unknown")
+		return unobserved(resp.Status, transport.ProblemFor(berr, nil), "the upstream answered 2xx with a body that is not a success; whether it applied is unknown")
 	}
 	if vs := CheckContract(a, resp); len(vs) > 0 {
 		// The answer does not look like what was approved: the write may
@@ -425,29 +426,29 @@ func judgeAnswered(a *upstream.Action, resp *upstream.Response, t Target) Findin
 }
 
 func judgeFailed(a *upstream.Action, err error) Finding {
-	p := upstream.ProblemFor(err, a.FieldName)
-	if upstream.IsTokenProblem(p.Code) {
+	p := transport.ProblemFor(err, a.FieldName)
+	if transport.IsTokenProblem(p.Code) {
 		p.StateChanged = envelope.StateNone
 		return Finding{Outcome: Pending, Problem: p, Note: "not sent: no access token could be obtained", NoToken: true}
 	}
-	var he *upstream.HTTPError
+	var he *transport.HTTPError
 	if !errors.As(err, &he) {
 		return unobserved(0, p, "the write failed in an unexpected way; its outcome was not observed")
 	}
 	switch he.Kind {
-	case upstream.FailCanceled:
+	case transport.FailCanceled:
 		if !he.Sent {
 			return Finding{Outcome: Pending, Note: "not sent: airlock was stopping"}
 		}
 		return unobserved(he.Status, p, "sent, but airlock stopped before the answer was observed")
-	case upstream.FailTimeout, upstream.FailTooLarge:
-		if he.Sent || he.Kind == upstream.FailTooLarge {
+	case transport.FailTimeout, transport.FailTooLarge:
+		if he.Sent || he.Kind == transport.FailTooLarge {
 			return unobserved(he.Status, p, "sent, but no answer was observed before the timeout")
 		}
 		// Timed out while the connection was still being made: nothing
 		// was written, as when the connection is refused.
 		return refused(Failed, 0, p, "not sent: the connection could not be made in time", true)
-	case upstream.FailConnection:
+	case transport.FailConnection:
 		if he.Sent {
 			return unobserved(0, p, "the connection broke after sending")
 		}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // couchAction is CouchDB's archive: a PUT of the whole document, at its
@@ -43,8 +45,8 @@ func TestJudgeAnswer_AVersionedRecordWithoutItsVersionProvesNothing(t *testing.T
 	a := couchPutAction(t)
 	target := Target{ID: "acct-1", Version: "1-a", Before: map[string]any{"status": "active"}, After: map[string]any{"status": "archived"},
 		Frame: FrameOf(a, map[string]any{"_id": "acct-1", "_rev": "1-a", "status": "active", "name": "ada"})}
-	answer := func(body string) *upstream.Response {
-		return upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body))
+	answer := func(body string) *transport.Response {
+		return read.RecordedResponse(200, map[string]string{"Content-Type": "application/json"}, []byte(body))
 	}
 	if j := JudgeAnswer(a, answer(`{"_id": "acct-1", "_rev": "2-b", "status": "archived", "name": "ada"}`), target); j.Verdict != Proven {
 		t.Fatalf("the target's record at a new _rev, archived: %v (%s); want proven", j.Verdict, j.Note)
@@ -63,7 +65,7 @@ func TestJudgeAnswer_AnEchoOfAWholeRecordRequestProvesNothing(t *testing.T) {
 	a := couchPutAction(t)
 	target := Target{ID: "acct-1", Version: "1-a", Before: map[string]any{"status": "active"}, After: map[string]any{"status": "archived"},
 		Frame: FrameOf(a, map[string]any{"_id": "acct-1", "_rev": "1-a", "status": "active", "name": "ada"})}
-	echo := upstream.RecordedResponse(200, map[string]string{"Content-Type": "application/json"},
+	echo := read.RecordedResponse(200, map[string]string{"Content-Type": "application/json"},
 		[]byte(`{"_id": "acct-1", "_rev": "1-a", "status": "archived", "name": "ada"}`))
 	if j := JudgeAnswer(a, echo, target); j.Verdict != Unproven || j.Problem == nil {
 		t.Fatalf("an echo of the whole-record request: %v (%s); want unproven, for a re-read to decide", j.Verdict, j.Note)

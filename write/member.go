@@ -8,6 +8,7 @@ import (
 	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // MemberOutcome is what a 2xx answer's declared outcome member
@@ -32,7 +33,7 @@ const (
 )
 
 // MemberVerdict reads a 2xx answer's outcome member.
-func MemberVerdict(a *upstream.Action, resp *upstream.Response) MemberOutcome {
+func MemberVerdict(a *upstream.Action, resp *transport.Response) MemberOutcome {
 	rq := a.Config.Request
 	if rq == nil || rq.Outcome == nil || resp == nil {
 		return MemberNone
@@ -42,7 +43,7 @@ func MemberVerdict(a *upstream.Action, resp *upstream.Response) MemberOutcome {
 		return MemberUnknown
 	}
 	// An error object behind the 2xx is no answer about the write.
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return MemberUnknown
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // etcdAction is etcd's conditional put: a body-keyed txn whose answer
@@ -106,7 +108,7 @@ func TestOutcomeMember_DecidesAppliedConflictOrUnknown(t *testing.T) {
 		{`"ok"`, MemberUnknown},
 		{`{"error":"etcdserver: request timed out","code":14}`, MemberUnknown},
 	} {
-		resp := &upstream.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
+		resp := &transport.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tc.body)}
 		if got := MemberVerdict(a, resp); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.body, got, tc.want)
 		}
@@ -119,17 +121,17 @@ func TestOutcomeMember_DecidesAppliedConflictOrUnknown(t *testing.T) {
 // decoded.
 func TestReadByPOST_NamesTheKeyEncodedAndAnAbsentItemIsNotFound(t *testing.T) {
 	r := etcdAction(t).Resource
-	req, err := r.ReadRequest("accounts/1", "req")
+	req, err := read.Request(r, "accounts/1", "req")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if req.Method != http.MethodPost || !strings.Contains(string(req.Body), b64("accounts/1")) {
 		t.Errorf("%s %s; want a POST naming the key in base64", req.Method, req.Body)
 	}
-	if m := r.ItemFromRead(map[string]any{"header": map[string]any{}}); m != nil {
+	if m := read.ItemOf(r, map[string]any{"header": map[string]any{}}); m != nil {
 		t.Errorf("an answer without kvs read as %v", m)
 	}
-	m := r.ItemFromRead(map[string]any{"kvs": []any{map[string]any{"key": b64("accounts/1"), "value": b64("active"), "mod_revision": "3"}}})
+	m := read.ItemOf(r, map[string]any{"kvs": []any{map[string]any{"key": b64("accounts/1"), "value": b64("active"), "mod_revision": "3"}}})
 	if m == nil || m["key"] != "accounts/1" || m["value"] != "active" {
 		t.Errorf("item %v; want the key and value decoded", m)
 	}
@@ -150,11 +152,11 @@ func TestReadByPOST_AnotherKeyIsNotTheTarget(t *testing.T) {
 	defer srv.Close()
 	r := etcdActionAt(t, srv.URL).Resource
 	body.Store(answer("asked"))
-	if _, _, found, err := r.Read(t.Context(), "asked", "req"); !found || err != nil {
+	if _, _, found, err := read.Item(t.Context(), r, "asked", "req"); !found || err != nil {
 		t.Fatalf("the asked key: found %v, %v", found, err)
 	}
 	body.Store(answer("other"))
-	if m, _, found, err := r.Read(t.Context(), "asked", "req"); found || err == nil {
+	if m, _, found, err := read.Item(t.Context(), r, "asked", "req"); found || err == nil {
 		t.Fatalf("another key's answer read as the target: %v, found %v, err %v", m, found, err)
 	}
 }

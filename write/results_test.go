@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
 )
 
 // couchAction is a bulk action on CouchDB's _bulk_docs, whose answer is a
@@ -54,7 +55,7 @@ func TestParseBulk_ResultsDotReadsABareListAnswer(t *testing.T) {
 	body := `[{"ok":true,"id":"a-01","rev":"2-7051cbe5c8faecd085a3fa619e6e6337"},` +
 		`{"ok":true,"id":"a-02","rev":"3-825cb35de44c433bfb2df415563a19de"},` +
 		`{"id":"a-03","error":"conflict","reason":"Document update conflict."}]`
-	resp := upstream.RecordedResponse(http.StatusCreated, map[string]string{"Content-Type": "application/json"}, []byte(body))
+	resp := read.RecordedResponse(http.StatusCreated, map[string]string{"Content-Type": "application/json"}, []byte(body))
 	got, err := ParseBulk(a, resp, []string{"a-01", "a-02", "a-03"})
 	if err != nil {
 		t.Fatalf("CouchDB's bare-list answer is unreadable: %v", err)

@@ -24,25 +24,29 @@ import (
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/contract"
+	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/read"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // CheckContract checks a 2xx write answer against the action's response
 // contract; the violations say what broke.
-func CheckContract(a *upstream.Action, resp *upstream.Response) []upstream.Violation {
+func CheckContract(a *upstream.Action, resp *transport.Response) []contract.Violation {
 	if a.Response == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
 		if a.Response != nil {
-			return []upstream.Violation{{Field: "body", Rule: "required", Decision: true}}
+			return []contract.Violation{{Field: "body", Rule: "required", Decision: true}}
 		}
 		return nil
 	}
-	doc, err := upstream.DecodeJSONBody(resp, true)
+	doc, err := transport.DecodeJSONBody(resp, true)
 	if err != nil {
 		return nil // CheckBody reports the body itself
 	}
 	item, _ := jsonvalue.Get(doc, a.Config.Response.Item)
 	m, ok := item.(map[string]any)
 	if !ok {
-		return []upstream.Violation{{Field: a.Config.Response.Item, Rule: "type", Decision: true}}
+		return []contract.Violation{{Field: a.Config.Response.Item, Rule: "type", Decision: true}}
 	}
 	all := map[string]bool{}
 	for f := range a.Config.Response.Fields {
@@ -78,16 +82,16 @@ var ErrNoVersion = errors.New("the target has no version: the conditional write 
 // client (the commit engine journals and retries attempts itself), except
 // once after a 401 renewed the access token when a repeat cannot apply
 // twice (Repeatable), and never follows a redirect.
-func Request(a *upstream.Action, vars template.Vars, requestID string) (upstream.Request, error) {
+func Request(a *upstream.Action, vars template.Vars, requestID string) (transport.Request, error) {
 	rc := a.Config.Request
 	// An id goes into the path as one segment; a GraphQL mutation or a
 	// body-keyed write (etcd's txn) carries it in JSON instead.
 	inPath := rc.GraphQL == "" && strings.Contains(rc.Path, "{{id}}")
-	if err := upstream.CheckPathID(vars.ID); err != nil && (inPath || vars.ID == "") {
-		return upstream.Request{}, err
+	if err := read.CheckPathID(vars.ID); err != nil && (inPath || vars.ID == "") {
+		return transport.Request{}, err
 	}
 	if (a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion) && vars.Version == "" {
-		return upstream.Request{}, ErrNoVersion
+		return transport.Request{}, ErrNoVersion
 	}
 	targetID := vars.ID
 	vars.VersionValue = typedVersion(a, vars.Version)
@@ -95,13 +99,13 @@ func Request(a *upstream.Action, vars template.Vars, requestID string) (upstream
 	vars = encodeDecoded(a.Resource, vars)
 	path, query, err := vars.RenderURL(rc.Path)
 	if err != nil {
-		return upstream.Request{}, err
+		return transport.Request{}, err
 	}
-	req := upstream.Request{Method: rc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, query), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
+	req := transport.Request{Method: rc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, query), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
 	for k, t := range rc.Headers {
 		v, err := vars.Render(t)
 		if err != nil {
-			return upstream.Request{}, err
+			return transport.Request{}, err
 		}
 		req.Header.Set(k, jsonvalue.String(v))
 	}
@@ -109,7 +113,7 @@ func Request(a *upstream.Action, vars template.Vars, requestID string) (upstream
 	case rc.GraphQL != "":
 		variables, err := vars.Render(rc.Variables)
 		if err != nil {
-			return upstream.Request{}, err
+			return transport.Request{}, err
 		}
 		if variables == nil {
 			variables = map[string]any{}
@@ -118,7 +122,7 @@ func Request(a *upstream.Action, vars template.Vars, requestID string) (upstream
 	case rc.Body != nil:
 		body, err := vars.Render(rc.Body)
 		if err != nil {
-			return upstream.Request{}, err
+			return transport.Request{}, err
 		}
 		if rc.Encoding == config.EncodingForm {
 			req.Body = formBody(body)
@@ -142,20 +146,20 @@ func Request(a *upstream.Action, vars template.Vars, requestID string) (upstream
 // BulkRequest builds one bulk request for the targets. each holds, in the
 // order of vars.Targets, every target's own values for bulk.each (nil when
 // the action declares none).
-func BulkRequest(a *upstream.Action, vars template.Vars, each []template.Vars, requestID string) (upstream.Request, error) {
+func BulkRequest(a *upstream.Action, vars template.Vars, each []template.Vars, requestID string) (transport.Request, error) {
 	bc := a.Config.Bulk
 	if bc.Each != nil {
 		vars.Each = make([]any, 0, len(each))
 		for _, tv := range each {
 			if (a.Config.Conditional == config.CondIfMatch || a.Config.Conditional == config.CondVersion) && tv.Version == "" {
-				return upstream.Request{}, ErrNoVersion
+				return transport.Request{}, ErrNoVersion
 			}
 			tv.VersionValue = typedVersion(a, tv.Version)
 			tv.IDValue = a.Resource.TypedID(tv.ID)
 			tv = encodeDecoded(a.Resource, tv)
 			o, err := tv.Render(bc.Each)
 			if err != nil {
-				return upstream.Request{}, err
+				return transport.Request{}, err
 			}
 			vars.Each = append(vars.Each, o)
 		}
@@ -163,7 +167,7 @@ func BulkRequest(a *upstream.Action, vars template.Vars, each []template.Vars, r
 	for _, t := range vars.Targets {
 		v, _ := t["version"].(string)
 		if a.Config.Conditional == config.CondVersion && v == "" {
-			return upstream.Request{}, ErrNoVersion
+			return transport.Request{}, ErrNoVersion
 		}
 		if v != "" {
 			t["version"] = typedVersion(a, v)
@@ -171,12 +175,12 @@ func BulkRequest(a *upstream.Action, vars template.Vars, each []template.Vars, r
 	}
 	path, query, err := vars.RenderURL(bc.Path)
 	if err != nil {
-		return upstream.Request{}, err
+		return transport.Request{}, err
 	}
-	req := upstream.Request{Method: bc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, query), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
+	req := transport.Request{Method: bc.Method, URL: a.Resource.Upstream.ResolveURL(nil, path, query), RequestID: requestID, Header: http.Header{}, NoRedirect: true}
 	body, err := vars.Render(bc.Body)
 	if err != nil {
-		return upstream.Request{}, err
+		return transport.Request{}, err
 	}
 	req.Body, _ = jsonvalue.Encode(body)
 	if h := a.Config.IdempotencyHeader; h != "" {
@@ -218,24 +222,24 @@ type BulkResult struct {
 // them in that order, and must be as many). Targets missing from the
 // response are absent from the map (their outcome is unknown), and so are
 // targets two results answer.
-func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[string]BulkResult, error) {
+func ParseBulk(a *upstream.Action, resp *transport.Response, ids []string) (map[string]BulkResult, error) {
 	bc := a.Config.Bulk
 	// A bulk body may say "errors": true when some targets failed; the
 	// per-target results tell which.
-	doc, err := upstream.DecodeJSONBody(resp, false)
+	doc, err := transport.DecodeJSONBody(resp, false)
 	if err != nil {
 		return nil, err
 	}
 	raw, _ := jsonvalue.Get(doc, bc.ResultsPath())
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, upstream.BadResponse("bulk results are not an array at %q", bc.Results)
+		return nil, transport.BadResponse("bulk results are not an array at %q", bc.Results)
 	}
 	byPosition := bc.ResultMatch == config.ResultByPosition
 	if byPosition && len(list) != len(ids) {
 		// A result more or less than the targets: no result can be said
 		// to answer a given target.
-		return nil, upstream.BadResponse("the bulk response holds %d results for %d targets", len(list), len(ids))
+		return nil, transport.BadResponse("the bulk response holds %d results for %d targets", len(list), len(ids))
 	}
 	out := map[string]BulkResult{}
 	answered := map[string]int{}
@@ -246,7 +250,7 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[s
 		} else {
 			var ok bool
 			if id, ok = jsonvalue.GetID(e, bc.ResultID); !ok {
-				return nil, upstream.BadResponse("a bulk result has no id")
+				return nil, transport.BadResponse("a bulk result has no id")
 			}
 		}
 		st, _ := jsonvalue.Get(e, bc.ResultStatus)
@@ -286,17 +290,17 @@ func ParseBulk(a *upstream.Action, resp *upstream.Response, ids []string) (map[s
 // execution: the mutation may have applied in part). msg quotes what the
 // upstream said. For an action that is not a GraphQL mutation it is
 // always executed.
-func GraphQLVerdict(a *upstream.Action, resp *upstream.Response) (v GraphQLOutcome, msg string) {
+func GraphQLVerdict(a *upstream.Action, resp *transport.Response) (v GraphQLOutcome, msg string) {
 	rc := a.Config.Request
 	if rc == nil || rc.GraphQL == "" || len(bytes.TrimSpace(resp.Body)) == 0 {
 		return GraphQLExecuted, ""
 	}
-	doc, err := upstream.DecodeJSONBody(resp, false)
+	doc, err := transport.DecodeJSONBody(resp, false)
 	if err != nil {
 		return GraphQLExecuted, "" // CheckBody reports the body
 	}
 	m, _ := doc.(map[string]any)
-	msg = upstream.GraphQLMessages(doc)
+	msg = dialect.GraphQLMessages(doc)
 	_, hasData := m["data"]
 	switch {
 	case msg != "" && !hasData:
@@ -307,7 +311,7 @@ func GraphQLVerdict(a *upstream.Action, resp *upstream.Response) (v GraphQLOutco
 	if rc.UserErrors != "" {
 		ue, _ := jsonvalue.Get(doc, rc.UserErrors)
 		if list, ok := ue.([]any); ok && len(list) > 0 {
-			return GraphQLRefused, envelope.QuoteUpstream(upstream.MessageOf(list))
+			return GraphQLRefused, envelope.QuoteUpstream(transport.MessageOf(list))
 		}
 	}
 	return GraphQLExecuted, ""
@@ -325,10 +329,10 @@ const (
 
 // CheckBody accepts a 2xx write response: an empty body, or a JSON body
 // that is not an error object.
-func CheckBody(resp *upstream.Response) error {
+func CheckBody(resp *transport.Response) error {
 	if len(bytes.TrimSpace(resp.Body)) == 0 {
 		return nil
 	}
-	_, err := upstream.DecodeJSONBody(resp, true)
+	_, err := transport.DecodeJSONBody(resp, true)
 	return err
 }

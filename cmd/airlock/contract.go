@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/upstream"
+	"github.com/airlock-mcp/airlock/upstream/read"
 	"github.com/airlock-mcp/airlock/write"
 )
 
@@ -89,7 +90,7 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "recorded answers (%d fixtures):\n", len(fxs))
 	}
 	for _, f := range fxs {
-		d, err := write.DecideFixture(rt, f.Resource, f.Operation, upstream.RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
+		d, err := write.DecideFixture(rt, f.Resource, f.Operation, read.RecordedResponse(f.Response.Status, f.Response.Headers, f.BodyBytes()))
 		label := fmt.Sprintf("%s %s v%d", f.Resource, f.Operation, f.Version)
 		switch {
 		case err != nil:
@@ -108,10 +109,10 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "live upstream (one page of %d items per resource, read-only):\n", *pageSize)
 		for _, name := range rt.ResourceNames() {
 			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			d := rt.Resources[name].Probe(pctx, "contract-check", *pageSize)
+			d := read.Probe(pctx, rt.Resources[name], "contract-check", *pageSize)
 			cancel()
 			mark := "ok     "
-			if d.Decision == upstream.DecideRefuse || d.Decision == upstream.DecideStop {
+			if d.Decision == read.DecideRefuse || d.Decision == read.DecideStop {
 				mark = "DRIFT  "
 				drift++
 			}

@@ -305,7 +305,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	ops, err := newOperability(ctx, logger, cfg)
+	ops, err := newOperability(ctx, logger, cfg, *metricsAddr != "")
 	if err != nil {
 		return err
 	}

@@ -37,13 +37,19 @@ func tracingEnabled() bool {
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// newOperability builds the metrics (their labels take cfg's upstream and
-// resource names) and, when the environment names an OTLP endpoint
+// newOperability builds the metrics when they are served (withMetrics:
+// --metrics; their labels take cfg's upstream and resource names) and,
+// when the environment names an OTLP endpoint
 // (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, with
 // the exporter's other standard variables), traces sent there over
-// OTLP/HTTP.
-func newOperability(ctx context.Context, logger *slog.Logger, cfg *config.Config) (*operability, error) {
-	o := &operability{metrics: telemetry.NewMetrics(cfg), shutdown: func(context.Context) error { return nil }}
+// OTLP/HTTP. Metrics no listener serves are not kept: a server without
+// --metrics (every one over stdio) neither registers their collectors and
+// series at start-up nor counts into them on each call.
+func newOperability(ctx context.Context, logger *slog.Logger, cfg *config.Config, withMetrics bool) (*operability, error) {
+	o := &operability{shutdown: func(context.Context) error { return nil }}
+	if withMetrics {
+		o.metrics = telemetry.NewMetrics(cfg)
+	}
 	if !tracingEnabled() {
 		return o, nil
 	}
@@ -69,15 +75,26 @@ func newOperability(ctx context.Context, logger *slog.Logger, cfg *config.Config
 // and traces.
 func (o *operability) upstreamOptions(opts *upstream.Options) {
 	opts.WrapTransport = telemetry.WrapTransport(o.metrics, o.tracing)
-	opts.ObserveScan = o.metrics.ObserveScan
+	if o.metrics != nil {
+		opts.ObserveScan = o.metrics.ObserveScan
+	}
 }
 
-// engineObserver is what the commit engine tells the metrics.
-func (o *operability) engineObserver() selection.Observer { return o.metrics }
+// engineObserver is what the commit engine tells the metrics (nil without
+// them).
+func (o *operability) engineObserver() selection.Observer {
+	if o.metrics == nil {
+		return nil
+	}
+	return o.metrics
+}
 
 // observers are what the MCP server tells of each tool call.
 func (o *operability) observers() []mcpserver.Observer {
-	out := []mcpserver.Observer{o.metrics}
+	var out []mcpserver.Observer
+	if o.metrics != nil {
+		out = append(out, o.metrics)
+	}
 	if o.tracing != nil {
 		out = append(out, o.tracing)
 	}

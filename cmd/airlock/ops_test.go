@@ -140,7 +140,7 @@ func TestServe_FreshMetricsListEveryFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, err := newOperability(t.Context(), slog.New(slog.DiscardHandler), cfg)
+	ops, err := newOperability(t.Context(), slog.New(slog.DiscardHandler), cfg, true)
 	if err != nil {
 		t.Fatal(err)
 	}

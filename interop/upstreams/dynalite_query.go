@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // DynaliteLedger is the table SeedLedger creates beside DynaliteTable:
@@ -58,6 +59,7 @@ func (d *Dynalite) SeedLedger(t testing.TB) {
 		}},
 		"ProvisionedThroughput": map[string]any{"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
 	}, nil)
+	d.waitLedger(t)
 	rng := rand.New(rand.NewPCG(DefaultSeed, 39))
 	var items []DynamoItem
 	n := 0
@@ -134,5 +136,32 @@ func (d *Dynalite) QueryAll(t testing.TB, req map[string]any) (ids []string, pag
 			t.Fatal("dynalite: a query that never ends")
 		}
 		req["ExclusiveStartKey"] = ans.LastEvaluatedKey
+	}
+}
+
+// waitLedger waits, boundedly, until DescribeTable says the ledger and its
+// index are ACTIVE: a write to a table still CREATING is refused.
+func (d *Dynalite) waitLedger(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		var desc struct {
+			Table struct {
+				TableStatus            string
+				GlobalSecondaryIndexes []struct{ IndexStatus string }
+			}
+		}
+		d.must(t, "DescribeTable", map[string]any{"TableName": DynaliteLedger}, &desc)
+		active := desc.Table.TableStatus == "ACTIVE"
+		for _, ix := range desc.Table.GlobalSecondaryIndexes {
+			active = active && ix.IndexStatus == "ACTIVE"
+		}
+		if active {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dynalite: table %s still %s after %s", DynaliteLedger, desc.Table.TableStatus, startTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

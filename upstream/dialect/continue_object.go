@@ -1,0 +1,125 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/upstream/transport"
+)
+
+// SignalContinuationNone: the answer carried no continuation object, or
+// an empty one (continue_object).
+const SignalContinuationNone = "continuation_empty"
+
+// objectDialect is continue_object: the answer's continuation object
+// (MediaWiki's continue) is sent back whole, each member as a parameter
+// of its own, in the next request. The state keeps the object as its
+// canonical JSON in Cursor, so that it is saved and sealed as any cursor
+// is, and the same object twice is the same continuation twice.
+type objectDialect struct{ p config.PaginationConfig }
+
+// newObjectDialect builds the continue_object dialect.
+func newObjectDialect(p config.PaginationConfig, _ string) Dialect { return objectDialect{p} }
+
+func (d objectDialect) Query(p *Params, st State) *url.URL {
+	p.Set(d.p.PageSizeParam, d.p.PageSize)
+	if d.p.ContinueParam != "" {
+		// Sent back whole, as it was read (DynamoDB's ExclusiveStartKey).
+		if o := ContinuationMembers(st.Cursor); o != nil {
+			p.Set(d.p.ContinueParam, o)
+		}
+		return nil
+	}
+	for k, v := range ContinuationMembers(st.Cursor) {
+		// Each member under its own name: at the top of a body, never
+		// split at a dot.
+		if p.Kind == config.ListQuery {
+			p.Query.Set(k, jsonvalue.String(v))
+		} else {
+			p.Body[k] = v
+		}
+	}
+	return nil
+}
+
+func (d objectDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
+	pg := Page{Items: items, Next: st}
+	pg.Next.Started = true
+	pg.Next.Seen += len(items)
+	pg.Next.LastFull = len(items) >= d.p.PageSize
+	pg.Next.MaxPage = max(st.MaxPage, len(items))
+	total, known := pg.totalOf(d.p, resp, doc)
+	totalVerdict(&pg, total, known, true)
+	pg.Next.Cursor = ""
+	o, ost := readObject(doc, d.p.ContinuePath)
+	if d.p.ContinueParam != "" && ost == Read && len(o) == 0 {
+		// Sent whole, the object is the continuation itself: null or {}
+		// in its place says neither "go on from here" nor "the end"
+		// (DynamoDB leaves LastEvaluatedKey out on the last page).
+		ost = Unreadable
+	}
+	if len(o) > 0 && d.p.ContinueParam != "" {
+		enc, err := jsonvalue.Canonical(o)
+		if err != nil {
+			return pg, transport.BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
+		}
+		pg.Next.Cursor, pg.Next.SignalSeen = string(enc), true
+		return pg, nil
+	}
+	if len(o) > 0 {
+		for _, v := range o {
+			switch v.(type) {
+			case string, json.Number, bool:
+			default:
+				return pg, transport.BadResponse("a member of the continuation object at %q is not a string, number or boolean", d.p.ContinuePath)
+			}
+		}
+		enc, err := jsonvalue.Canonical(o)
+		if err != nil {
+			return pg, transport.BadResponse("the continuation object at %q cannot be encoded", d.p.ContinuePath)
+		}
+		pg.Next.Cursor, pg.Next.SignalSeen = string(enc), true
+		return pg, nil
+	}
+	switch {
+	case ost == Unreadable:
+		// Not an object: how to go on cannot be read.
+		pg.Doubt(d.p.ContinuePath)
+		pg.Unknown(SignalUnreadable, false)
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+	case ost == Read:
+		// Present, and null or {}: the upstream says there is nothing to
+		// continue with.
+		pg.none(d.p, st, SignalContinuationNone, len(items))
+	default:
+		// MediaWiki leaves continue out on the last page: proof only once
+		// the object was seen on this scan or a probe showed it is sent.
+		pg.absent(d.p, st, SignalContinuationNone, len(items))
+	}
+	return pg, nil
+}
+
+func (d objectDialect) More(_ *transport.Response, doc any) bool {
+	o, _ := readObject(doc, d.p.ContinuePath)
+	return len(o) > 0
+}
+
+func (objectDialect) Plan(State) []State { return nil }
+
+// ContinuationMembers decodes a continuation object kept in a state.
+func ContinuationMembers(enc string) map[string]any {
+	if enc == "" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(enc)))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil {
+		return nil
+	}
+	return m
+}

@@ -1,0 +1,157 @@
+package dialect
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
+)
+
+// linkDialect follows an RFC 8288 Link header's rel="next" target.
+type linkDialect struct{ p config.PaginationConfig }
+
+// newLinkDialect builds the link dialect.
+func newLinkDialect(p config.PaginationConfig, _ string) Dialect { return linkDialect{p} }
+
+func (d linkDialect) Query(p *Params, st State) *url.URL {
+	if st.NextURL != nil {
+		return st.NextURL
+	}
+	p.Set(d.p.PageSizeParam, d.p.PageSize)
+	return nil
+}
+
+func (d linkDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
+	pg, full := newPage(d.p, st, items)
+	total, known := pg.totalOf(d.p, resp, doc)
+	reached := totalVerdict(&pg, total, known, full)
+	next, lst := readNextLink(resp.Header)
+	if next != "" {
+		u, err := url.Parse(next)
+		if err != nil {
+			return pg, transport.BadResponse("the Link header's next URL does not parse")
+		}
+		pg.Next.NextURL, pg.Next.SignalSeen = u, true
+		return pg, nil
+	}
+	pg.Next.NextURL = nil
+	switch {
+	case lst == Unreadable:
+		// A Link header that cannot be read says nothing of the end.
+		pg.Doubt("Link")
+		pg.Unknown(SignalUnreadable, false)
+	case len(items) == 0:
+		pg.proven(SignalEmptyPage)
+	case reached:
+		pg.proven(SignalTotalReached)
+	case known && !pg.Next.TotalUntrusted && pg.Next.Seen < total:
+		// Fewer items than the upstream's own total, and no way on: the
+		// upstream stopped short (Scan.finishSource reports the cap).
+		pg.proven(SignalNoNextLink)
+	case lst == Read:
+		// Links, and none of them next (json-server's and GitHub's last
+		// page names first, prev and last): the upstream says so.
+		pg.none(d.p, st, SignalNoNextLink, len(items))
+	default:
+		pg.absent(d.p, st, SignalNoNextLink, len(items))
+	}
+	return pg, nil
+}
+
+func (linkDialect) More(resp *transport.Response, _ any) bool {
+	next, st := readNextLink(resp.Header)
+	return st == Read && next != ""
+}
+
+func (linkDialect) Plan(State) []State { return nil }
+
+// nextLink returns the rel="next" target of an RFC 8288 Link header, ""
+// when there is none or it cannot be read (see readNextLink).
+func nextLink(h http.Header) string {
+	next, _ := readNextLink(h)
+	return next
+}
+
+// readNextLink reads the rel="next" target of an RFC 8288 Link header, in
+// the three states of any signal: absent (no Link header), read (links,
+// with one next target or none: a last page's first, prev and last), or
+// unreadable (a value that holds no link, or two next targets that differ).
+func readNextLink(h http.Header) (string, Reading) {
+	var next string
+	st := Absent
+	for _, v := range h.Values("Link") {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		links := 0
+		for _, part := range splitOutside(v, ',') {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			end := strings.IndexByte(part, '>')
+			if !strings.HasPrefix(part, "<") || end < 0 {
+				return "", Unreadable
+			}
+			links++
+			target := part[1:end]
+			for _, p := range splitOutside(part[end+1:], ';') {
+				k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+				if !ok || !strings.EqualFold(strings.TrimSpace(k), "rel") {
+					continue
+				}
+				for _, rel := range strings.Fields(strings.Trim(strings.TrimSpace(val), `"`)) {
+					if !strings.EqualFold(rel, "next") {
+						continue
+					}
+					if next != "" && next != target {
+						// Two ways on: neither is read.
+						return "", Unreadable
+					}
+					next = target
+				}
+			}
+		}
+		if links == 0 {
+			return "", Unreadable
+		}
+		st = Read
+	}
+	return next, st
+}
+
+// splitOutside splits v on sep where sep is neither inside <...> nor inside
+// a quoted string (where a backslash escapes the next character).
+func splitOutside(v string, sep byte) []string {
+	var out []string
+	inAngle, inQuote, escaped := false, false, false
+	start := 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case escaped:
+			escaped = false
+		case inQuote:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inQuote = false
+			}
+		case inAngle:
+			if c == '>' {
+				inAngle = false
+			}
+		case c == '"':
+			inQuote = true
+		case c == '<':
+			inAngle = true
+		case c == sep:
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
+}
