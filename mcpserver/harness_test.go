@@ -366,6 +366,9 @@ func (h *harness) handler(tool string) func(context.Context, *tools.Call) *envel
 	return nil
 }
 
+// stdioInUse is held by the stdio harness running, one at a time (connect).
+var stdioInUse sync.Mutex
+
 func (h *harness) connect() {
 	t := h.t
 	srv := h.server()
@@ -374,6 +377,13 @@ func (h *harness) connect() {
 	var tr transport.Interface
 	switch h.transport {
 	case "stdio":
+		// mcp-go serves stdio through one session for the whole process
+		// (a process has one stdin): two stdio servers running at once in
+		// this test binary would share its writer and its pending
+		// requests, and answer each other's elicitations. A stdio harness
+		// holds the process's stdio until its test ends.
+		stdioInUse.Lock()
+		t.Cleanup(stdioInUse.Unlock) // runs after the server stopped below
 		// Two pipes stand for the process's stdin and stdout.
 		srvIn, cliOut := io.Pipe()
 		cliIn, srvOut := io.Pipe()

@@ -43,6 +43,7 @@ func TestClientApproval_EveryTransportAndProtocol_AsksTheUserOrAnswersAProblem(t
 	t.Parallel()
 	for _, m := range transportMatrix {
 		t.Run(matrixName(m.transport, m.protocol), func(t *testing.T) {
+			t.Parallel() // stdio's cases take turns (stdioInUse)
 			t.Run("declared", func(t *testing.T) {
 				if m.transport == "sse" {
 					// mcp-go's SSE client answers no request from the
