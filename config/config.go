@@ -608,9 +608,6 @@ func (c *Config) keyLine(path ...string) (int, bool) {
 // Path elements are map keys or list indexes.
 func (c *Config) line(path ...string) int { return strictyaml.Line(c.root, path...) }
 
-// at is path with one more key.
-func at(path []string, k string) []string { return append(append([]string(nil), path...), k) }
-
 // joinPath is a key path as errors name it: "config" for the document.
 func joinPath(path []string) string {
 	if len(path) == 0 {

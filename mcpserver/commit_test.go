@@ -41,24 +41,6 @@ func commitArgsFor(p result, mode string, extra map[string]any) map[string]any {
 	return a
 }
 
-// members lists every member id of a selection through get_selection.
-func (h *harness) members(selID any) []string {
-	h.t.Helper()
-	var ids []string
-	args := map[string]any{"selection_id": selID, "page_size": 37}
-	for {
-		r := h.call("get_selection", args)
-		if r.env.Problem != nil {
-			h.t.Fatalf("get_selection: %+v", r.env.Problem)
-		}
-		ids = append(ids, r.ids()...)
-		if r.env.Complete {
-			return ids
-		}
-		args["cursor"] = r.env.Continuation.Cursor
-	}
-}
-
 // operation waits for the operation to finish and returns it with every
 // page of its results in data.results.
 func (h *harness) operation(id any) result {

@@ -145,10 +145,6 @@ func withProgressInterval(d time.Duration) harnessOpt {
 	return func(h *harnessCfg) { h.progressInterval = d }
 }
 
-// withFingerprint names what the memory of failed calls keys answers on
-// besides the call.
-func withFingerprint(f func() string) harnessOpt { return func(h *harnessCfg) { h.fingerprint = f } }
-
 func withoutElicitation() harnessOpt { return func(h *harnessCfg) { h.noElicitation = true } }
 
 // withApps connects a client that declares MCP Apps: it renders the
@@ -475,12 +471,6 @@ type answerer struct {
 	messages []string
 }
 
-func (a *answerer) set(action mcp.ElicitationResponseAction, content map[string]any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.action, a.content = action, content
-}
-
 func (a *answerer) asked() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -538,15 +528,6 @@ func (r result) reasonCodes() []envelope.ReasonCode {
 		out = append(out, rs.Code)
 	}
 	return out
-}
-
-func (r result) reason(code envelope.ReasonCode) envelope.Reason {
-	for _, rs := range r.env.IncompleteReasons {
-		if rs.Code == code {
-			return rs
-		}
-	}
-	return envelope.Reason{}
 }
 
 func (r result) totalMatched() int {

@@ -5,7 +5,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,15 +100,6 @@ func mustURL(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
-}
-
-func asHTTPError(t *testing.T, err error) *transport.HTTPError {
-	t.Helper()
-	var he *transport.HTTPError
-	if !errors.As(err, &he) {
-		t.Fatalf("error = %v (%T), want *transport.HTTPError", err, err)
-	}
-	return he
 }
 
 func get(t *testing.T, c *transport.Client, base string) (*transport.Response, error) {
