@@ -29,7 +29,12 @@ const (
 	// write heap profiles to it, suffixed with the phase (see
 	// sampleMemory).
 	benchChildHeapEnv = "AIRLOCK_BENCH_HEAPPROFILE"
-	benchChildPrefix  = "airlock-bench-child: "
+	// benchChildMemLimitEnv, when set, is the GOMEMLIMIT the measured
+	// processes run with (the Go runtime's soft memory limit, which it reads
+	// from the environment by itself), the benchmark's own process keeping
+	// none.
+	benchChildMemLimitEnv = "AIRLOCK_BENCH_CHILD_GOMEMLIMIT"
+	benchChildPrefix      = "airlock-bench-child: "
 )
 
 // childFigures is what a measured process reports.
@@ -142,6 +147,9 @@ func (x *benchAPI) runChild(b *testing.B, phase string) childFigures {
 	b.Helper()
 	cmd := exec.CommandContext(b.Context(), os.Args[0], "-test.run=^TestBenchChild$", "-test.count=1", "-test.timeout=30m")
 	cmd.Env = append(os.Environ(), benchChildEnv+"="+phase, benchChildURLEnv+"="+x.url)
+	if limit := os.Getenv(benchChildMemLimitEnv); limit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+limit)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
