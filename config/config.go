@@ -74,6 +74,11 @@ type UpstreamConfig struct {
 	// ConditionalCheckFailedException), in the same form: the target
 	// changed since it was read, and nothing was applied.
 	Conflicts []ThrottlingConfig `yaml:"conflicts"`
+	// Unauthorized declares the error answers besides 401 that say the
+	// upstream refused the credential (DynamoDB's 400 with
+	// InvalidSignatureException or UnrecognizedClientException), in the
+	// same form: an authentication failure, never a rejected value.
+	Unauthorized []ThrottlingConfig `yaml:"unauthorized"`
 }
 
 // Query encodings (upstreams.NAME.query_encoding, list.query_encoding).

@@ -65,6 +65,9 @@ type ExpressionConfig struct {
 	// used. {{null_type}} (in is_null) is bound to the type name NULL.
 	Names  string `yaml:"names"`
 	Values string `yaml:"values"`
+	// KeyCondition, for a DynamoDB Query, names the filters that form
+	// its KeyConditionExpression: see KeyConditionConfig.
+	KeyCondition *KeyConditionConfig `yaml:"key_condition"`
 }
 
 // Bound reports whether the expression binds its names and values
@@ -143,6 +146,7 @@ func ResolveExpression(e *ExpressionConfig) *ExpressionConfig {
 	if out.Bare == nil {
 		out.Bare = b.Bare
 	}
+	out.KeyCondition = resolveKeyCondition(e)
 	if out.ListSeparator == "" {
 		out.ListSeparator = ", "
 	}
@@ -184,6 +188,9 @@ func validateExpression(l *errList, r *ResourceConfig, at func(k ...string) []st
 	}
 	if e.Language == LanguageMango {
 		validateMango(l, r, e, uses, p)
+		if e.KeyCondition != nil {
+			l.add("a key condition is DynamoDB's: language: dynamodb", p("key_condition")...)
+		}
 		return
 	}
 	if e.Language != "" {
@@ -215,7 +222,11 @@ func validateExpression(l *errList, r *ResourceConfig, at func(k ...string) []st
 	}
 	if x.Bound() || x.Names != "" {
 		validateBound(l, r, x, p)
+		validateKeyCondition(l, r, x, at)
 		return
+	}
+	if e.KeyCondition != nil {
+		l.add("a key condition is DynamoDB's: language: dynamodb", p("key_condition")...)
 	}
 	if utf8.RuneCountInString(x.Quote) != 1 {
 		l.add("required: the one character that delimits a string literal", p("quote")...)

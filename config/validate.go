@@ -96,6 +96,7 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 		l.add("must not be negative", at("rate_limit")...)
 	}
 	validateWaits(l, u, at)
+	validateUnauthorized(l, u, at)
 	if u.Concurrency < 0 || u.Concurrency > 64 {
 		l.add("must be between 1 and 64", at("concurrency")...)
 	}

@@ -193,6 +193,14 @@ const (
 	FieldInvalid          FieldCode = "invalid"
 	FieldUnknownAction    FieldCode = "unknown_action"
 	FieldUpstreamRejected FieldCode = "upstream_rejected"
+	// FieldPartitionRequired: the resource is read one partition at a
+	// time (a DynamoDB Query) and the filter that names it is missing or
+	// not one value.
+	FieldPartitionRequired FieldCode = "partition_required"
+	// FieldOneSortCondition: a keyed read takes one condition on its sort
+	// key (one filter, or a gte and an lte together), and the search gave
+	// two others.
+	FieldOneSortCondition FieldCode = "one_sort_condition"
 )
 
 var registry = []Code{
@@ -577,6 +585,8 @@ var registry = []Code{
 	{Code: string(FieldInvalid), Kind: KindFieldError, Message: "this value is not valid here", Meaning: "the value breaks a rule of the tool", Recovery: "follow the example"},
 	{Code: string(FieldUpstreamRejected), Kind: KindFieldError, Message: "the upstream rejected the value sent for this field", Meaning: "the upstream named this field in its validation errors", Recovery: "change the value (see describe_resources for the field's type and the action's parameters)"},
 	{Code: string(FieldUnknownAction), Kind: KindFieldError, Message: "no action with this type is configured for the resource", Meaning: "the action type is not in the configuration", Recovery: "call describe_resources and use one of the resource's actions"},
+	{Code: string(FieldPartitionRequired), Kind: KindFieldError, Message: "this resource is read one partition at a time: give this filter one value", Meaning: "the resource's list is a keyed query (a DynamoDB Query) that reads the one partition this filter names", Recovery: "give the filter one value (describe_resources marks it required); to search across partitions, use a resource that scans"},
+	{Code: string(FieldOneSortCondition), Kind: KindFieldError, Message: "the sort key takes one condition per search (a gte and an lte filter together make one, a range): give only one of its filters", Meaning: "a keyed query (a DynamoDB Query) takes at most one condition on its sort key: one filter, or a lower and an upper bound given inclusively", Recovery: "keep one of the sort key's filters and search again"},
 }
 
 var byCode = func() map[string]Code {

@@ -27,6 +27,7 @@ import (
 // Screenshots are kept in AIRLOCK_APPS_SCREENSHOTS (default: a temp dir,
 // logged).
 func TestApprovalView_InARealHostInHeadlessChromium(t *testing.T) {
+	t.Parallel()
 	node := requireNode(t)
 	chromium := requireChromium(t)
 	if _, err := os.Stat(filepath.Join("node_modules", "@modelcontextprotocol", "ext-apps")); err != nil {
@@ -117,6 +118,7 @@ func TestApprovalView_InARealHostInHeadlessChromium(t *testing.T) {
 // MCP Apps; a made-up or another selection's state, another digest and a
 // reused state refused with their codes.
 func TestApprovalView_Refusals_OfficialTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	node := requireNode(t)
 	bin := buildAirlock(t)
 	url := startHTTPServer(t, bin)

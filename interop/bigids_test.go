@@ -23,6 +23,7 @@ import (
 // ids, and none to a neighbour (9007199254740993 read as …992, and
 // 9223372036854775001 as …775000, are records too).
 func TestOfficialTypeScriptSDK_IDsBeyond2To53_WriteExactlyTheRecordsTheAgentWasShown(t *testing.T) {
+	t.Parallel()
 	node := requireNode(t)
 	bin := buildAirlock(t)
 	flakes := &fixtures.Snowflakes{}

@@ -53,6 +53,7 @@ var searchArgs = []string{"--tool-name", "search_all", "--tool-arg",
 // the wire: over HTTP by the requests a recording proxy saw, over stdio by
 // the serverInfo a 2026-07-28 result carries in _meta.
 func TestInspectorCLI_ListsAndCallsOnEveryTransport(t *testing.T) {
+	t.Parallel()
 	in := requireInspector(t)
 	bin := buildAirlock(t)
 
@@ -100,6 +101,7 @@ func TestInspectorCLI_ListsAndCallsOnEveryTransport(t *testing.T) {
 // "header mismatch: Mcp-Method: missing required header", as it did before
 // airlock declined the era.
 func TestInspectorCLI_ModernEraOverSSEIsDeclinedAtConnect(t *testing.T) {
+	t.Parallel()
 	in := requireInspector(t)
 	bin := buildAirlock(t)
 	rec := startRecorder(t, strings.TrimSuffix(startHTTPServer(t, bin), "/mcp"))

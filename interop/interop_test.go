@@ -34,6 +34,7 @@ import (
 const requireEnv = "AIRLOCK_REQUIRE_INTEROP"
 
 func TestOfficialTypeScriptSDK_AcceptsSchemasAndValidatesResults(t *testing.T) {
+	t.Parallel()
 	node := requireNode(t)
 	bin := buildAirlock(t)
 
@@ -57,6 +58,7 @@ func TestOfficialTypeScriptSDK_AcceptsSchemasAndValidatesResults(t *testing.T) {
 // asking again. The script starts one server per phase, each with a fresh
 // store derived from the --store given here.
 func TestOfficialTypeScriptSDK_ApprovesThroughElicitation(t *testing.T) {
+	t.Parallel()
 	node := requireNode(t)
 	bin := buildAirlock(t)
 	runScript(t, node, "elicit.mjs", "stdio", bin, "serve", "--demo", "--store", filepath.Join(t.TempDir(), "airlock.db"))
@@ -96,32 +98,56 @@ func requireNodeFor(t testing.TB, what string) string {
 }
 
 // buildAirlock builds cmd/airlock from the module root (the parent of this
-// package's directory) into a temporary directory.
+// package's directory) into a temporary directory, once per test process:
+// the tests that run the binary share it (none changes it), and linking it
+// costs seconds each time.
 func buildAirlock(t testing.TB) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go is not on PATH: %v", err)
+	built.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("go is not on PATH: %w", err)
+			return
+		}
+		if err := trackInputs(".."); err != nil {
+			built.err = fmt.Errorf("track the module's files: %w", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "airlock-interop-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, goTool, "build", "-o", filepath.Join(dir, "airlock"), "./cmd/airlock")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./cmd/airlock: %w\n%s", err, out)
+			return
+		}
+		built.bin = filepath.Join(dir, "airlock")
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	trackInputs(t, "..")
-	bin := filepath.Join(t.TempDir(), "airlock")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/airlock")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/airlock: %v\n%s", err, out)
-	}
-	return bin
+	return built.bin
+}
+
+// built is the binary buildAirlock made, in dir (removed by TestMain).
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
 }
 
 // trackInputs stats every file of the module (but .git and node_modules) so
 // that go test's result cache, which sees only what this process touches,
 // reruns the test when airlock's sources or the node scripts change; the binary and
 // node read them in other processes.
-func trackInputs(t testing.TB, root string) {
-	t.Helper()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+func trackInputs(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // removed while walking: someone is editing
 		}
@@ -139,9 +165,6 @@ func trackInputs(t testing.TB, root string) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("walk module sources: %v", err)
-	}
 }
 
 // runClient runs client.mjs and fails with its whole output unless it exits 0

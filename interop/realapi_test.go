@@ -28,6 +28,9 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	upstreams.Cleanup()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
 	os.Exit(code)
 }
 

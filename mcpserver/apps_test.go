@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
 )
@@ -79,7 +80,7 @@ func TestToolsList_WithTheAppsExtension_LinksTheViewAndHidesTheDecisionFromTheMo
 	}
 	before := map[string]string{}
 	for _, tool := range without {
-		before[tool["name"].(string)] = string(mustJSON(tool))
+		before[tool["name"].(string)] = string(tooltest.MustJSON(tool))
 	}
 	metas := map[string]any{}
 	var decide map[string]any
@@ -91,7 +92,7 @@ func TestToolsList_WithTheAppsExtension_LinksTheViewAndHidesTheDecisionFromTheMo
 			continue
 		}
 		delete(tool, "_meta")
-		if string(mustJSON(tool)) != before[name] {
+		if string(tooltest.MustJSON(tool)) != before[name] {
 			t.Errorf("%s differs besides its _meta", name)
 		}
 	}
@@ -319,7 +320,7 @@ func TestApprovalView_FourEyesAndApprovers_AsForElicitation(t *testing.T) {
 		}
 		env := run(ctx, call)
 		env.Finish()
-		recordProblems(env.Marshal())
+		tooltest.RecordCodes(env.Marshal())
 		return env, call
 	}
 	alice, bob := as("alice", "dev"), as("bob", "leads")

@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/httpserve"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/oauth"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/tools"
@@ -102,7 +103,7 @@ func (l *oauthLab) post(t *testing.T, token, body string) httpAnswer {
 		}
 		// The transport's answer to a call: its problem counts as one
 		// a tool call produced.
-		recordProblems([]byte(`{"problem":` + string(b) + `}`))
+		tooltest.RecordCodes([]byte(`{"problem":` + string(b) + `}`))
 	}
 	return a
 }
@@ -414,7 +415,7 @@ func TestPolicyOnPrincipals_RefusesThroughTheTools(t *testing.T) {
 		call.Raw, _ = json.Marshal(args)
 		env := h.handler(tool)(ctx, call)
 		env.Finish()
-		recordProblems(env.Marshal())
+		tooltest.RecordCodes(env.Marshal())
 		return env, call
 	}
 	wantCode := func(what string, env *envelope.Envelope, code envelope.ProblemCode) {

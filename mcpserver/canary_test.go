@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/review"
 )
@@ -46,7 +47,7 @@ func jsonAnswer(status int, body string, headers ...string) func(w http.Response
 		for i, v := range headers {
 			h[i] = strings.ReplaceAll(strings.ReplaceAll(v, "{AUTH}", auth), "{TOKEN}", tok)
 		}
-		answer(w, status, "application/json", b, h...)
+		tooltest.Answer(w, status, "application/json", b, h...)
 	}
 }
 
@@ -86,7 +87,7 @@ func echoes() []echo {
 		{"non-string field", jsonAnswer(422, `{"errors":[{"field":{"name":"{TOKEN}"},"param":["{AUTH}"]}]}`)},
 		{"header echo", jsonAnswer(422, `{"errors":[{"field":"state"}]}`, "X-Echo-Authorization", "{AUTH}", "Location", "/v1/{TOKEN}")},
 		{"content type", func(w http.ResponseWriter, _ *http.Request, auth string) {
-			answer(w, 200, "text/x-"+strings.TrimPrefix(auth, "Bearer "), "<html>"+auth+"</html>")
+			tooltest.Answer(w, 200, "text/x-"+strings.TrimPrefix(auth, "Bearer "), "<html>"+auth+"</html>")
 		}},
 		{"server error body", jsonAnswer(500, `{"error":"upstream {AUTH} failed","trace":"{B64AUTH}"}`)},
 		{"rate limit body", jsonAnswer(429, `{"error":"quota for {TOKEN} exceeded"}`, "Retry-After", "1")},
@@ -171,7 +172,7 @@ func (h *hostile) checkEchoed(t *testing.T) {
 func newHostile(t *testing.T, once bool, mark func(r *http.Request) (int, bool)) (*hostile, string) {
 	t.Helper()
 	h := &hostile{api: newFixture(t), echoes: echoes(), mark: mark, once: once, hits: map[int]int{}, sent: map[int][]byte{}}
-	_, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) })
+	_, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) })
 	return h, url
 }
 

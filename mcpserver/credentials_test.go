@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/selection"
 )
@@ -56,14 +57,14 @@ func (a *canaryAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, secret, _ := r.BasicAuth()
 	if r.PostFormValue("grant_type") != "client_credentials" || id != "airlock" || secret != canaryClientSecret {
-		answer(w, 401, "application/json", `{"error":"invalid_client"}`)
+		tooltest.Answer(w, 401, "application/json", `{"error":"invalid_client"}`)
 		return
 	}
 	tok := fmt.Sprintf("%s-%d", canaryAccess, n)
 	a.mu.Lock()
 	a.issued[tok] = true
 	a.mu.Unlock()
-	answer(w, 200, "application/json", fmt.Sprintf(`{"access_token":%q,"token_type":"Bearer","expires_in":%d,"scope":%q}`, tok, int(a.lifetime.Seconds()), r.PostFormValue("scope")))
+	tooltest.Answer(w, 200, "application/json", fmt.Sprintf(`{"access_token":%q,"token_type":"Bearer","expires_in":%d,"scope":%q}`, tok, int(a.lifetime.Seconds()), r.PostFormValue("scope")))
 }
 
 func (a *canaryAuthServer) valid(tok string) bool {
@@ -135,7 +136,7 @@ func newGatedHostile(t *testing.T, form string, auth *canaryAuthServer, once boo
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !accepted(form, auth, r) {
-			answer(w, 401, "application/json", `{"error":"invalid_token"}`)
+			tooltest.Answer(w, 401, "application/json", `{"error":"invalid_token"}`)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -152,7 +153,7 @@ func oauthHarness(t *testing.T, auth *canaryAuthServer, tokenURL string, edits [
 	var api atomic.Pointer[fixtures.Server]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !auth.valid(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) {
-			answer(w, 401, "application/json", `{"error":"invalid_token"}`)
+			tooltest.Answer(w, 401, "application/json", `{"error":"invalid_token"}`)
 			return
 		}
 		r.Header.Set("Authorization", "Bearer "+canaryToken)
@@ -257,7 +258,7 @@ func TestTokenEndpoint_EachFailureHasItsProblemAndNeverBlamesTheAPI(t *testing.T
 		// whole Basic header, and its base64.
 		_, secret, _ := r.BasicAuth()
 		hdr := r.Header.Get("Authorization")
-		answer(w, 401, "application/json", fmt.Sprintf(`{"error":"invalid_client","error_description":"client secret %s does not match (header %s, %s)"}`,
+		tooltest.Answer(w, 401, "application/json", fmt.Sprintf(`{"error":"invalid_client","error_description":"client secret %s does not match (header %s, %s)"}`,
 			secret, hdr, base64.RawURLEncoding.EncodeToString([]byte(secret))), "WWW-Authenticate", `Basic realm="`+hdr+`"`)
 		return true
 	}
@@ -271,11 +272,11 @@ func TestTokenEndpoint_EachFailureHasItsProblemAndNeverBlamesTheAPI(t *testing.T
 	}{
 		{name: "wrong secret echoed back", fail: echoSecret, code: envelope.ProblemTokenClientRejected, quote: "does not match"},
 		{name: "scope not granted", fail: func(w http.ResponseWriter, _ *http.Request) bool {
-			answer(w, 400, "application/json", `{"error":"invalid_scope","error_description":"accounts.write is not granted to this client"}`)
+			tooltest.Answer(w, 400, "application/json", `{"error":"invalid_scope","error_description":"accounts.write is not granted to this client"}`)
 			return true
 		}, code: envelope.ProblemTokenRequestRejected, quote: "accounts.write is not granted"},
 		{name: "server error", fail: func(w http.ResponseWriter, _ *http.Request) bool {
-			answer(w, 503, "text/plain", "token service down for maintenance", "Retry-After", "7")
+			tooltest.Answer(w, 503, "text/plain", "token service down for maintenance", "Retry-After", "7")
 			return true
 		}, code: envelope.ProblemTokenEndpointFailed, retryable: true, quote: "down for maintenance"},
 		{name: "timeout", fail: func(http.ResponseWriter, *http.Request) bool {
@@ -284,7 +285,7 @@ func TestTokenEndpoint_EachFailureHasItsProblemAndNeverBlamesTheAPI(t *testing.T
 		}, code: envelope.ProblemTokenEndpointTimeout, retryable: true},
 		{name: "down", tokenURL: closed, code: envelope.ProblemTokenEndpointUnreachable, retryable: true},
 		{name: "a login page, not a token", fail: func(w http.ResponseWriter, _ *http.Request) bool {
-			answer(w, 200, "text/html", "<html><form>sign in</form></html>")
+			tooltest.Answer(w, 200, "text/html", "<html><form>sign in</form></html>")
 			return true
 		}, code: envelope.ProblemTokenResponseInvalid},
 	} {
@@ -335,7 +336,7 @@ func TestTokenEndpoint_AWriteWithoutATokenIsNotSentAndTheOperationStops(t *testi
 	// client.
 	clock.Advance(2 * time.Minute)
 	auth.setFail(func(w http.ResponseWriter, _ *http.Request) bool {
-		answer(w, 400, "application/json", `{"error":"invalid_client","error_description":"client disabled"}`)
+		tooltest.Answer(w, 400, "application/json", `{"error":"invalid_client","error_description":"client disabled"}`)
 		return true
 	})
 	c := h.call("commit_bulk_action", map[string]any{"selection_id": p.data["selection_id"], "expected_digest": p.data["digest"], "action": assignOwner, "mode": "execute"})

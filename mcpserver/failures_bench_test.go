@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 )
 
 // failureMode is an upstream that fails one way on every request.
@@ -21,22 +22,22 @@ func failureModes() []failureMode {
 	json := "application/json"
 	return []failureMode{
 		{"validation_422", func(w http.ResponseWriter, _ *http.Request) {
-			answer(w, 422, json, `{"errors":[{"field":"state","message":"invalid"}]}`)
+			tooltest.Answer(w, 422, json, `{"errors":[{"field":"state","message":"invalid"}]}`)
 		}, nil},
 		{"rate_limited_429", func(w http.ResponseWriter, _ *http.Request) {
-			answer(w, 429, json, `{"error":"slow down"}`, "Retry-After", "30")
+			tooltest.Answer(w, 429, json, `{"error":"slow down"}`, "Retry-After", "30")
 		}, nil},
 		{"server_error_500", func(w http.ResponseWriter, _ *http.Request) {
-			answer(w, 500, json, `{"error":"boom"}`)
+			tooltest.Answer(w, 500, json, `{"error":"boom"}`)
 		}, nil},
 		{"unauthorized_401", func(w http.ResponseWriter, _ *http.Request) {
-			answer(w, 401, json, `{"error":"bad token"}`)
+			tooltest.Answer(w, 401, json, `{"error":"bad token"}`)
 		}, nil},
 		{"malformed_body", func(w http.ResponseWriter, _ *http.Request) {
-			answer(w, 200, json, `{"items": [`)
+			tooltest.Answer(w, 200, json, `{"items": [`)
 		}, nil},
 		{"error_behind_200", func(w http.ResponseWriter, _ *http.Request) {
-			answer(w, 200, json, `{"error":{"code":503,"message":"backend down"}}`)
+			tooltest.Answer(w, 200, json, `{"error":{"code":503,"message":"backend down"}}`)
 		}, nil},
 		{"timeout", func(w http.ResponseWriter, r *http.Request) {
 			select {
@@ -78,18 +79,18 @@ func BenchmarkFailureModes(b *testing.B) {
 		b.Run(fm.name+"/airlock", func(b *testing.B) {
 			var first, three, actionable float64
 			for i := 0; i < b.N; i++ {
-				up, url := serveScripted(b, func(_ int, w http.ResponseWriter, r *http.Request) { fm.respond(w, r) })
+				up, url := tooltest.ServeScripted(b, func(_ int, w http.ResponseWriter, r *http.Request) { fm.respond(w, r) })
 				edits := append([]string{"retries: 2", "retries: 2\n    backoff: {min: 1ms, max: 5ms}"}, fm.edits...)
 				h := newHarness(b, demoAt(url, edits...))
 				args := map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0}
 				r := h.call("search_all", args)
-				first += float64(up.count())
+				first += float64(up.Count())
 				if isActionable(r.env) {
 					actionable++
 				}
 				h.call("search_all", args)
 				h.call("search_all", args)
-				three += float64(up.count())
+				three += float64(up.Count())
 			}
 			n := float64(b.N)
 			b.ReportMetric(first/n, "requests-first-answer")
@@ -99,7 +100,7 @@ func BenchmarkFailureModes(b *testing.B) {
 		b.Run(fm.name+"/naive", func(b *testing.B) {
 			var first, three, actionable float64
 			for i := 0; i < b.N; i++ {
-				up, url := serveScripted(b, func(_ int, w http.ResponseWriter, r *http.Request) { fm.respond(w, r) })
+				up, url := tooltest.ServeScripted(b, func(_ int, w http.ResponseWriter, r *http.Request) { fm.respond(w, r) })
 				n, ok := naiveRead(url)
 				first += float64(n)
 				if ok {
@@ -107,7 +108,7 @@ func BenchmarkFailureModes(b *testing.B) {
 				}
 				naiveRead(url)
 				naiveRead(url)
-				three += float64(up.count())
+				three += float64(up.Count())
 			}
 			n := float64(b.N)
 			b.ReportMetric(first/n, "requests-first-answer")

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -61,7 +61,7 @@ type harness struct {
 	// url is the HTTP server's base URL (streamable HTTP only).
 	url string
 	// logs is everything airlock logged, as JSON lines.
-	logs *syncBuffer
+	logs *tooltest.SyncBuffer
 	// dbPath is the store's SQLite file.
 	dbPath string
 	// build makes another airlock process on the same store, its
@@ -198,8 +198,8 @@ func withEnv(f func(string) string) harnessOpt { return func(c *harnessCfg) { c.
 // The suite's credentials are canaries: no tool result, problem, log line
 // or stored row may ever contain them (the harness checks every one).
 const (
-	canaryToken = "cnry-3f9a1c7e-demo-credential"
-	canaryAdmin = "cnry-b81d04aa-admin-credential"
+	canaryToken = tooltest.CanaryToken
+	canaryAdmin = tooltest.CanaryAdmin
 	// canaryClientSecret is an OAuth client's secret, and every access
 	// token issued to it starts with canaryAccess.
 	canaryClientSecret = "cnry-5e7b20d4-client-secret"
@@ -245,7 +245,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	api := newFixture(t)
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
-	var logs, auditLog syncBuffer
+	var logs, auditLog tooltest.SyncBuffer
 	c, err := config.Parse(cfg.config(apiSrv.URL))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -448,7 +448,7 @@ func (h *harness) connect() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := outputValidator(tool.Name, b)
+		v, err := tooltest.OutputValidator(tool.Name, b)
 		if err != nil {
 			t.Fatalf("tool %s: output schema does not compile: %v", tool.Name, err)
 		}
@@ -571,20 +571,20 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 	}
 	whole, _ := json.Marshal(res)
 	leaks(h.t, tool+"'s result", whole)
-	if len(whole) > maxResultBytes {
-		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, len(whole), maxResultBytes)
+	if len(whole) > tooltest.MaxResultBytes {
+		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, len(whole), tooltest.MaxResultBytes)
 	}
-	recordProblems(raw)
+	tooltest.RecordCodes(raw)
 	// Whatever the tool, no number in its answer reads as another in a
 	// client that holds numbers as doubles (I-JSON).
 	if exact, err := envelope.DecodeJSON(raw); err != nil {
 		h.t.Fatalf("%s: structured content: %v", tool, err)
 	} else {
-		noRoundedNumbers(h.t, tool+"'s structured content", exact)
+		tooltest.NoRoundedNumbers(h.t, tool+"'s structured content", exact)
 	}
 	// The advertised schema is compact; every result also holds to the
 	// envelope's full schema.
-	if err := fullEnvelope.Validate(raw); err != nil {
+	if err := tooltest.FullEnvelope().Validate(raw); err != nil {
 		h.t.Fatalf("%s result breaks the envelope schema: %v\n%s", tool, err, raw)
 	}
 	if v := h.schemas[tool]; v == nil {
@@ -608,7 +608,7 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 	var a, b any
 	_ = json.Unmarshal(envelope.Expand([]byte(text.Text), defaults...), &a)
 	_ = json.Unmarshal(raw, &b)
-	if ja, _ := json.Marshal(a); string(ja) != string(mustJSON(b)) {
+	if ja, _ := json.Marshal(a); string(ja) != string(tooltest.MustJSON(b)) {
 		h.t.Fatalf("%s: text content does not mirror structured content\ntext: %s\nstructured: %s", tool, text.Text, raw)
 	}
 	var env envelope.Envelope
@@ -623,42 +623,6 @@ func (h *harness) callMeta(tool string, args map[string]any, meta *mcp.Meta) res
 		data, _ = m["data"].(map[string]any)
 	}
 	return result{env: &env, data: data, raw: raw, res: res}
-}
-
-// fullEnvelope is the envelope's published schema.
-var fullEnvelope = func() *envelope.Validator {
-	v, err := envelope.CompileSchema("envelope-full", envelope.Schema())
-	if err != nil {
-		panic(err)
-	}
-	return v
-}()
-
-// maxResultBytes bounds a whole tool result (structured content and its
-// text copy, as sent).
-const maxResultBytes = 32 << 10
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 func contains(list []string, s string) bool {

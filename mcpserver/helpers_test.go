@@ -11,15 +11,6 @@ import (
 	"github.com/airlock-mcp/airlock/tools"
 )
 
-func hasReasonCode(env *envelope.Envelope, code envelope.ReasonCode) bool {
-	for _, r := range env.IncompleteReasons {
-		if r.Code == code {
-			return true
-		}
-	}
-	return false
-}
-
 // seq is n active subscriptions, sub_00001 on.
 func seq(n int) *fixtures.Collection {
 	var recs []fixtures.Record
@@ -28,17 +19,6 @@ func seq(n int) *fixtures.Collection {
 			"status": "active", "amount_due": 0, "currency": "EUR", "tags": []any{}, "collection_paused": false, "version": 1, "updated_at": "2026-11-01T00:00:00Z"})
 	}
 	return fixtures.NewCollection(recs)
-}
-
-func firstDuplicate(ids []string) string {
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			return id
-		}
-		seen[id] = true
-	}
-	return ""
 }
 
 // askResult is the input request a handler set in call (nil: none), as
@@ -61,4 +41,37 @@ func dataOf(env *envelope.Envelope) map[string]any {
 
 func res(dialect string, extra string) fixtures.Resource {
 	return fixtures.Resource{Name: "subs", Dataset: fixtures.DatasetSubscriptions, Dialect: dialect, PageSize: 20, Extra: extra}
+}
+
+var archive = map[string]any{"type": "archive"}
+
+func inactiveProjects(extra map[string]any) map[string]any {
+	a := map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "action": archive}
+	for k, v := range extra {
+		a[k] = v
+	}
+	return a
+}
+
+func ownerlessVisible(h *harness, n int) []any {
+	var out []any
+	for _, r := range h.api.Collection(fixtures.DatasetServiceAccounts).All() {
+		if r["owner"] == nil && r["_hidden"] != true && len(out) < n {
+			out = append(out, r.ID())
+		}
+	}
+	return out
+}
+
+// fastRetries makes the demo upstream retry twice without waiting long.
+var fastRetries = []string{"retries: 2", "retries: 2\n    backoff: {min: 1ms, max: 5ms}"}
+
+// fastReconcile edits re-read the demo's writes whose outcome was not
+// observed in rounds 10–40 ms apart instead of 0.25–4 s: the same rounds,
+// in test time.
+var fastReconcile = []string{
+	"    description: Pause payment collection on a past-due subscription.\n",
+	"    description: Pause payment collection on a past-due subscription.\n    reconcile: {backoff: 10ms, max_backoff: 40ms}\n",
+	"    description: Assign an owning team to a service account without one.\n",
+	"    description: Assign an owning team to a service account without one.\n    reconcile: {backoff: 10ms, max_backoff: 40ms}\n",
 }

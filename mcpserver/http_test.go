@@ -2,12 +2,13 @@ package mcpserver
 
 import (
 	"context"
-	"github.com/airlock-mcp/airlock/httpserve"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-mcp/airlock/httpserve"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"

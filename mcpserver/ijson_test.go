@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/review"
 )
@@ -49,34 +50,6 @@ func (h *harness) copies(tool string, r result) map[string]map[string]any {
 	return out
 }
 
-// noRoundedNumbers fails when a copy holds a number a double would not
-// read as itself.
-func noRoundedNumbers(t testing.TB, what string, v any) {
-	t.Helper()
-	var rounded []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case json.Number:
-			if !jsonvalue.Interoperable(string(x)) {
-				rounded = append(rounded, string(x))
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	if len(rounded) > 0 {
-		t.Errorf("%s holds %d numbers a JavaScript client reads as others, such as %s", what, len(rounded), rounded[0])
-	}
-}
-
 // idTexts are the ids of a copy's data.items, each as its digits.
 func idTexts(doc map[string]any) []string {
 	var ids []string
@@ -104,7 +77,7 @@ func TestIDsBeyondADouble_TravelAsStringsInEveryAnswerAndSelectExactlyTheirRecor
 	s := h.call("search_all", map[string]any{"resource": "snowflakes", "fields": []any{"id", "name", "team_id"}, "group_by": []any{"team_id"}})
 	var handed []string
 	for name, doc := range h.copies("search_all", s) {
-		noRoundedNumbers(t, "search_all's "+name+" content", doc)
+		tooltest.NoRoundedNumbers(t, "search_all's "+name+" content", doc)
 		// Beyond 2^53−1 a string; up to it (…990, …991) a number.
 		ids := idTexts(doc)
 		if !slices.Equal(ids, fixtures.SnowflakeIDs) {
@@ -147,7 +120,7 @@ func TestIDsBeyondADouble_TravelAsStringsInEveryAnswerAndSelectExactlyTheirRecor
 		t.Fatalf("preview: %+v", p.env.Problem)
 	}
 	for name, doc := range h.copies("preview_selection", p) {
-		noRoundedNumbers(t, "preview_selection's "+name+" content", doc)
+		tooltest.NoRoundedNumbers(t, "preview_selection's "+name+" content", doc)
 		var ids, fieldIDs []any
 		for _, rec := range get(doc, "data.manifest.items").([]any) {
 			ids = append(ids, rec.(map[string]any)["id"])
@@ -190,7 +163,7 @@ func TestIDsBeyondADouble_TravelAsStringsInEveryAnswerAndSelectExactlyTheirRecor
 	}
 	o := h.call("get_operation", map[string]any{"operation_id": c.data["operation_id"]})
 	for name, doc := range h.copies("get_operation", o) {
-		noRoundedNumbers(t, "get_operation's "+name+" content", doc)
+		tooltest.NoRoundedNumbers(t, "get_operation's "+name+" content", doc)
 		var ids []string
 		for _, tgt := range get(doc, "data.results").([]any) {
 			tm := tgt.(map[string]any)

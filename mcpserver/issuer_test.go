@@ -34,11 +34,32 @@ type issuerKey struct {
 
 func newIssuerKey(t testing.TB, kid string) issuerKey {
 	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
+	spareKeys.Lock()
+	var k *rsa.PrivateKey
+	if n := len(spareKeys.free); n > 0 {
+		k, spareKeys.free = spareKeys.free[n-1], spareKeys.free[:n-1]
 	}
+	spareKeys.Unlock()
+	if k == nil {
+		var err error
+		if k, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		spareKeys.Lock()
+		defer spareKeys.Unlock()
+		spareKeys.free = append(spareKeys.free, k)
+	})
 	return issuerKey{kid: kid, key: k}
+}
+
+// spareKeys are the RSA keys of tests that ended, for the tests that
+// follow: a 2048-bit key costs a tenth of a second to make, and a key is
+// never held by two tests at once, so no test's keys are another's.
+var spareKeys struct {
+	sync.Mutex
+	free []*rsa.PrivateKey
 }
 
 func newTestIssuer(t testing.TB, keys ...issuerKey) *testIssuer {

@@ -2,76 +2,22 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"sort"
-	"sync"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/testparallel"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/tools"
 )
-
-var (
-	producedMu sync.Mutex
-	produced   = map[string]bool{}
-)
-
-// recordProblems notes every stable code a result carries: the call's
-// problem, its incomplete reasons and warnings, and the per-target problems
-// of an operation.
-func recordProblems(raw []byte) {
-	type coded struct {
-		Code string `json:"code"`
-	}
-	var env struct {
-		Reasons  []coded `json:"incomplete_reasons"`
-		Warnings []coded `json:"warnings"`
-		Problem  *struct {
-			Code string `json:"code"`
-		} `json:"problem"`
-		Data struct {
-			Results []struct {
-				Problem *struct {
-					Code string `json:"code"`
-				} `json:"problem"`
-			} `json:"results"`
-		} `json:"data"`
-	}
-	if json.Unmarshal(raw, &env) != nil {
-		return
-	}
-	producedMu.Lock()
-	defer producedMu.Unlock()
-	if env.Problem != nil {
-		produced[env.Problem.Code] = true
-	}
-	for _, c := range append(env.Reasons, env.Warnings...) {
-		produced[c.Code] = true
-	}
-	for _, r := range env.Data.Results {
-		if r.Problem != nil {
-			produced[r.Problem.Code] = true
-		}
-	}
-}
 
 // producedElsewhere are the codes no tool returns, only an operator's
 // channel (the review page, airlock approve): the review package's tests
 // require them.
 var producedElsewhere = map[string]bool{string(envelope.ProblemReviewAccessDenied): true, string(envelope.ProblemReviewFormInvalid): true, string(envelope.ProblemApprovalDecided): true}
-
-// producedByTools are the codes whose only producing tests moved to the
-// tools package with the tool-behaviour suites: its TestMain requires them
-// (its producedHere holds the same list).
-var producedByTools = map[string]bool{
-	"CLAIM_UNAVAILABLE": true, "CONFLICTING_EVIDENCE": true, "DECLARATION_CONTRADICTED": true, "END_NOT_PROVEN": true, "FIELD_DRIFT": true,
-	"NULL_LIKE_VALUES": true, "SEARCH_MATCHES_UNVERIFIED": true, "SIGNAL_UNREADABLE": true, "TIME_BUDGET_EXCEEDED": true,
-	"UPSTREAM_CLAIM_UNVERIFIED": true, "UPSTREAM_GRAPHQL_ERRORS": true, "UPSTREAM_REPORTED_INCOMPLETE": true,
-}
 
 // TestMain fails the suite when a registered problem, reason or warning code
 // was produced by no tool result in a test (when the whole suite ran: with
@@ -81,9 +27,13 @@ func TestMain(m *testing.M) {
 	testparallel.Set(4)
 	code := m.Run()
 	if run := flag.Lookup("test.run"); code == 0 && run != nil && run.Value.String() == "" && !testing.Short() {
+		producedByTools := map[string]bool{}
+		for _, c := range tooltest.ProducedByTools {
+			producedByTools[c] = true
+		}
 		var missing []string
 		for _, c := range envelope.Codes() {
-			if (c.Kind == envelope.KindProblem || c.Kind == envelope.KindReason || c.Kind == envelope.KindWarning) && !produced[c.Code] && !producedElsewhere[c.Code] && !producedByTools[c.Code] {
+			if (c.Kind == envelope.KindProblem || c.Kind == envelope.KindReason || c.Kind == envelope.KindWarning) && !tooltest.Produced(c.Code) && !producedElsewhere[c.Code] && !producedByTools[c.Code] {
 				missing = append(missing, c.Code)
 			}
 		}
@@ -104,24 +54,6 @@ func bareDeps() *tools.Deps {
 		panic(err)
 	}
 	return d
-}
-
-// validators caches compiled output schemas by their text: tests build
-// many servers with the same tools, and every harness's server advertises
-// the same few.
-var validators sync.Map
-
-func outputValidator(name string, schema []byte) (*envelope.Validator, error) {
-	key := name + "\x00" + string(schema)
-	if v, ok := validators.Load(key); ok {
-		return v.(*envelope.Validator), nil
-	}
-	v, err := envelope.CompileSchema(name, schema)
-	if err != nil {
-		return nil, err
-	}
-	validators.Store(key, v)
-	return v, nil
 }
 
 // bareServer is a server of bareDeps.

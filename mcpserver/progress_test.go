@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 )
 
 // checkProgress asserts the notifications a call with a progress token
@@ -91,7 +92,7 @@ func TestCommitProgress_BeatsOnTheClockAndNeverAfterTheResult(t *testing.T) {
 	// Writes wait for the test to release them, one per value.
 	release := make(chan struct{}, 1000)
 	var arrived atomic.Int32
-	_, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+	_, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			arrived.Add(1)
 			select {

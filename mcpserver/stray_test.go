@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/httpserve"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 )
 
 // legacyClient is a client of protocol 2025-06-18 speaking streamable HTTP
@@ -135,7 +136,7 @@ func TestStrayAnswer_AnApprovalAnswerOnAnotherReplicaEndsTheCallAtOnce(t *testin
 		t.Fatal("the call still waits for an answer that reached another replica")
 	}
 	raw, _ := json.Marshal(res["result"].(map[string]any)["structuredContent"])
-	recordProblems(raw)
+	tooltest.RecordCodes(raw)
 	var env envelope.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		t.Fatal(err)

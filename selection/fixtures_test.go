@@ -43,11 +43,24 @@ func TestFixtureLists_AnswerLikeAFreshServer(t *testing.T) {
 	t.Parallel()
 	warm := &fixtures.Server{OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
 	datasets := map[string]string{fixtures.DatasetSubscriptions: "sub_00010", fixtures.DatasetServiceAccounts: "sa_00010", fixtures.DatasetProjects: "proj_0010"}
-	// The first 400 records of each data set (hidden service accounts
-	// among them).
-	warm.SetCollection(fixtures.DatasetSubscriptions, fixtures.NewCollection(fixtures.Subscriptions()[:400]))
-	warm.SetCollection(fixtures.DatasetServiceAccounts, fixtures.NewCollection(fixtures.ServiceAccounts()[:400]))
-	warm.SetCollection(fixtures.DatasetProjects, fixtures.NewCollection(fixtures.Projects()[:400]))
+	// The first 150 records of each data set (hidden service accounts
+	// among them): more than a list of 100 holds, and a match for every
+	// filter the queries use (checked below), so no comparison is of
+	// empty lists.
+	const n = 150
+	warm.SetCollection(fixtures.DatasetSubscriptions, fixtures.NewCollection(fixtures.Subscriptions()[:n]))
+	warm.SetCollection(fixtures.DatasetServiceAccounts, fixtures.NewCollection(fixtures.ServiceAccounts()[:n]))
+	warm.SetCollection(fixtures.DatasetProjects, fixtures.NewCollection(fixtures.Projects()[:n]))
+	for _, q := range []string{"/x/offset/subscriptions?limit=50&status=past_due", "/x/offset/subscriptions?limit=10&tags=vip",
+		"/x/offset/service_accounts?limit=50&owner=none", "/x/cursor/projects?limit=50&state=active,inactive"} {
+		if got := serveOnce(warm, q, fixtures.DefaultAdminToken); !strings.Contains(got, `"id"`) {
+			t.Fatalf("%s matches nothing in the first %d records: %.300s", q, n, got)
+		}
+	}
+	if a, o := serveOnce(warm, "/x/offset/service_accounts?limit=100", fixtures.DefaultAdminToken),
+		serveOnce(warm, "/x/offset/service_accounts?limit=100", fixtures.DefaultToken); a == o {
+		t.Fatal("no service account among the first records is hidden from the ordinary token")
+	}
 	// The reference is a new server holding copies of the records, made
 	// once per check; before each of its answers a request with a filter
 	// no other uses makes sure it does not answer from a list it kept.

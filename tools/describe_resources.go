@@ -98,6 +98,12 @@ type filterInfo struct {
 	// filter is sent in (odata, jql, lucene, or declared): an operator
 	// or value it cannot carry is applied by airlock alone.
 	Expression string `json:"expression,omitempty"`
+	// Key is the filter's part of a keyed read's key condition (a
+	// DynamoDB Query): "partition" must be given one value in every
+	// search (or the search is refused, partition_required); "sort" is
+	// one of the sort key's filters, of which a search gives one (or a
+	// gte and an lte together).
+	Key string `json:"key,omitempty" jsonschema:"partition: every search must give this filter one value (the list reads one partition); sort: a condition on the sort key, one such filter per search (or a gte and an lte one together, a range)"`
 }
 
 type paginationInfo struct {
@@ -242,6 +248,7 @@ func describeResource(r *upstream.Resource) resourceInfo {
 			if m.Expression == "" {
 				m.Expression = "declared"
 			}
+			m.Key = config.ResolveExpression(x).KeyCondition.KeyRole(name)
 		}
 		filters = append(filters, m)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/upstream"
 )
 
@@ -31,6 +32,15 @@ type direct struct {
 	// directs call one tool, and compiling a tool's schema costs more
 	// than a call.
 	schemas map[string]*envelope.Validator
+	// closers release what the direct opened (a store).
+	closers []func()
+}
+
+// close releases what the direct opened.
+func (d *direct) close() {
+	for _, c := range d.closers {
+		c()
+	}
 }
 
 // fataler is what both *testing.T and *rapid.T offer.
@@ -79,7 +89,7 @@ func (d *direct) schema(tool string) *envelope.Validator {
 	if !ok {
 		d.t.Fatalf("no tool %q", tool)
 	}
-	v, err := outputValidator(s.Name, s.OutputSchema())
+	v, err := tooltest.OutputValidator(s.Name, s.OutputSchema())
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -97,7 +107,7 @@ func (d *direct) call(tool string, args map[string]any) (*envelope.Envelope, map
 
 // run runs call of tool, and checks the answer's contract: it validates
 // against the tool's output schema and, with its text copy, stays within
-// maxResultBytes. A call that asks for input (call.Ask) answers an empty
+// tooltest.MaxResultBytes. A call that asks for input (call.Ask) answers an empty
 // envelope, as the tool does.
 func (d *direct) run(tool string, call *Call) (*envelope.Envelope, map[string]any) {
 	d.t.Helper()
@@ -111,9 +121,9 @@ func (d *direct) run(tool string, call *Call) (*envelope.Envelope, map[string]an
 	}
 	env.Finish()
 	b := env.Marshal()
-	recordProblems(b)
-	if text, _ := json.Marshal(string(b)); len(b)+len(text) > maxResultBytes {
-		d.t.Fatalf("%s: the result costs %d bytes with its text copy, over %d", tool, len(b)+len(text), maxResultBytes)
+	tooltest.RecordCodes(b)
+	if text, _ := json.Marshal(string(b)); len(b)+len(text) > tooltest.MaxResultBytes {
+		d.t.Fatalf("%s: the result costs %d bytes with its text copy, over %d", tool, len(b)+len(text), tooltest.MaxResultBytes)
 	}
 	if err := d.schema(tool).Validate(b); err != nil {
 		d.t.Fatalf("%s result breaks its output schema: %v\n%s", tool, err, b)
@@ -125,13 +135,9 @@ func (d *direct) run(tool string, call *Call) (*envelope.Envelope, map[string]an
 	return env, m.Data
 }
 
-// maxResultBytes bounds a whole tool result (structured content and its
-// text copy, as sent).
-const maxResultBytes = 32 << 10
-
 // canaryAdmin is the suite's administrator credential: no tool result may
 // ever contain it either.
-const canaryAdmin = "cnry-b81d04aa-admin-credential"
+const canaryAdmin = tooltest.CanaryAdmin
 
 func testEnv(k string) string {
 	if k == fixtures.DemoTokenEnv {
@@ -144,61 +150,4 @@ func testEnv(k string) string {
 func newFixture(t testing.TB) *fixtures.Server {
 	return &fixtures.Server{Token: canaryToken, AdminToken: canaryAdmin,
 		OnUnknownRoute: func(m, p string) { t.Errorf("fixture: unexpected %s %s", m, p) }}
-}
-
-// validators caches compiled output schemas by their text: tests build
-// many directs with the same tools.
-var validators sync.Map
-
-func outputValidator(name string, schema []byte) (*envelope.Validator, error) {
-	key := name + "\x00" + string(schema)
-	if v, ok := validators.Load(key); ok {
-		return v.(*envelope.Validator), nil
-	}
-	v, err := envelope.CompileSchema(name, schema)
-	if err != nil {
-		return nil, err
-	}
-	validators.Store(key, v)
-	return v, nil
-}
-
-var (
-	producedMu sync.Mutex
-	produced   = map[string]bool{}
-)
-
-// recordProblems notes every stable code a result carries: the call's
-// problem, its incomplete reasons and warnings, and the per-target problems
-// of an operation (see TestMain).
-func recordProblems(raw []byte) {
-	type coded struct {
-		Code string `json:"code"`
-	}
-	var env struct {
-		Reasons  []coded `json:"incomplete_reasons"`
-		Warnings []coded `json:"warnings"`
-		Problem  *coded  `json:"problem"`
-		Data     struct {
-			Results []struct {
-				Problem *coded `json:"problem"`
-			} `json:"results"`
-		} `json:"data"`
-	}
-	if json.Unmarshal(raw, &env) != nil {
-		return
-	}
-	producedMu.Lock()
-	defer producedMu.Unlock()
-	if env.Problem != nil {
-		produced[env.Problem.Code] = true
-	}
-	for _, c := range append(env.Reasons, env.Warnings...) {
-		produced[c.Code] = true
-	}
-	for _, r := range env.Data.Results {
-		if r.Problem != nil {
-			produced[r.Problem.Code] = true
-		}
-	}
 }

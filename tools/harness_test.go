@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,7 @@ import (
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/internal/clock"
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
-	"github.com/airlock-mcp/airlock/jsonvalue"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/selection/sqlitestore"
@@ -40,12 +39,14 @@ type harness struct {
 	// answer is how the user answers an approval request: accept (approve
 	// and acknowledge), decline or cancel.
 	answer *answerer
-	t      testing.TB
-	api    *fixtures.Server
-	apiURL string
-	deps   *Deps
+	// cannotAsk: the client cannot show approval requests.
+	cannotAsk bool
+	t         testing.TB
+	api       *fixtures.Server
+	apiURL    string
+	deps      *Deps
 	// logs is everything airlock logged, as JSON lines.
-	logs *syncBuffer
+	logs *tooltest.SyncBuffer
 	// dbPath is the store's SQLite file.
 	dbPath string
 	// build makes another airlock process on the same store, its
@@ -62,7 +63,20 @@ type harnessCfg struct {
 	scanMemory int
 	// wrapStore, when set, stands between the tools and the store.
 	wrapStore func(selection.Store) selection.Store
+	// cannotAsk: the client cannot show approval requests (it declares
+	// no elicitation).
+	cannotAsk bool
+	// fingerprint, when set, replaces the credentials' fingerprint in the
+	// memory of failed calls.
+	fingerprint func() string
 }
+
+// withoutAsking is a client that cannot show approval requests.
+func withoutAsking() harnessOpt { return func(h *harnessCfg) { h.cannotAsk = true } }
+
+// withFingerprint names what the memory of failed calls keys answers on
+// besides the call.
+func withFingerprint(f func() string) harnessOpt { return func(h *harnessCfg) { h.fingerprint = f } }
 
 // withStore puts wrap between the tools and the store (a store that fails).
 func withStore(wrap func(selection.Store) selection.Store) harnessOpt {
@@ -104,10 +118,10 @@ func withEnv(f func(string) string) harnessOpt { return func(c *harnessCfg) { c.
 
 // leaks fails the test when b holds a canary credential in any form a
 // reader could decode (raw, split, escaped, base64, containers nested in
-// each other).
+// each other), cursorAPIKey among them.
 func leaks(t testing.TB, what string, b []byte) {
 	t.Helper()
-	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin) {
+	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin, cursorAPIKey) {
 		if len(hits) > 0 {
 			t.Fatalf("the credential leaked into %s (%v)", what, hits)
 		}
@@ -128,7 +142,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	api := newFixture(t)
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
-	var logs, auditLog syncBuffer
+	var logs, auditLog tooltest.SyncBuffer
 	c, err := config.Parse(cfg.config(apiSrv.URL))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -174,7 +188,8 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	build := func(with ...func(*Config)) *Deps {
 		c := Config{Runtime: rt, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			Clock: cfg.clock, Store: used, Background: bg, Auditor: auditor, ScanMemory: cfg.scanMemory}
+			Clock: cfg.clock, Store: used, Background: bg, Auditor: auditor, ScanMemory: cfg.scanMemory,
+			Fingerprint: cfg.fingerprint}
 		for _, f := range with {
 			f(&c)
 		}
@@ -186,7 +201,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		return deps
 	}
 	return &harness{t: t, api: api, apiURL: apiSrv.URL, deps: build(), build: build, logs: &logs, dbPath: dbPath,
-		answer: &answerer{action: AnswerAccept}}
+		answer: &answerer{action: AnswerAccept}, cannotAsk: cfg.cannotAsk}
 }
 
 // otherProcess is another airlock process on the same store, with secret
@@ -223,6 +238,19 @@ type answerer struct {
 	action   string
 	content  map[string]any
 	messages []string
+}
+
+func (a *answerer) set(action string, content map[string]any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.action, a.content = action, content
+}
+
+// asked is every approval request's message, in order.
+func (a *answerer) asked() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.messages...)
 }
 
 // reply is the user's answer to ask.
@@ -307,7 +335,7 @@ func (h *harness) call(tool string, args map[string]any) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	call := &Call{RequestID: uuid.NewString(), Raw: raw, Client: "mcp client airlock-test 1", CanAsk: true}
+	call := &Call{RequestID: uuid.NewString(), Raw: raw, Client: "mcp client airlock-test 1", CanAsk: !h.cannotAsk}
 	env := h.deps.Memory.Recall(s, call.Raw, call.RequestID)
 	if env == nil {
 		env = s.Run(ctx, call)
@@ -337,21 +365,21 @@ func (h *harness) check(s Spec, raw []byte) result {
 	tool := s.Name
 	text := envelope.Text(raw, s.TextDefaults...)
 	leaks(h.t, tool+"'s result", raw)
-	if n := len(raw) + len(mustJSON(string(text))); n > maxResultBytes {
-		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, n, maxResultBytes)
+	if n := len(raw) + len(tooltest.MustJSON(string(text))); n > tooltest.MaxResultBytes {
+		h.t.Fatalf("%s: the result is %d bytes, over the %d every result must stay within", tool, n, tooltest.MaxResultBytes)
 	}
-	recordProblems(raw)
+	tooltest.RecordCodes(raw)
 	// Whatever the tool, no number in its answer reads as another in a
 	// client that holds numbers as doubles (I-JSON).
 	if exact, err := envelope.DecodeJSON(raw); err != nil {
 		h.t.Fatalf("%s: structured content: %v", tool, err)
 	} else {
-		noRoundedNumbers(h.t, tool+"'s structured content", exact)
+		tooltest.NoRoundedNumbers(h.t, tool+"'s structured content", exact)
 	}
-	if err := fullEnvelope.Validate(raw); err != nil {
+	if err := tooltest.FullEnvelope().Validate(raw); err != nil {
 		h.t.Fatalf("%s result breaks the envelope schema: %v\n%s", tool, err, raw)
 	}
-	v, err := outputValidator(s.Name, s.OutputSchema())
+	v, err := tooltest.OutputValidator(s.Name, s.OutputSchema())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -366,7 +394,7 @@ func (h *harness) check(s Spec, raw []byte) result {
 	var a, b any
 	_ = json.Unmarshal(envelope.Expand(text, s.TextDefaults...), &a)
 	_ = json.Unmarshal(raw, &b)
-	if string(mustJSON(a)) != string(mustJSON(b)) {
+	if string(tooltest.MustJSON(a)) != string(tooltest.MustJSON(b)) {
 		h.t.Fatalf("%s: text content does not mirror structured content\ntext: %s\nstructured: %s", tool, text, raw)
 	}
 	var env envelope.Envelope
@@ -379,15 +407,6 @@ func (h *harness) check(s Spec, raw []byte) result {
 	}
 	return result{env: &env, data: data, raw: raw}
 }
-
-// fullEnvelope is the envelope's published schema.
-var fullEnvelope = func() *envelope.Validator {
-	v, err := envelope.CompileSchema("envelope-full", envelope.Schema())
-	if err != nil {
-		panic(err)
-	}
-	return v
-}()
 
 var dataSchemas sync.Map
 
@@ -416,34 +435,6 @@ func checkData(s Spec, raw []byte) error {
 		v, _ = dataSchemas.LoadOrStore(s.Name, c)
 	}
 	return v.(*envelope.Validator).Validate(env.Data)
-}
-
-// noRoundedNumbers fails when a copy holds a number a double would not
-// read as itself.
-func noRoundedNumbers(t testing.TB, what string, v any) {
-	t.Helper()
-	var rounded []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case json.Number:
-			if !jsonvalue.Interoperable(string(x)) {
-				rounded = append(rounded, string(x))
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	if len(rounded) > 0 {
-		t.Errorf("%s holds %d numbers a JavaScript client reads as others, such as %s", what, len(rounded), rounded[0])
-	}
 }
 
 // members lists every member id of a selection through get_selection.
@@ -483,29 +474,6 @@ func (h *harness) operation(id any) result {
 	}
 	h.t.Fatal("the operation did not finish")
 	return result{}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 var pauseAction = map[string]any{"type": "pause_collection", "params": map[string]any{"reason": "approved credit hold review"}}
@@ -571,4 +539,11 @@ func fieldsOf(p *envelope.Problem) map[string]envelope.FieldCode {
 		out[e.Field] = e.Code
 	}
 	return out
+}
+
+// handler is a tool's run as the server calls it (Spec.Run), for tests
+// that hand it a call of their own.
+func (h *harness) handler(tool string) func(context.Context, *Call) *envelope.Envelope {
+	h.t.Helper()
+	return h.spec(tool).Run
 }

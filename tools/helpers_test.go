@@ -6,11 +6,12 @@ import (
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 )
 
 // canaryToken is the suite's credential: no tool result may ever contain
 // it.
-const canaryToken = "cnry-3f9a1c7e-demo-credential"
+const canaryToken = tooltest.CanaryToken
 
 // bareDeps are the tools without a configuration or a store: their specs
 // and schemas.

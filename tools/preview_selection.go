@@ -239,6 +239,10 @@ func (d *Deps) preview(ctx context.Context, call *Call) *envelope.Envelope {
 	if !bad["filter"] {
 		typed, ferrs := r.TypedFilter(a.Filter)
 		errs = append(errs, ferrs...)
+		if a.IDs == nil {
+			// Named ids are read one by one, never listed.
+			errs = append(errs, r.CheckListFilter(typed)...)
+		}
 		errs = append(errs, checkSensitive(r, filterUses(r, a.Filter))...)
 		if a.Filter != nil {
 			a.Filter = typed

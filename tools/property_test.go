@@ -5,7 +5,9 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,192 +187,202 @@ func TestPropertyFaultyDialects_CompleteMeansTheTrueSet(t *testing.T) {
 		fixtures.DialectKeyRange}
 	jsonKind := map[string]bool{fixtures.DialectGraphQL: true, fixtures.DialectPostCursor: true, fixtures.DialectSearchAfter: true, fixtures.DialectKeyRange: true}
 	owners := []any{"", "team-a", "team-b", nil}
+	var mu sync.Mutex // the rounds run in parallel
 	checks, completes := 0, 0
 	byDialect := map[string]int{}
-	for range 10 { // 10 × rapid's 100 checks
-		rapid.Check(t, func(rt *rapid.T) {
-			checks++
-			fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: rapid.SampledFrom(dialects).Draw(rt, "dialect")}}
-			// The API's filter semantics, and a configuration that either
-			// declares the multi-value form the API really takes or none.
-			fl.Filter = rapid.SampledFrom([]string{"exact", "comma", "ignore"}).Draw(rt, "api_filter")
-			multi := ""
-			if rapid.Bool().Draw(rt, "declare_multi") {
-				forms := map[string]string{"exact": "repeat", "comma": "comma", "ignore": rapid.SampledFrom([]string{"repeat", "comma"}).Draw(rt, "any_multi")}
-				if jsonKind[fl.Dialect] {
-					forms["exact"], forms["ignore"] = "array", rapid.SampledFrom([]string{"array", "comma"}).Draw(rt, "any_json_multi")
-				}
-				multi = forms[fl.Filter]
-			}
-			// A status holding the separator, whenever the configuration
-			// says how the API reads its parameter (an API that splits a
-			// parameter declared as taking one value is a wrong
-			// declaration only probe can find).
-			pool := statuses
-			if fl.Filter != "comma" || multi == "comma" {
-				pool = append(append([]string(nil), statuses...), "on hold, billing")
-			}
-			n := rapid.IntRange(0, 80).Draw(rt, "records")
-			for i := range n {
-				fl.Records = append(fl.Records, fixtures.Record{"id": fmt.Sprintf("r%03d", i),
-					"status": rapid.SampledFrom(pool).Draw(rt, "status"), "owner": rapid.SampledFrom(owners).Draw(rt, "owner")})
-			}
-			minPage := 1
-			if fl.Dialect == fixtures.DialectOffset {
-				minPage = 2
-			}
-			pageSize := rapid.IntRange(minPage, 25).Draw(rt, "page_size")
-			honest := true
-			if rapid.Bool().Draw(rt, "capped") {
-				fl.MaxPageSize = rapid.IntRange(minPage, 25).Draw(rt, "max_page_size")
-			}
-			// Pages of one item are all whole: a list that leaves its signal
-			// off the last one, or empties it, cannot be told from one a
-			// signal was dropped from, and a page of one cannot be asked
-			// for again smaller.
-			wholeOnes := (pageSize == 1 || fl.MaxPageSize == 1) && map[string]bool{fixtures.DialectCursorNext: true, fixtures.DialectContinue: true,
-				fixtures.DialectContinueObject: true, fixtures.DialectKeyRange: true, fixtures.DialectLink: true, fixtures.DialectNextURL: true}[fl.Dialect]
-			var pagination []string
-			switch fl.Dialect {
-			case fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectLink, fixtures.DialectNextURL:
-				fl.Total = rapid.SampledFrom([]string{"exact", "header", "missing", "negative", "low", "high"}).Draw(rt, "total")
-				if fl.Total == "header" {
-					pagination = append(pagination, "total_header: X-Total-Count")
-				}
-				if fl.Dialect == fixtures.DialectLink && fl.Total != "header" {
-					fl.Total = ""
-				}
-				// A total the records exceed (low) or never reach (high)
-				// contradicts the list: neither is believed.
-				honest = fl.Total != "high" && fl.Total != "low"
-			case fixtures.DialectGraphQL, fixtures.DialectSearchAfter:
-				fl.Total = rapid.SampledFrom([]string{"exact", "missing", "negative", "low", "high"}).Draw(rt, "total")
-				honest = fl.Total != "high" && fl.Total != "low"
-			}
-			if (fl.Dialect == fixtures.DialectPostCursor || fl.Dialect == fixtures.DialectNextURL) && rapid.Bool().Draw(rt, "end_flag") {
-				fl.EndFlag = true
-				flag := map[string]string{fixtures.DialectPostCursor: "is_last: isLast", fixtures.DialectNextURL: "is_last: done"}[fl.Dialect]
-				pagination = append(pagination, flag)
-			}
-			honestBefore := honest
-			switch rapid.IntRange(0, 5).Draw(rt, "fault") {
-			case 1:
-				fl.NoNextSignal, honest = true, false
-			case 2:
-				fl.IgnorePage, honest = true, false
-			case 3:
-				fl.NoNextSignal, fl.IgnorePage, honest = true, true, false
-			case 4:
-				fl.NoHasMore = true
-			}
-			if fl.Dialect == fixtures.DialectKeyRange && fl.NoHasMore {
-				// more omitted on every page reads as false: without it
-				// ever shown, no end is proven.
-				honest = false
-			}
-			if fl.Dialect == fixtures.DialectCursor && fl.NoNextSignal {
-				// has_more: false on every page is an explicit lie no
-				// reader can catch; the model leaves it out.
-				fl.NoNextSignal, honest = false, honestBefore && !fl.IgnorePage
-			}
-			if fl.EndFlag && fl.NoNextSignal && fl.Dialect == fixtures.DialectNextURL {
-				// done: true on a page that is not the last is the same
-				// explicit lie.
-				fl.NoNextSignal, honest = false, honestBefore && !fl.IgnorePage
-			}
-			honest = honest && !wholeOnes
-			if rapid.IntRange(0, 4).Draw(rt, "expire") == 0 {
-				fl.ExpireAfter, honest = rapid.IntRange(1, 4).Draw(rt, "expire_after"), false
-				if fl.Dialect == fixtures.DialectGraphQL {
-					pagination = append(pagination, "expiry: {match: expired}")
-				}
-			}
-			if fl.Dialect == fixtures.DialectGraphQL && rapid.IntRange(0, 3).Draw(rt, "graphql_errors") == 0 {
-				fl.GraphQLErrorPages, honest = map[int]bool{rapid.IntRange(1, 3).Draw(rt, "error_page"): true}, false
-			}
-			ts := httptest.NewServer(fl)
-			defer ts.Close()
-			d := newDirect(rt, fixtures.FaultListConfig(ts.URL, fl.Dialect, pageSize, strings.Join(pagination, ", "), multi))
-
-			filter := map[string]any{}
-			switch rapid.IntRange(0, 4).Draw(rt, "filter") {
-			case 1:
-				filter["status"] = rapid.SampledFrom(pool).Draw(rt, "one_status")
-			case 2:
-				filter["status"] = []any{pool[0], rapid.SampledFrom(pool[1:]).Draw(rt, "other_status")}
-			case 3:
-				filter["owner"] = nil
-			case 4:
-				filter["status"] = pool[len(pool)-1]
-			}
-			var want []string
-			for _, r := range fl.Records {
-				ok := true
-				switch v := filter["status"].(type) {
-				case string:
-					ok = r["status"] == v
-				case []any:
-					ok = slices.Contains(v, r["status"])
-				}
-				if _, byOwner := filter["owner"]; byOwner {
-					ok = ok && (r["owner"] == nil || r["owner"] == "")
-				}
-				if ok {
-					want = append(want, r.ID())
-				}
-			}
-			sort.Strings(want)
-			if fl.Filter == "ignore" && len(filter) > 0 && len(want) < n {
-				// The upstream returns records for a filter it was sent
-				// that the filter rejects: it and airlock disagree on what
-				// the filter means, and the answer says so.
-				honest = false
-			}
-			maxItems := rapid.SampledFrom([]int{0, 7, 1000}).Draw(rt, "max_items")
-			args := map[string]any{"resource": "items", "filter": filter, "fields": []any{"id"}, "max_items": maxItems,
-				"max_pages": 5000, "deadline_ms": 60000}
-			var got []string
-			for hop := 0; ; hop++ {
-				env, data := d.call("search_all", args)
-				if env.Problem != nil {
-					if honest {
-						rt.Fatalf("an honest upstream answered with a problem: %+v", env.Problem)
+	t.Run("rounds", func(t *testing.T) {
+		for round := range 10 { // 10 × rapid's 100 checks
+			t.Run(strconv.Itoa(round), func(t *testing.T) {
+				t.Parallel()
+				rapid.Check(t, func(rt *rapid.T) {
+					mu.Lock()
+					checks++
+					mu.Unlock()
+					fl := &fixtures.FaultList{FaultKnobs: fixtures.FaultKnobs{Dialect: rapid.SampledFrom(dialects).Draw(rt, "dialect")}}
+					// The API's filter semantics, and a configuration that either
+					// declares the multi-value form the API really takes or none.
+					fl.Filter = rapid.SampledFrom([]string{"exact", "comma", "ignore"}).Draw(rt, "api_filter")
+					multi := ""
+					if rapid.Bool().Draw(rt, "declare_multi") {
+						forms := map[string]string{"exact": "repeat", "comma": "comma", "ignore": rapid.SampledFrom([]string{"repeat", "comma"}).Draw(rt, "any_multi")}
+						if jsonKind[fl.Dialect] {
+							forms["exact"], forms["ignore"] = "array", rapid.SampledFrom([]string{"array", "comma"}).Draw(rt, "any_json_multi")
+						}
+						multi = forms[fl.Filter]
 					}
-					return // a refusal claims nothing
-				}
-				got = append(got, dataIDs(data)...)
-				if dup := firstDuplicate(got); dup != "" {
-					rt.Fatalf("%s delivered twice across the continuation", dup)
-				}
-				for _, rs := range env.IncompleteReasons {
-					if rs.Code == envelope.CursorExpired && env.Continuation.Kind != envelope.ContinueRestart {
-						rt.Fatalf("CURSOR_EXPIRED with continuation %q, want restart", env.Continuation.Kind)
+					// A status holding the separator, whenever the configuration
+					// says how the API reads its parameter (an API that splits a
+					// parameter declared as taking one value is a wrong
+					// declaration only probe can find).
+					pool := statuses
+					if fl.Filter != "comma" || multi == "comma" {
+						pool = append(append([]string(nil), statuses...), "on hold, billing")
 					}
-				}
-				if env.Complete {
-					completes++
-					byDialect[fl.Dialect]++
-					if total := int(data["total_matched"].(float64)); total != len(want) {
-						rt.Fatalf("complete with total_matched %d, the upstream holds %d matches", total, len(want))
+					n := rapid.IntRange(0, 80).Draw(rt, "records")
+					for i := range n {
+						fl.Records = append(fl.Records, fixtures.Record{"id": fmt.Sprintf("r%03d", i),
+							"status": rapid.SampledFrom(pool).Draw(rt, "status"), "owner": rapid.SampledFrom(owners).Draw(rt, "owner")})
 					}
-					if maxItems > 0 {
-						sort.Strings(got)
-						if !slices.Equal(got, want) {
-							rt.Fatalf("complete after %d hop(s) with %d ids, the upstream holds %d", hop, len(got), len(want))
+					minPage := 1
+					if fl.Dialect == fixtures.DialectOffset {
+						minPage = 2
+					}
+					pageSize := rapid.IntRange(minPage, 25).Draw(rt, "page_size")
+					honest := true
+					if rapid.Bool().Draw(rt, "capped") {
+						fl.MaxPageSize = rapid.IntRange(minPage, 25).Draw(rt, "max_page_size")
+					}
+					// Pages of one item are all whole: a list that leaves its signal
+					// off the last one, or empties it, cannot be told from one a
+					// signal was dropped from, and a page of one cannot be asked
+					// for again smaller.
+					wholeOnes := (pageSize == 1 || fl.MaxPageSize == 1) && map[string]bool{fixtures.DialectCursorNext: true, fixtures.DialectContinue: true,
+						fixtures.DialectContinueObject: true, fixtures.DialectKeyRange: true, fixtures.DialectLink: true, fixtures.DialectNextURL: true}[fl.Dialect]
+					var pagination []string
+					switch fl.Dialect {
+					case fixtures.DialectOffset, fixtures.DialectPage, fixtures.DialectLink, fixtures.DialectNextURL:
+						fl.Total = rapid.SampledFrom([]string{"exact", "header", "missing", "negative", "low", "high"}).Draw(rt, "total")
+						if fl.Total == "header" {
+							pagination = append(pagination, "total_header: X-Total-Count")
+						}
+						if fl.Dialect == fixtures.DialectLink && fl.Total != "header" {
+							fl.Total = ""
+						}
+						// A total the records exceed (low) or never reach (high)
+						// contradicts the list: neither is believed.
+						honest = fl.Total != "high" && fl.Total != "low"
+					case fixtures.DialectGraphQL, fixtures.DialectSearchAfter:
+						fl.Total = rapid.SampledFrom([]string{"exact", "missing", "negative", "low", "high"}).Draw(rt, "total")
+						honest = fl.Total != "high" && fl.Total != "low"
+					}
+					if (fl.Dialect == fixtures.DialectPostCursor || fl.Dialect == fixtures.DialectNextURL) && rapid.Bool().Draw(rt, "end_flag") {
+						fl.EndFlag = true
+						flag := map[string]string{fixtures.DialectPostCursor: "is_last: isLast", fixtures.DialectNextURL: "is_last: done"}[fl.Dialect]
+						pagination = append(pagination, flag)
+					}
+					honestBefore := honest
+					switch rapid.IntRange(0, 5).Draw(rt, "fault") {
+					case 1:
+						fl.NoNextSignal, honest = true, false
+					case 2:
+						fl.IgnorePage, honest = true, false
+					case 3:
+						fl.NoNextSignal, fl.IgnorePage, honest = true, true, false
+					case 4:
+						fl.NoHasMore = true
+					}
+					if fl.Dialect == fixtures.DialectKeyRange && fl.NoHasMore {
+						// more omitted on every page reads as false: without it
+						// ever shown, no end is proven.
+						honest = false
+					}
+					if fl.Dialect == fixtures.DialectCursor && fl.NoNextSignal {
+						// has_more: false on every page is an explicit lie no
+						// reader can catch; the model leaves it out.
+						fl.NoNextSignal, honest = false, honestBefore && !fl.IgnorePage
+					}
+					if fl.EndFlag && fl.NoNextSignal && fl.Dialect == fixtures.DialectNextURL {
+						// done: true on a page that is not the last is the same
+						// explicit lie.
+						fl.NoNextSignal, honest = false, honestBefore && !fl.IgnorePage
+					}
+					honest = honest && !wholeOnes
+					if rapid.IntRange(0, 4).Draw(rt, "expire") == 0 {
+						fl.ExpireAfter, honest = rapid.IntRange(1, 4).Draw(rt, "expire_after"), false
+						if fl.Dialect == fixtures.DialectGraphQL {
+							pagination = append(pagination, "expiry: {match: expired}")
 						}
 					}
-					return
-				}
-				if env.Continuation.Kind != envelope.ContinueNextCursor || hop > 200 {
-					break
-				}
-				args["cursor"] = env.Continuation.Cursor
-			}
-			if honest && n >= 2 {
-				rt.Fatalf("an honest upstream of %d records was not read completely", n)
-			}
-		})
-	}
+					if fl.Dialect == fixtures.DialectGraphQL && rapid.IntRange(0, 3).Draw(rt, "graphql_errors") == 0 {
+						fl.GraphQLErrorPages, honest = map[int]bool{rapid.IntRange(1, 3).Draw(rt, "error_page"): true}, false
+					}
+					ts := httptest.NewServer(fl)
+					defer ts.Close()
+					d := newDirect(rt, fixtures.FaultListConfig(ts.URL, fl.Dialect, pageSize, strings.Join(pagination, ", "), multi))
+
+					filter := map[string]any{}
+					switch rapid.IntRange(0, 4).Draw(rt, "filter") {
+					case 1:
+						filter["status"] = rapid.SampledFrom(pool).Draw(rt, "one_status")
+					case 2:
+						filter["status"] = []any{pool[0], rapid.SampledFrom(pool[1:]).Draw(rt, "other_status")}
+					case 3:
+						filter["owner"] = nil
+					case 4:
+						filter["status"] = pool[len(pool)-1]
+					}
+					var want []string
+					for _, r := range fl.Records {
+						ok := true
+						switch v := filter["status"].(type) {
+						case string:
+							ok = r["status"] == v
+						case []any:
+							ok = slices.Contains(v, r["status"])
+						}
+						if _, byOwner := filter["owner"]; byOwner {
+							ok = ok && (r["owner"] == nil || r["owner"] == "")
+						}
+						if ok {
+							want = append(want, r.ID())
+						}
+					}
+					sort.Strings(want)
+					if fl.Filter == "ignore" && len(filter) > 0 && len(want) < n {
+						// The upstream returns records for a filter it was sent
+						// that the filter rejects: it and airlock disagree on what
+						// the filter means, and the answer says so.
+						honest = false
+					}
+					maxItems := rapid.SampledFrom([]int{0, 7, 1000}).Draw(rt, "max_items")
+					args := map[string]any{"resource": "items", "filter": filter, "fields": []any{"id"}, "max_items": maxItems,
+						"max_pages": 5000, "deadline_ms": 60000}
+					var got []string
+					for hop := 0; ; hop++ {
+						env, data := d.call("search_all", args)
+						if env.Problem != nil {
+							if honest {
+								rt.Fatalf("an honest upstream answered with a problem: %+v", env.Problem)
+							}
+							return // a refusal claims nothing
+						}
+						got = append(got, dataIDs(data)...)
+						if dup := firstDuplicate(got); dup != "" {
+							rt.Fatalf("%s delivered twice across the continuation", dup)
+						}
+						for _, rs := range env.IncompleteReasons {
+							if rs.Code == envelope.CursorExpired && env.Continuation.Kind != envelope.ContinueRestart {
+								rt.Fatalf("CURSOR_EXPIRED with continuation %q, want restart", env.Continuation.Kind)
+							}
+						}
+						if env.Complete {
+							mu.Lock()
+							completes++
+							byDialect[fl.Dialect]++
+							mu.Unlock()
+							if total := int(data["total_matched"].(float64)); total != len(want) {
+								rt.Fatalf("complete with total_matched %d, the upstream holds %d matches", total, len(want))
+							}
+							if maxItems > 0 {
+								sort.Strings(got)
+								if !slices.Equal(got, want) {
+									rt.Fatalf("complete after %d hop(s) with %d ids, the upstream holds %d", hop, len(got), len(want))
+								}
+							}
+							return
+						}
+						if env.Continuation.Kind != envelope.ContinueNextCursor || hop > 200 {
+							break
+						}
+						args["cursor"] = env.Continuation.Cursor
+					}
+					if honest && n >= 2 {
+						rt.Fatalf("an honest upstream of %d records was not read completely", n)
+					}
+				})
+			})
+		}
+	})
 	t.Logf("%d property checks, %d complete answers (by dialect: %v)", checks, completes, byDialect)
 	for _, d := range dialects {
 		if byDialect[d] == 0 {

@@ -200,6 +200,7 @@ func (d *Deps) searchAll(ctx context.Context, call *Call) *envelope.Envelope {
 	if !bad["filter"] {
 		typed, ferrs := r.TypedFilter(a.Filter)
 		errs = append(errs, ferrs...)
+		errs = append(errs, r.CheckListFilter(typed)...)
 		errs = append(errs, checkSensitive(r, filterUses(r, a.Filter))...)
 		if a.Filter != nil {
 			a.Filter = typed

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 )
 
 // TestRateLimit_TheWaitToldIsKeptAndNoLonger: whatever a 429 says of its
@@ -32,7 +33,7 @@ func TestRateLimit_TheWaitToldIsKeptAndNoLonger(t *testing.T) {
 			clock := newFakeClock()
 			api := newFixture(t)
 			var recovered atomic.Bool
-			up, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			up, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 				if recovered.Load() {
 					api.ServeHTTP(w, r)
 					return
@@ -41,7 +42,7 @@ func TestRateLimit_TheWaitToldIsKeptAndNoLonger(t *testing.T) {
 				if tc.retryAfter != "" {
 					headers = append(headers, "Retry-After", tc.retryAfter)
 				}
-				answer(w, http.StatusTooManyRequests, "application/json", `{"error":"slow down"}`, headers...)
+				tooltest.Answer(w, http.StatusTooManyRequests, "application/json", `{"error":"slow down"}`, headers...)
 			})
 			h := newHarness(t, demoAt(url, fastRetries...), withClock(clock))
 			args := map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0}
@@ -52,8 +53,8 @@ func TestRateLimit_TheWaitToldIsKeptAndNoLonger(t *testing.T) {
 				secs(first.reason(envelope.RateLimited).RetryAfterSeconds) != tc.told {
 				t.Fatalf("want RATE_LIMITED telling %d s, got %v telling %v s", tc.told, first.reasonCodes(), secs(cont.RetryAfterSeconds))
 			}
-			if up.count() != tc.requests {
-				t.Fatalf("the upstream saw %d request(s), want %d", up.count(), tc.requests)
+			if up.Count() != tc.requests {
+				t.Fatalf("the upstream saw %d request(s), want %d", up.Count(), tc.requests)
 			}
 
 			recovered.Store(true)
@@ -66,13 +67,13 @@ func TestRateLimit_TheWaitToldIsKeptAndNoLonger(t *testing.T) {
 			if p := other.env.Problem; p == nil || p.Code != envelope.ProblemUpstreamRateLimited || secs(p.RetryAfterSeconds) != 1 {
 				t.Fatalf("a second before the wait is over, want another call refused with 1 s left, got %+v", p)
 			}
-			if up.count() != tc.requests {
-				t.Fatalf("the upstream saw %d request(s) within the wait", up.count()-tc.requests)
+			if up.Count() != tc.requests {
+				t.Fatalf("the upstream saw %d request(s) within the wait", up.Count()-tc.requests)
 			}
 
 			clock.Advance(time.Second)
 			done := h.call("search_all", args)
-			if !done.env.Complete || done.env.HasWarning(envelope.WarnAnsweredFromMemory) || up.count() == tc.requests {
+			if !done.env.Complete || done.env.HasWarning(envelope.WarnAnsweredFromMemory) || up.Count() == tc.requests {
 				t.Fatalf("once the told wait is over the identical call reaches the upstream: %v %v", done.reasonCodes(), done.env.Warnings)
 			}
 		})
@@ -95,7 +96,7 @@ var dynamoDBThrottlingEdits = []string{"retries: 2", "retries: 2\n    backoff: {
 // dynamoDBThrottle answers as DynamoDB does when a table's provisioned
 // throughput is exceeded.
 func dynamoDBThrottle(w http.ResponseWriter) {
-	answer(w, http.StatusBadRequest, "application/x-amz-json-1.0",
+	tooltest.Answer(w, http.StatusBadRequest, "application/x-amz-json-1.0",
 		`{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}`,
 		"X-Amzn-RequestId", "8M3QG5N0VJ7EXAMPLE")
 }
@@ -121,7 +122,7 @@ func TestDeclaredThrottling_ADynamoDBThrottleIsWaitedOutNotRemembered(t *testing
 			clock := newFakeClock()
 			api := newFixture(t)
 			var recovered atomic.Bool
-			up, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			up, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 				if recovered.Load() {
 					api.ServeHTTP(w, r)
 					return
@@ -144,18 +145,18 @@ func TestDeclaredThrottling_ADynamoDBThrottleIsWaitedOutNotRemembered(t *testing
 				}
 				told = *first.env.Continuation.RetryAfterSeconds
 			}
-			if told != 5 || up.count() != 3 {
-				t.Fatalf("told %d s after %d request(s); want DynamoDB's throttle retried in the call like a 429, then 5 s", told, up.count())
+			if told != 5 || up.Count() != 3 {
+				t.Fatalf("told %d s after %d request(s); want DynamoDB's throttle retried in the call like a 429, then 5 s", told, up.Count())
 			}
 
 			recovered.Store(true)
 			clock.Advance(time.Duration(told-1) * time.Second)
-			if again := h.call(tc.tool, tc.args); again.env.Complete || up.count() != 3 {
-				t.Fatalf("within the wait the upstream saw %d more request(s)", up.count()-3)
+			if again := h.call(tc.tool, tc.args); again.env.Complete || up.Count() != 3 {
+				t.Fatalf("within the wait the upstream saw %d more request(s)", up.Count()-3)
 			}
 			clock.Advance(time.Second)
 			done := h.call(tc.tool, tc.args)
-			if done.env.Problem != nil || done.env.HasWarning(envelope.WarnAnsweredFromMemory) || up.count() == 3 {
+			if done.env.Problem != nil || done.env.HasWarning(envelope.WarnAnsweredFromMemory) || up.Count() == 3 {
 				t.Fatalf("after the wait the identical call must reach the recovered upstream: %+v %v", done.env.Problem, done.reasonCodes())
 			}
 		})

@@ -83,9 +83,14 @@ func serveProcess(t *testing.T, env []string, args ...string) *child {
 		t.Fatal(err)
 	}
 	c := &child{cmd: cmd, log: stderr, exited: make(chan struct{})}
+	cmd.WaitDelay = 10 * time.Second
 	go func() {
 		// The child is reaped here, once: its state says how it ended.
-		c.state, _ = cmd.Process.Wait()
+		// cmd.Wait, unlike the process's own Wait, returns only once its
+		// stderr has been copied to the end, so a test that reads the log
+		// after the exit reads the last lines the server wrote.
+		_ = cmd.Wait()
+		c.state = cmd.ProcessState
 		close(c.exited)
 	}()
 	exited := c.exited

@@ -74,10 +74,24 @@ func truthfulJournal(t *testing.T, s *replicaSetup, opID string, members int, in
 }
 
 // settle lets the writes the upstream held when the server stopped land
-// (within its latency of a second: the upstream logs a write once it
-// answered), and makes the upstream answer at once from then on.
-func settle(s *replicaSetup) {
-	time.Sleep(2 * time.Second)
+// (the upstream records a write once it answered, a second after it
+// arrived), however slow the machine: it waits until the upstream has had
+// no request in flight for 300 ms, then makes it answer at once from then
+// on.
+func settle(t *testing.T, s *replicaSetup) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for quiet := 0; quiet < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream still answers %d request(s) a minute after the server stopped", s.api.InFlight())
+		}
+		if s.api.InFlight() == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	s.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{})
 }
 
@@ -109,7 +123,7 @@ func TestShutdown_SIGTERMCancelsRunningOperationsAfterTheGracePeriod(t *testing.
 	if code := exited(t, srv, 30*time.Second, "SIGTERM"); code != exitOK {
 		t.Fatalf("exit status %d after SIGTERM; its log:\n%s", code, srv.log.Bytes())
 	}
-	settle(s)
+	settle(t, s)
 	t.Logf("at the stop: %v", truthfulJournal(t, s, opID, members, false))
 	status := restart(t, s, opID)
 	t.Logf("after the restart, operation %s: %v", status, truthfulJournal(t, s, opID, members, false))
@@ -144,7 +158,7 @@ func TestShutdown_SecondSignalExitsAtOnce(t *testing.T) {
 	if !strings.Contains(string(srv.log.Bytes()), "second signal") {
 		t.Errorf("the server did not say why it exited; its log:\n%s", srv.log.Bytes())
 	}
-	settle(s)
+	settle(t, s)
 	status := restart(t, s, opID)
 	t.Logf("after the restart, operation %s: %v", status, truthfulJournal(t, s, opID, members, false))
 }

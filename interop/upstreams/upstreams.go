@@ -3,7 +3,9 @@
 // over PostgreSQL, Debian's WordPress and Redmine over MariaDB, Debian's
 // etcd, SAP CAP (@sap/cds over better-sqlite3), PouchDB Server
 // (express-pouchdb over an in-memory pouchdb) and dynalite (DynamoDB's API,
-// in memory), each HTTP API optionally behind a credential) and an OpenID
+// in memory, optionally behind sigv4verify.mjs, which checks every request's
+// AWS signature with AWS's JavaScript signer), each HTTP API optionally
+// behind a credential) and an OpenID
 // provider (oidc-provider, for the outbound credential and the
 // authorization suites), seeds them deterministically, and reads their
 // ground truth directly over HTTP, or from their SQLite file or PostgreSQL

@@ -87,6 +87,8 @@ func (r *List) PageRequest(src config.SourceConfig, st State, o ListOptions) (tr
 			// The base scopes the list as list.params do: a probe sends it.
 			p.Set(x.Param, joinExpression(x, nil))
 		}
+		// The partition a Query reads is its scope: a probe keeps it.
+		r.placeKeyCondition(p, r.keyForms(o.Filter))
 	}
 	d := r.Dialect
 	if o.PageSize > 0 {
@@ -145,6 +147,9 @@ type FilterForm struct {
 	// mango is the value's clause in a Mango selector (an expression in
 	// the mango language).
 	mango map[string]any
+	// key says the clause is a Query's key condition's, not the filter
+	// expression's.
+	key bool
 }
 
 // SendFilters sends the upstream-side filters, each only in a form the
@@ -170,6 +175,8 @@ func (r *List) SendFilters(p *Params, filter map[string]any) map[string]FilterFo
 		switch {
 		case form.Sent && form.mango != nil:
 			mango = append(mango, form.mango)
+		case form.key:
+			// placed by placeKeyCondition
 		case form.Sent && fc.Expression != "":
 			clauses = append(clauses, form.clause)
 			maps.Copy(all.names, form.bound.names)
@@ -190,6 +197,7 @@ func (r *List) SendFilters(p *Params, filter map[string]any) map[string]FilterFo
 		if x.Bound() {
 			placeBindings(p, x, all)
 		}
+		r.placeKeyCondition(p, forms)
 	}
 	return forms
 }
@@ -222,6 +230,10 @@ func (r *List) FilterForm(name string, fc *config.FilterConfig, raw any) FilterF
 	if fc.Expression != "" && r.Expression != nil && r.Expression.Language == config.LanguageMango {
 		clause, why := r.mangoClause(fc, fd, r.filterValue(name, fc, raw))
 		return FilterForm{Sent: why == "", Why: why, mango: clause}
+	}
+	if fc.Expression != "" && r.keyCondition().KeyRole(name) != "" {
+		clause, b, why := r.keyClause(name, fc, fd, r.filterValue(name, fc, raw))
+		return FilterForm{Sent: why == "", Why: why, clause: clause, bound: b, key: true}
 	}
 	if fc.Expression != "" && r.Expression.Bound() {
 		clause, b, why := r.boundClause(name, fc, fd, r.filterValue(name, fc, raw))

@@ -73,6 +73,9 @@ type Client struct {
 	// conflicts declares the error answers besides 409 and 412 that say
 	// a conditional write's condition failed.
 	conflicts []config.ThrottlingConfig
+	// unauthorized declares the error answers besides 401 that say the
+	// credential was refused (DynamoDB's 400 InvalidSignatureException).
+	unauthorized []config.ThrottlingConfig
 	// jsonTypes are the media types besides JSON's own that the upstream
 	// answers JSON in (json_media_types).
 	jsonTypes []string
@@ -133,6 +136,10 @@ type HTTPError struct {
 	// ConditionalCheckFailedException): a conditional write's condition
 	// failed.
 	Conflict bool
+	// Unauthorized is set on an answer the upstream's unauthorized
+	// declarations match (DynamoDB's 400 InvalidSignatureException): the
+	// credential was refused, as a 401 says.
+	Unauthorized bool
 	// StaleToken is set on a 401 to a request sent with an OAuth access
 	// token: the token was dropped and the next request gets a new one.
 	// Renewed says the request was repeated with a token obtained just
@@ -240,7 +247,7 @@ func New(name string, cfg *config.UpstreamConfig, opts Options) (*Client, error)
 	c := &Client{
 		Name: name, Verify: cfg.Verify, base: base, headers: cfg.Headers, logger: opts.Logger.With("upstream", name), clock: opts.Clock,
 		reqIDHeader: cfg.RequestIDHeader, maxBody: cfg.MaxBodyBytes, maxRetryWait: DefaultMaxRetryWait,
-		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg), conflicts: append([]config.ThrottlingConfig(nil), cfg.Conflicts...), jsonTypes: cfg.JSONMediaTypes, redactor: opts.Redactor,
+		queryEncoding: cfg.QueryEncoding, maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter), throttling: throttlingRules(cfg), conflicts: append([]config.ThrottlingConfig(nil), cfg.Conflicts...), unauthorized: append([]config.ThrottlingConfig(nil), cfg.Unauthorized...), jsonTypes: cfg.JSONMediaTypes, redactor: opts.Redactor,
 	}
 	if c.reqIDHeader == "" {
 		c.reqIDHeader = DefaultRequestIDHeader
@@ -598,6 +605,7 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 			he.RetryAfter = c.coolDown(he.RetryAfter)
 		}
 		he.Conflict = he.Status == http.StatusConflict || he.Status == http.StatusPreconditionFailed || answerMatches(c.conflicts, he.Status, b)
+		he.Unauthorized = answerMatches(c.unauthorized, he.Status, b)
 		return out, he
 	}
 	return out, nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,6 +22,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/internal/configtest"
 	"github.com/airlock-mcp/airlock/internal/memnet"
+	"github.com/airlock-mcp/airlock/internal/refused"
 	"github.com/airlock-mcp/airlock/redact"
 )
 
@@ -699,12 +699,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestConnectionRefused_IsReportedAsNotSent(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := refused.Addr(t)
 
 	for _, tc := range []struct {
 		name         string

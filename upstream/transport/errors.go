@@ -123,6 +123,10 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	case he.Conflict && st != http.StatusConflict && st != http.StatusPreconditionFailed:
 		// An answer the upstream declares a failed condition (conflicts).
 		p = envelope.NewProblem(envelope.ProblemUpstreamConflict, fmt.Sprintf("The upstream answered %d, declared a conflict: the target changed since it was read.", st))
+	case he.Unauthorized && st != http.StatusUnauthorized:
+		// An answer the upstream declares a refused credential
+		// (unauthorized): a wrong key or secret, never a rejected value.
+		p = envelope.NewProblem(envelope.ProblemUpstreamAuth, fmt.Sprintf("The upstream answered %d, declared an authentication failure: it refused the credential.", st))
 	case st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
 		errs, undeclared := fieldErrors(he.Body, mapField)
 		detail := fmt.Sprintf("The upstream answered %d: it rejected values airlock sent.", st)

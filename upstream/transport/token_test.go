@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/airlock-mcp/airlock/internal/clock/clocktest"
 	"github.com/airlock-mcp/airlock/internal/memnet"
 	"github.com/airlock-mcp/airlock/internal/oauthtest"
+	"github.com/airlock-mcp/airlock/internal/refused"
 	"github.com/airlock-mcp/airlock/redact"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
@@ -288,17 +288,12 @@ func TestOAuth2_TokenEndpointFailuresHaveTheirOwnProblems(t *testing.T) {
 		})
 	}
 	t.Run("unreachable", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
+		addr := refused.Addr(t)
 		api := &oauthtest.API{}
 		asrv := httptest.NewServer(api)
 		t.Cleanup(asrv.Close)
 		c := newTestClient(t, asrv.URL, oauthtest.Credential("http://"+addr+"/token", ""), Options{Getenv: oauthtest.Getenv})
-		_, err = get(t, c, asrv.URL)
+		_, err := get(t, c, asrv.URL)
 		if p := ProblemFor(err, nil); p.Code != envelope.ProblemTokenEndpointUnreachable || !p.Retryable || api.Hits.Load() != 0 {
 			t.Fatalf("problem %s retryable %v, %d API requests", p.Code, p.Retryable, api.Hits.Load())
 		}

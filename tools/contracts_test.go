@@ -1,9 +1,10 @@
-package mcpserver
+package tools
 
 import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,8 +12,6 @@ import (
 	"github.com/airlock-mcp/airlock/fixtures"
 	"github.com/airlock-mcp/airlock/selection"
 )
-
-var archive = map[string]any{"type": "archive"}
 
 func inactiveProjects(extra map[string]any) map[string]any {
 	a := map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "action": archive}
@@ -27,7 +26,7 @@ func inactiveProjects(extra map[string]any) map[string]any {
 func renameOwner(h *harness, ids ...string) {
 	c := h.api.Collection(fixtures.DatasetProjects)
 	for _, r := range c.All() {
-		if len(ids) > 0 && !contains(ids, r.ID()) {
+		if len(ids) > 0 && !slices.Contains(ids, r.ID()) {
 			continue
 		}
 		c.Update(r.ID(), func(r fixtures.Record) { r["owner_id"] = r["owner"]; delete(r, "owner") })

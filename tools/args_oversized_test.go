@@ -1,4 +1,4 @@
-package mcpserver
+package tools
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/tools"
 )
 
 // TestOversizedIntegers_AreOverCapNeverTheDefault: a budget too large for
@@ -33,7 +32,7 @@ func TestOversizedIntegers_AreOverCapNeverTheDefault(t *testing.T) {
 		}
 	}
 	// An exponent past what the schema validator reads once crashed it.
-	huge := h.handler("search_all")(context.Background(), &tools.Call{RequestID: "t", Raw: json.RawMessage(`{"resource":"subscriptions","max_items":1e1000001,"max_pages":-1e-1000001}`)})
+	huge := h.handler("search_all")(context.Background(), &Call{RequestID: "t", Raw: json.RawMessage(`{"resource":"subscriptions","max_items":1e1000001,"max_pages":-1e-1000001}`)})
 	if got := fieldsOf(huge.Problem); got["max_items"] != envelope.FieldOverCap || got["max_pages"] == "" {
 		t.Fatalf("want max_items over_cap and max_pages refused, got %+v", huge.Problem)
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package tools
 
 import (
 	"net/http"
@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
-	"github.com/airlock-mcp/airlock/tools"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 )
-
-// fastRetries makes the demo upstream retry twice without waiting long.
-var fastRetries = []string{"retries: 2", "retries: 2\n    backoff: {min: 1ms, max: 5ms}"}
 
 // fastReconcile edits re-read the demo's writes whose outcome was not
 // observed in rounds 10–40 ms apart instead of 0.25–4 s: the same rounds,
@@ -32,33 +29,33 @@ var fastReconcile = []string{
 func TestTransientFailure_IdenticalCallBeforeTheWaitIsAnsweredFromMemory(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
-	up, url := serveScripted(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		answer(w, 500, "application/json", `{"error":"boom"}`)
+	up, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		tooltest.Answer(w, 500, "application/json", `{"error":"boom"}`)
 	})
 	h := newHarness(t, demoAt(url, fastRetries...), withClock(clock))
 	args := map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}, "max_items": 0}
 	first := h.call("search_all", args)
 	wait := first.env.Continuation.RetryAfterSeconds
-	if first.env.Continuation.Kind != envelope.ContinueRetryAfter || wait == nil || up.count() != 3 {
-		t.Fatalf("want retry_after after 3 requests, got %+v after %d", first.env.Continuation, up.count())
+	if first.env.Continuation.Kind != envelope.ContinueRetryAfter || wait == nil || up.Count() != 3 {
+		t.Fatalf("want retry_after after 3 requests, got %+v after %d", first.env.Continuation, up.Count())
 	}
 	clock.Advance(4 * time.Second)
 	again := h.call("search_all", args)
-	if up.count() != 3 {
-		t.Fatalf("the identical call reached the upstream (%d requests)", up.count()-3)
+	if up.Count() != 3 {
+		t.Fatalf("the identical call reached the upstream (%d requests)", up.Count()-3)
 	}
 	if !again.env.HasWarning(envelope.WarnAnsweredFromMemory) || again.env.Continuation.RetryAfterSeconds == nil ||
 		*again.env.Continuation.RetryAfterSeconds != *wait-4 || again.env.Continuation.Cursor != first.env.Continuation.Cursor {
 		t.Fatalf("want the remembered answer with %d s left and the same cursor, got %+v %v", *wait-4, again.env.Continuation, again.env.Warnings)
 	}
 	other := h.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"state": "active"}, "max_items": 0})
-	if up.count() != 6 || other.env.HasWarning(envelope.WarnAnsweredFromMemory) {
+	if up.Count() != 6 || other.env.HasWarning(envelope.WarnAnsweredFromMemory) {
 		t.Fatal("another call is not answered from memory")
 	}
 	clock.Advance(time.Duration(*wait) * time.Second)
 	h.call("search_all", args)
-	if up.count() != 9 {
-		t.Fatalf("after the wait the upstream is called again: %d requests", up.count())
+	if up.Count() != 9 {
+		t.Fatalf("after the wait the upstream is called again: %d requests", up.Count())
 	}
 }
 
@@ -68,7 +65,7 @@ func TestTransientFailure_IdenticalCallBeforeTheWaitIsAnsweredFromMemory(t *test
 func TestTransientProblem_IdenticalCallSaysItWasAnsweredFromMemoryAndUntilWhen(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
-	up, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+	up, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 	})
 	h := newHarness(t, demoAt(url, append(fastRetries, "timeout: 5s", "timeout: 100ms")...), withClock(clock))
@@ -77,12 +74,12 @@ func TestTransientProblem_IdenticalCallSaysItWasAnsweredFromMemoryAndUntilWhen(t
 	if p == nil || p.Code != envelope.ProblemUpstreamTimeout || p.RetryAfterSeconds == nil {
 		t.Fatalf("want UPSTREAM_TIMEOUT with a wait, got %+v", p)
 	}
-	n := up.count()
+	n := up.Count()
 	clock.Advance(3 * time.Second)
 	again := h.call("preview_selection", explicitPreview("sa_00002"))
 	q := again.env.Problem
-	if up.count() != n || q == nil || q.Code != p.Code {
-		t.Fatalf("want the remembered problem without a request, got %+v (%d requests)", q, up.count()-n)
+	if up.Count() != n || q == nil || q.Code != p.Code {
+		t.Fatalf("want the remembered problem without a request, got %+v (%d requests)", q, up.Count()-n)
 	}
 	until, err := time.Parse(time.RFC3339, q.RememberedUntil)
 	if err != nil || !strings.Contains(q.Detail, "answered from memory") || *q.RetryAfterSeconds != *p.RetryAfterSeconds-3 ||
@@ -103,13 +100,13 @@ func TestChangeableFailure_IsRememberedBrieflyAndPerCredential(t *testing.T) {
 	var status atomic.Int32
 	status.Store(401)
 	api := newFixture(t)
-	up, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+	up, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("owner") == "team-retired" {
-			answer(w, 422, "application/json", `{"errors":[{"field":"owner"}]}`)
+			tooltest.Answer(w, 422, "application/json", `{"errors":[{"field":"owner"}]}`)
 			return
 		}
 		if st := int(status.Load()); st != 0 {
-			answer(w, st, "application/json", `{"error":"no"}`)
+			tooltest.Answer(w, st, "application/json", `{"error":"no"}`)
 			return
 		}
 		api.ServeHTTP(w, r)
@@ -121,25 +118,25 @@ func TestChangeableFailure_IsRememberedBrieflyAndPerCredential(t *testing.T) {
 	if p := h.call("search_all", args).env.Problem; p == nil || p.Code != envelope.ProblemUpstreamAuth {
 		t.Fatalf("want UPSTREAM_AUTH, got %+v", p)
 	}
-	n := up.count()
-	if p := h.call("search_all", args).env.Problem; p == nil || p.RememberedUntil == "" || up.count() != n {
+	n := up.Count()
+	if p := h.call("search_all", args).env.Problem; p == nil || p.RememberedUntil == "" || up.Count() != n {
 		t.Fatalf("an immediate repeat is answered from memory: %+v", p)
 	}
 	fingerprint.Store("credential-2") // the credential was rotated
 	h.call("search_all", args)
-	if up.count() == n {
+	if up.Count() == n {
 		t.Fatal("a call with another credential must reach the upstream")
 	}
 	status.Store(0) // the upstream recovered
-	clock.Advance(tools.ChangeableWindow + time.Second)
+	clock.Advance(ChangeableWindow + time.Second)
 	if r := h.call("search_all", args); r.env.Problem != nil || !r.env.Complete {
 		t.Fatalf("after the short window the recovered upstream answers: %+v", r.env.Problem)
 	}
 	rejected := map[string]any{"resource": "projects", "filter": map[string]any{"owner": "team-retired"}, "max_items": 0}
 	h.call("search_all", rejected)
-	n = up.count()
-	clock.Advance(tools.ChangeableWindow + time.Second)
-	if p := h.call("search_all", rejected).env.Problem; p == nil || p.Code != envelope.ProblemUpstreamRejected || up.count() != n {
+	n = up.Count()
+	clock.Advance(ChangeableWindow + time.Second)
+	if p := h.call("search_all", rejected).env.Problem; p == nil || p.Code != envelope.ProblemUpstreamRejected || up.Count() != n {
 		t.Fatalf("a rejected request is remembered for the longer window: %+v", p)
 	}
 }

@@ -1,71 +1,19 @@
-package mcpserver
+package tools
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/refused"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/selection"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
-
-// scripted is an upstream whose every answer a test decides; it records
-// when each request arrived.
-type scripted struct {
-	mu      sync.Mutex
-	respond func(n int, w http.ResponseWriter, r *http.Request)
-	seen    []time.Time
-	paths   []string
-}
-
-func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.seen = append(s.seen, time.Now())
-	s.paths = append(s.paths, r.URL.String())
-	n := len(s.seen)
-	s.mu.Unlock()
-	_, _ = io.Copy(io.Discard, r.Body)
-	s.respond(n, w, r)
-}
-
-func (s *scripted) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.seen)
-}
-
-func (s *scripted) times() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Time(nil), s.seen...)
-}
-
-func serveScripted(t testing.TB, respond func(n int, w http.ResponseWriter, r *http.Request)) (*scripted, string) {
-	t.Helper()
-	s := &scripted{respond: respond}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return s, srv.URL
-}
-
-func answer(w http.ResponseWriter, status int, ctype, body string, headers ...string) {
-	for i := 0; i+1 < len(headers); i += 2 {
-		w.Header().Set(headers[i], headers[i+1])
-	}
-	if ctype != "" {
-		w.Header().Set("Content-Type", ctype)
-	}
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, body)
-}
 
 // demoAt points the demo configuration at another upstream, with edits.
 // demoEdited is the demo configuration at the harness's own fixture, with
@@ -78,22 +26,6 @@ func demoEdited(edits ...string) harnessOpt {
 		}
 		return []byte(y)
 	})
-}
-
-func demoAt(url string, edits ...string) harnessOpt {
-	return withConfig(func(string) []byte {
-		y := string(fixtures.DemoConfig(url))
-		for i := 0; i+1 < len(edits); i += 2 {
-			y = strings.Replace(y, edits[i], edits[i+1], 1)
-		}
-		return []byte(y)
-	})
-}
-
-var assignOwner = map[string]any{"type": "assign_owner", "params": map[string]any{"owner": "team-identity"}}
-
-func explicitPreview(ids ...any) map[string]any {
-	return map[string]any{"resource": "service_accounts", "ids": ids, "action": assignOwner}
 }
 
 // TestNamedReads_EachFailureModeHasItsOwnProblem: the reads of an explicit
@@ -110,10 +42,10 @@ func TestNamedReads_EachFailureModeHasItsOwnProblem(t *testing.T) {
 		after     int
 	}{
 		{"503 with a long Retry-After", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			answer(w, 503, "application/json", `{"error":"maintenance"}`, "Retry-After", "60")
+			tooltest.Answer(w, 503, "application/json", `{"error":"maintenance"}`, "Retry-After", "60")
 		}, nil, envelope.ProblemUpstreamUnavailable, true, 60},
 		{"500", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			answer(w, 500, "text/html", `<h1>Internal Server Error</h1>`)
+			tooltest.Answer(w, 500, "text/html", `<h1>Internal Server Error</h1>`)
 		}, []string{"retries: 2", "retries: 1"}, envelope.ProblemUpstreamServerError, true, envelope.DefaultRetryAfter},
 		{"no answer in time", func(_ int, w http.ResponseWriter, r *http.Request) {
 			select {
@@ -122,12 +54,12 @@ func TestNamedReads_EachFailureModeHasItsOwnProblem(t *testing.T) {
 			}
 		}, []string{"timeout: 5s", "timeout: 150ms", "retries: 2", "retries: 1"}, envelope.ProblemUpstreamTimeout, true, envelope.DefaultRetryAfter},
 		{"too large", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			answer(w, 200, "application/json", `{"id":"sa_00002","owner":null,"name":"`+strings.Repeat("x", 5000)+`"}`)
+			tooltest.Answer(w, 200, "application/json", `{"id":"sa_00002","owner":null,"name":"`+strings.Repeat("x", 5000)+`"}`)
 		}, []string{"rate_limit:", "max_body_bytes: 1000\n    rate_limit:"}, envelope.ProblemUpstreamTooLarge, false, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, url := serveScripted(t, tc.respond)
+			_, url := tooltest.ServeScripted(t, tc.respond)
 			h := newHarness(t, demoAt(url, tc.edits...))
 			r := h.call("preview_selection", explicitPreview("sa_00002"))
 			p := r.env.Problem
@@ -140,9 +72,7 @@ func TestNamedReads_EachFailureModeHasItsOwnProblem(t *testing.T) {
 		})
 	}
 	t.Run("connection refused", func(t *testing.T) {
-		ln, _ := net.Listen("tcp", "127.0.0.1:0")
-		url := "http://" + ln.Addr().String()
-		ln.Close()
+		url := "http://" + refused.Addr(t)
 		h := newHarness(t, demoAt(url, "retries: 2", "retries: 0"))
 		r := h.call("preview_selection", explicitPreview("sa_00002"))
 		if r.env.Problem == nil || r.env.Problem.Code != envelope.ProblemUpstreamConnection || !r.env.Problem.Retryable {
@@ -166,9 +96,9 @@ func TestUpstreamValidationErrors_AreTranslatedToTheArgumentsThatSentThem(t *tes
 	for format, body := range bodies {
 		t.Run(format, func(t *testing.T) {
 			api := newFixture(t)
-			_, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			_, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 				if r.URL.Query().Get("owner") == "team-retired" {
-					answer(w, 422, "application/problem+json", body)
+					tooltest.Answer(w, 422, "application/problem+json", body)
 					return
 				}
 				api.ServeHTTP(w, r)
@@ -212,9 +142,9 @@ func TestUpstreamRejectingHundredsOfFields_StaysASmallProblem(t *testing.T) {
 	errs = append(errs, `{"field":"owner","message":"unknown team"}`)
 	body := `{"errors":[` + strings.Join(errs, ",") + `]}`
 	api := newFixture(t)
-	_, url := serveScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+	_, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("owner") == "team-retired" {
-			answer(w, 422, "application/json", body)
+			tooltest.Answer(w, 422, "application/json", body)
 			return
 		}
 		api.ServeHTTP(w, r)
@@ -244,9 +174,9 @@ func TestRateLimit_AirlockWaitsOrRefusesForTheUpstreamsWait(t *testing.T) {
 	t.Parallel()
 	t.Run("a short wait is slept through", func(t *testing.T) {
 		api := newFixture(t)
-		up, url := serveScripted(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		up, url := tooltest.ServeScripted(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			if n == 1 {
-				answer(w, 429, "application/json", `{"error":"slow down"}`, "Retry-After", "1")
+				tooltest.Answer(w, 429, "application/json", `{"error":"slow down"}`, "Retry-After", "1")
 				return
 			}
 			api.ServeHTTP(w, r)
@@ -256,7 +186,7 @@ func TestRateLimit_AirlockWaitsOrRefusesForTheUpstreamsWait(t *testing.T) {
 		if !r.env.Complete {
 			t.Fatalf("a one-second wait fits the call: %v", r.reasonCodes())
 		}
-		seen := up.times()
+		seen := up.Times()
 		if gap := seen[1].Sub(seen[0]); gap < 900*time.Millisecond {
 			t.Fatalf("the upstream asked for 1 s and saw the retry after %v", gap)
 		}
@@ -264,9 +194,9 @@ func TestRateLimit_AirlockWaitsOrRefusesForTheUpstreamsWait(t *testing.T) {
 	t.Run("a long wait is reported, then answered from airlock's state", func(t *testing.T) {
 		clock := newFakeClock()
 		api := newFixture(t)
-		up, url := serveScripted(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		up, url := tooltest.ServeScripted(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			if n == 2 {
-				answer(w, 429, "application/json", `{"error":"slow down"}`, "Retry-After", "30")
+				tooltest.Answer(w, 429, "application/json", `{"error":"slow down"}`, "Retry-After", "30")
 				return
 			}
 			api.ServeHTTP(w, r)
@@ -277,7 +207,7 @@ func TestRateLimit_AirlockWaitsOrRefusesForTheUpstreamsWait(t *testing.T) {
 		if !first.env.HasReason(envelope.RateLimited) || *first.env.Continuation.RetryAfterSeconds != 30 {
 			t.Fatalf("want RATE_LIMITED with 30 s, got %v %+v", first.reasonCodes(), first.env.Continuation)
 		}
-		requests := up.count()
+		requests := up.Count()
 		args["cursor"] = first.env.Continuation.Cursor
 		clock.Advance(10 * time.Second)
 		again := h.call("search_all", args)
@@ -289,12 +219,12 @@ func TestRateLimit_AirlockWaitsOrRefusesForTheUpstreamsWait(t *testing.T) {
 		if preview.env.Problem == nil || preview.env.Problem.Code != envelope.ProblemUpstreamRateLimited {
 			t.Fatalf("every tool waits for the upstream: %+v", preview.env.Problem)
 		}
-		if up.count() != requests {
-			t.Fatalf("the upstream saw %d request(s) before its wait was over", up.count()-requests)
+		if up.Count() != requests {
+			t.Fatalf("the upstream saw %d request(s) before its wait was over", up.Count()-requests)
 		}
 		clock.Advance(21 * time.Second)
 		done := h.call("search_all", args)
-		if !done.env.Complete || up.count() == requests {
+		if !done.env.Complete || up.Count() == requests {
 			t.Fatalf("after the wait the scan continues: %v", done.reasonCodes())
 		}
 	})
@@ -305,8 +235,8 @@ func TestRateLimit_AirlockWaitsOrRefusesForTheUpstreamsWait(t *testing.T) {
 // upstream being called again.
 func TestNonRetryableFailure_RepeatedVerbatimIsAnsweredFromMemory(t *testing.T) {
 	t.Parallel()
-	up, url := serveScripted(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		answer(w, 403, "application/json", `{"error":"forbidden"}`)
+	up, url := tooltest.ServeScripted(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		tooltest.Answer(w, 403, "application/json", `{"error":"forbidden"}`)
 	})
 	h := newHarness(t, demoAt(url))
 	args := map[string]any{"resource": "projects", "filter": map[string]any{"state": "inactive"}}
@@ -323,11 +253,11 @@ func TestNonRetryableFailure_RepeatedVerbatimIsAnsweredFromMemory(t *testing.T) 
 			t.Fatal("each call keeps its own request id")
 		}
 	}
-	if up.count() != 1 {
-		t.Fatalf("the upstream saw %d requests, want 1", up.count())
+	if up.Count() != 1 {
+		t.Fatalf("the upstream saw %d requests, want 1", up.Count())
 	}
 	other := h.call("search_all", map[string]any{"resource": "projects", "filter": map[string]any{"state": "active"}})
-	if up.count() != 2 || other.env.Problem == nil {
+	if up.Count() != 2 || other.env.Problem == nil {
 		t.Fatal("a different call is not answered from memory")
 	}
 }

@@ -1,13 +1,16 @@
-package mcpserver
+package tools
 
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
+	"github.com/airlock-mcp/airlock/fixtures"
+	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/selection"
-	"github.com/airlock-mcp/airlock/tools"
+	"github.com/google/uuid"
 )
 
 // TestOwners_OtherPrincipalsFindNoSuchRecord: a selection and its
@@ -24,14 +27,14 @@ func TestOwners_OtherPrincipalsFindNoSuchRecord(t *testing.T) {
 	}
 	run := func(who selection.Principal, tool string, args map[string]any) *envelope.Envelope {
 		t.Helper()
-		call := &tools.Call{RequestID: newRequestID(), Client: "mcp client test 1", Principal: who}
+		call := &Call{RequestID: uuid.NewString(), Client: "mcp client test 1", Principal: who}
 		call.Raw, _ = json.Marshal(args)
 		env := h.handler(tool)(context.Background(), call)
 		env.Finish()
-		recordProblems(env.Marshal())
+		tooltest.RecordCodes(env.Marshal())
 		return env
 	}
-	write := []string{tools.ScopeWrite}
+	write := []string{ScopeWrite}
 	alice := as("alice", write, "dev")
 	tag := map[string]any{"type": "add_tag", "params": map[string]any{"tag": "reviewed"}}
 	p := run(alice, "preview_selection", map[string]any{"resource": "subscriptions", "filter": map[string]any{"status": "past_due", "region": "eu"}, "action": tag})
@@ -43,18 +46,18 @@ func TestOwners_OtherPrincipalsFindNoSuchRecord(t *testing.T) {
 	if c.Problem != nil {
 		t.Fatalf("alice commits: %+v", c.Problem)
 	}
-	opID := tools.OperationID(c)
+	opID := OperationID(c)
 
-	unknownSel := run(as("bob", []string{tools.ScopeRead}), "get_selection", map[string]any{"selection_id": "sel_no-such"})
-	unknownOp := run(as("bob", []string{tools.ScopeRead}), "get_operation", map[string]any{"operation_id": "op_no-such"})
+	unknownSel := run(as("bob", []string{ScopeRead}), "get_selection", map[string]any{"selection_id": "sel_no-such"})
+	unknownOp := run(as("bob", []string{ScopeRead}), "get_operation", map[string]any{"operation_id": "op_no-such"})
 	for _, tc := range []struct {
 		who      selection.Principal
 		readable bool
 	}{
 		{alice, true},
-		{as("bob", []string{tools.ScopeRead}), false},
+		{as("bob", []string{ScopeRead}), false},
 		{as("mallory", write, "dev"), false},
-		{as("ops-lead", []string{tools.ScopeRead, selection.ScopeOperator}), true},
+		{as("ops-lead", []string{ScopeRead, selection.ScopeOperator}), true},
 		{selection.Principal{Subject: selection.SubjectLocal}, true},
 	} {
 		g := run(tc.who, "get_selection", map[string]any{"selection_id": sel["selection_id"]})
@@ -76,4 +79,24 @@ func TestOwners_OtherPrincipalsFindNoSuchRecord(t *testing.T) {
 			}
 		}
 	}
+}
+
+// principalsConfig is the demo with policies on principals: archive is
+// restricted to the ops group; pause_collection wants four eyes and an
+// approver from leads.
+func principalsConfig(base string) []byte {
+	doc := string(fixtures.DemoConfig(base))
+	doc = strings.Replace(doc, "    compensation: restore_state\n    approval: {mode: operator, destructive: true}",
+		"    compensation: restore_state\n    principals: {groups: [ops]}\n    approval: {mode: operator, destructive: true}", 1)
+	return []byte(strings.Replace(doc, "      unknown_category: [region]\n  resume_collection:",
+		"      unknown_category: [region]\n      four_eyes: true\n      approvers: {groups: [leads]}\n  resume_collection:", 1))
+}
+
+// dataOf is an envelope's data as JSON values.
+func dataOf(env *envelope.Envelope) map[string]any {
+	var m struct {
+		Data map[string]any `json:"data"`
+	}
+	_ = json.Unmarshal(env.Marshal(), &m)
+	return m.Data
 }
