@@ -102,6 +102,7 @@ func benchMembers(n int) int { return n - n/50 }
 // and a runtime configured for it.
 type benchAPI struct {
 	api *fixtures.Server
+	url string
 	rt  *upstream.Runtime
 	r   *upstream.Resource
 	a   *upstream.Action
@@ -114,11 +115,21 @@ func newBenchAPI(b *testing.B, n int) *benchAPI {
 	api.SetFaults(fixtures.DatasetSubscriptions, fixtures.Faults{MaxPageSize: benchPageSize})
 	srv := httptest.NewServer(api)
 	b.Cleanup(srv.Close)
-	cfg := fixtures.Config(srv.URL, fixtures.Resource{Name: "subscriptions", Dataset: fixtures.DatasetSubscriptions,
+	x := newBenchRuntime(b, srv.URL)
+	x.api, x.url = api, srv.URL
+	return x
+}
+
+// newBenchRuntime is the runtime of the benchmarks' configuration against
+// the fixture API at url, with no fixture of its own: what a measured
+// child process (see runBenchChild) builds.
+func newBenchRuntime(tb testing.TB, url string) *benchAPI {
+	tb.Helper()
+	cfg := fixtures.Config(url, fixtures.Resource{Name: "subscriptions", Dataset: fixtures.DatasetSubscriptions,
 		Dialect: fixtures.DialectCursor, PageSize: benchPageSize, Extra: benchResourceYAML})
 	c, err := config.Parse(append(cfg, benchActionsYAML...))
 	if err != nil {
-		b.Fatalf("config: %v", err)
+		tb.Fatalf("config: %v", err)
 	}
 	rt, err := upstream.Initialize(context.Background(), c, upstream.Options{Getenv: func(k string) string {
 		if k == fixtures.DemoTokenEnv {
@@ -127,9 +138,9 @@ func newBenchAPI(b *testing.B, n int) *benchAPI {
 		return ""
 	}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return &benchAPI{api: api, rt: rt, r: rt.Resources["subscriptions"], a: rt.Actions["pause_collection"]}
+	return &benchAPI{rt: rt, r: rt.Resources["subscriptions"], a: rt.Actions["pause_collection"]}
 }
 
 // benchEngines runs fn once per store engine, each on a fresh store:
@@ -148,7 +159,7 @@ func benchEngines(b *testing.B, fn func(b *testing.B, store selection.Store)) {
 	})
 }
 
-func benchStore(b *testing.B) *sqlitestore.SQLite {
+func benchStore(b testing.TB) *sqlitestore.SQLite {
 	b.Helper()
 	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "airlock.db"))
 	if err != nil {
@@ -161,7 +172,7 @@ func benchStore(b *testing.B) *sqlitestore.SQLite {
 // benchBudget lets a scan read everything.
 var benchBudget = upstream.Budget{MaxPages: 5000, Deadline: 30 * time.Minute}
 
-func (x *benchAPI) preview(b *testing.B, store selection.Store, wantScanned int) *selection.Selection {
+func (x *benchAPI) preview(b testing.TB, store selection.Store, wantScanned int) *selection.Selection {
 	b.Helper()
 	p := &selection.Previewer{Store: store, Clock: upstream.WallClock}
 	res, err := p.Preview(b.Context(), selection.PreviewRequest{Resource: x.r, Action: x.a,
@@ -183,7 +194,7 @@ type countSink struct{ n atomic.Int64 }
 
 func (c *countSink) Add(*upstream.Item) error { c.n.Add(1); return nil }
 
-func (x *benchAPI) bareScan(b *testing.B, want int) {
+func (x *benchAPI) bareScan(b testing.TB, want int) {
 	b.Helper()
 	var sink countSink
 	scan := x.r.NewScan(upstream.ScanSpec{RequestID: "bench", Sink: &sink})
@@ -198,7 +209,7 @@ func (x *benchAPI) bareScan(b *testing.B, want int) {
 // cpuTime is the CPU time the process has used (user and system, every
 // thread: the in-process fixture server included). On a shared machine it
 // moves less with the neighbours' load than wall time does.
-func cpuTime(b *testing.B) time.Duration {
+func cpuTime(b testing.TB) time.Duration {
 	b.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -208,7 +219,7 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // procStatusKB reads a field of /proc/self/status in kB.
-func procStatusKB(b *testing.B, field string) int {
+func procStatusKB(b testing.TB, field string) int {
 	b.Helper()
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -278,9 +289,21 @@ func (p *phaseStore) EachRecord(ctx context.Context, selectionID string, fn func
 // in id order, so the digest is computed as records arrive and
 // digest-to-scan is 0.
 //
-// peak-rss-MB is the process's peak RSS during the preview, fixture server
-// included, measured from a reset peak (base-rss-MB is what it was reset
-// to).
+// bench-peak-rss-MB is the benchmark process's peak RSS during the
+// preview, the fixture server and its million records included, measured
+// from a reset peak (bench-base-rss-MB is what it was reset to); until
+// 2026-12-07 these were peak-rss-MB and base-rss-MB.
+//
+// On SQLite, each iteration also measures the scan and the preview in
+// processes of their own (TestBenchChild; the order alternates), which
+// hold what an airlock process holds and not the upstream's records:
+// own-peak-rss-MB is the preview process's peak RSS over its life (VmHWM,
+// nothing subtracted), own-scan-peak-rss-MB the bare scan process's;
+// own-ratio-to-scan and own-cpu-ratio-to-scan are the preview's time and
+// its process's CPU over the scan's, measured the same way; own-heap-MB and
+// own-go-MB are the preview process's largest live heap and largest memory
+// mapped by the Go runtime, sampled every 2 ms. Each is the largest over
+// the iterations but the ratios, which are over their sums.
 func BenchmarkPreviewMillion(b *testing.B) {
 	x := newBenchAPI(b, benchMillion)
 	benchEngines(b, func(b *testing.B, st selection.Store) { x.previewMillion(b, st) })
@@ -288,8 +311,10 @@ func BenchmarkPreviewMillion(b *testing.B) {
 
 func (x *benchAPI) previewMillion(b *testing.B, st selection.Store) {
 	store := &phaseStore{Store: st}
+	_, own := st.(*sqlitestore.SQLite)
 	var scanTime, previewTime, scanCPU, previewCPU time.Duration
-	peakKB, baseKB := 0, 0
+	var ownScan, ownPreview childFigures
+	peakKB, baseKB, iters := 0, 0, 0
 	for b.Loop() {
 		b.StopTimer()
 		runtime.GC()
@@ -299,7 +324,7 @@ func (x *benchAPI) previewMillion(b *testing.B, st selection.Store) {
 		scanCPU += cpuTime(b) - cpu
 		base, reset := resetPeakRSS(b)
 		if !reset {
-			b.Logf("VmHWM did not reset: peak-rss-MB is the process's lifetime peak; RSS before the preview was %d MB", base>>10)
+			b.Logf("VmHWM did not reset: bench-peak-rss-MB is the process's lifetime peak; RSS before the preview was %d MB", base>>10)
 		}
 		baseKB = max(baseKB, base)
 		b.StartTimer()
@@ -311,14 +336,39 @@ func (x *benchAPI) previewMillion(b *testing.B, st selection.Store) {
 
 		b.StopTimer()
 		peakKB = max(peakKB, procStatusKB(b, "VmHWM"))
+		if own {
+			runtime.GC()
+			phases := []string{"scan", "preview"}
+			if iters%2 == 1 {
+				phases[0], phases[1] = phases[1], phases[0]
+			}
+			for _, phase := range phases {
+				f := x.runChild(b, phase)
+				sum := &ownScan
+				if phase == "preview" {
+					sum = &ownPreview
+				}
+				sum.Wall, sum.CPU = sum.Wall+f.Wall, sum.CPU+f.CPU
+				sum.PeakKB, sum.PeakHeap, sum.PeakGo = max(sum.PeakKB, f.PeakKB), max(sum.PeakHeap, f.PeakHeap), max(sum.PeakGo, f.PeakGo)
+			}
+		}
+		iters++
 		b.StartTimer()
 	}
 	b.ReportMetric(previewTime.Seconds()/scanTime.Seconds(), "ratio-to-scan")
 	b.ReportMetric(previewCPU.Seconds()/scanCPU.Seconds(), "cpu-ratio-to-scan")
-	b.ReportMetric(float64(peakKB)/1024, "peak-rss-MB")
-	b.ReportMetric(float64(baseKB)/1024, "base-rss-MB")
+	b.ReportMetric(float64(peakKB)/1024, "bench-peak-rss-MB")
+	b.ReportMetric(float64(baseKB)/1024, "bench-base-rss-MB")
 	b.ReportMetric(store.put.Seconds()/scanTime.Seconds(), "write-to-scan")
 	b.ReportMetric(store.reread.Seconds()/scanTime.Seconds(), "digest-to-scan")
+	if own {
+		b.ReportMetric(float64(ownPreview.PeakKB)/1024, "own-peak-rss-MB")
+		b.ReportMetric(float64(ownScan.PeakKB)/1024, "own-scan-peak-rss-MB")
+		b.ReportMetric(ownPreview.Wall.Seconds()/ownScan.Wall.Seconds(), "own-ratio-to-scan")
+		b.ReportMetric(ownPreview.CPU.Seconds()/ownScan.CPU.Seconds(), "own-cpu-ratio-to-scan")
+		b.ReportMetric(float64(ownPreview.PeakHeap)/(1<<20), "own-heap-MB")
+		b.ReportMetric(float64(ownPreview.PeakGo)/(1<<20), "own-go-MB")
+	}
 }
 
 // benchRecords returns n member records as a preview builds them: review

@@ -27,7 +27,9 @@ type itemQueue struct {
 
 func newItemQueue(c *classifier) *itemQueue {
 	iq := &itemQueue{c: c}
-	iq.q = batch.New(batch.Options{Depth: 8, Chunk: itemBatch, StopOnError: true}, func(items []*upstream.Item) error {
+	// Two chunks waiting are enough to keep the classifier busy while the
+	// scan reads; every chunk more is decoded items held in memory.
+	iq.q = batch.New(batch.Options{Depth: 2, Chunk: itemBatch, StopOnError: true}, func(items []*upstream.Item) error {
 		for _, it := range items {
 			if err := c.add(c.classify(it.ID, it.Version, it.Source, it.Doc, it.Violations)); err != nil {
 				return err
@@ -62,7 +64,9 @@ func (q *itemQueue) abort() { q.q.Abort() }
 
 // recordWriter writes batches of records to the store from its own
 // goroutine, so that classifying does not wait for the store. It holds at
-// most two batches besides the one being written; put blocks beyond that.
+// most one batch besides the one being written; put blocks beyond that:
+// more only held more records in memory (issue 41), since the store sets
+// the pace either way.
 // After a failure the rest is dropped, never written: the selection fails.
 type recordWriter struct {
 	ctx    context.Context
@@ -73,7 +77,7 @@ type recordWriter struct {
 func newRecordWriter(ctx context.Context, store Store, selID string) *recordWriter {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &recordWriter{ctx: ctx, cancel: cancel}
-	w.q = batch.New(batch.Options{Depth: 2, StopOnError: true}, func(recs []Record) error {
+	w.q = batch.New(batch.Options{Depth: 1, StopOnError: true}, func(recs []Record) error {
 		return store.PutRecords(ctx, selID, recs)
 	})
 	return w

@@ -5,12 +5,24 @@ import "math/bits"
 // seenSet is the set of keys (seenKey) a scan has read, for its duplicate
 // check: one key for every record of the scope, so a scan of a million
 // records holds a million. A Go map of them took about 31 bytes a key;
-// this open-addressed table (linear probing, at most 80% full, grown by
-// half) takes 10 to 15.
+// open-addressed tables (linear probing, at most 80% full, grown by half)
+// take 10 to 15. The keys are spread over seenShards tables that grow one
+// at a time: one table of a million keys held the old and the new array
+// together while it grew, 21 MB at the last growth, where a shard holds a
+// sixty-fourth of that beside the rest.
 type seenSet struct {
+	shards [seenShards]seenTable
+	n      int  // keys in the shards
+	zero   bool // the key 0, which slots cannot hold
+}
+
+// seenShards is how many tables a seenSet spreads its keys over.
+const seenShards = 64
+
+// seenTable is one shard: an open-addressed table of mixed keys.
+type seenTable struct {
 	slots []uint64 // 0 is an empty slot
-	n     int      // keys in slots
-	zero  bool     // the key 0, which slots cannot hold
+	n     int
 }
 
 // add adds k and reports whether it was not there yet.
@@ -20,52 +32,63 @@ func (s *seenSet) add(k uint64) bool {
 		s.zero = true
 		return added
 	}
-	if (s.n+1)*5 > len(s.slots)*4 {
-		s.grow()
+	m := mix(k)
+	// The shard is chosen by the low bits, the slot by the high ones
+	// (seenTable.slot), so that the two do not correlate.
+	t := &s.shards[m%seenShards]
+	if (t.n+1)*5 > len(t.slots)*4 {
+		t.grow()
 	}
-	if !s.put(k) {
+	if !t.put(k, m) {
 		return false
 	}
+	t.n++
 	s.n++
 	return true
 }
 
-// put places k in slots; false when it is there already.
-func (s *seenSet) put(k uint64) bool {
-	i := s.slot(k)
-	for {
-		switch s.slots[i] {
-		case 0:
-			s.slots[i] = k
-			return true
-		case k:
-			return false
-		}
-		if i++; i == len(s.slots) {
-			i = 0
-		}
-	}
-}
-
-// slot is k's first slot: its mixed bits scaled to the table's size.
-func (s *seenSet) slot(k uint64) int {
-	// murmur3's finalizer: every bit of the key moves the high bits the
-	// scaling reads.
+// mix is murmur3's finalizer: every bit of the key moves every bit that
+// picks a shard or a slot.
+func mix(k uint64) uint64 {
 	k ^= k >> 33
 	k *= 0xff51afd7ed558ccd
 	k ^= k >> 33
 	k *= 0xc4ceb9fe1a85ec53
 	k ^= k >> 33
-	hi, _ := bits.Mul64(k, uint64(len(s.slots)))
+	return k
+}
+
+// put places k, whose mixed bits are m, in slots; false when it is there
+// already.
+func (t *seenTable) put(k, m uint64) bool {
+	i := t.slot(m)
+	for {
+		switch t.slots[i] {
+		case 0:
+			t.slots[i] = k
+			return true
+		case k:
+			return false
+		}
+		if i++; i == len(t.slots) {
+			i = 0
+		}
+	}
+}
+
+// slot is the first slot of a key whose mixed bits are m: its high bits
+// scaled to the table's size.
+func (t *seenTable) slot(m uint64) int {
+	hi, _ := bits.Mul64(m, uint64(len(t.slots)))
 	return int(hi)
 }
 
-func (s *seenSet) grow() {
-	old := s.slots
-	s.slots = make([]uint64, max(64, len(old)+len(old)/2))
+func (t *seenTable) grow() {
+	old := t.slots
+	t.slots = make([]uint64, max(8, len(old)+len(old)/2))
 	for _, k := range old {
 		if k != 0 {
-			s.put(k)
+			t.put(k, mix(k))
 		}
 	}
 }
@@ -83,9 +106,11 @@ func (s *seenSet) each(fn func(uint64)) {
 	if s.zero {
 		fn(0)
 	}
-	for _, k := range s.slots {
-		if k != 0 {
-			fn(k)
+	for i := range s.shards {
+		for _, k := range s.shards[i].slots {
+			if k != 0 {
+				fn(k)
+			}
 		}
 	}
 }

@@ -44,7 +44,9 @@ func TestSeenSet_HoldsWhatAMapHolds(t *testing.T) {
 			t.Fatalf("each listed %d, never added", k)
 		}
 	}
-	if n := len(s.slots); s.n*5 > n*4 {
-		t.Fatalf("%d keys in %d slots: over 80%% full", s.n, n)
+	for i, sh := range s.shards {
+		if n := len(sh.slots); sh.n*5 > n*4 {
+			t.Fatalf("shard %d: %d keys in %d slots: over 80%% full", i, sh.n, n)
+		}
 	}
 }
