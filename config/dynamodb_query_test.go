@@ -109,7 +109,7 @@ func TestUnauthorized_RefusesWhatIsNotADeclaredFailureWithItsLine(t *testing.T) 
 		{"    unauthorized: [{status: 500, member: __type, match: X}]\n", "unauthorized.0.status: required: a refusal's status"},
 		{"    unauthorized: [{status: 400}]\n", "unauthorized.0.member: required"},
 		{"    unauthorized: [{status: 400, member: __type}]\n", "unauthorized.0.match: required with member"},
-		{"    unauthorized: [{status: 400, member: __type, match: ConditionalCheckFailedException}]\n", "declared a rate limit or a conflict too"},
+		{"    unauthorized: [{status: 400, member: __type, match: ConditionalCheckFailedException}]\n", "unauthorized.0.match: overlaps conflicts.0 (400, __type ending \"ConditionalCheckFailedException\")"},
 		{"    unauthorized: [{status: 400, member: __type, match: X, typo: 1}]\n", "unauthorized.0.typo: unknown key"},
 	} {
 		_, err := Parse([]byte(strings.Replace(base, ok, tc.new, 1)))

@@ -62,7 +62,7 @@ func TestDynamoDBConfig_RefusesWhatItCannotSendAsDeclared(t *testing.T) {
 		{"continue_param: ExclusiveStartKey", "continue_param: Limit", "the member carries the continuation alone"},
 		{"conflicts: [{status: 400, member: __type, match: ConditionalCheckFailedException}]", "conflicts: [{status: 400}]", "conflicts.0.member: required"},
 		{"conflicts: [{status: 400, member: __type, match: ConditionalCheckFailedException}]", "conflicts: [{status: 409, member: __type, match: X}]", "409 and 412 are always conflicts"},
-		{"conflicts: [{status: 400, member: __type, match: ConditionalCheckFailedException}]", "conflicts: [{status: 400, member: __type, match: ProvisionedThroughputExceededException}]", "declared a rate limit too"},
+		{"conflicts: [{status: 400, member: __type, match: ConditionalCheckFailedException}]", "conflicts: [{status: 400, member: __type, match: ProvisionedThroughputExceededException}]", "conflicts.0.match: overlaps throttling.0 (400, __type ending \"ProvisionedThroughputExceededException\")"},
 		{"expression: {param: FilterExpression, language: dynamodb}", "expression: {param: FilterExpression, language: dynamodb, quote: \"'\"}", "a bound expression writes no literal"},
 	} {
 		if !strings.Contains(dynamoConfig, tc.old) {

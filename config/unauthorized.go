@@ -8,8 +8,8 @@ import (
 // validateUnauthorized checks the declared authentication failures: a
 // refusal's status other than 401 (always one), the body member that
 // names the failure (a whole 400 would read every malformed request as a
-// refused credential), and no answer also declared a rate limit or a
-// conflict.
+// refused credential); validateOverlaps refuses one a rate limit or a
+// conflict also matches.
 func validateUnauthorized(l *errList, u *UpstreamConfig, at func(string) []string) {
 	for i, t := range u.Unauthorized {
 		p := append(at("unauthorized"), strconv.Itoa(i))
@@ -23,12 +23,5 @@ func validateUnauthorized(l *errList, u *UpstreamConfig, at func(string) []strin
 			l.add("required: the body member that names the failure (__type)", append(p, "member")...)
 		}
 		validateMatch(l, t, p)
-		for _, other := range [][]ThrottlingConfig{u.Throttling, u.Conflicts} {
-			for _, o := range other {
-				if o.Status == t.Status && o.Member == t.Member && o.Match == t.Match {
-					l.add("declared a rate limit or a conflict too", append(p, "match")...)
-				}
-			}
-		}
 	}
 }

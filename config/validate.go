@@ -97,6 +97,7 @@ func validateUpstream(l *errList, name string, u *UpstreamConfig) {
 	}
 	validateWaits(l, u, at)
 	validateUnauthorized(l, u, at)
+	validateOverlaps(l, u, at)
 	if u.Concurrency < 0 || u.Concurrency > 64 {
 		l.add("must be between 1 and 64", at("concurrency")...)
 	}
@@ -156,11 +157,6 @@ func validateWaits(l *errList, u *UpstreamConfig, at func(string) []string) {
 			l.add("required: the body member that names the conflict (__type)", append(p, "member")...)
 		}
 		validateMatch(l, t, p)
-		for _, th := range u.Throttling {
-			if th.Status == t.Status && th.Member == t.Member && th.Match == t.Match {
-				l.add("declared a rate limit too", append(p, "match")...)
-			}
-		}
 	}
 }
 
