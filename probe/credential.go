@@ -70,14 +70,23 @@ func (p *prober) acceptedCheck() {
 	switch {
 	case p.first != nil:
 		p.add("credential.accepted", OK, "the API answered the first page to the "+p.r.Upstream.Credential().Form+" credential", "")
-	case errors.As(p.firstErr, &he) && he.Kind == transport.FailStatus && he.Status == http.StatusUnauthorized:
-		p.add("credential.accepted", Wrong, "the API refused the credential (401)"+refusedWhy(he), "check the secret, and for OAuth the audience, resource and scopes the API expects")
+	case errors.As(p.firstErr, &he) && he.CredentialRefused():
+		p.add("credential.accepted", Wrong, refusedStatus(he)+refusedWhy(he), "check the secret, and for OAuth the audience, resource and scopes the API expects")
 	case errors.As(p.firstErr, &he) && he.Kind == transport.FailStatus && he.Status == http.StatusForbidden:
 		p.add("credential.accepted", Wrong, "the API accepted the credential but refused access to the list (403)", "grant the credential read access to the resource")
 	default:
 		return // the token, or the list itself, failed: said above
 	}
 	p.add("credential.writes", Unverifiable, "probe only reads (GET, and POST where a list or a read is asked by POST): whether the credential may write is not checked", "")
+}
+
+// refusedStatus names the answer that refused the credential: a 401, or
+// another status the upstream's unauthorized declarations match.
+func refusedStatus(he *transport.HTTPError) string {
+	if he.Status == http.StatusUnauthorized {
+		return "the API refused the credential (401)"
+	}
+	return fmt.Sprintf("the API refused the credential (%d, declared under unauthorized)", he.Status)
 }
 
 func refusedWhy(he *transport.HTTPError) string {

@@ -80,3 +80,43 @@ func TestProbe_ChecksTheTokenItsScopesAndThatTheAPIAcceptsIt(t *testing.T) {
 		}
 	})
 }
+
+// TestProbe_ADeclaredRefusalIsARefusedCredential: an upstream whose
+// refusal of a credential is a declared 400 (DynamoDB's
+// InvalidSignatureException for a wrong SigV4 secret) has the probe say
+// the credential was refused, as for a 401, and quote no part of what it
+// sent.
+func TestProbe_ADeclaredRefusalIsARefusedCredential(t *testing.T) {
+	var sent string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":"com.amazon.coral.service#InvalidSignatureException","message":"The request signature we calculated does not match the signature you provided. %s"}`, sent)
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := config.Parse(configtest.OneUpstream(srv.URL, `unauthorized: [{status: 400, member: __type, match: InvalidSignatureException}]
+credential: {aws_sigv4: {access_key_id: {env: K}, secret_access_key: {env: S}, region: us-east-1, service: dynamodb}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"K": "AKIDEXAMPLE", "S": "a-wrong-secret-access-key"}
+	rt, err := upstream.Initialize(context.Background(), cfg, upstream.Options{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := CheckAssumptions(context.Background(), rt.Resources["items"], Options{MaxRequests: 5})
+	var got *Check
+	for i, c := range rep.Checks {
+		if c.Check == "credential.accepted" {
+			got = &rep.Checks[i]
+		}
+	}
+	if got == nil || got.Status != Wrong || !strings.Contains(got.Evidence, "400, declared under unauthorized") {
+		t.Fatalf("credential.accepted: %+v; want Wrong, the declared 400 named", got)
+	}
+	_, sig, _ := strings.Cut(sent, "Signature=")
+	if b := fmt.Sprintf("%+v", rep); sig == "" || strings.Contains(b, sig) {
+		t.Fatalf("the report holds the sent signature %q (or none was sent): %s", sig, b)
+	}
+}

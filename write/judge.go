@@ -470,7 +470,7 @@ func judgeFailed(a *upstream.Action, err error) Finding {
 		// processing: the target goes back to pending and the run pauses
 		// for the wait airlock keeps.
 		return Finding{Outcome: Pending, Status: st, Note: "rate limited before processing; it will be sent again", RateLimited: true, Wait: he.RetryAfter}
-	case st == http.StatusUnauthorized || st == http.StatusForbidden || he.Unauthorized:
+	case he.CredentialRefused() || st == http.StatusForbidden:
 		// The credential was refused: the stop rules end the run at once,
 		// whatever an earlier attempt did.
 		f := refused(Failed, st, p, "", true)

@@ -171,6 +171,15 @@ func (e *HTTPError) RateLimited() bool {
 	return e.Kind == FailStatus && (e.Status == http.StatusTooManyRequests || e.Throttled)
 }
 
+// CredentialRefused reports whether the answer refuses the credential: a
+// 401, or an answer the upstream's unauthorized declarations match
+// (DynamoDB's 400 InvalidSignatureException). It is the one test of a
+// refused credential: the problem, a write's stop, a token dropped, a
+// session logged in again and the probe's verdict all follow it.
+func (e *HTTPError) CredentialRefused() bool {
+	return e.Kind == FailStatus && (e.Status == http.StatusUnauthorized || e.Unauthorized)
+}
+
 type ctxKey int
 
 const reqInfoKey ctxKey = 1
@@ -442,7 +451,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	resp, used, err := c.do(ctx, r)
 	err = c.sessionEnded(used, resp, err)
 	var he *HTTPError
-	if used == "" || !errors.As(err, &he) || he.Kind != FailStatus || !c.authRefused(he.Status) {
+	if used == "" || !errors.As(err, &he) || !c.authRefused(he) {
 		return resp, err
 	}
 	c.cred.refused(used)
@@ -461,7 +470,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	if errors.As(err, &he) {
 		he.Attempts += first
-		if he.Kind == FailStatus && c.authRefused(he.Status) {
+		if c.authRefused(he) {
 			he.StaleToken, he.Renewed = true, true
 		}
 	}

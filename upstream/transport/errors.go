@@ -123,7 +123,7 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 	case he.Conflict && st != http.StatusConflict && st != http.StatusPreconditionFailed:
 		// An answer the upstream declares a failed condition (conflicts).
 		p = envelope.NewProblem(envelope.ProblemUpstreamConflict, fmt.Sprintf("The upstream answered %d, declared a conflict: the target changed since it was read.", st))
-	case he.Unauthorized && st != http.StatusUnauthorized:
+	case he.CredentialRefused() && st != http.StatusUnauthorized:
 		// An answer the upstream declares a refused credential
 		// (unauthorized): a wrong key or secret, never a rejected value.
 		p = envelope.NewProblem(envelope.ProblemUpstreamAuth, fmt.Sprintf("The upstream answered %d, declared an authentication failure: it refused the credential.", st))
@@ -135,7 +135,7 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 		}
 		p = envelope.NewProblem(envelope.ProblemUpstreamRejected, detail)
 		p.SetErrors(errs)
-	case st == http.StatusUnauthorized:
+	case he.CredentialRefused():
 		p = envelope.NewProblem(envelope.ProblemUpstreamAuth, unauthorizedDetail(he))
 	case st == http.StatusForbidden:
 		p = envelope.NewProblem(envelope.ProblemUpstreamForbidden, "")

@@ -454,13 +454,14 @@ func (c *Client) Logins() int64 {
 	return c.cred.session.logins.Load()
 }
 
-// authRefused reports whether a status refuses the credential: 401, and
-// for a session the statuses its expiry declares.
-func (c *Client) authRefused(status int) bool {
-	if c.cred != nil && c.cred.session != nil {
-		return c.cred.session.endedStatus(status)
+// authRefused reports whether an answer refuses the credential: what
+// HTTPError.CredentialRefused says (a 401 or a declared unauthorized
+// answer), and for a session the statuses its expiry declares.
+func (c *Client) authRefused(he *HTTPError) bool {
+	if he.CredentialRefused() {
+		return true
 	}
-	return status == http.StatusUnauthorized
+	return he.Kind == FailStatus && c.cred != nil && c.cred.session != nil && c.cred.session.endedStatus(he.Status)
 }
 
 // sessionEnded turns a 2xx answer that says the session ended (MediaWiki's
