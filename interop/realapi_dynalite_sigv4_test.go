@@ -102,8 +102,8 @@ func checkSigV4Verified(t *testing.T, d *upstreams.Dynalite, v *upstreams.SigV4V
 // checkSigV4WrongSecret: airlock configured with another secret than the
 // one the verifier knows is refused; airlock says UPSTREAM_UNAUTHORIZED
 // (the declared InvalidSignatureException), never a rejected value, and
-// nothing in its answer holds either secret or the access key id, though
-// the refusal quotes the Authorization header.
+// nothing in its answer holds either secret, the access key id or the
+// signature sent, though the refusal quotes the Authorization header.
 func checkSigV4WrongSecret(t *testing.T, v *upstreams.SigV4Verifier) {
 	v.Reset(t)
 	wrong := map[string]string{"AWS_ACCESS_KEY_ID": dynEnv["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": "wrong-secret-airlock-must-hide"}
@@ -124,6 +124,14 @@ func checkSigV4WrongSecret(t *testing.T, v *upstreams.SigV4Verifier) {
 	log := v.Log(t)
 	if len(log) == 0 || log[0].Verified || log[0].Why != "signature mismatch" {
 		t.Errorf("the verifier's log %+v; want the request refused for its signature", log)
+	}
+	// The refusal quotes the Authorization header airlock sent: the
+	// signature of each attempt, which no stored secret matches, is not
+	// in the answer either.
+	for _, e := range log {
+		if e.Signature == "" || strings.Contains(string(b), e.Signature) {
+			t.Errorf("the answer holds the signature %q airlock sent (or the verifier saw none): %s", e.Signature, b)
+		}
 	}
 	// A signature of zeros in AWS's form (what the harness sends dynalite,
 	// which takes it) is refused too.

@@ -203,6 +203,9 @@ type reqInfo struct {
 	// payloadHash is the SHA-256 of the request's body, which a SigV4
 	// signature covers (nil for another credential).
 	payloadHash []byte
+	// sentCreds are the credential header values the attempts sent (see
+	// sentCredentials), to redact from an error answer.
+	sentCreds []string
 }
 
 // sent says whether any attempt may have reached the upstream.
@@ -227,7 +230,12 @@ type Options struct {
 	MaxRetryWait time.Duration
 	// WithoutCredentials builds a client that loads no credential.
 	WithoutCredentials bool
-	// Redactor receives every upstream string the client quotes.
+	// Redactor is given the credential's secrets (New adds them; OAuth
+	// access tokens, a session's cookies and captured values are added as
+	// they arrive). The client redacts each error answer's body with it
+	// (and with the credential headers that request sent) before keeping
+	// it; a 2xx body is not redacted here: the tools redact every result,
+	// log record and stored document with the same redactor.
 	Redactor *redact.Redactor
 	// WrapTransport, when set, wraps the HTTP transport (for metrics and
 	// traces): it sees every attempt of every request, with the credential
@@ -294,9 +302,12 @@ func New(name string, cfg *config.UpstreamConfig, opts Options) (*Client, error)
 	if cfg.Retries != nil {
 		retries = *cfg.Retries
 	}
+	// The credential headers are named once the session is loaded (below):
+	// sent is set up now and told them then.
+	sent := &sentCredentials{next: &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: opts.DialContext, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: c.tlsConfig()}}
 	hc := &http.Client{
 		Timeout:   timeout,
-		Transport: opts.wrapTransport(name, &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: opts.DialContext, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: c.tlsConfig()}),
+		Transport: opts.wrapTransport(name, sent),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if info, ok := req.Context().Value(reqInfoKey).(*reqInfo); ok && info.noRedirect {
 				// A write never follows a redirect (it would re-send the
@@ -349,6 +360,7 @@ func New(name string, cfg *config.UpstreamConfig, opts Options) (*Client, error)
 	if c.cred != nil {
 		opts.Redactor.Add(c.cred.secrets...)
 	}
+	sent.names = credentialHeaders(c.cred)
 	return c, nil
 }
 
@@ -604,7 +616,10 @@ func (c *Client) exchange(ctx context.Context, r Request, used *string) (*Respon
 		// hundred characters: a credential it echoes is removed first,
 		// while it is whole, or a long token cut in two would leave its
 		// first part in the quote.
-		b = c.redactor.Bytes(b)
+		// The credential headers this request's attempts sent are removed
+		// too: a SigV4 signature, which no stored secret matches, is
+		// quoted by an upstream that says why it refused it.
+		b = redactSent(c.redactor.Bytes(b), info)
 		out.Body = b
 		he := &HTTPError{Kind: FailStatus, Status: resp.StatusCode, Header: resp.Header, Body: b,
 			RetryAfter: c.retryAfter(resp.Header), Attempts: attempts, Sent: true}
