@@ -1,7 +1,9 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -263,5 +265,38 @@ func TestDynamoDBQuery_APartitionTheSenderWouldDropIsRefusedNeverSentBare(t *tes
 				t.Error("a probe without its partition was built")
 			}
 		})
+	}
+}
+
+// TestDynamoDBQuery_ReadsOutsideAScanTakeTheDefaultFiltersPartition: the
+// first page a probe reads, and its raw walks with the filter under test,
+// pin the partition default_filter names; without one, nothing is built
+// or sent and the error is ErrPartitionNeeded.
+func TestDynamoDBQuery_ReadsOutsideAScanTakeTheDefaultFiltersPartition(t *testing.T) {
+	d := queryResource(t, "    default_filter: {tenant: acme, status: active}\n")
+	req, err := d.FirstPageRequest("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := jsonvalue.Decode(req.Body)
+	if b := body.(map[string]any); b["KeyConditionExpression"] != "#f6 = :f6v0" || b["FilterExpression"] != nil {
+		t.Errorf("first page %v; want default_filter's partition alone", b)
+	}
+	scope, err := d.ListScope(map[string]any{"seats": json.Number("2")})
+	if err != nil || scope["tenant"] != "acme" || scope["seats"] != json.Number("2") || len(scope) != 2 {
+		t.Errorf("scope %v, %v; want the filter under test and the partition", scope, err)
+	}
+	r := queryResource(t, "")
+	if _, err := r.FirstPageRequest("t"); !errors.Is(err, ErrPartitionNeeded) {
+		t.Errorf("first page without a partition: %v", err)
+	}
+	sent := 0
+	_, err = r.WalkRaw(t.Context(), RawWalkSpec{Filter: map[string]any{"seats": json.Number("2")}, MaxPages: 3,
+		Send: func(context.Context, transport.Request) (*transport.Response, error) {
+			sent++
+			return nil, errors.New("sent")
+		}})
+	if !errors.Is(err, ErrPartitionNeeded) || sent != 0 {
+		t.Errorf("raw walk without a partition: %v, %d sent", err, sent)
 	}
 }

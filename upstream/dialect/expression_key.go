@@ -145,6 +145,15 @@ func (r *List) keyForms(filter map[string]any) map[string]FilterForm {
 	return out
 }
 
+// KeyPartition is the name of the filter a Query's key condition pins its
+// partition with, "" for a list that is not a Query.
+func (r *List) KeyPartition() string {
+	if k := r.keyCondition(); k != nil {
+		return k.Partition
+	}
+	return ""
+}
+
 // CheckListFilter refuses a typed filter (TypedFilter's) that the
 // resource's list cannot be asked for: for a Query, one that does not pin
 // its partition or that gives its sort key two conditions. A read by ids
