@@ -60,7 +60,8 @@ func TestKeyCondition_ParsesWithItsDefault(t *testing.T) {
 // mistake is an error at its line: an unknown key, a missing or unknown
 // partition filter, a partition filter that is not eq, a sort filter on
 // another attribute or on the partition key, a timestamp key, a key
-// attribute left in the FilterExpression, a key condition outside the
+// attribute left in the FilterExpression, a normalized key field or one
+// with null stand-ins, a key condition outside the
 // dynamodb language, and a member shared with the filter expression.
 func TestKeyCondition_RefusesWhatDynamoDBWouldRefuseWithItsLine(t *testing.T) {
 	for _, tc := range []struct{ old, new, want string }{
@@ -75,6 +76,9 @@ func TestKeyCondition_RefusesWhatDynamoDBWouldRefuseWithItsLine(t *testing.T) {
 		{"      status: {expression: status}\n", "      status: {expression: status}\n      due_from: {field: due, op: gte, expression: due}\n", "a key is a string or a number"},
 		{"language: dynamodb", "language: odata", "a key condition is DynamoDB's"},
 		{"      tenant: {expression: tenant}", "      tenant: {param: tenant}", "a key filter names its attribute"},
+		{"      tenant: {type: string}", "      tenant: {type: string, normalize: lower}", "fields.tenant.normalize: a key filter's field is compared as DynamoDB stores it"},
+		{"      tenant: {type: string}", "      tenant: {type: string, null_values: [\"-\"]}", "fields.tenant.null_values: a key attribute is never null"},
+		{"      id: {type: string}", "      id: {type: string, normalize: lower}", "fields.id.normalize: a key filter's field is compared as DynamoDB stores it"},
 		{"      items: Items\n", "      items: Items\n      key_condition: {partition: tenant}\n", "list.key_condition: unknown key"},
 		{"    id_field: id\n", "    id_field: id\n    key_condition: {partition: tenant}\n", "ledger.key_condition: unknown key"},
 	} {

@@ -81,7 +81,8 @@ func (k *KeyConditionConfig) KeyRole(name string) string {
 // validateKeyCondition checks a key condition: a partition filter and
 // sort filters that exist, each sent by its attribute's name with an
 // operator a key condition takes, on a key a DynamoDB key can be (a
-// string or a number), the sort filters on one attribute; and no other
+// string or a number, neither normalized nor with null stand-ins), the
+// sort filters on one attribute; and no other
 // filter on a key attribute (DynamoDB refuses one in a FilterExpression).
 func validateKeyCondition(l *errList, r *ResourceConfig, x *ExpressionConfig, res func(k ...string) []string) {
 	k := x.KeyCondition
@@ -101,6 +102,7 @@ func validateKeyCondition(l *errList, r *ResourceConfig, x *ExpressionConfig, re
 	if k.Partition == "" {
 		l.add("required: the filter that pins the partition key (op eq, one value in every search)", at("partition")...)
 	}
+	fieldSeen := map[string]bool{}
 	keyFilter := func(name string, path []string, ops ...string) string {
 		f, ok := r.Filters[name]
 		if !ok || f == nil {
@@ -115,6 +117,17 @@ func validateKeyCondition(l *errList, r *ResourceConfig, x *ExpressionConfig, re
 			l.add(fmt.Sprintf("a key condition takes op %s here, not %q", strings.Join(ops[1:], ", "), f.Op), path...)
 		}
 		if fd := r.Fields[f.FieldOf(name)]; fd != nil {
+			// A key clause sends the caller's value as written: a
+			// normalized field's or a null stand-in's would never be
+			// sent, and a Query without its partition is refused.
+			fname := f.FieldOf(name)
+			if fd.Normalize != "" && !fieldSeen[fname] {
+				l.add("a key filter's field is compared as DynamoDB stores it: no normalize on a key-condition field", res("fields", fname, "normalize")...)
+			}
+			if len(fd.NullValues) > 0 && !fieldSeen[fname] {
+				l.add("a key attribute is never null: no null_values on a key-condition field", res("fields", fname, "null_values")...)
+			}
+			fieldSeen[fname] = true
 			switch fd.Type {
 			case "string", "integer", "number":
 			default:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,6 +248,8 @@ func TestTasks_CancelStopsSendingAndEveryTargetStaysTruthful(t *testing.T) {
 	// been asked: however slow the machine, targets are still unsent when
 	// it arrives, and the writes in flight answer only after it.
 	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release) // a test that fails early holds no write
 	h.api.SetWriteFaults(fixtures.DatasetSubscriptions, fixtures.WriteFaults{HoldAfter: 3, Hold: hold})
 	rpc := h.taskRPC()
 	p := h.call("preview_selection", seedPreview(nil))
@@ -268,7 +271,7 @@ func TestTasks_CancelStopsSendingAndEveryTargetStaysTruthful(t *testing.T) {
 	if _, e := rpc.send("tasks/cancel", map[string]any{"taskId": id}); e != nil {
 		t.Fatalf("tasks/cancel: %v", e)
 	}
-	close(hold)
+	release()
 	done := rpc.wait(id, "cancelled", "completed")
 	if done["status"] != "cancelled" || !strings.Contains(fmt.Sprint(done["statusMessage"]), "pending (never sent)") {
 		t.Fatalf("the cancelled task: %v", done)

@@ -464,6 +464,8 @@ func (p *prober) askFilter(ctx context.Context, filter map[string]any, maxPages 
 	}
 	w, err := r.WalkRaw(ctx, upstream.RawWalkSpec{Filter: filter, RequestID: p.opts.RequestID, MaxPages: maxPages, Send: p.do, Keep: p.keep, EndSeen: p.walkEnd})
 	switch {
+	case errors.Is(err, upstream.ErrPartitionNeeded):
+		return filterAnswer{sent: true, status: Unverifiable, evidence: "?" + what + ": " + err.Error(), hint: "set default_filter to one value of the partition filter"}
 	case errors.Is(err, errBudget):
 		// A check the budget cut short is not settled either way.
 		return filterAnswer{sent: true, status: Unverifiable, evidence: fmt.Sprintf("?%s: the probe's request budget ran out after %d pages", what, w.Pages), hint: "raise --max-requests"}

@@ -184,6 +184,11 @@ func (p *prober) firstPage(ctx context.Context) bool {
 	if err == nil {
 		req, err = r.OpenFirstPage(ctx, p.opts.RequestID)
 	}
+	if errors.Is(err, upstream.ErrPartitionNeeded) {
+		// Nothing is sent: the checks that read the list are not run.
+		p.add("list.path", Unverifiable, err.Error()+": the list is not read, so no check that needs it is run", "set default_filter to one value of the partition filter")
+		return false
+	}
 	if err != nil {
 		p.add("list.path", Wrong, err.Error(), "")
 		return false
@@ -410,7 +415,10 @@ func (p *prober) walk(ctx context.Context) {
 	p.walkSize = size
 	pr := r.WithPageSize(size)
 	col := &collector{items: map[string]map[string]any{}}
-	scan := pr.NewScan(upstream.ScanSpec{RequestID: p.opts.RequestID, Sink: col})
+	// A Query walks the partition the first page read (firstPage has
+	// refused a resource without one).
+	scope, _ := r.ListScope(nil)
+	scan := pr.NewScan(upstream.ScanSpec{Filter: scope, RequestID: p.opts.RequestID, Sink: col})
 	budget := max(p.left()-p.reserve(), 2)
 	err := scan.Run(ctx, upstream.Budget{MaxPages: budget, PagesLimitSource: envelope.LimitAirlock, Deadline: timeLeft(ctx)})
 	o := scan.Outcome()

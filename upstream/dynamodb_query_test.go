@@ -1,14 +1,18 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/airlock-mcp/airlock/config"
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream/dialect"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 // queryResource is a DynamoDB table keyed by a partition and a sort key,
@@ -227,5 +231,72 @@ func TestDynamoDBQuery_AGteAndAnLteAreOneBetween(t *testing.T) {
 	values := body["ExpressionAttributeValues"].(map[string]any)
 	if len(names) != 2 || names["#f2"] != "i'd" || len(values) != 3 {
 		t.Errorf("names %v values %v; want the tenant's and the lower bound's names, three values", names, values)
+	}
+}
+
+// TestDynamoDBQuery_APartitionTheSenderWouldDropIsRefusedNeverSentBare:
+// were a partition field normalized or given null stand-ins (check
+// refuses both; the configuration is altered after it, as a defence in
+// depth), its value would not be sent as the key condition: the check
+// answers partition_required, as the sender decides, and the page request
+// is an invalid-arguments problem, never a Query without its partition.
+func TestDynamoDBQuery_APartitionTheSenderWouldDropIsRefusedNeverSentBare(t *testing.T) {
+	for name, alter := range map[string]func(*config.FieldConfig){
+		"normalize":   func(f *config.FieldConfig) { f.Normalize = "lower" },
+		"null_values": func(f *config.FieldConfig) { f.NullValues = []any{"acme"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := queryResource(t, "")
+			alter(r.Config.Fields["tenant"])
+			typed, errs := r.TypedFilter(map[string]any{"tenant": "acme"})
+			errs = append(errs, r.CheckListFilter(typed)...)
+			if len(errs) != 1 || errs[0].Field != "filter.tenant" || errs[0].Code != envelope.FieldPartitionRequired {
+				t.Errorf("check: %v; want partition_required on filter.tenant", errs)
+			}
+			req, err := r.PageRequest(r.Sources[0], dialect.State{}, dialect.ListOptions{Filter: map[string]any{"tenant": "acme"}})
+			if err == nil {
+				t.Fatalf("a Query without its partition was built: %s", req.Body)
+			}
+			p := transport.ProblemFor(err, nil)
+			if p.Code != envelope.ProblemInvalidArguments || len(p.Errors) != 1 || p.Errors[0].Code != envelope.FieldPartitionRequired {
+				t.Errorf("problem %+v; want invalid arguments naming partition_required", p)
+			}
+			if _, err := r.PageRequest(r.Sources[0], dialect.State{}, dialect.ListOptions{Filter: map[string]any{"tenant": "acme"}, Probe: true}); err == nil {
+				t.Error("a probe without its partition was built")
+			}
+		})
+	}
+}
+
+// TestDynamoDBQuery_ReadsOutsideAScanTakeTheDefaultFiltersPartition: the
+// first page a probe reads, and its raw walks with the filter under test,
+// pin the partition default_filter names; without one, nothing is built
+// or sent and the error is ErrPartitionNeeded.
+func TestDynamoDBQuery_ReadsOutsideAScanTakeTheDefaultFiltersPartition(t *testing.T) {
+	d := queryResource(t, "    default_filter: {tenant: acme, status: active}\n")
+	req, err := d.FirstPageRequest("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := jsonvalue.Decode(req.Body)
+	if b := body.(map[string]any); b["KeyConditionExpression"] != "#f6 = :f6v0" || b["FilterExpression"] != nil {
+		t.Errorf("first page %v; want default_filter's partition alone", b)
+	}
+	scope, err := d.ListScope(map[string]any{"seats": json.Number("2")})
+	if err != nil || scope["tenant"] != "acme" || scope["seats"] != json.Number("2") || len(scope) != 2 {
+		t.Errorf("scope %v, %v; want the filter under test and the partition", scope, err)
+	}
+	r := queryResource(t, "")
+	if _, err := r.FirstPageRequest("t"); !errors.Is(err, ErrPartitionNeeded) {
+		t.Errorf("first page without a partition: %v", err)
+	}
+	sent := 0
+	_, err = r.WalkRaw(t.Context(), RawWalkSpec{Filter: map[string]any{"seats": json.Number("2")}, MaxPages: 3,
+		Send: func(context.Context, transport.Request) (*transport.Response, error) {
+			sent++
+			return nil, errors.New("sent")
+		}})
+	if !errors.Is(err, ErrPartitionNeeded) || sent != 0 {
+		t.Errorf("raw walk without a partition: %v, %d sent", err, sent)
 	}
 }

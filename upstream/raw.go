@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"net/url"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -14,6 +16,38 @@ import (
 // Reads outside a scan, for checks of a configuration against the live API
 // (package probe): pages as the upstream answers them, and what the client
 // holds about its credential and rate limit.
+
+// ErrPartitionNeeded is ListScope's answer for a Query whose partition
+// nothing pins: the read is not asked for (DynamoDB refuses a Query
+// without it), and a check that needs it is not verifiable.
+var ErrPartitionNeeded = errors.New("a Query needs its partition: declare default_filter with one")
+
+// ListScope is filter as a read outside a scan (a probe, contract --live)
+// sends it: for a Query (list.expression.key_condition), with the
+// partition the resource's default_filter pins when filter does not, and
+// ErrPartitionNeeded when neither pins one the key condition carries.
+// Another list's filter is returned as given; filter is never modified.
+func (r *Resource) ListScope(filter map[string]any) (map[string]any, error) {
+	part := r.KeyPartition()
+	if part == "" {
+		return filter, nil
+	}
+	out := maps.Clone(filter)
+	if out == nil {
+		out = map[string]any{}
+	}
+	if _, set := out[part]; !set {
+		if v, ok := r.Config.DefaultFilter[part]; ok {
+			out[part] = config.NormalizeValue(v)
+		}
+	}
+	for _, fe := range r.CheckListFilter(out) {
+		if fe.Code == envelope.FieldPartitionRequired {
+			return nil, ErrPartitionNeeded
+		}
+	}
+	return out, nil
+}
 
 // WithPageSize is a copy of the resource that reads pages of n items from
 // its first source.
@@ -52,9 +86,14 @@ type RawWalkSpec struct {
 
 // WalkRaw reads the first source's pages with the filter sent upstream, up
 // to the end the dialect proves or spec.MaxPages; the end is complete
-// only when proven.
+// only when proven. A Query's partition is ListScope's: without one,
+// nothing is sent and the error is ErrPartitionNeeded.
 func (r *Resource) WalkRaw(ctx context.Context, spec RawWalkSpec) (RawWalk, error) {
-	filter, maxPages := spec.Filter, spec.MaxPages
+	maxPages := spec.MaxPages
+	filter, err := r.ListScope(spec.Filter)
+	if err != nil {
+		return RawWalk{Docs: map[string]map[string]any{}}, err
+	}
 	// The configured page size: the fewest requests for what a filtered
 	// call would read.
 	pg := r.Pagination
@@ -144,20 +183,29 @@ func CopyDoc(m map[string]any) map[string]any {
 
 // FirstPageRequest is the request for the first page of the first source
 // at the resource's page size, outside a scan; a search_after list's point
-// in time is not opened (see OpenFirstPage).
+// in time is not opened (see OpenFirstPage). A Query reads the partition
+// ListScope gives it; without one the error is ErrPartitionNeeded.
 func (r *Resource) FirstPageRequest(requestID string) (transport.Request, error) {
-	return r.PageRequest(r.Sources[0], dialect.State{}, dialect.ListOptions{PageSize: r.Pagination.PageSize, RequestID: requestID})
+	scope, err := r.ListScope(nil)
+	if err != nil {
+		return transport.Request{}, err
+	}
+	return r.PageRequest(r.Sources[0], dialect.State{}, dialect.ListOptions{Filter: scope, PageSize: r.Pagination.PageSize, RequestID: requestID})
 }
 
 // OpenFirstPage opens the point in time a search_after list is read in (a
 // request of its own; other dialects need none) and returns the request for
-// the first page in it.
+// the first page in it, as FirstPageRequest scopes it.
 func (r *Resource) OpenFirstPage(ctx context.Context, requestID string) (transport.Request, error) {
+	scope, err := r.ListScope(nil)
+	if err != nil {
+		return transport.Request{}, err
+	}
 	st := dialect.State{}
 	if err := r.EnsurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
 		return transport.Request{}, err
 	}
-	return r.PageRequest(r.Sources[0], st, dialect.ListOptions{PageSize: r.Pagination.PageSize, RequestID: requestID})
+	return r.PageRequest(r.Sources[0], st, dialect.ListOptions{Filter: scope, PageSize: r.Pagination.PageSize, RequestID: requestID})
 }
 
 // DecodePage reads a first page's body as a scan does: JSON, no error

@@ -36,8 +36,8 @@ func TestSeenSet_HoldsWhatAMapHolds(t *testing.T) {
 	var listed []uint64
 	s.each(func(k uint64) { listed = append(listed, k) })
 	slices.Sort(listed)
-	if len(slices.Compact(listed)) != len(want) {
-		t.Fatalf("each listed %d distinct keys of %d", len(listed), len(want))
+	if len(listed) != len(want) || len(slices.Compact(slices.Clone(listed))) != len(want) {
+		t.Fatalf("each listed %d keys (%d distinct), want each of the %d once", len(listed), len(slices.Compact(slices.Clone(listed))), len(want))
 	}
 	for _, k := range listed {
 		if !want[k] {

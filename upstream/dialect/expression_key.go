@@ -63,12 +63,15 @@ func (r *List) keyClause(name string, fc *config.FilterConfig, fd *config.FieldC
 // sent: their clauses joined by AND (DynamoDB's grammar: the partition
 // key's equality, then at most one condition on the sort key; a gte and
 // an lte filter on it together are its BETWEEN), and their bindings
-// beside the FilterExpression's.
-func (r *List) placeKeyCondition(p *Params, forms map[string]FilterForm) {
+// beside the FilterExpression's. It reports whether the partition's
+// clause was placed (true for a list that is not a Query); when it was
+// not, nothing is placed.
+func (r *List) placeKeyCondition(p *Params, forms map[string]FilterForm) bool {
 	k := r.keyCondition()
 	if k == nil {
-		return
+		return true
 	}
+	partition := false
 	var clauses []string
 	all := bindings{names: map[string]any{}, values: map[string]any{}}
 	var sorts []string
@@ -81,6 +84,7 @@ func (r *List) placeKeyCondition(p *Params, forms map[string]FilterForm) {
 			sorts = append(sorts, name)
 			continue
 		}
+		partition = true
 		clauses = append(clauses, f.clause)
 		maps.Copy(all.names, f.bound.names)
 		maps.Copy(all.values, f.bound.values)
@@ -104,11 +108,14 @@ func (r *List) placeKeyCondition(p *Params, forms map[string]FilterForm) {
 		maps.Copy(all.names, f.bound.names)
 		maps.Copy(all.values, f.bound.values)
 	}
-	if len(clauses) == 0 {
-		return
+	if !partition {
+		// A Query without its partition is refused by DynamoDB, or worse
+		// read as another: PageRequest sends nothing.
+		return false
 	}
 	p.Set(k.Param, strings.Join(clauses, " AND "))
 	placeBindings(p, r.Expression, all)
+	return true
 }
 
 // betweenPair says whether the sort filters named are a gte and an lte
@@ -138,6 +145,15 @@ func (r *List) keyForms(filter map[string]any) map[string]FilterForm {
 	return out
 }
 
+// KeyPartition is the name of the filter a Query's key condition pins its
+// partition with, "" for a list that is not a Query.
+func (r *List) KeyPartition() string {
+	if k := r.keyCondition(); k != nil {
+		return k.Partition
+	}
+	return ""
+}
+
 // CheckListFilter refuses a typed filter (TypedFilter's) that the
 // resource's list cannot be asked for: for a Query, one that does not pin
 // its partition or that gives its sort key two conditions. A read by ids
@@ -147,9 +163,10 @@ func (r *List) CheckListFilter(filter map[string]any) []envelope.FieldError {
 }
 
 // checkKeyFilter refuses a filter that a Query cannot be asked for: one
-// that does not pin the partition key to one value (from the caller, or
-// the resource's default_filter; an empty string is none, as DynamoDB
-// refuses it as a key's value), or that gives the sort key more than one
+// that does not pin the partition key to one value the key condition
+// carries (from the caller, or the resource's default_filter; the sender's
+// own rule decides, so an empty string, a null stand-in or a normalized
+// field's value is none), or that gives the sort key more than one
 // condition.
 func (r *List) checkKeyFilter(filter map[string]any) []envelope.FieldError {
 	k := r.keyCondition()
@@ -163,11 +180,7 @@ func (r *List) checkKeyFilter(filter map[string]any) []envelope.FieldError {
 		v, set = r.Config.DefaultFilter[part]
 		v = config.NormalizeValue(v)
 	}
-	if arr, ok := v.([]any); ok && len(arr) == 1 {
-		v = arr[0]
-	}
-	_, many := v.([]any)
-	if !set || v == nil || many || v == "" {
+	if !set || !r.partitionSent(v) {
 		fd, _ := r.Field(r.Config.Filters[part].FieldOf(part))
 		errs = append(errs, envelope.NewFieldError("filter."+part, envelope.FieldPartitionRequired, exampleFor(fd, r.Config.Filters[part])))
 	}
@@ -196,6 +209,15 @@ func (r *List) checkKeyFilter(filter map[string]any) []envelope.FieldError {
 		errs = append(errs, envelope.NewFieldError("filter."+sorts[1], envelope.FieldOneSortCondition, exampleFor(sfd, fc)))
 	}
 	return errs
+}
+
+// partitionSent reports whether v, the partition filter's value, is
+// sent as the key condition's partition clause: FilterForm's answer, the
+// one PageRequest acts on, so the check and the sender never disagree.
+func (r *List) partitionSent(v any) bool {
+	k := r.keyCondition()
+	f := r.FilterForm(k.Partition, r.Config.Filters[k.Partition], v)
+	return f.Sent && f.key
 }
 
 // keyAbove reports whether key value a orders after b as DynamoDB orders

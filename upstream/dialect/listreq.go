@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 	"github.com/airlock-mcp/airlock/upstream/transport"
 )
@@ -79,8 +80,9 @@ type ListOptions struct {
 func (r *List) PageRequest(src config.SourceConfig, st State, o ListOptions) (transport.Request, error) {
 	base := r.SourceBase(src)
 	p := r.newParams(src)
+	placed := true
 	if !o.Probe {
-		r.SendFilters(p, o.Filter)
+		_, placed = r.sendFilters(p, o.Filter)
 	} else {
 		r.sendSearches(p, o.Filter)
 		if x := r.Expression; x != nil && x.Base != "" {
@@ -88,7 +90,17 @@ func (r *List) PageRequest(src config.SourceConfig, st State, o ListOptions) (tr
 			p.Set(x.Param, joinExpression(x, nil))
 		}
 		// The partition a Query reads is its scope: a probe keeps it.
-		r.placeKeyCondition(p, r.keyForms(o.Filter))
+		placed = r.placeKeyCondition(p, r.keyForms(o.Filter))
+	}
+	if !placed {
+		// checkKeyFilter refuses such a search before it is read; a
+		// caller that skips it (or a probe without default_filter) gets
+		// this, and nothing is sent.
+		k := r.keyCondition()
+		fd, _ := r.Field(r.Config.Filters[k.Partition].FieldOf(k.Partition))
+		return transport.Request{}, &transport.UnsendableError{Errors: []envelope.FieldError{
+			envelope.NewFieldError("filter."+k.Partition, envelope.FieldPartitionRequired, exampleFor(fd, r.Config.Filters[k.Partition])),
+		}}
 	}
 	d := r.Dialect
 	if o.PageSize > 0 {
@@ -164,10 +176,18 @@ type FilterForm struct {
 // read, so a form the API might misread must never be sent. It returns the
 // form each filter was given.
 func (r *List) SendFilters(p *Params, filter map[string]any) map[string]FilterForm {
+	forms, _ := r.sendFilters(p, filter)
+	return forms
+}
+
+// sendFilters is SendFilters, reporting too whether a Query's partition
+// clause was placed (placeKeyCondition's answer).
+func (r *List) sendFilters(p *Params, filter map[string]any) (map[string]FilterForm, bool) {
 	forms := map[string]FilterForm{}
 	var clauses []string
 	all := bindings{names: map[string]any{}, values: map[string]any{}}
 	var mango []map[string]any
+	placed := true
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
 		fc := r.Config.Filters[name]
 		form := r.FilterForm(name, fc, filter[name])
@@ -197,9 +217,9 @@ func (r *List) SendFilters(p *Params, filter map[string]any) map[string]FilterFo
 		if x.Bound() {
 			placeBindings(p, x, all)
 		}
-		r.placeKeyCondition(p, forms)
+		placed = r.placeKeyCondition(p, forms)
 	}
-	return forms
+	return forms, placed
 }
 
 // filterValue is a filter's value as sent: a list of one is one value,

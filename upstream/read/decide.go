@@ -135,13 +135,20 @@ func DecideItem(r *upstream.Resource, resp *transport.Response) Decision {
 }
 
 // Probe reads one small page of the resource (read-only) and judges it:
-// `airlock contract --live`.
+// `airlock contract --live`. A Query reads the partition its
+// default_filter pins (upstream.Resource.ListScope); without one nothing
+// is sent and the decision is stop, saying why.
 func Probe(ctx context.Context, r *upstream.Resource, requestID string, pageSize int) Decision {
+	scope, err := r.ListScope(nil)
+	if err != nil {
+		// Nothing is sent: a Query without its partition proves nothing.
+		return Decision{DecideStop, []string{"not verifiable: " + err.Error()}}
+	}
 	st := dialect.State{}
 	if err := r.EnsurePIT(ctx, r.Sources[0], &st, requestID); err != nil {
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}
-	req, err := r.PageRequest(r.Sources[0], st, dialect.ListOptions{PageSize: pageSize, RequestID: requestID})
+	req, err := r.PageRequest(r.Sources[0], st, dialect.ListOptions{Filter: scope, PageSize: pageSize, RequestID: requestID})
 	if err != nil {
 		return Decision{DecideStop, []string{"the upstream could not be read: " + err.Error()}}
 	}

@@ -58,6 +58,21 @@ func IsBadResponse(err error) bool {
 	return errors.As(err, &be)
 }
 
+// UnsendableError is a request airlock refused to build, so nothing was
+// sent: the arguments cannot be asked of the upstream as configured (a
+// DynamoDB Query without its partition). Errors name the arguments.
+type UnsendableError struct {
+	Errors []envelope.FieldError
+}
+
+func (e *UnsendableError) Error() string {
+	names := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		names[i] = fe.Field
+	}
+	return "request not sent: " + strings.Join(names, ", ") + " cannot be asked of the upstream"
+}
+
 // errorInSuccess detects a 2xx body that is really an error: Slack's
 // {"ok": false}, {"error": …}, or {"errors": true} (Elasticsearch).
 func errorInSuccess(doc any) (string, bool) {
@@ -96,6 +111,10 @@ func ProblemFor(err error, mapField func(string) string) *envelope.Problem {
 			return p
 		}
 		return envelope.NewProblem(envelope.ProblemUpstreamBadResponse, "The upstream's response did not match the configured shape: "+be.Detail+".")
+	}
+	var ue *UnsendableError
+	if errors.As(err, &ue) && len(ue.Errors) > 0 {
+		return envelope.InvalidArguments(ue.Errors)
 	}
 	var te *TokenError
 	if errors.As(err, &te) {
