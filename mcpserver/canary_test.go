@@ -294,13 +294,13 @@ func TestCanary_EchoedCredentialIsFoundNowhere(t *testing.T) {
 // harness checks every result, the logs and the store files.)
 func TestCanary_KeyInsideEncodedCursorsIsFoundNowhere(t *testing.T) {
 	t.Parallel()
-	api, base := newCursorAPI(t, cursorAPIKey, 42)
-	api.echo = true
+	api, base := tooltest.NewCursorAPI(t, tooltest.CursorAPIKey, 42)
+	api.Echo = true
 	fields := "      self: {type: string}\n      cursor: {type: string}\n      token: {type: string}\n"
-	h := newHarness(t, cursorAPIConfig(base, fields), withEnv(cursorAPIEnv))
+	h := newHarness(t, cursorAPIConfig(base, fields), withEnv(tooltest.CursorAPIEnv))
 	// What the API sends holds the key in each of those containers.
-	for _, c := range []string{api.cursorOf(1), url.QueryEscape(api.cursorOf(1)), base64.StdEncoding.EncodeToString([]byte(`{"c":"` + api.cursorOf(1) + `"}`))} {
-		if len(leaktest.Hits([]byte(c), cursorAPIKey)) == 0 {
+	for _, c := range []string{api.CursorOf(1), url.QueryEscape(api.CursorOf(1)), base64.StdEncoding.EncodeToString([]byte(`{"c":"` + api.CursorOf(1) + `"}`))} {
+		if len(leaktest.Hits([]byte(c), tooltest.CursorAPIKey)) == 0 {
 			t.Fatalf("the check cannot see the key in %s", c)
 		}
 	}
@@ -314,15 +314,15 @@ func TestCanary_KeyInsideEncodedCursorsIsFoundNowhere(t *testing.T) {
 		args["cursor"] = r.env.Continuation.Cursor
 		r = h.call("search_all", args)
 		seen += len(r.ids())
-		h.storeLeaks(cursorAPIKey)
+		h.storeLeaks(tooltest.CursorAPIKey)
 	}
-	if !r.env.Complete || seen != 42 || api.refusedCursors() > 0 {
-		t.Fatalf("delivered %d of 42 (refused cursors: %d): %s", seen, api.refusedCursors(), r.raw)
+	if !r.env.Complete || seen != 42 || api.RefusedCursors() > 0 {
+		t.Fatalf("delivered %d of 42 (refused cursors: %d): %s", seen, api.RefusedCursors(), r.raw)
 	}
 	// A page that times out logs its request at error level.
-	api.slow = 3
+	api.Slow = 3
 	if r := h.call("search_all", map[string]any{"resource": "items", "fields": []any{"id", "self", "token"}}); r.env.Complete {
 		t.Fatalf("a page timed out, yet: %s", r.raw)
 	}
-	h.storeLeaks(cursorAPIKey)
+	h.storeLeaks(tooltest.CursorAPIKey)
 }

@@ -2,122 +2,16 @@ package tools
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/airlock-mcp/airlock/envelope"
 	"github.com/airlock-mcp/airlock/internal/tooltest"
 	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
-
-// cursorAPI is an API that takes its key in the query (api_key) and
-// whose next link carries a cursor that is base64 of the request's own
-// query, the key included and percent-escaped, itself percent-escaped in
-// the link (issue #30 finding 5). A cursor that does not decode to the
-// key and a page is refused (400) and counted: a continuation airlock
-// corrupted.
-type cursorAPI struct {
-	key   string
-	items int
-	// slow, when set, makes the request for that page (from 1) wait past
-	// airlock's timeout (a second: long enough for any other request on a
-	// loaded machine).
-	slow int
-	// echo puts the page's own link (self), its cursor and base64 of a
-	// document holding the cursor (token) into every item.
-	echo bool
-	mu   sync.Mutex
-	// requests are the queries received; refused counts the cursors
-	// refused.
-	requests []string
-	refused  int
-}
-
-const cursorAPIPage = 5
-
-func newCursorAPI(t *testing.T, key string, items int) (*cursorAPI, string) {
-	t.Helper()
-	a := &cursorAPI{key: key, items: items}
-	srv := httptest.NewServer(a)
-	t.Cleanup(srv.Close)
-	return a, srv.URL
-}
-
-// cursorOf is the cursor of page: base64 of the query that asks for it,
-// with a mark whose bytes make + and / in the encoding (escaped in the
-// link as %2B and %2F, beside the padding's %3D).
-func (a *cursorAPI) cursorOf(page int) string {
-	q := fmt.Sprintf("api_key=%s&limit=%d&page=%d&mark=~~~???", url.QueryEscape(a.key), cursorAPIPage, page)
-	return base64.StdEncoding.EncodeToString([]byte(q))
-}
-
-func (a *cursorAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	a.requests = append(a.requests, r.URL.RawQuery)
-	a.mu.Unlock()
-	if r.URL.Path != "/v1/items" || r.URL.Query().Get("api_key") != a.key {
-		tooltest.Answer(w, 401, "application/json", `{"error":"invalid key"}`)
-		return
-	}
-	page := 0
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		raw, err := base64.StdEncoding.DecodeString(c)
-		q, perr := url.ParseQuery(string(raw))
-		n, nerr := strconv.Atoi(q.Get("page"))
-		if err != nil || perr != nil || nerr != nil || q.Get("api_key") != a.key {
-			a.mu.Lock()
-			a.refused++
-			a.mu.Unlock()
-			tooltest.Answer(w, 400, "application/json", `{"error":"invalid cursor"}`)
-			return
-		}
-		page = n
-	}
-	if a.slow > 0 && page == a.slow {
-		// Past the configured timeout: until airlock gives up on the
-		// request.
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
-	}
-	var items []any
-	for i := page * cursorAPIPage; i < min((page+1)*cursorAPIPage, a.items); i++ {
-		it := map[string]any{"id": fmt.Sprintf("it-%03d", i), "name": fmt.Sprintf("item %d", i)}
-		if a.echo {
-			c := a.cursorOf(page)
-			it["self"] = "http://" + r.Host + "/v1/items?cursor=" + url.QueryEscape(c)
-			it["cursor"] = c
-			it["token"] = base64.RawURLEncoding.EncodeToString([]byte(`{"page":` + strconv.Itoa(page) + `,"c":"` + c + `"}`))
-		}
-		items = append(items, it)
-	}
-	var next any
-	if (page+1)*cursorAPIPage < a.items {
-		next = "http://" + r.Host + "/v1/items?cursor=" + url.QueryEscape(a.cursorOf(page+1))
-	}
-	b, _ := json.Marshal(map[string]any{"results": items, "next": next})
-	tooltest.Answer(w, 200, "application/json", string(b))
-}
-
-func (a *cursorAPI) refusedCursors() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.refused
-}
-
-// cursorAPIKey is the API's key: it has the bytes a query escapes.
-const cursorAPIKey = "cnry+7d2e/c41b=9f03-query-key"
 
 // cursorAPIConfig reads cursorAPI at base as resource "items", with its
 // key from CURSOR_API_KEY in the query; fields are YAML lines declaring
@@ -141,15 +35,8 @@ resources:
     fields:
       id: {type: string}
       name: {type: string}
-%s`, base, cursorAPIPage, strings.Join(fields, ""))
+%s`, base, tooltest.CursorAPIPage, strings.Join(fields, ""))
 	})
-}
-
-func cursorAPIEnv(k string) string {
-	if k == "CURSOR_API_KEY" {
-		return cursorAPIKey
-	}
-	return ""
 }
 
 // storeLeaks fails when the store's files reveal key in any form
@@ -182,14 +69,14 @@ func replica(t *testing.T, h *harness, secret []byte) {
 // unchanged, to the last item, without the upstream refusing a cursor.
 func TestSealedNextLink_ContinuesOnAnotherReplicaAndTheStoreCannotDecodeIt(t *testing.T) {
 	t.Parallel()
-	api, base := newCursorAPI(t, cursorAPIKey, 23)
-	h := newHarness(t, cursorAPIConfig(base), withEnv(cursorAPIEnv))
+	api, base := tooltest.NewCursorAPI(t, tooltest.CursorAPIKey, 23)
+	h := newHarness(t, cursorAPIConfig(base), withEnv(tooltest.CursorAPIEnv))
 	args := map[string]any{"resource": "items", "max_pages": 2}
 	r := h.call("search_all", args)
-	if r.env.Complete || r.env.Continuation.Cursor == "" || len(r.ids()) != 2*cursorAPIPage {
+	if r.env.Complete || r.env.Continuation.Cursor == "" || len(r.ids()) != 2*tooltest.CursorAPIPage {
 		t.Fatalf("want two pages and a cursor, got %s", r.raw)
 	}
-	h.storeLeaks(cursorAPIKey)
+	h.storeLeaks(tooltest.CursorAPIKey)
 	ids := r.ids()
 	for call := 1; r.env.Continuation.Cursor != ""; call++ {
 		replica(t, h, nil)
@@ -199,12 +86,12 @@ func TestSealedNextLink_ContinuesOnAnotherReplicaAndTheStoreCannotDecodeIt(t *te
 			t.Fatalf("call %d: %s", call, r.raw)
 		}
 		ids = append(ids, r.ids()...)
-		h.storeLeaks(cursorAPIKey)
+		h.storeLeaks(tooltest.CursorAPIKey)
 	}
 	if !r.env.Complete || len(ids) != 23 || ids[22] != "it-022" {
 		t.Fatalf("delivered %d items (%v), complete %v: %s", len(ids), ids, r.env.Complete, r.raw)
 	}
-	if n := api.refusedCursors(); n > 0 {
+	if n := api.RefusedCursors(); n > 0 {
 		t.Fatalf("the upstream refused %d cursors airlock sent back", n)
 	}
 }
@@ -215,26 +102,22 @@ func TestSealedNextLink_ContinuesOnAnotherReplicaAndTheStoreCannotDecodeIt(t *te
 // it.
 func TestSealedNextLink_UnderAnotherKeyIsAnExpiredContinuation(t *testing.T) {
 	t.Parallel()
-	api, base := newCursorAPI(t, cursorAPIKey, 23)
-	h := newHarness(t, cursorAPIConfig(base), withEnv(cursorAPIEnv))
+	api, base := tooltest.NewCursorAPI(t, tooltest.CursorAPIKey, 23)
+	h := newHarness(t, cursorAPIConfig(base), withEnv(tooltest.CursorAPIEnv))
 	args := map[string]any{"resource": "items", "max_pages": 1}
 	r := h.call("search_all", args)
 	if r.env.Continuation.Cursor == "" {
 		t.Fatalf("no cursor: %s", r.raw)
 	}
-	api.mu.Lock()
-	before := len(api.requests)
-	api.mu.Unlock()
+	before := api.Requests()
 	replica(t, h, []byte("another replica's secret, not this one's: 0123456789"))
 	args["cursor"] = r.env.Continuation.Cursor
 	r = h.call("search_all", args)
 	if r.env.Complete || !hasReasonCode(r.env, envelope.CursorExpired) || r.env.Continuation.Kind != envelope.ContinueRestart {
 		t.Fatalf("want CURSOR_EXPIRED with a restart, got %s", r.raw)
 	}
-	api.mu.Lock()
-	after := len(api.requests)
-	api.mu.Unlock()
-	if after != before || api.refusedCursors() > 0 {
+	after := api.Requests()
+	if after != before || api.RefusedCursors() > 0 {
 		t.Fatalf("the upstream was called %d times with what did not open", after-before)
 	}
 }
@@ -246,15 +129,15 @@ func TestSealedNextLink_UnderAnotherKeyIsAnExpiredContinuation(t *testing.T) {
 // or the key in any form; the path of each request is there.
 func TestContinuationURLs_AreLoggedWithoutTheirQueryAtEveryLevel(t *testing.T) {
 	t.Parallel()
-	api, base := newCursorAPI(t, cursorAPIKey, 23)
-	api.slow = 2
-	h := newHarness(t, cursorAPIConfig(base), withEnv(cursorAPIEnv))
+	api, base := tooltest.NewCursorAPI(t, tooltest.CursorAPIKey, 23)
+	api.Slow = 2
+	h := newHarness(t, cursorAPIConfig(base), withEnv(tooltest.CursorAPIEnv))
 	r := h.call("search_all", map[string]any{"resource": "items"})
 	if r.env.Complete {
 		t.Fatalf("a page timed out, yet: %s", r.raw)
 	}
 	logs := h.logs.Bytes()
-	if hits := leaktest.Hits(logs, cursorAPIKey); len(hits) > 0 {
+	if hits := leaktest.Hits(logs, tooltest.CursorAPIKey); len(hits) > 0 {
 		t.Fatalf("the logs reveal the key (%v):\n%s", hits, logs)
 	}
 	levels := map[string]int{}
@@ -263,7 +146,7 @@ func TestContinuationURLs_AreLoggedWithoutTheirQueryAtEveryLevel(t *testing.T) {
 		if err := json.Unmarshal(line, &rec); err != nil {
 			t.Fatalf("a log line is not JSON: %s", line)
 		}
-		if bytes.Contains(line, []byte("/v1/items?")) || bytes.Contains(line, []byte("cursor=")) || bytes.Contains(line, []byte(api.cursorOf(1)[:16])) {
+		if bytes.Contains(line, []byte("/v1/items?")) || bytes.Contains(line, []byte("cursor=")) || bytes.Contains(line, []byte(api.CursorOf(1)[:16])) {
 			t.Fatalf("a logged URL kept its query: %s", line)
 		}
 		if bytes.Contains(line, []byte("/v1/items")) {

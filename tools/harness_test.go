@@ -118,10 +118,10 @@ func withEnv(f func(string) string) harnessOpt { return func(c *harnessCfg) { c.
 
 // leaks fails the test when b holds a canary credential in any form a
 // reader could decode (raw, split, escaped, base64, containers nested in
-// each other), cursorAPIKey among them.
+// each other), tooltest.CursorAPIKey among them.
 func leaks(t testing.TB, what string, b []byte) {
 	t.Helper()
-	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin, cursorAPIKey) {
+	for _, hits := range leaktest.Find(b, canaryToken, canaryAdmin, tooltest.CursorAPIKey) {
 		if len(hits) > 0 {
 			t.Fatalf("the credential leaked into %s (%v)", what, hits)
 		}
