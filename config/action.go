@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
@@ -188,7 +189,7 @@ func (e EffectConfig) After(before, to any, fd *FieldConfig) any {
 			to = c
 		}
 	}
-	list, _ := normalizeYAMLValue(before).([]any)
+	list, _ := strictyaml.JSONValue(before).([]any)
 	out := make([]any, 0, len(list)+1)
 	has := false
 	for _, x := range list {
@@ -213,21 +214,21 @@ func (e EffectConfig) After(before, to any, fd *FieldConfig) any {
 func (e EffectConfig) Applied(got, after any, fd *FieldConfig) bool {
 	if e.PerTarget() {
 		g, ok1 := got.([]any)
-		a, ok2 := normalizeYAMLValue(after).([]any)
+		a, ok2 := strictyaml.JSONValue(after).([]any)
 		if !ok1 || !ok2 {
 			return false
 		}
 		return sameElements(g, a, fd) && sameElements(a, g, fd)
 	}
 	g, ok1 := got.([]any)
-	a, ok2 := normalizeYAMLValue(after).([]any)
+	a, ok2 := strictyaml.JSONValue(after).([]any)
 	if ok1 && ok2 {
 		// A list set whole may come back in another order (WordPress
 		// orders a post's tags by name): the same elements, as many times
 		// each, are the effect.
 		return len(g) == len(a) && sameElements(g, a, fd) && sameElements(a, g, fd)
 	}
-	return jsonvalue.Equal(normalizeYAMLValue(got), normalizeYAMLValue(after))
+	return jsonvalue.Equal(strictyaml.JSONValue(got), strictyaml.JSONValue(after))
 }
 
 // sameElements reports whether every element of a has an equal in b.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 	"github.com/airlock-mcp/airlock/config/template"
 )
 
@@ -129,7 +130,7 @@ var templateNames = []struct {
 			// that reads restore has none; bulk.each has each target's.
 			params, _ := requiredParams(d.a)
 			for _, e := range d.a.Effect {
-				if _, err := (template.Vars{Params: params}).Render(normalizeYAMLValue(e.To)); err != nil {
+				if _, err := (template.Vars{Params: params}).Render(strictyaml.JSONValue(e.To)); err != nil {
 					return false, "a bulk body's after is the effect's to rendered from params alone, and this effect's reads more; bulk.each renders each target's after"
 				}
 			}
@@ -179,7 +180,7 @@ var templateNames = []struct {
 // require: a commit has the params the caller sent, checked against the
 // schema, so only those are sure to be there. optional lists the others.
 func requiredParams(a *ActionConfig) (params map[string]any, optional []string) {
-	schema := asMap(normalizeYAMLValue(a.Params))
+	schema := asMap(strictyaml.JSONValue(a.Params))
 	props := asMap(schema["properties"])
 	required := asList(schema["required"])
 	params = map[string]any{}

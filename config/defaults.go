@@ -3,6 +3,8 @@ package config
 import (
 	"net/http"
 	"time"
+
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 )
 
 // Defaults applied where the configuration is silent. They are deliberately
@@ -24,7 +26,7 @@ const (
 func NormalizeInvariants(invs []InvariantConfig) []InvariantConfig {
 	out := make([]InvariantConfig, len(invs))
 	for i, inv := range invs {
-		inv.If.Value, inv.Then.Value = normalizeYAMLValue(inv.If.Value), normalizeYAMLValue(inv.Then.Value)
+		inv.If.Value, inv.Then.Value = strictyaml.JSONValue(inv.If.Value), strictyaml.JSONValue(inv.Then.Value)
 		out[i] = inv
 	}
 	return out
@@ -121,20 +123,20 @@ func ResolveAction(cfg ActionConfig) ActionConfig {
 	if cfg.Reconcile.MaxBackoff == 0 {
 		cfg.Reconcile.MaxBackoff = 4 * time.Second
 	}
-	cfg.Params = asMap(normalizeYAMLValue(cfg.Params))
+	cfg.Params = asMap(strictyaml.JSONValue(cfg.Params))
 	cfg.Precondition = normalizeRules(cfg.Precondition)
 	for i := range cfg.Effect {
-		cfg.Effect[i].To = normalizeYAMLValue(cfg.Effect[i].To)
+		cfg.Effect[i].To = strictyaml.JSONValue(cfg.Effect[i].To)
 	}
 	if cfg.Request != nil {
-		cfg.Request.Body = normalizeYAMLValue(cfg.Request.Body)
-		cfg.Request.Variables = normalizeYAMLValue(cfg.Request.Variables)
+		cfg.Request.Body = strictyaml.JSONValue(cfg.Request.Body)
+		cfg.Request.Variables = strictyaml.JSONValue(cfg.Request.Variables)
 		if cfg.Request.GraphQL != "" && cfg.Request.Method == "" {
 			cfg.Request.Method = http.MethodPost
 		}
 	}
 	if cfg.Bulk != nil {
-		cfg.Bulk.Body = normalizeYAMLValue(cfg.Bulk.Body)
+		cfg.Bulk.Body = strictyaml.JSONValue(cfg.Bulk.Body)
 	}
 	return cfg
 }

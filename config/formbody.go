@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 )
 
 // Write body encodings.
@@ -29,7 +31,7 @@ func validateEncoding(l *errList, rq *WriteRequestConfig, at func(k ...string) [
 	if rq.GraphQL != "" {
 		l.add("a GraphQL mutation is posted as JSON", at("request", "encoding")...)
 	}
-	body, ok := normalizeYAMLValue(rq.Body).(map[string]any)
+	body, ok := strictyaml.JSONValue(rq.Body).(map[string]any)
 	if !ok {
 		l.add("a form body is a mapping of field: value", at("request", "body")...)
 		return

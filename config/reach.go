@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 )
 
 // Forms first proven on etcd's v3 JSON gateway (POST /v3/kv/range and
@@ -108,7 +110,7 @@ func validateReach(l *errList, r *ResourceConfig, at func(k ...string) []string)
 		if g.Item == "" {
 			l.add("required: where the answer holds the item, or a list of at most one (kvs)", at("get", "item")...)
 		}
-		if !slices.Contains(templateRefs(normalizeYAMLValue(g.Body)), "id") {
+		if !slices.Contains(templateRefs(strictyaml.JSONValue(g.Body)), "id") {
 			l.add("a POST read names the item in its body: {{id}}", at("get", "body")...)
 		}
 	}
@@ -136,7 +138,7 @@ func PostGet(g *GetConfig) bool {
 // bodyKeyed reports whether a per-target request names its target in its
 // body (etcd's txn: the key is in the body), not in its path.
 func bodyKeyed(rq *WriteRequestConfig) bool {
-	return rq.GraphQL == "" && !strings.Contains(rq.Path, "{{id}}") && slices.Contains(templateRefs(normalizeYAMLValue(rq.Body)), "id")
+	return rq.GraphQL == "" && !strings.Contains(rq.Path, "{{id}}") && slices.Contains(templateRefs(strictyaml.JSONValue(rq.Body)), "id")
 }
 
 // validateOutcome checks a per-target request's outcome member.

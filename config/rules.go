@@ -1,10 +1,6 @@
 package config
 
-import (
-	"encoding/json"
-	"fmt"
-	"strconv"
-)
+import "github.com/airlock-mcp/airlock/config/strictyaml"
 
 // RuleConfig is a comparison on a field: a precondition or an exclusion.
 type RuleConfig struct {
@@ -25,46 +21,12 @@ func asMap(v any) map[string]any {
 func normalizeRules(rs []RuleConfig) []RuleConfig {
 	out := make([]RuleConfig, len(rs))
 	for i, r := range rs {
-		r.Value = normalizeYAMLValue(r.Value)
+		r.Value = strictyaml.JSONValue(r.Value)
 		out[i] = r
 	}
 	return out
 }
 
-// normalizeYAMLValue turns YAML-decoded values into JSON-decoded forms:
-// numbers as json.Number, maps keyed by string.
-func normalizeYAMLValue(v any) any {
-	switch x := v.(type) {
-	case int:
-		return json.Number(strconv.Itoa(x))
-	case int64:
-		return json.Number(strconv.FormatInt(x, 10))
-	case uint64:
-		return json.Number(strconv.FormatUint(x, 10))
-	case float64:
-		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = normalizeYAMLValue(e)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = normalizeYAMLValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalizeYAMLValue(e)
-		}
-		return out
-	}
-	return v
-}
-
 // NormalizeValue exposes normalizeYAMLValue for configuration values read
 // elsewhere (default filters).
-func NormalizeValue(v any) any { return normalizeYAMLValue(v) }
+func NormalizeValue(v any) any { return strictyaml.JSONValue(v) }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 	"github.com/airlock-mcp/airlock/config/template"
 	"github.com/airlock-mcp/airlock/envelope"
 )
@@ -56,7 +57,7 @@ func (c *Config) validateAction(l *errList, name string, a *ActionConfig) {
 	}
 	validateEffect(l, a, r, at)
 	if a.Params != nil {
-		b, _ := json.Marshal(normalizeYAMLValue(a.Params))
+		b, _ := json.Marshal(strictyaml.JSONValue(a.Params))
 		if _, err := envelope.CompileSchema("params", b); err != nil {
 			l.add("is not a valid JSON Schema", at("params")...)
 		}
@@ -110,7 +111,7 @@ func validateWriteRequest(l *errList, rq *WriteRequestConfig, at func(k ...strin
 		if rq.Body != nil {
 			l.add("set one of body or graphql (whose variables are the body)", at("request", "body")...)
 		}
-		if !slices.Contains(templateRefs(normalizeYAMLValue(rq.Variables)), "id") {
+		if !slices.Contains(templateRefs(strictyaml.JSONValue(rq.Variables)), "id") {
 			l.add("the mutation's variables must name the target: {{id}}", at("request", "variables")...)
 		}
 	case !strings.HasPrefix(rq.Path, "/"):
@@ -380,8 +381,8 @@ func (c *Config) validateTemplates(l *errList, name string, a *ActionConfig, r *
 	if rc := a.Request; rc != nil {
 		checkPathQuery(l, rc.Path, at("request", "path"))
 		checkTemplate(l, target, rc.Path, at("request", "path"), renderPath)
-		checkTemplate(l, target, normalizeYAMLValue(rc.Body), at("request", "body"), renderValue)
-		checkTemplate(l, target, normalizeYAMLValue(rc.Variables), at("request", "variables"), renderValue)
+		checkTemplate(l, target, strictyaml.JSONValue(rc.Body), at("request", "body"), renderValue)
+		checkTemplate(l, target, strictyaml.JSONValue(rc.Variables), at("request", "variables"), renderValue)
 		for _, h := range slices.Sorted(maps.Keys(rc.Headers)) {
 			checkTemplate(l, target, rc.Headers[h], at("request", "headers", h), renderValue)
 		}
@@ -389,13 +390,13 @@ func (c *Config) validateTemplates(l *errList, name string, a *ActionConfig, r *
 	if b := a.Bulk; b != nil {
 		checkPathQuery(l, b.Path, at("bulk", "path"))
 		checkTemplate(l, bulk, b.Path, at("bulk", "path"), renderPath)
-		checkTemplate(l, bulk, normalizeYAMLValue(b.Body), at("bulk", "body"), renderValue)
+		checkTemplate(l, bulk, strictyaml.JSONValue(b.Body), at("bulk", "body"), renderValue)
 		// Each is rendered per target: it names the target as a
 		// per-target request does.
-		checkTemplate(l, target, normalizeYAMLValue(b.Each), at("bulk", "each"), renderValue)
+		checkTemplate(l, target, strictyaml.JSONValue(b.Each), at("bulk", "each"), renderValue)
 	}
 	for i, e := range a.Effect {
-		checkTemplate(l, effect, normalizeYAMLValue(e.To), at("effect", strconv.Itoa(i), "to"), renderValue)
+		checkTemplate(l, effect, strictyaml.JSONValue(e.To), at("effect", strconv.Itoa(i), "to"), renderValue)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-mcp/airlock/config/strictyaml"
 	"github.com/airlock-mcp/airlock/jsonvalue"
 )
 
@@ -18,7 +19,7 @@ func IsNull(v any, fd *FieldConfig) bool {
 		return false
 	}
 	for _, nv := range fd.NullValues {
-		if jsonvalue.SameScalar(v, normalizeYAMLValue(nv)) {
+		if jsonvalue.SameScalar(v, strictyaml.JSONValue(nv)) {
 			return true
 		}
 	}

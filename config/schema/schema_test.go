@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +66,7 @@ func asJSON(t *testing.T, doc []byte) any {
 		}
 		return v
 	}
-	return walk(normalizeYAML(v))
+	return walk(strictyaml.JSONValue(v))
 }
 
 // TestSchema_IsAValidDraft2020Schema: the generated document is itself
@@ -379,41 +377,6 @@ func TestSchemaJSON_IsStable(t *testing.T) {
 	if !bytes.Equal(JSON(), JSON()) {
 		t.Error("two schemas of the same types differ")
 	}
-}
-
-// normalizeYAML is a YAML-decoded value in its JSON-decoded form, as
-// config reads free-form values: numbers as json.Number, maps keyed by
-// string.
-func normalizeYAML(v any) any {
-	switch x := v.(type) {
-	case int:
-		return json.Number(strconv.Itoa(x))
-	case int64:
-		return json.Number(strconv.FormatInt(x, 10))
-	case uint64:
-		return json.Number(strconv.FormatUint(x, 10))
-	case float64:
-		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = normalizeYAML(e)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = normalizeYAML(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalizeYAML(e)
-		}
-		return out
-	}
-	return v
 }
 
 func readDoc(t *testing.T, path string) string {
