@@ -23,11 +23,7 @@ func (d continueDialect) Query(p *Params, st State) *url.URL {
 }
 
 func (d continueDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
-	pg := Page{Items: items, Next: st}
-	pg.Next.Started = true
-	pg.Next.Seen += len(items)
-	pg.Next.LastFull = len(items) >= d.p.PageSize
-	pg.Next.MaxPage = max(st.MaxPage, len(items))
+	pg, _ := newPage(d.p, st, items)
 	// The resourceVersion is read as the snapshot the list declares, and
 	// the remaining count as the list declares it (Resource.afterParse).
 	total, known := pg.totalOf(d.p, resp, doc)

@@ -46,11 +46,7 @@ func (d objectDialect) Query(p *Params, st State) *url.URL {
 }
 
 func (d objectDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
-	pg := Page{Items: items, Next: st}
-	pg.Next.Started = true
-	pg.Next.Seen += len(items)
-	pg.Next.LastFull = len(items) >= d.p.PageSize
-	pg.Next.MaxPage = max(st.MaxPage, len(items))
+	pg, _ := newPage(d.p, st, items)
 	total, known := pg.totalOf(d.p, resp, doc)
 	totalVerdict(&pg, total, known, true)
 	pg.Next.Cursor = ""

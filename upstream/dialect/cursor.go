@@ -36,11 +36,7 @@ func (d cursorDialect) Query(p *Params, st State) *url.URL {
 }
 
 func (d cursorDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
-	pg := Page{Items: items, Next: st}
-	pg.Next.Started = true
-	pg.Next.Seen += len(items)
-	pg.Next.LastFull = len(items) >= d.p.PageSize
-	pg.Next.MaxPage = max(st.MaxPage, len(items))
+	pg, _ := newPage(d.p, st, items)
 	// A total (Stripe's total_count, etcd's count) proves no end here:
 	// the flag or the cursor does; it is compared with what was read.
 	total, known := pg.totalOf(d.p, resp, doc)
