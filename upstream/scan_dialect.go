@@ -14,11 +14,10 @@ import (
 )
 
 // PageTotal reads a page's total as the resource's dialect does (a
-// GraphQL total is the connection's).
+// GraphQL total in the body is the connection's).
 func (r *Resource) PageTotal(resp *transport.Response, doc any) (int, bool) {
 	if r.Pagination.Dialect == config.DialectGraphQL {
-		conn, _ := jsonvalue.Get(doc, "data."+r.Pagination.Connection)
-		n, known, _ := dialect.ReadTotal(r.Pagination, nil, conn)
+		n, known, _ := dialect.ConnectionTotal(r.Pagination, resp, doc)
 		return n, known
 	}
 	n, known, _ := dialect.ReadTotal(r.Pagination, resp, doc)

@@ -58,6 +58,13 @@ func (s *paged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pagination given (a YAML flow mapping's body) and items at items.
 func pagedResource(t *testing.T, s *paged, pagination, items string, extra string) *Resource {
 	t.Helper()
+	return pagedList(t, s, fmt.Sprintf("items: %q", items), pagination, extra)
+}
+
+// pagedList is pagedResource with more of the list declared (list's YAML
+// flow mapping but its path).
+func pagedList(t *testing.T, s *paged, list, pagination string, extra string) *Resource {
+	t.Helper()
 	s.t = t
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
@@ -67,7 +74,7 @@ upstreams:
 resources:
   items:
     upstream: api
-    list: {path: /items, items: %q}
+    list: {path: /items, %s}
     pagination: {%s}
     id_field: id
     fields:
@@ -75,7 +82,7 @@ resources:
       status: {type: string}
     filters:
       status: {}
-%s`, ts.URL, items, pagination, extra)))
+%s`, ts.URL, list, pagination, extra)))
 	return rt.Resources["items"]
 }
 
@@ -380,5 +387,43 @@ func TestFullPageBehindANextLinkWithoutItsSize_IsNeverTheEnd(t *testing.T) {
 	}
 	if src := endOf(t, out); out.ScanComplete || src.EndSignal != dialect.SignalMissingOnFull {
 		t.Fatalf("complete %v, end %s/%s; want END_NOT_PROVEN next_signal_missing", out.ScanComplete, src.End, src.EndSignal)
+	}
+}
+
+// TestGraphQLTotal_IsReadWhereDeclaredAndNamedInFull: a graphql list's
+// total declared in a header is read from the header (a form that cannot
+// be read is doubt naming it; one the items exceed contradicts them), and
+// one in the connection is named by its place in the answer.
+func TestGraphQLTotal_IsReadWhereDeclaredAndNamedInFull(t *testing.T) {
+	const query = `graphql: "query($first: Int!, $after: String) { items(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { id status } } }"`
+	body := func(total string) string {
+		return `{"data":{"items":{` + total + `"pageInfo":{"hasNextPage":false,"endCursor":"c2"},"nodes":` + records("a", "b") + `}}}`
+	}
+	for _, tc := range []struct {
+		name, pagination, body string
+		header                 http.Header
+		code                   envelope.ReasonCode
+		member                 string
+	}{
+		{"a header total that is no number", "total_header: X-Total-Count", body(""), http.Header{"X-Total-Count": {"many"}}, envelope.SignalUnreadable, "X-Total-Count"},
+		{"a header total the items exceed", "total_header: X-Total-Count", body(""), http.Header{"X-Total-Count": {"1"}}, envelope.ConflictingEvidence, ""},
+		{"a connection's total that is no number", "", body(`"totalCount":"many",`), nil, envelope.SignalUnreadable, "data.items.totalCount"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &paged{param: "none", pages: map[string]pagedPage{"": {body: tc.body, header: tc.header}}}
+			pagination := "dialect: graphql, connection: items, page_size: 10"
+			if tc.pagination != "" {
+				pagination += ", " + tc.pagination
+			}
+			r := pagedList(t, s, query, pagination, "")
+			sink, out, err := scanAll(t, r, nil, Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := reasonOf(out, tc.code)
+			if out.ScanComplete || rs == nil || rs.Member != tc.member {
+				t.Fatalf("items %v, complete %v, reasons %+v; want %s naming %q", sink.ids, out.ScanComplete, out.Reasons, tc.code, tc.member)
+			}
+		})
 	}
 }

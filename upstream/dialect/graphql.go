@@ -36,7 +36,10 @@ func (d graphqlDialect) Query(p *Params, st State) *url.URL {
 func (d graphqlDialect) Parse(resp *transport.Response, doc any, items []any, st State) (Page, error) {
 	pg, full := newPage(d.p, st, items)
 	conn, _ := jsonvalue.Get(doc, "data."+d.p.Connection)
-	total, known := pg.totalOf(d.p, nil, conn)
+	total, known, bad := ConnectionTotal(d.p, resp, doc)
+	if bad != "" {
+		pg.Doubt(bad)
+	}
 	reached := totalVerdict(&pg, total, known, full)
 	pg.UpstreamErrors = GraphQLMessages(doc)
 	hasNext, fst := readFlag(conn, d.p.HasMore)
@@ -76,6 +79,18 @@ func (d graphqlDialect) More(_ *transport.Response, doc any) bool {
 
 func (graphqlDialect) Plan(State) []State { return nil }
 
+// ConnectionTotal reads a graphql list's total as ReadTotal does: from
+// the declared header, or from the connection, whose member an
+// unreadable one is named by in the answer (data.CONNECTION.totalCount).
+func ConnectionTotal(p config.PaginationConfig, resp *transport.Response, doc any) (n int, known bool, bad string) {
+	conn, _ := jsonvalue.Get(doc, "data."+p.Connection)
+	n, known, bad = ReadTotal(p, resp, conn)
+	if bad != "" && p.TotalHeader == "" {
+		bad = "data." + p.Connection + "." + bad
+	}
+	return n, known, bad
+}
+
 // GraphQLItems reads a connection's items: nodes, else edges[].node. A
 // null connection or items missing is a bad response; null nodes (an
 // error resolving one) are left out when the answer's errors say why (the
@@ -91,20 +106,20 @@ func GraphQLItems(doc any, connection string) ([]any, error) {
 func connectionItems(doc any, connection string) ([]any, int, error) {
 	conn, ok := jsonvalue.Get(doc, "data."+connection)
 	if !ok || conn == nil {
-		return nil, 0, transport.BadResponse("the connection is missing at data.%s", connection)
+		return nil, 0, transport.BadResponse("the connection is missing at %q", "data."+connection)
 	}
 	var list []any
 	if nodes, ok := jsonvalue.Get(conn, "nodes"); ok {
 		arr, isArr := nodes.([]any)
 		if !isArr {
-			return nil, 0, transport.BadResponse("nodes is not an array at data.%s", connection)
+			return nil, 0, transport.BadResponse("the items at %q are not an array", "data."+connection+".nodes")
 		}
 		list = arr
 	} else {
 		edges, ok := jsonvalue.Get(conn, "edges")
 		arr, isArr := edges.([]any)
 		if !ok || !isArr {
-			return nil, 0, transport.BadResponse("the connection at data.%s selects neither nodes nor edges { node }", connection)
+			return nil, 0, transport.BadResponse("the connection at %q selects neither nodes (%q) nor edges { node }", "data."+connection, "data."+connection+".nodes")
 		}
 		list = make([]any, len(arr))
 		for i, e := range arr {
