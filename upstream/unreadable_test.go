@@ -427,3 +427,37 @@ func TestGraphQLTotal_IsReadWhereDeclaredAndNamedInFull(t *testing.T) {
 		})
 	}
 }
+
+// TestSortValuesOfAnotherForm_AreDoubtNeverSentBack: the last hit's sort
+// values are search_after's continuation; in a form other than an array
+// they are doubt naming the member, on a page that continues (never sent
+// back as the next request's search_after) and on one whose items reach
+// the total alike.
+func TestSortValuesOfAnotherForm_AreDoubtNeverSentBack(t *testing.T) {
+	hit := func(id, sort string) string { return fmt.Sprintf(`{"id":%q,"status":"active","sort":%s}`, id, sort) }
+	for _, tc := range []struct {
+		name, size, sort string
+	}{
+		{"a string, on a whole page", "2", `"b"`},
+		{"an object, on a whole page", "2", `{"v":2}`},
+		{"null, on a whole page", "2", `null`},
+		{"a number, on the page that reaches the total", "10", `2`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page := `{"hits":{"total":{"value":2,"relation":"eq"},"hits":[` + hit("a", "[1]") + "," + hit("b", tc.sort) + `]}}`
+			s := &paged{param: "none", pages: map[string]pagedPage{"": {body: page}}}
+			r := pagedList(t, s, "method: POST, items: hits.hits", "dialect: search_after, page_size: "+tc.size, "")
+			_, out, err := scanAll(t, r, nil, Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := reasonOf(out, envelope.SignalUnreadable)
+			if out.ScanComplete || rs == nil || rs.Member != "sort" || rs.Page == nil || *rs.Page != 1 {
+				t.Fatalf("complete %v, reasons %+v; want SIGNAL_UNREADABLE naming sort on page 1", out.ScanComplete, out.Reasons)
+			}
+			if len(s.asked) != 1 {
+				t.Errorf("%d requests; the sort values were sent back", len(s.asked))
+			}
+		})
+	}
+}

@@ -48,16 +48,22 @@ func (d searchAfterDialect) Parse(resp *transport.Response, doc any, items []any
 	}
 	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
-	switch {
-	case len(items) == 0:
+	if len(items) == 0 {
 		pg.proven(SignalEmptyPage)
+		return pg, nil
+	}
+	// The last item's sort values are the continuation, read on every
+	// page that holds items, the last one included.
+	sv, sst := readSortValues(ItemValue(items[len(items)-1]), d.p.SortValues)
+	switch {
+	case sst == Unreadable:
+		pg.Doubt(d.p.SortValues)
+		pg.Unknown(SignalUnreadable, false)
 		return pg, nil
 	case reached:
 		pg.proven(SignalTotalReached)
 		return pg, nil
-	}
-	sv, ok := jsonvalue.Get(ItemValue(items[len(items)-1]), d.p.SortValues)
-	if !ok || sv == nil {
+	case sst == Absent:
 		return pg, transport.BadResponse("the last item has no sort values at %q to continue from", d.p.SortValues)
 	}
 	b, err := jsonvalue.Canonical(sv)
@@ -73,3 +79,17 @@ func (d searchAfterDialect) Parse(resp *transport.Response, doc any, items []any
 func (searchAfterDialect) More(*transport.Response, any) bool { return false }
 
 func (searchAfterDialect) Plan(State) []State { return nil }
+
+// readSortValues reads an item's sort values: a non-empty array. null,
+// an empty array or any other value is unreadable: sent back, it would
+// continue from nowhere the upstream named.
+func readSortValues(item any, path string) (any, Reading) {
+	v, ok := jsonvalue.Get(item, path)
+	if !ok {
+		return nil, Absent
+	}
+	if arr, isArr := v.([]any); isArr && len(arr) > 0 {
+		return v, Read
+	}
+	return nil, Unreadable
+}
