@@ -73,6 +73,11 @@ func (r *Resource) checkContinuation(next dialect.State) error {
 func (s *Scan) fetchBatch(ctx context.Context, src *sourceScan, st dialect.State) (dialect.Page, error) {
 	idPath := s.r.FieldPath(s.r.Config.IDField)
 	var merged batch
+	// What an answer of the batch held unreadable, or left out of a
+	// declared snapshot, is doubt on the batch's page: the batch's page
+	// is its last answer's.
+	var doubts []string
+	noSnapshot := false
 	cur := st
 	for n := 1; ; n++ {
 		resp, err := s.send(ctx, src, &cur)
@@ -90,6 +95,13 @@ func (s *Scan) fetchBatch(ctx context.Context, src *sourceScan, st dialect.State
 		if marker == dialect.Unreadable {
 			pg.Doubt(s.r.Pagination.BatchComplete)
 		}
+		own := pg.Doubts
+		pg.Doubts = slices.Clone(doubts)
+		for _, m := range own {
+			pg.Doubt(m)
+		}
+		pg.NoSnapshot = pg.NoSnapshot || noSnapshot
+		doubts, noSnapshot = pg.Doubts, pg.NoSnapshot
 		if marker == dialect.Read || pg.Next.Done || pg.Next.Probe {
 			pg.Items = merged.items
 			pg.Next.Seen = st.Seen + len(merged.items)

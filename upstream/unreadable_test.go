@@ -461,3 +461,29 @@ func TestSortValuesOfAnotherForm_AreDoubtNeverSentBack(t *testing.T) {
 		})
 	}
 }
+
+// TestDoubtOnAnAnswerInsideABatch_IsKept: a batch is read over several
+// answers and accounted as one page; what an answer before the last held
+// unreadable (its batch marker, its total) stays doubt on it.
+func TestDoubtOnAnAnswerInsideABatch_IsKept(t *testing.T) {
+	for _, tc := range []struct{ name, first, member string }{
+		{"a null batch marker", `{"batchcomplete":null,"count":3,"continue":{"gcontinue":"b","continue":"gcontinue||"},"items":` + records("a", "b") + `}`, "batchcomplete"},
+		{"a total that is no number", `{"count":"3","continue":{"gcontinue":"b","continue":"gcontinue||"},"items":` + records("a", "b") + `}`, "count"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &paged{param: "gcontinue", pages: map[string]pagedPage{
+				"":  {body: tc.first},
+				"b": {body: `{"batchcomplete":true,"count":3,"items":` + records("c") + `}`},
+			}}
+			r := pagedResource(t, s, "dialect: continue_object, batch_complete: batchcomplete, total: count, page_size: 2", "items", "")
+			sink, out, err := scanAll(t, r, nil, Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := reasonOf(out, envelope.SignalUnreadable)
+			if out.ScanComplete || rs == nil || rs.Member != tc.member {
+				t.Fatalf("items %v, complete %v, reasons %+v; want SIGNAL_UNREADABLE naming %s", sink.ids, out.ScanComplete, out.Reasons, tc.member)
+			}
+		})
+	}
+}
