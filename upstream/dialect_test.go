@@ -155,12 +155,13 @@ func TestEveryDialect_ScansWholeCollection(t *testing.T) {
 							t.Fatalf("scan: %v", err)
 						}
 						checkSameSet(t, sink.ids, want)
-						if stringEnd[kind] && v.pageSize == 1 && v.records > 0 {
+						if stringEnd[kind] && kind != fixtures.DialectLink && v.pageSize == 1 && v.records > 0 {
 							// A last page of one item is whole: a continuation
 							// missing or emptied there (Kubernetes leaves the
 							// token off its last chunk) looks the same as one
 							// dropped from a page, and a page of one cannot be
-							// asked for again one item smaller.
+							// asked for again one item smaller. (The demo's
+							// Link header names its last page as last.)
 							if src := endOf(t, out); out.ScanComplete || src.EndSignal != dialect.SignalMissingOnFull {
 								t.Errorf("outcome: complete=%v end %s/%s, want END_NOT_PROVEN %s", out.ScanComplete, src.End, src.EndSignal, dialect.SignalMissingOnFull)
 							}

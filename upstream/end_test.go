@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/envelope"
@@ -66,10 +67,12 @@ func TestEndOfList_IsProvenNeverInferred(t *testing.T) {
 		{"next cursor omitted on the last page after it was seen", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 25, 10, "", want{true, dialect.SignalNextCursorNone, ""}},
 		{"next cursor on a single short page, verified by a probe", fixtures.FaultKnobs{Dialect: fixtures.DialectCursorNext}, 5, 10, "", want{true, dialect.SignalNextCursorNone + dialect.SignalVerified, ""}},
 		{"link without next after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 25, 10, "", want{true, dialect.SignalNoNextLink, ""}},
-		{"link on a full last page after links, naming others than next, rechecked", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 30, 10, "", want{true, dialect.SignalNoNextLink + dialect.SignalRechecked, ""}},
-		// A whole page without the signal earlier pages carried: asked for
-		// again one item smaller, the upstream says more follows.
-		{"link on a full last page after links, without a Link header, rechecked", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoLastLinks: true}, 30, 10, "", want{true, dialect.SignalNoNextLink + dialect.SignalRechecked, ""}},
+		{"link on a full last page after links, naming itself last", fixtures.FaultKnobs{Dialect: fixtures.DialectLink}, 30, 10, "", want{true, dialect.SignalLastLink, ""}},
+		// A whole last page without a Link header behind next links that
+		// number pages by their size: asked for again one item smaller,
+		// the page starts at another item, which proves nothing of its
+		// own place.
+		{"link on a full last page after links, without a Link header, page-numbered", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, NoLastLinks: true}, 30, 10, "", want{false, dialect.SignalMissingOnFull, envelope.EndNotProven}},
 		{"link with X-Total-Count reached on a single page, verified", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 5, 10, "total_header: X-Total-Count", want{true, dialect.SignalNoNextLink + dialect.SignalVerified, ""}},
 		{"link with X-Total-Count reached after links", fixtures.FaultKnobs{Dialect: fixtures.DialectLink, Total: "header"}, 25, 10, "total_header: X-Total-Count", want{true, dialect.SignalTotalReached, ""}},
 		{"page whose first short page reaches a lagging total, the upstream capping pages", fixtures.FaultKnobs{Dialect: fixtures.DialectPage, MaxPageSize: 1, Total: "low"}, 2, 2, "", want{false, dialect.SignalEmptyPage, envelope.ConflictingEvidence}},
@@ -258,5 +261,103 @@ func TestContinueWithAChangedResourceVersion_IsInconsistent(t *testing.T) {
 		if r.Code == envelope.InconsistentSnapshot && r.Signal != "snapshot_changed" {
 			t.Errorf("signal %q, want snapshot_changed", r.Signal)
 		}
+	}
+}
+
+// linkList serves n records (r1…) under Link headers, its pages asked for
+// by number (?page=N&per_page=M, as GitHub's) or after an id
+// (?after=rK&per_page=M), each honoring the size it is asked for. drop
+// leaves the Link header off the page that starts at that record (0:
+// none); last names each page's last page as rel="last", and lastOnEvery
+// does so beside a next link too.
+type linkList struct {
+	n, drop           int
+	byAfter           bool
+	last, lastOnEvery bool
+}
+
+func (l linkList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	size := atoi(q.Get("per_page"))
+	start := 0
+	switch {
+	case l.byAfter && q.Get("after") != "":
+		start = atoi(strings.TrimPrefix(q.Get("after"), "r"))
+	case !l.byAfter && q.Get("page") != "":
+		start = (atoi(q.Get("page")) - 1) * size
+	}
+	end := min(start+size, l.n)
+	var ids []string
+	for i := start + 1; i <= end; i++ {
+		ids = append(ids, fmt.Sprintf("r%d", i))
+	}
+	at := func(from int) string {
+		if l.byAfter {
+			return fmt.Sprintf("/items?after=r%d&per_page=%d", from, size)
+		}
+		return fmt.Sprintf("/items?page=%d&per_page=%d", from/size+1, size)
+	}
+	var links []string
+	if end < l.n {
+		links = append(links, fmt.Sprintf(`<%s>; rel="next"`, at(end)))
+	}
+	links = append(links, fmt.Sprintf(`<%s>; rel="first"`, at(0)))
+	if l.last && (end >= l.n || l.lastOnEvery) {
+		links = append(links, fmt.Sprintf(`<%s>; rel="last"`, at(start)))
+	}
+	if start+1 != l.drop {
+		w.Header().Set("Link", strings.Join(links, ", "))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, records(ids...))
+}
+
+// TestWholePageRecheck_ReadsThePageItself: a whole page without a next
+// link is asked for again one item smaller; behind next links that
+// number pages by their size, that request starts at another item, and
+// proves nothing of the page: a Link header dropped from a middle page
+// is never the end, and an honest list's whole last page is proven only
+// by its own word (rel="last" naming it). Behind next links that keep
+// their place (after an id), the recheck proves the end.
+func TestWholePageRecheck_ReadsThePageItself(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		l        linkList
+		complete bool
+		signal   string
+	}{
+		{"numbered pages, the Link header dropped from a middle page", linkList{n: 5, drop: 3}, false, dialect.SignalMissingOnFull},
+		{"numbered pages, a whole last page naming first only", linkList{n: 4}, false, dialect.SignalMissingOnFull},
+		{"numbered pages, a whole last page naming itself last", linkList{n: 4, last: true}, true, dialect.SignalLastLink},
+		{"numbered pages, last naming the page beside a next link", linkList{n: 5, last: true, lastOnEvery: true}, false, dialect.SignalFlagVsContinuation},
+		{"pages after an id, a whole last page naming first only", linkList{n: 4, byAfter: true}, true, dialect.SignalNoNextLink + dialect.SignalRechecked},
+		{"pages after an id, the Link header dropped from a middle page", linkList{n: 5, drop: 3, byAfter: true}, false, dialect.SignalMissingOnFull},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := httptest.NewServer(tc.l)
+			t.Cleanup(ts.Close)
+			r := runtimeFor(t, []byte(fmt.Sprintf(`environment: test
+upstreams:
+  api: {base_url: %q, retries: 0, timeout: 5s}
+resources:
+  items:
+    upstream: api
+    list: {path: /items, items: .}
+    pagination: {dialect: link, page_size: 2}
+    id_field: id
+    fields: {id: {type: string}, status: {type: string}}
+`, ts.URL))).Resources["items"]
+			sink, out, err := scanAll(t, r, nil, Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := endOf(t, out)
+			if out.ScanComplete != tc.complete || src.EndSignal != tc.signal {
+				t.Fatalf("items %v, complete %v, end %s/%s; want complete %v, %s", sink.ids, out.ScanComplete, src.End, src.EndSignal, tc.complete, tc.signal)
+			}
+			if out.ScanComplete && len(sink.ids) != tc.l.n {
+				t.Errorf("complete with %d of %d records", len(sink.ids), tc.l.n)
+			}
+		})
 	}
 }

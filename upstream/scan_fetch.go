@@ -279,7 +279,9 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		// Refused or garbled: nothing is proven.
 		return unproven()
 	}
-	if len(items) != st.RecheckItems-1 || !s.r.Dialect.More(resp, doc) {
+	if len(items) != st.RecheckItems-1 || !s.r.Dialect.More(resp, doc) || s.idsKey(src.cfg.Name, items) != st.RecheckKey {
+		// Not the page's own first items, or no signal: nothing is
+		// proven of the place the page was read at.
 		return unproven()
 	}
 	s.mu.Lock()
@@ -288,6 +290,18 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 	p.Probe, p.Recheck, p.Done = false, nil, true
 	p.End, p.EndSignal = envelope.EndProven, p.EndSignal+dialect.SignalRechecked
 	return true
+}
+
+// idsKey hashes the ids of items, in order (an item without one counts
+// as an empty id), for Scan.recheck.
+func (s *Scan) idsKey(source string, items []any) uint64 {
+	idPath := s.r.FieldPath(s.r.Config.IDField)
+	h := uint64(len(items))
+	for _, it := range items {
+		id, _ := jsonvalue.GetID(dialect.ItemValue(it), idPath)
+		h = h*1099511628211 ^ seenKey(s.salt, source, id)
+	}
+	return h
 }
 
 func (s *Scan) settleProbe(src *sourceScan, verified bool) {

@@ -223,6 +223,11 @@ func (s *Scan) account(src *sourceScan, st dialect.State, pg dialect.Page, hand 
 		}
 	}
 	src.state = pg.Next
+	if rc := src.state.RecheckItems; src.state.Recheck != nil && rc > 1 && rc <= len(pg.Items) {
+		// The page's own first items, which the smaller request must
+		// answer (Scan.recheck).
+		src.state.RecheckKey = s.idsKey(src.cfg.Name, pg.Items[:rc-1])
+	}
 	if s.spec.CountFromTotal && s.spec.Sink == nil && len(s.spec.GroupBy) == 0 && !st.Started && pg.Total != nil &&
 		rejected == 0 && fresh == len(pg.Items) && !src.state.Done {
 		// Every item of the first page matched: the upstream applies the

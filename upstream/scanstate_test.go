@@ -103,6 +103,8 @@ func TestSavedPage_KeepsEveryMemberOfThePageState(t *testing.T) {
 			f.SetString("x" + v.Type().Field(i).Name)
 		case reflect.Int:
 			f.SetInt(int64(i + 1))
+		case reflect.Uint64:
+			f.SetUint(uint64(i+1) << 60)
 		case reflect.Bool:
 			f.SetBool(true)
 		case reflect.Pointer:

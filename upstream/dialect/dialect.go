@@ -54,6 +54,11 @@ type State struct {
 	// item smaller (see Scan.recheck). RecheckItems is how many it held.
 	Recheck      *State
 	RecheckItems int
+	// RecheckKey is the ids of the page's first RecheckItems-1 items,
+	// hashed (Scan.recheck): the answer to the smaller request must hold
+	// those, or it was read at another place in the list (a next link
+	// that numbers its pages by their size).
+	RecheckKey uint64
 }
 
 // End signals: how a source's end was proven, or why it was not.
@@ -81,6 +86,9 @@ const (
 	SignalNextURLNone = "next_url_empty"
 	// SignalHasNextFalse: a GraphQL connection's hasNextPage was false.
 	SignalHasNextFalse = "has_next_page_false"
+	// SignalLastLink: a whole page's Link header names the page itself
+	// as rel="last".
+	SignalLastLink = "last_link_is_this_page"
 
 	// SignalTotalPages: the page the upstream counts as its last was read,
 	// and the items agree with its total.

@@ -3,6 +3,7 @@ package dialect
 import (
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -28,10 +29,18 @@ func (d linkDialect) Parse(resp *transport.Response, doc any, items []any, st St
 	total, known := pg.totalOf(d.p, resp, doc)
 	reached := totalVerdict(&pg, total, known, full)
 	next, lst := readNextLink(resp.Header)
+	last, _ := readLink(resp.Header, "last")
+	lastSelf := last != "" && isPageURL(resp.URL, last)
 	if next != "" {
 		u, err := url.Parse(next)
 		if err != nil {
 			return pg, transport.BadResponse("the Link header's next URL does not parse")
+		}
+		if lastSelf {
+			// The last link names this page, and a next link says how to
+			// go on: neither is believed.
+			pg.Unknown(SignalFlagVsContinuation, false)
+			return pg, nil
 		}
 		pg.Next.NextURL, pg.Next.SignalSeen = u, true
 		return pg, nil
@@ -50,6 +59,10 @@ func (d linkDialect) Parse(resp *transport.Response, doc any, items []any, st St
 		// Fewer items than the upstream's own total, and no way on: the
 		// upstream stopped short (Scan.finishSource reports the cap).
 		pg.proven(SignalNoNextLink)
+	case lst == Read && lastSelf && !shortPage(d.p, st, len(items)):
+		// A whole page whose rel="last" link names the page itself
+		// (json-server's last page): the upstream says it is the last.
+		pg.proven(SignalLastLink)
 	case lst == Read:
 		// Links, and none of them next (json-server's and GitHub's last
 		// page names first, prev and last): the upstream says so.
@@ -78,7 +91,30 @@ func nextLink(h http.Header) string {
 // the three states of any signal: absent (no Link header), read (links,
 // with one next target or none: a last page's first, prev and last), or
 // unreadable (a value that holds no link, or two next targets that differ).
-func readNextLink(h http.Header) (string, Reading) {
+func readNextLink(h http.Header) (string, Reading) { return readLink(h, "next") }
+
+// isPageURL reports whether the link target ref, resolved against the
+// page's own URL, is that URL: the same scheme, host and path, and the
+// same query parameters with the same values.
+func isPageURL(page *url.URL, ref string) bool {
+	if page == nil {
+		return false
+	}
+	u, err := page.Parse(ref)
+	if err != nil {
+		return false
+	}
+	if !strings.EqualFold(u.Scheme, page.Scheme) || !strings.EqualFold(u.Host, page.Host) || u.Path != page.Path {
+		return false
+	}
+	a, errA := url.ParseQuery(u.RawQuery)
+	b, errB := url.ParseQuery(page.RawQuery)
+	return errA == nil && errB == nil && reflect.DeepEqual(a, b)
+}
+
+// readLink reads the target of the Link header's rel relation as
+// readNextLink reads next's.
+func readLink(h http.Header, relation string) (string, Reading) {
 	var next string
 	st := Absent
 	for _, v := range h.Values("Link") {
@@ -103,11 +139,11 @@ func readNextLink(h http.Header) (string, Reading) {
 					continue
 				}
 				for _, rel := range strings.Fields(strings.Trim(strings.TrimSpace(val), `"`)) {
-					if !strings.EqualFold(rel, "next") {
+					if !strings.EqualFold(rel, relation) {
 						continue
 					}
 					if next != "" && next != target {
-						// Two ways on: neither is read.
+						// Two targets of one relation: neither is read.
 						return "", Unreadable
 					}
 					next = target
