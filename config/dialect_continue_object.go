@@ -64,6 +64,9 @@ func checkContinueObject(l *errList, r *ResourceConfig, at func(k ...string) []s
 	if r.List.ScalarItemField != "" && r.Pagination.BatchComplete != "" {
 		l.add("a batch merges items by id: they must be objects", at("pagination", "batch_complete")...)
 	}
+	if r.Pagination.Evaluated != "" && r.Pagination.PageSizeParam == NoPageSize {
+		l.add("the items read are compared with the page size asked for: set page_size_param", at("pagination", "evaluated")...)
+	}
 	if p := r.Pagination.ContinueParam; p != "" {
 		size := r.Pagination.PageSizeParam
 		if size == "" {
