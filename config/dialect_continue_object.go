@@ -27,6 +27,15 @@ type ContinuationObjectConfig struct {
 	// generator yields nothing ({"batchcomplete": true}). Otherwise such
 	// an answer breaks the configured shape.
 	EmptyWithoutItems bool `yaml:"empty_without_items"`
+	// Evaluated is the member by which an answer says how many items the
+	// upstream evaluated for the page, where the page size counts those
+	// rather than the items returned (DynamoDB's ScannedCount: Limit
+	// counts the items read before FilterExpression drops some). The
+	// end is then judged by it: a page without the object that
+	// evaluated fewer than the page size ends the list; one that
+	// evaluated as many stopped at the size, and its end is not proven.
+	// Unset, the items returned are counted.
+	Evaluated string `yaml:"evaluated"`
 }
 
 // continueObjectKeys are the keys the continue_object dialect reads
@@ -54,6 +63,9 @@ func resolveContinueObject(p *PaginationConfig) {
 func checkContinueObject(l *errList, r *ResourceConfig, at func(k ...string) []string) {
 	if r.List.ScalarItemField != "" && r.Pagination.BatchComplete != "" {
 		l.add("a batch merges items by id: they must be objects", at("pagination", "batch_complete")...)
+	}
+	if r.Pagination.Evaluated != "" && r.Pagination.PageSizeParam == NoPageSize {
+		l.add("the items read are compared with the page size asked for: set page_size_param", at("pagination", "evaluated")...)
 	}
 	if p := r.Pagination.ContinueParam; p != "" {
 		size := r.Pagination.PageSizeParam

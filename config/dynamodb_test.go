@@ -25,7 +25,7 @@ resources:
       body: {TableName: accounts}
       items: Items
       expression: {param: FilterExpression, language: dynamodb}
-    pagination: {dialect: continue_object, continue_path: LastEvaluatedKey, continue_param: ExclusiveStartKey, page_size_param: Limit, page_size: 100}
+    pagination: {dialect: continue_object, continue_path: LastEvaluatedKey, continue_param: ExclusiveStartKey, page_size_param: Limit, page_size: 100, evaluated: ScannedCount}
     get:
       method: POST
       path: /
@@ -60,6 +60,7 @@ func TestDynamoDBConfig_RefusesWhatItCannotSendAsDeclared(t *testing.T) {
 		{"      method: POST\n      headers: {X-Amz-Target: DynamoDB_20120810.Scan}", "      headers: {X-Amz-Target: DynamoDB_20120810.Scan}", "continue_param: a whole continuation object is sent in a POST list's body"},
 		{"      method: POST\n      headers: {X-Amz-Target: DynamoDB_20120810.Scan}", "      headers: {X-Amz-Target: DynamoDB_20120810.Scan}", "expression.values: bound names and values are sent in a POST list's body"},
 		{"continue_param: ExclusiveStartKey", "continue_param: Limit", "the member carries the continuation alone"},
+		{"page_size_param: Limit", "page_size_param: none", "evaluated: the items read are compared with the page size asked for"},
 		{"conflicts: [{status: 400, member: __type, match: ConditionalCheckFailedException}]", "conflicts: [{status: 400}]", "conflicts.0.member: required"},
 		{"conflicts: [{status: 400, member: __type, match: ConditionalCheckFailedException}]", "conflicts: [{status: 409, member: __type, match: X}]", "409 and 412 are always conflicts"},
 		{"conflicts: [{status: 400, member: __type, match: ConditionalCheckFailedException}]", "conflicts: [{status: 400, member: __type, match: ProvisionedThroughputExceededException}]", "conflicts.0.match: overlaps throttling.0 (400, __type ending \"ProvisionedThroughputExceededException\")"},

@@ -102,6 +102,11 @@ func samplePostPagination(r *resourceDraft, first sampled) {
 		}
 		size("Limit")
 		r.pageNote = append(r.pageNote, "the answer hands back "+cont+", an object sent back whole as "+continuationObjects[cont]+"; its absence ends the list, a page may be empty and go on")
+		if _, counted := answer["ScannedCount"].(json.Number); counted {
+			// Limit counts the items read, not those returned.
+			set("evaluated", "ScannedCount")
+			r.pageNote = append(r.pageNote, "Limit counts the items read (ScannedCount), not those returned: a page without "+cont+" ends the list only when it read fewer")
+		}
 	case answer != nil && isStr && bm != "":
 		set("dialect", "bookmark")
 		size("limit")

@@ -63,7 +63,7 @@ func TestDraftFromSample_ADynamoDBScanDraftsItsWholeShape(t *testing.T) {
 				"method: POST", `body: {"TableName":"accounts"}`,
 				"headers: {Content-Type: application/x-amz-json-1.0, X-Amz-Target: DynamoDB_20120810.Scan}",
 				"items: Items",
-				"pagination: {dialect: continue_object, continue_path: LastEvaluatedKey, continue_param: ExclusiveStartKey, page_size_param: Limit, page_size: 100}",
+				"pagination: {dialect: continue_object, continue_path: LastEvaluatedKey, continue_param: ExclusiveStartKey, page_size_param: Limit, page_size: 100, evaluated: ScannedCount}",
 				"item_encoding: dynamodb",
 				"big: {type: integer", "version: {type: integer", "status: {type: string", "tags: {type: array",
 				tc.note, tc.id,

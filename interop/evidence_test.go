@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,7 +29,10 @@ import (
 // representative scan are recorded, then replayed to airlock with one
 // signal the configuration declares changed at a time (removed, null, of
 // another type, an object for a string and back, named twice with another
-// value, empty, negative, on one page). The property: no mutated replay
+// value, empty, negative, on one page). Typed items (item_encoding:
+// dynamodb) have their encoding mutated too: one item's typed value of the
+// id and of each decision or filtered field, a continuation object's
+// members, and the answer's own counts. The property: no mutated replay
 // yields a claim stronger than the truth (complete with other records or
 // another count), and every weakened claim carries a stable code.
 
@@ -257,6 +261,11 @@ type signalDecl struct {
 	path   string
 	header bool
 	items  bool
+	// attr: a field's typed value in one item (item_encoding: dynamodb),
+	// path the field's path in the item.
+	attr bool
+	// object: a continuation object sent back whole (continue_param).
+	object bool
 }
 
 // declaredSignals lists the signals a resolved resource declares.
@@ -285,7 +294,7 @@ func declaredSignals(r *upstream.Resource) []signalDecl {
 		return out
 	}
 	out = append(out, signalDecl{path: r.Config.List.Items, items: true})
-	for _, path := range []string{p.HasMore, p.IsLast, p.NextCursor, p.Next, p.ContinuePath, p.Total, p.TotalRelation, p.TotalPages, p.Remaining, p.BatchComplete} {
+	for _, path := range []string{p.HasMore, p.IsLast, p.NextCursor, p.Next, p.ContinuePath, p.Total, p.TotalRelation, p.TotalPages, p.Remaining, p.BatchComplete, p.Evaluated} {
 		add(path, false)
 	}
 	if p.Dialect == configpkg.DialectContinue || p.Dialect == configpkg.DialectContinueObject {
@@ -302,6 +311,48 @@ func declaredSignals(r *upstream.Resource) []signalDecl {
 	if p.Dialect == configpkg.DialectLink {
 		add("Link", true)
 	}
+	if p.Dialect == configpkg.DialectContinueObject && p.ContinueParam != "" {
+		out = append(out, signalDecl{path: p.ContinuePath, object: true})
+	}
+	if r.Config.ItemEncoding == configpkg.EncodingDynamoDB {
+		// The encoding's own counts beside the items, declared or not.
+		add("Count", false)
+		add("ScannedCount", false)
+		for _, name := range typedFields(r) {
+			out = append(out, signalDecl{path: r.FieldPath(name), attr: true})
+		}
+	}
+	return out
+}
+
+// typedFields are the fields whose typed values are mutated: the id, then
+// every decision field and every field a filter reads.
+func typedFields(r *upstream.Resource) []string {
+	out := []string{r.Config.IDField}
+	var more []string
+	for name, fc := range r.Config.Fields {
+		if fc != nil && fc.Decision {
+			more = append(more, name)
+		}
+	}
+	for name, f := range r.Config.Filters {
+		if f == nil {
+			continue
+		}
+		field := f.Field
+		if field == "" {
+			field = name
+		}
+		if _, declared := r.Config.Fields[field]; declared {
+			more = append(more, field)
+		}
+	}
+	sort.Strings(more)
+	for _, f := range slices.Compact(more) {
+		if f != r.Config.IDField {
+			out = append(out, f)
+		}
+	}
 	return out
 }
 
@@ -310,7 +361,119 @@ var (
 	bodyMutations   = []string{"removed", "null", "wrong_type", "object_for_string", "twice_other_last", "twice_other_first", "empty_string", "negative"}
 	itemMutations   = []string{"id_twice_other_last", "id_twice_other_first"}
 	headerMutations = []string{"removed", "empty", "garbage", "negative", "twice"}
+	// attrMutations change one item's typed value of a field (DynamoDB's
+	// AttributeValue): a tag it does not know, two tags, an N that is no
+	// number or past a double's range, an S holding a number, NULL false,
+	// no tag at all, the tag named twice.
+	attrMutations = []string{"av_unknown_tag", "av_two_tags", "av_n_not_number", "av_n_past_range", "av_s_number", "av_null_false", "av_empty", "av_tag_twice_other_last", "av_tag_twice_other_first"}
+	// objectMutations change a continuation object sent back whole: a
+	// member's type tag unknown or named twice, a member removed, no
+	// member at all.
+	objectMutations = []string{"member_unknown_tag", "member_tag_twice", "member_removed", "empty_object"}
 )
+
+// mutateAttr changes the typed value at fieldPath of the first item (under
+// itemsPath) that holds it; ok is false when no item does.
+func mutateAttr(body []byte, itemsPath, fieldPath, kind string) ([]byte, bool) {
+	doc, err := jsonvalue.Decode(body)
+	if err != nil {
+		return nil, false
+	}
+	items, _ := jsonvalue.Get(doc, itemsPath)
+	arr, _ := items.([]any)
+	for _, e := range arr {
+		it, _ := e.(map[string]any)
+		if it == nil {
+			continue
+		}
+		parent, key, ok := locate(it, fieldPath)
+		if !ok {
+			continue
+		}
+		av, _ := parent[key].(map[string]any)
+		if len(av) != 1 {
+			continue
+		}
+		return retag(doc, parent, key, av, kind)
+	}
+	return nil, false
+}
+
+// retag replaces parent[key], the typed value av, as kind says, and
+// encodes doc.
+func retag(doc any, parent map[string]any, key string, av map[string]any, kind string) ([]byte, bool) {
+	var tag string
+	var inner any
+	for tag, inner = range av {
+	}
+	switch kind {
+	case "av_unknown_tag":
+		parent[key] = map[string]any{"Q": inner}
+	case "av_two_tags":
+		two := map[string]any{tag: inner}
+		if tag == "N" {
+			two["S"] = "1"
+		} else {
+			two["N"] = "1"
+		}
+		parent[key] = two
+	case "av_n_not_number":
+		parent[key] = map[string]any{"N": "abc"}
+	case "av_n_past_range":
+		parent[key] = map[string]any{"N": "1e400"}
+	case "av_s_number":
+		parent[key] = map[string]any{"S": json.Number("5")}
+	case "av_null_false":
+		parent[key] = map[string]any{"NULL": false}
+	case "av_empty":
+		parent[key] = map[string]any{}
+	case "av_tag_twice_other_last", "av_tag_twice_other_first":
+		return encodeTwice(doc, av, tag, inner, otherValue(inner), kind == "av_tag_twice_other_last"), true
+	default:
+		return nil, false
+	}
+	b, err := jsonvalue.Encode(doc)
+	return b, err == nil
+}
+
+// mutateObject changes the continuation object at path; ok is false when
+// the answer holds none, or no member of the form kind changes.
+func mutateObject(body []byte, path, kind string) ([]byte, bool) {
+	doc, err := jsonvalue.Decode(body)
+	if err != nil {
+		return nil, false
+	}
+	v, _ := jsonvalue.Get(doc, path)
+	o, _ := v.(map[string]any)
+	if len(o) == 0 {
+		return nil, false
+	}
+	first := slices.Sorted(maps.Keys(o))[0]
+	switch kind {
+	case "member_unknown_tag", "member_tag_twice":
+		av, _ := o[first].(map[string]any)
+		if len(av) != 1 {
+			return nil, false
+		}
+		k := "av_unknown_tag"
+		if kind == "member_tag_twice" {
+			k = "av_tag_twice_other_last"
+		}
+		return retag(doc, o, first, av, k)
+	case "member_removed":
+		delete(o, first)
+	case "empty_object":
+		parent, key, ok := locate(doc, path)
+		if !ok {
+			return nil, false
+		}
+		parent[key] = map[string]any{}
+	default:
+		return nil, false
+	}
+	b, err := jsonvalue.Encode(doc)
+	return b, err == nil
+}
 
 // locate finds the object holding path's last step (a key with dots as
 // jsonvalue.Get finds it).
@@ -595,6 +758,10 @@ func checkEvidence(t *testing.T, c evidenceCase) {
 		switch {
 		case sig.header:
 			kinds = headerMutations
+		case sig.attr:
+			kinds = attrMutations
+		case sig.object:
+			kinds = objectMutations
 		case sig.items:
 			kinds = append(slices.Clone(bodyMutations), itemMutations...)
 		}
@@ -602,13 +769,26 @@ func checkEvidence(t *testing.T, c evidenceCase) {
 			page := pages[pi]
 			for _, kind := range kinds {
 				ex := *tp.byKey[page]
-				if sig.header {
+				switch {
+				case sig.header:
 					h, ok := mutateHeader(ex.header, sig.path, kind)
 					if !ok {
 						continue
 					}
 					ex.header = h
-				} else {
+				case sig.attr:
+					body, ok := mutateAttr(ex.body, declaredSignals(r)[0].path, sig.path, kind)
+					if !ok {
+						continue
+					}
+					ex.body = body
+				case sig.object:
+					body, ok := mutateObject(ex.body, sig.path, kind)
+					if !ok {
+						continue
+					}
+					ex.body = body
+				default:
 					body, ok := mutateBody(ex.body, sig.path, kind, idPath)
 					if !ok {
 						continue
@@ -626,6 +806,9 @@ func checkEvidence(t *testing.T, c evidenceCase) {
 				got := c.scan(t, rep.URL)
 				row.mutations++
 				name := fmt.Sprintf("%s %s on page %d of %d", sig.path, kind, pi+1, len(pages))
+				if sig.attr {
+					name = "an item's " + name
+				}
 				switch {
 				case got.complete && got.matched == truth.matched && slices.Equal(got.ids, truth.ids):
 					row.same++

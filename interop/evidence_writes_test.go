@@ -75,6 +75,7 @@ type writeAnswerCtx struct {
 	frame                     []string       // paths of the declared fields outside the effect
 	effect                    map[string]any // the effect's after-values, by path, in the API's encoding
 	id, other                 any            // the target's id and another record's, in the API's type
+	typed                     bool           // values are typed (item_encoding: dynamodb)
 	request                   []byte
 }
 
@@ -118,7 +119,14 @@ var writeMutations = []writeMutation{
 		}
 		for _, path := range c.frame {
 			if v, found := jsonvalue.Get(rec, path); found {
-				jsonvalue.Set(rec, path, otherValue(v))
+				other := otherValue(v)
+				if av, isAV := v.(map[string]any); c.typed && isAV && len(av) == 1 {
+					// Another value of the same type, not an unreadable one.
+					for tag, inner := range av {
+						other = map[string]any{tag: otherValue(inner)}
+					}
+				}
+				jsonvalue.Set(rec, path, other)
 				return status, encoded(doc), true
 			}
 		}
@@ -169,6 +177,39 @@ var writeMutations = []writeMutation{
 	}},
 }
 
+// typedWriteMutations change, in the record a write's answer holds, the
+// typed value (item_encoding: dynamodb) of the id and of each field the
+// effect sets, one at a time, each as attrMutations does on a read.
+func typedWriteMutations(base writeAnswerCtx) []writeMutation {
+	paths := append([]string{base.idPath}, slices.Sorted(maps.Keys(base.effect))...)
+	var out []writeMutation
+	for _, path := range paths {
+		for _, kind := range attrMutations {
+			out = append(out, writeMutation{name: fmt.Sprintf("%s typed %s", path, kind), forward: true,
+				answer: func(c *writeAnswerCtx, status int, body []byte) (int, []byte, bool) {
+					doc, rec, ok := c.record(body)
+					if !ok {
+						return status, body, false
+					}
+					parent, key, found := locate(rec, path)
+					if !found {
+						return status, body, false
+					}
+					av, _ := parent[key].(map[string]any)
+					if len(av) != 1 {
+						return status, body, false
+					}
+					b, changed := retag(doc, parent, key, av, kind)
+					if !changed {
+						return status, body, false
+					}
+					return status, b, true
+				}})
+		}
+	}
+	return out
+}
+
 func has(m map[string]any, path string) bool {
 	_, ok := jsonvalue.Get(m, path)
 	return ok
@@ -202,9 +243,6 @@ type writeRow struct {
 func checkWriteEvidence(t *testing.T, c writeEvidenceCase) []writeRow {
 	t.Helper()
 	started := time.Now()
-	if need := writeMutationTargets*len(writeMutations) + 1; len(c.pool) < need {
-		t.Fatalf("%s: %d eligible targets; the matrix needs %d", c.upstream, len(c.pool), need)
-	}
 	px := startWriteProxy(t, c.base)
 	// The re-reads that settle an unknown outcome wait briefly: a mutated
 	// answer is no delayed write, so waiting longer would tell nothing more.
@@ -213,9 +251,16 @@ func checkWriteEvidence(t *testing.T, c writeEvidenceCase) []writeRow {
 	}))
 	a := w.runtime.Actions[c.action]
 	wctx := writeCtxFor(t, a, c.params)
+	mutations := writeMutations
+	if a.Resource.Config.ItemEncoding == configpkg.EncodingDynamoDB {
+		mutations = append(slices.Clone(writeMutations), typedWriteMutations(wctx)...)
+	}
+	if need := writeMutationTargets*len(mutations) + 1; len(c.pool) < need {
+		t.Fatalf("%s: %d eligible targets; the matrix needs %d", c.upstream, len(c.pool), need)
+	}
 	other := c.pool[len(c.pool)-1]
 	var rows []writeRow
-	for i, m := range writeMutations {
+	for i, m := range mutations {
 		ids := c.pool[i*writeMutationTargets : (i+1)*writeMutationTargets]
 		rows = append(rows, runWriteMutation(t, c, w, px, a, wctx, m, ids, other))
 	}
@@ -242,7 +287,7 @@ func checkWriteEvidence(t *testing.T, c writeEvidenceCase) []writeRow {
 func writeCtxFor(t *testing.T, a *upstream.Action, params map[string]any) writeAnswerCtx {
 	t.Helper()
 	r := a.Resource
-	c := writeAnswerCtx{idPath: r.FieldPath(r.Config.IDField), effect: map[string]any{}}
+	c := writeAnswerCtx{idPath: r.FieldPath(r.Config.IDField), effect: map[string]any{}, typed: r.Config.ItemEncoding == configpkg.EncodingDynamoDB}
 	if a.Config.Response != nil {
 		c.item = a.Config.Response.Item
 	}

@@ -46,6 +46,12 @@ func TestDynalite_ScansTypedItemsAndWritesConditionally(t *testing.T) {
 		{name: "hostile_owner", resource: "accounts", filter: map[string]any{"owner": []any{`"Quoted" Ltd`, "#status :v", "O'Brien", "bea@example.com"}},
 			keep: valueIn("owner", `"Quoted" Ltd`, "#status :v", "O'Brien", "bea@example.com"), correct: true},
 	}
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "dynalite 4.0", config: "dynalite.yaml", base: d.URL, env: dynEnv, resource: "accounts",
+			filter: map[string]any{"status": "past_due"}})
+		checkEvidence(t, evidenceCase{upstream: "dynalite 4.0", config: "dynalite.yaml", base: d.URL, env: dynEnv, resource: "accounts",
+			filter: map[string]any{"team": "payments", "owner": nil}})
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runCase(t, al, c, truth, "pk", "status") })
 	}
@@ -70,6 +76,20 @@ func TestDynalite_ScansTypedItemsAndWritesConditionally(t *testing.T) {
 	t.Run("filtered_pages_empty_but_continuing", func(t *testing.T) { checkDynEmptyPages(t, d, truth) })
 	t.Run("throttle_waited_and_retried", func(t *testing.T) { checkDynThrottle(t, proxy, truth) })
 	t.Run("conditional_update_conflict", func(t *testing.T) { checkDynConflict(t, d, proxy) })
+	t.Run("write_evidence_mutation", func(t *testing.T) {
+		pool := upstreams.IDs(d.Records(t), func(r upstreams.Record) bool { return r["status"] == "active" && r["team"] != "support" })
+		checkWriteEvidence(t, writeEvidenceCase{upstream: "dynalite 4.0", config: "dynalite.yaml", base: d.URL, env: dynEnv, action: "set_status",
+			params: map[string]any{"status": "retired"}, pool: pool, target: dynTarget,
+			applied: func(t *testing.T, ids []string) map[string]bool {
+				out := map[string]bool{}
+				for _, it := range d.Items(t) {
+					if pk := upstreams.DynamoString(it["pk"]); slices.Contains(ids, pk) {
+						out[pk] = upstreams.DynamoString(it["status"]) == "retired"
+					}
+				}
+				return out
+			}})
+	})
 	t.Logf("dynalite airlock suite: %.1fs", time.Since(started).Seconds())
 }
 
@@ -261,4 +281,19 @@ func truncateStr(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// dynTarget reads the target of a request to the accounts table from its
+// body: the S of Key's pk; an UpdateItem (it holds an UpdateExpression)
+// writes, a GetItem reads.
+func dynTarget(r proxied) (string, bool) {
+	var body struct {
+		Key              map[string]map[string]any
+		UpdateExpression *string
+	}
+	if !jsonBody(r, &body) {
+		return "", false
+	}
+	pk, _ := body.Key["pk"]["S"].(string)
+	return pk, pk != "" && body.UpdateExpression != nil
 }

@@ -34,7 +34,7 @@ func TestDynalite_InitDraftsAScanThatCountsTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := string(dr.YAML)
-	for _, want := range []string{"dialect: continue_object", "continue_path: LastEvaluatedKey", "continue_param: ExclusiveStartKey",
+	for _, want := range []string{"dialect: continue_object", "continue_path: LastEvaluatedKey", "continue_param: ExclusiveStartKey", "evaluated: ScannedCount",
 		"item_encoding: dynamodb", "json_media_types: [application/x-amz-json-1.0]", "aws_sigv4:", "X-Amz-Target: DynamoDB_20120810.Scan"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("the draft lacks %q:\n%s", want, y)

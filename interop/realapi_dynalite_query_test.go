@@ -70,6 +70,10 @@ func TestDynaliteQuery_ReadsOnePartitionByItsKey(t *testing.T) {
 		{name: "tenant_of_nothing", filter: map[string]any{"tenant": "acme) OR (#t = :t"},
 			key: "#t = :t", names: tn, values: map[string]any{":t": s("acme) OR (#t = :t")}},
 	}
+	t.Run("evidence_mutation", func(t *testing.T) {
+		checkEvidence(t, evidenceCase{upstream: "dynalite 4.0 Query", config: "dynalite_query.yaml", base: d.URL, env: dynEnv, resource: "ledger",
+			filter: map[string]any{"tenant": "acme", "status": "active"}})
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runDynQuery(t, d, al, proxy, c) })
 	}

@@ -378,3 +378,70 @@ resources:
 		}
 	}
 }
+
+// TestDynamoDBScan_AFilteredPageWithoutTheKeyEndsOnlyWhenItReadLess: Limit
+// counts the items a Scan reads before its FilterExpression, so a filtered
+// page holds fewer items than earlier ones and goes on. A page without
+// LastEvaluatedKey that read the whole Limit (ScannedCount, declared as
+// evaluated) stopped at it: its key may have been dropped, and the scan
+// is not complete; one that read less is the end.
+func TestDynamoDBScan_AFilteredPageWithoutTheKeyEndsOnlyWhenItReadLess(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		scanned  int
+		complete bool
+	}{
+		{"the whole limit read", 10, false},
+		{"less than the limit read", 6, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item := func(pk string) string { return `{"pk":{"S":"` + pk + `"},"status":{"S":"active"}}` }
+			pages := []string{
+				`{"Items":[` + item("a1") + `,` + item("a2") + `,` + item("a3") + `],"Count":3,"ScannedCount":10,"LastEvaluatedKey":{"pk":{"S":"a9"}}}`,
+				fmt.Sprintf(`{"Items":[%s],"Count":1,"ScannedCount":%d}`, item("b1"), tc.scanned),
+			}
+			var n int
+			var mu sync.Mutex
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				mu.Lock()
+				i := min(n, len(pages)-1)
+				n++
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+				_, _ = w.Write([]byte(pages[i]))
+			}))
+			t.Cleanup(ts.Close)
+			rt := runtimeFor(t, []byte(fmt.Sprintf(`environment: test
+upstreams:
+  ddb:
+    base_url: %q
+    retries: 0
+    json_media_types: [application/x-amz-json-1.0]
+resources:
+  accounts:
+    upstream: ddb
+    item_encoding: dynamodb
+    list: {path: /, method: POST, headers: {X-Amz-Target: DynamoDB_20120810.Scan}, body: {TableName: accounts}, items: Items,
+      expression: {param: FilterExpression, language: dynamodb}}
+    pagination: {dialect: continue_object, continue_path: LastEvaluatedKey, continue_param: ExclusiveStartKey, page_size_param: Limit, page_size: 10, evaluated: ScannedCount}
+    id_field: pk
+    fields:
+      pk: {type: string}
+      status: {type: string}
+    filters:
+      status: {expression: status}
+`, ts.URL)))
+			c, out, err := scanAll(t, rt.Resources["accounts"], map[string]any{"status": "active"}, Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.ScanComplete != tc.complete || len(c.ids) != 4 {
+				t.Fatalf("complete %v with %v (reasons %+v); want complete %v with the 4 items read", out.ScanComplete, c.ids, out.Reasons, tc.complete)
+			}
+			if !tc.complete && reasonOf(out, envelope.EndNotProven) == nil {
+				t.Errorf("reasons %+v; want END_NOT_PROVEN", out.Reasons)
+			}
+		})
+	}
+}

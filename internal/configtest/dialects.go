@@ -28,7 +28,7 @@ var PaginationKeyValues = map[string]string{
 	"continue_param": "c", "continue_path": "cont", "resource_version": "rv",
 	"next": "nxt", "connection": "things",
 	"sort_values": "sort", "search_after_param": "sa", "pit": "{open: /i/_pit, id: id, param: pit.id}",
-	"batch_complete": "bc", "empty_without_items": "false",
+	"batch_complete": "bc", "empty_without_items": "false", "evaluated": "counted",
 }
 
 // WithPaginationKey is the dialect's minimal configuration (DialectMinimal)

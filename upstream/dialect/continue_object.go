@@ -50,6 +50,12 @@ func (d objectDialect) Parse(resp *transport.Response, doc any, items []any, st 
 	total, known := pg.totalOf(d.p, resp, doc)
 	totalVerdict(&pg, total, known, true)
 	pg.Next.Cursor = ""
+	if d.p.Evaluated != "" {
+		// Read on every page: unreadable is doubt wherever it is.
+		if _, counted, rs := ReadCount(doc, d.p.Evaluated); rs == Unreadable || (rs == Read && !counted) {
+			pg.Doubt(d.p.Evaluated)
+		}
+	}
 	o, ost := readObject(doc, d.p.ContinuePath)
 	if d.p.ContinueParam != "" && ost == Read && len(o) == 0 {
 		// Sent whole, the object is the continuation itself: null or {}
@@ -85,6 +91,8 @@ func (d objectDialect) Parse(resp *transport.Response, doc any, items []any, st 
 		// Not an object: how to go on cannot be read.
 		pg.Doubt(d.p.ContinuePath)
 		pg.Unknown(SignalUnreadable, false)
+	case d.p.Evaluated != "":
+		d.evaluatedEnd(&pg, doc, st, len(items))
 	case len(items) == 0:
 		pg.proven(SignalEmptyPage)
 	case ost == Read:
@@ -97,6 +105,33 @@ func (d objectDialect) Parse(resp *transport.Response, doc any, items []any, st 
 		pg.absent(d.p, st, SignalContinuationNone, len(items))
 	}
 	return pg, nil
+}
+
+// evaluatedEnd is the verdict on a page without the object where the page
+// size counts the items evaluated (pagination.evaluated), not those
+// returned: a filtered page holds fewer items than the size, or none, and
+// still goes on, so its items say nothing of the end. Only a page that
+// evaluated fewer than the size ran out of items; one that evaluated as
+// many stopped at the size, and the object's absence there contradicts
+// it (the object may have been dropped). A count missing or unreadable
+// proves nothing.
+func (d objectDialect) evaluatedEnd(pg *Page, doc any, st State, n int) {
+	evaluated, counted, rs := ReadCount(doc, d.p.Evaluated)
+	switch {
+	case rs == Unreadable || (rs == Read && !counted):
+		pg.Doubt(d.p.Evaluated)
+		pg.Unknown(SignalUnreadable, false)
+	case rs == Absent || evaluated >= d.p.PageSize:
+		pg.Unknown(SignalMissingOnFull, false)
+	case n == 0:
+		pg.proven(SignalEmptyPage)
+	case st.SignalSeen:
+		pg.proven(SignalContinuationNone)
+	default:
+		// A first page that ran out: proof once a probe shows the
+		// upstream sends the object.
+		pg.Unknown(SignalContinuationNone, true)
+	}
 }
 
 func (d objectDialect) More(_ *transport.Response, doc any) bool {
