@@ -41,6 +41,7 @@ const (
 	kCount                      // an integer; null or negative for "not counted"
 	kObject                     // an object; null for none
 	kKey                        // an object sent back whole: no other form, null included
+	kEvaluated                  // a count of items the upstream read: an integer, not negative
 	kMarker                     // any value but null: its presence is the signal
 	kSortVals                   // an item's sort values: an array
 	kHeaderCount                // a header holding a decimal integer
@@ -316,6 +317,9 @@ func unreadable(k sigKind, m mutation) bool {
 	case kKey:
 		_, isObj := v.(obj)
 		return !isObj
+	case kEvaluated:
+		n, isInt := v.(int)
+		return !isInt || n < 0
 	case kMarker:
 		return v == nil
 	case kHeaderCount:
@@ -623,28 +627,21 @@ var dialectLists = map[string][]dialectList{
 	}, {
 		name: "dynamodb", list: `method: POST, items: Items`,
 		pagination: `dialect: continue_object, continue_path: LastEvaluatedKey, continue_param: ExclusiveStartKey, page_size_param: Limit, page_size: 2`,
-		ask: func(_ *http.Request, body map[string]any) (int, int, bool) {
-			start := 0
-			if k, ok := body["ExclusiveStartKey"]; ok {
-				m, _ := k.(map[string]any)
-				id, _ := m["id"].(string)
-				var found bool
-				if start, found = afterID(id); !found || id == "" {
-					return 0, 0, false
-				}
-			}
-			return start, bodyInt(body["Limit"]), true
-		},
+		ask:        dynamoAsk,
 		page: func(start, size int, recs []any) (any, http.Header) {
-			end := start + len(recs)
-			doc := obj{{"Items", recs}}
-			if end < listSize {
-				doc = append(doc, member{"LastEvaluatedKey", obj{{"id", fmt.Sprintf("r%d", end)}}})
-			}
-			return doc, nil
+			return dynamoPage(start, obj{{"Items", recs}}, len(recs)), nil
 		},
 		starts:  []int{0, 2, 4},
 		signals: []signal{{"Items", kItems, ""}, {"LastEvaluatedKey", kKey, "continue_path"}},
+	}, {
+		name: "dynamodb_scan", list: `method: POST, items: Items`,
+		pagination: `dialect: continue_object, continue_path: LastEvaluatedKey, continue_param: ExclusiveStartKey, page_size_param: Limit, evaluated: ScannedCount, page_size: 2`,
+		ask:        dynamoAsk,
+		page: func(start, size int, recs []any) (any, http.Header) {
+			return dynamoPage(start, obj{{"Items", recs}, {"Count", len(recs)}, {"ScannedCount", len(recs)}}, len(recs)), nil
+		},
+		starts:  []int{0, 2, 4},
+		signals: []signal{{"Items", kItems, ""}, {"LastEvaluatedKey", kKey, "continue_path"}, {"ScannedCount", kEvaluated, "evaluated"}},
 	}},
 	config.DialectBookmark: {{
 		name: "couchdb", list: `method: POST, items: docs`,
@@ -696,6 +693,30 @@ func hits(start int, recs []any) []any {
 		out[i] = append(slices.Clone(r.(obj)), member{"sort", []any{start + i + 1}})
 	}
 	return out
+}
+
+// dynamoAsk reads a DynamoDB Query's or Scan's position: after the key
+// it is sent back.
+func dynamoAsk(_ *http.Request, body map[string]any) (int, int, bool) {
+	start := 0
+	if k, ok := body["ExclusiveStartKey"]; ok {
+		m, _ := k.(map[string]any)
+		id, _ := m["id"].(string)
+		var found bool
+		if start, found = afterID(id); !found || id == "" {
+			return 0, 0, false
+		}
+	}
+	return start, bodyInt(body["Limit"]), true
+}
+
+// dynamoPage is doc with the LastEvaluatedKey of the page from start of n
+// items, while more follow.
+func dynamoPage(start int, doc obj, n int) obj {
+	if end := start + n; end < listSize {
+		doc = append(doc, member{"LastEvaluatedKey", obj{{"id", fmt.Sprintf("r%d", end)}}})
+	}
+	return doc
 }
 
 // pageAsk reads a numbered page's position.
@@ -979,7 +1000,10 @@ func TestEverySignalOfEveryDialect(t *testing.T) {
 				}
 			}
 			for _, key := range k.Keys() {
-				if signalKeys[key] && !covered[key] {
+				switch {
+				case !signalKeys[key] && !requestKeys[key]:
+					t.Errorf("dialect %s reads %s, neither a signal nor a way of asking here: classify it", k.Name, key)
+				case signalKeys[key] && !covered[key]:
 					t.Errorf("dialect %s reads %s, and no list here sends it: declare the signal", k.Name, key)
 				}
 			}
@@ -1037,7 +1061,16 @@ var signalKeys = map[string]bool{
 	"has_more": true, "is_last": true, "next_cursor": true, "next": true, "total": true, "total_header": true,
 	"total_relation": true, "total_pages": true, "total_pages_header": true, "continue_path": true,
 	"resource_version": true, "remaining": true, "snapshot": true, "sort_values": true, "pit": true,
-	"batch_complete": true,
+	"batch_complete": true, "evaluated": true,
+}
+
+// requestKeys are the pagination keys that say how a page is asked for,
+// or what a signal's absence means: no page sends them.
+var requestKeys = map[string]bool{
+	"dialect": true, "consistency": true, "page_size": true, "page_size_param": true, "total_exact": true,
+	"expiry": true, "absent_means_zero": true, "cursor_param": true, "cursor_field": true, "cursor_exclusive": true,
+	"offset_param": true, "concurrency": true, "page_param": true, "first_page": true, "continue_param": true,
+	"connection": true, "search_after_param": true, "empty_without_items": true,
 }
 
 // want is what a mutated scan must answer.
