@@ -268,12 +268,14 @@ func TestContinueWithAChangedResourceVersion_IsInconsistent(t *testing.T) {
 // by number (?page=N&per_page=M, as GitHub's) or after an id
 // (?after=rK&per_page=M), each honoring the size it is asked for. drop
 // leaves the Link header off the page that starts at that record (0:
-// none); last names each page's last page as rel="last", and lastOnEvery
-// does so beside a next link too.
+// none), dropNext only its next link; last names each page's last page
+// as rel="last", and lastOnEvery does so beside a next link too; prev
+// names the page before as rel="prev" (GitHub's).
 type linkList struct {
-	n, drop           int
+	n, drop, dropNext int
 	byAfter           bool
 	last, lastOnEvery bool
+	prev              bool
 }
 
 func (l linkList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -298,8 +300,11 @@ func (l linkList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return fmt.Sprintf("/items?page=%d&per_page=%d", from/size+1, size)
 	}
 	var links []string
-	if end < l.n {
+	if end < l.n && start+1 != l.dropNext {
 		links = append(links, fmt.Sprintf(`<%s>; rel="next"`, at(end)))
+	}
+	if l.prev && start > 0 {
+		links = append(links, fmt.Sprintf(`<%s>; rel="prev"`, at(start-size)))
 	}
 	links = append(links, fmt.Sprintf(`<%s>; rel="first"`, at(0)))
 	if l.last && (end >= l.n || l.lastOnEvery) {
@@ -317,8 +322,10 @@ func (l linkList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // number pages by their size, that request starts at another item, and
 // proves nothing of the page: a Link header dropped from a middle page
 // is never the end, and an honest list's whole last page is proven only
-// by its own word (rel="last" naming it). Behind next links that keep
-// their place (after an id), the recheck proves the end.
+// by its own word (rel="last" naming it) or, where its links name the
+// page before by number (GitHub's prev), by the page after it, asked for
+// by number, answering empty. Behind next links that keep their place
+// (after an id), the recheck proves the end.
 func TestWholePageRecheck_ReadsThePageItself(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -330,6 +337,9 @@ func TestWholePageRecheck_ReadsThePageItself(t *testing.T) {
 		{"numbered pages, a whole last page naming first only", linkList{n: 4}, false, dialect.SignalMissingOnFull},
 		{"numbered pages, a whole last page naming itself last", linkList{n: 4, last: true}, true, dialect.SignalLastLink},
 		{"numbered pages, last naming the page beside a next link", linkList{n: 5, last: true, lastOnEvery: true}, false, dialect.SignalFlagVsContinuation},
+		{"numbered pages, a whole last page naming prev and first (GitHub's)", linkList{n: 4, prev: true}, true, dialect.SignalNoNextLink + dialect.SignalRechecked},
+		{"numbered pages naming prev, the next link dropped from a middle page", linkList{n: 6, prev: true, dropNext: 3}, false, dialect.SignalMissingOnFull},
+		{"numbered pages naming prev, the Link header dropped from a middle page", linkList{n: 6, prev: true, drop: 3}, false, dialect.SignalMissingOnFull},
 		{"pages after an id, a whole last page naming first only", linkList{n: 4, byAfter: true}, true, dialect.SignalNoNextLink + dialect.SignalRechecked},
 		{"pages after an id, the Link header dropped from a middle page", linkList{n: 5, drop: 3, byAfter: true}, false, dialect.SignalMissingOnFull},
 	} {

@@ -33,6 +33,10 @@ func (r *Resource) afterParse(resp *transport.Response, doc any, st dialect.Stat
 	// A next link built from the request's URL carries a query credential:
 	// the scan keeps (and may store) it without.
 	pg.Next.NextURL = r.Upstream.WithoutCredential(pg.Next.NextURL)
+	if rc := pg.Next.Recheck; rc != nil && pg.Next.RecheckFollowing {
+		// The page after, built from the page's own URL.
+		rc.NextURL = r.Upstream.WithoutCredential(rc.NextURL)
+	}
 	r.readSnapshot(doc, st, pg)
 	r.readRemaining(doc, pg)
 }

@@ -230,8 +230,10 @@ func (s *Scan) probe(ctx context.Context, src *sourceScan) bool {
 // (…_rechecked). Anything else (the size ignored, no signal, a refusal)
 // proves nothing (next_signal_missing). Asking one item larger instead
 // would prove nothing on an upstream that caps its pages at the size the
-// page had. It returns false when the source stopped (budget, deadline, a
-// failure).
+// page had. Behind links that number the pages (GitHub's page=N), a
+// smaller request starts at another item, so the page after, by number,
+// is asked for instead: an empty answer proves the end. It returns false
+// when the source stopped (budget, deadline, a failure).
 func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 	s.mu.Lock()
 	st := src.state
@@ -240,10 +242,15 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		p := &src.state
-		p.Probe, p.Recheck, p.Done, p.End, p.EndSignal = false, nil, true, envelope.EndUnproven, dialect.SignalMissingOnFull
+		p.Probe, p.Recheck, p.RecheckFollowing, p.Done, p.End, p.EndSignal = false, nil, false, true, envelope.EndUnproven, dialect.SignalMissingOnFull
 		return true
 	}
-	if st.RecheckItems < 2 {
+	size := st.RecheckItems - 1
+	if st.RecheckFollowing {
+		// Links that number the pages (dialect.State.RecheckFollowing):
+		// the page after, at the same size.
+		size = st.RecheckItems
+	} else if st.RecheckItems < 2 {
 		// A page of one item cannot be asked for smaller, and asked for
 		// larger it proves nothing where the upstream caps its pages at
 		// one.
@@ -258,7 +265,7 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		return false
 	}
 	o := s.listOptions(false)
-	o.PageSize = st.RecheckItems - 1
+	o.PageSize = size
 	resp, err := s.r.sendList(ctx, src.cfg, *st.Recheck, o)
 	var doc any
 	var items []any
@@ -279,7 +286,13 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 		// Refused or garbled: nothing is proven.
 		return unproven()
 	}
-	if len(items) != st.RecheckItems-1 || !s.r.Dialect.More(resp, doc) || s.idsKey(src.cfg.Name, items) != st.RecheckKey {
+	if st.RecheckFollowing {
+		if len(items) != 0 || s.r.Dialect.More(resp, doc) {
+			// Items after the page, or a way on: a next link dropped
+			// from the page looks the same as the end.
+			return unproven()
+		}
+	} else if len(items) != size || !s.r.Dialect.More(resp, doc) || s.idsKey(src.cfg.Name, items) != st.RecheckKey {
 		// Not the page's own first items, or no signal: nothing is
 		// proven of the place the page was read at.
 		return unproven()
@@ -287,7 +300,7 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := &src.state
-	p.Probe, p.Recheck, p.Done = false, nil, true
+	p.Probe, p.Recheck, p.RecheckFollowing, p.Done = false, nil, false, true
 	p.End, p.EndSignal = envelope.EndProven, p.EndSignal+dialect.SignalRechecked
 	return true
 }

@@ -59,6 +59,11 @@ type State struct {
 	// those, or it was read at another place in the list (a next link
 	// that numbers its pages by their size).
 	RecheckKey uint64
+	// RecheckFollowing says Recheck is the page after the whole page, by
+	// its number (a next link that numbers its pages: GitHub's page=N),
+	// not the page itself one item smaller: an empty answer there proves
+	// the end.
+	RecheckFollowing bool
 }
 
 // End signals: how a source's end was proven, or why it was not.

@@ -2,9 +2,11 @@ package dialect
 
 import (
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/airlock-mcp/airlock/config"
+	"github.com/airlock-mcp/airlock/upstream/transport"
 )
 
 func TestNextLink_FindsRelNext(t *testing.T) {
@@ -58,6 +60,41 @@ func TestDialects_EveryKindHasItsRuntime(t *testing.T) {
 	for name := range dialects {
 		if !kinds[name] {
 			t.Errorf("runtime %s has no kind in config's table", name)
+		}
+	}
+}
+
+// TestFollowingByNumber: the page after a page is derived only where its
+// rel="prev" link names the page before it by number, every other part of
+// the URL the same.
+func TestFollowingByNumber(t *testing.T) {
+	for _, tc := range []struct {
+		own, prev, want string
+	}{
+		{"https://api.example/items?page=3&per_page=30", "https://api.example/items?page=2&per_page=30", "https://api.example/items?page=4&per_page=30"},
+		{"https://api.example/items?page=1&size=2", "/items?page=0&size=2", "https://api.example/items?page=2&size=2"},
+		{"https://api.example/items?page=3&per_page=30", "", ""},
+		{"https://api.example/items?page=3&per_page=30", "https://api.example/items?page=1&per_page=30", ""},
+		{"https://api.example/items?page=3&per_page=30", "https://api.example/items?page=2&per_page=20", ""},
+		{"https://api.example/items?page=3&per_page=30", "https://other.example/items?page=2&per_page=30", ""},
+		{"https://api.example/items?page=03", "https://api.example/items?page=2", ""},
+		{"https://api.example/items?after=r4", "https://api.example/items?before=r3", ""},
+		{"https://api.example/items?offset=40&limit=20", "https://api.example/items?offset=20&limit=20", ""},
+	} {
+		own, err := url.Parse(tc.own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		if tc.prev != "" {
+			h.Set("Link", `<`+tc.prev+`>; rel="prev", <https://api.example/items>; rel="first"`)
+		}
+		got := followingByNumber(&transport.Response{URL: own, Header: h})
+		switch {
+		case tc.want == "" && got != nil:
+			t.Errorf("%s after %s: got %s, want none", tc.own, tc.prev, got)
+		case tc.want != "" && (got == nil || got.String() != tc.want):
+			t.Errorf("%s after %s: got %v, want %s", tc.own, tc.prev, got, tc.want)
 		}
 	}
 }

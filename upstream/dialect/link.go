@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -63,9 +64,19 @@ func (d linkDialect) Parse(resp *transport.Response, doc any, items []any, st St
 		// A whole page whose rel="last" link names the page itself
 		// (json-server's last page): the upstream says it is the last.
 		pg.proven(SignalLastLink)
+	case lst == Read && !shortPage(d.p, st, len(items)) && followingByNumber(resp) != nil:
+		// A whole page whose links name the page before it by number, and
+		// none next (GitHub's last page names first and prev): asked for
+		// again one item smaller, it would start at another item. The
+		// page after it by number settles it (Scan.recheck): empty, the
+		// list ended here.
+		pg.Unknown(SignalNoNextLink, true)
+		rc := st
+		rc.Recheck, rc.NextURL = nil, followingByNumber(resp)
+		pg.Next.Recheck, pg.Next.RecheckItems, pg.Next.RecheckFollowing = &rc, len(items), true
 	case lst == Read:
-		// Links, and none of them next (json-server's and GitHub's last
-		// page names first, prev and last): the upstream says so.
+		// Links, and none of them next (json-server's last page names
+		// first, prev and last): the upstream says so.
 		pg.none(d.p, st, SignalNoNextLink, len(items))
 	default:
 		pg.absent(d.p, st, SignalNoNextLink, len(items))
@@ -110,6 +121,54 @@ func isPageURL(page *url.URL, ref string) bool {
 	a, errA := url.ParseQuery(u.RawQuery)
 	b, errB := url.ParseQuery(page.RawQuery)
 	return errA == nil && errB == nil && reflect.DeepEqual(a, b)
+}
+
+// followingByNumber is the URL of the page after the one resp answers,
+// where its Link header's rel="prev" names the page before it by number:
+// the page's own URL with one query parameter one less (page=N-1 beside
+// page=N), every other part the same. It is that URL with the parameter
+// one more; nil where no such parameter is seen.
+func followingByNumber(resp *transport.Response) *url.URL {
+	if resp == nil || resp.URL == nil {
+		return nil
+	}
+	prevRef, st := readLink(resp.Header, "prev")
+	if st != Read || prevRef == "" {
+		return nil
+	}
+	prev, err := resp.URL.Parse(prevRef)
+	if err != nil || !strings.EqualFold(prev.Scheme, resp.URL.Scheme) || !strings.EqualFold(prev.Host, resp.URL.Host) || prev.Path != resp.URL.Path {
+		return nil
+	}
+	own, errA := url.ParseQuery(resp.URL.RawQuery)
+	before, errB := url.ParseQuery(prev.RawQuery)
+	if errA != nil || errB != nil || len(own) != len(before) {
+		return nil
+	}
+	number := ""
+	for k, vs := range own {
+		bs, ok := before[k]
+		if !ok || len(vs) != 1 || len(bs) != 1 {
+			return nil
+		}
+		if vs[0] == bs[0] {
+			continue
+		}
+		n, errN := strconv.Atoi(vs[0])
+		b, errP := strconv.Atoi(bs[0])
+		if number != "" || errN != nil || errP != nil || b != n-1 || b < 0 || strconv.Itoa(n) != vs[0] {
+			return nil
+		}
+		number = k
+	}
+	if number == "" {
+		return nil
+	}
+	n, _ := strconv.Atoi(own.Get(number))
+	own.Set(number, strconv.Itoa(n+1))
+	u := *resp.URL
+	u.RawQuery = own.Encode()
+	return &u
 }
 
 // readLink reads the target of the Link header's rel relation as
