@@ -103,6 +103,11 @@ func (s *Scan) fetchBatch(ctx context.Context, src *sourceScan, st dialect.State
 		pg.NoSnapshot = pg.NoSnapshot || noSnapshot
 		doubts, noSnapshot = pg.Doubts, pg.NoSnapshot
 		if marker == dialect.Read || pg.Next.Done || pg.Next.Probe {
+			if pg.Next.Recheck != nil {
+				// The recheck asks this answer's request again: its own
+				// items are those the smaller answer must hold.
+				pg.Next.RecheckIDs = s.idHashes(src.cfg.Name, pg.Items)
+			}
 			pg.Items = merged.items
 			pg.Next.Seen = st.Seen + len(merged.items)
 			pg.Next.LastFull = len(merged.items) >= s.r.Pagination.PageSize

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/airlock-mcp/airlock/config"
@@ -292,8 +293,8 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 			// from the page looks the same as the end.
 			return unproven()
 		}
-	} else if len(items) != size || !s.r.Dialect.More(resp, doc) || s.idsKey(src.cfg.Name, items) != st.RecheckKey {
-		// Not the page's own first items, or no signal: nothing is
+	} else if len(items) != size || !s.r.Dialect.More(resp, doc) || !s.among(src.cfg.Name, items, st.RecheckIDs) {
+		// Not the page's own items, or no signal: nothing is
 		// proven of the place the page was read at.
 		return unproven()
 	}
@@ -305,16 +306,26 @@ func (s *Scan) recheck(ctx context.Context, src *sourceScan) bool {
 	return true
 }
 
-// idsKey hashes the ids of items, in order (an item without one counts
-// as an empty id), for Scan.recheck.
-func (s *Scan) idsKey(source string, items []any) uint64 {
+// idHashes hashes the ids of items (an item without one counts as an
+// empty id), for Scan.recheck.
+func (s *Scan) idHashes(source string, items []any) []uint64 {
 	idPath := s.r.FieldPath(s.r.Config.IDField)
-	h := uint64(len(items))
+	out := make([]uint64, 0, len(items))
 	for _, it := range items {
 		id, _ := jsonvalue.GetID(dialect.ItemValue(it), idPath)
-		h = h*1099511628211 ^ seenKey(s.salt, source, id)
+		out = append(out, seenKey(s.salt, source, id))
 	}
-	return h
+	return out
+}
+
+// among reports whether every item's id is one of ids (idHashes).
+func (s *Scan) among(source string, items []any, ids []uint64) bool {
+	for _, h := range s.idHashes(source, items) {
+		if !slices.Contains(ids, h) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Scan) settleProbe(src *sourceScan, verified bool) {

@@ -223,10 +223,11 @@ func (s *Scan) account(src *sourceScan, st dialect.State, pg dialect.Page, hand 
 		}
 	}
 	src.state = pg.Next
-	if rc := src.state.RecheckItems; src.state.Recheck != nil && rc > 1 && rc <= len(pg.Items) {
-		// The page's own first items, which the smaller request must
-		// answer (Scan.recheck).
-		src.state.RecheckKey = s.idsKey(src.cfg.Name, pg.Items[:rc-1])
+	if src.state.Recheck != nil && s.r.Pagination.BatchComplete == "" {
+		// The page's own items, among which the smaller request's must
+		// be (Scan.recheck); a batch's are its last answer's
+		// (fetchBatch).
+		src.state.RecheckIDs = s.idHashes(src.cfg.Name, pg.Items)
 	}
 	if s.spec.CountFromTotal && s.spec.Sink == nil && len(s.spec.GroupBy) == 0 && !st.Started && pg.Total != nil &&
 		rejected == 0 && fresh == len(pg.Items) && !src.state.Done {

@@ -171,7 +171,7 @@ type savedPage struct {
 	// dialect.State), RecheckItems what it held.
 	Recheck      *savedPage `json:"recheck,omitempty"`
 	RecheckItems int        `json:"recheck_items,omitempty"`
-	RecheckKey   uint64     `json:"recheck_key,omitempty"`
+	RecheckIDs   []uint64   `json:"recheck_ids,omitempty"`
 	// RecheckFollowing: Recheck is the page after, by number.
 	RecheckFollowing bool `json:"recheck_following,omitempty"`
 }
@@ -184,7 +184,7 @@ func savePage(st dialect.State, sealer StateSealer) (savedPage, error) {
 	}
 	ps := savedPage{Offset: st.Offset, Page: st.Page, Total: st.Total, Pages: st.TotalPages, Seen: st.Seen, TotalUntrusted: st.TotalUntrusted,
 		SignalSeen: st.SignalSeen, LastFull: st.LastFull, MaxPage: st.MaxPage, Started: st.Started, Done: st.Done, End: st.End,
-		EndSignal: st.EndSignal, Probe: st.Probe, RecheckItems: st.RecheckItems, RecheckKey: st.RecheckKey, RecheckFollowing: st.RecheckFollowing}
+		EndSignal: st.EndSignal, Probe: st.Probe, RecheckItems: st.RecheckItems, RecheckIDs: st.RecheckIDs, RecheckFollowing: st.RecheckFollowing}
 	var err error
 	if st.Recheck != nil {
 		rc, err := savePage(*st.Recheck, sealer)
@@ -207,7 +207,7 @@ func (ps savedPage) state(sealer StateSealer) (dialect.State, error) {
 	st := dialect.State{Cursor: c.Cursor, Offset: ps.Offset, Page: ps.Page, Snapshot: c.Snapshot, PIT: c.PIT, Total: ps.Total,
 		TotalPages: ps.Pages, LastID: c.LastID, Seen: ps.Seen, TotalUntrusted: ps.TotalUntrusted, SignalSeen: ps.SignalSeen,
 		LastFull: ps.LastFull, MaxPage: ps.MaxPage, Started: ps.Started, Done: ps.Done, End: ps.End, EndSignal: ps.EndSignal, Probe: ps.Probe,
-		RecheckItems: ps.RecheckItems, RecheckKey: ps.RecheckKey, RecheckFollowing: ps.RecheckFollowing}
+		RecheckItems: ps.RecheckItems, RecheckIDs: ps.RecheckIDs, RecheckFollowing: ps.RecheckFollowing}
 	if ps.Recheck != nil {
 		rc, err := ps.Recheck.state(sealer)
 		if err != nil {

@@ -107,6 +107,11 @@ func TestSavedPage_KeepsEveryMemberOfThePageState(t *testing.T) {
 			f.SetUint(uint64(i+1) << 60)
 		case reflect.Bool:
 			f.SetBool(true)
+		case reflect.Slice:
+			if f.Type() != reflect.TypeFor[[]uint64]() {
+				t.Fatalf("pageState.%s has a slice type (%s) this test cannot fill", v.Type().Field(i).Name, f.Type())
+			}
+			f.Set(reflect.ValueOf([]uint64{uint64(i+1) << 60, 7}))
 		case reflect.Pointer:
 			switch f.Type() {
 			case reflect.TypeFor[*url.URL]():

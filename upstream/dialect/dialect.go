@@ -54,11 +54,13 @@ type State struct {
 	// item smaller (see Scan.recheck). RecheckItems is how many it held.
 	Recheck      *State
 	RecheckItems int
-	// RecheckKey is the ids of the page's first RecheckItems-1 items,
-	// hashed (Scan.recheck): the answer to the smaller request must hold
-	// those, or it was read at another place in the list (a next link
-	// that numbers its pages by their size).
-	RecheckKey uint64
+	// RecheckIDs are the ids of the page's items, hashed (Scan.recheck):
+	// the answer to the smaller request must hold only those, or it was
+	// read at another place in the list (a next link that numbers its
+	// pages by their size). Their order is not compared: an answer may
+	// list a place's items in another order than it read them
+	// (MediaWiki's generator pages, by page id).
+	RecheckIDs []uint64
 	// RecheckFollowing says Recheck is the page after the whole page, by
 	// its number (a next link that numbers its pages: GitHub's page=N),
 	// not the page itself one item smaller: an empty answer there proves
