@@ -32,8 +32,10 @@ type ContinuationObjectConfig struct {
 	// rather than the items returned (DynamoDB's ScannedCount: Limit
 	// counts the items read before FilterExpression drops some). The
 	// end is then judged by it: a page without the object that
-	// evaluated fewer than the page size ends the list; one that
-	// evaluated as many stopped at the size, and its end is not proven.
+	// evaluated fewer than the page size, and fewer than an earlier
+	// page did, ends the list; one that evaluated as many stopped at
+	// the size or at the upstream's own cut (DynamoDB's 1 MB), and its
+	// end is not proven.
 	// Unset, the items returned are counted.
 	Evaluated string `yaml:"evaluated"`
 }

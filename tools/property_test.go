@@ -71,7 +71,7 @@ func TestPropertyCompleteMeansExactlyTheMatchingSet(t *testing.T) {
 	api := newFixture(t)
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	checks := 0
+	checks, throttled := 0, 0
 	rapid.Check(t, func(rt *rapid.T) {
 		checks++
 		dialect := rapid.SampledFrom(fixtures.AllDialects).Draw(rt, "dialect")
@@ -138,6 +138,7 @@ func TestPropertyCompleteMeansExactlyTheMatchingSet(t *testing.T) {
 				// meet the throttle after it: the next call is then refused
 				// from airlock's own state, retryable, with the wait named.
 				if f.Throttle != nil && p.Code == envelope.ProblemUpstreamRateLimited && p.Retryable && p.RetryAfterSeconds != nil {
+					throttled++
 					return
 				}
 				rt.Fatalf("unexpected problem %+v", p)
@@ -174,7 +175,12 @@ func TestPropertyCompleteMeansExactlyTheMatchingSet(t *testing.T) {
 			args["cursor"] = env.Continuation.Cursor
 		}
 	})
-	t.Logf("%d property checks", checks)
+	// A throttle is one fault of nine; a call refused after it ends a
+	// check early, and must stay the exception.
+	if throttled > checks/4 {
+		t.Errorf("%d of %d checks ended on a rate-limit refusal", throttled, checks)
+	}
+	t.Logf("%d property checks, %d ended on a rate-limit refusal", checks, throttled)
 }
 
 // TestPropertyFaultyDialects_CompleteMeansTheTrueSet draws random

@@ -162,6 +162,7 @@ type savedPage struct {
 	SignalSeen     bool   `json:"signal_seen,omitempty"`
 	LastFull       bool   `json:"last_full,omitempty"`
 	MaxPage        int    `json:"max_page,omitempty"`
+	MaxEvaluated   int    `json:"max_evaluated,omitempty"`
 	Started        bool   `json:"started,omitempty"`
 	Done           bool   `json:"done,omitempty"`
 	End            string `json:"end,omitempty"`
@@ -183,7 +184,7 @@ func savePage(st dialect.State, sealer StateSealer) (savedPage, error) {
 		c.NextURL = st.NextURL.String()
 	}
 	ps := savedPage{Offset: st.Offset, Page: st.Page, Total: st.Total, Pages: st.TotalPages, Seen: st.Seen, TotalUntrusted: st.TotalUntrusted,
-		SignalSeen: st.SignalSeen, LastFull: st.LastFull, MaxPage: st.MaxPage, Started: st.Started, Done: st.Done, End: st.End,
+		SignalSeen: st.SignalSeen, LastFull: st.LastFull, MaxPage: st.MaxPage, MaxEvaluated: st.MaxEvaluated, Started: st.Started, Done: st.Done, End: st.End,
 		EndSignal: st.EndSignal, Probe: st.Probe, RecheckItems: st.RecheckItems, RecheckIDs: st.RecheckIDs, RecheckFollowing: st.RecheckFollowing}
 	var err error
 	if st.Recheck != nil {
@@ -206,7 +207,7 @@ func (ps savedPage) state(sealer StateSealer) (dialect.State, error) {
 	}
 	st := dialect.State{Cursor: c.Cursor, Offset: ps.Offset, Page: ps.Page, Snapshot: c.Snapshot, PIT: c.PIT, Total: ps.Total,
 		TotalPages: ps.Pages, LastID: c.LastID, Seen: ps.Seen, TotalUntrusted: ps.TotalUntrusted, SignalSeen: ps.SignalSeen,
-		LastFull: ps.LastFull, MaxPage: ps.MaxPage, Started: ps.Started, Done: ps.Done, End: ps.End, EndSignal: ps.EndSignal, Probe: ps.Probe,
+		LastFull: ps.LastFull, MaxPage: ps.MaxPage, MaxEvaluated: ps.MaxEvaluated, Started: ps.Started, Done: ps.Done, End: ps.End, EndSignal: ps.EndSignal, Probe: ps.Probe,
 		RecheckItems: ps.RecheckItems, RecheckIDs: ps.RecheckIDs, RecheckFollowing: ps.RecheckFollowing}
 	if ps.Recheck != nil {
 		rc, err := ps.Recheck.state(sealer)

@@ -52,8 +52,12 @@ func (d objectDialect) Parse(resp *transport.Response, doc any, items []any, st 
 	pg.Next.Cursor = ""
 	if d.p.Evaluated != "" {
 		// Read on every page: unreadable is doubt wherever it is.
-		if _, counted, rs := ReadCount(doc, d.p.Evaluated); rs == Unreadable || (rs == Read && !counted) {
+		evaluated, counted, rs := ReadCount(doc, d.p.Evaluated)
+		switch {
+		case rs == Unreadable || (rs == Read && !counted):
 			pg.Doubt(d.p.Evaluated)
+		case rs == Read:
+			pg.Next.MaxEvaluated = max(st.MaxEvaluated, evaluated)
 		}
 	}
 	o, ost := readObject(doc, d.p.ContinuePath)
@@ -111,17 +115,18 @@ func (d objectDialect) Parse(resp *transport.Response, doc any, items []any, st 
 // size counts the items evaluated (pagination.evaluated), not those
 // returned: a filtered page holds fewer items than the size, or none, and
 // still goes on, so its items say nothing of the end. Only a page that
-// evaluated fewer than the size ran out of items; one that evaluated as
-// many stopped at the size, and the object's absence there contradicts
-// it (the object may have been dropped). A count missing or unreadable
-// proves nothing.
+// evaluated fewer than the size, and fewer than an earlier page did, ran
+// out of items; one that evaluated as many stopped at the size, or at the
+// upstream's own cut (DynamoDB stops a page at 1 MB read), and the
+// object's absence there contradicts it (the object may have been
+// dropped). A count missing or unreadable proves nothing.
 func (d objectDialect) evaluatedEnd(pg *Page, doc any, st State, n int) {
 	evaluated, counted, rs := ReadCount(doc, d.p.Evaluated)
 	switch {
 	case rs == Unreadable || (rs == Read && !counted):
 		pg.Doubt(d.p.Evaluated)
 		pg.Unknown(SignalUnreadable, false)
-	case rs == Absent || evaluated >= d.p.PageSize:
+	case rs == Absent || evaluated >= d.p.PageSize || (st.MaxEvaluated > 0 && evaluated >= st.MaxEvaluated):
 		pg.Unknown(SignalMissingOnFull, false)
 	case n == 0:
 		pg.proven(SignalEmptyPage)

@@ -49,6 +49,36 @@ func TestContinueObject_EvaluatedCountJudgesTheEnd(t *testing.T) {
 			}
 		})
 	}
+	// DynamoDB also stops a page at 1 MB read, short of Limit, and hands
+	// the key back: pages of large items each read 2.
+	capped := st
+	capped.MaxEvaluated = 2
+	for _, tc := range []struct {
+		name   string
+		body   string
+		end    string
+		signal string
+	}{
+		{"as many read as the upstream's own cut, no key", `{"Count":2,"ScannedCount":2}`, envelope.EndUnproven, SignalMissingOnFull},
+		{"fewer read than the upstream's own cut, no key", `{"Count":1,"ScannedCount":1}`, envelope.EndProven, SignalContinuationNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := parseObjectPage(t, d, tc.body, 1, capped)
+			if !pg.Next.Done || pg.Next.End != tc.end || pg.Next.EndSignal != tc.signal {
+				t.Errorf("done %v, end %q by %q; want %q by %q", pg.Next.Done, pg.Next.End, pg.Next.EndSignal, tc.end, tc.signal)
+			}
+		})
+	}
+	t.Run("the most read on one page is kept", func(t *testing.T) {
+		pg := parseObjectPage(t, d, `{"Count":2,"ScannedCount":3,"LastEvaluatedKey":{"pk":{"S":"acct-00200"}}}`, 2, capped)
+		if pg.Next.MaxEvaluated != 3 {
+			t.Errorf("MaxEvaluated %d after a page that read 3, want 3", pg.Next.MaxEvaluated)
+		}
+		pg = parseObjectPage(t, d, `{"Count":1,"ScannedCount":1,"LastEvaluatedKey":{"pk":{"S":"acct-00300"}}}`, 1, pg.Next)
+		if pg.Next.MaxEvaluated != 3 {
+			t.Errorf("MaxEvaluated %d after a page that read 1, want 3 kept", pg.Next.MaxEvaluated)
+		}
+	})
 	t.Run("an unreadable count beside the key is doubt", func(t *testing.T) {
 		pg := parseObjectPage(t, d, `{"Count":4,"ScannedCount":null,"LastEvaluatedKey":{"pk":{"S":"acct-00200"}}}`, 4, st)
 		if pg.Next.Done || pg.Next.Cursor == "" || !slices.Contains(pg.Doubts, "ScannedCount") {

@@ -40,7 +40,11 @@ type State struct {
 	// caps the page size below the size asked for fills its pages to its
 	// own cap.
 	MaxPage int
-	Started bool
+	// MaxEvaluated is the most items one page evaluated so far
+	// (pagination.evaluated): an upstream that stops its pages short of
+	// the size asked for (DynamoDB at 1 MB read) evaluates that many.
+	MaxEvaluated int
+	Started      bool
 	// Done is set when the scan of the source reached its end; End says
 	// whether the end was proven and EndSignal how (or what was missing).
 	Done      bool
