@@ -41,20 +41,7 @@ func (h *harness) runCall(call *Call, tool string, args map[string]any) (result,
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	call.RequestID, call.Raw = uuid.NewString(), raw
-	env := s.Run(ctx, call)
-	for round := 0; call.Ask != nil; round++ {
-		if round == maxInputRounds {
-			h.t.Fatalf("%s asked for input %d times", tool, round)
-		}
-		ask := call.Ask
-		call.Ask = nil
-		call.Answer = h.answer.reply(ask)
-		env = s.Run(ctx, call)
-	}
-	if env.Problem != nil && env.Problem.RequestID == "" {
-		env.Problem.WithRequest(call.RequestID)
-	}
-	env.Finish()
+	env := h.runAnswering(ctx, s, call)
 	b := h.deps.Redactor.Bytes(env.Marshal())
 	r := h.check(s, b)
 	if call.View != nil && call.View.State != "" && strings.Contains(string(b), call.View.State) {

@@ -338,25 +338,34 @@ func (h *harness) call(tool string, args map[string]any) result {
 	call := &Call{RequestID: uuid.NewString(), Raw: raw, Client: "mcp client airlock-test 1", CanAsk: !h.cannotAsk}
 	env := h.deps.Memory.Recall(s, call.Raw, call.RequestID)
 	if env == nil {
-		env = s.Run(ctx, call)
-		for round := 0; call.Ask != nil; round++ {
-			if round == maxInputRounds {
-				h.t.Fatalf("%s asked for input %d times", tool, round)
-			}
-			ask := call.Ask
-			call.Ask = nil
-			call.Answer = h.answer.reply(ask)
-			env = s.Run(ctx, call)
-		}
-		if env.Problem != nil && env.Problem.RequestID == "" {
-			env.Problem.WithRequest(call.RequestID)
-		}
-		env.Finish()
+		env = h.runAnswering(ctx, s, call)
 		h.deps.Memory.Remember(s, call.Raw, env)
 	}
 	env.Finish()
 	b := h.deps.Redactor.Bytes(env.Marshal())
 	return h.check(s, b)
+}
+
+// runAnswering runs call as the server does, the user at the client
+// answering every form it asks (at most maxInputRounds), and returns the
+// finished answer.
+func (h *harness) runAnswering(ctx context.Context, s Spec, call *Call) *envelope.Envelope {
+	h.t.Helper()
+	env := s.Run(ctx, call)
+	for round := 0; call.Ask != nil; round++ {
+		if round == maxInputRounds {
+			h.t.Fatalf("%s asked for input %d times", s.Name, round)
+		}
+		ask := call.Ask
+		call.Ask = nil
+		call.Answer = h.answer.reply(ask)
+		env = s.Run(ctx, call)
+	}
+	if env.Problem != nil && env.Problem.RequestID == "" {
+		env.Problem.WithRequest(call.RequestID)
+	}
+	env.Finish()
+	return env
 }
 
 // check holds an answer of s, as sent, to the contract every result keeps.
