@@ -7,10 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-mcp/airlock/redact/leaktest"
 )
 
 // CursorAPI is an API that takes its key in the query (api_key) and whose
@@ -127,4 +131,43 @@ func (a *CursorAPI) RefusedCursors() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.refused
+}
+
+// CursorAPIConfig is a configuration that reads the CursorAPI at base as
+// resource "items", its key from CURSOR_API_KEY in the query, each request
+// bounded by timeout; fields are YAML lines declaring more fields.
+func CursorAPIConfig(base, timeout string, fields ...string) []byte {
+	return fmt.Appendf(nil, `environment: test
+upstreams:
+  api:
+    base_url: %q
+    credential: {env: CURSOR_API_KEY, query: api_key}
+    timeout: %s
+    retries: 0
+    backoff: {min: 1ms, max: 5ms}
+resources:
+  items:
+    upstream: api
+    list: {path: /v1/items, items: results}
+    pagination: {dialect: next_url, next: next, page_size_param: limit, page_size: %d}
+    id_field: id
+    fields:
+      id: {type: string}
+      name: {type: string}
+%s`, base, timeout, CursorAPIPage, strings.Join(fields, ""))
+}
+
+// StoreLeaks fails t when the SQLite store at dbPath (its file and its
+// write-ahead log) reveals key in any form leaktest reads.
+func StoreLeaks(t testing.TB, dbPath, key string) {
+	t.Helper()
+	for _, f := range []string{dbPath, dbPath + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if hits := leaktest.Hits(b, key); len(hits) > 0 {
+			t.Fatalf("the store reveals the key (%v)", hits)
+		}
+	}
 }
