@@ -1,23 +1,14 @@
 package mcpserver
 
-import (
-	"strings"
+import "github.com/airlock-mcp/airlock/internal/tooltest"
 
-	"github.com/airlock-mcp/airlock/fixtures"
-)
-
+// demoAt points the demo configuration at another upstream, with edits
+// (tooltest.DemoAt).
 func demoAt(url string, edits ...string) harnessOpt {
-	return withConfig(func(string) []byte {
-		y := string(fixtures.DemoConfig(url))
-		for i := 0; i+1 < len(edits); i += 2 {
-			y = strings.Replace(y, edits[i], edits[i+1], 1)
-		}
-		return []byte(y)
-	})
+	return withConfig(func(string) []byte { return tooltest.DemoAt(url, edits...) })
 }
 
-var assignOwner = map[string]any{"type": "assign_owner", "params": map[string]any{"owner": "team-identity"}}
-
-func explicitPreview(ids ...any) map[string]any {
-	return map[string]any{"resource": "service_accounts", "ids": ids, "action": assignOwner}
-}
+var (
+	assignOwner     = tooltest.AssignOwner
+	explicitPreview = tooltest.ExplicitPreview
+)
