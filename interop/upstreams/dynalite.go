@@ -89,14 +89,53 @@ func StartDynalite(t testing.TB) *Dynalite {
 		"KeySchema":             []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"}},
 		"ProvisionedThroughput": map[string]any{"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
 	}, nil)
-	d.waitActive(t)
-	items := seedDynamoItems(DynaliteItems)
-	err = parallel((len(items)+24)/25, 4, func(i int) error {
+	d.waitActive(t, DynaliteTable)
+	if err := d.batchPut(t, DynaliteTable, seedDynamoItems(DynaliteItems)); err != nil {
+		t.Fatalf("dynalite: seed: %v", err)
+	}
+	if n := len(d.Items(t)); n != DynaliteItems {
+		t.Fatalf("dynalite holds %d items, seeded %d", n, DynaliteItems)
+	}
+	t.Logf("dynalite 4.0.0: started and seeded %d items in %.1fs at %s", DynaliteItems, time.Since(started).Seconds(), base)
+	return d
+}
+
+// waitActive waits, boundedly, until DescribeTable says table and each
+// of its global secondary indexes are ACTIVE.
+func (d *Dynalite) waitActive(t testing.TB, table string) {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		var desc struct {
+			Table struct {
+				TableStatus            string
+				GlobalSecondaryIndexes []struct{ IndexStatus string }
+			}
+		}
+		d.must(t, "DescribeTable", map[string]any{"TableName": table}, &desc)
+		active := desc.Table.TableStatus == "ACTIVE"
+		for _, ix := range desc.Table.GlobalSecondaryIndexes {
+			active = active && ix.IndexStatus == "ACTIVE"
+		}
+		if active {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dynalite: table %s still %s after %s", table, desc.Table.TableStatus, startTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// batchPut writes items into table through BatchWriteItem, 25 to a
+// request, four requests at a time; an item left unprocessed is an error.
+func (d *Dynalite) batchPut(t testing.TB, table string, items []DynamoItem) error {
+	return parallel((len(items)+24)/25, 4, func(i int) error {
 		var reqs []any
 		for _, it := range items[i*25 : min(i*25+25, len(items))] {
 			reqs = append(reqs, map[string]any{"PutRequest": map[string]any{"Item": it}})
 		}
-		r, err := d.do(t, "BatchWriteItem", map[string]any{"RequestItems": map[string]any{DynaliteTable: reqs}})
+		r, err := d.do(t, "BatchWriteItem", map[string]any{"RequestItems": map[string]any{table: reqs}})
 		if err != nil {
 			return err
 		}
@@ -108,34 +147,6 @@ func StartDynalite(t testing.TB) *Dynalite {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("dynalite: seed: %v", err)
-	}
-	if n := len(d.Items(t)); n != DynaliteItems {
-		t.Fatalf("dynalite holds %d items, seeded %d", n, DynaliteItems)
-	}
-	t.Logf("dynalite 4.0.0: started and seeded %d items in %.1fs at %s", DynaliteItems, time.Since(started).Seconds(), base)
-	return d
-}
-
-// waitActive waits, boundedly, until DescribeTable says the table is
-// ACTIVE.
-func (d *Dynalite) waitActive(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	for {
-		var desc struct {
-			Table struct{ TableStatus string }
-		}
-		d.must(t, "DescribeTable", map[string]any{"TableName": DynaliteTable}, &desc)
-		if desc.Table.TableStatus == "ACTIVE" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dynalite: table %s still %s after %s", DynaliteTable, desc.Table.TableStatus, startTimeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // Items is every item of the table, typed as DynamoDB serves them: a full

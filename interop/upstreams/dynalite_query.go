@@ -1,14 +1,11 @@
 package upstreams
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // DynaliteLedger is the table SeedLedger creates beside DynaliteTable:
@@ -59,7 +56,7 @@ func (d *Dynalite) SeedLedger(t testing.TB) {
 		}},
 		"ProvisionedThroughput": map[string]any{"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
 	}, nil)
-	d.waitLedger(t)
+	d.waitActive(t, DynaliteLedger)
 	rng := rand.New(rand.NewPCG(DefaultSeed, 39))
 	var items []DynamoItem
 	n := 0
@@ -86,23 +83,7 @@ func (d *Dynalite) SeedLedger(t testing.TB) {
 			items = append(items, it)
 		}
 	}
-	err := parallel((len(items)+24)/25, 4, func(i int) error {
-		var reqs []any
-		for _, it := range items[i*25 : min(i*25+25, len(items))] {
-			reqs = append(reqs, map[string]any{"PutRequest": map[string]any{"Item": it}})
-		}
-		r, err := d.do(t, "BatchWriteItem", map[string]any{"RequestItems": map[string]any{DynaliteLedger: reqs}})
-		if err != nil {
-			return err
-		}
-		var ans struct {
-			UnprocessedItems map[string][]any
-		}
-		if r.Status != http.StatusOK || json.Unmarshal(r.Body, &ans) != nil || len(ans.UnprocessedItems) != 0 {
-			return fmt.Errorf("BatchWriteItem: status %d: %s", r.Status, truncate(r.Body, 300))
-		}
-		return nil
-	})
+	err := d.batchPut(t, DynaliteLedger, items)
 	if err != nil {
 		t.Fatalf("dynalite: seed %s: %v", DynaliteLedger, err)
 	}
@@ -136,32 +117,5 @@ func (d *Dynalite) QueryAll(t testing.TB, req map[string]any) (ids []string, pag
 			t.Fatal("dynalite: a query that never ends")
 		}
 		req["ExclusiveStartKey"] = ans.LastEvaluatedKey
-	}
-}
-
-// waitLedger waits, boundedly, until DescribeTable says the ledger and its
-// index are ACTIVE: a write to a table still CREATING is refused.
-func (d *Dynalite) waitLedger(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	for {
-		var desc struct {
-			Table struct {
-				TableStatus            string
-				GlobalSecondaryIndexes []struct{ IndexStatus string }
-			}
-		}
-		d.must(t, "DescribeTable", map[string]any{"TableName": DynaliteLedger}, &desc)
-		active := desc.Table.TableStatus == "ACTIVE"
-		for _, ix := range desc.Table.GlobalSecondaryIndexes {
-			active = active && ix.IndexStatus == "ACTIVE"
-		}
-		if active {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dynalite: table %s still %s after %s", DynaliteLedger, desc.Table.TableStatus, startTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
