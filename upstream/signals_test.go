@@ -909,19 +909,7 @@ func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // config is the list's configuration over the peer at url.
 func (s *listServer) config(t *testing.T, url string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`environment: test
-upstreams:
-  api: {base_url: %q, retries: 0, timeout: 5s}
-resources:
-  items:
-    upstream: api
-    list: {path: /items, %s}
-    pagination: {%s}
-    id_field: id
-    fields:
-      id: {type: string}
-      status: {type: string}
-`, url, s.l.list, s.l.pagination)))
+	cfg, err := config.Parse(itemsConfig(url, s.l.list, s.l.pagination, ""))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -68,7 +68,15 @@ func pagedList(t *testing.T, s *paged, list, pagination string, extra string) *R
 	s.t = t
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	rt := runtimeFor(t, []byte(fmt.Sprintf(`environment: test
+	rt := runtimeFor(t, itemsConfig(ts.URL, list, pagination, "    filters:\n      status: {}\n"+extra))
+	return rt.Resources["items"]
+}
+
+// itemsConfig is a configuration of one resource, items, at base_url
+// url, its list (a YAML flow mapping's body but its path) and pagination
+// given, its fields id and status, and extra lines of the resource.
+func itemsConfig(url, list, pagination, extra string) []byte {
+	return fmt.Appendf(nil, `environment: test
 upstreams:
   api: {base_url: %q, retries: 0, timeout: 5s}
 resources:
@@ -80,10 +88,7 @@ resources:
     fields:
       id: {type: string}
       status: {type: string}
-    filters:
-      status: {}
-%s`, ts.URL, list, pagination, extra)))
-	return rt.Resources["items"]
+%s`, url, list, pagination, extra)
 }
 
 func warningOf(out Outcome, code envelope.WarningCode) *envelope.Warning {
