@@ -344,16 +344,12 @@ func TestDynamoDBScanState_SealsTheWholeObjectAndResumesFromIt(t *testing.T) {
 // upstream's conflicts declare (DynamoDB's ConditionalCheckFailedException)
 // is UPSTREAM_CONFLICT; another 400 stays a rejection.
 func TestDeclaredConflict_IsAnUpstreamConflict(t *testing.T) {
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.WriteHeader(http.StatusBadRequest)
+	ts := awsRefusals(t, func(r *http.Request) (string, string) {
 		if r.URL.Path == "/cond" {
-			fmt.Fprint(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed"}`)
-			return
+			return "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException", "The conditional request failed"
 		}
-		fmt.Fprint(w, `{"__type":"com.amazon.coral.validate#ValidationException","message":"bad"}`)
-	}))
-	t.Cleanup(ts.Close)
+		return "com.amazon.coral.validate#ValidationException", "bad"
+	})
 	rt := runtimeFor(t, []byte(fmt.Sprintf(`environment: test
 upstreams:
   ddb:

@@ -22,17 +22,13 @@ import (
 // another 400 stays a rejection.
 func TestDeclaredUnauthorized_IsAnAuthenticationProblemWithoutTheKey(t *testing.T) {
 	const keyID, secret = "AKIDECHOEDBYTHEPEER", "the-wrong-secret-XYZ"
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.WriteHeader(http.StatusBadRequest)
+	ts := awsRefusals(t, func(r *http.Request) (string, string) {
 		if r.URL.Path == "/sig" {
-			msg, _ := json.Marshal("The request signature we calculated does not match the signature you provided. Authorization: " + r.Header.Get("Authorization") + " secret " + secret)
-			fmt.Fprintf(w, `{"__type":"com.amazon.coral.service#InvalidSignatureException","message":%s}`, msg)
-			return
+			return "com.amazon.coral.service#InvalidSignatureException",
+				"The request signature we calculated does not match the signature you provided. Authorization: " + r.Header.Get("Authorization") + " secret " + secret
 		}
-		fmt.Fprint(w, `{"__type":"com.amazon.coral.validate#ValidationException","message":"bad"}`)
-	}))
-	t.Cleanup(ts.Close)
+		return "com.amazon.coral.validate#ValidationException", "bad"
+	})
 	rt := runtimeWith(t, []byte(fmt.Sprintf(`environment: test
 upstreams:
   ddb:
@@ -71,4 +67,19 @@ resources:
 			t.Errorf("%s: %s; want the declared failure said and the peer's message quoted", path, b)
 		}
 	}
+}
+
+// awsRefusals is a peer that answers every request 400 in an AWS JSON
+// API's error shape, with the __type and message refusal gives for it.
+func awsRefusals(t *testing.T, refusal func(r *http.Request) (typ, message string)) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		typ, message := refusal(r)
+		body, _ := json.Marshal(map[string]string{"__type": typ, "message": message})
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(body)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
 }
